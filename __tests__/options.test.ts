@@ -1,0 +1,309 @@
+// Configuration errors at creation, and the behaviour of every option over HTTP.
+import express from 'express';
+import { RateLimiterMemory } from 'rate-limiter-flexible';
+import request from 'supertest';
+import { type EndpointRow, ListingLimitsError, type ListingLimitsOptions, listingLimits, memoryStore } from '../lib';
+import { createApp } from './helpers/app';
+
+const row = (over: Partial<Record<keyof EndpointRow, unknown>> = {}) =>
+  ({ method: 'GET', path: '/v1/x', limit: 1, windowMs: 1000, ...over }) as EndpointRow;
+
+describe('bad configuration fails at creation, naming the field', () => {
+  it.each([
+    { name: 'unknown listing', listing: 'C', options: undefined, code: 'ERR_UNKNOWN_LISTING', field: 'listing' },
+    { name: 'lower-case listing', listing: 'b', options: undefined, code: 'ERR_UNKNOWN_LISTING', field: 'listing' },
+    { name: 'empty table', listing: [], options: undefined, code: 'ERR_UNKNOWN_LISTING', field: 'listing' },
+    { name: 'row not an object', listing: [null], options: undefined, code: 'ERR_INVALID_ROW', field: 'listing[0]' },
+    {
+      name: 'zero limit',
+      listing: [row({ limit: 0 })],
+      options: undefined,
+      code: 'ERR_INVALID_ROW',
+      field: 'listing[0].limit',
+    },
+    {
+      name: 'fractional limit',
+      listing: [row(), row({ path: '/y', limit: 1.5 })],
+      options: undefined,
+      code: 'ERR_INVALID_ROW',
+      field: 'listing[1].limit',
+    },
+    {
+      name: 'string limit',
+      listing: [row({ limit: '5' })],
+      options: undefined,
+      code: 'ERR_INVALID_ROW',
+      field: 'listing[0].limit',
+    },
+    {
+      name: 'negative window',
+      listing: [row({ windowMs: -1000 })],
+      options: undefined,
+      code: 'ERR_INVALID_ROW',
+      field: 'listing[0].windowMs',
+    },
+    {
+      name: 'window not whole seconds',
+      listing: [row({ windowMs: 1500 })],
+      options: undefined,
+      code: 'ERR_INVALID_ROW',
+      field: 'listing[0].windowMs',
+    },
+    {
+      name: 'unparseable path',
+      listing: [row({ path: '/v1/:' })],
+      options: undefined,
+      code: 'ERR_INVALID_ROW',
+      field: 'listing[0].path',
+    },
+    {
+      name: 'path without slash',
+      listing: [row({ path: 'v1/x' })],
+      options: undefined,
+      code: 'ERR_INVALID_ROW',
+      field: 'listing[0].path',
+    },
+    {
+      name: 'non-ASCII path',
+      listing: [row({ path: '/v1/ü' })],
+      options: undefined,
+      code: 'ERR_INVALID_ROW',
+      field: 'listing[0].path',
+    },
+    {
+      name: 'unknown method',
+      listing: [row({ method: 'FETCH' })],
+      options: undefined,
+      code: 'ERR_INVALID_ROW',
+      field: 'listing[0].method',
+    },
+    {
+      name: 'lower-case method',
+      listing: [row({ method: 'get' })],
+      options: undefined,
+      code: 'ERR_INVALID_ROW',
+      field: 'listing[0].method',
+    },
+    {
+      name: 'HEAD row',
+      listing: [row({ method: 'HEAD' })],
+      options: undefined,
+      code: 'ERR_INVALID_ROW',
+      field: 'listing[0].method',
+    },
+    {
+      name: 'row field typo',
+      listing: [{ ...row(), limt: 2 }],
+      options: undefined,
+      code: 'ERR_UNKNOWN_OPTION',
+      field: 'listing[0].limt',
+    },
+    {
+      name: 'duplicate row',
+      listing: [row(), row({ limit: 2 })],
+      options: undefined,
+      code: 'ERR_DUPLICATE_ROW',
+      field: 'listing[1]',
+    },
+    {
+      name: 'duplicate row, other param name',
+      listing: [row({ path: '/v1/:a' }), row({ path: '/V1/:b' })],
+      options: undefined,
+      code: 'ERR_DUPLICATE_ROW',
+      field: 'listing[1]',
+    },
+    {
+      name: 'option typo',
+      listing: 'B',
+      options: { stor: memoryStore() },
+      code: 'ERR_UNKNOWN_OPTION',
+      field: 'options.stor',
+    },
+    { name: 'options not an object', listing: 'B', options: 5, code: 'ERR_INVALID_OPTION', field: 'options' },
+    {
+      name: 'store not a function',
+      listing: 'B',
+      options: { store: {} },
+      code: 'ERR_INVALID_OPTION',
+      field: 'options.store',
+    },
+    {
+      name: 'store returns nothing',
+      listing: 'B',
+      options: { store: () => undefined },
+      code: 'ERR_INVALID_OPTION',
+      field: 'options.store',
+    },
+    {
+      name: 'key not a function',
+      listing: 'B',
+      options: { key: 'authorization' },
+      code: 'ERR_INVALID_OPTION',
+      field: 'options.key',
+    },
+    {
+      name: 'skip not a function',
+      listing: 'B',
+      options: { skip: true },
+      code: 'ERR_INVALID_OPTION',
+      field: 'options.skip',
+    },
+    {
+      name: 'handler not a function',
+      listing: 'B',
+      options: { handler: 'x' },
+      code: 'ERR_INVALID_OPTION',
+      field: 'options.handler',
+    },
+    {
+      name: 'headers not boolean',
+      listing: 'B',
+      options: { headers: 'yes' },
+      code: 'ERR_INVALID_OPTION',
+      field: 'options.headers',
+    },
+    {
+      name: 'ipv6Subnet too large',
+      listing: 'B',
+      options: { ipv6Subnet: 129 },
+      code: 'ERR_INVALID_OPTION',
+      field: 'options.ipv6Subnet',
+    },
+    {
+      name: 'ipv6Subnet true',
+      listing: 'B',
+      options: { ipv6Subnet: true },
+      code: 'ERR_INVALID_OPTION',
+      field: 'options.ipv6Subnet',
+    },
+  ])('$name → $code at $field', ({ listing, options, code, field }) => {
+    let error: unknown;
+    try {
+      listingLimits(listing as never, options as never);
+    } catch (e) {
+      error = e;
+    }
+    expect(error).toBeInstanceOf(ListingLimitsError);
+    expect(error).toMatchObject({ code, field });
+    expect((error as Error).message).toMatch(new RegExp(`^listingLimits: ${field.replace(/[[\]().]/g, '\\$&')} `));
+  });
+
+  it('suggests the option meant by a typo', () => {
+    expect(() => listingLimits('B', { stor: memoryStore() } as never)).toThrow(
+      'listingLimits: options.stor is not an option. Did you mean `store`?',
+    );
+    expect(() => listingLimits([{ ...row(), windwMs: 1 }] as never)).toThrow(
+      'listingLimits: listing[0].windwMs is not an option. Did you mean `windowMs`?',
+    );
+  });
+});
+
+describe('options over HTTP', () => {
+  it('headers: false sends no rate-limit headers, but Retry-After on every 429', async () => {
+    const app = createApp({ options: { headers: false } });
+    const ok = await request(app).get('/v1/bots/1').expect(200);
+    expect(Object.keys(ok.headers).filter((h) => h.includes('ratelimit'))).toEqual([]);
+    await request(app).get('/v1/bots/1').expect(200);
+    const refused = await request(app).get('/v1/bots/1').expect(429);
+    expect(Object.keys(refused.headers).filter((h) => h.includes('ratelimit'))).toEqual([]);
+    expect(refused.headers['retry-after']).toBe('1');
+  });
+
+  it('handler answers refused requests, with the headers already set', async () => {
+    const handler: ListingLimitsOptions['handler'] = (_req, res, _next, info) => {
+      res.status(418).json({ refused: info.endpoint, retryAfter: info.retryAfter, remaining: info.remaining });
+    };
+    const app = createApp({ options: { handler } });
+    await request(app).get('/v1/bots/1').expect(200);
+    await request(app).get('/v1/bots/1').expect(200);
+    const res = await request(app).get('/v1/bots/1').expect(418);
+    expect(res.body).toEqual({ refused: 'GET /v1/bots/:id', retryAfter: 1, remaining: 0 });
+    expect(res.headers['x-ratelimit-remaining']).toBe('0');
+  });
+
+  it.each([
+    ['sync', (req: express.Request) => req.get('x-internal') === 'yes'],
+    ['async', async (req: express.Request) => req.get('x-internal') === 'yes'],
+  ])('skip (%s) lets chosen requests through uncounted and without headers', async (_kind, skip) => {
+    const app = createApp({ options: { skip } });
+    for (let i = 0; i < 5; i++) {
+      const res = await request(app).get('/v1/bots/1').set('X-Internal', 'yes').expect(200);
+      expect(res.headers['x-ratelimit-remaining']).toBeUndefined();
+    }
+    await request(app).get('/v1/bots/1').expect(200);
+  });
+
+  it.each([
+    ['sync', (req: express.Request) => req.get('x-api-key') ?? 'anonymous'],
+    ['async', async (req: express.Request) => req.get('x-api-key') ?? 'anonymous'],
+  ])('key (%s) chooses the client a request is counted for', async (_kind, key) => {
+    const app = createApp({ options: { key } });
+    const get = (apiKey: string) => request(app).get('/v1/bots/1').set('X-Api-Key', apiKey);
+    await get('one').expect(200);
+    await get('one').set('Authorization', 'other').expect(200);
+    await get('one').expect(429);
+    await get('two').expect(200);
+  });
+
+  it.each([
+    [
+      'throws',
+      () => {
+        throw new Error('key broke');
+      },
+      'key broke',
+    ],
+    ['rejects', async () => Promise.reject(new Error('key broke')), 'key broke'],
+    ['returns an empty key', () => '', 'options.key returned ""'],
+  ])('a key function that %s reaches the error handler, and the process goes on', async (_kind, key, message) => {
+    const app = express();
+    app.use(listingLimits('B', { key: key as () => string }));
+    app.get('/v1/bots/:id', (_req, res) => {
+      res.json({});
+    });
+    app.use((err: Error, _req: express.Request, res: express.Response, _next: express.NextFunction) => {
+      res.status(500).json({ error: err.message });
+    });
+    const res = await request(app).get('/v1/bots/1').expect(500);
+    expect(res.body.error).toContain(message);
+  });
+
+  it('a store error reaches the error handler instead of hanging the request', async () => {
+    class BrokenLimiter extends RateLimiterMemory {
+      override consume(): Promise<never> {
+        return Promise.reject(new Error('store down'));
+      }
+    }
+    const app = express();
+    app.use(listingLimits('B', { store: (e) => new BrokenLimiter({ points: e.limit, duration: e.windowMs / 1000 }) }));
+    app.use((err: Error, _req: express.Request, res: express.Response, _next: express.NextFunction) => {
+      res.status(503).json({ error: err.message });
+    });
+    const res = await request(app).get('/v1/bots').expect(503);
+    expect(res.body).toEqual({ error: 'store down' });
+  });
+
+  it('a store is called once per endpoint, with the endpoint row and its name', () => {
+    const seen: unknown[] = [];
+    listingLimits('A', {
+      store: (endpoint) => {
+        seen.push(endpoint);
+        return memoryStore()(endpoint);
+      },
+    });
+    expect(seen).toEqual([
+      { method: 'GET', path: '/v1/statistics', limit: 1, windowMs: 1000, name: 'GET /v1/statistics' },
+      { method: 'GET', path: '/v1/servers', limit: 15, windowMs: 120000, name: 'GET /v1/servers' },
+      { method: 'GET', path: '/v1/servers/:id', limit: 6, windowMs: 15000, name: 'GET /v1/servers/:id' },
+      {
+        method: 'GET',
+        path: '/v1/servers/:id/upvotes',
+        limit: 15,
+        windowMs: 15000,
+        name: 'GET /v1/servers/:id/upvotes',
+      },
+      { method: 'GET', path: '/v1/users/:id', limit: 2, windowMs: 1000, name: 'GET /v1/users/:id' },
+      { method: 'GET', path: '/v1/users/:id/servers', limit: 6, windowMs: 15000, name: 'GET /v1/users/:id/servers' },
+    ]);
+  });
+});

@@ -1,0 +1,56 @@
+// The rate-limit response headers: IETF RateLimit fields (draft-ietf-httpapi-ratelimit-headers-10) and the legacy X-RateLimit fields.
+import type { ServerResponse } from 'node:http';
+
+/** What the header writer needs of an endpoint, computed once when the middleware is created. */
+export interface HeaderTemplate {
+  /** `"<name>";q=<limit>;w=<window seconds>`, the whole RateLimit-Policy value. */
+  readonly policy: string;
+  /** `"<name>";r=`, the start of every RateLimit value. */
+  readonly ratelimitPrefix: string;
+  readonly limit: string;
+  readonly bucket: string;
+}
+
+/** Quotes a string as a Structured Field sf-string (RFC 9651 §3.3.3). */
+export function sfString(value: string): string {
+  return `"${value.replace(/[\\"]/g, '\\$&')}"`;
+}
+
+export function headerTemplate(name: string, limit: number, windowMs: number): HeaderTemplate {
+  const quoted = sfString(name);
+  return {
+    policy: `${quoted};q=${limit};w=${windowMs / 1000}`,
+    ratelimitPrefix: `${quoted};r=`,
+    limit: String(limit),
+    bucket: name,
+  };
+}
+
+/** Whole seconds until `msBeforeNext` has passed, rounded up. */
+export function secondsUntil(msBeforeNext: number): number {
+  return Math.ceil(Math.max(msBeforeNext, 0) / 1000);
+}
+
+/** Retry-After in whole seconds: rounded up, and at least 1 so that a client never retries at once. */
+export function retryAfterSeconds(msBeforeNext: number): number {
+  return Math.max(secondsUntil(msBeforeNext), 1);
+}
+
+/** Sets every rate-limit header of a counted response. */
+export function setRateLimitHeaders(
+  res: ServerResponse,
+  template: HeaderTemplate,
+  remaining: number,
+  msBeforeNext: number,
+  now: number,
+): void {
+  const ms = Math.max(msBeforeNext, 0);
+  const reset = secondsUntil(ms);
+  res.setHeader('RateLimit-Policy', template.policy);
+  res.setHeader('RateLimit', `${template.ratelimitPrefix}${remaining};t=${reset}`);
+  res.setHeader('X-RateLimit-Limit', template.limit);
+  res.setHeader('X-RateLimit-Remaining', String(remaining));
+  res.setHeader('X-RateLimit-Reset', String(Math.ceil((now + ms) / 1000)));
+  res.setHeader('X-RateLimit-Reset-After', String(ms / 1000));
+  res.setHeader('X-RateLimit-Bucket', template.bucket);
+}
