@@ -1,6 +1,6 @@
 // The package as users get it: built, packed with npm pack, and loaded from CommonJS and from ESM.
 import { execFileSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 
 const root = join(__dirname, '..');
@@ -65,7 +65,7 @@ it('loads with import', () => {
 });
 
 it('ships type declarations for both', () => {
-  const pkg = require(join(scratch, 'node_modules', 'listing-limits', 'package.json'));
+  const pkg = JSON.parse(readFileSync(join(scratch, 'node_modules', 'listing-limits', 'package.json'), 'utf8'));
   for (const condition of ['import', 'require'] as const) {
     const types = pkg.exports['.'][condition].types as string;
     expect(

@@ -1,6 +1,6 @@
 // The public surface of listing-limits.
-export { ListingLimitsError, type ListingLimitsErrorCode } from './errors';
-export { type EndpointRow, type ListingName, listings, type Method } from './listings';
-export { listingLimits } from './middleware';
-export type { LimitHandler, ListingLimitsOptions, RateLimitInfo } from './options';
-export { type Endpoint, memoryStore, type Store } from './stores';
+export { ListingLimitsError, type ListingLimitsErrorCode } from './errors.js';
+export { type EndpointRow, type ListingName, listings, type Method } from './listings.js';
+export { listingLimits } from './middleware.js';
+export type { LimitHandler, ListingLimitsOptions, RateLimitInfo } from './options.js';
+export { type Endpoint, memoryStore, type Store } from './stores.js';

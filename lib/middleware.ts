@@ -1,15 +1,15 @@
 // The Express middleware: match → key → consume → headers → next() or 429.
 import type { NextFunction, Request, RequestHandler, Response } from 'express';
 import { RateLimiterRes } from 'rate-limiter-flexible';
-import { retryAfterSeconds, setRateLimitHeaders } from './headers';
-import type { EndpointRow, ListingName } from './listings';
+import { retryAfterSeconds, setRateLimitHeaders } from './headers.js';
+import type { EndpointRow, ListingName } from './listings.js';
 import {
   type CompiledEndpoint,
   type Config,
   configure,
   type ListingLimitsOptions,
   type RateLimitInfo,
-} from './options';
+} from './options.js';
 
 declare global {
   namespace Express {

@@ -3,12 +3,12 @@ import { METHODS } from 'node:http';
 import type { NextFunction, Request, Response } from 'express';
 import { closest } from 'fastest-levenshtein';
 import type { RateLimiterAbstract } from 'rate-limiter-flexible';
-import { ListingLimitsError } from './errors';
-import { type HeaderTemplate, headerTemplate } from './headers';
-import { defaultKey } from './keys';
-import { type EndpointRow, type ListingName, listings } from './listings';
-import { compileMatcher, compilePath } from './match';
-import { type Endpoint, memoryStore, type Store } from './stores';
+import { ListingLimitsError } from './errors.js';
+import { type HeaderTemplate, headerTemplate } from './headers.js';
+import { defaultKey } from './keys.js';
+import { type EndpointRow, type ListingName, listings } from './listings.js';
+import { compileMatcher, compilePath } from './match.js';
+import { type Endpoint, memoryStore, type Store } from './stores.js';
 
 /** What `req.rateLimit` and the `handler` option are told about a counted request. */
 export interface RateLimitInfo {

@@ -1,6 +1,6 @@
 // Stores: factories that give each endpoint the rate-limiter-flexible limiter that counts for it.
 import { type RateLimiterAbstract, RateLimiterMemory } from 'rate-limiter-flexible';
-import type { EndpointRow } from './listings';
+import type { EndpointRow } from './listings.js';
 
 /** A row of the table in use, with the name that labels its counter (`"GET /v1/bots/:id"`). */
 export interface Endpoint extends EndpointRow {
