@@ -28,13 +28,15 @@ function routeHandler(row: EndpointRow): RequestHandler {
   };
 }
 
-/** An app that mounts listingLimits in front of a real route for every row of the table. */
+/** An app that mounts listingLimits in front of a real route for every row of the table; the middleware is `app.locals.limiter`. */
 export function createApp({ express = express5, listing = 'B', options, mount, setup }: AppOptions = {}): Express {
   const app = express();
   setup?.(app);
   const rows = typeof listing === 'string' ? listings[listing] : listing;
   const router = express.Router();
-  router.use(listingLimits(listing, options));
+  const limiter = listingLimits(listing, options);
+  app.locals.limiter = limiter;
+  router.use(limiter);
   for (const row of rows) {
     const method = row.method.toLowerCase() as 'get' | 'post';
     router[method](row.path, routeHandler(row));
