@@ -1,7 +1,7 @@
 // Who a request is counted for, with `authenticate` deciding whether a token may have a counter of its own.
 import type { Request } from 'express';
 import { LRUCache } from 'lru-cache';
-import { ipKey, tokenKey } from './keys.js';
+import { ipKey, remembered, tokenKey } from './keys.js';
 
 /** How a client was identified. */
 export type ClientKind = 'token' | 'ip' | 'custom';
@@ -38,29 +38,32 @@ export function compileIdentify(
   reject: boolean,
 ): (req: Request) => Client | typeof REJECTED | Promise<Client | typeof REJECTED> {
   const { key, authenticate, ipv6Subnet } = config;
+  const hash = remembered(tokenKey);
+  const ipOf = remembered((ip) => ipKey(ip, ipv6Subnet));
+  const clientIp = (req: Request) => (req.ip ? ipOf(req.ip) : ipKey(undefined, ipv6Subnet));
   if (key) {
     return async (req) => {
       const value = await key(req);
       if (typeof value !== 'string' || value === '') {
         throw new TypeError(`listingLimits: options.key returned ${JSON.stringify(value)}; it must return a non-empty string.`);
       }
-      return { key: value, kind: 'custom', ip: ipKey(req.ip, ipv6Subnet), token: req.headers.authorization || undefined };
+      return { key: value, kind: 'custom', ip: clientIp(req), token: req.headers.authorization || undefined };
     };
   }
   if (!authenticate) {
     return (req) => {
       const token = req.headers.authorization || undefined;
-      const ip = ipKey(req.ip, ipv6Subnet);
-      return token ? { key: tokenKey(token), kind: 'token', ip, token } : { key: ip, kind: 'ip', ip, token };
+      const ip = clientIp(req);
+      return token ? { key: hash(token), kind: 'token', ip, token } : { key: ip, kind: 'ip', ip, token };
     };
   }
   // Verdicts are kept briefly, keyed by the token's hash, so that a flood of one token costs one lookup.
   const verdicts = new LRUCache<string, boolean>({ max: 10_000, ttl: config.cacheMs, perf: Date });
   return async (req) => {
     const token = req.headers.authorization || undefined;
-    const ip = ipKey(req.ip, ipv6Subnet);
+    const ip = clientIp(req);
     if (!token) return { key: ip, kind: 'ip', ip, token };
-    const hashed = tokenKey(token);
+    const hashed = hash(token);
     let valid = verdicts.get(hashed);
     if (valid === undefined) {
       valid = (await authenticate(token, req)) === true;

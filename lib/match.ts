@@ -9,7 +9,9 @@ interface Candidate<T> {
 
 /** Rows whose path is whole segments of text or single parameters, indexed by segment count and parameter positions. */
 interface Shape<T> {
-  readonly params: readonly number[];
+  /** For each segment, whether it is a parameter. */
+  readonly isParam: readonly boolean[];
+  /** Rows by their spelled path: `/` + segments, lower case, `PARAM` for each parameter. */
   readonly rows: Map<string, Candidate<T>>;
 }
 
@@ -28,6 +30,7 @@ export interface Route<T> {
 
 /** Marks a parameter segment; no request path contains it, since a URL cannot carry a NUL byte. */
 const PARAM = '\0';
+const SPELLED_PARAM = `/${PARAM}`;
 
 /**
  * The matcher of a path, as Express 4 and 5 route by default: case-insensitive, one optional trailing slash,
@@ -66,18 +69,19 @@ function indexRoute<T>(index: MethodIndex<T>, candidate: Candidate<T>, path: str
     index.others.push(candidate);
     return;
   }
-  const params = segments.flatMap((s, i) => (s === PARAM ? [i] : []));
-  if (params.length === 0) {
-    index.exact.set(`/${segments.join('/')}`, candidate);
+  const spelled = `/${segments.join('/')}`;
+  const isParam = segments.map((s) => s === PARAM);
+  if (!isParam.includes(true)) {
+    index.exact.set(spelled, candidate);
     return;
   }
   const shapes = getOrAdd(index.shapes, segments.length, (): Shape<T>[] => []);
-  let shape = shapes.find((s) => s.params.join() === params.join());
+  let shape = shapes.find((s) => s.isParam.join() === isParam.join());
   if (!shape) {
-    shape = { params, rows: new Map() };
+    shape = { isParam, rows: new Map() };
     shapes.push(shape);
   }
-  shape.rows.set(segments.join('/'), candidate);
+  shape.rows.set(spelled, candidate);
 }
 
 /**
@@ -99,22 +103,22 @@ export function compileMatcher<T>(routes: readonly Route<T>[]): (method: string,
   return (method, path) => {
     const index = byMethod.get(method === 'HEAD' ? 'GET' : method);
     if (!index || path.charCodeAt(0) !== 47 /* / */) return undefined;
-    const trimmed = path.length > 1 && path.endsWith('/') ? path.slice(0, -1) : path;
+    const trimmed = path.length > 1 && path.charCodeAt(path.length - 1) === 47 ? path.slice(0, -1) : path;
     const lower = trimmed.toLowerCase();
-    let best: Candidate<T> | undefined;
-    const consider = (candidate: Candidate<T> | undefined) => {
-      if (candidate && (!best || candidate.order < best.order) && candidate.regexp.test(path)) best = candidate;
-    };
-    consider(index.exact.get(lower));
+    let best = index.exact.get(lower);
+    if (best && !best.regexp.test(path)) best = undefined;
     if (index.shapes.size > 0) {
-      const segments = lower.slice(1).split('/');
-      for (const shape of index.shapes.get(segments.length) ?? []) {
-        const spelled = segments.slice();
-        for (const i of shape.params) spelled[i] = PARAM;
-        consider(shape.rows.get(spelled.join('/')));
+      const segments = lower.split('/'); // segments[0] is the empty string before the leading slash
+      for (const shape of index.shapes.get(segments.length - 1) ?? []) {
+        let key = '';
+        for (let i = 1; i < segments.length; i++) key += shape.isParam[i - 1] ? SPELLED_PARAM : `/${segments[i]}`;
+        const candidate = shape.rows.get(key);
+        if (candidate && (!best || candidate.order < best.order) && candidate.regexp.test(path)) best = candidate;
       }
     }
-    for (const candidate of index.others) consider(candidate);
+    for (const candidate of index.others) {
+      if ((!best || candidate.order < best.order) && candidate.regexp.test(path)) best = candidate;
+    }
     return best?.value;
   };
 }

@@ -1,7 +1,7 @@
 // The Express middleware: match → client → ban → grant → consume → headers → next(), 429 or 403.
 import type { NextFunction, Request, RequestHandler, Response } from 'express';
 import { RateLimiterRes } from 'rate-limiter-flexible';
-import { REJECTED } from './client.js';
+import { type Client, REJECTED } from './client.js';
 import { UNLIMITED } from './grants.js';
 import { retryAfterSeconds, setRateLimitHeaders } from './headers.js';
 import type { EndpointRow, ListingName } from './listings.js';
@@ -49,41 +49,20 @@ function bannedBody(until: number, retryAfter: number): string {
   return `{"success":false,"code":403,"message":"${message}","bannedUntil":"${new Date(until).toISOString()}","retryAfter":${retryAfter}}`;
 }
 
-/** Sends what the request gets; resolves true when it may go on to the next handler. */
-async function limit(config: Config, base: CompiledEndpoint, req: Request, res: Response, next: NextFunction): Promise<boolean> {
-  if (config.skip && (await config.skip(req))) return true;
-  const client = await config.identify(req);
-  if (client === REJECTED) {
-    sendJson(res, 401, UNAUTHORIZED);
-    return false;
-  }
-  if (config.bans && !config.shadow) {
-    const until = await config.bans.bannedUntil(client);
-    if (until !== undefined) {
-      const retryAfter = retryAfterSeconds(until - Date.now());
-      sendJson(res, 403, bannedBody(until, retryAfter), retryAfter);
-      return false;
-    }
-  }
-  let compiled = base;
-  if (config.grant) {
-    const granted = await config.grant(client, req, base);
-    if (granted === UNLIMITED) return true;
-    compiled = granted;
-  }
-
-  let result: RateLimiterRes;
-  let allowed = true;
-  try {
-    result = await compiled.limiter.consume(client.key);
-  } catch (rejection) {
-    // rate-limiter-flexible rejects with its result when the limit is hit, and with an Error when the store fails.
-    if (!(rejection instanceof RateLimiterRes)) throw rejection;
-    result = rejection;
-    allowed = false;
-  }
-  if (config.bans) await config.bans.sawToken(client, req);
-
+/**
+ * Answers a counted request from the store's result: headers and `req.rateLimit`, then, over the limit,
+ * `onLimit` and the 429 (or the `handler`). Returns true when the request goes on to the next handler.
+ */
+function respond(
+  config: Config,
+  compiled: CompiledEndpoint,
+  client: Client,
+  req: Request,
+  res: Response,
+  next: NextFunction,
+  result: RateLimiterRes,
+  allowed: boolean,
+): boolean {
   const { endpoint } = compiled;
   const now = Date.now();
   const remaining = allowed ? result.remainingPoints : 0;
@@ -100,13 +79,54 @@ async function limit(config: Config, base: CompiledEndpoint, req: Request, res: 
   const retryAfter = retryAfterSeconds(result.msBeforeNext);
   config.onLimit?.({ ...info, retryAfter, client: { kind: client.kind, key: client.key }, shadow: config.shadow }, req);
   if (config.shadow) return true;
-  if (config.bans) await config.bans.strike(client, req);
   if (config.handler) {
     config.handler(req, res, next, { ...info, retryAfter });
     return false;
   }
   sendJson(res, 429, limitedBody(retryAfter), retryAfter);
   return false;
+}
+
+/** rate-limiter-flexible resolves with its result, and rejects with it when the limit is hit or with an Error when the store fails. */
+function consume(compiled: CompiledEndpoint, key: string): Promise<[RateLimiterRes, boolean]> {
+  return compiled.limiter.consume(key).then(
+    (result) => [result, true],
+    (rejection: unknown) => {
+      if (rejection instanceof RateLimiterRes) return [rejection, false];
+      throw rejection;
+    },
+  );
+}
+
+/** The whole request path, for configurations with async steps: skip, authenticate, bans, grants. */
+async function limit(config: Config, base: CompiledEndpoint, req: Request, res: Response, next: NextFunction): Promise<boolean> {
+  if (config.skip && (await config.skip(req))) return true;
+  const client = await config.identify(req);
+  if (client === REJECTED) {
+    sendJson(res, 401, UNAUTHORIZED);
+    return false;
+  }
+  const { bans } = config;
+  if (bans && !config.shadow) {
+    const until = await bans.bannedUntil(client);
+    if (until !== undefined) {
+      const retryAfter = retryAfterSeconds(until - Date.now());
+      sendJson(res, 403, bannedBody(until, retryAfter), retryAfter);
+      return false;
+    }
+  }
+  let compiled = base;
+  if (config.grant) {
+    const granted = await config.grant(client, req, base);
+    if (granted === UNLIMITED) return true;
+    compiled = granted;
+  }
+  const [result, allowed] = await consume(compiled, client.key);
+  if (bans) {
+    await bans.sawToken(client, req);
+    if (!allowed && !config.shadow) await bans.strike(client, req);
+  }
+  return respond(config, compiled, client, req, res, next, result, allowed);
 }
 
 /** Warns once that clients behind a proxy share one counter, when requests carry X-Forwarded-For but `trust proxy` is off. */
@@ -135,15 +155,34 @@ export function listingLimits(
   const warn = forwardedWarning();
   // Marks requests this instance has counted, so that mounting it twice on one request path counts once.
   const counted = Symbol('listing-limits counted');
+  // Without async steps the request path is: identify, one store call, respond.
+  const direct = config.syncIdentify && !config.skip && !config.bans && !config.grant;
+
   const middleware = function listingLimitsMiddleware(req: Request, res: Response, next: NextFunction) {
     const compiled = config.match(req.method, req.path);
     const marks = req as unknown as Record<symbol, boolean>;
     if (!compiled || marks[counted]) return next();
     marks[counted] = true;
     warn(req);
-    limit(config, compiled, req, res, next).then((goOn) => {
-      if (goOn) next();
-    }, next);
+    if (!direct) {
+      limit(config, compiled, req, res, next).then((goOn) => {
+        if (goOn) next();
+      }, next);
+      return;
+    }
+    const client = config.identify(req) as Client;
+    compiled.limiter
+      .consume(client.key)
+      .then(
+        (result) => respond(config, compiled, client, req, res, next, result, true),
+        (rejection: unknown) => {
+          if (rejection instanceof RateLimiterRes) return respond(config, compiled, client, req, res, next, rejection, false);
+          throw rejection;
+        },
+      )
+      .then((goOn) => {
+        if (goOn) next();
+      }, next);
   };
   return Object.assign(middleware, {
     unban: async (key: string) => (config.bans ? config.bans.unban(key) : false),

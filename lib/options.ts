@@ -115,6 +115,8 @@ export interface CompiledEndpoint {
 export interface Config {
   readonly match: (method: string, path: string) => CompiledEndpoint | undefined;
   readonly identify: (req: Request) => Client | typeof REJECTED | Promise<Client | typeof REJECTED>;
+  /** True when `identify` always returns a Client at once: no `key` option, no `authenticate`. */
+  readonly syncIdentify: boolean;
   readonly skip: ((req: Request) => boolean | Promise<boolean>) | undefined;
   readonly headers: boolean;
   readonly handler: LimitHandler | undefined;
@@ -333,6 +335,7 @@ export function configure(listing: unknown, options: unknown): Config {
       { key: o.key, authenticate: o.authenticate, cacheMs, ipv6Subnet: o.ipv6Subnet ?? 64 },
       o.invalidToken === 'reject',
     ),
+    syncIdentify: !o.key && !o.authenticate,
     skip: o.skip,
     headers: o.headers ?? true,
     handler: o.handler,

@@ -20,5 +20,6 @@ export type Store = (endpoint: Endpoint) => RateLimiterAbstract;
  * between processes; each entry is removed when its window ends.
  */
 export function memoryStore(): Store {
-  return (endpoint) => new RateLimiterMemory({ points: endpoint.limit, duration: endpoint.windowMs / 1000 });
+  // Each endpoint has a storage of its own, so keys need no prefix.
+  return (endpoint) => new RateLimiterMemory({ points: endpoint.limit, duration: endpoint.windowMs / 1000, keyPrefix: '' });
 }

@@ -1,0 +1,144 @@
+// HTTP benchmark: each variant's server in its own process, load from autocannon, variants alternated over rounds.
+const { execFileSync, spawn } = require('node:child_process');
+const { once } = require('node:events');
+const { mkdtempSync } = require('node:fs');
+const { createServer } = require('node:net');
+const { tmpdir } = require('node:os');
+const { join } = require('node:path');
+const autocannon = require('autocannon');
+const { listings } = require('../dist/cjs/index.js');
+
+const hasTaskset = (() => {
+  try {
+    execFileSync('taskset', ['-p', String(process.pid)], { stdio: 'ignore' });
+    return true;
+  } catch {
+    return false;
+  }
+})();
+
+/** Runs a command pinned to one CPU where taskset is available. */
+function pinned(cpu, command, args, options) {
+  return hasTaskset ? spawn('taskset', ['-c', String(cpu), command, ...args], options) : spawn(command, args, options);
+}
+
+function freePort() {
+  return new Promise((resolve) => {
+    const probe = createServer().listen(0, '127.0.0.1', () => {
+      const { port } = probe.address();
+      probe.close(() => resolve(port));
+    });
+  });
+}
+
+async function startRedis() {
+  try {
+    execFileSync('redis-server', ['--version'], { stdio: 'ignore' });
+  } catch {
+    return undefined;
+  }
+  const port = await freePort();
+  const dir = mkdtempSync(join(tmpdir(), 'listing-limits-bench-'));
+  const child = pinned(0, 'redis-server', ['--port', String(port), '--save', '', '--appendonly', 'no', '--dir', dir], {
+    stdio: 'ignore',
+  });
+  await new Promise((resolve) => setTimeout(resolve, 300));
+  return { port, stop: () => child.kill('SIGTERM') };
+}
+
+async function startServer(variant, kind, redisPort) {
+  const child = pinned(1, process.execPath, [join(__dirname, 'server.js'), variant, kind, String(redisPort ?? '')], {
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  const [chunk] = await once(child.stdout, 'data');
+  return { port: Number(String(chunk).trim()), stop: () => child.kill('SIGTERM') };
+}
+
+/** Every endpoint of listing B in turn, as one authenticated client. */
+const requests = listings.B.map((row) => ({
+  method: row.method,
+  path: row.path.replace(':id', '123'),
+  headers: { authorization: 'Bot bench-token', ...(row.method === 'POST' ? { 'content-type': 'application/json' } : {}) },
+  body: row.method === 'POST' ? '{"server_count":1}' : undefined,
+}));
+
+function load(port, duration, connections) {
+  return autocannon({ url: `http://127.0.0.1:${port}`, connections, duration, requests });
+}
+
+function median(values) {
+  const sorted = [...values].sort((a, b) => a - b);
+  const mid = Math.floor(sorted.length / 2);
+  return sorted.length % 2 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2;
+}
+
+async function runHttp({ rounds, duration, connections, log }) {
+  const redis = await startRedis();
+  const variants = ['bare', 'express-rate-limit', 'listing-limits-memory'];
+  if (redis) variants.push('listing-limits-redis');
+  else log('redis-server not found: the Redis variant is left out of this run.');
+  const runs = [];
+  try {
+    for (let round = 1; round <= rounds; round++) {
+      for (const kind of ['allowed', 'refused']) {
+        // Alternate the order each round, so that no variant always runs first or last.
+        const order = round % 2 ? variants : [...variants].reverse();
+        for (const variant of order) {
+          if (kind === 'refused' && variant === 'bare') continue;
+          const server = await startServer(variant, kind, redis?.port);
+          try {
+            await load(server.port, 1, connections); // warm-up
+            const r = await load(server.port, duration, connections);
+            const run = {
+              round,
+              kind,
+              variant,
+              rps: r.requests.average,
+              p50: r.latency.p50,
+              p99: r.latency.p99,
+              ok: r['2xx'],
+              limited: r.non2xx,
+              errors: r.errors + r.timeouts,
+            };
+            runs.push(run);
+            log(`round ${round} ${kind.padEnd(7)} ${variant.padEnd(22)} ${Math.round(run.rps)} req/s p50 ${run.p50} ms p99 ${run.p99} ms (2xx ${run.ok}, other ${run.limited}, errors ${run.errors})`);
+          } finally {
+            server.stop();
+          }
+        }
+      }
+    }
+  } finally {
+    redis?.stop();
+  }
+
+  // Ratios are taken within each round, against that round's references, then their median is reported.
+  const summary = [];
+  for (const kind of ['allowed', 'refused']) {
+    for (const variant of variants) {
+      const mine = runs.filter((r) => r.kind === kind && r.variant === variant);
+      if (mine.length === 0) continue;
+      const ratio = (reference, kindOf) =>
+        mine
+          .map((r) => {
+            const ref = runs.find((x) => x.round === r.round && x.kind === kindOf && x.variant === reference);
+            return ref ? r.rps / ref.rps : undefined;
+          })
+          .filter((x) => x !== undefined);
+      const toBare = ratio('bare', 'allowed');
+      const toErl = ratio('express-rate-limit', kind);
+      summary.push({
+        kind,
+        variant,
+        rps: median(mine.map((r) => r.rps)),
+        p50: median(mine.map((r) => r.p50)),
+        p99: median(mine.map((r) => r.p99)),
+        vsBare: toBare.length ? median(toBare) : null,
+        vsExpressRateLimit: toErl.length ? median(toErl) : null,
+      });
+    }
+  }
+  return { runs, summary, pinned: hasTaskset };
+}
+
+module.exports = { runHttp };

@@ -1,0 +1,46 @@
+// Memory: bytes per tracked counter in the memory store, and the heap after a flood of distinct tokens.
+// Run with --expose-gc.
+const { listingLimits, listings, memoryStore } = require('../dist/cjs/index.js');
+
+const gc = () => {
+  global.gc();
+  global.gc();
+};
+const heap = () => {
+  gc();
+  return process.memoryUsage().heapUsed;
+};
+
+async function bytesPerCounter(n) {
+  const limiter = memoryStore()({ ...listings.B[1], name: 'GET /v1/bots' });
+  const before = heap();
+  for (let i = 0; i < n; i++) await limiter.consume(`t:${String(i).padStart(43, '0')}`);
+  return (heap() - before) / n;
+}
+
+async function flood(n, options) {
+  const middleware = listingLimits('B', options);
+  const app = { get: () => false };
+  const res = { statusCode: 200, setHeader() {}, end() {} };
+  const before = heap();
+  for (let i = 0; i < n; i++) {
+    const req = { method: 'GET', path: '/v1/bots', headers: { authorization: `Bot flood-${i}` }, ip: '203.0.113.9', app };
+    await new Promise((resolve) => {
+      res.end = resolve;
+      middleware(req, res, resolve);
+    });
+  }
+  return { heapGrowthBytes: heap() - before, heapUsedBytes: process.memoryUsage().heapUsed };
+}
+
+async function runMemory({ n = 100_000 } = {}) {
+  if (typeof global.gc !== 'function') throw new Error('bench/memory.js needs node --expose-gc');
+  return {
+    bytesPerCounter: await bytesPerCounter(n),
+    floodWithoutAuthenticate: await flood(n),
+    floodWithAuthenticate: await flood(n, { authenticate: () => false }),
+    n,
+  };
+}
+
+module.exports = { runMemory };

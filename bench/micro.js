@@ -1,0 +1,49 @@
+// In-process micro-benchmark: the middleware's own cost per request, with mocked request and response objects.
+const { ServerResponse } = require('node:http');
+const { Bench } = require('tinybench');
+const { listingLimits, listings } = require('../dist/cjs/index.js');
+
+const roomy = (rows) => rows.map((row) => ({ ...row, limit: 1_000_000_000 }));
+const bigTable = Array.from({ length: 1000 }, (_, i) => ({
+  method: 'GET',
+  path: `/v1/resource${i}/:id`,
+  limit: 1_000_000_000,
+  windowMs: 60_000,
+}));
+
+const app = { get: () => false };
+// A real ServerResponse with no socket: setHeader() costs what it costs in a server, nothing is sent.
+const response = () => new ServerResponse({ method: 'GET', httpVersionMajor: 1, httpVersionMinor: 1, headers: {} });
+
+/** Runs one request through a middleware and resolves when it calls next(). */
+function through(middleware, method, path, authorization) {
+  const req = { method, path, headers: authorization ? { authorization } : {}, ip: '203.0.113.9', app };
+  return new Promise((resolve) => middleware(req, response(), resolve));
+}
+
+async function runMicro({ time = 1500 } = {}) {
+  const listingB = listingLimits(roomy(listings.B));
+  const big = listingLimits(bigTable);
+  const noop = (_req, _res, next) => next();
+  const bench = new Bench({ time, warmupTime: 300 });
+  bench
+    .add('no-op middleware (overhead of the harness)', () => through(noop, 'GET', '/v1/bots/123', 'Bot x'))
+    .add('listing B, token', () => through(listingB, 'GET', '/v1/bots/123', 'Bot micro-token'))
+    .add('listing B, IP', () => through(listingB, 'GET', '/v1/bots/123'))
+    .add('listing B, unmatched path', () => through(listingB, 'GET', '/v2/other', 'Bot micro-token'))
+    .add('1,000-row table, last row, token', () => through(big, 'GET', '/v1/resource999/5', 'Bot micro-token'));
+  await bench.run();
+  const mean = (name) => bench.tasks.find((t) => t.name === name).result.latency.mean * 1000; // µs
+  const overhead = mean('no-op middleware (overhead of the harness)');
+  const rows = bench.tasks.map((t) => ({
+    task: t.name,
+    meanUs: t.result.latency.mean * 1000,
+    ownCostUs: t.result.latency.mean * 1000 - overhead,
+    samples: t.result.latency.samples?.length ?? t.result.samples?.length,
+  }));
+  const bigCost = mean('1,000-row table, last row, token') - overhead;
+  const bCost = mean('listing B, token') - overhead;
+  return { rows, bigTableRatio: bigCost / bCost };
+}
+
+module.exports = { runMicro };
