@@ -4,7 +4,7 @@ import globals from 'globals';
 import tseslint from 'typescript-eslint';
 
 export default tseslint.config(
-  { ignores: ['dist/', 'coverage/', '.pack-test/', 'node_modules/'] },
+  { ignores: ['dist/', 'build/', 'coverage/', '.pack-test/', 'node_modules/'] },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {

@@ -1,0 +1,214 @@
+// The example server as a real process: `npm start` on free ports over HTTP, stopped by a signal; bad settings stop it with one line.
+import { type ChildProcessByStdio, execFileSync, spawn } from 'node:child_process';
+import { once } from 'node:events';
+import { createServer, type Server } from 'node:net';
+import { join } from 'node:path';
+import type { Readable } from 'node:stream';
+import { DEFAULT_HOST, DEFAULT_PORTS, startupFromEnv, storeFromEnv } from '../example-server/env';
+
+const root = join(__dirname, '..');
+const main = join(root, 'build', 'example-server', 'main.js');
+const SETTINGS = ['LISTING', 'PORT', 'PORT_A', 'PORT_B', 'HOST', 'LOG', 'REDIS_URL'];
+
+interface Run {
+  readonly child: ChildProcessByStdio<null, Readable, Readable>;
+  readonly stdout: () => string;
+  readonly stderr: () => string;
+  readonly exit: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+  /** Resolves once stdout contains `text`; rejects if the process ends first. */
+  readonly printed: (text: string) => Promise<void>;
+}
+
+/**
+ * Starts a command in the project with the given settings and none of the example server's from this environment.
+ * A process still running after `limitMs` is killed, so that none outlives its test.
+ */
+function run(command: string, args: string[], settings: Record<string, string>, limitMs = 25_000): Run {
+  const env = { ...process.env };
+  for (const name of SETTINGS) delete env[name];
+  const child = spawn(command, args, { cwd: root, env: { ...env, ...settings }, stdio: ['ignore', 'pipe', 'pipe'] });
+  let stdout = '';
+  let stderr = '';
+  child.stdout.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk));
+  child.stderr.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
+  const limit = setTimeout(() => child.kill('SIGKILL'), limitMs);
+  const exit = once(child, 'close').then(([code, signal]) => {
+    clearTimeout(limit);
+    return { code: code as number | null, signal: signal as NodeJS.Signals | null };
+  });
+  const printed = (text: string) =>
+    new Promise<void>((resolve, reject) => {
+      const check = () => {
+        if (!stdout.includes(text)) return;
+        child.stdout.off('data', check);
+        resolve();
+      };
+      child.stdout.on('data', check);
+      check();
+      void exit.then(() => reject(new Error(`exited before printing ${JSON.stringify(text)}:\n${stdout}${stderr}`)));
+    });
+  return { child, stdout: () => stdout, stderr: () => stderr, exit, printed };
+}
+
+/** The base URL printed for each listing. */
+function baseUrls(stdout: string): Record<string, string> {
+  return Object.fromEntries([...stdout.matchAll(/^ {2}listing ([AB]) \(\w+\) at (http:\S+)/gm)].map((m) => [m[1], m[2]]));
+}
+
+const READY = 'Stop it with Ctrl-C.';
+
+beforeAll(() => {
+  execFileSync('npm', ['run', 'build:example'], { cwd: root, stdio: 'ignore' });
+}, 120_000);
+
+it('npm start builds and starts both listings, serves and limits them over HTTP, and closes on SIGTERM', async () => {
+  const server = run('npm', ['start'], { PORT_A: '0', PORT_B: '0' }, 110_000);
+  await server.printed(READY);
+  const out = server.stdout();
+  expect(out).toContain('listing-limits example server: memory store, access log on (LOG=0 turns it off).\n');
+  const urls = baseUrls(out);
+  expect(Object.keys(urls)).toEqual(['A', 'B']);
+  expect(out).toContain(`  listing A (servers) at ${urls.A}  try: curl -i ${urls.A}/v1/servers/1\n`);
+  expect(out).toContain(`  listing B (bots) at ${urls.B}  try: curl -i ${urls.B}/v1/bots/1\n`);
+  expect(urls.A).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
+
+  const server1 = await fetch(`${urls.A}/v1/servers/1`);
+  expect(server1.status).toBe(200);
+  expect(server1.headers.get('x-ratelimit-remaining')).toBe('5');
+  expect(await server1.json()).toMatchObject({ id: '1', name: 'Forest Lounge' });
+  expect((await fetch(`${urls.A}/v1/bots`)).status).toBe(404);
+
+  const upvotes = () => fetch(`${urls.B}/v1/bots/1/upvotes`, { headers: { Authorization: 'process-test' } });
+  expect((await upvotes()).status).toBe(200);
+  expect((await upvotes()).status).toBe(200);
+  const refused = await upvotes();
+  expect(refused.status).toBe(429);
+  const body = (await refused.json()) as { retryAfter: number };
+  expect(body).toMatchObject({ success: false, code: 429, message: 'You are sending too many requests, please slow down' });
+  expect(refused.headers.get('retry-after')).toBe(String(body.retryAfter));
+
+  await server.printed('[B] GET /v1/bots/1/upvotes -> 429 | GET /v1/bots/:id/upvotes: refused, retry after ');
+  expect(server.stdout()).toContain('[A] GET /v1/servers/1 -> 200 | GET /v1/servers/:id: 5 of 6 left\n');
+  expect(server.stdout()).toContain('[B] GET /v1/bots/1/upvotes -> 200 | GET /v1/bots/:id/upvotes: 1 of 2 left\n');
+
+  server.child.kill('SIGTERM');
+  expect(await server.exit).toEqual({ code: 0, signal: null });
+  expect(server.stdout()).toContain('example-server: SIGTERM, closing.\nexample-server: closed.\n');
+  await expect(fetch(`${urls.A}/v1/statistics`)).rejects.toThrow();
+  await expect(fetch(`${urls.B}/v1/statistics`)).rejects.toThrow();
+}, 120_000);
+
+it('LISTING=B with PORT starts only listing B at the root of PORT; LOG=0 keeps it quiet; SIGINT closes it', async () => {
+  const server = run(process.execPath, [main], { LISTING: 'B', PORT: '0', LOG: '0' });
+  await server.printed(READY);
+  const urls = baseUrls(server.stdout());
+  expect(Object.keys(urls)).toEqual(['B']);
+  expect(server.stdout()).toContain('listing-limits example server: memory store, access log off.\n');
+
+  const stats = await fetch(`${urls.B}/v1/statistics`);
+  expect(stats.status).toBe(200);
+  expect(await stats.json()).toMatchObject({ bots: 150, users: 60 });
+  const servers = await fetch(`${urls.B}/v1/servers`);
+  expect(servers.status).toBe(404);
+  expect(await servers.json()).toEqual({
+    success: false,
+    code: 404,
+    message: 'Not found: GET /v1/servers is not an endpoint of this listing.',
+  });
+
+  server.child.kill('SIGINT');
+  expect(await server.exit).toEqual({ code: 0, signal: null });
+  expect(server.stdout()).not.toContain('[B]');
+  expect(server.stderr()).toBe('');
+});
+
+describe('a bad setting stops start-up with one line naming the variable, and exit code 1', () => {
+  it.each([
+    [{ LISTING: 'C' }, 'LISTING must be A or B (unset starts both); got "C".'],
+    [{ LISTING: 'b' }, 'LISTING must be A or B (unset starts both); got "b".'],
+    [{ LISTING: 'A', PORT: '70000' }, 'PORT must be a port number from 0 to 65535 (0 picks a free port); got "70000".'],
+    [{ LISTING: 'B', PORT: 'http' }, 'PORT must be a port number from 0 to 65535 (0 picks a free port); got "http".'],
+    [{ LISTING: 'B', PORT: '-1' }, 'PORT must be a port number from 0 to 65535 (0 picks a free port); got "-1".'],
+    [{ PORT_A: '30 01' }, 'PORT_A must be a port number from 0 to 65535 (0 picks a free port); got "30 01".'],
+    [{ PORT: '3001' }, 'PORT is read only with LISTING=A or LISTING=B; to start both listings, set PORT_A and PORT_B.'],
+    [{ LISTING: 'A', PORT_B: '3002' }, 'PORT_B is read only when both listings start; with LISTING=A, set PORT.'],
+    [{ PORT_A: '4000', PORT_B: '4000' }, 'PORT_A and PORT_B must differ; both are 4000.'],
+    [{ LOG: 'yes' }, 'LOG must be 1 (access log on) or 0 (off); got "yes".'],
+    [
+      { REDIS_URL: 'redis://127.0.0.1:6379' },
+      'REDIS_URL is set, but the example server has no Redis store yet; unset REDIS_URL to use the memory store.',
+    ],
+  ])('%p', async (settings, message) => {
+    const server = run(process.execPath, [main], settings);
+    expect(await server.exit).toEqual({ code: 1, signal: null });
+    expect(server.stderr()).toBe(`example-server: ${message}\n`);
+    expect(server.stdout()).toBe('');
+  });
+
+  describe('a port in use', () => {
+    let taken: Server;
+    let port: number;
+    beforeEach(async () => {
+      taken = createServer().listen(0, '127.0.0.1');
+      await once(taken, 'listening');
+      port = (taken.address() as { port: number }).port;
+    });
+    afterEach(() => taken.close());
+
+    it('names PORT', async () => {
+      const server = run(process.execPath, [main], { LISTING: 'A', PORT: String(port) });
+      expect(await server.exit).toEqual({ code: 1, signal: null });
+      expect(server.stderr()).toBe(`example-server: Port ${port} is already in use; set PORT to a free port (0 picks one).\n`);
+    });
+
+    it('names PORT_B, and closes listing A, already started', async () => {
+      const server = run(process.execPath, [main], { PORT_A: '0', PORT_B: String(port) });
+      expect(await server.exit).toEqual({ code: 1, signal: null });
+      expect(server.stderr()).toBe(
+        `example-server: Port ${port} is already in use; set PORT_B to a free port (0 picks one).\n`,
+      );
+    });
+  });
+});
+
+describe('settings from the environment', () => {
+  it('by default: both listings on 3001 and 3002 at 127.0.0.1, access log on, memory store', () => {
+    expect(startupFromEnv({})).toEqual({
+      listeners: [
+        { listing: 'A', port: 3001, portVariable: 'PORT_A' },
+        { listing: 'B', port: 3002, portVariable: 'PORT_B' },
+      ],
+      host: '127.0.0.1',
+      log: true,
+    });
+    expect([DEFAULT_PORTS, DEFAULT_HOST]).toEqual([{ A: 3001, B: 3002 }, '127.0.0.1']);
+    const stores = storeFromEnv({});
+    expect(stores.description).toBe('memory store');
+    expect(stores.forListing('A')).not.toBe(stores.forListing('B'));
+  });
+
+  it.each([
+    [{ LISTING: 'A' }, [{ listing: 'A', port: 3001, portVariable: 'PORT' }]],
+    [{ LISTING: 'B', PORT: '8080' }, [{ listing: 'B', port: 8080, portVariable: 'PORT' }]],
+    [
+      { PORT_A: '0', PORT_B: '0' },
+      [
+        { listing: 'A', port: 0, portVariable: 'PORT_A' },
+        { listing: 'B', port: 0, portVariable: 'PORT_B' },
+      ],
+    ],
+    [
+      { LISTING: '', PORT: '', PORT_B: '4002' },
+      [
+        { listing: 'A', port: 3001, portVariable: 'PORT_A' },
+        { listing: 'B', port: 4002, portVariable: 'PORT_B' },
+      ],
+    ],
+  ])('%p listens on %p', (env, listeners) => {
+    expect(startupFromEnv(env).listeners).toEqual(listeners);
+  });
+
+  it('HOST and LOG=0', () => {
+    expect(startupFromEnv({ HOST: '::1', LOG: '0' })).toMatchObject({ host: '::1', log: false });
+  });
+});

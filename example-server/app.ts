@@ -1,0 +1,124 @@
+// createExampleApp(): a local stand-in for listing A or B of the API, with listingLimits in front of every endpoint.
+import express, { type Express, type RequestHandler } from 'express';
+import { type ListingName, listingLimits, type Store } from '../lib/index.js';
+import { type Bot, type ExampleData, generateData, type Server } from './data.js';
+import { errorHandler, HttpError, notFound } from './errors.js';
+import { accessLog } from './log.js';
+import {
+  botPayload,
+  ownedBy,
+  paginate,
+  serverPayload,
+  statisticsPayload,
+  uptimePayload,
+  userPayload,
+} from './payloads.js';
+import { parsePage, parseStats } from './validate.js';
+
+/** Options of {@link createExampleApp}. */
+export interface ExampleAppOptions {
+  /** The API to serve: `'A'` (servers) or `'B'` (bots). */
+  listing: ListingName;
+  /** Where the limiter keeps its counters; give each app its own. Default: `memoryStore()`. */
+  store?: Store;
+  /** Receives one access-log line per request, e.g. `console.log`. Default: no log. */
+  log?: (line: string) => void;
+}
+
+function find<T>(entries: ReadonlyMap<string, T>, id: string, noun: string): T {
+  const entry = entries.get(id);
+  if (entry === undefined) throw new HttpError(404, `Not found: no ${noun} has the id ${JSON.stringify(id)}.`);
+  return entry;
+}
+
+const requireAuthorization: RequestHandler = (req, _res, next) => {
+  if (!req.headers.authorization) {
+    throw new HttpError(401, 'Unauthorized: send an Authorization header (the example server accepts any value).');
+  }
+  next();
+};
+
+/** The list, single-entry and upvotes endpoints of one family, and the list of a user's entries. */
+function serveEntries<T extends Server | Bot>(
+  app: Express,
+  data: ExampleData,
+  family: 'servers' | 'bots',
+  noun: string,
+  entries: ReadonlyMap<string, T>,
+  payload: (entry: T) => object,
+): void {
+  app.get(`/v1/${family}`, (req, res) => {
+    res.json(paginate([...entries.values()], parsePage(req.query.page), payload));
+  });
+  app.get(`/v1/${family}/:id`, (req, res) => {
+    res.json(payload(find(entries, req.params.id, noun)));
+  });
+  app.get(`/v1/${family}/:id/upvotes`, (req, res) => {
+    const entry = find(entries, req.params.id, noun);
+    res.json(paginate(entry.upvotes, parsePage(req.query.page), (upvote) => upvote));
+  });
+  app.get(`/v1/users/:id/${family}`, (req, res) => {
+    const user = find(data.users, req.params.id, 'user');
+    res.json(paginate(ownedBy(entries, user), parsePage(req.query.page), payload));
+  });
+}
+
+function checkOptions(options: unknown): ExampleAppOptions {
+  if (typeof options !== 'object' || options === null) {
+    throw new TypeError('createExampleApp: options must be an object such as { listing: "B" }.');
+  }
+  const { listing, log } = options as Partial<ExampleAppOptions>;
+  if (listing !== 'A' && listing !== 'B') {
+    throw new TypeError(`createExampleApp: options.listing must be "A" or "B"; got ${JSON.stringify(listing)}.`);
+  }
+  if (log !== undefined && typeof log !== 'function') {
+    throw new TypeError('createExampleApp: options.log must be a function that takes one line.');
+  }
+  return options as ExampleAppOptions;
+}
+
+/**
+ * An Express app that serves every endpoint of listing A or B over generated data of its own, behind
+ * `listingLimits(listing, { store })`. Mount it anywhere: `app.use('/api', createExampleApp({ listing: 'B' }))`.
+ */
+export function createExampleApp(options: ExampleAppOptions): Express {
+  const { listing, store, log } = checkOptions(options);
+  const data = generateData();
+  const app = express();
+  app.disable('x-powered-by');
+  if (log) app.use(accessLog(listing, log));
+  // Before every handler, as on the original service: answers that end in 404, 401 or 400 are counted too.
+  app.use(listingLimits(listing, { store }));
+
+  app.get('/v1/statistics', (_req, res) => {
+    res.json(statisticsPayload(listing, data));
+  });
+  app.get('/v1/users/:id', (req, res) => {
+    res.json(userPayload(find(data.users, req.params.id, 'user'), listing, data));
+  });
+  if (listing === 'A') {
+    serveEntries(app, data, 'servers', 'server', data.servers, serverPayload);
+  } else {
+    serveEntries(app, data, 'bots', 'bot', data.bots, botPayload);
+    app.get('/v1/bots/:id/uptime', (req, res) => {
+      res.json(uptimePayload(find(data.bots, req.params.id, 'bot')));
+    });
+    app.post<{ id: string }>(
+      '/v1/bots/:id',
+      requireAuthorization,
+      (req, _res, next) => {
+        find(data.bots, req.params.id, 'bot');
+        next();
+      },
+      express.json({ strict: false }),
+      (req, res) => {
+        const bot = find(data.bots, req.params.id, 'bot');
+        bot.stats = parseStats(req.body, new Date());
+        res.json(botPayload(bot));
+      },
+    );
+  }
+  app.use(notFound);
+  app.use(errorHandler);
+  return app;
+}

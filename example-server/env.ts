@@ -1,0 +1,106 @@
+// Start-up settings of the example server, read from the environment; a bad value is a one-line error naming its variable.
+import { type ListingName, memoryStore, type Store } from '../lib/index.js';
+
+/** A setting that cannot work: the process prints the message alone and exits with code 1. */
+export class StartupError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'StartupError';
+  }
+}
+
+/** One listing to serve, and the variable its port came from (named in errors such as a port in use). */
+export interface Listener {
+  readonly listing: ListingName;
+  readonly port: number;
+  readonly portVariable: string;
+}
+
+export interface Startup {
+  readonly listeners: readonly Listener[];
+  readonly host: string;
+  /** Whether to write the access log. */
+  readonly log: boolean;
+}
+
+/** Where the counters of each listing live, and how to let go of them at shutdown. */
+export interface StoreChoice {
+  /** Said at start-up, e.g. `memory store`. */
+  readonly description: string;
+  /** A store of its own for each listing. */
+  forListing(listing: ListingName): Store;
+  close(): Promise<void>;
+}
+
+export const DEFAULT_PORTS = Object.freeze({ A: 3001, B: 3002 });
+export const DEFAULT_HOST = '127.0.0.1';
+
+type Env = Readonly<Record<string, string | undefined>>;
+
+/** An empty variable counts as unset, as `VAR= npm start` usually means. */
+function read(env: Env, name: string): string | undefined {
+  const value = env[name];
+  return value === undefined || value === '' ? undefined : value;
+}
+
+function port(env: Env, name: string, fallback: number): number {
+  const value = read(env, name);
+  if (value === undefined) return fallback;
+  if (!/^\d{1,5}$/.test(value) || Number(value) > 65535) {
+    throw new StartupError(`${name} must be a port number from 0 to 65535 (0 picks a free port); got ${JSON.stringify(value)}.`);
+  }
+  return Number(value);
+}
+
+/**
+ * LISTING (`A` or `B`, unset: both), PORT (with LISTING; default 3001 for A, 3002 for B), PORT_A and PORT_B
+ * (without LISTING; defaults 3001 and 3002), HOST (default 127.0.0.1) and LOG (`1` or `0`, default `1`).
+ */
+export function startupFromEnv(env: Env): Startup {
+  const listing = read(env, 'LISTING');
+  if (listing !== undefined && listing !== 'A' && listing !== 'B') {
+    throw new StartupError(`LISTING must be A or B (unset starts both); got ${JSON.stringify(listing)}.`);
+  }
+  const log = read(env, 'LOG') ?? '1';
+  if (log !== '0' && log !== '1') {
+    throw new StartupError(`LOG must be 1 (access log on) or 0 (off); got ${JSON.stringify(log)}.`);
+  }
+  const host = read(env, 'HOST') ?? DEFAULT_HOST;
+
+  let listeners: Listener[];
+  if (listing !== undefined) {
+    for (const name of ['PORT_A', 'PORT_B']) {
+      if (read(env, name) !== undefined) {
+        throw new StartupError(`${name} is read only when both listings start; with LISTING=${listing}, set PORT.`);
+      }
+    }
+    listeners = [{ listing, port: port(env, 'PORT', DEFAULT_PORTS[listing]), portVariable: 'PORT' }];
+  } else {
+    if (read(env, 'PORT') !== undefined) {
+      throw new StartupError('PORT is read only with LISTING=A or LISTING=B; to start both listings, set PORT_A and PORT_B.');
+    }
+    listeners = (['A', 'B'] as const).map((name) => ({
+      listing: name,
+      port: port(env, `PORT_${name}`, DEFAULT_PORTS[name]),
+      portVariable: `PORT_${name}`,
+    }));
+    const [a, b] = listeners;
+    if (a && b && a.port !== 0 && a.port === b.port) {
+      throw new StartupError(`PORT_A and PORT_B must differ; both are ${a.port}.`);
+    }
+  }
+  return { listeners, host, log: log === '1' };
+}
+
+/**
+ * The store the environment asks for: REDIS_URL set means Redis, unset the memory store. The Redis store
+ * is not in the example server yet, so REDIS_URL stops start-up with a message saying so.
+ */
+export function storeFromEnv(env: Env): StoreChoice {
+  if (read(env, 'REDIS_URL') !== undefined) {
+    throw new StartupError(
+      'REDIS_URL is set, but the example server has no Redis store yet; unset REDIS_URL to use the memory store.',
+    );
+  }
+  return { description: 'memory store', forListing: () => memoryStore(), close: async () => {} };
+}

@@ -1,0 +1,99 @@
+// The example server from the command line (`npm start`): settings from the environment, one or both listings, clean stop on SIGINT and SIGTERM.
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { createExampleApp } from './app.js';
+import { type Listener, StartupError, type StoreChoice, startupFromEnv, storeFromEnv } from './env.js';
+
+const FAMILY = { A: 'servers', B: 'bots' } as const;
+const EXAMPLE_PATH = { A: '/v1/servers/1', B: '/v1/bots/1' } as const;
+
+/** Why listening failed, said in terms of the variable to change. */
+function listenError(error: NodeJS.ErrnoException, { port, portVariable }: Listener, host: string): Error {
+  switch (error.code) {
+    case 'EADDRINUSE':
+      return new StartupError(`Port ${port} is already in use; set ${portVariable} to a free port (0 picks one).`);
+    case 'EACCES':
+      return new StartupError(`Port ${port} needs privileges this process lacks; set ${portVariable} to 1024 or more.`);
+    case 'EADDRNOTAVAIL':
+    case 'ENOTFOUND':
+    case 'EAI_AGAIN':
+      return new StartupError(`HOST ${JSON.stringify(host)} is not an address of this machine.`);
+    default:
+      return new StartupError(`Cannot listen on ${host} port ${port} (HOST, ${portVariable}): ${error.message}`);
+  }
+}
+
+function listen(server: Server, listener: Listener, host: string): Promise<void> {
+  return new Promise((resolve, reject) => {
+    server.once('error', (error) => reject(listenError(error, listener, host)));
+    server.listen(listener.port, host, resolve);
+  });
+}
+
+function close(server: Server): Promise<void> {
+  return new Promise((resolve) => {
+    if (!server.listening) return resolve();
+    server.close(() => resolve());
+    server.closeIdleConnections();
+  });
+}
+
+function baseUrl(server: Server): string {
+  const { address, family, port } = server.address() as AddressInfo;
+  const host = address === '0.0.0.0' || address === '::' ? 'localhost' : family === 'IPv6' ? `[${address}]` : address;
+  return `http://${host}:${port}`;
+}
+
+async function main(): Promise<void> {
+  const servers: Server[] = [];
+  let stores: StoreChoice | undefined;
+  const stop = async () => {
+    await Promise.all(servers.map(close));
+    await stores?.close();
+  };
+
+  const lines: string[] = [];
+  try {
+    const startup = startupFromEnv(process.env);
+    stores = storeFromEnv(process.env);
+    const log = startup.log ? (line: string) => console.log(line) : undefined;
+    for (const listener of startup.listeners) {
+      const { listing } = listener;
+      const server = createServer(createExampleApp({ listing, store: stores.forListing(listing), log }));
+      servers.push(server);
+      await listen(server, listener, startup.host);
+      const url = baseUrl(server);
+      lines.push(`  listing ${listing} (${FAMILY[listing]}) at ${url}  try: curl -i ${url}${EXAMPLE_PATH[listing]}`);
+    }
+    const logState = startup.log ? 'access log on (LOG=0 turns it off)' : 'access log off';
+    console.log(`listing-limits example server: ${stores.description}, ${logState}.`);
+  } catch (error) {
+    await stop();
+    if (!(error instanceof StartupError)) throw error;
+    console.error(`example-server: ${error.message}`);
+    process.exitCode = 1;
+    return;
+  }
+  console.log(`${lines.join('\n')}\nStop it with Ctrl-C.`);
+
+  let stopping = false;
+  const onSignal = (signal: NodeJS.Signals) => {
+    if (stopping) {
+      console.error(`example-server: ${signal} again, stopping at once.`);
+      process.exit(1);
+    }
+    stopping = true;
+    console.log(`example-server: ${signal}, closing.`);
+    stop().then(
+      () => console.log('example-server: closed.'),
+      (error: unknown) => {
+        console.error(`example-server: could not close cleanly: ${error instanceof Error ? error.message : error}`);
+        process.exitCode = 1;
+      },
+    );
+  };
+  process.on('SIGINT', onSignal);
+  process.on('SIGTERM', onSignal);
+}
+
+void main();
