@@ -323,6 +323,10 @@ interface Answer {
 /** A request that got no response: the endpoint cannot be probed further. */
 class RequestFailed extends Error {}
 
+function requests(n: number): string {
+  return `${n} request${n === 1 ? '' : 's'}`;
+}
+
 /** A header value as shown in a finding: numbers bare, anything else quoted. */
 function shown(value: string): string {
   return /^-?\d+(\.\d+)?$/.test(value) ? value : JSON.stringify(value);
@@ -440,7 +444,7 @@ class Probe {
 
     const window1 = await this.burst([first], limit + 1, opening);
     if (window1.passed !== limit) {
-      this.find('limit', `allowed ${window1.passed} requests, contract says ${limit}`);
+      this.find('limit', `allowed ${requests(window1.passed)}, contract says ${limit}`);
       if (window1.refused) this.checkRetryAfter(window1.refused);
       return;
     }
@@ -469,7 +473,7 @@ class Probe {
     } else if (target.paths.length > 1) {
       if (window2.passed > limit) this.find('params', 'path parameters counted separately');
       else if (window2.passed < limit) {
-        this.find('limit', `allowed ${window2.passed} requests in the next window, contract says ${limit}`);
+        this.find('limit', `allowed ${requests(window2.passed)} in the next window, contract says ${limit}`);
       }
     }
     if (window2.refused) this.checkRetryAfter(window2.refused);
