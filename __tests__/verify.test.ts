@@ -295,6 +295,20 @@ describe('against deliberately wrong servers', () => {
     });
   });
 
+  it('requests slower than the window: inconclusive, not a pass and not a wrong limit', async () => {
+    const app = createApp({ listing: 'B' });
+    // Each request takes 300 ms on the shared fake clock: a 1-second window ends during the burst.
+    const served = await start((req, res) => {
+      jest.setSystemTime(Date.now() + 300);
+      res.setHeader('Date', new Date().toUTCString());
+      app(req, res);
+    });
+    const report = await verify(served, { only: ['GET /v1/statistics', 'GET /v1/bots'] });
+    expect(failing(report)).toEqual({
+      'GET /v1/statistics': ["inconclusive: 6 requests took 1.8 s, longer than the contract's window of 1 s"],
+    });
+  });
+
   it('a server that cannot be reached: a finding per endpoint, not an error', async () => {
     const served = await start(createApp({ listing: 'A' }));
     await served.close();
