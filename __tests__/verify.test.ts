@@ -87,6 +87,21 @@ describe('against a server that honours the contract', () => {
     expect(served.log.slice(7)).toEqual(['200 GET /v1/statistics -']);
   });
 
+  it("takes the response's Date for now when this machine's clock is off", async () => {
+    // The server's clock is real here, and it writes Date from it; this run's clock is an hour ahead.
+    jest.useRealTimers();
+    const served = await start(createApp({ listing: 'B' }));
+    const report = await verify(served, {
+      only: ['GET /v1/bots/:id/upvotes'],
+      now: () => Date.now() + 3_600_000,
+      sleep: async () => {},
+    });
+    expect(report.endpoints[0]?.findings).toEqual([
+      // Without waiting, the window is still closed: only that is found, nothing about X-RateLimit-Reset.
+      "window longer than the contract's: still refused when its 15 s had passed",
+    ]);
+  });
+
   it('waits out a counter already in use, and notes it', async () => {
     const served = await start(createApp({ listing: 'B' }));
     const only = ['GET /v1/bots/:id/upvotes'];
@@ -300,7 +315,6 @@ describe('against deliberately wrong servers', () => {
     // Each request takes 300 ms on the shared fake clock: a 1-second window ends during the burst.
     const served = await start((req, res) => {
       jest.setSystemTime(Date.now() + 300);
-      res.setHeader('Date', new Date().toUTCString());
       app(req, res);
     });
     const report = await verify(served, { only: ['GET /v1/statistics', 'GET /v1/bots'] });

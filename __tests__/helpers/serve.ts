@@ -12,17 +12,13 @@ export interface Served {
   close(): Promise<void>;
 }
 
-/**
- * Listens on 127.0.0.1 with a free port. Counts the requests, and stamps each response's Date with `Date`
- * (which the tests' fake clock moves): Node.js writes its own Date from the real clock.
- */
+/** Listens on 127.0.0.1 with a free port, and counts and logs the requests. */
 export async function serve(app: RequestListener): Promise<Served> {
   let requests = 0;
   const log: string[] = [];
   const server = createServer((req, res) => {
     requests++;
     res.on('finish', () => log.push(`${res.statusCode} ${req.method} ${req.url} ${req.headers.authorization ?? '-'}`));
-    res.setHeader('Date', new Date().toUTCString());
     app(req, res);
   });
   await new Promise<void>((listening) => server.listen(0, '127.0.0.1', listening));
