@@ -1,12 +1,17 @@
-// The package as users get it: built, packed with npm pack, and loaded from CommonJS and from ESM.
-import { execFileSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+// The package as users get it: built, packed with npm pack, loaded from CommonJS and from ESM, and run as a command.
+import { execFile, execFileSync } from 'node:child_process';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { type EndpointRow, listings } from '../lib';
+import { USAGE } from '../lib/command';
+import { createApp } from './helpers/app';
+import { type Served, serve } from './helpers/serve';
 
 const root = join(__dirname, '..');
 // Inside the project, so that the packed package resolves its dependencies from the project's node_modules.
 const scratchRoot = join(root, '.pack-test');
 let scratch: string;
+let installed: string;
 
 beforeAll(() => {
   mkdirSync(scratchRoot, { recursive: true });
@@ -21,7 +26,7 @@ beforeAll(() => {
       .filter((p) => !p.startsWith('dist/'))
       .sort(),
   ).toEqual(['CHANGELOG.md', 'LICENSE', 'README.md', 'package.json']);
-  const installed = join(scratch, 'node_modules', 'listing-limits');
+  installed = join(scratch, 'node_modules', 'listing-limits');
   mkdirSync(installed, { recursive: true });
   execFileSync('tar', ['-xzf', join(scratch, filename), '-C', installed, '--strip-components=1']);
 }, 120_000);
@@ -75,4 +80,71 @@ it('ships type declarations for both', () => {
       ),
     ).toBe('true');
   }
+});
+
+describe('the listing-limits command', () => {
+  let bin: string;
+  const servers: Served[] = [];
+  beforeAll(() => {
+    const pkg = JSON.parse(readFileSync(join(installed, 'package.json'), 'utf8'));
+    bin = join(installed, pkg.bin['listing-limits']);
+  });
+  afterEach(async () => {
+    await Promise.all(servers.splice(0).map((s) => s.close()));
+  });
+
+  /** Runs the packed command as a program, without blocking this process (which serves the API it probes). */
+  const command = (args: string[]) =>
+    new Promise<{ code: number; stdout: string; stderr: string }>((done) => {
+      execFile(bin, args, { encoding: 'utf8' }, (error, stdout, stderr) => {
+        done({ code: error ? Number(error.code) : 0, stdout, stderr });
+      });
+    });
+
+  it('is an executable file that starts with #!/usr/bin/env node', async () => {
+    expect(statSync(bin).mode & 0o111).toBe(0o111);
+    expect(readFileSync(bin, 'utf8').split('\n')[0]).toBe('#!/usr/bin/env node');
+    expect(await command(['--help'])).toEqual({ code: 0, stdout: USAGE, stderr: '' });
+  });
+
+  it('verifies a running API with real windows of one second, and exits 0', async () => {
+    const served = await serve(createApp({ listing: 'B' }));
+    servers.push(served);
+    const result = await command(['verify', served.url, '--listing', 'B', '--only', 'GET /v1/users/:id', '--grace', '100']);
+    expect(result.stdout).toBe(
+      [
+        `listing-limits verify ${served.url}, listing B`,
+        '',
+        'Endpoint           Result  Requests  Findings',
+        'GET /v1/users/:id  pass           7',
+        '',
+        'The endpoint passes.',
+        '',
+      ].join('\n'),
+    );
+    expect(result.stderr).toBe(
+      [
+        '[1/1] GET /v1/users/:id: probing',
+        '[1/1] GET /v1/users/:id: waiting 2 s for the window to end',
+        '[1/1] GET /v1/users/:id: pass',
+        '',
+      ].join('\n'),
+    );
+    expect(result.code).toBe(0);
+    expect(served.requests).toBe(7);
+  });
+
+  it('exits 1 when an endpoint fails, and 2 for wrong arguments', async () => {
+    const served = await serve(createApp({ listing: [listings.B[0] as EndpointRow], routes: listings.B }));
+    servers.push(served);
+    const failed = await command(['verify', served.url, '--listing', 'B', '--only', 'GET /v1/bots/:id', '--json']);
+    expect(JSON.parse(failed.stdout).endpoints[0].findings).toEqual(['allowed 3 requests, contract says 2']);
+    expect(failed.code).toBe(1);
+    expect(await command(['verify', served.url, '--listing', 'C'])).toEqual({
+      code: 2,
+      stdout: '',
+      stderr: 'listing-limits: --listing must be A or B; got "C" (see listing-limits --help)\n',
+    });
+    expect(served.requests).toBe(3);
+  });
 });

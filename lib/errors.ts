@@ -8,15 +8,16 @@ export type ListingLimitsErrorCode =
   | 'ERR_UNKNOWN_OPTION'
   | 'ERR_INVALID_OPTION';
 
-/** Thrown by `listingLimits()` and the stores when their configuration cannot work. */
+/** Thrown by `listingLimits()`, the stores and `verifyContract()` when their configuration cannot work. */
 export class ListingLimitsError extends Error {
   /** Stable, machine-readable reason. */
   readonly code: ListingLimitsErrorCode;
   /** The option or row field at fault, e.g. `options.store` or `listing[2].limit`. */
   readonly field: string;
 
-  constructor(code: ListingLimitsErrorCode, field: string, message: string) {
-    super(`listingLimits: ${field} ${message}`);
+  /** `source` is the function whose configuration is at fault; it opens the message. */
+  constructor(code: ListingLimitsErrorCode, field: string, message: string, source = 'listingLimits') {
+    super(`${source}: ${field} ${message}`);
     this.name = 'ListingLimitsError';
     this.code = code;
     this.field = field;

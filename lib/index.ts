@@ -7,3 +7,13 @@ export { type EndpointRow, type ListingName, listings, type Method } from './lis
 export { type ListingLimitsMiddleware, listingLimits } from './middleware.js';
 export type { LimitEvent, LimitHandler, ListingLimitsOptions, RateLimitInfo } from './options.js';
 export { type Endpoint, memoryStore, type Store } from './stores.js';
+export {
+  type EndpointPlan,
+  type EndpointReport,
+  planVerification,
+  type VerifyEvent,
+  type VerifyOptions,
+  type VerifyPlan,
+  type VerifyReport,
+  verifyContract,
+} from './verify.js';

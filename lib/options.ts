@@ -145,13 +145,20 @@ const optionNames = [
 const banFields = ['after', 'within', 'duration', 'tokensPerIp', 'tokensWithin'] as const;
 const rowFields = ['method', 'path', 'limit', 'windowMs'] as const;
 
-function unknownKeys(value: object, known: readonly string[], field: (key: string) => string): void {
+/** Throws ERR_UNKNOWN_OPTION for the first key of `value` not in `known`, suggesting the closest known one. */
+export function unknownKeys(
+  value: object,
+  known: readonly string[],
+  field: (key: string) => string,
+  source = 'listingLimits',
+): void {
   for (const key of Object.keys(value)) {
     if (!known.includes(key)) {
       throw new ListingLimitsError(
         'ERR_UNKNOWN_OPTION',
         field(key),
         `is not an option. Did you mean \`${closest(key, known as string[])}\`?`,
+        source,
       );
     }
   }
@@ -161,8 +168,8 @@ function invalid(field: string, message: string): never {
   throw new ListingLimitsError('ERR_INVALID_OPTION', field, message);
 }
 
-function invalidRow(field: string, message: string): never {
-  throw new ListingLimitsError('ERR_INVALID_ROW', field, message);
+function invalidRow(field: string, message: string, source: string): never {
+  throw new ListingLimitsError('ERR_INVALID_ROW', field, message, source);
 }
 
 function isPositiveInteger(value: unknown): value is number {
@@ -173,45 +180,68 @@ function isWholeSeconds(value: unknown): value is number {
   return isPositiveInteger(value) && value % 1000 === 0;
 }
 
-function checkRow(row: unknown, at: string): EndpointRow {
-  if (typeof row !== 'object' || row === null) invalidRow(at, 'must be an object { method, path, limit, windowMs }.');
-  unknownKeys(row, rowFields, (key) => `${at}.${key}`);
+function checkRow(row: unknown, at: string, source: string): EndpointRow {
+  if (typeof row !== 'object' || row === null) {
+    invalidRow(at, 'must be an object { method, path, limit, windowMs }.', source);
+  }
+  unknownKeys(row, rowFields, (key) => `${at}.${key}`, source);
   const { method, path, limit, windowMs } = row as Record<string, unknown>;
   if (typeof method !== 'string' || !METHODS.includes(method)) {
-    invalidRow(`${at}.method`, `must be an upper-case HTTP method such as "GET"; got ${JSON.stringify(method)}.`);
+    invalidRow(
+      `${at}.method`,
+      `must be an upper-case HTTP method such as "GET"; got ${JSON.stringify(method)}.`,
+      source,
+    );
   }
-  if (method === 'HEAD') invalidRow(`${at}.method`, 'cannot be "HEAD": HEAD requests are counted on the GET row.');
+  if (method === 'HEAD') {
+    invalidRow(`${at}.method`, 'cannot be "HEAD": HEAD requests are counted on the GET row.', source);
+  }
   if (typeof path !== 'string' || !/^\/[\x20-\x7e]*$/.test(path)) {
-    invalidRow(`${at}.path`, `must be a path of printable ASCII starting with "/"; got ${JSON.stringify(path)}.`);
+    invalidRow(
+      `${at}.path`,
+      `must be a path of printable ASCII starting with "/"; got ${JSON.stringify(path)}.`,
+      source,
+    );
   }
   try {
     compilePath(path);
   } catch (error) {
-    invalidRow(`${at}.path`, `is not a valid path-to-regexp path: ${(error as Error).message}`);
+    invalidRow(`${at}.path`, `is not a valid path-to-regexp path: ${(error as Error).message}`, source);
   }
-  if (!isPositiveInteger(limit)) invalidRow(`${at}.limit`, `must be a positive integer; got ${String(limit)}.`);
+  if (!isPositiveInteger(limit)) invalidRow(`${at}.limit`, `must be a positive integer; got ${String(limit)}.`, source);
   if (!isWholeSeconds(windowMs)) {
     invalidRow(
       `${at}.windowMs`,
       `must be a positive whole number of seconds in milliseconds (e.g. 15000); got ${String(windowMs)}.`,
+      source,
     );
   }
   return { method, path, limit, windowMs };
 }
 
-function checkTable(listing: unknown): readonly EndpointRow[] {
+/**
+ * Validates a listing: `'A'`, `'B'` or a table of rows. Errors name `field` (and its rows, `field[2].limit`)
+ * and open with `source`, the function whose argument it is.
+ */
+export function checkTable(listing: unknown, field = 'listing', source = 'listingLimits'): readonly EndpointRow[] {
   if (typeof listing === 'string') {
     if (Object.hasOwn(listings, listing)) return listings[listing as ListingName];
     throw new ListingLimitsError(
       'ERR_UNKNOWN_LISTING',
-      'listing',
+      field,
       `${JSON.stringify(listing)} is not a listing. Use "A", "B" or an array of rows.`,
+      source,
     );
   }
   if (!Array.isArray(listing) || listing.length === 0) {
-    throw new ListingLimitsError('ERR_UNKNOWN_LISTING', 'listing', 'must be "A", "B" or a non-empty array of rows.');
+    throw new ListingLimitsError(
+      'ERR_UNKNOWN_LISTING',
+      field,
+      'must be "A", "B" or a non-empty array of rows.',
+      source,
+    );
   }
-  const rows = listing.map((row, i) => checkRow(row, `listing[${i}]`));
+  const rows = listing.map((row, i) => checkRow(row, `${field}[${i}]`, source));
   const seen = new Map<string, number>();
   rows.forEach((row, i) => {
     // Matching ignores case, so paths that differ only in case or in parameter names are one row.
@@ -220,8 +250,9 @@ function checkTable(listing: unknown): readonly EndpointRow[] {
     if (first !== undefined) {
       throw new ListingLimitsError(
         'ERR_DUPLICATE_ROW',
-        `listing[${i}]`,
-        `repeats listing[${first}] (${row.method} ${row.path}): one method and path may have only one row.`,
+        `${field}[${i}]`,
+        `repeats ${field}[${first}] (${row.method} ${row.path}): one method and path may have only one row.`,
+        source,
       );
     }
     seen.set(shape, i);
@@ -291,7 +322,7 @@ function checkGrant(grant: unknown, at: string, names: ReadonlySet<string>, fail
   }
   if (!Array.isArray(g.rows) || g.rows.length === 0) fail(`${at}.rows`, 'must be a non-empty array of rows.');
   g.rows.forEach((raw: unknown, i: number) => {
-    const row = checkRow(raw, `${at}.rows[${i}]`);
+    const row = checkRow(raw, `${at}.rows[${i}]`, 'listingLimits');
     if (!names.has(`${row.method} ${row.path}`)) fail(`${at}.rows[${i}]`, `(${row.method} ${row.path}) replaces no row of the table.`);
   });
 }

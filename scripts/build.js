@@ -1,6 +1,6 @@
 // Builds dist/: CommonJS in dist/cjs and ES modules in dist/esm, each with its type declarations.
 const { execFileSync } = require('node:child_process');
-const { rmSync, writeFileSync } = require('node:fs');
+const { chmodSync, rmSync, writeFileSync } = require('node:fs');
 const { join } = require('node:path');
 
 const root = join(__dirname, '..');
@@ -14,3 +14,5 @@ for (const [config, type] of [
   const dir = type === 'module' ? 'esm' : 'cjs';
   writeFileSync(join(root, 'dist', dir, 'package.json'), `${JSON.stringify({ type })}\n`);
 }
+// The `listing-limits` command (package.json "bin"): tsc keeps its #! line; the file must be executable too.
+chmodSync(join(root, 'dist', 'cjs', 'cli.js'), 0o755);

@@ -19,6 +19,8 @@ export interface AppOptions {
   mount?: string;
   /** Extra set-up before the limiter, e.g. `app.set('trust proxy', true)`. */
   setup?: (app: Express) => void;
+  /** The rows served with a route. Default: those of `listing`. */
+  routes?: readonly EndpointRow[];
 }
 
 /** Answers with the row it serves and what the limiter told it. */
@@ -29,10 +31,17 @@ function routeHandler(row: EndpointRow): RequestHandler {
 }
 
 /** An app that mounts listingLimits in front of a real route for every row of the table; the middleware is `app.locals.limiter`. */
-export function createApp({ express = express5, listing = 'B', options, mount, setup }: AppOptions = {}): Express {
+export function createApp({
+  express = express5,
+  listing = 'B',
+  options,
+  mount,
+  setup,
+  routes,
+}: AppOptions = {}): Express {
   const app = express();
   setup?.(app);
-  const rows = typeof listing === 'string' ? listings[listing] : listing;
+  const rows = routes ?? (typeof listing === 'string' ? listings[listing] : listing);
   const router = express.Router();
   const limiter = listingLimits(listing, options);
   app.locals.limiter = limiter;

@@ -1,0 +1,256 @@
+// The `listing-limits verify` command line, run in this process against real servers with a fake clock.
+import { type CliContext, runCli, USAGE } from '../lib/command';
+import { listings } from '../lib';
+import { createApp } from './helpers/app';
+import { type Served, serve } from './helpers/serve';
+import { useFakeClock } from './helpers/stores';
+
+const servers: Served[] = [];
+async function start(app: Parameters<typeof serve>[0]): Promise<Served> {
+  const served = await serve(app);
+  servers.push(served);
+  return served;
+}
+
+beforeEach(useFakeClock);
+afterEach(async () => {
+  jest.useRealTimers();
+  await Promise.all(servers.splice(0).map((s) => s.close()));
+});
+
+/** Runs the command with captured output; waiting moves the fake clock. */
+async function run(argv: string[], { tty = false } = {}) {
+  let stdout = '';
+  let stderr = '';
+  const context: CliContext = {
+    stdout: { write: (text: string) => (stdout += text) },
+    stderr: Object.assign(
+      {
+        write: (text: string) => {
+          stderr += text;
+          return true;
+        },
+      },
+      tty ? { isTTY: true, columns: 100 } : {},
+    ),
+    sleep: async (ms) => {
+      jest.setSystemTime(Date.now() + ms);
+    },
+  };
+  const code = await runCli(argv, context);
+  return { code, stdout, stderr };
+}
+
+describe('a run', () => {
+  it('prints a table and exits 0 when every endpoint passes', async () => {
+    const served = await start(createApp({ listing: 'A' }));
+    const { code, stdout } = await run(['verify', served.url, '--listing', 'A']);
+    expect(stdout).toBe(
+      [
+        `listing-limits verify ${served.url}, listing A`,
+        '',
+        'Endpoint                     Result  Requests  Findings',
+        'GET /v1/statistics           pass           4',
+        'GET /v1/servers              pass          18',
+        'GET /v1/servers/:id          pass          15',
+        'GET /v1/servers/:id/upvotes  pass          33',
+        'GET /v1/users/:id            pass           7',
+        'GET /v1/users/:id/servers    pass          15',
+        '',
+        'All 6 endpoints pass.',
+        '',
+      ].join('\n'),
+    );
+    expect(code).toBe(0);
+  });
+
+  it('prints each finding on its own line and exits 1 when an endpoint fails', async () => {
+    const rows = listings.B.map((row) => (row.path === '/v1/users/:id' ? { ...row, limit: 3 } : row));
+    const served = await start(createApp({ listing: rows, routes: [] }));
+    const { code, stdout } = await run([
+      'verify',
+      served.url,
+      '--listing',
+      'B',
+      '--only',
+      'GET /v1/statistics',
+      '--only',
+      'GET /v1/users/:id',
+    ]);
+    expect(stdout).toBe(
+      [
+        `listing-limits verify ${served.url}, listing B`,
+        '',
+        'Endpoint            Result  Requests  Findings',
+        'GET /v1/statistics  pass           8  note: GET /v1/statistics answered 404',
+        'GET /v1/users/:id   fail           3  allowed 3 requests, contract says 2',
+        '                                      RateLimit-Policy says "GET /v1/users/:id";q=3;w=1, contract says q=2;w=1',
+        '                                      RateLimit says "GET /v1/users/:id";r=2;t=1 on request 1, expected r=1',
+        '                                      X-RateLimit-Limit says 3, contract says 2',
+        '                                      X-RateLimit-Remaining says 2 on request 1, expected 1',
+        '                                      note: GET /v1/users/1 answered 404',
+        '',
+        '1 of 2 endpoints fail.',
+        '',
+      ].join('\n'),
+    );
+    expect(code).toBe(1);
+  });
+
+  it('--json prints only the findings as JSON on stdout', async () => {
+    const served = await start(createApp({ listing: 'B' }));
+    const { code, stdout, stderr } = await run([
+      'verify',
+      served.url,
+      '--listing=B',
+      '--only=GET /v1/bots/:id',
+      '--param',
+      'id=7',
+      '--token',
+      'Bot abc',
+      '--json',
+    ]);
+    expect(JSON.parse(stdout)).toEqual({
+      baseUrl: served.url,
+      ok: true,
+      endpoints: [
+        {
+          endpoint: 'GET /v1/bots/:id',
+          method: 'GET',
+          path: '/v1/bots/:id',
+          limit: 2,
+          windowMs: 1000,
+          paths: ['/v1/bots/7', '/v1/bots/8'],
+          requests: 7,
+          waitMs: 2000,
+          ok: true,
+          findings: [],
+          notes: [],
+        },
+      ],
+    });
+    expect(stderr).toBe(
+      [
+        '[1/1] GET /v1/bots/:id: probing',
+        '[1/1] GET /v1/bots/:id: waiting 2 s for the window to end',
+        '[1/1] GET /v1/bots/:id: pass',
+        '',
+      ].join('\n'),
+    );
+    expect(served.log.filter((line) => line.endsWith('Bot abc'))).toHaveLength(6);
+    expect(code).toBe(0);
+  });
+
+  it('shows a progress bar for the waits on a terminal', async () => {
+    const served = await start(createApp({ listing: 'A' }));
+    const { stderr } = await run(['verify', served.url, '--listing', 'A', '--only', 'GET /v1/servers'], { tty: true });
+    expect(stderr).toContain('[1/1] GET /v1/servers: probing\n');
+    expect(stderr).toContain('  waiting for the window to end [------------------------------] 0/121 s');
+    expect(stderr).toMatch(/\[1\/1\] GET \/v1\/servers: pass\n$/);
+  });
+});
+
+describe('--dry-run', () => {
+  it('prints the plan and sends nothing', async () => {
+    const served = await start(createApp({ listing: 'A' }));
+    const { code, stdout, stderr } = await run(['verify', served.url, '--listing', 'A', '--dry-run', '--param', 'id=41']);
+    expect(stdout).toBe(
+      [
+        `Plan: listing A at ${served.url}, one endpoint after another. Nothing was sent (--dry-run).`,
+        '',
+        'Endpoint                     Paths                                           Requests  Wait',
+        'GET /v1/statistics           /v1/statistics                                         4  2 s',
+        'GET /v1/servers              /v1/servers                                           18  2 min 1 s',
+        'GET /v1/servers/:id          /v1/servers/41, /v1/servers/42                        15  16 s',
+        'GET /v1/servers/:id/upvotes  /v1/servers/41/upvotes, /v1/servers/42/upvotes        33  16 s',
+        'GET /v1/users/:id            /v1/users/41, /v1/users/42                             7  2 s',
+        'GET /v1/users/:id/servers    /v1/users/41/servers, /v1/users/42/servers            15  16 s',
+        '',
+        '92 requests, and about 2 min 53 s of waiting.',
+        '',
+      ].join('\n'),
+    );
+    expect(stderr).toBe('');
+    expect(code).toBe(0);
+    expect(served.requests).toBe(0);
+  });
+
+  it('--json prints the plan as JSON', async () => {
+    const served = await start(createApp({ listing: 'B' }));
+    const { code, stdout } = await run([
+      'verify',
+      served.url,
+      '--listing',
+      'B',
+      '--only',
+      'GET /v1/statistics',
+      '--grace',
+      '250',
+      '--dry-run',
+      '--json',
+    ]);
+    expect(JSON.parse(stdout)).toEqual({
+      baseUrl: served.url,
+      endpoints: [
+        {
+          endpoint: 'GET /v1/statistics',
+          method: 'GET',
+          path: '/v1/statistics',
+          limit: 5,
+          windowMs: 1000,
+          paths: ['/v1/statistics'],
+          requests: 8,
+          waitMs: 1250,
+        },
+      ],
+      requests: 8,
+      waitMs: 1250,
+    });
+    expect(code).toBe(0);
+    expect(served.requests).toBe(0);
+  });
+});
+
+describe('arguments', () => {
+  it.each(['--help', '-h'])('%s prints the usage and exits 0', async (flag) => {
+    expect(await run([flag])).toEqual({ code: 0, stdout: USAGE, stderr: '' });
+    expect(await run(['verify', flag])).toEqual({ code: 0, stdout: USAGE, stderr: '' });
+  });
+
+  const url = 'http://127.0.0.1:9';
+  it.each([
+    [[], 'missing command: listing-limits verify <base-url> --listing A|B'],
+    [['check', url], 'unknown command "check"; the command is verify'],
+    [['verify'], 'verify needs <base-url>, e.g. http://127.0.0.1:3000'],
+    [['verify', url, 'extra', '--listing', 'A'], 'unexpected argument "extra"'],
+    [['verify', url], '--listing is required: A or B'],
+    [['verify', url, '--listing', 'C'], '--listing must be A or B; got "C"'],
+    [['verify', url, '--listing'], "Option '--listing <value>' argument missing"],
+    [['verify', url, '--listing', 'A', '--verbose'], "Unknown option '--verbose'"],
+    [['verify', 'localhost:3000', '--listing', 'A'], '<base-url> must be an http or https URL without query or fragment; got "localhost:3000"'],
+    [
+      ['verify', url, '--listing', 'B', '--only', 'GET /v1/bot'],
+      '--only "GET /v1/bot" is not an endpoint of listing B. Did you mean "GET /v1/bots"?',
+    ],
+    [['verify', url, '--listing', 'B', '--param', 'id'], '--param must be NAME=VALUE, e.g. id=123; got "id"'],
+    [
+      ['verify', url, '--listing', 'A', '--param', 'bot=1'],
+      '--param bot is not a path parameter of the endpoints checked (parameters: :id)',
+    ],
+    [
+      ['verify', url, '--listing', 'A', '--param', 'id=1', '--param', 'id=2', '--param', 'id=3'],
+      '--param id must be a non-empty string, or an array of one or two of them',
+    ],
+    [['verify', url, '--listing', 'A', '--grace', '1s'], '--grace must be whole milliseconds; got "1s"'],
+    [
+      ['verify', url, '--listing', 'A', '--token', 'same', '--other-token', 'same'],
+      '--other-token must differ from options.token',
+    ],
+  ])('%j: one line naming the argument, exit code 2', async (argv, message) => {
+    expect(await run(argv)).toEqual({
+      code: 2,
+      stdout: '',
+      stderr: `listing-limits: ${message} (see listing-limits --help)\n`,
+    });
+  });
+});

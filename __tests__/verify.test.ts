@@ -1,0 +1,435 @@
+// verifyContract over real sockets: a server that honours the contract passes; deliberately wrong ones fail with the right finding.
+import type { Express, RequestHandler } from 'express';
+import {
+  type EndpointRow,
+  ListingLimitsError,
+  listings,
+  planVerification,
+  type VerifyEvent,
+  type VerifyOptions,
+  type VerifyReport,
+  verifyContract,
+} from '../lib';
+import { secondValue } from '../lib/verify';
+import { createApp } from './helpers/app';
+import { type Served, serve } from './helpers/serve';
+import { useFakeClock } from './helpers/stores';
+
+/** Waiting moves the fake clock: windows of minutes pass at once. */
+const sleep = async (ms: number) => {
+  jest.setSystemTime(Date.now() + ms);
+};
+
+const servers: Served[] = [];
+async function start(app: Parameters<typeof serve>[0]): Promise<Served> {
+  const served = await serve(app);
+  servers.push(served);
+  return served;
+}
+
+beforeEach(useFakeClock);
+afterEach(async () => {
+  jest.useRealTimers();
+  await Promise.all(servers.splice(0).map((s) => s.close()));
+});
+
+const verify = (served: Served, options: Partial<VerifyOptions> = {}) =>
+  verifyContract({ baseUrl: served.url, listing: 'B', sleep, ...options });
+
+/** The endpoints that fail, with their findings: every other endpoint passed. */
+const failing = (report: VerifyReport) =>
+  Object.fromEntries(report.endpoints.filter((e) => !e.ok).map((e) => [e.endpoint, e.findings]));
+
+/** Listing B with one row changed. */
+const changedB = (name: string, change: Partial<EndpointRow>): EndpointRow[] =>
+  listings.B.map((row) => (`${row.method} ${row.path}` === name ? { ...row, ...change } : row));
+
+describe('against a server that honours the contract', () => {
+  it.each(['A', 'B'] as const)('listing %s: every endpoint passes, with exactly the planned requests', async (listing) => {
+    const served = await start(createApp({ listing }));
+    const report = await verify(served, { listing });
+    expect(report.ok).toBe(true);
+    expect(report.endpoints.map((e) => [e.endpoint, e.ok, e.findings, e.notes])).toEqual(
+      listings[listing].map((row) => [`${row.method} ${row.path}`, true, [], []]),
+    );
+    const plan = planVerification({ baseUrl: served.url, listing });
+    expect(report.endpoints.map((e) => e.requests)).toEqual(plan.endpoints.map((e) => e.requests));
+    expect(served.requests).toBe(plan.requests);
+  });
+
+  it('spends limit + 1 requests on a counter per window, one on another token, and stops at the first 429', async () => {
+    const served = await start(createApp({ listing: 'B' }));
+    const report = await verify(served, {
+      only: ['GET /v1/bots/:id'],
+      token: 'Bot abc',
+      otherToken: 'Bot other',
+      params: { id: ['7', '9'] },
+    });
+    expect(report.ok).toBe(true);
+    expect(report.endpoints[0]?.paths).toEqual(['/v1/bots/7', '/v1/bots/9']);
+    expect(served.log).toEqual([
+      '200 GET /v1/bots/7 Bot abc',
+      '200 GET /v1/bots/7 Bot abc',
+      '429 GET /v1/bots/7 Bot abc',
+      '200 GET /v1/bots/7 Bot other',
+      // the next window: the second path first, then alternating
+      '200 GET /v1/bots/9 Bot abc',
+      '200 GET /v1/bots/7 Bot abc',
+      '429 GET /v1/bots/9 Bot abc',
+    ]);
+  });
+
+  it('counts by IP when no token is given, and sends one generated token to check another counter', async () => {
+    const served = await start(createApp({ listing: 'B' }));
+    await verify(served, { only: ['GET /v1/statistics'] });
+    expect(served.log.slice(0, 6)).toEqual(Array(5).fill('200 GET /v1/statistics -').concat('429 GET /v1/statistics -'));
+    expect(served.log[6]).toMatch(/^200 GET \/v1\/statistics listing-limits-verify-[0-9a-f]{16}$/);
+    expect(served.log.slice(7)).toEqual(['200 GET /v1/statistics -']);
+  });
+
+  it("takes the response's Date for now when this machine's clock is off", async () => {
+    // The server's clock is real here, and it writes Date from it; this run's clock is an hour ahead.
+    jest.useRealTimers();
+    const served = await start(createApp({ listing: 'B' }));
+    const report = await verify(served, {
+      only: ['GET /v1/bots/:id/upvotes'],
+      now: () => Date.now() + 3_600_000,
+      sleep: async () => {},
+    });
+    expect(report.endpoints[0]?.findings).toEqual([
+      // Without waiting, the window is still closed: only that is found, nothing about X-RateLimit-Reset.
+      "window longer than the contract's: still refused when its 15 s had passed",
+    ]);
+  });
+
+  it('waits out a counter already in use, and notes it', async () => {
+    const served = await start(createApp({ listing: 'B' }));
+    const only = ['GET /v1/bots/:id/upvotes'];
+    await verify(served, { only });
+    const again = await verify(served, { only });
+    expect(again.endpoints[0]).toMatchObject({
+      ok: true,
+      findings: [],
+      notes: ['the counter was in use: waited 16 s for a fresh window'],
+      requests: 8,
+    });
+  });
+
+  it('tells the waits and each endpoint as it goes', async () => {
+    const served = await start(createApp({ listing: 'A' }));
+    const events: VerifyEvent[] = [];
+    await verify(served, {
+      listing: 'A',
+      only: ['GET /v1/statistics', 'GET /v1/servers'],
+      onProgress: (e) => events.push(e),
+    });
+    expect(events.map((e) => (e.type === 'done' ? `done ${e.result.endpoint}` : e))).toEqual([
+      { type: 'endpoint', endpoint: 'GET /v1/statistics', index: 1, total: 2 },
+      { type: 'wait', endpoint: 'GET /v1/statistics', ms: 2000, reason: 'window' },
+      'done GET /v1/statistics',
+      { type: 'endpoint', endpoint: 'GET /v1/servers', index: 2, total: 2 },
+      { type: 'wait', endpoint: 'GET /v1/servers', ms: 121_000, reason: 'window' },
+      'done GET /v1/servers',
+    ]);
+  });
+
+  it('notes answers other than 429 that are errors: they count all the same', async () => {
+    const served = await start(createApp({ listing: 'B', routes: [] }));
+    const report = await verify(served, { only: ['GET /v1/users/:id'] });
+    expect(report.endpoints[0]).toMatchObject({
+      ok: true,
+      notes: ['GET /v1/users/1 answered 404', 'GET /v1/users/2 answered 404'],
+    });
+  });
+});
+
+interface WrongServer {
+  readonly wrong: string;
+  readonly app: () => Express;
+  /** Endpoints to check; default: all. */
+  readonly only?: string[];
+  /** The endpoints that fail, with their findings. */
+  readonly failing: Record<string, string[]>;
+}
+
+describe('against deliberately wrong servers', () => {
+  /** A 429 like the default one, without Retry-After. */
+  const noRetryAfter: RequestHandler = (_req, res) => {
+    res.status(429).json({ success: false, code: 429 });
+  };
+
+  it.each<WrongServer>([
+    {
+      wrong: 'a limit off by one',
+      app: () => createApp({ listing: changedB('GET /v1/bots/:id', { limit: 3 }) }),
+      failing: {
+        'GET /v1/bots/:id': [
+          'allowed 3 requests, contract says 2',
+          'RateLimit-Policy says "GET /v1/bots/:id";q=3;w=1, contract says q=2;w=1',
+          'RateLimit says "GET /v1/bots/:id";r=2;t=1 on request 1, expected r=1',
+          'X-RateLimit-Limit says 3, contract says 2',
+          'X-RateLimit-Remaining says 2 on request 1, expected 1',
+        ],
+      },
+    },
+    {
+      wrong: 'a limit one too low',
+      app: () => createApp({ listing: changedB('GET /v1/bots', { limit: 24 }) }),
+      failing: {
+        'GET /v1/bots': [
+          'allowed 24 requests, contract says 25',
+          'RateLimit-Policy says "GET /v1/bots";q=24;w=60, contract says q=25;w=60',
+          'RateLimit says "GET /v1/bots";r=23;t=60 on request 1, expected r=24',
+          'X-RateLimit-Limit says 24, contract says 25',
+          'X-RateLimit-Remaining says 23 on request 1, expected 24',
+        ],
+      },
+    },
+    {
+      wrong: 'path parameters counted separately',
+      app: () =>
+        createApp({ listing: 'B', options: { key: (req) => `${req.get('authorization') || req.ip} ${req.path}` } }),
+      failing: Object.fromEntries(
+        listings.B.filter((row) => row.path.includes(':')).map((row) => {
+          const name = `${row.method} ${row.path}`;
+          return [
+            name,
+            [
+              'path parameters counted separately',
+              `RateLimit says "${name}";r=${row.limit - 1};t=${row.windowMs / 1000} on request 2, expected r=${row.limit - 2}`,
+              `X-RateLimit-Remaining says ${row.limit - 1} on request 2, expected ${row.limit - 2}`,
+            ],
+          ];
+        }),
+      ),
+    },
+    {
+      wrong: 'no Retry-After',
+      app: () => createApp({ listing: 'B', options: { handler: noRetryAfter } }),
+      failing: Object.fromEntries(listings.B.map((row) => [`${row.method} ${row.path}`, ['no Retry-After on 429']])),
+    },
+    {
+      wrong: 'a window longer than the contract’s',
+      app: () => createApp({ listing: changedB('GET /v1/bots/:id/upvotes', { windowMs: 30_000 }) }),
+      // Alone, so that the clock starts at 2026-01-01T00:00:00Z and X-RateLimit-Reset is known.
+      only: ['GET /v1/bots/:id/upvotes'],
+      failing: {
+        'GET /v1/bots/:id/upvotes': [
+          "Retry-After says 30, longer than the contract's window of 15 s",
+          "window longer than the contract's: still refused when its 15 s had passed",
+          'RateLimit-Policy says "GET /v1/bots/:id/upvotes";q=2;w=30, contract says q=2;w=15',
+          'RateLimit says "GET /v1/bots/:id/upvotes";r=1;t=30, not t=0 to t=15 (the contract\'s window)',
+          "X-RateLimit-Reset-After says 30, not 0 to 15 s (the contract's window)",
+          "X-RateLimit-Reset says 1767225630, not within 15 s (the contract's window) after the response's Date",
+        ],
+      },
+    },
+    {
+      wrong: 'one endpoint without a limit',
+      app: () =>
+        createApp({
+          listing: listings.B.filter((row) => row.path !== '/v1/bots/:id/uptime'),
+          routes: listings.B,
+        }),
+      failing: { 'GET /v1/bots/:id/uptime': ['allowed 31 requests, contract says 30'] },
+    },
+    {
+      wrong: 'every token sharing the counter of its IP',
+      app: () => createApp({ listing: 'B', options: { key: (req) => req.ip ?? '' } }),
+      failing: Object.fromEntries(
+        listings.B.map((row) => [`${row.method} ${row.path}`, ['a different token shares the counter']]),
+      ),
+    },
+  ])('$wrong', async ({ app, only, failing: expected }) => {
+    const served = await start(app());
+    const report = await verify(served, { only });
+    expect(report.ok).toBe(false);
+    expect(failing(report)).toEqual(expected);
+  });
+
+  it('an endpoint without a limit sends no rate-limit fields: noted beside the finding', async () => {
+    const served = await start(createApp({ listing: [listings.B[0] as EndpointRow], routes: listings.B }));
+    const report = await verify(served, { only: ['GET /v1/bots'] });
+    expect(report.endpoints[0]).toMatchObject({
+      ok: false,
+      findings: ['allowed 26 requests, contract says 25'],
+      notes: ['sent no rate-limit fields'],
+      requests: 26,
+    });
+    expect(served.requests).toBe(26);
+  });
+
+  it('a Retry-After shorter than the window: still refused when it has passed', async () => {
+    const shortRetry: RequestHandler = (_req, res) => {
+      res.set('Retry-After', '1').status(429).end();
+    };
+    const served = await start(createApp({ listing: 'B', options: { handler: shortRetry } }));
+    const report = await verify(served, { only: ['GET /v1/users/:id/bots'] });
+    expect(report.endpoints[0]?.findings).toEqual([
+      'Retry-After says 1, earlier than RateLimit t=15',
+      'still refused when Retry-After had passed (1 s)',
+    ]);
+  });
+
+  it('a Retry-After that is not whole seconds', async () => {
+    const dated: RequestHandler = (_req, res) => {
+      res.set('Retry-After', 'Thu, 01 Jan 2026 00:00:15 GMT').status(429).end();
+    };
+    const served = await start(createApp({ listing: 'B', options: { handler: dated } }));
+    const report = await verify(served, { only: ['GET /v1/users/:id/bots'] });
+    expect(report.endpoints[0]?.findings).toEqual(['Retry-After says "Thu, 01 Jan 2026 00:00:15 GMT", not whole seconds']);
+  });
+
+  it('fields without the contract’s values, or not parseable', async () => {
+    const served = await start(
+      createApp({
+        listing: 'B',
+        setup: (app) =>
+          app.use((_req, res, next) => {
+            // Written after the limiter's own fields, as a proxy in front of the API might.
+            const writeHead = res.writeHead;
+            res.writeHead = function (this: typeof res, ...args: Parameters<typeof writeHead>) {
+              res.setHeader('RateLimit-Policy', 'not a list ;;');
+              res.setHeader('X-RateLimit-Reset', String(Date.now()));
+              res.setHeader('X-RateLimit-Reset-After', 'soon');
+              res.removeHeader('RateLimit');
+              return writeHead.apply(this, args);
+            } as typeof writeHead;
+            next();
+          }),
+      }),
+    );
+    const report = await verify(served, { only: ['GET /v1/statistics'] });
+    expect(report.endpoints[0]).toMatchObject({
+      findings: [
+        'RateLimit-Policy says not a list ;;, contract says q=5;w=1',
+        `X-RateLimit-Reset-After says "soon", not 0 to 1 s (the contract's window)`,
+        `X-RateLimit-Reset says ${Date.UTC(2026, 0, 1)}, not within 1 s (the contract's window) after the response's Date`,
+      ],
+      notes: ['sent no RateLimit'],
+    });
+  });
+
+  it('requests slower than the window: inconclusive, not a pass and not a wrong limit', async () => {
+    const app = createApp({ listing: 'B' });
+    // Each request takes 300 ms on the shared fake clock: a 1-second window ends during the burst.
+    const served = await start((req, res) => {
+      jest.setSystemTime(Date.now() + 300);
+      app(req, res);
+    });
+    const report = await verify(served, { only: ['GET /v1/statistics', 'GET /v1/bots'] });
+    expect(failing(report)).toEqual({
+      'GET /v1/statistics': ["inconclusive: 6 requests took 1.8 s, longer than the contract's window of 1 s"],
+    });
+  });
+
+  it('a server that cannot be reached: a finding per endpoint, not an error', async () => {
+    const served = await start(createApp({ listing: 'A' }));
+    await served.close();
+    const report = await verify(served, { listing: 'A', only: ['GET /v1/statistics', 'GET /v1/servers'] });
+    expect(failing(report)).toEqual({
+      'GET /v1/statistics': ['request failed: ECONNREFUSED'],
+      'GET /v1/servers': ['request failed: ECONNREFUSED'],
+    });
+    expect(report.endpoints.map((e) => e.requests)).toEqual([1, 1]);
+  });
+
+  it('a server that does not answer in time', async () => {
+    const served = await start(() => {});
+    const report = await verify(served, { only: ['GET /v1/statistics'], timeoutMs: 50 });
+    expect(report.endpoints[0]?.findings).toEqual(['request failed: no response within 0.05 s']);
+  });
+});
+
+describe('planVerification', () => {
+  it('plans every request and wait without sending anything', async () => {
+    const served = await start(createApp({ listing: 'B' }));
+    const plan = planVerification({ baseUrl: `${served.url}/api/`, listing: 'B', params: { id: '1234567890123456789' } });
+    expect(plan.baseUrl).toBe(`${served.url}/api`);
+    expect(plan.endpoints.map((e) => [e.endpoint, e.paths, e.requests, e.waitMs])).toEqual([
+      ['GET /v1/statistics', ['/v1/statistics'], 8, 2000],
+      ['GET /v1/bots', ['/v1/bots'], 28, 61_000],
+      ['GET /v1/bots/:id', ['/v1/bots/1234567890123456789', '/v1/bots/1234567890123456790'], 7, 2000],
+      ['POST /v1/bots/:id', ['/v1/bots/1234567890123456789', '/v1/bots/1234567890123456790'], 33, 16_000],
+      [
+        'GET /v1/bots/:id/upvotes',
+        ['/v1/bots/1234567890123456789/upvotes', '/v1/bots/1234567890123456790/upvotes'],
+        7,
+        16_000,
+      ],
+      [
+        'GET /v1/bots/:id/uptime',
+        ['/v1/bots/1234567890123456789/uptime', '/v1/bots/1234567890123456790/uptime'],
+        63,
+        16_000,
+      ],
+      ['GET /v1/users/:id', ['/v1/users/1234567890123456789', '/v1/users/1234567890123456790'], 7, 2000],
+      [
+        'GET /v1/users/:id/bots',
+        ['/v1/users/1234567890123456789/bots', '/v1/users/1234567890123456790/bots'],
+        23,
+        16_000,
+      ],
+    ]);
+    expect(plan.requests).toBe(176);
+    expect(plan.waitMs).toBe(131_000);
+    expect(served.requests).toBe(0);
+  });
+
+  it.each([
+    ['123', '124'],
+    ['1234567890123456789', '1234567890123456790'],
+    ['abc', 'abc-2'],
+    ['007', '8'],
+  ])('the second value of %s is %s', (first, second) => {
+    expect(secondValue(first)).toBe(second);
+  });
+
+  it('encodes parameter values into the path', () => {
+    const plan = planVerification({
+      baseUrl: 'http://127.0.0.1:1',
+      listing: 'B',
+      only: ['GET /v1/users/:id'],
+      params: { id: 'a b/c' },
+    });
+    expect(plan.endpoints[0]?.paths).toEqual(['/v1/users/a%20b%2Fc', '/v1/users/a%20b%2Fc-2']);
+  });
+});
+
+describe('bad options fail before anything is sent, naming the option', () => {
+  const base = { baseUrl: 'http://127.0.0.1:1', listing: 'B' } as const;
+  it.each([
+    [{ ...base, baseUrl: 'ftp://x' }, 'ERR_INVALID_OPTION', 'options.baseUrl'],
+    [{ ...base, baseUrl: 'not a url' }, 'ERR_INVALID_OPTION', 'options.baseUrl'],
+    [{ ...base, baseUrl: 'http://x/?q=1' }, 'ERR_INVALID_OPTION', 'options.baseUrl'],
+    [{ ...base, listing: 'C' }, 'ERR_UNKNOWN_LISTING', 'options.listing'],
+    [{ ...base, listing: undefined }, 'ERR_INVALID_OPTION', 'options.listing'],
+    [{ ...base, listing: [{ method: 'GET', path: '/x', limit: 0, windowMs: 1000 }] }, 'ERR_INVALID_ROW', 'options.listing[0].limit'],
+    [{ ...base, only: [] }, 'ERR_INVALID_OPTION', 'options.only'],
+    [{ ...base, only: ['GET /v1/bots', 'GET /v1/bot'] }, 'ERR_INVALID_OPTION', 'options.only[1]'],
+    [{ ...base, params: { bot: '1' } }, 'ERR_INVALID_OPTION', 'options.params.bot'],
+    [{ ...base, params: { id: ['1', '2', '3'] } }, 'ERR_INVALID_OPTION', 'options.params.id'],
+    [{ ...base, params: { id: ['1', '1'] } }, 'ERR_INVALID_OPTION', 'options.params.id'],
+    [{ ...base, params: { id: '' } }, 'ERR_INVALID_OPTION', 'options.params.id'],
+    [{ ...base, token: 'a\nb' }, 'ERR_INVALID_OPTION', 'options.token'],
+    [{ ...base, token: 'same', otherToken: 'same' }, 'ERR_INVALID_OPTION', 'options.otherToken'],
+    [{ ...base, graceMs: -1 }, 'ERR_INVALID_OPTION', 'options.graceMs'],
+    [{ ...base, timeoutMs: 0 }, 'ERR_INVALID_OPTION', 'options.timeoutMs'],
+    [{ ...base, sleep: 5 }, 'ERR_INVALID_OPTION', 'options.sleep'],
+    [{ ...base, tokn: 'x' }, 'ERR_UNKNOWN_OPTION', 'options.tokn'],
+  ])('%j → %s at %s', async (options, code, field) => {
+    const rejection = verifyContract(options as never);
+    await expect(rejection).rejects.toBeInstanceOf(ListingLimitsError);
+    await expect(rejection).rejects.toMatchObject({ code, field });
+    expect(() => planVerification(options as never)).toThrow(new RegExp(`^verifyContract: ${field.replace(/[[\].]/g, '\\$&')} `));
+  });
+
+  it('suggests the endpoint meant', () => {
+    expect(() => planVerification({ ...base, only: ['GET /v1/bot'] })).toThrow(
+      'verifyContract: options.only[0] "GET /v1/bot" is not an endpoint of listing B. Did you mean "GET /v1/bots"?',
+    );
+    expect(() => planVerification({ ...base, listing: 'A', params: { bot: '1' } })).toThrow(
+      'verifyContract: options.params.bot is not a path parameter of the endpoints checked (parameters: :id).',
+    );
+  });
+});

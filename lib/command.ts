@@ -1,0 +1,287 @@
+// The `listing-limits` command line: its arguments, progress while it runs, the table of findings, the exit code.
+import { parseArgs } from 'node:util';
+import { SingleBar } from 'cli-progress';
+import { ListingLimitsError } from './errors.js';
+import {
+  planVerification,
+  type VerifyEvent,
+  type VerifyOptions,
+  type VerifyPlan,
+  type VerifyReport,
+  verifyContract,
+} from './verify.js';
+
+/** Where the command writes: the process's streams, or stand-ins in tests. */
+export interface Output {
+  write(text: string): unknown;
+  readonly isTTY?: boolean;
+}
+
+/** What the command runs with: its output streams, and what tests put in place of the network's clock. */
+export interface CliContext {
+  readonly stdout: Output;
+  readonly stderr: Output;
+  readonly fetch?: VerifyOptions['fetch'];
+  readonly sleep?: VerifyOptions['sleep'];
+  readonly now?: VerifyOptions['now'];
+}
+
+/** Exit codes: every endpoint passes; an endpoint fails; the arguments are wrong. */
+export const EXIT = Object.freeze({ pass: 0, fail: 1, usage: 2 });
+
+export const USAGE = `Usage: listing-limits verify <base-url> --listing A|B [options]
+
+Probes a running API, one endpoint after another, and checks that it enforces listing A or B of the
+rate-limit contract: limit requests pass and the next gets a 429 with Retry-After, the rate-limit fields
+agree, another token has its own counter, path parameters share the counter, the window opens again.
+
+Options:
+  --listing A|B        the listing the API serves (required)
+  --token T            Authorization value to send; without one the server counts by client IP
+  --other-token T      Authorization value of the one request on another client's counter
+                       (default: listing-limits-verify- and random hex)
+  --only ENDPOINT      check only this endpoint, e.g. --only "GET /v1/bots/:id"; repeatable
+  --param NAME=VALUE   value of a path parameter, e.g. --param id=123 (default 1); given twice,
+                       the second value is the other path (default: the value plus one)
+  --grace MS           milliseconds added to each wait for a window to end (default 1000)
+  --json               print the findings (or the plan) as JSON on stdout
+  --dry-run            print the plan, and send nothing
+  -h, --help           print this help
+
+Exit codes: 0 every endpoint passes, 1 an endpoint fails, 2 wrong arguments.
+`;
+
+const cliOptions = {
+  listing: { type: 'string' },
+  token: { type: 'string' },
+  'other-token': { type: 'string' },
+  only: { type: 'string', multiple: true },
+  param: { type: 'string', multiple: true },
+  grace: { type: 'string' },
+  json: { type: 'boolean' },
+  'dry-run': { type: 'boolean' },
+  help: { type: 'boolean', short: 'h' },
+} as const;
+
+/** Bad arguments: the message names the argument. */
+class UsageError extends Error {}
+
+/** The argument that set each option of verifyContract, to name it in errors. */
+const argumentOf: Record<string, string> = {
+  baseUrl: '<base-url>',
+  listing: '--listing',
+  token: '--token',
+  otherToken: '--other-token',
+  only: '--only',
+  params: '--param',
+  graceMs: '--grace',
+};
+
+interface Parsed {
+  readonly help: boolean;
+  readonly json: boolean;
+  readonly dryRun: boolean;
+  readonly options: VerifyOptions;
+}
+
+function parse(argv: readonly string[]): Parsed {
+  let parsed;
+  try {
+    parsed = parseArgs({ args: [...argv], options: cliOptions, allowPositionals: true, strict: true });
+  } catch (error) {
+    // Node's messages name the option; their first sentence is the useful one.
+    throw new UsageError((error as Error).message.split('. ')[0]?.replace(/\.$/, '') ?? 'bad arguments');
+  }
+  const { values, positionals } = parsed;
+  const [command, baseUrl, extra] = positionals;
+  const json = values.json === true;
+  const dryRun = values['dry-run'] === true;
+  if (values.help) return { help: true, json, dryRun, options: { baseUrl: '', listing: 'A' } };
+  if (command === undefined) throw new UsageError('missing command: listing-limits verify <base-url> --listing A|B');
+  if (command !== 'verify') throw new UsageError(`unknown command ${JSON.stringify(command)}; the command is verify`);
+  if (baseUrl === undefined) throw new UsageError('verify needs <base-url>, e.g. http://127.0.0.1:3000');
+  if (extra !== undefined) throw new UsageError(`unexpected argument ${JSON.stringify(extra)}`);
+  const listing = values.listing;
+  if (listing === undefined) throw new UsageError('--listing is required: A or B');
+  if (listing !== 'A' && listing !== 'B') throw new UsageError(`--listing must be A or B; got ${JSON.stringify(listing)}`);
+
+  const params: Record<string, string[]> = {};
+  for (const param of values.param ?? []) {
+    const match = /^([^=]+)=(.*)$/.exec(param);
+    if (!match?.[1]) throw new UsageError(`--param must be NAME=VALUE, e.g. id=123; got ${JSON.stringify(param)}`);
+    (params[match[1]] ??= []).push(match[2] ?? '');
+  }
+  let graceMs: number | undefined;
+  if (values.grace !== undefined) {
+    if (!/^\d+$/.test(values.grace)) {
+      throw new UsageError(`--grace must be whole milliseconds; got ${JSON.stringify(values.grace)}`);
+    }
+    graceMs = Number(values.grace);
+  }
+  const options: VerifyOptions = {
+    baseUrl,
+    listing,
+    ...(values.token !== undefined && { token: values.token }),
+    ...(values['other-token'] !== undefined && { otherToken: values['other-token'] }),
+    ...(values.only !== undefined && { only: values.only }),
+    ...(values.param !== undefined && { params }),
+    ...(graceMs !== undefined && { graceMs }),
+  };
+  return { help: false, json, dryRun, options };
+}
+
+/** A configuration error of verifyContract, told in terms of the command's arguments. */
+function usageOf(error: ListingLimitsError): UsageError {
+  const option = /^options\.(\w+)(?:\.(\w+))?/.exec(error.field);
+  const argument = argumentOf[option?.[1] ?? ''] ?? error.field;
+  const named = option?.[1] === 'params' && option[2] ? `${argument} ${option[2]}` : argument;
+  const reason = error.message.slice(error.message.indexOf(error.field) + error.field.length);
+  return new UsageError(`${named}${reason.replace(/\.$/, '')}`);
+}
+
+function seconds(ms: number): string {
+  const total = Math.ceil(ms / 1000);
+  if (total < 60) return `${total} s`;
+  const rest = total % 60;
+  return `${Math.floor(total / 60)} min${rest ? ` ${rest} s` : ''}`;
+}
+
+/** Aligned plain-text columns; `right` names the columns aligned to the right. */
+function table(header: readonly string[], rows: readonly (readonly string[])[], right: readonly number[] = []): string {
+  const widths = header.map((h, i) => Math.max(h.length, ...rows.map((row) => (row[i] ?? '').length)));
+  const line = (cells: readonly string[]) =>
+    cells
+      .map((cell, i) => (right.includes(i) ? cell.padStart(widths[i] ?? 0) : cell.padEnd(widths[i] ?? 0)))
+      .join('  ')
+      .trimEnd();
+  return [header, ...rows].map(line).join('\n');
+}
+
+function planText(plan: VerifyPlan, listing: string): string {
+  const rows = plan.endpoints.map((e) => [e.endpoint, e.paths.join(', '), String(e.requests), seconds(e.waitMs)]);
+  return [
+    `Plan: listing ${listing} at ${plan.baseUrl}, one endpoint after another. Nothing was sent (--dry-run).`,
+    '',
+    table(['Endpoint', 'Paths', 'Requests', 'Wait'], rows, [2]),
+    '',
+    `${plan.requests} requests, and about ${seconds(plan.waitMs)} of waiting.`,
+    '',
+  ].join('\n');
+}
+
+function reportText(report: VerifyReport, listing: string): string {
+  const rows: string[][] = [];
+  for (const e of report.endpoints) {
+    const details = [...e.findings, ...e.notes.map((note) => `note: ${note}`)];
+    rows.push([e.endpoint, e.ok ? 'pass' : 'fail', String(e.requests), details[0] ?? '']);
+    for (const detail of details.slice(1)) rows.push(['', '', '', detail]);
+  }
+  const failed = report.endpoints.filter((e) => !e.ok).length;
+  const total = report.endpoints.length;
+  const summary =
+    total === 1
+      ? `The endpoint ${failed ? 'fails' : 'passes'}.`
+      : failed
+        ? `${failed} of ${total} endpoints fail.`
+        : `All ${total} endpoints pass.`;
+  return [
+    `listing-limits verify ${report.baseUrl}, listing ${listing}`,
+    '',
+    table(['Endpoint', 'Result', 'Requests', 'Findings'], rows, [2]),
+    '',
+    summary,
+    '',
+  ].join('\n');
+}
+
+/** Progress on stderr: a bar during the waits on a terminal, plain lines otherwise. */
+class Progress {
+  private bar: SingleBar | undefined;
+  private timer: ReturnType<typeof setInterval> | undefined;
+  private at = '';
+
+  constructor(private readonly stream: Output) {}
+
+  readonly onEvent = (event: VerifyEvent): void => {
+    this.stopBar();
+    if (event.type === 'endpoint') {
+      this.at = `[${event.index}/${event.total}] ${event.endpoint}`;
+      this.stream.write(`${this.at}: probing\n`);
+    } else if (event.type === 'wait') {
+      const why = event.reason === 'busy' ? 'for the counter in use to reopen' : 'for the window to end';
+      if (this.stream.isTTY) this.startBar(event.ms, why);
+      else this.stream.write(`${this.at}: waiting ${seconds(event.ms)} ${why}\n`);
+    } else {
+      this.stream.write(`${this.at}: ${event.result.ok ? 'pass' : 'fail'}\n`);
+    }
+  };
+
+  private startBar(ms: number, why: string): void {
+    const total = Math.ceil(ms / 1000);
+    const bar = new SingleBar({
+      stream: this.stream as NodeJS.WritableStream,
+      format: `  waiting ${why} [{bar}] {value}/{total} s`,
+      barsize: 30,
+      clearOnComplete: true,
+    });
+    const started = Date.now();
+    bar.start(total, 0);
+    this.timer = setInterval(() => bar.update(Math.min(Math.floor((Date.now() - started) / 1000), total)), 250);
+    this.bar = bar;
+  }
+
+  stopBar(): void {
+    clearInterval(this.timer);
+    this.timer = undefined;
+    this.bar?.stop();
+    this.bar = undefined;
+  }
+}
+
+/**
+ * Runs the command with its arguments (without `node` and the script) and returns the exit code:
+ * 0 when every endpoint passes (or for --help and --dry-run), 1 when one fails, 2 for wrong arguments.
+ */
+export async function runCli(argv: readonly string[], context: CliContext): Promise<number> {
+  const { stdout, stderr } = context;
+  let parsed: Parsed;
+  let plan: VerifyPlan;
+  try {
+    parsed = parse(argv);
+    if (parsed.help) {
+      stdout.write(USAGE);
+      return EXIT.pass;
+    }
+    try {
+      plan = planVerification(parsed.options);
+    } catch (error) {
+      throw error instanceof ListingLimitsError ? usageOf(error) : error;
+    }
+  } catch (error) {
+    if (!(error instanceof UsageError)) throw error;
+    stderr.write(`listing-limits: ${error.message} (see listing-limits --help)\n`);
+    return EXIT.usage;
+  }
+
+  const { json, dryRun, options } = parsed;
+  const listing = String(options.listing);
+  if (dryRun) {
+    stdout.write(json ? `${JSON.stringify(plan, null, 2)}\n` : planText(plan, listing));
+    return EXIT.pass;
+  }
+  const progress = new Progress(stderr);
+  let report: VerifyReport;
+  try {
+    report = await verifyContract({
+      ...options,
+      ...(context.fetch && { fetch: context.fetch }),
+      ...(context.sleep && { sleep: context.sleep }),
+      ...(context.now && { now: context.now }),
+      onProgress: progress.onEvent,
+    });
+  } finally {
+    progress.stopBar();
+  }
+  stdout.write(json ? `${JSON.stringify(report, null, 2)}\n` : reportText(report, listing));
+  return report.ok ? EXIT.pass : EXIT.fail;
+}
