@@ -1,6 +1,7 @@
 // The Express middleware: match → key → consume → headers → next() or 429.
 import type { NextFunction, Request, RequestHandler, Response } from 'express';
 import { RateLimiterRes } from 'rate-limiter-flexible';
+import { StoreUnavailableError } from './errors.js';
 import { retryAfterSeconds, setRateLimitHeaders } from './headers.js';
 import type { EndpointRow, ListingName } from './listings.js';
 import {
@@ -27,6 +28,18 @@ export function limitedBody(retryAfter: number): string {
   return `{"success":false,"code":429,"message":"${MESSAGE}","retryAfter":${retryAfter}}`;
 }
 
+/** The 503 of a store that fails closed, in the shape of the 429 body. */
+const UNAVAILABLE_BODY =
+  '{"success":false,"code":503,"message":"The service is temporarily unavailable, please try again later"}';
+
+/** A store that could not count: fail open (the request passes, uncounted, without headers) or closed (503). */
+function storeUnavailable(error: StoreUnavailableError, res: Response, next: NextFunction): void {
+  if (error.mode === 'open') return next();
+  res.statusCode = 503;
+  res.setHeader('Content-Type', 'application/json; charset=utf-8');
+  res.end(UNAVAILABLE_BODY);
+}
+
 async function consume(config: Config, compiled: CompiledEndpoint, req: Request, res: Response, next: NextFunction) {
   if (config.skip && (await config.skip(req))) return next();
   const client = await config.key(req);
@@ -41,6 +54,7 @@ async function consume(config: Config, compiled: CompiledEndpoint, req: Request,
     result = await compiled.limiter.consume(client);
   } catch (rejection) {
     // rate-limiter-flexible rejects with its result when the limit is hit, and with an Error when the store fails.
+    if (rejection instanceof StoreUnavailableError) return storeUnavailable(rejection, res, next);
     if (!(rejection instanceof RateLimiterRes)) throw rejection;
     result = rejection;
     allowed = false;
