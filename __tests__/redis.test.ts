@@ -99,6 +99,16 @@ describe('redisStore: bad configuration fails at creation, naming the field', ()
     );
   });
 
+  it('refuses a node-redis client without an error listener, which would crash the process when Redis goes away', () => {
+    const bare = createClient(); // never connected
+    expect(() => redisStore(bare)).toThrow(
+      "redisStore: client has no 'error' listener: node-redis would crash the process when Redis goes away. " +
+        "Add client.on('error', ...) before calling redisStore().",
+    );
+    bare.on('error', () => {});
+    expect(typeof redisStore(bare)).toBe('function');
+  });
+
   it.each([
     ['undefined', undefined, 'got undefined.'],
     ['a plain object', {}, 'got an object that is neither.'],
@@ -126,7 +136,7 @@ describeRedis('redisStore', () => {
     await redis?.close();
   });
 
-  describe.each(clientKinds)('with a %s client', (_kind, connect) => {
+  describe.each(clientKinds)('with %s', (_kind, connect) => {
     let connections: Connection[] = [];
     const open = async () => {
       const connection = await connect(redis.url);

@@ -54,7 +54,17 @@ function isNodeRedis(client: unknown): boolean {
   const c = client as Record<string, unknown> | null;
   if (typeof c === 'object' && c !== null) {
     if (typeof c.defineCommand === 'function') return false;
-    if (typeof c.isOpen === 'boolean' && typeof c.eval === 'function') return true;
+    if (typeof c.isOpen === 'boolean' && typeof c.eval === 'function') {
+      const listeners = c.listenerCount as ((event: string) => number) | undefined;
+      if (typeof listeners === 'function' && listeners.call(c, 'error') === 0) {
+        invalid(
+          'client',
+          "has no 'error' listener: node-redis would crash the process when Redis goes away. " +
+            "Add client.on('error', ...) before calling redisStore().",
+        );
+      }
+      return true;
+    }
   }
   const got = typeof client === 'object' && client !== null ? 'an object that is neither' : String(client);
   return invalid('client', `must be an ioredis client or Cluster, or a node-redis (v4 or later) client; got ${got}.`);
@@ -110,7 +120,8 @@ class RedisLimiter extends RLWrapperTimeouts {
  * No request waits for Redis longer than `timeoutMs`; while Redis fails, requests are handled as `onFailure`
  * says, and counting returns to Redis by itself once the client has reconnected.
  *
- * The client is yours to create, connect and close; give it an `'error'` listener, as both Redis packages ask.
+ * The client is yours to create, connect and close; give it an `'error'` listener, as both Redis packages ask
+ * (a node-redis client without one is refused, since it would crash the process when Redis goes away).
  */
 export function redisStore(client: RedisClient, options?: RedisStoreOptions): Store {
   const useRedisPackage = isNodeRedis(client);
