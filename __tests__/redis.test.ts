@@ -79,6 +79,7 @@ describe('redisStore: bad configuration fails at creation, naming the field', ()
     { name: 'prefix not a string', options: { prefix: 5 }, code: 'ERR_INVALID_OPTION', field: 'options.prefix' },
     { name: 'zero timeout', options: { timeoutMs: 0 }, code: 'ERR_INVALID_OPTION', field: 'options.timeoutMs' },
     { name: 'fractional timeout', options: { timeoutMs: 1.5 }, code: 'ERR_INVALID_OPTION', field: 'options.timeoutMs' },
+    { name: 'timeout too long', options: { timeoutMs: 2 ** 31 }, code: 'ERR_INVALID_OPTION', field: 'options.timeoutMs' },
     { name: 'timeout as string', options: { timeoutMs: '100' }, code: 'ERR_INVALID_OPTION', field: 'options.timeoutMs' },
     { name: 'unknown mode', options: { onFailure: 'fallback' }, code: 'ERR_INVALID_OPTION', field: 'options.onFailure' },
   ])('$name → $code at $field', ({ options, code, field }) => {

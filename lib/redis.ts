@@ -1,4 +1,4 @@
-// The Redis store: one set of counters shared by every app instance, with a bounded wait and a chosen fallback when Redis fails.
+// The Redis store: counters shared by every app instance, a bounded wait, and a chosen fallback while Redis fails.
 import { closest } from 'fastest-levenshtein';
 import {
   type RateLimiterAbstract,
@@ -78,7 +78,7 @@ function checkOptions(options: unknown): Required<RedisStoreOptions> {
       throw new ListingLimitsError(
         'ERR_UNKNOWN_OPTION',
         `options.${key}`,
-        `is not an option. Did you mean \`${closest(key, optionNames as unknown as string[])}\`?`,
+        `is not an option. Did you mean \`${closest(key, [...optionNames])}\`?`,
         'redisStore',
       );
     }
@@ -87,8 +87,12 @@ function checkOptions(options: unknown): Required<RedisStoreOptions> {
   if (typeof prefix !== 'string' || prefix === '') {
     invalid('options.prefix', `must be a non-empty string; got ${JSON.stringify(prefix)}.`);
   }
-  if (!Number.isSafeInteger(timeoutMs) || timeoutMs <= 0) {
-    invalid('options.timeoutMs', `must be a positive whole number of milliseconds; got ${String(timeoutMs)}.`);
+  // Beyond 2^31 - 1 ms, Node fires a timer at once: the limit of a timeout that works.
+  if (!Number.isInteger(timeoutMs) || timeoutMs <= 0 || timeoutMs > 2 ** 31 - 1) {
+    invalid(
+      'options.timeoutMs',
+      `must be a positive whole number of milliseconds (at most 2147483647); got ${String(timeoutMs)}.`,
+    );
   }
   if (!failureModes.includes(onFailure)) {
     invalid('options.onFailure', `must be "memory", "open" or "closed"; got ${JSON.stringify(onFailure)}.`);
