@@ -8,8 +8,6 @@ import { promisify } from 'node:util';
 import Redis, { Cluster } from 'ioredis';
 import { inCI, redisMissing, redisUrl, serverMissing } from './redis-env';
 
-export { inCI, redisMissing, redisUrl, serverMissing };
-
 const run = promisify(execFile);
 
 /**
@@ -22,7 +20,7 @@ export const describeRedis = redisMissing && !inCI ? describe.skip : describe;
 export const describeRedisServer = serverMissing && !inCI ? describe.skip : describe;
 
 /** A free TCP port on the loopback interface. */
-export function freePort(): Promise<number> {
+function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
     const probe = createServer();
     probe.unref();
@@ -113,12 +111,9 @@ export async function startRedis(): Promise<{ url: string; close(): Promise<void
   return { url: server.url, close: () => server.close() };
 }
 
-/** ioredis options for tests: reconnect every 50 ms, and errors while Redis is down are expected, not logged. */
-export const testClientOptions = { retryStrategy: () => 50, lazyConnect: false } as const;
-
-/** An ioredis client to `url`, connected, with an error listener as every Redis client needs. */
+/** An ioredis client to `url`, connected; it reconnects every 50 ms, and its errors while Redis is down are expected. */
 export async function ioredisClient(url: string): Promise<Redis> {
-  const client = new Redis(url, testClientOptions);
+  const client = new Redis(url, { retryStrategy: () => 50 });
   client.on('error', () => {});
   if (client.status !== 'ready') await new Promise((resolve) => client.once('ready', resolve));
   return client;
