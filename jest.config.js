@@ -7,4 +7,6 @@ module.exports = {
   // lib/ imports name their .js output, as ES modules need; the tests load the .ts sources.
   moduleNameMapper: { '^(\\.{1,2}/.*)\\.js$': '$1' },
   testTimeout: 30000,
+  // One line when the Redis tests cannot run here: skipped on a developer's machine, failing under CI.
+  globalSetup: '<rootDir>/__tests__/helpers/global-setup.ts',
 };

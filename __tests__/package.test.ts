@@ -69,6 +69,21 @@ it('loads with import', () => {
   ).toBe(expected);
 });
 
+it('loads no Redis client package by itself: the user chooses ioredis or redis and passes the client in', () => {
+  expect(
+    script(
+      'no-redis.cjs',
+      `const { redisStore } = require('listing-limits');
+       const loaded = Object.keys(require.cache).filter((p) => /node_modules[\\\\/](ioredis|redis|@redis)[\\\\/]/.test(p));
+       console.log(typeof redisStore, JSON.stringify(loaded));`,
+    ),
+  ).toBe('function []');
+  const pkg = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8'));
+  const required = Object.keys({ ...pkg.dependencies, ...pkg.peerDependencies });
+  expect(required).not.toContain('ioredis');
+  expect(required).not.toContain('redis');
+});
+
 it('ships type declarations for both', () => {
   const pkg = JSON.parse(readFileSync(join(scratch, 'node_modules', 'listing-limits', 'package.json'), 'utf8'));
   for (const condition of ['import', 'require'] as const) {

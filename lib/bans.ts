@@ -61,8 +61,9 @@ export class Bans {
     const states = await Promise.all(keys.map((key) => this.#banned.get(key)));
     let until: number | undefined;
     for (const state of states) {
-      // The memory store keeps an expired entry until its timer removes it: a ban with no time left is over.
-      if (state && state.consumedPoints > this.#banned.points && state.msBeforeNext > 0) {
+      // Only bans write to this counter. The memory store keeps an expired entry until its timer removes it:
+      // a ban with no time left is over.
+      if (state && state.consumedPoints > 0 && state.msBeforeNext > 0) {
         until = Math.max(until ?? 0, Date.now() + state.msBeforeNext);
       }
     }
@@ -81,11 +82,11 @@ export class Bans {
     const seen = await this.#seen.penalty(`${client.ip}:${client.key}`);
     if (!seen.isFirstInDuration) return;
     const tokens = await this.#tokens.penalty(client.ip);
-    if (tokens.consumedPoints > this.#tokens.points) await this.#ban(client.ip, 'ip', 'token-rotation', req);
+    if (tokens.consumedPoints > (this.#options.tokensPerIp ?? 0)) await this.#ban(client.ip, 'ip', 'token-rotation', req);
   }
 
   async #ban(key: string, kind: ClientKind, reason: BanInfo['reason'], req: Request): Promise<void> {
-    await this.#banned.block(key, this.#options.duration / 1000);
+    await this.#banned.set(key, 1, this.#options.duration / 1000);
     await this.#strikes.delete(key);
     this.#onBan?.({ key, kind, reason, until: new Date(Date.now() + this.#options.duration) }, req);
   }

@@ -1,4 +1,4 @@
-// The one error class of the package: a stable `code` to match on, and the option or row field at fault.
+// The package's errors: bad configuration (a stable `code` and the field at fault), and a store that could not count.
 
 /** Stable codes of {@link ListingLimitsError}. */
 export type ListingLimitsErrorCode =
@@ -8,18 +8,37 @@ export type ListingLimitsErrorCode =
   | 'ERR_UNKNOWN_OPTION'
   | 'ERR_INVALID_OPTION';
 
-/** Thrown by `listingLimits()`, the stores and `verifyContract()` when their configuration cannot work. */
+/** Thrown by `listingLimits()`, the stores and `verifyContract()` when their configuration cannot work, naming the field at fault. */
 export class ListingLimitsError extends Error {
   /** Stable, machine-readable reason. */
   readonly code: ListingLimitsErrorCode;
   /** The option or row field at fault, e.g. `options.store` or `listing[2].limit`. */
   readonly field: string;
 
-  /** `source` is the function whose configuration is at fault; it opens the message. */
+  /** `source` names the function whose configuration is at fault, as the message's first word. */
   constructor(code: ListingLimitsErrorCode, field: string, message: string, source = 'listingLimits') {
     super(`${source}: ${field} ${message}`);
     this.name = 'ListingLimitsError';
     this.code = code;
     this.field = field;
+  }
+}
+
+/** What the middleware does with a request that its store could not count. */
+export type StoreFailureMode = 'open' | 'closed';
+
+/**
+ * The rejection of a store that could not count a request (down, unreachable, or too slow). Its `mode` tells the
+ * middleware what to do: `'open'` lets the request through without rate-limit headers, `'closed'` answers 503.
+ * Any store may reject `consume()` with it; other errors from a store go to `next(err)`.
+ */
+export class StoreUnavailableError extends Error {
+  readonly code = 'ERR_STORE_UNAVAILABLE';
+  readonly mode: StoreFailureMode;
+
+  constructor(mode: StoreFailureMode, options?: { cause?: unknown }) {
+    super(`listingLimits: the store could not count the request; failing ${mode}.`, options);
+    this.name = 'StoreUnavailableError';
+    this.mode = mode;
   }
 }

@@ -2,6 +2,7 @@
 import type { NextFunction, Request, RequestHandler, Response } from 'express';
 import { RateLimiterRes } from 'rate-limiter-flexible';
 import { type Client, REJECTED } from './client.js';
+import { StoreUnavailableError } from './errors.js';
 import { UNLIMITED } from './grants.js';
 import { retryAfterSeconds, setRateLimitHeaders } from './headers.js';
 import type { EndpointRow, ListingName } from './listings.js';
@@ -42,11 +43,27 @@ function sendJson(res: Response, status: number, body: string, retryAfter?: numb
   res.end(body);
 }
 
+/** The 503 of a store that fails closed, in the shape of the 429 body. */
+const UNAVAILABLE_BODY =
+  '{"success":false,"code":503,"message":"The service is temporarily unavailable, please try again later"}';
+
+/**
+ * An error on the request path: a store that could not count fails open (the request passes, uncounted,
+ * without headers) or closed (503); anything else goes to the app's error handler.
+ */
+function failed(error: unknown, res: Response, next: NextFunction): void {
+  if (!(error instanceof StoreUnavailableError)) return next(error);
+  if (error.mode === 'open') return next();
+  sendJson(res, 503, UNAVAILABLE_BODY);
+}
+
 const UNAUTHORIZED = '{"success":false,"code":401,"message":"The Authorization token is not valid"}';
 
+/** The 403 of a banned client: when the ban ends, to the second (rounded up), and the seconds until then. */
 function bannedBody(until: number, retryAfter: number): string {
   const message = 'You are banned from this API for circumventing its rate limits';
-  return `{"success":false,"code":403,"message":"${message}","bannedUntil":"${new Date(until).toISOString()}","retryAfter":${retryAfter}}`;
+  const end = new Date(Math.ceil(until / 1000) * 1000).toISOString();
+  return `{"success":false,"code":403,"message":"${message}","bannedUntil":"${end}","retryAfter":${retryAfter}}`;
 }
 
 /**
@@ -165,9 +182,12 @@ export function listingLimits(
     marks[counted] = true;
     warn(req);
     if (!direct) {
-      limit(config, compiled, req, res, next).then((goOn) => {
-        if (goOn) next();
-      }, next);
+      limit(config, compiled, req, res, next).then(
+        (goOn) => {
+          if (goOn) next();
+        },
+        (error: unknown) => failed(error, res, next),
+      );
       return;
     }
     const client = config.identify(req) as Client;
@@ -180,9 +200,12 @@ export function listingLimits(
           throw rejection;
         },
       )
-      .then((goOn) => {
-        if (goOn) next();
-      }, next);
+      .then(
+        (goOn) => {
+          if (goOn) next();
+        },
+        (error: unknown) => failed(error, res, next),
+      );
   };
   return Object.assign(middleware, {
     unban: async (key: string) => (config.bans ? config.bans.unban(key) : false),

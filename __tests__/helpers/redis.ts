@@ -1,0 +1,184 @@
+// Real Redis for the tests: redis-server on a free port (or REDIS_URL), stopped and paused at will, and a local cluster.
+import { type ChildProcess, execFile, spawn } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import Redis, { Cluster } from 'ioredis';
+import { inCI, redisMissing, redisUrl, serverMissing } from './redis-env';
+
+const run = promisify(execFile);
+
+/**
+ * `describe` for tests that need Redis; `describe.skip` when there is none and this is not CI (globalSetup says
+ * so in one line). Under CI they always run, and fail in their set-up when Redis is missing.
+ */
+export const describeRedis = redisMissing && !inCI ? describe.skip : describe;
+
+/** `describe` for tests that start and stop their own redis-server. */
+export const describeRedisServer = serverMissing && !inCI ? describe.skip : describe;
+
+/** A free TCP port on the loopback interface. */
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const probe = createServer();
+    probe.unref();
+    probe.on('error', reject);
+    probe.listen(0, '127.0.0.1', () => {
+      const { port } = probe.address() as { port: number };
+      probe.close(() => resolve(port));
+    });
+  });
+}
+
+/** One redis-server process on 127.0.0.1, in its own temp dir, without persistence. */
+export class RedisServer {
+  private process: ChildProcess | undefined;
+
+  private constructor(
+    readonly port: number,
+    private readonly dir: string,
+    private readonly extraArgs: readonly string[],
+  ) {}
+
+  /** Starts redis-server on a free port; `extraArgs` are more `--name value` settings. */
+  static async start(extraArgs: readonly string[] = []): Promise<RedisServer> {
+    if (serverMissing) throw new Error(`Cannot start Redis for the tests: ${serverMissing}.`);
+    const server = new RedisServer(await freePort(), mkdtempSync(join(tmpdir(), 'listing-limits-redis-')), extraArgs);
+    await server.start();
+    return server;
+  }
+
+  get url(): string {
+    return `redis://127.0.0.1:${this.port}`;
+  }
+
+  /** Starts the server again (after `stop()`), on the same port and so at the same address. */
+  async start(): Promise<void> {
+    const args = ['--port', String(this.port), '--bind', '127.0.0.1', '--dir', this.dir];
+    args.push('--save', '', '--appendonly', 'no', ...this.extraArgs);
+    const child = spawn('redis-server', args, { stdio: ['ignore', 'pipe', 'pipe'] });
+    this.process = child;
+    let log = '';
+    await new Promise<void>((resolve, reject) => {
+      const onData = (chunk: Buffer) => {
+        log += chunk.toString();
+        if (log.includes('Ready to accept connections')) {
+          child.stdout.off('data', onData);
+          resolve();
+        }
+      };
+      child.stdout.on('data', onData);
+      child.stderr.on('data', (chunk: Buffer) => (log += chunk.toString()));
+      child.once('error', reject);
+      child.once('exit', (code) => reject(new Error(`redis-server exited with ${code} on port ${this.port}:\n${log}`)));
+    });
+    child.stdout.resume();
+  }
+
+  /** Stops the server, as a crash or an outage would: connections drop, and the data is gone. */
+  async stop(): Promise<void> {
+    const child = this.process;
+    this.process = undefined;
+    if (!child || child.exitCode !== null || child.signalCode !== null) return;
+    const exited = new Promise((resolve) => child.once('exit', resolve));
+    child.kill('SIGKILL'); // ends a paused server too
+    await exited;
+  }
+
+  /** Freezes the server (SIGSTOP): connections stay open, but nothing is answered until `resume()`. */
+  pause(): void {
+    this.process?.kill('SIGSTOP');
+  }
+
+  resume(): void {
+    this.process?.kill('SIGCONT');
+  }
+
+  /** Stops the server for good and removes its dir. */
+  async close(): Promise<void> {
+    await this.stop();
+    rmSync(this.dir, { recursive: true, force: true });
+  }
+}
+
+/** The Redis of the tests that need any Redis: REDIS_URL when set, else a server started here. */
+export async function startRedis(): Promise<{ url: string; close(): Promise<void> }> {
+  if (redisUrl) return { url: redisUrl, close: async () => {} };
+  if (redisMissing) throw new Error(`Cannot start Redis for the tests: ${redisMissing}.`);
+  const server = await RedisServer.start();
+  return { url: server.url, close: () => server.close() };
+}
+
+/** An ioredis client to `url`, connected; it reconnects every 50 ms, and its errors while Redis is down are expected. */
+export async function ioredisClient(url: string): Promise<Redis> {
+  const client = new Redis(url, { retryStrategy: () => 50 });
+  client.on('error', () => {});
+  if (client.status !== 'ready') await new Promise((resolve) => client.once('ready', resolve));
+  return client;
+}
+
+/** Every key under `pattern`, by SCAN (never KEYS). */
+export async function scanKeys(client: Redis, pattern: string): Promise<string[]> {
+  const keys: string[] = [];
+  let cursor = '0';
+  do {
+    const [next, batch] = await client.scan(cursor, 'MATCH', pattern, 'COUNT', 1000);
+    cursor = next;
+    keys.push(...batch);
+  } while (cursor !== '0');
+  return keys.sort();
+}
+
+/** A local Redis Cluster, masters only: cluster-enabled servers joined with `redis-cli --cluster create`. */
+export class RedisCluster {
+  private constructor(readonly servers: readonly RedisServer[]) {}
+
+  static async start(masters = 3): Promise<RedisCluster> {
+    const servers: RedisServer[] = [];
+    try {
+      for (let i = 0; i < masters; i++) {
+        const settings = ['--cluster-enabled', 'yes', '--cluster-config-file', 'nodes.conf'];
+        settings.push('--cluster-node-timeout', '5000', '--cluster-port', String(await freePort()));
+        servers.push(await RedisServer.start(settings));
+      }
+      const nodes = servers.map((s) => `127.0.0.1:${s.port}`);
+      await run('redis-cli', ['--cluster', 'create', ...nodes, '--cluster-replicas', '0', '--cluster-yes']);
+      const cluster = new RedisCluster(servers);
+      await cluster.waitUntilOk();
+      return cluster;
+    } catch (error) {
+      await Promise.all(servers.map((s) => s.close()));
+      throw error;
+    }
+  }
+
+  /** The nodes, as ioredis `Cluster` takes them. */
+  get nodes(): { host: string; port: number }[] {
+    return this.servers.map((s) => ({ host: '127.0.0.1', port: s.port }));
+  }
+
+  private async waitUntilOk(): Promise<void> {
+    for (let attempt = 0; attempt < 100; attempt++) {
+      const infos = await Promise.all(
+        this.servers.map((s) => run('redis-cli', ['-p', String(s.port), 'cluster', 'info']).then((r) => r.stdout)),
+      );
+      if (infos.every((info) => info.includes('cluster_state:ok'))) return;
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+    throw new Error('The Redis Cluster did not reach cluster_state:ok.');
+  }
+
+  /** An ioredis Cluster client to this cluster, connected. */
+  async client(): Promise<Cluster> {
+    const client = new Cluster(this.nodes, { clusterRetryStrategy: () => 50 });
+    client.on('error', () => {});
+    if (client.status !== 'ready') await new Promise((resolve) => client.once('ready', resolve));
+    return client;
+  }
+
+  async close(): Promise<void> {
+    await Promise.all(this.servers.map((s) => s.close()));
+  }
+}

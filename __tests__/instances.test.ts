@@ -1,0 +1,113 @@
+// Two app instances in separate Node processes sharing one Redis: shared counters, an outage mid-traffic, recovery.
+import { type ChildProcessWithoutNullStreams, execFileSync, spawn } from 'node:child_process';
+import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { join } from 'node:path';
+import { createInterface } from 'node:readline';
+import request from 'supertest';
+import { describeRedisServer, RedisServer } from './helpers/redis';
+
+const root = join(__dirname, '..');
+const timeoutMs = 200;
+/** Every request must be answered within the store's timeout, plus a second for HTTP on a busy machine. */
+const deadlineMs = timeoutMs + 1000;
+
+interface Instance {
+  readonly child: ChildProcessWithoutNullStreams;
+  readonly url: string;
+  /** How many times its Redis client has become ready. */
+  readies(): number;
+  stderr(): string;
+}
+
+async function startInstance(lib: string, redisUrl: string, prefix: string): Promise<Instance> {
+  const script = join(__dirname, 'helpers', 'instance.js');
+  const child = spawn(process.execPath, [script, lib, redisUrl, prefix, String(timeoutMs)], { cwd: root });
+  let readies = 0;
+  let stderr = '';
+  child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+  const port = await new Promise<number>((resolve, reject) => {
+    createInterface({ input: child.stdout }).on('line', (line) => {
+      const message = JSON.parse(line) as { port?: number; redis?: string };
+      if (message.redis === 'ready') readies++;
+      if (message.port) resolve(message.port);
+    });
+    child.once('exit', (code) => reject(new Error(`instance exited with ${code} before listening:\n${stderr}`)));
+  });
+  return { child, url: `http://127.0.0.1:${port}`, readies: () => readies, stderr: () => stderr };
+}
+
+async function until(condition: () => boolean, what: string): Promise<void> {
+  for (let i = 0; i < 250 && !condition(); i++) await new Promise((resolve) => setTimeout(resolve, 20));
+  if (!condition()) throw new Error(`timed out waiting until ${what}`);
+}
+
+describeRedisServer('two app instances in separate processes, sharing one Redis', () => {
+  let lib: string;
+  let redis: RedisServer;
+  let instances: Instance[] = [];
+
+  beforeAll(async () => {
+    // The instances load lib/ compiled to CommonJS, inside the project so that it resolves the project's packages.
+    mkdirSync(join(root, '.pack-test'), { recursive: true });
+    lib = mkdtempSync(join(root, '.pack-test', 'instances-'));
+    const tsc = require.resolve('typescript/bin/tsc');
+    execFileSync(process.execPath, [tsc, '-p', 'tsconfig.build.json', '--outDir', lib, '--declaration', 'false'], {
+      cwd: root,
+    });
+    redis = await RedisServer.start();
+    instances = await Promise.all([0, 1].map(() => startInstance(lib, redis.url, 'instances')));
+  }, 60_000);
+
+  afterAll(async () => {
+    await Promise.all(
+      instances.map((i) => {
+        const exited = new Promise((resolve) => i.child.once('exit', resolve));
+        i.child.stdin.end();
+        return exited;
+      }),
+    );
+    await redis?.close();
+    if (lib) rmSync(lib, { recursive: true, force: true });
+  });
+
+  /** `count` requests sent at once, alternating between the instances; their statuses. */
+  const burst = (count: number, send: (url: string) => request.Test) =>
+    Promise.all(
+      Array.from({ length: count }, (_, i) =>
+        send((instances[i % 2] as Instance).url)
+          .timeout(deadlineMs)
+          .then((res) => res.status),
+      ),
+    );
+  const tally = (statuses: number[]) =>
+    statuses.reduce<Record<number, number>>((t, s) => ({ ...t, [s]: (t[s] ?? 0) + 1 }), {});
+
+  it('of 3 × limit simultaneous requests spread over both, exactly limit succeed', async () => {
+    const statuses = await burst(75, (url) => request(url).get('/v1/bots'));
+    expect(tally(statuses)).toEqual({ 200: 25, 429: 50 });
+  });
+
+  it('Redis stopped mid-traffic: every request answered in time, limits held per instance; restarted: shared again', async () => {
+    const post = (authorization: string) => (url: string) =>
+      request(url).post('/v1/bots/1').set('Authorization', authorization);
+
+    // Traffic in flight while Redis goes away: every request is answered, in time, with 200 or 429.
+    const traffic = burst(40, post('Bot mid-traffic'));
+    await redis.stop();
+    const during = await traffic;
+    expect(during).toHaveLength(40);
+    expect(during.filter((status) => status !== 200 && status !== 429)).toEqual([]);
+
+    // While Redis is down, each instance counts in its own memory: 15 per instance on POST /v1/bots/:id.
+    expect(tally(await burst(60, post('Bot while-down')))).toEqual({ 200: 30, 429: 30 });
+
+    await redis.start();
+    await until(() => instances.every((i) => i.readies() >= 2), 'both instances have reconnected to Redis');
+    expect(tally(await burst(45, post('Bot after-restart')))).toEqual({ 200: 15, 429: 30 });
+
+    for (const instance of instances) {
+      expect(instance.child.exitCode).toBeNull();
+      expect(instance.stderr()).toBe('');
+    }
+  });
+});

@@ -1,0 +1,404 @@
+// The Redis store against real Redis servers: client kinds, keys, round trips, every failure mode, recovery, and a cluster.
+import type { Server } from 'node:http';
+import Redis from 'ioredis';
+import { createClient } from 'redis';
+import request from 'supertest';
+import { type EndpointRow, ListingLimitsError, type RedisFailureMode, redisStore, type Store } from '../lib';
+import { tokenKey } from '../lib/keys';
+import { createApp } from './helpers/app';
+import {
+  describeRedis,
+  describeRedisServer,
+  ioredisClient,
+  RedisCluster,
+  RedisServer,
+  scanKeys,
+  startRedis,
+} from './helpers/redis';
+
+/** One endpoint with a long window, so that real time never ends it during a test. */
+const row: EndpointRow = { method: 'GET', path: '/v1/things/:id', limit: 2, windowMs: 60_000 };
+const BUCKET = 'GET /v1/things/:id';
+const BODY_503 =
+  '{"success":false,"code":503,"message":"The service is temporarily unavailable, please try again later"}';
+
+let prefixes = 0;
+/** A prefix no other test uses, so that tests never share counters, even in one shared Redis (REDIS_URL). */
+const freshPrefix = () => `test-${process.pid}-${++prefixes}`;
+
+const serve = (store: Store) => createApp({ listing: [row], options: { store } }).listen(0, '127.0.0.1');
+
+/** GET on the endpoint, with an Authorization value when given; the request must be answered within `deadlineMs`. */
+function get(server: Server, authorization?: string, deadlineMs = 5000) {
+  const req = request(server).get('/v1/things/1').timeout(deadlineMs);
+  return authorization === undefined ? req : req.set('Authorization', authorization);
+}
+
+/** Status and X-RateLimit-Remaining of each response, for exact comparison. */
+const outcome = (res: request.Response) => `${res.status} ${res.headers['x-ratelimit-remaining'] ?? '-'}`;
+
+async function until(condition: () => boolean, what: string): Promise<void> {
+  for (let i = 0; i < 250 && !condition(); i++) await new Promise((resolve) => setTimeout(resolve, 20));
+  if (!condition()) throw new Error(`timed out waiting until ${what}`);
+}
+
+/** A connected client of one kind, and how to tell it is ready and close it. */
+interface Connection {
+  readonly client: Parameters<typeof redisStore>[0];
+  ready(): boolean;
+  close(): Promise<void>;
+}
+
+const clientKinds: [string, (url: string) => Promise<Connection>][] = [
+  [
+    'ioredis',
+    async (url) => {
+      const client = await ioredisClient(url);
+      return { client, ready: () => client.status === 'ready', close: async () => client.disconnect() };
+    },
+  ],
+  [
+    'node-redis',
+    async (url) => {
+      const client = createClient({ url, socket: { reconnectStrategy: 50 } });
+      client.on('error', () => {});
+      await client.connect();
+      return { client, ready: () => client.isReady, close: async () => client.destroy() };
+    },
+  ],
+];
+
+describe('redisStore: bad configuration fails at creation, naming the field', () => {
+  const client = new Redis({ lazyConnect: true }); // never connects: only its kind is looked at
+  afterAll(() => client.disconnect());
+
+  it.each([
+    { name: 'options not an object', options: 'x', code: 'ERR_INVALID_OPTION', field: 'options' },
+    { name: 'option typo', options: { timeout: 100 }, code: 'ERR_UNKNOWN_OPTION', field: 'options.timeout' },
+    { name: 'empty prefix', options: { prefix: '' }, code: 'ERR_INVALID_OPTION', field: 'options.prefix' },
+    { name: 'prefix not a string', options: { prefix: 5 }, code: 'ERR_INVALID_OPTION', field: 'options.prefix' },
+    { name: 'zero timeout', options: { timeoutMs: 0 }, code: 'ERR_INVALID_OPTION', field: 'options.timeoutMs' },
+    { name: 'fractional timeout', options: { timeoutMs: 1.5 }, code: 'ERR_INVALID_OPTION', field: 'options.timeoutMs' },
+    { name: 'timeout too long', options: { timeoutMs: 2 ** 31 }, code: 'ERR_INVALID_OPTION', field: 'options.timeoutMs' },
+    { name: 'timeout as string', options: { timeoutMs: '100' }, code: 'ERR_INVALID_OPTION', field: 'options.timeoutMs' },
+    { name: 'unknown mode', options: { onFailure: 'fallback' }, code: 'ERR_INVALID_OPTION', field: 'options.onFailure' },
+  ])('$name → $code at $field', ({ options, code, field }) => {
+    let error: unknown;
+    try {
+      redisStore(client, options as never);
+    } catch (e) {
+      error = e;
+    }
+    expect(error).toBeInstanceOf(ListingLimitsError);
+    expect(error).toMatchObject({ code, field });
+    expect((error as Error).message).toMatch(new RegExp(`^redisStore: ${field.replace(/[.]/g, '\\.')} `));
+  });
+
+  it('suggests the option meant by a typo', () => {
+    expect(() => redisStore(client, { timeout: 100 } as never)).toThrow(
+      'redisStore: options.timeout is not an option. Did you mean `timeoutMs`?',
+    );
+  });
+
+  it('refuses a node-redis client without an error listener, which would crash the process when Redis goes away', () => {
+    const bare = createClient(); // never connected
+    expect(() => redisStore(bare)).toThrow(
+      "redisStore: client has no 'error' listener: node-redis would crash the process when Redis goes away. " +
+        "Add client.on('error', ...) before calling redisStore().",
+    );
+    bare.on('error', () => {});
+    expect(typeof redisStore(bare)).toBe('function');
+  });
+
+  it.each([
+    ['undefined', undefined, 'got undefined.'],
+    ['a plain object', {}, 'got an object that is neither.'],
+    ['a URL', 'redis://127.0.0.1:6379', 'got redis://127.0.0.1:6379.'],
+  ])('rejects %s as the client', (_name, client, got) => {
+    expect(() => redisStore(client as never)).toThrow(
+      `redisStore: client must be an ioredis client or Cluster, or a node-redis (v4 or later) client; ${got}`,
+    );
+  });
+});
+
+describeRedis('redisStore', () => {
+  let redis: Awaited<ReturnType<typeof startRedis>>;
+  let inspect: Redis; // looks at what the store wrote, the way an operator would
+  beforeAll(async () => {
+    redis = await startRedis();
+    inspect = await ioredisClient(redis.url);
+  });
+  afterAll(async () => {
+    if (inspect) {
+      const keys = await scanKeys(inspect, `test-${process.pid}-*`);
+      if (keys.length > 0) await inspect.del(...keys);
+      inspect.disconnect();
+    }
+    await redis?.close();
+  });
+
+  describe.each(clientKinds)('with %s', (_kind, connect) => {
+    let connections: Connection[] = [];
+    const open = async () => {
+      const connection = await connect(redis.url);
+      connections.push(connection);
+      return connection.client;
+    };
+    const servers: Server[] = [];
+    const serveOn = (store: Store) => {
+      const server = serve(store);
+      servers.push(server);
+      return server;
+    };
+    afterEach(async () => {
+      for (const server of servers.splice(0)) server.close();
+      await Promise.all(connections.map((c) => c.close()));
+      connections = [];
+    });
+
+    it('counts in Redis: two app instances with their own clients share every counter', async () => {
+      const prefix = freshPrefix();
+      const one = serveOn(redisStore(await open(), { prefix }));
+      const two = serveOn(redisStore(await open(), { prefix }));
+      const first = await get(one).expect(200);
+      expect(first.headers).toMatchObject({
+        ratelimit: `"${BUCKET}";r=1;t=60`,
+        'x-ratelimit-remaining': '1',
+        'x-ratelimit-bucket': BUCKET,
+      });
+      expect(outcome(await get(two))).toBe('200 0');
+      const refused = await get(one).expect(429);
+      expect(refused.headers['retry-after']).toBe('60');
+      expect(outcome(await get(two))).toBe('429 0');
+      expect(await inspect.get(`${prefix}:${BUCKET}:ip:127.0.0.1`)).toBe('4');
+    });
+
+    it('lets exactly `limit` of many simultaneous requests through two instances', async () => {
+      const prefix = freshPrefix();
+      const instances = [
+        serveOn(redisStore(await open(), { prefix })),
+        serveOn(redisStore(await open(), { prefix })),
+      ];
+      const statuses = await Promise.all(
+        Array.from({ length: 3 * row.limit * 5 }, (_, i) =>
+          get(instances[i % 2] as Server, 'Bot burst').then((res) => res.status),
+        ),
+      );
+      expect(statuses.filter((s) => s === 200)).toHaveLength(row.limit);
+      expect(statuses.filter((s) => s === 429)).toHaveLength(3 * row.limit * 5 - row.limit);
+    });
+
+    it('makes one round trip per counted request: one script that sets, increments and reads the TTL', async () => {
+      const client = await open();
+      const server = serveOn(redisStore(client, { prefix: freshPrefix() }));
+      await get(server).expect(200); // the first call may load the script; count from the second on
+      const info =
+        client instanceof Redis
+          ? String(await client.client('INFO'))
+          : await (client as ReturnType<typeof createClient>).clientInfo().then((i) => `addr=${i.addr}`);
+      const address = /addr=(\S+)/.exec(info)?.[1];
+      const monitor = await inspect.monitor();
+      const seen: { source: string; command: string }[] = [];
+      const marker = `end-of-${freshPrefix()}`;
+      let ended = false;
+      monitor.on('monitor', (_time: string, args: string[], source: string) => {
+        if (args[1] === marker) ended = true;
+        else if (source === address || source === 'lua') seen.push({ source, command: String(args[0]).toLowerCase() });
+      });
+      try {
+        for (let i = 0; i < 3; i++) await get(server);
+        await inspect.echo(marker);
+        await until(() => ended, 'MONITOR has shown every command');
+      } finally {
+        monitor.disconnect();
+      }
+      const fromClient = seen.filter((s) => s.source === address).map((s) => s.command);
+      expect(fromClient).toHaveLength(3);
+      for (const command of fromClient) expect(['eval', 'evalsha']).toContain(command);
+      expect(seen.filter((s) => s.source === 'lua').map((s) => s.command)).toEqual(
+        Array.from({ length: 3 }, () => ['set', 'incrby', 'pttl']).flat(),
+      );
+    });
+  });
+
+  it('keys are <prefix>:<endpoint>:<client key>, and no raw Authorization value is in any key or value', async () => {
+    const prefix = freshPrefix();
+    const token = 'Bot very-secret-token-5f1c';
+    const client = await ioredisClient(redis.url);
+    const server = createApp({ listing: 'B', options: { store: redisStore(client, { prefix }) } }).listen(0);
+    try {
+      await request(server).get('/v1/bots/1').set('Authorization', token).expect(200);
+      await request(server).post('/v1/bots/1').set('Authorization', token).expect(200);
+      await request(server).get('/v1/bots/1').expect(200);
+      await request(server).get('/v1/bots/1').expect(200);
+      expect(await scanKeys(inspect, `${prefix}:*`)).toEqual([
+        `${prefix}:GET /v1/bots/:id:ip:127.0.0.1`,
+        `${prefix}:GET /v1/bots/:id:${tokenKey(token)}`,
+        `${prefix}:POST /v1/bots/:id:${tokenKey(token)}`,
+      ]);
+      for (const key of await scanKeys(inspect, '*')) {
+        expect(key).not.toContain('very-secret');
+        const type = await inspect.type(key);
+        if (type === 'string') expect(await inspect.get(key)).not.toContain('very-secret');
+        const dump = await inspect.dumpBuffer(key);
+        expect(dump?.includes('very-secret')).toBeFalsy();
+      }
+      expect(await inspect.get(`${prefix}:GET /v1/bots/:id:ip:127.0.0.1`)).toBe('2');
+    } finally {
+      server.close();
+      client.disconnect();
+    }
+  });
+
+  it('the default prefix is listing-limits', async () => {
+    const client = await ioredisClient(redis.url);
+    const server = serve(redisStore(client));
+    const key = `listing-limits:${BUCKET}:${tokenKey(`default-prefix-${process.pid}`)}`;
+    try {
+      await get(server, `default-prefix-${process.pid}`).expect(200);
+      expect(await inspect.get(key)).toBe('1');
+    } finally {
+      await inspect.del(key);
+      server.close();
+      client.disconnect();
+    }
+  });
+
+  it('apps with different prefixes in one Redis do not share counters', async () => {
+    const client = await ioredisClient(redis.url);
+    const [a, b] = [freshPrefix(), freshPrefix()];
+    const appA = serve(redisStore(client, { prefix: a }));
+    const appB = serve(redisStore(client, { prefix: b }));
+    try {
+      expect([outcome(await get(appA)), outcome(await get(appA)), outcome(await get(appA))]).toEqual([
+        '200 1',
+        '200 0',
+        '429 0',
+      ]);
+      expect([outcome(await get(appB)), outcome(await get(appB))]).toEqual(['200 1', '200 0']);
+      expect(await inspect.get(`${a}:${BUCKET}:ip:127.0.0.1`)).toBe('3');
+      expect(await inspect.get(`${b}:${BUCKET}:ip:127.0.0.1`)).toBe('2');
+    } finally {
+      appA.close();
+      appB.close();
+      client.disconnect();
+    }
+  });
+});
+
+describeRedisServer('redisStore when Redis fails', () => {
+  const timeoutMs = 100;
+  /** Every request must be answered within the store's timeout, plus a second for HTTP on a busy machine. */
+  const deadlineMs = timeoutMs + 1000;
+
+  /** What three requests from one client get while Redis is away, in each mode (one was counted in Redis before). */
+  const during: Record<RedisFailureMode, string[]> = {
+    memory: ['200 1', '200 0', '429 0'],
+    open: ['200 -', '200 -', '200 -'],
+    closed: ['503 -', '503 -', '503 -'],
+  };
+  type Step = (server: RedisServer) => Promise<void> | void;
+  const failures: [string, Step, Step][] = [
+    ['stopped', (s) => s.stop(), (s) => s.start()],
+    ['paused (hanging)', (s) => s.pause(), (s) => s.resume()],
+  ];
+  const cases = clientKinds.flatMap(([kind, connect]) =>
+    failures.flatMap(([failure, fail, recover]) =>
+      (['memory', 'open', 'closed'] as const).map((mode) => ({ kind, connect, failure, fail, recover, mode })),
+    ),
+  );
+
+  it.each(cases)(
+    '$kind, Redis $failure, onFailure $mode: answers as documented within the timeout, then counts in Redis again',
+    async ({ connect, fail, recover, mode }) => {
+      const server = await RedisServer.start();
+      const connections = [await connect(server.url), await connect(server.url)];
+      const prefix = freshPrefix();
+      const [one, two] = connections.map((c) => serve(redisStore(c.client, { prefix, timeoutMs, onFailure: mode })));
+      const inspect = await ioredisClient(server.url);
+      try {
+        expect(outcome(await get(one as Server))).toBe('200 1');
+        await fail(server);
+        const answers: string[] = [];
+        for (let i = 0; i < 3; i++) {
+          const res = await get(one as Server, undefined, deadlineMs);
+          answers.push(outcome(res));
+          if (mode === 'closed') {
+            expect(res.text).toBe(BODY_503);
+            expect(res.headers['content-type']).toBe('application/json; charset=utf-8');
+          }
+          if (mode !== 'memory') {
+            expect(Object.keys(res.headers).filter((h) => /ratelimit|retry-after/.test(h))).toEqual([]);
+          }
+        }
+        expect(answers).toEqual(during[mode]);
+
+        await recover(server);
+        await until(() => connections.every((c) => c.ready()), 'the clients have reconnected');
+        const after = 'Bot after-the-outage';
+        expect([
+          outcome(await get(one as Server, after)),
+          outcome(await get(two as Server, after)),
+          outcome(await get(one as Server, after)),
+        ]).toEqual(['200 1', '200 0', '429 0']);
+        expect(await inspect.get(`${prefix}:${BUCKET}:${tokenKey(after)}`)).toBe('3');
+      } finally {
+        one?.close();
+        two?.close();
+        inspect.disconnect();
+        await Promise.all(connections.map((c) => c.close()));
+        await server.close();
+      }
+    },
+  );
+});
+
+describeRedisServer('redisStore on a Redis Cluster of three masters, through an ioredis Cluster client', () => {
+  let cluster: RedisCluster;
+  beforeAll(async () => {
+    cluster = await RedisCluster.start(3);
+  }, 30_000);
+  afterAll(() => cluster?.close());
+
+  it('enforces every limit of listing B exactly, with counters spread over the masters', async () => {
+    const client = await cluster.client();
+    const prefix = 'cluster'; // a fixed prefix, so that the keys' slots, and so their masters, are the same every run
+    const server = createApp({ listing: 'B', options: { store: redisStore(client, { prefix }) } }).listen(0);
+    try {
+      const statuses = await Promise.all(
+        Array.from({ length: 45 }, () =>
+          request(server)
+            .post('/v1/bots/1')
+            .then((res) => res.status),
+        ),
+      );
+      expect(statuses.filter((s) => s === 200)).toHaveLength(15);
+      expect(statuses.filter((s) => s === 429)).toHaveLength(30);
+      for (const [path, limit] of [
+        ['/v1/bots', 25],
+        ['/v1/bots/2/upvotes', 2],
+        ['/v1/bots/3/uptime', 30],
+        ['/v1/users/4/bots', 10],
+      ] as const) {
+        for (let i = 1; i <= limit; i++) {
+          const res = await request(server).get(path).set('Authorization', `Bot cluster-${path}`).expect(200);
+          expect(res.headers['x-ratelimit-remaining']).toBe(String(limit - i));
+        }
+        await request(server).get(path).set('Authorization', `Bot cluster-${path}`).expect(429);
+      }
+      const perMaster = await Promise.all(
+        cluster.servers.map(async (s) => {
+          const node = await ioredisClient(s.url);
+          const keys = await scanKeys(node, `${prefix}:*`);
+          node.disconnect();
+          return keys.length;
+        }),
+      );
+      expect(perMaster.reduce((a, b) => a + b)).toBe(5);
+      expect(perMaster.filter((n) => n > 0).length).toBeGreaterThan(1);
+    } finally {
+      server.close();
+      client.disconnect();
+    }
+  });
+});
