@@ -4,7 +4,10 @@ import { once } from 'node:events';
 import { createServer, type Server } from 'node:net';
 import { join } from 'node:path';
 import type { Readable } from 'node:stream';
+import type Redis from 'ioredis';
 import { DEFAULT_HOST, DEFAULT_PORTS, startupFromEnv, storeFromEnv } from '../example-server/env';
+import { tokenKey } from '../lib/keys';
+import { describeRedis, ioredisClient, scanKeys, startRedis } from './helpers/redis';
 
 const root = join(__dirname, '..');
 const main = join(root, 'build', 'example-server', 'main.js');
@@ -122,6 +125,39 @@ it('LISTING=B with PORT starts only listing B at the root of PORT; LOG=0 keeps i
   expect(server.stderr()).toBe('');
 });
 
+describeRedis('REDIS_URL', () => {
+  let redis: Awaited<ReturnType<typeof startRedis>>;
+  let client: Redis;
+  beforeAll(async () => {
+    redis = await startRedis();
+    client = await ioredisClient(redis.url);
+  });
+  afterAll(async () => {
+    client.disconnect();
+    await redis.close();
+  });
+
+  it('counts in Redis, one prefix per listing, and closes the connection on SIGTERM', async () => {
+    const server = run(process.execPath, [main], { LISTING: 'B', PORT: '0', LOG: '0', REDIS_URL: redis.url });
+    await server.printed(READY);
+    const { host } = new URL(redis.url);
+    expect(server.stdout()).toContain(`listing-limits example server: Redis store at ${host}, access log off.\n`);
+    const urls = baseUrls(server.stdout());
+    const get = () => fetch(`${urls.B}/v1/bots/1`, { headers: { Authorization: 'redis-process-test' } });
+    expect((await get()).headers.get('x-ratelimit-remaining')).toBe('1');
+    expect((await get()).headers.get('x-ratelimit-remaining')).toBe('0');
+    expect((await get()).status).toBe(429);
+    const keys = await scanKeys(client, 'listing-limits-example:B:GET /v1/bots/:id:*');
+    expect(keys).toEqual([`listing-limits-example:B:GET /v1/bots/:id:${tokenKey('redis-process-test')}`]);
+    expect(await client.get(keys[0] ?? '')).toBe('3');
+
+    server.child.kill('SIGTERM');
+    expect(await server.exit).toEqual({ code: 0, signal: null });
+    expect(server.stdout()).toContain('example-server: closed.\n');
+    expect(server.stderr()).toBe('');
+  });
+});
+
 describe('a bad setting stops start-up with one line naming the variable, and exit code 1', () => {
   it.each([
     [{ LISTING: 'C' }, 'LISTING must be A or B (unset starts both); got "C".'],
@@ -135,8 +171,12 @@ describe('a bad setting stops start-up with one line naming the variable, and ex
     [{ PORT_A: '4000', PORT_B: '4000' }, 'PORT_A and PORT_B must differ; both are 4000.'],
     [{ LOG: 'yes' }, 'LOG must be 1 (access log on) or 0 (off); got "yes".'],
     [
-      { REDIS_URL: 'redis://127.0.0.1:6379' },
-      'REDIS_URL is set, but the example server has no Redis store yet; unset REDIS_URL to use the memory store.',
+      { REDIS_URL: 'localhost:6379' },
+      'REDIS_URL must be a redis:// or rediss:// URL such as redis://127.0.0.1:6379; got "localhost:6379".',
+    ],
+    [
+      { REDIS_URL: 'http://127.0.0.1:6379' },
+      'REDIS_URL must be a redis:// or rediss:// URL such as redis://127.0.0.1:6379; got "http://127.0.0.1:6379".',
     ],
   ])('%p', async (settings, message) => {
     const server = run(process.execPath, [main], settings);

@@ -11,6 +11,7 @@ import {
   verifyContract,
 } from '../lib';
 import { secondValue } from '../lib/verify';
+import { createExampleApp } from '../example-server/app';
 import { createApp } from './helpers/app';
 import { type Served, serve } from './helpers/serve';
 import { useFakeClock } from './helpers/stores';
@@ -55,6 +56,18 @@ describe('against a server that honours the contract', () => {
     const plan = planVerification({ baseUrl: served.url, listing });
     expect(report.endpoints.map((e) => e.requests)).toEqual(plan.endpoints.map((e) => e.requests));
     expect(served.requests).toBe(plan.requests);
+  });
+
+  it.each(['A', 'B'] as const)('the example server, listing %s: every endpoint passes', async (listing) => {
+    const served = await start(createExampleApp({ listing }));
+    const report = await verify(served, { listing, token: 'Bot verify' });
+    // verify sends POSTs without a body: the example server answers 400, and counts them, as the contract says.
+    const notes = (row: EndpointRow) =>
+      row.method === 'POST' ? ['POST /v1/bots/1 answered 400', 'POST /v1/bots/2 answered 400'] : [];
+    expect(report.endpoints.map((e) => [e.endpoint, e.ok, e.findings, e.notes])).toEqual(
+      listings[listing].map((row) => [`${row.method} ${row.path}`, true, [], notes(row)]),
+    );
+    expect(report.ok).toBe(true);
   });
 
   it('spends limit + 1 requests on a counter per window, one on another token, and stops at the first 429', async () => {

@@ -1,5 +1,6 @@
 // Start-up settings of the example server, read from the environment; a bad value is a one-line error naming its variable.
-import { type ListingName, memoryStore, type Store } from '../lib/index.js';
+import Redis from 'ioredis';
+import { type ListingName, memoryStore, redisStore, type Store } from '../lib/index.js';
 
 /** A setting that cannot work: the process prints the message alone and exits with code 1. */
 export class StartupError extends Error {
@@ -93,14 +94,37 @@ export function startupFromEnv(env: Env): Startup {
 }
 
 /**
- * The store the environment asks for: REDIS_URL set means Redis, unset the memory store. The Redis store
- * is not in the example server yet, so REDIS_URL stops start-up with a message saying so.
+ * The store the environment asks for: with REDIS_URL, Redis (one connection, a key prefix per listing, since both
+ * listings have endpoints of the same name); without it, the memory store.
  */
-export function storeFromEnv(env: Env): StoreChoice {
-  if (read(env, 'REDIS_URL') !== undefined) {
-    throw new StartupError(
-      'REDIS_URL is set, but the example server has no Redis store yet; unset REDIS_URL to use the memory store.',
-    );
+export function storeFromEnv(env: Env, warn: (line: string) => void = console.error): StoreChoice {
+  const url = read(env, 'REDIS_URL');
+  if (url === undefined) return { description: 'memory store', forListing: () => memoryStore(), close: async () => {} };
+  let parsed: URL | undefined;
+  try {
+    parsed = new URL(url);
+  } catch {
+    parsed = undefined;
   }
-  return { description: 'memory store', forListing: () => memoryStore(), close: async () => {} };
+  if (!parsed || (parsed.protocol !== 'redis:' && parsed.protocol !== 'rediss:') || !parsed.hostname) {
+    throw new StartupError(`REDIS_URL must be a redis:// or rediss:// URL such as redis://127.0.0.1:6379; got ${JSON.stringify(url)}.`);
+  }
+  const client = new Redis(url, { maxRetriesPerRequest: 1 });
+  // Said once per outage: ioredis reports every failed reconnection.
+  let down = false;
+  client.on('error', (error: Error) => {
+    if (!down) warn(`example-server: Redis at ${parsed.host} is unavailable (${error.message}); counting in memory until it is back.`);
+    down = true;
+  });
+  client.on('ready', () => {
+    if (down) warn(`example-server: Redis at ${parsed.host} is back.`);
+    down = false;
+  });
+  return {
+    description: `Redis store at ${parsed.host}`,
+    forListing: (listing) => redisStore(client, { prefix: `listing-limits-example:${listing}` }),
+    close: async () => {
+      await client.quit().catch(() => client.disconnect());
+    },
+  };
 }
