@@ -26,40 +26,21 @@ export interface IdentifyConfig {
   readonly ipv6Subnet: number | false;
 }
 
-/** The storage key of a request without `key` or `authenticate`: the token's hash, or else the client IP's key. */
-export type KeyOf = (req: Request) => string;
-
 /** Thrown to the middleware when `invalidToken: 'reject'` refuses a token that `authenticate` did not accept. */
 export const REJECTED = Symbol('token rejected');
 
 /**
- * Compiles the identification of clients: `identify` returns the client, or REJECTED when `authenticate`
- * refused the token and `reject` is set (without `authenticate`, every token is taken as given); `keyOf` is the
- * client's storage key alone, for configurations without `key` and `authenticate`.
+ * Compiles the identification of clients. Returns the client, or REJECTED when `authenticate` refused the
+ * token and `reject` is set; without `authenticate`, every token is taken as given.
  */
 export function compileIdentify(
   config: IdentifyConfig,
   reject: boolean,
-): { identify: (req: Request) => Client | typeof REJECTED | Promise<Client | typeof REJECTED>; keyOf: KeyOf } {
-  const { ipv6Subnet } = config;
+): (req: Request) => Client | typeof REJECTED | Promise<Client | typeof REJECTED> {
+  const { key, authenticate, ipv6Subnet } = config;
   const hash = remembered(tokenKey);
   const ipOf = remembered((ip) => ipKey(ip, ipv6Subnet));
   const clientIp = (req: Request) => (req.ip ? ipOf(req.ip) : ipKey(undefined, ipv6Subnet));
-  // req.ip is costly (Express parses X-Forwarded-For for it): a request with a token needs only the token's hash.
-  const keyOf: KeyOf = (req) => {
-    const token = req.headers.authorization;
-    return token ? hash(token) : clientIp(req);
-  };
-  return { identify: identifyWith(config, reject, hash, clientIp), keyOf };
-}
-
-function identifyWith(
-  config: IdentifyConfig,
-  reject: boolean,
-  hash: (token: string) => string,
-  clientIp: (req: Request) => string,
-): (req: Request) => Client | typeof REJECTED | Promise<Client | typeof REJECTED> {
-  const { key, authenticate } = config;
   if (key) {
     return async (req) => {
       const value = await key(req);

@@ -74,7 +74,7 @@ function bannedBody(until: number, retryAfter: number): string {
 function respond(
   config: Config,
   compiled: CompiledEndpoint,
-  client: Client | undefined,
+  client: Client,
   req: Request,
   res: Response,
   next: NextFunction,
@@ -95,11 +95,7 @@ function respond(
   if (allowed) return true;
 
   const retryAfter = retryAfterSeconds(result.msBeforeNext);
-  if (config.onLimit) {
-    // The direct path counts by key alone; the rest of the client is found only for those who ask.
-    const { kind, key } = client ?? (config.identify(req) as Client);
-    config.onLimit({ ...info, retryAfter, client: { kind, key }, shadow: config.shadow }, req);
-  }
+  config.onLimit?.({ ...info, retryAfter, client: { kind: client.kind, key: client.key }, shadow: config.shadow }, req);
   if (config.shadow) return true;
   if (config.handler) {
     config.handler(req, res, next, { ...info, retryAfter });
@@ -113,6 +109,7 @@ function respond(
 function answer(
   config: Config,
   compiled: CompiledEndpoint,
+  client: Client,
   req: Request,
   res: Response,
   next: NextFunction,
@@ -121,7 +118,7 @@ function answer(
 ): void {
   let goOn: boolean;
   try {
-    goOn = respond(config, compiled, undefined, req, res, next, result, allowed);
+    goOn = respond(config, compiled, client, req, res, next, result, allowed);
   } catch (error) {
     failed(error, res, next);
     return;
@@ -215,18 +212,18 @@ export function listingLimits(
       );
       return;
     }
-    const key = config.keyOf(req);
+    const client = config.identify(req) as Client;
     const { limiter } = compiled;
     if (limiter instanceof MemoryLimiter) {
-      const result = limiter.consumeNow(key);
-      answer(config, compiled, req, res, next, result, result.consumedPoints <= limiter.points);
+      const result = limiter.consumeNow(client.key);
+      answer(config, compiled, client, req, res, next, result, result.consumedPoints <= limiter.points);
       return;
     }
-    // One promise hop from the store's answer to next(): each extra hop costs measurably under load.
-    limiter.consume(key).then(
-      (result) => answer(config, compiled, req, res, next, result, true),
+    // Other stores answer through a promise: one hop, then next().
+    limiter.consume(client.key).then(
+      (result) => answer(config, compiled, client, req, res, next, result, true),
       (rejection: unknown) => {
-        if (rejection instanceof RateLimiterRes) answer(config, compiled, req, res, next, rejection, false);
+        if (rejection instanceof RateLimiterRes) answer(config, compiled, client, req, res, next, rejection, false);
         else failed(rejection, res, next);
       },
     );

@@ -4,7 +4,7 @@ import type { NextFunction, Request, Response } from 'express';
 import { closest } from 'fastest-levenshtein';
 import type { RateLimiterAbstract } from 'rate-limiter-flexible';
 import { type BanOptions, Bans, type OnBan } from './bans.js';
-import { type Authenticate, type Client, type ClientKind, compileIdentify, type KeyOf, type REJECTED } from './client.js';
+import { type Authenticate, type Client, type ClientKind, compileIdentify, type REJECTED } from './client.js';
 import { ListingLimitsError } from './errors.js';
 import { compileGrants, type Grant, type Grants, UNLIMITED } from './grants.js';
 import { type HeaderTemplate, headerTemplate } from './headers.js';
@@ -115,8 +115,6 @@ export interface CompiledEndpoint {
 export interface Config {
   readonly match: (method: string, path: string) => CompiledEndpoint | undefined;
   readonly identify: (req: Request) => Client | typeof REJECTED | Promise<Client | typeof REJECTED>;
-  /** The storage key that `identify` would give, at once; only for configurations where `syncIdentify` is true. */
-  readonly keyOf: KeyOf;
   /** True when `identify` always returns a Client at once: no `key` option, no `authenticate`. */
   readonly syncIdentify: boolean;
   readonly skip: ((req: Request) => boolean | Promise<boolean>) | undefined;
@@ -362,14 +360,12 @@ export function configure(listing: unknown, options: unknown): Config {
     };
     grant = compileGrants(o.grants, store, cacheMs, (g, at) => checkGrant(g as Grant, at, names, atRequest));
   }
-  const { identify, keyOf } = compileIdentify(
-    { key: o.key, authenticate: o.authenticate, cacheMs, ipv6Subnet: o.ipv6Subnet ?? 64 },
-    o.invalidToken === 'reject',
-  );
   return {
     match: compileMatcher(routes),
-    identify,
-    keyOf,
+    identify: compileIdentify(
+      { key: o.key, authenticate: o.authenticate, cacheMs, ipv6Subnet: o.ipv6Subnet ?? 64 },
+      o.invalidToken === 'reject',
+    ),
     syncIdentify: !o.key && !o.authenticate,
     skip: o.skip,
     headers: o.headers ?? true,

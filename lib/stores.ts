@@ -22,13 +22,14 @@ interface MemoryStorage {
 
 /**
  * The memory store's limiter: rate-limiter-flexible's RateLimiterMemory, whose count can also be taken at once.
- * Its consume() settles a promise with a result it computed synchronously, and under load the promise hop
- * before next() costs more than the counting itself.
+ * Its consume() settles a promise with a result it computed synchronously; under load, calling next() a promise
+ * hop later costs the server more than the counting itself (README, Performance).
  */
 export class MemoryLimiter extends RateLimiterMemory {
   /** What consume(key) settles with, returned at once: allowed while `consumedPoints <= points`. */
   consumeNow(key: string): RateLimiterRes {
-    // What RateLimiterMemory.consume(key) does for a limiter without a key prefix, blocking or execEvenly.
+    // What RateLimiterMemory.consume(key) does for a limiter as memoryStore() makes it: no key prefix, no
+    // blockDuration, no execEvenly. The memory store's tests check that both give the same results.
     const storage = (this as unknown as { _memoryStorage: MemoryStorage })._memoryStorage;
     const result = storage.incrby(key, 1, this.duration);
     result.remainingPoints = Math.max(this.points - result.consumedPoints, 0);
