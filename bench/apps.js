@@ -30,14 +30,14 @@ function erlFor(row) {
   });
 }
 
-function createBenchApp(variant, kind, store) {
+function createBenchApp(variant, kind, store, options) {
   const app = express();
   app.disable('x-powered-by');
   const rows = table(kind);
   if (variant === 'bare') routes(app, rows);
   else if (variant === 'express-rate-limit') routes(app, rows, erlFor);
   else {
-    app.use(listingLimits(rows, store ? { store } : undefined));
+    app.use(listingLimits(rows, { ...options, ...(store ? { store } : {}) }));
     routes(app, rows);
   }
   return app;

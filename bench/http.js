@@ -1,7 +1,7 @@
 // HTTP benchmark: each variant's server in its own process, load from autocannon, variants alternated over rounds.
 const { execFileSync, spawn } = require('node:child_process');
 const { once } = require('node:events');
-const { mkdtempSync } = require('node:fs');
+const { mkdtempSync, readFileSync } = require('node:fs');
 const { createServer } = require('node:net');
 const { tmpdir } = require('node:os');
 const { join } = require('node:path');
@@ -46,12 +46,23 @@ async function startRedis() {
   return { port, stop: () => child.kill('SIGTERM') };
 }
 
+/** CPU time (user + system) a process has used, in milliseconds; undefined where /proc is not available. */
+function cpuMs(pid) {
+  try {
+    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
+    return ((Number(fields[11]) + Number(fields[12])) * 1000) / 100; // clock ticks of 1/100 s
+  } catch {
+    return undefined;
+  }
+}
+
 async function startServer(variant, kind, redisPort) {
   const child = pinned(1, process.execPath, [join(__dirname, 'server.js'), variant, kind, String(redisPort ?? '')], {
     stdio: ['ignore', 'pipe', 'inherit'],
   });
   const [chunk] = await once(child.stdout, 'data');
-  return { port: Number(String(chunk).trim()), stop: () => child.kill('SIGTERM') };
+  // taskset execs the command, so the child's pid is the server's.
+  return { port: Number(String(chunk).trim()), cpuMs: () => cpuMs(child.pid), stop: () => child.kill('SIGTERM') };
 }
 
 /** Every endpoint of listing B in turn, as one authenticated client. */
@@ -72,11 +83,13 @@ function median(values) {
   return sorted.length % 2 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2;
 }
 
-async function runHttp({ rounds, duration, connections, log }) {
+async function runHttp({ rounds, duration, warmup, connections, log }) {
   const redis = await startRedis();
-  const variants = ['bare', 'express-rate-limit', 'listing-limits-memory'];
-  if (redis) variants.push('listing-limits-redis');
-  else log('redis-server not found: the Redis variant is left out of this run.');
+  // `listing-limits-memory-no-headers` (allowed requests only) shows how much of the cost the required headers are.
+  const variants = ['bare', 'express-rate-limit', 'listing-limits-memory', 'listing-limits-memory-no-headers'];
+  if (redis) variants.push('listing-limits-redis', 'listing-limits-redis-pipelined');
+  else log('redis-server not found: the Redis variants are left out of this run.');
+  const refusedToo = (variant) => variant !== 'bare' && variant !== 'listing-limits-memory-no-headers';
   const runs = [];
   try {
     for (let round = 1; round <= rounds; round++) {
@@ -84,11 +97,16 @@ async function runHttp({ rounds, duration, connections, log }) {
         // Alternate the order each round, so that no variant always runs first or last.
         const order = round % 2 ? variants : [...variants].reverse();
         for (const variant of order) {
-          if (kind === 'refused' && variant === 'bare') continue;
+          if (kind === 'refused' && !refusedToo(variant)) continue;
           const server = await startServer(variant, kind, redis?.port);
           try {
-            await load(server.port, 1, connections); // warm-up
+            await load(server.port, warmup, connections); // JIT and caches warm, counters created
+            const cpuBefore = server.cpuMs();
+            const loadBefore = process.cpuUsage();
             const r = await load(server.port, duration, connections);
+            const loadCpu = process.cpuUsage(loadBefore);
+            const cpuAfter = server.cpuMs();
+            const total = r.requests.total;
             const run = {
               round,
               kind,
@@ -99,9 +117,16 @@ async function runHttp({ rounds, duration, connections, log }) {
               ok: r['2xx'],
               limited: r.non2xx,
               errors: r.errors + r.timeouts,
+              // Server CPU per request: steadier than req/s on a noisy machine, since time the VM steals is not counted.
+              serverCpuUs: cpuBefore === undefined ? null : ((cpuAfter - cpuBefore) * 1000) / total,
+              // Share of one CPU the load generator used: well below 1, it is not the bottleneck.
+              loadCpu: (loadCpu.user + loadCpu.system) / 1e6 / duration,
             };
             runs.push(run);
-            log(`round ${round} ${kind.padEnd(7)} ${variant.padEnd(22)} ${Math.round(run.rps)} req/s p50 ${run.p50} ms p99 ${run.p99} ms (2xx ${run.ok}, other ${run.limited}, errors ${run.errors})`);
+            const cpu = run.serverCpuUs === null ? '' : `server CPU ${run.serverCpuUs.toFixed(0)} µs/req, `;
+            log(
+              `round ${round} ${kind.padEnd(7)} ${variant.padEnd(32)} ${Math.round(run.rps)} req/s p50 ${run.p50} ms p99 ${run.p99} ms (${cpu}load generator ${(run.loadCpu * 100).toFixed(0)}% of a CPU; 2xx ${run.ok}, other ${run.limited}, errors ${run.errors})`,
+            );
           } finally {
             server.stop();
           }
@@ -133,6 +158,7 @@ async function runHttp({ rounds, duration, connections, log }) {
         rps: median(mine.map((r) => r.rps)),
         p50: median(mine.map((r) => r.p50)),
         p99: median(mine.map((r) => r.p99)),
+        serverCpuUs: mine.every((r) => r.serverCpuUs !== null) ? median(mine.map((r) => r.serverCpuUs)) : null,
         vsBare: toBare.length ? median(toBare) : null,
         vsExpressRateLimit: toErl.length ? median(toErl) : null,
       });

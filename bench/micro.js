@@ -23,6 +23,18 @@ function through(middleware, method, path, authorization) {
 
 async function runMicro({ time = 1500 } = {}) {
   const listingB = listingLimits(roomy(listings.B));
+  const listingBNoHeaders = listingLimits(roomy(listings.B), { headers: false });
+  // The seven headers every counted response must carry, set as the middleware sets them: what they cost alone.
+  const headersAlone = (_req, res, next) => {
+    res.setHeader('RateLimit-Policy', '"GET /v1/bots/:id";q=1000000000;w=1');
+    res.setHeader('RateLimit', `"GET /v1/bots/:id";r=${999999999};t=${1}`);
+    res.setHeader('X-RateLimit-Limit', '1000000000');
+    res.setHeader('X-RateLimit-Remaining', String(999999999));
+    res.setHeader('X-RateLimit-Reset', String(Math.ceil((Date.now() + 1000) / 1000)));
+    res.setHeader('X-RateLimit-Reset-After', String(1000 / 1000));
+    res.setHeader('X-RateLimit-Bucket', 'GET /v1/bots/:id');
+    next();
+  };
   const big = listingLimits(bigTable);
   const noop = (_req, _res, next) => next();
   const bench = new Bench({ time, warmupTime: 300 });
@@ -30,6 +42,8 @@ async function runMicro({ time = 1500 } = {}) {
     .add('no-op middleware (overhead of the harness)', () => through(noop, 'GET', '/v1/bots/123', 'Bot x'))
     .add('listing B, token', () => through(listingB, 'GET', '/v1/bots/123', 'Bot micro-token'))
     .add('listing B, IP', () => through(listingB, 'GET', '/v1/bots/123'))
+    .add('listing B, token, headers: false', () => through(listingBNoHeaders, 'GET', '/v1/bots/123', 'Bot micro-token'))
+    .add('the seven rate-limit headers alone (res.setHeader)', () => through(headersAlone, 'GET', '/v1/bots/123'))
     .add('listing B, unmatched path', () => through(listingB, 'GET', '/v2/other', 'Bot micro-token'))
     .add('1,000-row table, last row, token', () => through(big, 'GET', '/v1/resource999/5', 'Bot micro-token'));
   await bench.run();

@@ -1,5 +1,6 @@
 // `npm run bench`: HTTP throughput against bare Express and express-rate-limit, the middleware's own cost, memory.
-// Writes bench/results/latest.json and bench/results/chart.svg. Settings: BENCH_ROUNDS, BENCH_DURATION (s), BENCH_CONNECTIONS.
+// Writes bench/results/latest.json and bench/results/chart.svg. Settings: BENCH_ROUNDS, BENCH_DURATION (s),
+// BENCH_WARMUP (s, load before each measured run), BENCH_CONNECTIONS.
 const { execFileSync } = require('node:child_process');
 const { cpus, totalmem } = require('node:os');
 const { mkdirSync, writeFileSync } = require('node:fs');
@@ -9,8 +10,9 @@ const { runMemory } = require('./memory.js');
 const { runMicro } = require('./micro.js');
 
 const settings = {
-  rounds: Number(process.env.BENCH_ROUNDS ?? 3),
+  rounds: Number(process.env.BENCH_ROUNDS ?? 5),
   duration: Number(process.env.BENCH_DURATION ?? 5),
+  warmup: Number(process.env.BENCH_WARMUP ?? 2),
   connections: Number(process.env.BENCH_CONNECTIONS ?? 32),
 };
 const log = (line) => process.stdout.write(`${line}\n`);
@@ -23,18 +25,22 @@ function table(header, rows) {
 }
 
 function chart(summary) {
-  const bars = summary.map((s) => ({ label: `${s.kind}: ${s.variant}`, value: s.rps }));
+  const bars = summary.map((s) => ({
+    label: `${s.kind}: ${s.variant}`,
+    value: s.rps,
+    note: s.vsBare === null ? '' : ` (${s.vsBare.toFixed(2)} × bare)`,
+  }));
   const max = Math.max(...bars.map((b) => b.value));
   const rowHeight = 28;
-  const width = 760;
-  const left = 290;
+  const width = 860;
+  const left = 330;
   const height = bars.length * rowHeight + 40;
   const rects = bars
     .map((b, i) => {
       const y = 30 + i * rowHeight;
-      const w = ((width - left - 90) * b.value) / max;
+      const w = ((width - left - 150) * b.value) / max;
       const fill = b.label.includes('listing-limits') ? '#2f7d4f' : b.label.includes('bare') ? '#888888' : '#4a6fa5';
-      return `<text x="${left - 8}" y="${y + 17}" text-anchor="end">${b.label}</text><rect x="${left}" y="${y + 4}" width="${w.toFixed(1)}" height="18" fill="${fill}"/><text x="${left + w + 6}" y="${y + 17}">${Math.round(b.value)}</text>`;
+      return `<text x="${left - 8}" y="${y + 17}" text-anchor="end">${b.label}</text><rect x="${left}" y="${y + 4}" width="${w.toFixed(1)}" height="18" fill="${fill}"/><text x="${left + w + 6}" y="${y + 17}">${Math.round(b.value)}${b.note}</text>`;
     })
     .join('\n');
   return `<svg xmlns="http://www.w3.org/2000/svg" width="${width}" height="${height}" font-family="sans-serif" font-size="13">
@@ -54,14 +60,25 @@ async function main() {
   }
   const machine = { cpus: cpus().length, cpu: cpus()[0]?.model, memoryGiB: Math.round(totalmem() / 2 ** 30), node: process.version };
   log(`listing-limits benchmark on ${machine.cpus} × ${machine.cpu}, ${machine.memoryGiB} GiB, Node ${machine.node}`);
-  log(`${settings.rounds} rounds, ${settings.duration} s per run, ${settings.connections} connections\n`);
+  log(
+    `${settings.rounds} rounds, ${settings.duration} s per run after ${settings.warmup} s of warm-up, ${settings.connections} connections\n`,
+  );
 
   const http = await runHttp({ ...settings, log });
   log('\nHTTP (medians over rounds; ratios taken within each round; "vs bare" is against bare Express serving the same requests)');
   log(
     table(
-      ['case', 'variant', 'req/s', 'p50 ms', 'p99 ms', 'vs bare', 'vs express-rate-limit'],
-      http.summary.map((s) => [s.kind, s.variant, Math.round(s.rps), s.p50, s.p99, fixed(s.vsBare), fixed(s.vsExpressRateLimit)]),
+      ['case', 'variant', 'req/s', 'p50 ms', 'p99 ms', 'server CPU µs/req', 'vs bare', 'vs express-rate-limit'],
+      http.summary.map((s) => [
+        s.kind,
+        s.variant,
+        Math.round(s.rps),
+        s.p50,
+        s.p99,
+        s.serverCpuUs === null ? '-' : Math.round(s.serverCpuUs),
+        fixed(s.vsBare),
+        fixed(s.vsExpressRateLimit),
+      ]),
     ),
   );
 

@@ -6,6 +6,7 @@ import { StoreUnavailableError } from './errors.js';
 import { UNLIMITED } from './grants.js';
 import { retryAfterSeconds, setRateLimitHeaders } from './headers.js';
 import type { EndpointRow, ListingName } from './listings.js';
+import { MemoryLimiter } from './stores.js';
 import {
   type CompiledEndpoint,
   type Config,
@@ -104,6 +105,27 @@ function respond(
   return false;
 }
 
+/** `respond` for the direct path, then next() when the request goes on; an error in between goes to `failed`. */
+function answer(
+  config: Config,
+  compiled: CompiledEndpoint,
+  client: Client,
+  req: Request,
+  res: Response,
+  next: NextFunction,
+  result: RateLimiterRes,
+  allowed: boolean,
+): void {
+  let goOn: boolean;
+  try {
+    goOn = respond(config, compiled, client, req, res, next, result, allowed);
+  } catch (error) {
+    failed(error, res, next);
+    return;
+  }
+  if (goOn) next();
+}
+
 /** rate-limiter-flexible resolves with its result, and rejects with it when the limit is hit or with an Error when the store fails. */
 function consume(compiled: CompiledEndpoint, key: string): Promise<[RateLimiterRes, boolean]> {
   return compiled.limiter.consume(key).then(
@@ -191,21 +213,20 @@ export function listingLimits(
       return;
     }
     const client = config.identify(req) as Client;
-    compiled.limiter
-      .consume(client.key)
-      .then(
-        (result) => respond(config, compiled, client, req, res, next, result, true),
-        (rejection: unknown) => {
-          if (rejection instanceof RateLimiterRes) return respond(config, compiled, client, req, res, next, rejection, false);
-          throw rejection;
-        },
-      )
-      .then(
-        (goOn) => {
-          if (goOn) next();
-        },
-        (error: unknown) => failed(error, res, next),
-      );
+    const { limiter } = compiled;
+    if (limiter instanceof MemoryLimiter) {
+      const result = limiter.consumeNow(client.key);
+      answer(config, compiled, client, req, res, next, result, result.consumedPoints <= limiter.points);
+      return;
+    }
+    // Other stores answer through a promise: one hop, then next().
+    limiter.consume(client.key).then(
+      (result) => answer(config, compiled, client, req, res, next, result, true),
+      (rejection: unknown) => {
+        if (rejection instanceof RateLimiterRes) answer(config, compiled, client, req, res, next, rejection, false);
+        else failed(rejection, res, next);
+      },
+    );
   };
   return Object.assign(middleware, {
     unban: async (key: string) => (config.bans ? config.bans.unban(key) : false),
