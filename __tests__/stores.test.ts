@@ -1,7 +1,9 @@
 // The memory store's limiter: its count taken at once is the count its promise settles with.
 import { RateLimiterRes } from 'rate-limiter-flexible';
-import { memoryStore } from '../lib';
+import request from 'supertest';
+import { memoryStore, type Store } from '../lib';
 import { MemoryLimiter } from '../lib/stores';
+import { createApp } from './helpers/app';
 import { T0, useFakeClock } from './helpers/stores';
 
 const endpoint = { method: 'GET', path: '/v1/bots/:id', name: 'GET /v1/bots/:id', limit: 2, windowMs: 1000 };
@@ -65,5 +67,27 @@ describe('memoryStore', () => {
     expect(atOnce(limiter, 'a')).toEqual([true, 0, 2, 1000]);
     expect(atOnce(limiter, 'b')).toEqual([true, 1, 1, 1000]);
     expect(atOnce(limiter, 'a')).toEqual([false, 0, 3, 1000]);
+  });
+});
+
+describe('MemoryLimiter.countsAtOnce', () => {
+  it('is true with the rate-limiter-flexible installed, so the middleware counts without a promise hop', () => {
+    expect((memoryStore()(endpoint) as MemoryLimiter).countsAtOnce).toBe(true);
+  });
+
+  it('when false (a version without the storage it reads), the middleware counts through consume()', async () => {
+    const limiters: MemoryLimiter[] = [];
+    const store: Store = (e) => {
+      const limiter = memoryStore()(e) as MemoryLimiter;
+      Object.defineProperty(limiter, 'countsAtOnce', { value: false });
+      jest.spyOn(limiter, 'consumeNow');
+      limiters.push(limiter);
+      return limiter;
+    };
+    const app = createApp({ listing: 'B', options: { store } });
+    expect((await request(app).get('/v1/bots/1').expect(200)).headers['x-ratelimit-remaining']).toBe('1');
+    await request(app).get('/v1/bots/1').expect(200);
+    await request(app).get('/v1/bots/1').expect(429);
+    for (const limiter of limiters) expect(limiter.consumeNow).not.toHaveBeenCalled();
   });
 });

@@ -214,7 +214,7 @@ export function listingLimits(
     }
     const client = config.identify(req) as Client;
     const { limiter } = compiled;
-    if (limiter instanceof MemoryLimiter) {
+    if (limiter instanceof MemoryLimiter && limiter.countsAtOnce) {
       const result = limiter.consumeNow(client.key);
       answer(config, compiled, client, req, res, next, result, result.consumedPoints <= limiter.points);
       return;

@@ -26,12 +26,21 @@ interface MemoryStorage {
  * hop later costs the server more than the counting itself (README, Performance).
  */
 export class MemoryLimiter extends RateLimiterMemory {
+  /**
+   * Whether consumeNow() can be used: the storage it reads is rate-limiter-flexible's own, not part of its public
+   * API, so a version without it makes the middleware use consume() instead.
+   */
+  readonly countsAtOnce = typeof this.#storage()?.incrby === 'function';
+
+  #storage(): MemoryStorage | undefined {
+    return (this as unknown as { _memoryStorage?: MemoryStorage })._memoryStorage;
+  }
+
   /** What consume(key) settles with, returned at once: allowed while `consumedPoints <= points`. */
   consumeNow(key: string): RateLimiterRes {
     // What RateLimiterMemory.consume(key) does for a limiter as memoryStore() makes it: no key prefix, no
     // blockDuration, no execEvenly. The memory store's tests check that both give the same results.
-    const storage = (this as unknown as { _memoryStorage: MemoryStorage })._memoryStorage;
-    const result = storage.incrby(key, 1, this.duration);
+    const result = (this.#storage() as MemoryStorage).incrby(key, 1, this.duration);
     result.remainingPoints = Math.max(this.points - result.consumedPoints, 0);
     return result;
   }
