@@ -143,12 +143,13 @@ describeRedis('REDIS_URL', () => {
     const { host } = new URL(redis.url);
     expect(server.stdout()).toContain(`listing-limits example server: Redis store at ${host}, access log off.\n`);
     const urls = baseUrls(server.stdout());
-    const get = () => fetch(`${urls.B}/v1/bots/1`, { headers: { Authorization: 'redis-process-test' } });
+    // 2 requests per 15 seconds: a window no slow machine runs out of between two requests.
+    const get = () => fetch(`${urls.B}/v1/bots/1/upvotes`, { headers: { Authorization: 'redis-process-test' } });
     expect((await get()).headers.get('x-ratelimit-remaining')).toBe('1');
     expect((await get()).headers.get('x-ratelimit-remaining')).toBe('0');
     expect((await get()).status).toBe(429);
-    const keys = await scanKeys(client, 'listing-limits-example:B:GET /v1/bots/:id:*');
-    expect(keys).toEqual([`listing-limits-example:B:GET /v1/bots/:id:${tokenKey('redis-process-test')}`]);
+    const keys = await scanKeys(client, 'listing-limits-example:B:GET /v1/bots/:id/upvotes:*');
+    expect(keys).toEqual([`listing-limits-example:B:GET /v1/bots/:id/upvotes:${tokenKey('redis-process-test')}`]);
     expect(await client.get(keys[0] ?? '')).toBe('3');
 
     server.child.kill('SIGTERM');
