@@ -176,6 +176,10 @@ describe('a bad setting stops start-up with one line naming the variable, and ex
       'REDIS_URL must be a redis:// or rediss:// URL such as redis://127.0.0.1:6379; got "localhost:6379".',
     ],
     [
+      { REDIS_URL: 'redis://127.0.0.1:1' },
+      'REDIS_URL: no Redis answered at 127.0.0.1:1 within 3 seconds (connect ECONNREFUSED 127.0.0.1:1).',
+    ],
+    [
       { REDIS_URL: 'http://127.0.0.1:6379' },
       'REDIS_URL must be a redis:// or rediss:// URL such as redis://127.0.0.1:6379; got "http://127.0.0.1:6379".',
     ],

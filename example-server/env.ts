@@ -30,11 +30,15 @@ export interface StoreChoice {
   readonly description: string;
   /** A store of its own for each listing. */
   forListing(listing: ListingName): Store;
+  /** Resolves once the store can count (Redis connected); rejects with a StartupError when it cannot. */
+  ready(): Promise<void>;
   close(): Promise<void>;
 }
 
 export const DEFAULT_PORTS = Object.freeze({ A: 3001, B: 3002 });
 export const DEFAULT_HOST = '127.0.0.1';
+/** How long start-up waits for Redis to answer. */
+const REDIS_CONNECT_MS = 3000;
 
 type Env = Readonly<Record<string, string | undefined>>;
 
@@ -99,7 +103,9 @@ export function startupFromEnv(env: Env): Startup {
  */
 export function storeFromEnv(env: Env, warn: (line: string) => void = console.error): StoreChoice {
   const url = read(env, 'REDIS_URL');
-  if (url === undefined) return { description: 'memory store', forListing: () => memoryStore(), close: async () => {} };
+  if (url === undefined) {
+    return { description: 'memory store', forListing: () => memoryStore(), ready: async () => {}, close: async () => {} };
+  }
   let parsed: URL | undefined;
   try {
     parsed = new URL(url);
@@ -109,20 +115,39 @@ export function storeFromEnv(env: Env, warn: (line: string) => void = console.er
   if (!parsed || (parsed.protocol !== 'redis:' && parsed.protocol !== 'rediss:') || !parsed.hostname) {
     throw new StartupError(`REDIS_URL must be a redis:// or rediss:// URL such as redis://127.0.0.1:6379; got ${JSON.stringify(url)}.`);
   }
+  const { host } = parsed;
   const client = new Redis(url, { maxRetriesPerRequest: 1 });
-  // Said once per outage: ioredis reports every failed reconnection.
+  // Until the first connection, errors are start-up's to report; after it, said once per outage (ioredis
+  // reports every failed reconnection).
+  let connected = false;
   let down = false;
+  let lastError = 'no answer';
   client.on('error', (error: Error) => {
-    if (!down) warn(`example-server: Redis at ${parsed.host} is unavailable (${error.message}); counting in memory until it is back.`);
-    down = true;
+    lastError = error.message;
+    if (connected && !down) warn(`example-server: Redis at ${host} is unavailable (${error.message}); counting in memory until it is back.`);
+    down = connected;
   });
   client.on('ready', () => {
-    if (down) warn(`example-server: Redis at ${parsed.host} is back.`);
+    if (down) warn(`example-server: Redis at ${host} is back.`);
+    connected = true;
     down = false;
   });
   return {
-    description: `Redis store at ${parsed.host}`,
+    description: `Redis store at ${host}`,
     forListing: (listing) => redisStore(client, { prefix: `listing-limits-example:${listing}` }),
+    // Requests that came before the connection would be counted in memory, not in the shared Redis.
+    ready: () =>
+      new Promise<void>((resolve, reject) => {
+        if (client.status === 'ready') return resolve();
+        const timer = setTimeout(() => {
+          client.disconnect();
+          reject(new StartupError(`REDIS_URL: no Redis answered at ${host} within ${REDIS_CONNECT_MS / 1000} seconds (${lastError}).`));
+        }, REDIS_CONNECT_MS);
+        client.once('ready', () => {
+          clearTimeout(timer);
+          resolve();
+        });
+      }),
     close: async () => {
       await client.quit().catch(() => client.disconnect());
     },

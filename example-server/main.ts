@@ -56,6 +56,7 @@ async function main(): Promise<void> {
   try {
     const startup = startupFromEnv(process.env);
     stores = storeFromEnv(process.env);
+    await stores.ready();
     const log = startup.log ? (line: string) => console.log(line) : undefined;
     for (const listener of startup.listeners) {
       const { listing } = listener;
