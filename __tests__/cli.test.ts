@@ -2,21 +2,13 @@
 import { type CliContext, runCli, USAGE } from '../lib/command';
 import { listings } from '../lib';
 import { createApp } from './helpers/app';
-import { type Served, serve } from './helpers/serve';
+import { serverPerTest } from './helpers/serve';
 import { useFakeClock } from './helpers/stores';
 
-const servers: Served[] = [];
-async function start(app: Parameters<typeof serve>[0]): Promise<Served> {
-  const served = await serve(app);
-  servers.push(served);
-  return served;
-}
+const start = serverPerTest();
 
 beforeEach(useFakeClock);
-afterEach(async () => {
-  jest.useRealTimers();
-  await Promise.all(servers.splice(0).map((s) => s.close()));
-});
+afterEach(() => jest.useRealTimers());
 
 /** Runs the command with captured output; waiting moves the fake clock. */
 async function run(argv: string[], { tty = false } = {}) {

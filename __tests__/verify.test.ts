@@ -13,7 +13,7 @@ import {
 import { secondValue } from '../lib/verify';
 import { createExampleApp } from '../example-server/app';
 import { createApp } from './helpers/app';
-import { type Served, serve } from './helpers/serve';
+import { type Served, serverPerTest } from './helpers/serve';
 import { useFakeClock } from './helpers/stores';
 
 /** Waiting moves the fake clock: windows of minutes pass at once. */
@@ -21,18 +21,10 @@ const sleep = async (ms: number) => {
   jest.setSystemTime(Date.now() + ms);
 };
 
-const servers: Served[] = [];
-async function start(app: Parameters<typeof serve>[0]): Promise<Served> {
-  const served = await serve(app);
-  servers.push(served);
-  return served;
-}
+const start = serverPerTest();
 
 beforeEach(useFakeClock);
-afterEach(async () => {
-  jest.useRealTimers();
-  await Promise.all(servers.splice(0).map((s) => s.close()));
-});
+afterEach(() => jest.useRealTimers());
 
 const verify = (served: Served, options: Partial<VerifyOptions> = {}) =>
   verifyContract({ baseUrl: served.url, listing: 'B', sleep, ...options });

@@ -36,3 +36,14 @@ export async function serve(app: RequestListener): Promise<Served> {
       }),
   };
 }
+
+/** `start(app)` for the tests of one file: it serves `app`, and every server it started is closed after each test. */
+export function serverPerTest(): (app: RequestListener) => Promise<Served> {
+  const servers: Served[] = [];
+  afterEach(() => Promise.all(servers.splice(0).map((s) => s.close())));
+  return async (app) => {
+    const served = await serve(app);
+    servers.push(served);
+    return served;
+  };
+}
