@@ -212,7 +212,7 @@ describe('bad configuration fails at creation, naming the field', () => {
       'listingLimits: options.stor is not an option. Did you mean `store`?',
     );
     expect(() => listingLimits([{ ...row(), windwMs: 1 }] as never)).toThrow(
-      'listingLimits: listing[0].windwMs is not an option. Did you mean `windowMs`?',
+      'listingLimits: listing[0].windwMs is not a row field. Did you mean `windowMs`?',
     );
   });
 });
@@ -302,27 +302,27 @@ describe('options over HTTP', () => {
     expect(res.body).toEqual({ error: 'store down' });
   });
 
-  it('a store is called once per endpoint, with the endpoint row and its name', () => {
+  it('a store is asked for one counter per endpoint, by name, limit and window, and for no route row', () => {
     const seen: unknown[] = [];
     listingLimits('A', {
-      store: (endpoint) => {
-        seen.push(endpoint);
-        return memoryStore()(endpoint);
+      store: (counter) => {
+        seen.push(counter);
+        return memoryStore()(counter);
       },
+      ban: { after: 3, within: 60_000, duration: 600_000, tokensPerIp: 5 },
     });
     expect(seen).toEqual([
-      { method: 'GET', path: '/v1/statistics', limit: 1, windowMs: 1000, name: 'GET /v1/statistics' },
-      { method: 'GET', path: '/v1/servers', limit: 15, windowMs: 120000, name: 'GET /v1/servers' },
-      { method: 'GET', path: '/v1/servers/:id', limit: 6, windowMs: 15000, name: 'GET /v1/servers/:id' },
-      {
-        method: 'GET',
-        path: '/v1/servers/:id/upvotes',
-        limit: 15,
-        windowMs: 15000,
-        name: 'GET /v1/servers/:id/upvotes',
-      },
-      { method: 'GET', path: '/v1/users/:id', limit: 2, windowMs: 1000, name: 'GET /v1/users/:id' },
-      { method: 'GET', path: '/v1/users/:id/servers', limit: 6, windowMs: 15000, name: 'GET /v1/users/:id/servers' },
+      { name: 'GET /v1/statistics', limit: 1, windowMs: 1000 },
+      { name: 'GET /v1/servers', limit: 15, windowMs: 120000 },
+      { name: 'GET /v1/servers/:id', limit: 6, windowMs: 15000 },
+      { name: 'GET /v1/servers/:id/upvotes', limit: 15, windowMs: 15000 },
+      { name: 'GET /v1/users/:id', limit: 2, windowMs: 1000 },
+      { name: 'GET /v1/users/:id/servers', limit: 6, windowMs: 15000 },
+      { name: 'listing-limits strikes', limit: 3, windowMs: 60000 },
+      { name: 'listing-limits seen-tokens', limit: 1, windowMs: 60000 },
+      { name: 'listing-limits tokens-per-ip', limit: 5, windowMs: 60000 },
+      { name: 'listing-limits bans', limit: 1, windowMs: 600000 },
     ]);
   });
+});
 });

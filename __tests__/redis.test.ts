@@ -113,7 +113,7 @@ describe('redisStore: bad configuration fails at creation, naming the field', ()
   it.each([
     ['undefined', undefined, 'got undefined.'],
     ['a plain object', {}, 'got an object that is neither.'],
-    ['a URL', 'redis://127.0.0.1:6379', 'got redis://127.0.0.1:6379.'],
+    ['a URL', 'redis://127.0.0.1:6379', 'got "redis://127.0.0.1:6379".'],
   ])('rejects %s as the client', (_name, client, got) => {
     expect(() => redisStore(client as never)).toThrow(
       `redisStore: client must be an ioredis client or Cluster, or a node-redis (v4 or later) client; ${got}`,

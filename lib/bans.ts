@@ -1,99 +1,220 @@
-// Bans for circumvention (rule 5 of the contract): kept in the store, so that every instance enforces them.
-import type { Request } from 'express';
-import type { RateLimiterAbstract } from 'rate-limiter-flexible';
-import type { Client, ClientKind } from './client.js';
+// Bans for circumventing the limits (rule 5): option `ban`, checked and compiled into the steps that ban and refuse.
+import { LRUCache } from 'lru-cache';
+import type { Checker } from './check.js';
+import { answerBanned, type Context, GOING, type Step } from './context.js';
+import { type Counter, Deadline } from './counter.js';
+import { counterOf } from './endpoint.js';
+import { observe, type OnError } from './hooks.js';
 import type { Store } from './stores.js';
+import type { BanInfo, BanOptions, ClientKind, ListingLimitsOptions } from './types.js';
 
-/** When a client is banned. Durations in milliseconds, whole seconds. */
-export interface BanOptions {
-  /** Ban a client that is refused with 429 this many times... */
-  readonly after: number;
-  /** ...within this many milliseconds. */
-  readonly within: number;
-  /** How long a ban lasts, in milliseconds. */
-  readonly duration: number;
-  /** Ban an IP address that presents more than this many distinct Authorization values (rotating tokens)... Default: off. */
-  readonly tokensPerIp?: number;
-  /** ...within this many milliseconds. Default: `within`. */
-  readonly tokensWithin?: number;
+const banFields = ['after', 'within', 'duration', 'tokensPerIp', 'tokensWithin'] as const;
+
+/** Bans this process keeps at the most; the oldest go first beyond that (a shared store keeps them all). */
+const MIRRORED_BANS = 100_000;
+
+/** The key of an address's ban (token rotation), apart from the ban of the client counted by that address. */
+const addressBan = (ip: string) => `addr:${ip}`;
+
+export function checkBan(check: Checker, options: ListingLimitsOptions): BanOptions | undefined {
+  const { ban, onBan } = options;
+  if (onBan !== undefined && typeof onBan !== 'function') check.invalid('options.onBan', 'must be a function (info, req) => void.');
+  if (ban === undefined) {
+    if (onBan) check.invalid('options.onBan', 'needs options.ban, which decides when a client is banned.');
+    return undefined;
+  }
+  const b = check.options(ban, 'options.ban', '{ after, within, duration }');
+  check.unknownKeys(b, banFields, (key) => `options.ban.${key}`);
+  const within = check.seconds(b.within, 'options.ban.within');
+  const checked: BanOptions = {
+    after: check.count(b.after, 'options.ban.after'),
+    within,
+    duration: check.seconds(b.duration, 'options.ban.duration'),
+  };
+  if (b.tokensPerIp === undefined) {
+    if (b.tokensWithin !== undefined) check.invalid('options.ban.tokensWithin', 'needs options.ban.tokensPerIp.');
+    return checked;
+  }
+  return {
+    ...checked,
+    tokensPerIp: check.count(b.tokensPerIp, 'options.ban.tokensPerIp'),
+    tokensWithin: b.tokensWithin === undefined ? within : check.seconds(b.tokensWithin, 'options.ban.tokensWithin'),
+  };
 }
 
-/** What `onBan` is told. */
-export interface BanInfo {
-  /** The banned client's storage key (`t:<hash>`, `ip:<address>` or a custom key): pass it to `unban()`. */
-  readonly key: string;
-  readonly kind: ClientKind;
-  /** `limit`: refused `after` times within `within`; `token-rotation`: too many distinct tokens from one IP. */
-  readonly reason: 'limit' | 'token-rotation';
-  readonly until: Date;
-}
-
-export type OnBan = (info: BanInfo, req: Request) => void;
-
-/** Internal counters get endpoint-like names of their own, so a store keeps them apart from the endpoints'. */
-function counter(store: Store, name: string, limit: number, windowMs: number): RateLimiterAbstract {
-  return store({ method: 'GET', path: `/${name}`, name: `listing-limits ${name}`, limit, windowMs });
-}
-
+/**
+ * The bans of one middleware. A ban is decided from the value an atomic hit returns (the `after`-th refusal, the
+ * token that makes one too many), so requests in flight together cannot all slip past it, and `onBan` fires for the
+ * one request that crossed the threshold. Every ban is mirrored in this process at the moment it is decided, and a
+ * request is checked against the mirror again just before it is answered; with a shared store the ban is also
+ * written there, and read from there, for the other instances.
+ */
 export class Bans {
-  readonly #banned: RateLimiterAbstract;
-  readonly #strikes: RateLimiterAbstract;
-  readonly #seen: RateLimiterAbstract | undefined;
-  readonly #tokens: RateLimiterAbstract | undefined;
   readonly #options: BanOptions;
-  readonly #onBan: OnBan | undefined;
+  readonly #shadow: boolean;
+  readonly #onBan: ListingLimitsOptions['onBan'];
+  readonly #report: OnError;
+  /** Ban key → end of the ban (epoch ms). */
+  readonly #mirror = new LRUCache<string, number>({ max: MIRRORED_BANS });
+  /** The store's record of bans, when the store is shared; undefined when it is this process's memory. */
+  readonly #stored: Counter | undefined;
+  readonly #strikes: Counter;
+  readonly #seen: Counter | undefined;
+  readonly #tokens: Counter | undefined;
+  readonly #timeoutMs: number | undefined;
 
-  constructor(store: Store, options: BanOptions, onBan: OnBan | undefined) {
+  constructor(check: Checker, store: Store, options: BanOptions, mode: { shadow: boolean; onBan: ListingLimitsOptions['onBan']; report: OnError }) {
     this.#options = options;
-    this.#onBan = onBan;
-    this.#banned = counter(store, 'bans', 1, options.duration);
-    this.#strikes = counter(store, 'strikes', options.after, options.within);
+    this.#shadow = mode.shadow;
+    this.#onBan = mode.onBan;
+    this.#report = mode.report;
+    this.#timeoutMs = store.failure?.timeoutMs;
+    // In shadow mode the counters that lead to bans have names of their own: nothing a shadow instance counts can
+    // make an enforcing instance on the same store ban.
+    const name = (what: string) => `listing-limits ${mode.shadow ? 'shadow ' : ''}${what}`;
+    this.#strikes = counterOf(check, store, { name: name('strikes'), limit: options.after, windowMs: options.within });
     if (options.tokensPerIp !== undefined) {
-      const within = options.tokensWithin ?? options.within;
-      this.#seen = counter(store, 'seen-tokens', 1, within);
-      this.#tokens = counter(store, 'tokens-per-ip', options.tokensPerIp, within);
+      const windowMs = options.tokensWithin ?? options.within;
+      this.#seen = counterOf(check, store, { name: name('seen-tokens'), limit: 1, windowMs });
+      this.#tokens = counterOf(check, store, { name: name('tokens-per-ip'), limit: options.tokensPerIp, windowMs });
     }
+    const stored = counterOf(check, store, { name: 'listing-limits bans', limit: 1, windowMs: options.duration });
+    // A store that counts synchronously is this process's memory: the mirror is then the record.
+    this.#stored = mode.shadow || stored.now ? undefined : stored;
   }
 
-  /** The end of the client's ban, or of its IP address's ban, in epoch milliseconds; undefined when not banned. */
-  async bannedUntil(client: Client): Promise<number | undefined> {
-    const keys = this.#tokens && client.ip !== client.key ? [client.key, client.ip] : [client.key];
-    const states = await Promise.all(keys.map((key) => this.#banned.get(key)));
-    let until: number | undefined;
-    for (const state of states) {
-      // Only bans write to this counter. The memory store keeps an expired entry until its timer removes it:
-      // a ban with no time left is over.
-      if (state && state.consumedPoints > 0 && state.msBeforeNext > 0) {
-        until = Math.max(until ?? 0, Date.now() + state.msBeforeNext);
+  /** Whether addresses are banned for presenting too many tokens (`tokensPerIp`). */
+  get countsTokens(): boolean {
+    return this.#tokens !== undefined;
+  }
+
+  /** The end of a mirrored ban, or undefined. */
+  #mirrored(key: string, now: number): number | undefined {
+    const until = this.#mirror.get(key);
+    if (until === undefined) return undefined;
+    if (until > now) return until;
+    this.#mirror.delete(key);
+    return undefined;
+  }
+
+  /** Whether the client, or its address, is banned as far as this process knows; answers 403 when it is. */
+  refuseMirrored(ctx: Context): boolean {
+    const { client } = ctx;
+    const now = Date.now();
+    const until = this.#mirrored(client.key, now) ?? (this.#tokens ? this.#mirrored(addressBan(client.ip), now) : undefined);
+    if (until === undefined) return false;
+    answerBanned(ctx, until);
+    return true;
+  }
+
+  #deadline(ctx: Context): Deadline | undefined {
+    if (this.#timeoutMs !== undefined) ctx.deadline ??= new Deadline(this.#timeoutMs);
+    return ctx.deadline;
+  }
+
+  /** Before counting: refuses a banned client (or address), from the mirror, then from a shared store. */
+  readonly check: Step = (ctx) => {
+    if (this.#shadow || this.refuseMirrored(ctx)) return;
+    const stored = this.#stored;
+    if (!stored) return;
+    const { client } = ctx;
+    const keys = this.#tokens ? [client.key, addressBan(client.ip)] : [client.key];
+    const deadline = this.#deadline(ctx);
+    return Promise.all(keys.map((key) => stored.get(key, deadline))).then((found) => {
+      let until: number | undefined;
+      found.forEach((state, i) => {
+        if (!state) return;
+        const end = state.count > 1 ? state.count : state.resetAt;
+        this.#mirror.set(keys[i] as string, end);
+        until = Math.max(until ?? 0, end);
+      });
+      if (until !== undefined && until > Date.now()) answerBanned(ctx, until);
+    });
+  };
+
+  /** Before counting, with `tokensPerIp`: the token that is one too many for its address bans the address, and is refused. */
+  readonly tokens: Step = (ctx) => {
+    const { client } = ctx;
+    if (client.kind !== 'token') return;
+    const seen = this.#seen as Counter;
+    const deadline = this.#deadline(ctx);
+    const first = seen.hit(`${client.ip}|${client.key}`, deadline);
+    if (!(first instanceof Promise)) return this.#counted(ctx, first.count);
+    return first.then((state) => this.#counted(ctx, state.count));
+  };
+
+  #counted(ctx: Context, seen: number): void | Promise<void> {
+    if (seen !== 1) return;
+    const tokens = this.#tokens as Counter;
+    const ip = ctx.client.ip;
+    const counted = tokens.hit(ip, ctx.deadline);
+    const decide = (n: number) => {
+      const limit = this.#options.tokensPerIp as number;
+      if (n <= limit) return;
+      const banned = this.#ban(ctx, ip, addressBan(ip), 'ip', 'token-rotation', n === limit + 1, tokens);
+      if (this.#shadow) return banned;
+      const refuse = () => {
+        if (ctx.state === GOING) this.refuseMirrored(ctx);
+      };
+      return banned ? banned.then(refuse) : refuse();
+    };
+    return counted instanceof Promise ? counted.then((state) => decide(state.count)) : decide(counted.count);
+  }
+
+  /** After a refusal: the `after`-th refusal within `within` bans the client; the refusal itself is answered as usual. */
+  strike(ctx: Context): void | Promise<void> {
+    const { client } = ctx;
+    const counted = this.#strikes.hit(client.key, this.#deadline(ctx));
+    const decide = (n: number) => {
+      const { after } = this.#options;
+      if (n < after) return;
+      if (n > after && !this.#shadow) {
+        // A later refusal than the one that banned (they were in flight together): refused as banned.
+        const until = this.#mirrored(client.key, Date.now()) ?? Date.now() + this.#options.duration;
+        this.#mirror.set(client.key, until);
+        answerBanned(ctx, until);
+        return;
       }
+      return this.#ban(ctx, client.key, client.key, client.kind, 'limit', n === after, this.#strikes);
+    };
+    return counted instanceof Promise ? counted.then((state) => decide(state.count)) : decide(counted.count);
+  }
+
+  /**
+   * Bans `key` (stored as `banKey`) from now on: at once in this process, then in a shared store; forgets what led to
+   * it on `cause`. `onBan` is told when this request crossed the threshold. In shadow mode only `onBan` is told.
+   */
+  #ban(ctx: Context, key: string, banKey: string, kind: ClientKind, reason: BanInfo['reason'], crossed: boolean, cause: Counter): void | Promise<void> {
+    const now = Date.now();
+    const until = now + this.#options.duration;
+    const info = { key, kind, reason, until: new Date(until), shadow: this.#shadow };
+    if (this.#shadow) {
+      if (crossed) observe(this.#onBan, info, ctx.req, this.#report);
+      return;
     }
-    return until;
+    // Requests in flight together with the one that banned find the ban here and add nothing to it.
+    if (this.#mirrored(banKey, now) !== undefined) return;
+    this.#mirror.set(banKey, until);
+    if (crossed) observe(this.#onBan, info, ctx.req, this.#report);
+    const writes: Promise<unknown>[] = [cause.delete(key, ctx.deadline)];
+    if (this.#stored) writes.push(this.#stored.set(banKey, until, this.#options.duration, ctx.deadline));
+    return Promise.all(writes).then(() => undefined);
   }
 
-  /** Counts a refusal; the `after`-th within `within` bans the client. */
-  async strike(client: Client, req: Request): Promise<void> {
-    const strikes = await this.#strikes.penalty(client.key);
-    if (strikes.consumedPoints >= this.#options.after) await this.#ban(client.key, client.kind, 'limit', req);
-  }
-
-  /** Notes a token seen from an IP address; more distinct tokens than `tokensPerIp` within the window ban the address. */
-  async sawToken(client: Client, req: Request): Promise<void> {
-    if (!this.#seen || !this.#tokens || client.kind !== 'token') return;
-    const seen = await this.#seen.penalty(`${client.ip}:${client.key}`);
-    if (!seen.isFirstInDuration) return;
-    const tokens = await this.#tokens.penalty(client.ip);
-    if (tokens.consumedPoints > (this.#options.tokensPerIp ?? 0)) await this.#ban(client.ip, 'ip', 'token-rotation', req);
-  }
-
-  async #ban(key: string, kind: ClientKind, reason: BanInfo['reason'], req: Request): Promise<void> {
-    await this.#banned.set(key, 1, this.#options.duration / 1000);
-    await this.#strikes.delete(key);
-    this.#onBan?.({ key, kind, reason, until: new Date(Date.now() + this.#options.duration) }, req);
-  }
-
-  /** Lifts the ban of a client key as reported to `onBan`, and forgets its refusals. True when it was banned. */
+  /** Lifts the bans of `key` (its own, and its address's), and forgets its refusals and its address's token count. */
   async unban(key: string): Promise<boolean> {
-    const [banned] = await Promise.all([this.#banned.delete(key), this.#strikes.delete(key)]);
+    const now = Date.now();
+    const keys = [key, addressBan(key)];
+    let banned = keys.some((k) => this.#mirrored(k, now) !== undefined);
+    for (const k of keys) this.#mirror.delete(k);
+    const forgotten: Promise<unknown>[] = [this.#strikes.delete(key)];
+    if (this.#tokens) forgotten.push(this.#tokens.delete(key));
+    if (this.#stored) {
+      const stored = this.#stored;
+      const deleted = await Promise.all(keys.map((k) => stored.delete(k)));
+      banned ||= deleted.includes(true);
+    }
+    await Promise.all(forgotten);
     return banned;
   }
 }

@@ -1,90 +1,151 @@
-// Extended limits for approved clients (rule 6 of the contract): a multiplier, replacement rows, or no limit.
-import type { Request } from 'express';
+// Extended limits for approved clients (rule 6): option `grants`, checked and compiled into the step that picks a client's limits.
+import ipaddr from 'ipaddr.js';
 import { LRUCache } from 'lru-cache';
-import type { Client } from './client.js';
-import { headerTemplate } from './headers.js';
-import type { EndpointRow } from './listings.js';
-import type { CompiledEndpoint } from './options.js';
+import { type Checker, show } from './check.js';
+import { type Context, PASSED, type Step } from './context.js';
+import { type CompiledEndpoint, compileEndpoint } from './endpoint.js';
+import type { Client, IpKey } from './identify.js';
+import { tokenKey } from './keys.js';
 import type { Store } from './stores.js';
+import { checkRow, rowShape } from './table.js';
+import type { Grant, ListingLimitsOptions } from './types.js';
+
+const UNLIMITED = 'unlimited';
+
+type Limited = Exclude<Grant, typeof UNLIMITED>;
 
 /**
- * What an approved client gets instead of the contract's limits: `'unlimited'`; `{ multiplier }`, every
- * limit multiplied (rounded down, at least 1); or `{ rows }`, rows that replace the table's rows of the
- * same method and path (the others keep the table's limits).
+ * `limit × multiplier`, rounded down, computed on the multiplier's decimal digits as written (`25 × 1.16` is 29,
+ * where floating point says 28.999…), at least 1.
  */
-export type Grant = 'unlimited' | { readonly multiplier: number } | { readonly rows: readonly EndpointRow[] };
+export function multiplied(limit: number, multiplier: number): number {
+  const [digits = '0', exponent = '0'] = multiplier.toExponential().split('e');
+  const [whole = '0', fraction = ''] = digits.split('.');
+  const scale = Number(exponent) - fraction.length;
+  const product = BigInt(limit) * BigInt(whole + fraction);
+  const exact = scale >= 0 ? product * 10n ** BigInt(scale) : product / 10n ** BigInt(-scale);
+  return Number(exact > BigInt(Number.MAX_SAFE_INTEGER) ? BigInt(Number.MAX_SAFE_INTEGER) : exact < 1n ? 1n : exact);
+}
 
-/** Finds the grant of a client, or undefined for none. Results are cached for `cacheMs`. */
-export type GrantLookup = (
-  client: { readonly token: string | undefined; readonly ip: string | undefined },
-  req: Request,
-) => Grant | undefined | Promise<Grant | undefined>;
+/** Checks a grant, as given in the options or answered by a lookup; replacement rows must replace rows of the table. */
+function checkGrant(check: Checker, grant: unknown, at: string, shapes: ReadonlySet<string>): Grant {
+  if (grant === UNLIMITED) return grant;
+  const keys = typeof grant === 'object' && grant !== null ? Object.keys(grant) : [];
+  if (keys.length !== 1 || (keys[0] !== 'multiplier' && keys[0] !== 'rows')) {
+    check.invalid(at, `must be 'unlimited', { multiplier } or { rows }; got ${show(grant)}.`);
+  }
+  const g = grant as { multiplier?: unknown; rows?: unknown };
+  if (keys[0] === 'multiplier') {
+    if (typeof g.multiplier !== 'number' || !Number.isFinite(g.multiplier) || g.multiplier <= 0) {
+      check.invalid(`${at}.multiplier`, `must be a positive number; got ${show(g.multiplier)}.`);
+    }
+    return { multiplier: g.multiplier };
+  }
+  if (!Array.isArray(g.rows) || g.rows.length === 0) check.invalid(`${at}.rows`, `must be a non-empty array of rows; got ${show(g.rows)}.`);
+  const rows = g.rows.map((raw: unknown, i: number) => {
+    const row = checkRow(check, raw, `${at}.rows[${i}]`);
+    if (!shapes.has(rowShape(row))) check.invalid(`${at}.rows[${i}]`, `(${row.method} ${row.path}) replaces no row of the table.`);
+    return row;
+  });
+  return { rows };
+}
 
-/** Grants by Authorization value or by IP address (as `req.ip` reports it), or a lookup function. */
-export type Grants = Readonly<Record<string, Grant>> | GrantLookup;
-
-export const UNLIMITED = 'unlimited';
-
-/** The granted variant of an endpoint: its own limiter and counters, named for the grant. */
-function granted(store: Store, base: CompiledEndpoint, limit: number, windowMs: number, label: string): CompiledEndpoint {
-  const endpoint = { ...base.endpoint, limit, windowMs, name: `${base.endpoint.name} (${label})` };
-  return { endpoint, limiter: store(endpoint), headers: headerTemplate(endpoint.name, limit, windowMs) };
+/** Whether a key of the grants map is an IP address (else it is an Authorization value). */
+function isAddress(key: string): boolean {
+  return ipaddr.isValid(key);
 }
 
 /**
- * Compiles grants into `(client, req, endpoint) => endpoint to count on | 'unlimited'`. Granted endpoints are
- * made once per distinct grant and endpoint, so granted counters never mix with the table's.
+ * Compiles grants into the step that moves a granted client onto its own endpoint (or lets an unlimited one
+ * through). Granted endpoints are made once per distinct grant and endpoint, the first time they are used.
  */
 export function compileGrants(
-  grants: Grants,
-  store: Store,
-  cacheMs: number,
-  check: (grant: unknown, at: string) => void,
-): (client: Client, req: Request, base: CompiledEndpoint) => Promise<CompiledEndpoint | typeof UNLIMITED> {
+  check: Checker,
+  options: ListingLimitsOptions,
+  context: { store: Store; endpoints: readonly CompiledEndpoint[]; paths: ReadonlyMap<string, string>; ipOf: IpKey; cacheMs: number },
+): Step | undefined {
+  const { grants } = options;
+  if (grants === undefined) return undefined;
+  if (typeof grants !== 'function' && (typeof grants !== 'object' || grants === null || Array.isArray(grants))) {
+    check.invalid('options.grants', `must be an object of grants by token or IP, or a lookup function; got ${show(grants)}.`);
+  }
+  const { store, ipOf, paths } = context;
+  const shapes = new Set(paths.keys());
   const variants = new Map<string, CompiledEndpoint>();
-  const variant = (base: CompiledEndpoint, grant: Exclude<Grant, typeof UNLIMITED>): CompiledEndpoint => {
-    const { name, limit, windowMs } = base.endpoint;
-    let grantedLimit = limit;
-    let grantedWindow = windowMs;
+  const variant = (base: CompiledEndpoint, grant: Limited): CompiledEndpoint => {
+    let limit: number;
+    let windowMs = base.windowMs;
+    let label: string;
     if ('multiplier' in grant) {
-      grantedLimit = Math.max(1, Math.floor(limit * grant.multiplier));
+      limit = multiplied(base.limit, grant.multiplier);
+      label = `x${grant.multiplier}`;
     } else {
-      const row = grant.rows.find((r) => `${r.method} ${r.path}` === name);
+      const row = grant.rows.find((r) => paths.get(rowShape(r)) === base.name);
       if (!row) return base;
-      grantedLimit = row.limit;
-      grantedWindow = row.windowMs;
+      limit = row.limit;
+      windowMs = row.windowMs;
+      label = `${limit}/${windowMs / 1000}s`;
     }
-    const label = 'multiplier' in grant ? `x${grant.multiplier}` : `${grantedLimit}/${grantedWindow / 1000}s`;
-    const id = `${name} ${label}`;
-    let found = variants.get(id);
+    const name = `${base.name} (${label})`;
+    let found = variants.get(name);
     if (!found) {
-      found = granted(store, base, grantedLimit, grantedWindow, label);
-      variants.set(id, found);
+      found = compileEndpoint(check, store, { name, limit, windowMs });
+      variants.set(name, found);
     }
     return found;
   };
 
-  let find: (client: Client, req: Request) => Promise<Grant | undefined>;
+  let find: (client: Client, ctx: Context) => Grant | undefined | Promise<Grant | undefined>;
   if (typeof grants === 'function') {
-    const cache = new LRUCache<string, { grant: Grant | undefined }>({ max: 10_000, ttl: cacheMs, perf: Date });
-    find = async (client, req) => {
-      const cacheKey = client.kind === 'token' ? client.key : client.ip;
-      const cached = cache.get(cacheKey);
+    // Answers are cached per client key, and concurrent requests of one client share one call.
+    const cache = new LRUCache<string, { grant: Grant | undefined }>({ max: 10_000, ttl: context.cacheMs, perf: Date });
+    const pending = new Map<string, Promise<Grant | undefined>>();
+    find = (client, ctx) => {
+      const cached = cache.get(client.key);
       if (cached) return cached.grant;
-      const grant = (await grants({ token: client.token, ip: req.ip }, req)) ?? undefined;
-      if (grant !== undefined) check(grant, 'options.grants() result');
-      cache.set(cacheKey, { grant });
-      return grant;
+      let asked = pending.get(client.key);
+      if (!asked) {
+        asked = Promise.resolve()
+          .then(() => grants({ key: client.key, token: client.token, ip: ctx.req.ip }, ctx.req))
+          .then((answer) => {
+            const grant = answer === undefined || answer === null ? undefined : checkGrantAtRequest(check, answer, shapes);
+            cache.set(client.key, { grant });
+            return grant;
+          })
+          .finally(() => pending.delete(client.key));
+        pending.set(client.key, asked);
+      }
+      return asked;
     };
   } else {
-    const table = new Map(Object.entries(grants));
-    find = async (client, req) => (client.token !== undefined ? table.get(client.token) : undefined) ?? table.get(req.ip ?? '');
+    const byToken = new Map<string, Grant>();
+    const byAddress = new Map<string, Grant>();
+    for (const [who, raw] of Object.entries(grants)) {
+      const grant = checkGrant(check, raw, `options.grants[${JSON.stringify(who)}]`, shapes);
+      if (isAddress(who)) byAddress.set(ipOf(who), grant);
+      else byToken.set(tokenKey(who), grant);
+    }
+    find = (client) =>
+      (client.tokenKey !== undefined ? byToken.get(client.tokenKey) : undefined) ?? (byAddress.size > 0 ? byAddress.get(client.ip) : undefined);
   }
 
-  return async (client, req, base) => {
-    const grant = await find(client, req);
-    if (grant === undefined) return base;
-    if (grant === UNLIMITED) return UNLIMITED;
-    return variant(base, grant);
+  const apply = (ctx: Context, grant: Grant | undefined) => {
+    if (grant === undefined) return;
+    if (grant === UNLIMITED) ctx.state = PASSED;
+    else ctx.endpoint = variant(ctx.endpoint, grant);
   };
+  return (ctx) => {
+    const grant = find(ctx.client, ctx);
+    if (grant instanceof Promise) return grant.then((g) => apply(ctx, g));
+    apply(ctx, grant);
+  };
+}
+
+/** A lookup's answer that is not a grant is a bug of the app, reported to its error handler with the field named. */
+function checkGrantAtRequest(check: Checker, answer: unknown, shapes: ReadonlySet<string>): Grant {
+  try {
+    return checkGrant(check, answer, 'options.grants() result', shapes);
+  } catch (error) {
+    throw new TypeError((error as Error).message);
+  }
 }

@@ -1,18 +1,25 @@
 // The public surface of listing-limits.
-export type { BanInfo, BanOptions, OnBan } from './bans.js';
-export type { Authenticate, ClientKind } from './client.js';
-export {
-  ListingLimitsError,
-  type ListingLimitsErrorCode,
-  type StoreFailureMode,
-  StoreUnavailableError,
-} from './errors.js';
-export type { Grant, GrantLookup, Grants } from './grants.js';
+export { MAX_DURATION_MS } from './check.js';
+export { ListingLimitsError, type ListingLimitsErrorCode, type StoreFailureMode, StoreUnavailableError } from './errors.js';
 export { type EndpointRow, type ListingName, listings, type Method } from './listings.js';
-export { type ListingLimitsMiddleware, listingLimits } from './middleware.js';
-export type { LimitEvent, LimitHandler, ListingLimitsOptions, RateLimitInfo } from './options.js';
+export { listingLimits } from './middleware.js';
 export { type RedisClient, type RedisFailureMode, type RedisStoreOptions, redisStore } from './redis.js';
-export { type Endpoint, memoryStore, type Store } from './stores.js';
+export { type CounterSpec, memoryStore, type Store, type StoreFailurePolicy } from './stores.js';
+export type {
+  Authenticate,
+  BanInfo,
+  BanOptions,
+  ClientKind,
+  Grant,
+  GrantLookup,
+  Grants,
+  LimitEvent,
+  LimitHandler,
+  ListingLimitsMiddleware,
+  ListingLimitsOptions,
+  OnBan,
+  RateLimitInfo,
+} from './types.js';
 export {
   type EndpointPlan,
   type EndpointReport,

@@ -18,7 +18,7 @@ export function tokenKey(authorization: string): string {
  */
 export function ipKey(ip: string | undefined, ipv6Subnet: number | false): string {
   if (!ip) return 'ip:unknown';
-  if (!ip.includes(':')) return `ip:${ip}`;
+  if (!ip.includes(':')) return `ip:${canonicalIPv4(ip)}`;
   let address: ipaddr.IPv4 | ipaddr.IPv6;
   try {
     address = ipaddr.parse(ip);
@@ -33,6 +33,20 @@ export function ipKey(ip: string | undefined, ipv6Subnet: number | false): strin
   const mask = ipaddr.IPv6.subnetMaskFromPrefixLength(ipv6Subnet).toByteArray();
   const network = ipaddr.fromByteArray(bytes.map((byte, i) => byte & (mask[i] ?? 0)));
   return `ip:${network.toString()}/${ipv6Subnet}`;
+}
+
+/**
+ * The dotted-decimal spelling of an IPv4 address written another way (`3405803785`, `0xcb.0.113.9`, `203.0.113.09`),
+ * as a header that `trust proxy` trusts may carry it: one address, one counter. Anything else is kept as given.
+ */
+function canonicalIPv4(ip: string): string {
+  if (ipaddr.IPv4.isValidFourPartDecimal(ip)) return ip;
+  if (ipaddr.IPv4.isValid(ip)) return ipaddr.IPv4.parse(ip).toString();
+  const parts = ip.split('.');
+  if (parts.length === 4 && parts.every((part) => /^\d{1,3}$/.test(part) && Number(part) <= 255)) {
+    return parts.map(Number).join('.');
+  }
+  return ip;
 }
 
 /**

@@ -1,19 +1,15 @@
-// The Express middleware: match → client → ban → grant → consume → headers → next(), 429 or 403.
-import type { NextFunction, Request, RequestHandler, Response } from 'express';
-import { RateLimiterRes } from 'rate-limiter-flexible';
-import { type Client, REJECTED } from './client.js';
+// The Express middleware: one pipeline of steps, identify → ban check → grant → token check → count → respond.
+import type { NextFunction, Request, Response } from 'express';
+import { ANSWERED, type Context, GOING, limitedBody, PASSED, sendJson, type Step, UNAUTHORIZED_BODY, UNAVAILABLE_BODY } from './context.js';
+import { type Count, Deadline } from './counter.js';
+import type { CompiledEndpoint } from './endpoint.js';
 import { StoreUnavailableError } from './errors.js';
-import { UNLIMITED } from './grants.js';
 import { retryAfterSeconds, setRateLimitHeaders } from './headers.js';
+import { observe } from './hooks.js';
+import { type Client, REJECTED } from './identify.js';
 import type { EndpointRow, ListingName } from './listings.js';
-import { MemoryLimiter } from './stores.js';
-import {
-  type CompiledEndpoint,
-  type Config,
-  configure,
-  type ListingLimitsOptions,
-  type RateLimitInfo,
-} from './options.js';
+import { type Config, configure } from './options.js';
+import type { ListingLimitsMiddleware, ListingLimitsOptions, RateLimitInfo } from './types.js';
 
 declare global {
   namespace Express {
@@ -24,148 +20,137 @@ declare global {
   }
 }
 
-/** The middleware, with the means to lift a ban. */
-export interface ListingLimitsMiddleware extends RequestHandler {
-  /** Lifts the ban of a client key as reported to `onBan`, and forgets its refusals. Resolves true when it was banned. */
-  unban(key: string): Promise<boolean>;
-}
+/** The state of one counted request: a class, so that every request's context has one shape. */
+class RequestContext implements Context {
+  client: Client = undefined as unknown as Client;
+  count: Count = undefined as unknown as Count;
+  deadline: Deadline | undefined = undefined;
+  state: Context['state'] = GOING;
 
-const MESSAGE = 'You are sending too many requests, please slow down';
-
-/** The 429 body of the original service, which its clients parse, with the seconds to wait. */
-export function limitedBody(retryAfter: number): string {
-  return `{"success":false,"code":429,"message":"${MESSAGE}","retryAfter":${retryAfter}}`;
-}
-
-function sendJson(res: Response, status: number, body: string, retryAfter?: number): void {
-  res.statusCode = status;
-  if (retryAfter !== undefined) res.setHeader('Retry-After', String(retryAfter));
-  res.setHeader('Content-Type', 'application/json; charset=utf-8');
-  res.end(body);
-}
-
-/** The 503 of a store that fails closed, in the shape of the 429 body. */
-const UNAVAILABLE_BODY =
-  '{"success":false,"code":503,"message":"The service is temporarily unavailable, please try again later"}';
-
-/**
- * An error on the request path: a store that could not count fails open (the request passes, uncounted,
- * without headers) or closed (503); anything else goes to the app's error handler.
- */
-function failed(error: unknown, res: Response, next: NextFunction): void {
-  if (!(error instanceof StoreUnavailableError)) return next(error);
-  if (error.mode === 'open') return next();
-  sendJson(res, 503, UNAVAILABLE_BODY);
-}
-
-const UNAUTHORIZED = '{"success":false,"code":401,"message":"The Authorization token is not valid"}';
-
-/** The 403 of a banned client: when the ban ends, to the second (rounded up), and the seconds until then. */
-function bannedBody(until: number, retryAfter: number): string {
-  const message = 'You are banned from this API for circumventing its rate limits';
-  const end = new Date(Math.ceil(until / 1000) * 1000).toISOString();
-  return `{"success":false,"code":403,"message":"${message}","bannedUntil":"${end}","retryAfter":${retryAfter}}`;
+  constructor(
+    readonly req: Request,
+    readonly res: Response,
+    readonly next: NextFunction,
+    public endpoint: CompiledEndpoint,
+  ) {}
 }
 
 /**
- * Answers a counted request from the store's result: headers and `req.rateLimit`, then, over the limit,
- * `onLimit` and the 429 (or the `handler`). Returns true when the request goes on to the next handler.
+ * Runs the steps from `from` on: each either finishes at once or returns a promise to wait for, and may answer the
+ * request or let it through. Every error, thrown or rejected, goes to `failed`.
  */
-function respond(
-  config: Config,
-  compiled: CompiledEndpoint,
-  client: Client,
-  req: Request,
-  res: Response,
-  next: NextFunction,
-  result: RateLimiterRes,
-  allowed: boolean,
-): boolean {
-  const { endpoint } = compiled;
-  const now = Date.now();
-  const remaining = allowed ? result.remainingPoints : 0;
-  const info: RateLimitInfo = {
-    endpoint: endpoint.name,
-    limit: endpoint.limit,
-    remaining,
-    resetTime: new Date(now + Math.max(result.msBeforeNext, 0)),
-  };
-  req.rateLimit = info;
-  if (config.headers) setRateLimitHeaders(res, compiled.headers, remaining, result.msBeforeNext, now);
-  if (allowed) return true;
-
-  const retryAfter = retryAfterSeconds(result.msBeforeNext);
-  config.onLimit?.({ ...info, retryAfter, client: { kind: client.kind, key: client.key }, shadow: config.shadow }, req);
-  if (config.shadow) return true;
-  if (config.handler) {
-    config.handler(req, res, next, { ...info, retryAfter });
-    return false;
-  }
-  sendJson(res, 429, limitedBody(retryAfter), retryAfter);
-  return false;
-}
-
-/** `respond` for the direct path, then next() when the request goes on; an error in between goes to `failed`. */
-function answer(
-  config: Config,
-  compiled: CompiledEndpoint,
-  client: Client,
-  req: Request,
-  res: Response,
-  next: NextFunction,
-  result: RateLimiterRes,
-  allowed: boolean,
-): void {
-  let goOn: boolean;
+function proceed(ctx: Context, steps: readonly Step[], from: number, config: Config): void {
+  let i = from;
   try {
-    goOn = respond(config, compiled, client, req, res, next, result, allowed);
+    for (; i < steps.length && ctx.state === GOING; i++) {
+      const pending = (steps[i] as Step)(ctx);
+      if (pending !== undefined) {
+        const at = i + 1;
+        pending.then(
+          () => proceed(ctx, steps, at, config),
+          (error: unknown) => failed(ctx, error, config),
+        );
+        return;
+      }
+    }
   } catch (error) {
-    failed(error, res, next);
+    failed(ctx, error, config);
     return;
   }
-  if (goOn) next();
+  ctx.deadline?.clear();
+  if (ctx.state === PASSED) ctx.next();
 }
 
-/** rate-limiter-flexible resolves with its result, and rejects with it when the limit is hit or with an Error when the store fails. */
-function consume(compiled: CompiledEndpoint, key: string): Promise<[RateLimiterRes, boolean]> {
-  return compiled.limiter.consume(key).then(
-    (result) => [result, true],
-    (rejection: unknown) => {
-      if (rejection instanceof RateLimiterRes) return [rejection, false];
-      throw rejection;
-    },
-  );
-}
-
-/** The whole request path, for configurations with async steps: skip, authenticate, bans, grants. */
-async function limit(config: Config, base: CompiledEndpoint, req: Request, res: Response, next: NextFunction): Promise<boolean> {
-  if (config.skip && (await config.skip(req))) return true;
-  const client = await config.identify(req);
-  if (client === REJECTED) {
-    sendJson(res, 401, UNAUTHORIZED);
-    return false;
+/**
+ * An error on the request path: a store that could not count fails open (the request passes, uncounted, without
+ * headers) or closed (503); anything else goes to the app's error handler. After an answer, it is only reported.
+ */
+function failed(ctx: Context, error: unknown, config: Config): void {
+  ctx.deadline?.clear();
+  if (ctx.state !== GOING || ctx.res.headersSent) {
+    config.report(error, ctx.req);
+    return;
   }
-  const { bans } = config;
-  if (bans && !config.shadow) {
-    const until = await bans.bannedUntil(client);
-    if (until !== undefined) {
-      const retryAfter = retryAfterSeconds(until - Date.now());
-      sendJson(res, 403, bannedBody(until, retryAfter), retryAfter);
-      return false;
+  ctx.state = ANSWERED;
+  if (!(error instanceof StoreUnavailableError)) return ctx.next(error);
+  if (error.mode === 'open') return ctx.next();
+  sendJson(ctx, 503, UNAVAILABLE_BODY);
+}
+
+/** The steps a configuration needs, in order; the fast case (no async option, a memory store) never waits. */
+function compileSteps(config: Config): Step[] {
+  const { bans, identify, skip, timeoutMs } = config;
+  const steps: Step[] = [];
+  if (skip) {
+    const decide = (ctx: Context, skipped: boolean) => {
+      if (skipped) ctx.state = PASSED;
+    };
+    steps.push((ctx) => {
+      const skipped = skip(ctx.req);
+      if (skipped instanceof Promise) return skipped.then((s) => decide(ctx, s));
+      decide(ctx, skipped);
+    });
+  }
+  const identified = (ctx: Context, client: Client | typeof REJECTED) => {
+    if (client === REJECTED) sendJson(ctx, 401, UNAUTHORIZED_BODY);
+    else ctx.client = client;
+  };
+  steps.push((ctx) => {
+    const client = identify(ctx.req);
+    if (client instanceof Promise) return client.then((c) => identified(ctx, c));
+    identified(ctx, client);
+  });
+  if (bans && !config.shadow) steps.push(bans.check);
+  if (config.grant) steps.push(config.grant);
+  if (bans?.countsTokens) steps.push(bans.tokens);
+  const counted = (ctx: Context, count: Count) => {
+    ctx.count = count;
+  };
+  steps.push((ctx) => {
+    if (timeoutMs !== undefined) ctx.deadline ??= new Deadline(timeoutMs);
+    const count = ctx.endpoint.counter.hit(ctx.client.key, ctx.deadline);
+    if (count instanceof Promise) return count.then((c) => counted(ctx, c));
+    counted(ctx, count);
+  });
+  if (bans) steps.push((ctx) => (ctx.count.count > ctx.endpoint.limit ? bans.strike(ctx) : undefined));
+  steps.push((ctx) => respond(ctx, config));
+  return steps;
+}
+
+/**
+ * Answers a counted request: headers and `req.rateLimit`, then, over the limit, `onLimit` and the 429 (or the
+ * `handler`). An allowed request is checked against the bans once more, for a ban decided while it was in flight.
+ */
+function respond(ctx: Context, config: Config): void {
+  const { endpoint, count, req, res } = ctx;
+  const allowed = count.count <= endpoint.limit;
+  if (allowed && config.bans?.refuseMirrored(ctx)) return;
+  const now = Date.now();
+  const msLeft = Math.max(count.resetAt - now, 0);
+  const remaining = allowed ? endpoint.limit - count.count : 0;
+  const info: RateLimitInfo = { endpoint: endpoint.name, limit: endpoint.limit, remaining, resetTime: new Date(count.resetAt) };
+  req.rateLimit = info;
+  if (config.headers) setRateLimitHeaders(res, endpoint.headers, remaining, msLeft, now);
+  if (allowed) {
+    ctx.state = PASSED;
+    return;
+  }
+  const retryAfter = retryAfterSeconds(msLeft);
+  const { client } = ctx;
+  observe(config.onLimit, { ...info, retryAfter, client: { kind: client.kind, key: client.key }, shadow: config.shadow }, req, config.report);
+  if (config.shadow) {
+    ctx.state = PASSED;
+    return;
+  }
+  if (config.handler) {
+    ctx.state = ANSWERED;
+    const handled = config.handler(req, res, ctx.next, { ...info, retryAfter });
+    if (handled instanceof Promise) {
+      handled.then(undefined, (error: unknown) => (res.headersSent ? config.report(error, req) : ctx.next(error)));
     }
+    return;
   }
-  let compiled = base;
-  if (config.grant) {
-    const granted = await config.grant(client, req, base);
-    if (granted === UNLIMITED) return true;
-    compiled = granted;
-  }
-  const [result, allowed] = await consume(compiled, client.key);
-  if (bans) {
-    await bans.sawToken(client, req);
-    if (!allowed && !config.shadow) await bans.strike(client, req);
-  }
-  return respond(config, compiled, client, req, res, next, result, allowed);
+  sendJson(ctx, 429, limitedBody(retryAfter), retryAfter);
 }
 
 /** Warns once that clients behind a proxy share one counter, when requests carry X-Forwarded-For but `trust proxy` is off. */
@@ -186,47 +171,20 @@ function forwardedWarning(): (req: Request) => void {
  * Validates everything at once and throws a `ListingLimitsError` naming the field when the configuration
  * cannot work. Requests that match no row pass through untouched.
  */
-export function listingLimits(
-  listing: ListingName | readonly EndpointRow[],
-  options?: ListingLimitsOptions,
-): ListingLimitsMiddleware {
+export function listingLimits(listing: ListingName | readonly EndpointRow[], options?: ListingLimitsOptions): ListingLimitsMiddleware {
   const config = configure(listing, options);
+  const steps = compileSteps(config);
   const warn = forwardedWarning();
-  // Marks requests this instance has counted, so that mounting it twice on one request path counts once.
-  const counted = Symbol('listing-limits counted');
-  // Without async steps the request path is: identify, one store call, respond.
-  const direct = config.syncIdentify && !config.skip && !config.bans && !config.grant;
+  // The requests this instance has counted, so that mounting it twice on one request path counts once. A WeakSet
+  // rather than a mark on `req`: a new property on Node's request object slows every request down.
+  const counted = new WeakSet<Request>();
 
   const middleware = function listingLimitsMiddleware(req: Request, res: Response, next: NextFunction) {
-    const compiled = config.match(req.method, req.path);
-    const marks = req as unknown as Record<symbol, boolean>;
-    if (!compiled || marks[counted]) return next();
-    marks[counted] = true;
+    const endpoint = config.match(req.method, req.path);
+    if (!endpoint || counted.has(req)) return next();
+    counted.add(req);
     warn(req);
-    if (!direct) {
-      limit(config, compiled, req, res, next).then(
-        (goOn) => {
-          if (goOn) next();
-        },
-        (error: unknown) => failed(error, res, next),
-      );
-      return;
-    }
-    const client = config.identify(req) as Client;
-    const { limiter } = compiled;
-    if (limiter instanceof MemoryLimiter && limiter.countsAtOnce) {
-      const result = limiter.consumeNow(client.key);
-      answer(config, compiled, client, req, res, next, result, result.consumedPoints <= limiter.points);
-      return;
-    }
-    // Other stores answer through a promise: one hop, then next().
-    limiter.consume(client.key).then(
-      (result) => answer(config, compiled, client, req, res, next, result, true),
-      (rejection: unknown) => {
-        if (rejection instanceof RateLimiterRes) answer(config, compiled, client, req, res, next, rejection, false);
-        else failed(rejection, res, next);
-      },
-    );
+    proceed(new RequestContext(req, res, next, endpoint), steps, 0, config);
   };
   return Object.assign(middleware, {
     unban: async (key: string) => (config.bans ? config.bans.unban(key) : false),

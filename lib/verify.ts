@@ -5,7 +5,8 @@ import { compile, pathToRegexp } from 'path-to-regexp';
 import { isInnerList, type Item, parseList } from 'structured-headers';
 import { ListingLimitsError } from './errors.js';
 import type { EndpointRow, ListingName } from './listings.js';
-import { checkTable, unknownKeys } from './options.js';
+import { Checker } from './check.js';
+import { checkTable } from './table.js';
 
 /** Options of {@link verifyContract} and {@link planVerification}. */
 export interface VerifyOptions {
@@ -251,10 +252,11 @@ function resolve(options: VerifyOptions): Run {
   if (typeof options !== 'object' || options === null) {
     throw new ListingLimitsError('ERR_INVALID_OPTION', 'options', 'must be an object { baseUrl, listing }.', SOURCE);
   }
-  unknownKeys(options, optionNames, (key) => `options.${key}`, SOURCE);
+  const check = new Checker(SOURCE);
+  check.unknownKeys(options, optionNames, (key) => `options.${key}`);
   const baseUrl = checkBaseUrl(options.baseUrl);
   if (options.listing === undefined) invalid('listing', 'is required: "A", "B" or an array of rows.');
-  const rows = checkTable(options.listing, 'options.listing', SOURCE);
+  const rows = checkTable(check, options.listing, 'options.listing');
   const listingName = typeof options.listing === 'string' ? `listing ${options.listing}` : 'the table';
   const names = rows.map((row) => `${row.method} ${row.path}`);
   const only = checkOnly(options.only, names, listingName);

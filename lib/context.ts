@@ -1,0 +1,62 @@
+// One counted request on its way through the steps of the middleware, and the answers a step can give it.
+import type { NextFunction, Request, Response } from 'express';
+import type { Count, Deadline } from './counter.js';
+import type { CompiledEndpoint } from './endpoint.js';
+import { retryAfterSeconds } from './headers.js';
+import type { Client } from './identify.js';
+
+/** Where a request stands: still going through the steps, let through, or answered by a step. */
+export const GOING = 0;
+export const PASSED = 1;
+export const ANSWERED = 2;
+
+export interface Context {
+  readonly req: Request;
+  readonly res: Response;
+  readonly next: NextFunction;
+  /** The endpoint the request counts on: the table's row, or a granted variant of it. */
+  endpoint: CompiledEndpoint;
+  client: Client;
+  /** The endpoint counter's state after this request. */
+  count: Count;
+  /** The request's one deadline for a store with a failure policy; made at its first store call. */
+  deadline: Deadline | undefined;
+  state: typeof GOING | typeof PASSED | typeof ANSWERED;
+}
+
+/** A step of the request path: it reads and sets the context, and answers or lets the request through by setting `state`. */
+export type Step = (ctx: Context) => void | Promise<void>;
+
+const MESSAGE = 'You are sending too many requests, please slow down';
+
+/** The 429 body of the original service, which its clients parse, with the seconds to wait. */
+export function limitedBody(retryAfter: number): string {
+  return `{"success":false,"code":429,"message":"${MESSAGE}","retryAfter":${retryAfter}}`;
+}
+
+export const UNAUTHORIZED_BODY = '{"success":false,"code":401,"message":"The Authorization token is not valid"}';
+
+/** The 503 of a store that fails closed, in the shape of the 429 body. */
+export const UNAVAILABLE_BODY =
+  '{"success":false,"code":503,"message":"The service is temporarily unavailable, please try again later"}';
+
+/** The 403 of a banned client: when the ban ends, and the seconds until then. */
+export function bannedBody(until: number, retryAfter: number): string {
+  const message = 'You are banned from this API for circumventing its rate limits';
+  return `{"success":false,"code":403,"message":"${message}","bannedUntil":"${new Date(until).toISOString()}","retryAfter":${retryAfter}}`;
+}
+
+export function sendJson(ctx: Context, status: number, body: string, retryAfter?: number): void {
+  const { res } = ctx;
+  ctx.state = ANSWERED;
+  res.statusCode = status;
+  if (retryAfter !== undefined) res.setHeader('Retry-After', String(retryAfter));
+  res.setHeader('Content-Type', 'application/json; charset=utf-8');
+  res.end(body);
+}
+
+/** Answers 403 to a client banned until `until` (epoch ms). */
+export function answerBanned(ctx: Context, until: number): void {
+  const retryAfter = retryAfterSeconds(until - Date.now());
+  sendJson(ctx, 403, bannedBody(until, retryAfter), retryAfter);
+}

@@ -1,0 +1,33 @@
+// Calls of the app's observers (onLimit, onBan): their failures, sync or async, never change an answer or crash the process.
+import type { Request } from 'express';
+
+export type OnError = (error: unknown, req: Request) => void;
+
+/** Where the errors of observers go: `onError`, or a process warning; an `onError` that fails itself is warned about too. */
+export function reporter(onError: OnError | undefined): OnError {
+  const warn = (error: unknown) => {
+    const text = error instanceof Error ? error.message : String(error);
+    process.emitWarning(`listing-limits: a hook failed: ${text}`, { code: 'LISTING_LIMITS_HOOK_ERROR' });
+  };
+  if (!onError) return warn;
+  return (error, req) => {
+    try {
+      onError(error, req);
+    } catch (failure) {
+      warn(failure);
+    }
+  };
+}
+
+/** Runs an observer; what it throws or rejects with goes to `report`. */
+export function observe<A>(hook: ((arg: A, req: Request) => unknown) | undefined, arg: A, req: Request, report: OnError): void {
+  if (!hook) return;
+  try {
+    const result = hook(arg, req);
+    if (result !== null && typeof result === 'object' && typeof (result as Promise<unknown>).then === 'function') {
+      (result as Promise<unknown>).then(undefined, (error: unknown) => report(error, req));
+    }
+  } catch (error) {
+    report(error, req);
+  }
+}

@@ -1,0 +1,85 @@
+// A limits table: a listing's name or custom rows, checked row by row, and the shape that says when two rows are one endpoint.
+import { METHODS } from 'node:http';
+import { type Checker, show, suggestion } from './check.js';
+import { type EndpointRow, type ListingName, listings } from './listings.js';
+import { compilePath } from './match.js';
+
+const rowFields = ['method', 'path', 'limit', 'windowMs'] as const;
+
+/** The names of the contract's listings, in table order: `A`, `B`, … */
+export const listingNames = Object.keys(listings) as ListingName[];
+
+/**
+ * What makes two rows one endpoint: the method and the path as the router matches it, so paths that differ only
+ * in letter case or in parameter names (`/v1/bots/:id`, `/V1/Bots/:botId`) are the same.
+ */
+export function rowShape(row: Pick<EndpointRow, 'method' | 'path'>): string {
+  return `${row.method} ${compilePath(row.path).source.toLowerCase()}`;
+}
+
+/** Checks one row; errors name `at` (e.g. `listing[2]`) and its fields. */
+export function checkRow(check: Checker, row: unknown, at: string): EndpointRow {
+  if (typeof row !== 'object' || row === null || Array.isArray(row)) {
+    check.fail('ERR_INVALID_ROW', at, `must be an object { method, path, limit, windowMs }; got ${show(row)}.`);
+  }
+  check.unknownKeys(row, rowFields, (key) => `${at}.${key}`, 'a row field');
+  const { method, path, limit, windowMs } = row as Record<string, unknown>;
+  if (typeof method !== 'string' || !METHODS.includes(method)) {
+    check.fail('ERR_INVALID_ROW', `${at}.method`, `must be an upper-case HTTP method such as "GET"; got ${show(method)}.`);
+  }
+  if (method === 'HEAD') check.fail('ERR_INVALID_ROW', `${at}.method`, 'cannot be "HEAD": HEAD requests are counted on the GET row.');
+  if (typeof path !== 'string' || !/^\/[\x20-\x7e]*$/.test(path)) {
+    check.fail('ERR_INVALID_ROW', `${at}.path`, `must be a path of printable ASCII starting with "/"; got ${show(path)}.`);
+  }
+  try {
+    compilePath(path);
+  } catch (error) {
+    check.fail('ERR_INVALID_ROW', `${at}.path`, `is not a valid path-to-regexp path: ${(error as Error).message}`);
+  }
+  return {
+    method,
+    path,
+    limit: check.count(limit, `${at}.limit`, 'ERR_INVALID_ROW'),
+    windowMs: check.seconds(windowMs, `${at}.windowMs`, 'ERR_INVALID_ROW'),
+  };
+}
+
+/** Checks rows and refuses two rows for one endpoint (see rowShape). */
+export function checkRows(check: Checker, value: unknown, field: string): readonly EndpointRow[] {
+  if (!Array.isArray(value) || value.length === 0) {
+    check.fail('ERR_INVALID_ROW', field, `must be a non-empty array of rows { method, path, limit, windowMs }; got ${show(value)}.`);
+  }
+  const rows = value.map((row, i) => checkRow(check, row, `${field}[${i}]`));
+  const seen = new Map<string, number>();
+  rows.forEach((row, i) => {
+    const shape = rowShape(row);
+    const first = seen.get(shape);
+    if (first !== undefined) {
+      check.fail(
+        'ERR_DUPLICATE_ROW',
+        `${field}[${i}]`,
+        `repeats ${field}[${first}] (${row.method} ${row.path}): one method and path may have only one row.`,
+      );
+    }
+    seen.set(shape, i);
+  });
+  return rows;
+}
+
+/** A listing: the name of one of the contract's tables, or custom rows. Errors name `field`. */
+export function checkTable(check: Checker, listing: unknown, field = 'listing'): readonly EndpointRow[] {
+  const names = listingNames.map((name) => JSON.stringify(name)).join(', ');
+  if (typeof listing === 'string') {
+    if (Object.hasOwn(listings, listing)) return listings[listing as ListingName];
+    const near = suggestion(listing, listingNames);
+    check.fail(
+      'ERR_UNKNOWN_LISTING',
+      field,
+      `${show(listing)} is not a listing. Use ${names} or an array of rows.${near ? ` Did you mean \`${near}\`?` : ''}`,
+    );
+  }
+  if (!Array.isArray(listing) || listing.length === 0) {
+    check.fail('ERR_UNKNOWN_LISTING', field, `must be ${names} or a non-empty array of rows; got ${show(listing)}.`);
+  }
+  return checkRows(check, listing, field);
+}

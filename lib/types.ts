@@ -1,0 +1,186 @@
+// The public types of listingLimits(): its options, what it tells handlers and hooks, and the middleware it returns.
+import type { NextFunction, Request, RequestHandler, Response } from 'express';
+import type { EndpointRow } from './listings.js';
+import type { Store } from './stores.js';
+
+/** How a client was identified. */
+export type ClientKind = 'token' | 'ip' | 'custom';
+
+/** What `req.rateLimit` and the `handler` option are told about a counted request. */
+export interface RateLimitInfo {
+  /** The endpoint's name, `<METHOD> <path>` as in the table, e.g. `GET /v1/bots/:id`. */
+  readonly endpoint: string;
+  /** Requests allowed per window on this endpoint. */
+  readonly limit: number;
+  /** Requests left in the current window after this one (0 when refused). */
+  readonly remaining: number;
+  /** When the current window ends. */
+  readonly resetTime: Date;
+}
+
+/**
+ * Answers a request that is over the limit, instead of the default 429. Headers are already set. Sync or async:
+ * an error it throws or rejects with goes to `next(err)`.
+ */
+export type LimitHandler = (
+  req: Request,
+  res: Response,
+  next: NextFunction,
+  info: RateLimitInfo & { readonly retryAfter: number },
+) => unknown;
+
+/** What `onLimit` is told about a request over the limit. */
+export interface LimitEvent extends RateLimitInfo {
+  /** Seconds until the window ends, as sent in Retry-After. */
+  readonly retryAfter: number;
+  /** How the client was identified, and its storage key. */
+  readonly client: { readonly kind: ClientKind; readonly key: string };
+  /** True in shadow mode: the request was let through. */
+  readonly shadow: boolean;
+}
+
+/** Decides whether an `Authorization` value is a real credential. Sync or async. */
+export type Authenticate = (token: string, req: Request) => boolean | Promise<boolean>;
+
+/** When a client is banned (rule 5). Durations in milliseconds, whole seconds, at most `MAX_DURATION_MS`. */
+export interface BanOptions {
+  /** Ban a client that is refused with 429 this many times... */
+  readonly after: number;
+  /** ...within this many milliseconds. */
+  readonly within: number;
+  /** How long a ban lasts, in milliseconds. */
+  readonly duration: number;
+  /**
+   * Ban an IP address that presents more than this many distinct Authorization values (rotating tokens)...
+   * Default: off.
+   */
+  readonly tokensPerIp?: number;
+  /** ...within this many milliseconds. Default: `within`. */
+  readonly tokensWithin?: number;
+}
+
+/** What `onBan` is told. */
+export interface BanInfo {
+  /** The banned client's key (`t:<hash>`, `ip:<address>` or a custom key): pass it to `unban()`. */
+  readonly key: string;
+  /** `'ip'` for a ban of an address (token rotation), else how the banned client was identified. */
+  readonly kind: ClientKind;
+  /**
+   * `'limit'`: the client was refused `after` times within `within` (the client is banned);
+   * `'token-rotation'`: its address presented more than `tokensPerIp` distinct tokens (the address is banned).
+   */
+  readonly reason: 'limit' | 'token-rotation';
+  /** When the ban ends: the instant of the 403 body's `bannedUntil`. */
+  readonly until: Date;
+  /** True in shadow mode: nothing was banned; this is who would have been. */
+  readonly shadow: boolean;
+}
+
+/** Called when a client is banned (or, in shadow mode, would be). Sync or async; its errors go to `onError`. */
+export type OnBan = (info: BanInfo, req: Request) => unknown;
+
+/**
+ * What an approved client gets instead of the contract's limits: `'unlimited'`; `{ multiplier }`, every limit
+ * multiplied (computed exactly in decimal, rounded down, at least 1); or `{ rows }`, rows that replace the table's
+ * rows of the same method and path (the others keep the table's limits).
+ */
+export type Grant = 'unlimited' | { readonly multiplier: number } | { readonly rows: readonly EndpointRow[] };
+
+/** Finds the grant of a client, or undefined for none. Answers are cached for `cacheMs` per client `key`. */
+export type GrantLookup = (
+  client: {
+    /** The client's key, as `onLimit` and `onBan` report it. */
+    readonly key: string;
+    /** The Authorization value, when there was one. */
+    readonly token: string | undefined;
+    /** `req.ip`. */
+    readonly ip: string | undefined;
+  },
+  req: Request,
+) => Grant | undefined | Promise<Grant | undefined>;
+
+/**
+ * Grants by Authorization value or by IP address, or a lookup function. IP addresses are matched the way clients
+ * are counted: IPv4-mapped IPv6 addresses as IPv4, other IPv6 addresses by their `ipv6Subnet` prefix.
+ */
+export type Grants = Readonly<Record<string, Grant>> | GrantLookup;
+
+/** Options of {@link listingLimits}. */
+export interface ListingLimitsOptions {
+  /**
+   * Where counters live: a factory giving each counter its rate-limiter-flexible limiter.
+   * Use one store per middleware. Default: `memoryStore()`.
+   */
+  store?: Store;
+  /**
+   * The client a request is counted for. Sync or async; must return a non-empty string, used as given.
+   * Default: a SHA-256 hash of the `Authorization` value when present and not empty, else `req.ip`
+   * (IPv6 grouped by `ipv6Subnet`).
+   */
+  key?: (req: Request) => string | Promise<string>;
+  /** Requests for which it returns true are neither counted nor given headers. Sync or async. Default: none skipped. */
+  skip?: (req: Request) => boolean | Promise<boolean>;
+  /**
+   * Whether counted responses carry the `RateLimit`, `RateLimit-Policy` and `X-RateLimit-*` headers.
+   * `Retry-After` is sent on every default 429 regardless. Default: `true`.
+   */
+  headers?: boolean;
+  /** Answers a request that is over the limit, instead of the default JSON 429. Default: the JSON 429 of the contract. */
+  handler?: LimitHandler;
+  /**
+   * Prefix length that groups IPv6 clients counted by IP (`64` counts a whole /64 as one client);
+   * `false` counts every address alone. IPv4 and IPv4-mapped addresses are always counted alone. Default: `64`.
+   */
+  ipv6Subnet?: number | false;
+  /**
+   * Decides whether an Authorization value is a real credential (sync or async), so that invented tokens
+   * cannot each get a fresh counter. Verdicts are cached for `cacheMs`, keyed by the token's hash, and concurrent
+   * requests with one token share one call. A token it refuses is counted by IP, or answered 401 with
+   * `invalidToken: 'reject'`. Cannot be combined with `key`. Default: every token is taken as given.
+   */
+  authenticate?: Authenticate;
+  /** What happens to a token that `authenticate` refuses: `'ip'` counts the request by IP; `'reject'` answers 401. Default: `'ip'`. */
+  invalidToken?: 'ip' | 'reject';
+  /** How long `authenticate` verdicts and `grants` lookups are cached, in milliseconds. Default: `60000`. */
+  cacheMs?: number;
+  /**
+   * Bans for circumventing the limits (rule 5): a client refused `after` times within `within` ms is banned
+   * for `duration` ms, and, with `tokensPerIp`, an IP address that presents more distinct tokens than that
+   * within `tokensWithin` ms is banned too. A banned client gets 403 on every endpoint of the table.
+   * Default: no bans.
+   */
+  ban?: BanOptions;
+  /** Called when a client is banned, e.g. to log it or to keep it elsewhere. Default: none. */
+  onBan?: OnBan;
+  /**
+   * Extended limits for approved clients (rule 6): by Authorization value or by IP address, a map of grants
+   * or a lookup function (sync or async, cached for `cacheMs`). Granted clients count on counters of their
+   * own and see their own limits in the headers. Default: none.
+   */
+  grants?: Grants;
+  /**
+   * `'enforce'` refuses requests over the limit; `'shadow'` counts and sets headers but lets every request
+   * through (no 429, no 403, nothing banned), reporting would-be refusals to `onLimit` and would-be bans to
+   * `onBan` with `shadow: true`. Default: `'enforce'`.
+   */
+  mode?: 'enforce' | 'shadow';
+  /**
+   * Called on every request over the limit (and every would-be refusal in shadow mode), for logs and metrics.
+   * Sync or async; its errors go to `onError`. Default: none.
+   */
+  onLimit?: (event: LimitEvent, req: Request) => unknown;
+  /**
+   * Receives the errors of `onLimit` and `onBan` (thrown or rejected), which never change the answer of the
+   * request. Default: each is emitted as a process warning with code `LISTING_LIMITS_HOOK_ERROR`.
+   */
+  onError?: (error: unknown, req: Request) => void;
+}
+
+/** The middleware, with the means to lift a ban. */
+export interface ListingLimitsMiddleware extends RequestHandler {
+  /**
+   * Lifts the bans of a client key as `onBan` reported it (the client's own and, for `ip:` keys, the address's),
+   * and forgets what led to them (its refusals, its address's token count). Resolves true when there was a ban.
+   */
+  unban(key: string): Promise<boolean>;
+}
