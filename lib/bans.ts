@@ -90,11 +90,9 @@ export class Bans {
 
   /** The end of a mirrored ban, or undefined. */
   #mirrored(key: string, now: number): number | undefined {
+    // An ended ban stays until it is evicted: it tells that a new ban of the same key is a ban again.
     const until = this.#mirror.get(key);
-    if (until === undefined) return undefined;
-    if (until > now) return until;
-    this.#mirror.delete(key);
-    return undefined;
+    return until !== undefined && until > now ? until : undefined;
   }
 
   /** Whether the client, or its address, is banned as far as this process knows; answers 403 when it is. */
@@ -121,44 +119,56 @@ export class Bans {
     const keys = this.#tokens ? [client.key, addressBan(client.ip)] : [client.key];
     const deadline = this.#deadline(ctx);
     return Promise.all(keys.map((key) => stored.get(key, deadline))).then((found) => {
-      let until: number | undefined;
+      let until = 0;
       found.forEach((state, i) => {
         if (!state) return;
         const end = state.count > 1 ? state.count : state.resetAt;
         this.#mirror.set(keys[i] as string, end);
-        until = Math.max(until ?? 0, end);
+        until = Math.max(until, end);
       });
-      if (until !== undefined && until > Date.now()) answerBanned(ctx, until);
+      if (until > Date.now()) answerBanned(ctx, until);
     });
   };
 
-  /** Before counting, with `tokensPerIp`: the token that is one too many for its address bans the address, and is refused. */
+  /**
+   * Before counting, with `tokensPerIp`: a token new to its address counts on the address's tokens, any other reads
+   * them; past `tokensPerIp` the address is banned (by the token that is one too many) and the request refused. The
+   * count is not reset by the ban, so the store's order decides: a request whose hit or read follows the banning hit
+   * sees more than `tokensPerIp` and is refused, one before it is not.
+   */
   readonly tokens: Step = (ctx) => {
     const { client } = ctx;
     if (client.kind !== 'token') return;
-    const seen = this.#seen as Counter;
-    const deadline = this.#deadline(ctx);
-    const first = seen.hit(`${client.ip}|${client.key}`, deadline);
-    if (!(first instanceof Promise)) return this.#counted(ctx, first.count);
-    return first.then((state) => this.#counted(ctx, state.count));
+    const seen = (this.#seen as Counter).hit(`${client.ip}|${client.key}`, this.#deadline(ctx));
+    if (!(seen instanceof Promise)) return this.#tokensOf(ctx, seen.count === 1);
+    return seen.then((state) => this.#tokensOf(ctx, state.count === 1));
   };
 
-  #counted(ctx: Context, seen: number): void | Promise<void> {
-    if (seen !== 1) return;
+  #tokensOf(ctx: Context, first: boolean): void | Promise<void> {
     const tokens = this.#tokens as Counter;
     const ip = ctx.client.ip;
-    const counted = tokens.hit(ip, ctx.deadline);
-    const decide = (n: number) => {
-      const limit = this.#options.tokensPerIp as number;
-      if (n <= limit) return;
-      const banned = this.#ban(ctx, ip, addressBan(ip), 'ip', 'token-rotation', n === limit + 1, tokens);
-      if (this.#shadow) return banned;
-      const refuse = () => {
-        if (ctx.state === GOING) this.refuseMirrored(ctx);
-      };
-      return banned ? banned.then(refuse) : refuse();
+    if (first) {
+      const counted = tokens.hit(ip, ctx.deadline);
+      if (counted instanceof Promise) return counted.then((state) => this.#tokenDecision(ctx, state.count, true));
+      return this.#tokenDecision(ctx, counted.count, true);
+    }
+    // In this process's memory everything is decided in order: the mirror knows every ban decided before.
+    if (tokens.now) return this.#shadow ? undefined : void this.refuseMirrored(ctx);
+    return tokens.get(ip, ctx.deadline).then((state) => this.#tokenDecision(ctx, state?.count ?? 0, false));
+  }
+
+  #tokenDecision(ctx: Context, n: number, hit: boolean): void | Promise<void> {
+    const limit = this.#options.tokensPerIp as number;
+    if (n <= limit) return;
+    const ip = ctx.client.ip;
+    // The hit that is one too many bans; so does any request once a ban has ended within the same count window.
+    const crossed = (hit && n === limit + 1) || this.#mirror.has(addressBan(ip));
+    const banned = this.#ban(ctx, ip, addressBan(ip), 'ip', 'token-rotation', crossed);
+    if (this.#shadow) return banned;
+    const refuse = () => {
+      if (ctx.state === GOING) this.refuseMirrored(ctx);
     };
-    return counted instanceof Promise ? counted.then((state) => decide(state.count)) : decide(counted.count);
+    return banned ? banned.then(refuse) : refuse();
   }
 
   /** After a refusal: the `after`-th refusal within `within` bans the client; the refusal itself is answered as usual. */
@@ -182,9 +192,9 @@ export class Bans {
 
   /**
    * Bans `key` (stored as `banKey`) from now on: at once in this process, then in a shared store; forgets what led to
-   * it on `cause`. `onBan` is told when this request crossed the threshold. In shadow mode only `onBan` is told.
+   * it on `reset`. `onBan` is told when this request crossed the threshold. In shadow mode only `onBan` is told.
    */
-  #ban(ctx: Context, key: string, banKey: string, kind: ClientKind, reason: BanInfo['reason'], crossed: boolean, cause: Counter): void | Promise<void> {
+  #ban(ctx: Context, key: string, banKey: string, kind: ClientKind, reason: BanInfo['reason'], crossed: boolean, reset?: Counter): void | Promise<void> {
     const now = Date.now();
     const until = now + this.#options.duration;
     const info = { key, kind, reason, until: new Date(until), shadow: this.#shadow };
@@ -196,9 +206,10 @@ export class Bans {
     if (this.#mirrored(banKey, now) !== undefined) return;
     this.#mirror.set(banKey, until);
     if (crossed) observe(this.#onBan, info, ctx.req, this.#report);
-    const writes: Promise<unknown>[] = [cause.delete(key, ctx.deadline)];
+    const writes: Promise<unknown>[] = [];
+    if (reset) writes.push(reset.delete(key, ctx.deadline));
     if (this.#stored) writes.push(this.#stored.set(banKey, until, this.#options.duration, ctx.deadline));
-    return Promise.all(writes).then(() => undefined);
+    return writes.length > 0 ? Promise.all(writes).then(() => undefined) : undefined;
   }
 
   /** Lifts the bans of `key` (its own, and its address's), and forgets its refusals and its address's token count. */

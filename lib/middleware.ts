@@ -119,12 +119,11 @@ function compileSteps(config: Config): Step[] {
 
 /**
  * Answers a counted request: headers and `req.rateLimit`, then, over the limit, `onLimit` and the 429 (or the
- * `handler`). An allowed request is checked against the bans once more, for a ban decided while it was in flight.
+ * `handler`).
  */
 function respond(ctx: Context, config: Config): void {
   const { endpoint, count, req, res } = ctx;
   const allowed = count.count <= endpoint.limit;
-  if (allowed && config.bans?.refuseMirrored(ctx)) return;
   const now = Date.now();
   const msLeft = Math.max(count.resetAt - now, 0);
   const remaining = allowed ? endpoint.limit - count.count : 0;
@@ -143,10 +142,14 @@ function respond(ctx: Context, config: Config): void {
     return;
   }
   if (config.handler) {
+    // From here the handler answers; what it throws or rejects with goes to the app's error handler.
     ctx.state = ANSWERED;
-    const handled = config.handler(req, res, ctx.next, { ...info, retryAfter });
-    if (handled instanceof Promise) {
-      handled.then(undefined, (error: unknown) => (res.headersSent ? config.report(error, req) : ctx.next(error)));
+    const fail = (error: unknown) => (res.headersSent ? config.report(error, req) : ctx.next(error));
+    try {
+      const handled = config.handler(req, res, ctx.next, { ...info, retryAfter });
+      if (handled instanceof Promise) handled.then(undefined, fail);
+    } catch (error) {
+      fail(error);
     }
     return;
   }
