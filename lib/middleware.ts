@@ -6,7 +6,7 @@ import { StoreUnavailableError } from './errors.js';
 import { UNLIMITED } from './grants.js';
 import { retryAfterSeconds, setRateLimitHeaders } from './headers.js';
 import type { EndpointRow, ListingName } from './listings.js';
-import { MemoryLimiter } from './stores.js';
+import { MemoryLimiter } from './memory.js';
 import {
   type CompiledEndpoint,
   type Config,
@@ -214,9 +214,10 @@ export function listingLimits(
     }
     const client = config.identify(req) as Client;
     const { limiter } = compiled;
-    if (limiter instanceof MemoryLimiter && limiter.countsAtOnce) {
-      const result = limiter.consumeNow(client.key);
-      answer(config, compiled, client, req, res, next, result, result.consumedPoints <= limiter.points);
+    if (limiter instanceof MemoryLimiter) {
+      const { count, resetAt } = limiter.countNow(client.key);
+      const result = new RateLimiterRes(Math.max(limiter.points - count, 0), resetAt - Date.now(), count, count === 1);
+      answer(config, compiled, client, req, res, next, result, count <= limiter.points);
       return;
     }
     // Other stores answer through a promise: one hop, then next().
