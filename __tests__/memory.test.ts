@@ -99,7 +99,11 @@ describe('methods, as RateLimiterMemory resolves and rejects them (2 points per 
       call: (l) => l.reward('a', 2),
       expected: { ok: true, res: res(1, 1000, 1, false) },
     },
-    { name: 'reward: on no counter starts one below zero', call: (l) => l.reward('a'), expected: { ok: true, res: res(3, 1000, -1, true) } },
+    {
+      name: 'reward: on no counter starts one below zero',
+      call: (l) => l.reward('a'),
+      expected: { ok: true, res: res(3, 1000, -1, true) },
+    },
     { name: 'get: null without a counter', call: (l) => l.get('a'), expected: { ok: true, res: null } },
     {
       name: 'get: the counter, never first in its window',
@@ -146,7 +150,11 @@ describe('methods, as RateLimiterMemory resolves and rejects them (2 points per 
       call: (l) => l.set('a', 1, -1),
       expected: { ok: true, res: res(0, 1000, 1, false) },
     },
-    { name: 'block: points + 1 for secDuration', call: (l) => l.block('a', 60), expected: { ok: true, res: res(0, 60_000, 3, false) } },
+    {
+      name: 'block: points + 1 for secDuration',
+      call: (l) => l.block('a', 60),
+      expected: { ok: true, res: res(0, 60_000, 3, false) },
+    },
     {
       name: 'block: consume rejects until it ends',
       before: [(l) => l.block('a', 60)],
@@ -257,7 +265,8 @@ describe('long durations (30 days; a Node timer fires at once from 2^31 ms, abou
     for (const { wait, at, live } of checks) {
       advance(wait);
       const r = await limiter.get('a');
-      expect({ at, msBeforeNext: r?.msBeforeNext ?? null }).toEqual({ at, msBeforeNext: live ? MONTH - (Date.now() - T0) : null });
+      const expected = live ? MONTH - (Date.now() - T0) : null;
+      expect({ at, msBeforeNext: r?.msBeforeNext ?? null }).toEqual({ at, msBeforeNext: expected });
     }
   });
 
@@ -280,7 +289,11 @@ describe('long durations (30 days; a Node timer fires at once from 2^31 ms, abou
 
 describe('options that cannot work', () => {
   it.each([
-    { options: { points: 1, duration: MAX_SECONDS + 1 }, field: 'duration', message: /duration must be a number of seconds from 0 to 31536000 \(one year\); got 31536001\./ },
+    {
+      options: { points: 1, duration: MAX_SECONDS + 1 },
+      field: 'duration',
+      message: /duration must be a number of seconds from 0 to 31536000 \(one year\); got 31536001\./,
+    },
     { options: { points: 1, duration: -1 }, field: 'duration', message: /got -1\./ },
     { options: { points: 1, duration: Number.NaN }, field: 'duration', message: /got NaN\./ },
     { options: { points: Number.POSITIVE_INFINITY, duration: 1 }, field: 'points', message: /points must be a finite number/ },
@@ -307,13 +320,15 @@ describe('options that cannot work', () => {
     expect(limiter.duration).toBe(1);
   });
 
+  const overOneYear = (what: string, got: string) =>
+    `MemoryLimiter: ${what} must be at most 31536000 seconds (one year); got ${got}.`;
   it.each([
-    { call: (l: MemoryLimiter) => l.set('a', 1, MAX_SECONDS + 1), message: 'MemoryLimiter: set(): secDuration must be at most 31536000 seconds (one year); got 31536001.' },
-    { call: (l: MemoryLimiter) => l.block('a', MAX_SECONDS + 1), message: 'MemoryLimiter: block(): secDuration must be at most 31536000 seconds (one year); got 31536001.' },
-    { call: (l: MemoryLimiter) => l.block('a', Number.NaN), message: 'MemoryLimiter: block(): secDuration must be at most 31536000 seconds (one year); got NaN.' },
+    { call: (l: MemoryLimiter) => l.set('a', 1, MAX_SECONDS + 1), message: overOneYear('set(): secDuration', '31536001') },
+    { call: (l: MemoryLimiter) => l.block('a', MAX_SECONDS + 1), message: overOneYear('block(): secDuration', '31536001') },
+    { call: (l: MemoryLimiter) => l.block('a', Number.NaN), message: overOneYear('block(): secDuration', 'NaN') },
     {
       call: (l: MemoryLimiter) => l.consume('a', 1, { customDuration: MAX_SECONDS + 1 }),
-      message: 'MemoryLimiter: customDuration must be at most 31536000 seconds (one year); got 31536001.',
+      message: overOneYear('customDuration', '31536001'),
     },
   ])('rejects a duration over one year given to a method: $message', async ({ call, message }) => {
     const limiter = new MemoryLimiter({ points: 1, duration: 1 });
@@ -389,6 +404,14 @@ describe('rate-limiter-flexible compatibility', () => {
       blockDuration: limiter.blockDuration,
       msBlockDuration: limiter.msBlockDuration,
       execEvenly: limiter.execEvenly,
-    }).toEqual({ keyPrefix: 'rlflx', key: 'rlflx:a', parsed: 'a', msDuration: 2000, blockDuration: 0, msBlockDuration: 0, execEvenly: false });
+    }).toEqual({
+      keyPrefix: 'rlflx',
+      key: 'rlflx:a',
+      parsed: 'a',
+      msDuration: 2000,
+      blockDuration: 0,
+      msBlockDuration: 0,
+      execEvenly: false,
+    });
   });
 });

@@ -71,7 +71,8 @@ function durationMs(seconds: number | undefined, fallback: number, what: string)
   const ms = chosen * 1000;
   // Written so that NaN fails too.
   if (!(ms <= MAX_DURATION_MS)) {
-    throw new RangeError(`MemoryLimiter: ${what} must be at most ${MAX_SECONDS} seconds (one year); got ${String(seconds)}.`);
+    const got = String(seconds);
+    throw new RangeError(`MemoryLimiter: ${what} must be at most ${MAX_SECONDS} seconds (one year); got ${got}.`);
   }
   return ms;
 }
@@ -81,6 +82,7 @@ function msLeft(entry: Entry, now: number): number {
   return entry.resetAt === Infinity ? -1 : entry.resetAt - now;
 }
 
+/** The map's key: 7 and '7' are one key, as they are in rate-limiter-flexible's prefixed keys. */
 function keyOf(key: string | number): string {
   return typeof key === 'string' ? key : String(key);
 }
@@ -96,7 +98,8 @@ function keyOf(key: string | number): string {
  * scan of the map. Entries that never expire (duration 0) stay until deleted.
  *
  * Its methods resolve and reject as RateLimiterMemory's do, except: `blockDuration` and `execEvenly` are not
- * supported (the constructor refuses them), `get()` resolves null once a window has ended, and there is no `dump()`/`restore()`.
+ * supported (the constructor refuses them), `get()` resolves null once a window has ended, and there is no
+ * `dump()`/`restore()`.
  *
  * rate-limiter-flexible declares `RateLimiterAbstract` in its types but does not export it, so this class extends
  * the exported `RateLimiterCompatibleAbstract`, which its wrappers (RateLimiterUnion, RLWrapperTimeouts, an
@@ -105,7 +108,7 @@ function keyOf(key: string | number): string {
 export class MemoryLimiter extends RateLimiterCompatibleAbstract implements RateLimiterAbstract, CountsNow {
   /** This limiter counts synchronously with {@link MemoryLimiter.countNow}. */
   readonly countsNow = true;
-  /** Accepted for compatibility and used by `getKey()`; each limiter has a map of its own, so it changes nothing counted. */
+  /** Used by `getKey()` only: each limiter has a map of its own, so the prefix changes nothing counted. */
   override readonly keyPrefix: string;
   #points = 0;
   #duration = 0;
@@ -150,7 +153,8 @@ export class MemoryLimiter extends RateLimiterCompatibleAbstract implements Rate
 
   set duration(value: number) {
     if (typeof value !== 'number' || !(value >= 0 && value * 1000 <= MAX_DURATION_MS)) {
-      throw invalid('duration', `must be a number of seconds from 0 to ${MAX_SECONDS} (one year); got ${String(value)}.`);
+      const got = String(value);
+      throw invalid('duration', `must be a number of seconds from 0 to ${MAX_SECONDS} (one year); got ${got}.`);
     }
     this.#duration = value;
   }
@@ -295,7 +299,8 @@ export class MemoryLimiter extends RateLimiterCompatibleAbstract implements Rate
       return this.#result(entry, now, false);
     }
     // Checked only here: a duration matters only when it starts a window.
-    const ms = customDuration === undefined ? this.duration * 1000 : durationMs(customDuration, this.duration, 'customDuration');
+    const ms =
+      customDuration === undefined ? this.duration * 1000 : durationMs(customDuration, this.duration, 'customDuration');
     return this.#result(this.#start(key, entry, points, ms, now), now, true);
   }
 
