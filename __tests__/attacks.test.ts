@@ -265,7 +265,18 @@ describe.each(storeCases)('$name', (store) => {
       const answers: number[] = [];
       // Four connections of 50 tokens each, one after the other: the first 3 tokens come first.
       for (let i = 0; i < requests.length; i += 500) answers.push(...(await pipeline(url, requests.slice(i, i + 500))));
-      expect(tally(answers)).toEqual({ 200: 6, 429: 24, 403: 1970 });
+      if (!store.shared) {
+        expect(tally(answers)).toEqual({ 200: 6, 429: 24, 403: 1970 });
+        return;
+      }
+      // A shared store orders the requests in flight together by its own order of commands, which need not be the
+      // order they were sent in: later requests of the first three tokens may be counted after the fourth token
+      // banned the address, and are refused. Never more than the limit, and only the first three tokens served.
+      const servedTokens = answers.flatMap((status, i) => (status === 200 ? [Math.floor(i / 10)] : []));
+      expect(servedTokens.length).toBeGreaterThanOrEqual(3);
+      expect(servedTokens.length).toBeLessThanOrEqual(6);
+      expect(new Set(servedTokens)).toEqual(new Set([0, 1, 2]));
+      expect(answers.filter((status) => status !== 200 && status !== 429 && status !== 403)).toEqual([]);
     });
 
     it('one client refused `after` times: answered normally, then 403 from the next request on', async () => {

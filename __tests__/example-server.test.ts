@@ -474,7 +474,7 @@ describe('createExampleApp', () => {
 
   it('hands the store to listingLimits, which names a bad one', () => {
     expect(() => createExampleApp({ listing: 'A', store: 'memory' as never })).toThrow(
-      'listingLimits: options.store must be a function.',
+      'listingLimits: options.store must be a store: a function (counter) => rate-limiter-flexible limiter, such as memoryStore(); got "memory".',
     );
   });
 });

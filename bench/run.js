@@ -90,6 +90,7 @@ async function main() {
   const memory = await runMemory();
   log('\nMemory');
   log(`bytes per tracked counter (memory store): ${Math.round(memory.bytesPerCounter)}`);
+  log(`bytes per tracked counter (rate-limiter-flexible's RateLimiterMemory): ${Math.round(memory.bytesPerCounterRateLimiterMemory)}`);
   log(`heap growth after ${memory.n} distinct tokens: ${(memory.floodWithoutAuthenticate.heapGrowthBytes / 2 ** 20).toFixed(1)} MiB without authenticate, ${(memory.floodWithAuthenticate.heapGrowthBytes / 2 ** 20).toFixed(1)} MiB with authenticate`);
 
   const results = join(__dirname, 'results');

@@ -1,20 +1,11 @@
 // One counter as the request path uses it: a hit, a read, a write, whatever limiter keeps it and however it fails.
 import { type RateLimiterAbstract, RateLimiterRes } from 'rate-limiter-flexible';
 import { StoreUnavailableError } from './errors.js';
-import { MemoryLimiter } from './memory.js';
+import { type CountsNow, type MemoryCount, MemoryLimiter } from './memory.js';
 import type { CounterSpec, StoreFailurePolicy } from './stores.js';
 
 /** A counter's state after a hit: requests in the window, this one included, and when the window ends (epoch ms). */
-export interface Count {
-  readonly count: number;
-  readonly resetAt: number;
-}
-
-/** A limiter that counts synchronously declares it: the memory store's does. */
-interface CountsNow {
-  readonly countsNow: true;
-  countNow(key: string): Count;
-}
+export type Count = MemoryCount;
 
 function countsNow(limiter: RateLimiterAbstract): limiter is RateLimiterAbstract & CountsNow {
   return (limiter as Partial<CountsNow>).countsNow === true && typeof (limiter as Partial<CountsNow>).countNow === 'function';

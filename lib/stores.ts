@@ -38,5 +38,5 @@ export type Store = ((counter: CounterSpec) => RateLimiterAbstract) & { readonly
  * ends. Counters are not shared between processes.
  */
 export function memoryStore(): Store {
-  return (counter) => new MemoryLimiter({ points: counter.limit, duration: counter.windowMs / 1000 });
+  return (counter) => new MemoryLimiter({ points: counter.limit, duration: counter.windowMs / 1000, keyPrefix: '' });
 }
