@@ -13,13 +13,3 @@ export { type ListingLimitsMiddleware, listingLimits } from './middleware.js';
 export type { LimitEvent, LimitHandler, ListingLimitsOptions, RateLimitInfo } from './options.js';
 export { type RedisClient, type RedisFailureMode, type RedisStoreOptions, redisStore } from './redis.js';
 export { type Endpoint, memoryStore, type Store } from './stores.js';
-export {
-  type EndpointPlan,
-  type EndpointReport,
-  planVerification,
-  type VerifyEvent,
-  type VerifyOptions,
-  type VerifyPlan,
-  type VerifyReport,
-  verifyContract,
-} from './verify.js';
