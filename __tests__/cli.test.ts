@@ -1,6 +1,8 @@
 // The `listing-limits verify` command line, run in this process against real servers with a fake clock.
+import type * as Command from '../lib/command';
 import { type CliContext, runCli, USAGE } from '../lib/command';
 import { listings } from '../lib';
+import type * as Listings from '../lib/listings';
 import { createApp } from './helpers/app';
 import { serverPerTest } from './helpers/serve';
 import { useFakeClock } from './helpers/stores';
@@ -167,6 +169,33 @@ describe('--dry-run', () => {
     expect(served.requests).toBe(0);
   });
 
+  it('shows the paths as requested, with the base URL\'s path', async () => {
+    const { code, stdout } = await run([
+      'verify',
+      'http://127.0.0.1:9/api/',
+      '--listing',
+      'B',
+      '--only',
+      'GET /v1/statistics',
+      '--only',
+      'GET /v1/bots/:id',
+      '--dry-run',
+    ]);
+    expect(stdout).toBe(
+      [
+        'Plan: listing B at http://127.0.0.1:9/api, one endpoint after another. Nothing was sent (--dry-run).',
+        '',
+        'Endpoint            Paths                           Requests  Wait',
+        'GET /v1/statistics  /api/v1/statistics                     8  2 s',
+        'GET /v1/bots/:id    /api/v1/bots/1, /api/v1/bots/2         7  2 s',
+        '',
+        '15 requests, and about 4 s of waiting.',
+        '',
+      ].join('\n'),
+    );
+    expect(code).toBe(0);
+  });
+
   it('--json prints the plan as JSON', async () => {
     const served = await start(createApp({ listing: 'B' }));
     const { code, stdout } = await run([
@@ -217,8 +246,21 @@ describe('arguments', () => {
     [['verify', url, 'extra', '--listing', 'A'], 'unexpected argument "extra"'],
     [['verify', url], '--listing is required: A or B'],
     [['verify', url, '--listing', 'C'], '--listing must be A or B; got "C"'],
-    [['verify', url, '--listing'], "Option '--listing <value>' argument missing"],
-    [['verify', url, '--listing', 'A', '--verbose'], "Unknown option '--verbose'"],
+    [['verify', url, '--listing', 'b'], '--listing must be A or B; got "b". Did you mean `B`?'],
+    [['verify', url, '--listing'], '--listing needs a value'],
+    [['verify', url, '--listing', 'A', '--verbose'], 'unknown option --verbose'],
+    [['verify', url, '--lsting', 'A'], 'unknown option --lsting. Did you mean --listing?'],
+    [['verify', url, '--listing', 'A', '-x'], 'unknown option -x'],
+    [['verify', url, '--listing', 'A', '--json=yes'], '--json takes no value; got "yes"'],
+    [
+      ['verify', url, '--listing', 'A', '--grace', '-5'],
+      '--grace needs a value; got the option-like "-5" (write --grace=-5 if that is the value)',
+    ],
+    [['verify', url, '--listing', 'A', '--grace=-5'], '--grace must be whole milliseconds; got "-5"'],
+    [
+      ['verify', url, '--listing', 'A', '--token', '--dry-run'],
+      '--token needs a value; got the option-like "--dry-run" (write --token=--dry-run if that is the value)',
+    ],
     [['verify', 'localhost:3000', '--listing', 'A'], '<base-url> must be an http or https URL without query or fragment; got "localhost:3000"'],
     [
       ['verify', url, '--listing', 'B', '--only', 'GET /v1/bot'],
@@ -244,5 +286,40 @@ describe('arguments', () => {
       stdout: '',
       stderr: `listing-limits: ${message} (see listing-limits --help)\n`,
     });
+  });
+});
+
+describe('a third listing in lib/listings.ts', () => {
+  /** The command module loaded against listings with a table C added, as a new listing would be: one data block. */
+  function commandWithListingC(): typeof Command {
+    let command: typeof Command | undefined;
+    jest.isolateModules(() => {
+      jest.doMock('../lib/listings', () => {
+        const actual = jest.requireActual<typeof Listings>('../lib/listings');
+        const extended = { ...actual.listings, C: actual.listings.A };
+        return {
+          ...actual,
+          listings: extended,
+          listingNames: Object.keys(extended),
+          isListingName: (value: unknown) => typeof value === 'string' && Object.hasOwn(extended, value),
+        };
+      });
+      command = jest.requireActual<typeof Command>('../lib/command');
+    });
+    return command as typeof Command;
+  }
+
+  it('appears in the usage and the --listing check without another edit', async () => {
+    const command = commandWithListingC();
+    expect(command.USAGE.split('\n').slice(0, 3)).toEqual([
+      'Usage: listing-limits verify <base-url> --listing A|B|C [options]',
+      '',
+      'Probes a running API, one endpoint after another, and checks that it enforces listing A, B, or C of the',
+    ]);
+    expect(command.USAGE).toContain('\n  --listing A|B|C      the listing the API serves (required)\n');
+    let stderr = '';
+    const context = { stdout: { write: () => true }, stderr: { write: (text: string) => (stderr += text) } };
+    expect(await command.runCli(['verify', 'http://127.0.0.1:9', '--listing', 'c'], context)).toBe(2);
+    expect(stderr).toBe('listing-limits: --listing must be A, B, or C; got "c". Did you mean `C`? (see listing-limits --help)\n');
   });
 });

@@ -5,7 +5,11 @@ import { createServer, type Server } from 'node:net';
 import { join } from 'node:path';
 import type { Readable } from 'node:stream';
 import type Redis from 'ioredis';
+import request from 'supertest';
+import type * as App from '../example-server/app';
+import type * as Env from '../example-server/env';
 import { DEFAULT_HOST, DEFAULT_PORTS, startupFromEnv, storeFromEnv } from '../example-server/env';
+import type * as Listings from '../lib/listings';
 import { tokenKey } from '../lib/keys';
 import { describeRedis, ioredisClient, scanKeys, startRedis } from './helpers/redis';
 
@@ -161,14 +165,14 @@ describeRedis('REDIS_URL', () => {
 
 describe('a bad setting stops start-up with one line naming the variable, and exit code 1', () => {
   it.each([
-    [{ LISTING: 'C' }, 'LISTING must be A or B (unset starts both); got "C".'],
-    [{ LISTING: 'b' }, 'LISTING must be A or B (unset starts both); got "b".'],
+    [{ LISTING: 'C' }, 'LISTING must be A or B (unset starts every listing); got "C".'],
+    [{ LISTING: 'b' }, 'LISTING must be A or B (unset starts every listing); got "b".'],
     [{ LISTING: 'A', PORT: '70000' }, 'PORT must be a port number from 0 to 65535 (0 picks a free port); got "70000".'],
     [{ LISTING: 'B', PORT: 'http' }, 'PORT must be a port number from 0 to 65535 (0 picks a free port); got "http".'],
     [{ LISTING: 'B', PORT: '-1' }, 'PORT must be a port number from 0 to 65535 (0 picks a free port); got "-1".'],
     [{ PORT_A: '30 01' }, 'PORT_A must be a port number from 0 to 65535 (0 picks a free port); got "30 01".'],
-    [{ PORT: '3001' }, 'PORT is read only with LISTING=A or LISTING=B; to start both listings, set PORT_A and PORT_B.'],
-    [{ LISTING: 'A', PORT_B: '3002' }, 'PORT_B is read only when both listings start; with LISTING=A, set PORT.'],
+    [{ PORT: '3001' }, 'PORT is read only with LISTING=A or LISTING=B; to start every listing, set PORT_A and PORT_B.'],
+    [{ LISTING: 'A', PORT_B: '3002' }, 'PORT_B is read only when every listing starts; with LISTING=A, set PORT.'],
     [{ PORT_A: '4000', PORT_B: '4000' }, 'PORT_A and PORT_B must differ; both are 4000.'],
     [{ LOG: 'yes' }, 'LOG must be 1 (access log on) or 0 (off); got "yes".'],
     [
@@ -251,6 +255,46 @@ describe('settings from the environment', () => {
     ],
   ])('%p listens on %p', (env, listeners) => {
     expect(startupFromEnv(env).listeners).toEqual(listeners);
+  });
+
+  it('a third table in lib/listings.ts starts with the others, on the next port, without another edit', async () => {
+    let env: typeof Env | undefined;
+    let app: typeof App | undefined;
+    jest.isolateModules(() => {
+      jest.doMock('../lib/listings', () => {
+        const actual = jest.requireActual<typeof Listings>('../lib/listings');
+        const extended = { ...actual.listings, C: [{ method: 'GET', path: '/v1/things/:id', limit: 1, windowMs: 1000 }] };
+        return {
+          ...actual,
+          listings: extended,
+          listingNames: Object.keys(extended),
+          isListingName: (value: unknown) => typeof value === 'string' && Object.hasOwn(extended, value),
+        };
+      });
+      env = jest.requireActual<typeof Env>('../example-server/env');
+      app = jest.requireActual<typeof App>('../example-server/app');
+    });
+    if (!env || !app) throw new Error('not loaded');
+    expect(env.startupFromEnv({ PORT_B: '4002' }).listeners).toEqual([
+      { listing: 'A', port: 3001, portVariable: 'PORT_A' },
+      { listing: 'B', port: 4002, portVariable: 'PORT_B' },
+      { listing: 'C', port: 3003, portVariable: 'PORT_C' },
+    ]);
+    expect(env.startupFromEnv({ LISTING: 'C' }).listeners).toEqual([{ listing: 'C', port: 3003, portVariable: 'PORT' }]);
+    expect(() => env?.startupFromEnv({ LISTING: 'D' })).toThrow(
+      'LISTING must be A, B, or C (unset starts every listing); got "D".',
+    );
+    expect(() => env?.startupFromEnv({ PORT: '1' })).toThrow(
+      'PORT is read only with LISTING=A, LISTING=B, or LISTING=C; to start every listing, set PORT_A, PORT_B, and PORT_C.',
+    );
+    expect(() => env?.startupFromEnv({ PORT_A: '4000', PORT_C: '4000' })).toThrow('PORT_A and PORT_C must differ; both are 4000.');
+    // Without example data of its own, each endpoint answers with its name, behind the limiter.
+    const response = await request(app.createExampleApp({ listing: 'C' as never })).get('/v1/things/7');
+    expect([response.status, response.body, response.headers['ratelimit']]).toEqual([
+      200,
+      { endpoint: 'GET /v1/things/:id', params: { id: '7' } },
+      '"GET /v1/things/:id";r=0;t=1',
+    ]);
   });
 
   it('HOST and LOG=0', () => {

@@ -1,7 +1,8 @@
 // The package as users get it: built, packed with npm pack, loaded from CommonJS and from ESM, and run as a command.
 import { execFile, execFileSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import ts from 'typescript';
 import { type EndpointRow, listings } from '../lib';
 import { USAGE } from '../lib/command';
 import { createApp } from './helpers/app';
@@ -16,6 +17,8 @@ let installed: string;
 beforeAll(() => {
   mkdirSync(scratchRoot, { recursive: true });
   scratch = mkdtempSync(join(scratchRoot, 'consumer-'));
+  // A package of its own: else the project's package.json, named listing-limits, would answer for it (self-reference).
+  writeFileSync(join(scratch, 'package.json'), '{ "name": "consumer", "private": true }\n');
   const out = execFileSync('npm', ['pack', '--json', '--pack-destination', scratch], { cwd: root, encoding: 'utf8' });
   const [{ filename, files }] = JSON.parse(out.slice(out.indexOf('['))) as [
     { filename: string; files: { path: string }[] },
@@ -84,17 +87,81 @@ it('loads no Redis client package by itself: the user chooses ioredis or redis a
   expect(required).not.toContain('redis');
 });
 
-it('ships type declarations for both', () => {
-  const pkg = JSON.parse(readFileSync(join(scratch, 'node_modules', 'listing-limits', 'package.json'), 'utf8'));
-  for (const condition of ['import', 'require'] as const) {
-    const types = pkg.exports['.'][condition].types as string;
-    expect(
-      script(
-        `types-${condition}.cjs`,
-        `console.log(require('fs').existsSync(${JSON.stringify(join('node_modules/listing-limits', types))}))`,
-      ),
-    ).toBe('true');
-  }
+it('exports only import, require, types and default conditions', () => {
+  const pkg = JSON.parse(readFileSync(join(installed, 'package.json'), 'utf8'));
+  const conditions = new Set<string>();
+  const walk = (value: unknown): void => {
+    if (typeof value !== 'object' || value === null) return;
+    for (const [key, inner] of Object.entries(value)) {
+      conditions.add(key);
+      walk(inner);
+    }
+  };
+  for (const target of Object.values(pkg.exports)) walk(target);
+  expect([...conditions].sort()).toEqual(['default', 'import', 'require', 'types']);
+  expect(Object.keys(pkg.exports)).toEqual(['.', './verify', './package.json']);
+});
+
+it('loads neither structured-headers nor cli-progress with the middleware: the verifier is listing-limits/verify', () => {
+  expect(
+    script(
+      'light.cjs',
+      `const main = require('listing-limits');
+       const loaded = Object.keys(require.cache).filter((p) => /node_modules[\\/](structured-headers|cli-progress)[\\/]/.test(p));
+       console.log(typeof main.listingLimits, 'verifyContract' in main, JSON.stringify(loaded));`,
+    ),
+  ).toBe('function false []');
+});
+
+it('serves verifyContract and planVerification from listing-limits/verify, to require() and to import', () => {
+  const show = `console.log(typeof verify.verifyContract, verify.planVerification({ baseUrl: 'http://127.0.0.1:1/api', listing: 'B' }).requests);`;
+  expect(script('verify.cjs', `const verify = require('listing-limits/verify'); ${show}`)).toBe('function 176');
+  expect(script('verify.mjs', `import * as verify from 'listing-limits/verify'; ${show}`)).toBe('function 176');
+});
+
+describe('type declarations', () => {
+  it.each(['import', 'require'] as const)('exist for every entry point, for %s', (condition) => {
+    const pkg = JSON.parse(readFileSync(join(installed, 'package.json'), 'utf8'));
+    for (const entry of ['.', './verify']) {
+      const types = pkg.exports[entry][condition].types as string;
+      expect(existsSync(join(installed, types))).toBe(true);
+    }
+  });
+
+  // A consumer in TypeScript, compiled against the packed package: as CommonJS and as an ES module.
+  it.each([
+    ['consumer.cts', 'node16'],
+    ['consumer.mts', 'node16'],
+    ['consumer.ts', 'bundler'],
+  ] as const)('type-check a consumer: %s with %s resolution', (file, resolution) => {
+    const path = join(scratch, file);
+    writeFileSync(
+      path,
+      `import { listingLimits, type ListingName } from 'listing-limits';
+import { planVerification, type VerifyReport, verifyContract } from 'listing-limits/verify';
+const listing: ListingName = 'B';
+const middleware = listingLimits(listing);
+const report: Promise<VerifyReport> = verifyContract({ baseUrl: 'http://127.0.0.1:3000', listing });
+const requests: number = planVerification({ baseUrl: 'http://127.0.0.1:3000', listing }).requests;
+export { middleware, report, requests };
+`,
+    );
+    const module = resolution === 'node16' ? ts.ModuleKind.Node16 : ts.ModuleKind.ESNext;
+    const moduleResolution = resolution === 'node16' ? ts.ModuleResolutionKind.Node16 : ts.ModuleResolutionKind.Bundler;
+    const program = ts.createProgram([path], {
+      strict: true,
+      noEmit: true,
+      skipLibCheck: true,
+      target: ts.ScriptTarget.ES2022,
+      module,
+      moduleResolution,
+      types: ['node'],
+    });
+    const messages = ts
+      .getPreEmitDiagnostics(program)
+      .map((d) => ts.flattenDiagnosticMessageText(d.messageText, '\n'));
+    expect(messages).toEqual([]);
+  });
 });
 
 describe('the listing-limits command', () => {

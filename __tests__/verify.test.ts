@@ -1,16 +1,13 @@
 // verifyContract over real sockets: a server that honours the contract passes; deliberately wrong ones fail with the right finding.
 import type { Express, RequestHandler } from 'express';
+import { type EndpointRow, ListingLimitsError, listings } from '../lib';
 import {
-  type EndpointRow,
-  ListingLimitsError,
-  listings,
   planVerification,
   type VerifyEvent,
   type VerifyOptions,
   type VerifyReport,
   verifyContract,
-} from '../lib';
-import { secondValue } from '../lib/verify';
+} from '../lib/verify';
 import { createExampleApp } from '../example-server/app';
 import { createApp } from './helpers/app';
 import { type Served, serverPerTest } from './helpers/serve';
@@ -144,6 +141,23 @@ describe('against a server that honours the contract', () => {
     expect(report.endpoints[0]).toMatchObject({
       ok: true,
       notes: ['GET /v1/users/1 answered 404', 'GET /v1/users/2 answered 404'],
+    });
+  });
+});
+
+describe('an API under a base path', () => {
+  it('requests, plans and reports the paths with the base URL\'s path', async () => {
+    const served = await start(createApp({ listing: 'B', mount: '/api', routes: [] }));
+    const options = { baseUrl: `${served.url}/api/`, listing: 'B', only: ['GET /v1/users/:id'] } as const;
+    expect(planVerification(options)).toMatchObject({
+      baseUrl: `${served.url}/api`,
+      endpoints: [{ endpoint: 'GET /v1/users/:id', paths: ['/api/v1/users/1', '/api/v1/users/2'] }],
+    });
+    const report = await verifyContract({ ...options, sleep });
+    expect(report.endpoints[0]).toMatchObject({
+      ok: true,
+      paths: ['/api/v1/users/1', '/api/v1/users/2'],
+      notes: ['GET /api/v1/users/1 answered 404', 'GET /api/v1/users/2 answered 404'],
     });
   });
 });
@@ -352,26 +366,26 @@ describe('planVerification', () => {
     const plan = planVerification({ baseUrl: `${served.url}/api/`, listing: 'B', params: { id: '1234567890123456789' } });
     expect(plan.baseUrl).toBe(`${served.url}/api`);
     expect(plan.endpoints.map((e) => [e.endpoint, e.paths, e.requests, e.waitMs])).toEqual([
-      ['GET /v1/statistics', ['/v1/statistics'], 8, 2000],
-      ['GET /v1/bots', ['/v1/bots'], 28, 61_000],
-      ['GET /v1/bots/:id', ['/v1/bots/1234567890123456789', '/v1/bots/1234567890123456790'], 7, 2000],
-      ['POST /v1/bots/:id', ['/v1/bots/1234567890123456789', '/v1/bots/1234567890123456790'], 33, 16_000],
+      ['GET /v1/statistics', ['/api/v1/statistics'], 8, 2000],
+      ['GET /v1/bots', ['/api/v1/bots'], 28, 61_000],
+      ['GET /v1/bots/:id', ['/api/v1/bots/1234567890123456789', '/api/v1/bots/1234567890123456790'], 7, 2000],
+      ['POST /v1/bots/:id', ['/api/v1/bots/1234567890123456789', '/api/v1/bots/1234567890123456790'], 33, 16_000],
       [
         'GET /v1/bots/:id/upvotes',
-        ['/v1/bots/1234567890123456789/upvotes', '/v1/bots/1234567890123456790/upvotes'],
+        ['/api/v1/bots/1234567890123456789/upvotes', '/api/v1/bots/1234567890123456790/upvotes'],
         7,
         16_000,
       ],
       [
         'GET /v1/bots/:id/uptime',
-        ['/v1/bots/1234567890123456789/uptime', '/v1/bots/1234567890123456790/uptime'],
+        ['/api/v1/bots/1234567890123456789/uptime', '/api/v1/bots/1234567890123456790/uptime'],
         63,
         16_000,
       ],
-      ['GET /v1/users/:id', ['/v1/users/1234567890123456789', '/v1/users/1234567890123456790'], 7, 2000],
+      ['GET /v1/users/:id', ['/api/v1/users/1234567890123456789', '/api/v1/users/1234567890123456790'], 7, 2000],
       [
         'GET /v1/users/:id/bots',
-        ['/v1/users/1234567890123456789/bots', '/v1/users/1234567890123456790/bots'],
+        ['/api/v1/users/1234567890123456789/bots', '/api/v1/users/1234567890123456790/bots'],
         23,
         16_000,
       ],
@@ -387,7 +401,13 @@ describe('planVerification', () => {
     ['abc', 'abc-2'],
     ['007', '8'],
   ])('the second value of %s is %s', (first, second) => {
-    expect(secondValue(first)).toBe(second);
+    const plan = planVerification({
+      baseUrl: 'http://127.0.0.1:1',
+      listing: 'B',
+      only: ['GET /v1/users/:id'],
+      params: { id: first },
+    });
+    expect(plan.endpoints[0]?.paths).toEqual([`/v1/users/${first}`, `/v1/users/${second}`]);
   });
 
   it('encodes parameter values into the path', () => {
@@ -427,6 +447,12 @@ describe('bad options fail before anything is sent, naming the option', () => {
     await expect(rejection).rejects.toBeInstanceOf(ListingLimitsError);
     await expect(rejection).rejects.toMatchObject({ code, field });
     expect(() => planVerification(options as never)).toThrow(new RegExp(`^verifyContract: ${field.replace(/[[\].]/g, '\\$&')} `));
+  });
+
+  it('names the listings of the contract when the listing is missing', () => {
+    expect(() => planVerification({ baseUrl: 'http://127.0.0.1:1' } as never)).toThrow(
+      'verifyContract: options.listing is required: "A", "B", or an array of rows.',
+    );
   });
 
   it('suggests the endpoint meant', () => {

@@ -1,6 +1,7 @@
-// createExampleApp(): a local stand-in for listing A or B of the API, with listingLimits in front of every endpoint.
+// createExampleApp(): a local stand-in for a listing of the API, with listingLimits in front of every endpoint.
 import express, { type Express, type RequestHandler } from 'express';
-import { type ListingName, listingLimits, type Store } from '../lib/index.js';
+import { type ListingName, listingLimits, listings, type Store } from '../lib/index.js';
+import { isListingName, listingNames } from '../lib/listings.js';
 import { type Bot, type ExampleData, generateData, type Server } from './data.js';
 import { errorHandler, HttpError, notFound } from './errors.js';
 import { accessLog } from './log.js';
@@ -17,7 +18,7 @@ import { parsePage, parseStats } from './validate.js';
 
 /** Options of {@link createExampleApp}. */
 export interface ExampleAppOptions {
-  /** The API to serve: `'A'` (servers) or `'B'` (bots). */
+  /** The API to serve: a listing's name, e.g. `'A'` (servers) or `'B'` (bots). */
   listing: ListingName;
   /** Where the limiter keeps its counters; give each app its own. Default: `memoryStore()`. */
   store?: Store;
@@ -68,8 +69,9 @@ function checkOptions(options: unknown): ExampleAppOptions {
     throw new TypeError('createExampleApp: options must be an object such as { listing: "B" }.');
   }
   const { listing, log } = options as Partial<ExampleAppOptions>;
-  if (listing !== 'A' && listing !== 'B') {
-    throw new TypeError(`createExampleApp: options.listing must be "A" or "B"; got ${JSON.stringify(listing)}.`);
+  if (!isListingName(listing)) {
+    const names = new Intl.ListFormat('en', { type: 'disjunction' }).format(listingNames.map((n) => JSON.stringify(n)));
+    throw new TypeError(`createExampleApp: options.listing must be ${names}; got ${JSON.stringify(listing)}.`);
   }
   if (log !== undefined && typeof log !== 'function') {
     throw new TypeError('createExampleApp: options.log must be a function that takes one line.');
@@ -77,28 +79,10 @@ function checkOptions(options: unknown): ExampleAppOptions {
   return options as ExampleAppOptions;
 }
 
-/**
- * An Express app that serves every endpoint of listing A or B over generated data of its own, behind
- * `listingLimits(listing, { store })`. Mount it anywhere: `app.use('/api', createExampleApp({ listing: 'B' }))`.
- */
-export function createExampleApp(options: ExampleAppOptions): Express {
-  const { listing, store, log } = checkOptions(options);
-  const data = generateData();
-  const app = express();
-  app.disable('x-powered-by');
-  if (log) app.use(accessLog(listing, log));
-  // Before every handler, as on the original service: answers that end in 404, 401 or 400 are counted too.
-  app.use(listingLimits(listing, { store }));
-
-  app.get('/v1/statistics', (_req, res) => {
-    res.json(statisticsPayload(listing, data));
-  });
-  app.get('/v1/users/:id', (req, res) => {
-    res.json(userPayload(find(data.users, req.params.id, 'user'), listing, data));
-  });
-  if (listing === 'A') {
-    serveEntries(app, data, 'servers', 'server', data.servers, serverPayload);
-  } else {
+/** The routes of each listing that has example data, after the statistics and users of every listing. */
+const exampleRoutes: { readonly [L in ListingName]?: (app: Express, data: ExampleData) => void } = {
+  A: (app, data) => serveEntries(app, data, 'servers', 'server', data.servers, serverPayload),
+  B: (app, data) => {
     serveEntries(app, data, 'bots', 'bot', data.bots, botPayload);
     app.get('/v1/bots/:id/uptime', (req, res) => {
       res.json(uptimePayload(find(data.bots, req.params.id, 'bot')));
@@ -117,6 +101,42 @@ export function createExampleApp(options: ExampleAppOptions): Express {
         res.json(botPayload(bot));
       },
     );
+  },
+};
+
+/** A table without example data yet: each endpoint answers with its name and path parameters. */
+function servePlaceholders(app: Express, listing: ListingName): void {
+  for (const row of listings[listing]) {
+    app[row.method.toLowerCase() as 'get'](row.path, (req, res) => {
+      res.json({ endpoint: `${row.method} ${row.path}`, params: req.params });
+    });
+  }
+}
+
+/**
+ * An Express app that serves every endpoint of a listing over generated data of its own, behind
+ * `listingLimits(listing, { store })`. Mount it anywhere: `app.use('/api', createExampleApp({ listing: 'B' }))`.
+ */
+export function createExampleApp(options: ExampleAppOptions): Express {
+  const { listing, store, log } = checkOptions(options);
+  const data = generateData();
+  const app = express();
+  app.disable('x-powered-by');
+  if (log) app.use(accessLog(listing, log));
+  // Before every handler, as on the original service: answers that end in 404, 401 or 400 are counted too.
+  app.use(listingLimits(listing, { store }));
+
+  const routes = exampleRoutes[listing];
+  if (routes) {
+    app.get('/v1/statistics', (_req, res) => {
+      res.json(statisticsPayload(listing, data));
+    });
+    app.get('/v1/users/:id', (req, res) => {
+      res.json(userPayload(find(data.users, req.params.id, 'user'), listing, data));
+    });
+    routes(app, data);
+  } else {
+    servePlaceholders(app, listing);
   }
   app.use(notFound);
   app.use(errorHandler);

@@ -1,6 +1,7 @@
 // Start-up settings of the example server, read from the environment; a bad value is a one-line error naming its variable.
 import Redis from 'ioredis';
 import { type ListingName, memoryStore, redisStore, type Store } from '../lib/index.js';
+import { isListingName, listingNames } from '../lib/listings.js';
 
 /** A setting that cannot work: the process prints the message alone and exits with code 1. */
 export class StartupError extends Error {
@@ -35,7 +36,14 @@ export interface StoreChoice {
   close(): Promise<void>;
 }
 
-export const DEFAULT_PORTS = Object.freeze({ A: 3001, B: 3002 });
+/** The default port of each listing: 3001 for the first, then one more for each (A 3001, B 3002). */
+export const DEFAULT_PORTS: Readonly<Record<ListingName, number>> = Object.freeze(
+  Object.fromEntries(listingNames.map((name, i) => [name, 3001 + i])) as Record<ListingName, number>,
+);
+/** The variable of each listing's port when every listing starts: PORT_A, PORT_B. */
+const PORT_VARIABLES = listingNames.map((name) => `PORT_${name}`);
+const either = (words: readonly string[]) => new Intl.ListFormat('en', { type: 'disjunction' }).format(words);
+const all = (words: readonly string[]) => new Intl.ListFormat('en', { type: 'conjunction' }).format(words);
 export const DEFAULT_HOST = '127.0.0.1';
 /** How long start-up waits for Redis to answer. */
 const REDIS_CONNECT_MS = 3000;
@@ -58,13 +66,14 @@ function port(env: Env, name: string, fallback: number): number {
 }
 
 /**
- * LISTING (`A` or `B`, unset: both), PORT (with LISTING; default 3001 for A, 3002 for B), PORT_A and PORT_B
- * (without LISTING; defaults 3001 and 3002), HOST (default 127.0.0.1) and LOG (`1` or `0`, default `1`).
+ * LISTING (a listing's name, e.g. `B`; unset: every listing), PORT (with LISTING; default the listing's
+ * {@link DEFAULT_PORTS}), PORT_<listing> (without LISTING, e.g. PORT_A), HOST (default 127.0.0.1) and LOG
+ * (`1` or `0`, default `1`).
  */
 export function startupFromEnv(env: Env): Startup {
   const listing = read(env, 'LISTING');
-  if (listing !== undefined && listing !== 'A' && listing !== 'B') {
-    throw new StartupError(`LISTING must be A or B (unset starts both); got ${JSON.stringify(listing)}.`);
+  if (listing !== undefined && !isListingName(listing)) {
+    throw new StartupError(`LISTING must be ${either(listingNames)} (unset starts every listing); got ${JSON.stringify(listing)}.`);
   }
   const log = read(env, 'LOG') ?? '1';
   if (log !== '0' && log !== '1') {
@@ -74,24 +83,25 @@ export function startupFromEnv(env: Env): Startup {
 
   let listeners: Listener[];
   if (listing !== undefined) {
-    for (const name of ['PORT_A', 'PORT_B']) {
+    for (const name of PORT_VARIABLES) {
       if (read(env, name) !== undefined) {
-        throw new StartupError(`${name} is read only when both listings start; with LISTING=${listing}, set PORT.`);
+        throw new StartupError(`${name} is read only when every listing starts; with LISTING=${listing}, set PORT.`);
       }
     }
     listeners = [{ listing, port: port(env, 'PORT', DEFAULT_PORTS[listing]), portVariable: 'PORT' }];
   } else {
     if (read(env, 'PORT') !== undefined) {
-      throw new StartupError('PORT is read only with LISTING=A or LISTING=B; to start both listings, set PORT_A and PORT_B.');
+      const withListing = either(listingNames.map((name) => `LISTING=${name}`));
+      throw new StartupError(`PORT is read only with ${withListing}; to start every listing, set ${all(PORT_VARIABLES)}.`);
     }
-    listeners = (['A', 'B'] as const).map((name) => ({
+    listeners = listingNames.map((name) => ({
       listing: name,
       port: port(env, `PORT_${name}`, DEFAULT_PORTS[name]),
       portVariable: `PORT_${name}`,
     }));
-    const [a, b] = listeners;
-    if (a && b && a.port !== 0 && a.port === b.port) {
-      throw new StartupError(`PORT_A and PORT_B must differ; both are ${a.port}.`);
+    for (const [i, a] of listeners.entries()) {
+      const b = listeners.slice(i + 1).find((other) => a.port !== 0 && other.port === a.port);
+      if (b) throw new StartupError(`${a.portVariable} and ${b.portVariable} must differ; both are ${a.port}.`);
     }
   }
   return { listeners, host, log: log === '1' };

@@ -2,10 +2,19 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { createExampleApp } from './app.js';
+import { type ListingName, listings } from '../lib/index.js';
 import { type Listener, StartupError, type StoreChoice, startupFromEnv, storeFromEnv } from './env.js';
 
-const FAMILY = { A: 'servers', B: 'bots' } as const;
-const EXAMPLE_PATH = { A: '/v1/servers/1', B: '/v1/bots/1' } as const;
+/**
+ * A path worth trying on a listing, from its table: the first GET endpoint with a parameter (`/v1/bots/1`), and
+ * what it lists (`bots`).
+ */
+function example(listing: ListingName): { path: string; family: string } {
+  const rows = listings[listing];
+  const row = rows.find((r) => r.method === 'GET' && r.path.includes('/:')) ?? rows[0];
+  const path = (row?.path ?? '/').replace(/:\w+/g, '1');
+  return { path, family: path.split('/')[2] ?? listing };
+}
 
 /** Why listening failed, said in terms of the variable to change. */
 function listenError(error: NodeJS.ErrnoException, { port, portVariable }: Listener, host: string): Error {
@@ -64,7 +73,8 @@ async function main(): Promise<void> {
       servers.push(server);
       await listen(server, listener, startup.host);
       const url = baseUrl(server);
-      lines.push(`  listing ${listing} (${FAMILY[listing]}) at ${url}  try: curl -i ${url}${EXAMPLE_PATH[listing]}`);
+      const { path, family } = example(listing);
+      lines.push(`  listing ${listing} (${family}) at ${url}  try: curl -i ${url}${path}`);
     }
     const logState = startup.log ? 'access log on (LOG=0 turns it off)' : 'access log off';
     console.log(`listing-limits example server: ${stores.description}, ${logState}.`);

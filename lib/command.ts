@@ -1,7 +1,9 @@
 // The `listing-limits` command line: its arguments, progress while it runs, the table of findings, the exit code.
 import { parseArgs } from 'node:util';
 import { SingleBar } from 'cli-progress';
+import { closest, distance } from 'fastest-levenshtein';
 import { ListingLimitsError } from './errors.js';
+import { isListingName, listingNames } from './listings.js';
 import {
   planVerification,
   type VerifyEvent,
@@ -29,14 +31,18 @@ export interface CliContext {
 /** Exit codes: every endpoint passes; an endpoint fails; the arguments are wrong. */
 export const EXIT = Object.freeze({ pass: 0, fail: 1, usage: 2 });
 
-export const USAGE = `Usage: listing-limits verify <base-url> --listing A|B [options]
+/** The listings' names as one of them: `A or B`. */
+const eitherListing = new Intl.ListFormat('en', { type: 'disjunction' }).format(listingNames);
+const listingArgument = `--listing ${listingNames.join('|')}`;
 
-Probes a running API, one endpoint after another, and checks that it enforces listing A or B of the
+export const USAGE = `Usage: listing-limits verify <base-url> ${listingArgument} [options]
+
+Probes a running API, one endpoint after another, and checks that it enforces listing ${eitherListing} of the
 rate-limit contract: limit requests pass and the next gets a 429 with Retry-After, the rate-limit fields
 agree, another token has its own counter, path parameters share the counter, the window opens again.
 
 Options:
-  --listing A|B        the listing the API serves (required)
+  ${listingArgument.padEnd(19)}  the listing the API serves (required)
   --token T            Authorization value to send; without one the server counts by client IP
   --other-token T      Authorization value of the one request on another client's counter
                        (default: listing-limits-verify- and random hex)
@@ -84,26 +90,71 @@ interface Parsed {
   readonly options: VerifyOptions;
 }
 
+/** Option names as typed, to name them in errors and suggest one for a typo. */
+const optionArguments = Object.keys(cliOptions).map((name) => `--${name}`);
+
+/**
+ * Finds the argument that Node's strict parser refused, to tell it in one line naming the argument (Node's own
+ * messages span several lines and differ between versions).
+ */
+function checkTokens(tokens: NonNullable<ReturnType<typeof parseArgs>['tokens']>): void {
+  for (const token of tokens) {
+    if (token.kind !== 'option') continue;
+    const { name, rawName, value, inlineValue } = token;
+    const option = (cliOptions as Record<string, { type: 'string' | 'boolean' }>)[name];
+    if (!option) {
+      const meant = closest(rawName, optionArguments);
+      const hint = distance(rawName, meant) <= 2 ? `. Did you mean ${meant}?` : '';
+      throw new UsageError(`unknown option ${rawName}${hint}`);
+    }
+    if (option.type === 'boolean') {
+      if (value !== undefined) throw new UsageError(`${rawName} takes no value; got ${JSON.stringify(value)}`);
+    } else if (value === undefined) {
+      throw new UsageError(`${rawName} needs a value`);
+    } else if (!inlineValue && value.startsWith('-')) {
+      // `--token --dry-run` more likely forgot the token than meant it to be "--dry-run".
+      throw new UsageError(
+        `${rawName} needs a value; got the option-like ${JSON.stringify(value)} (write ${rawName}=${value} if that is the value)`,
+      );
+    }
+  }
+}
+
+/** The listing a mistyped name means: the same name in another case, or one a typo away from it. */
+function meantListing(given: string): string | undefined {
+  const lower = given.toLowerCase();
+  const names = listingNames.map((name) => name.toLowerCase());
+  const best = closest(lower, names);
+  return distance(lower, best) <= Math.floor(best.length / 3) ? listingNames[names.indexOf(best)] : undefined;
+}
+
 function parse(argv: readonly string[]): Parsed {
   let parsed;
   try {
     parsed = parseArgs({ args: [...argv], options: cliOptions, allowPositionals: true, strict: true });
   } catch (error) {
-    // Node's messages name the option; their first sentence is the useful one.
-    throw new UsageError((error as Error).message.split('. ')[0]?.replace(/\.$/, '') ?? 'bad arguments');
+    const { tokens } = parseArgs({ args: [...argv], options: cliOptions, allowPositionals: true, strict: false, tokens: true });
+    checkTokens(tokens);
+    throw new UsageError((error as Error).message.split('\n')[0]?.replace(/\.$/, '') ?? 'bad arguments');
   }
   const { values, positionals } = parsed;
   const [command, baseUrl, extra] = positionals;
   const json = values.json === true;
   const dryRun = values['dry-run'] === true;
-  if (values.help) return { help: true, json, dryRun, options: { baseUrl: '', listing: 'A' } };
-  if (command === undefined) throw new UsageError('missing command: listing-limits verify <base-url> --listing A|B');
+  const listing = values.listing;
+  if (values.help) return { help: true, json, dryRun, options: { baseUrl: '', listing: [] } };
+  const synopsis = `listing-limits verify <base-url> ${listingArgument}`;
+  if (command === undefined) throw new UsageError(`missing command: ${synopsis}`);
   if (command !== 'verify') throw new UsageError(`unknown command ${JSON.stringify(command)}; the command is verify`);
   if (baseUrl === undefined) throw new UsageError('verify needs <base-url>, e.g. http://127.0.0.1:3000');
   if (extra !== undefined) throw new UsageError(`unexpected argument ${JSON.stringify(extra)}`);
-  const listing = values.listing;
-  if (listing === undefined) throw new UsageError('--listing is required: A or B');
-  if (listing !== 'A' && listing !== 'B') throw new UsageError(`--listing must be A or B; got ${JSON.stringify(listing)}`);
+  if (typeof listing !== 'string') throw new UsageError(`--listing is required: ${eitherListing}`);
+  if (!isListingName(listing)) {
+    const meant = meantListing(listing);
+    throw new UsageError(
+      `--listing must be ${eitherListing}; got ${JSON.stringify(listing)}${meant ? `. Did you mean \`${meant}\`?` : ''}`,
+    );
+  }
 
   const params: Record<string, string[]> = {};
   for (const param of values.param ?? []) {

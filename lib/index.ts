@@ -20,13 +20,3 @@ export type {
   OnBan,
   RateLimitInfo,
 } from './types.js';
-export {
-  type EndpointPlan,
-  type EndpointReport,
-  planVerification,
-  type VerifyEvent,
-  type VerifyOptions,
-  type VerifyPlan,
-  type VerifyReport,
-  verifyContract,
-} from './verify.js';

@@ -1,13 +1,10 @@
 // A limits table: a listing's name or custom rows, checked row by row, and the shape that says when two rows are one endpoint.
 import { METHODS } from 'node:http';
 import { type Checker, show, suggestion } from './check.js';
-import { type EndpointRow, type ListingName, listings } from './listings.js';
+import { type EndpointRow, type ListingName, listingNames, listings } from './listings.js';
 import { compilePath } from './match.js';
 
 const rowFields = ['method', 'path', 'limit', 'windowMs'] as const;
-
-/** The names of the contract's listings, in table order: `A`, `B`, … */
-export const listingNames = Object.keys(listings) as ListingName[];
 
 /**
  * What makes two rows one endpoint: the method and the path as the router matches it, so paths that differ only

@@ -4,8 +4,8 @@ import { closest } from 'fastest-levenshtein';
 import { compile, pathToRegexp } from 'path-to-regexp';
 import { isInnerList, type Item, parseList } from 'structured-headers';
 import { ListingLimitsError } from './errors.js';
-import type { EndpointRow, ListingName } from './listings.js';
 import { Checker } from './check.js';
+import { type EndpointRow, type ListingName, listingNames } from './listings.js';
 import { checkTable } from './table.js';
 
 /** Options of {@link verifyContract} and {@link planVerification}. */
@@ -15,7 +15,7 @@ export interface VerifyOptions {
    * path is appended to it. Required.
    */
   baseUrl: string | URL;
-  /** The table to check: listing `'A'` or `'B'` of the contract, or rows of your own. Required. */
+  /** The table to check: the name of a listing of the contract (`'B'`), or rows of your own. Required. */
   listing: ListingName | readonly EndpointRow[];
   /** The `Authorization` value to send. Default: none, so the server counts the requests by client IP. */
   token?: string;
@@ -64,7 +64,10 @@ export interface EndpointPlan {
   readonly path: string;
   readonly limit: number;
   readonly windowMs: number;
-  /** The paths requested: one, or two (other path parameters) for an endpoint with path parameters. */
+  /**
+   * The paths requested, the base URL's path included (`/api/v1/bots/1`): one, or two (other path parameters)
+   * for an endpoint with path parameters.
+   */
   readonly paths: readonly string[];
   /** The requests sent when the server honours the contract (see the README for how they are spent). */
   readonly requests: number;
@@ -137,6 +140,8 @@ interface Target {
 
 interface Run {
   readonly baseUrl: string;
+  /** The scheme, host and port of the base URL: the targets' paths start with its path. */
+  readonly origin: string;
   readonly targets: readonly Target[];
   readonly token: string | undefined;
   readonly otherToken: string;
@@ -152,7 +157,8 @@ function invalid(field: string, message: string): never {
   throw new ListingLimitsError('ERR_INVALID_OPTION', `options.${field}`, message, SOURCE);
 }
 
-function checkBaseUrl(value: unknown): string {
+/** The base URL's origin, and its path without a trailing slash (empty at the root). */
+function checkBaseUrl(value: unknown): { origin: string; base: string } {
   let url: URL | undefined;
   if (typeof value === 'string' || value instanceof URL) {
     try {
@@ -164,7 +170,7 @@ function checkBaseUrl(value: unknown): string {
   if (!url || (url.protocol !== 'http:' && url.protocol !== 'https:') || url.search || url.hash) {
     invalid('baseUrl', `must be an http or https URL without query or fragment; got ${JSON.stringify(String(value))}.`);
   }
-  return `${url.origin}${url.pathname.replace(/\/+$/, '')}`;
+  return { origin: url.origin, base: url.pathname.replace(/\/+$/, '') };
 }
 
 function checkToken(field: string, value: unknown): string | undefined {
@@ -203,7 +209,7 @@ function checkOnly(value: unknown, names: readonly string[], listing: string): S
 }
 
 /** The next value of a path parameter: the number plus one, or the value with `-2` appended. */
-export function secondValue(value: string): string {
+function secondValue(value: string): string {
   return /^\d+$/.test(value) ? String(BigInt(value) + 1n) : `${value}-2`;
 }
 
@@ -254,8 +260,11 @@ function resolve(options: VerifyOptions): Run {
   }
   const check = new Checker(SOURCE);
   check.unknownKeys(options, optionNames, (key) => `options.${key}`);
-  const baseUrl = checkBaseUrl(options.baseUrl);
-  if (options.listing === undefined) invalid('listing', 'is required: "A", "B" or an array of rows.');
+  const { origin, base } = checkBaseUrl(options.baseUrl);
+  if (options.listing === undefined) {
+    const names = listingNames.map((name) => JSON.stringify(name));
+    invalid('listing', `is required: ${new Intl.ListFormat('en', { type: 'disjunction' }).format([...names, 'an array of rows'])}.`);
+  }
   const rows = checkTable(check, options.listing, 'options.listing');
   const listingName = typeof options.listing === 'string' ? `listing ${options.listing}` : 'the table';
   const names = rows.map((row) => `${row.method} ${row.path}`);
@@ -268,8 +277,13 @@ function resolve(options: VerifyOptions): Run {
     checkToken('otherToken', options.otherToken) ?? `listing-limits-verify-${randomBytes(8).toString('hex')}`;
   if (otherToken === token) invalid('otherToken', 'must differ from options.token.');
   return {
-    baseUrl,
-    targets: chosen.map((row) => ({ row, name: `${row.method} ${row.path}`, paths: pathsOf(row, params) })),
+    baseUrl: `${origin}${base}`,
+    origin,
+    targets: chosen.map((row) => ({
+      row,
+      name: `${row.method} ${row.path}`,
+      paths: pathsOf(row, params).map((path) => `${base}${path}`),
+    })),
     token,
     otherToken,
     graceMs: checkMs('graceMs', options.graceMs, 1000, 0),
@@ -403,7 +417,7 @@ class Probe {
     this.requests++;
     let response: Response;
     try {
-      response = await run.fetch(`${run.baseUrl}${path}`, {
+      response = await run.fetch(`${run.origin}${path}`, {
         method: this.target.row.method,
         headers: authorization === undefined ? {} : { authorization },
         redirect: 'manual',
