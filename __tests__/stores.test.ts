@@ -4,7 +4,7 @@ import request from 'supertest';
 import { memoryStore, type Store } from '../lib';
 import { MemoryLimiter } from '../lib/stores';
 import { createApp } from './helpers/app';
-import { T0, useFakeClock } from './helpers/stores';
+import { T0, useFakeWindows } from './helpers/stores';
 
 const endpoint = { method: 'GET', path: '/v1/bots/:id', name: 'GET /v1/bots/:id', limit: 2, windowMs: 1000 };
 
@@ -25,7 +25,7 @@ function atOnce(limiter: MemoryLimiter, key: string): [boolean, number, number, 
 }
 
 describe('memoryStore', () => {
-  beforeEach(useFakeClock);
+  beforeEach(useFakeWindows);
   afterEach(() => jest.useRealTimers());
 
   it('gives each endpoint a MemoryLimiter with its limit and window', () => {
