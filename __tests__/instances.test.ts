@@ -46,13 +46,17 @@ async function startInstance(lib: string, redisUrl: string, prefix: string, setu
   let readies = 0;
   let stderr = '';
   child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+  // Started once it listens and its Redis client is ready: a test that stops Redis before the first ready would
+  // wait for a reconnection that is the first connection.
   const port = await new Promise<number>((resolve, reject) => {
+    let listening: number | undefined;
     createInterface({ input: child.stdout }).on('line', (line) => {
       const message = JSON.parse(line) as { port?: number; redis?: string };
       if (message.redis === 'ready') readies++;
-      if (message.port) resolve(message.port);
+      if (message.port) listening = message.port;
+      if (listening !== undefined && readies > 0) resolve(listening);
     });
-    child.once('exit', (code) => reject(new Error(`instance exited with ${code} before listening:\n${stderr}`)));
+    child.once('exit', (code) => reject(new Error(`instance exited with ${code} before it was ready:\n${stderr}`)));
   });
   return { child, url: `http://127.0.0.1:${port}`, readies: () => readies, stderr: () => stderr };
 }
