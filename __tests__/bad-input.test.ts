@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import request from 'supertest';
 import { createApp, expressVersions } from './helpers/app';
 import { rawRequest } from './helpers/raw';
+import { useFakeWindows } from './helpers/stores';
 
 describe.each(expressVersions)('%s', (_name, express) => {
   let server: Server;
@@ -36,6 +37,7 @@ describe.each(expressVersions)('%s', (_name, express) => {
 
   it('counts requests whose socket has no remote address (req.ip undefined) on one shared counter', async () => {
     const socketPath = join(tmpdir(), `listing-limits-${process.pid}-${Date.now()}.sock`);
+    useFakeWindows(); // 2 requests a second: the window must not end between them on a slow machine
     const unix = createServer(createApp({ express, listing: 'B' })).listen(socketPath);
     await new Promise((resolve) => unix.once('listening', resolve));
     const get = () =>
@@ -52,6 +54,7 @@ describe.each(expressVersions)('%s', (_name, express) => {
       expect(await get()).toEqual({ status: 200, remaining: '0' });
       expect(await get()).toEqual({ status: 429, remaining: '0' });
     } finally {
+      jest.useRealTimers();
       unix.close();
     }
   });

@@ -3,7 +3,7 @@ import request from 'supertest';
 import { type EndpointRow, listingLimits } from '../lib';
 import { createApp, expressVersions, pathOf } from './helpers/app';
 import { BODY_429, expectLimitHolds, rowsOf } from './helpers/contract';
-import { storeCases, T0, useFakeClock } from './helpers/stores';
+import { storeCases, T0, useFakeWindows } from './helpers/stores';
 
 
 function send(app: Parameters<typeof request>[0], row: EndpointRow, path = pathOf(row)) {
@@ -16,7 +16,7 @@ describe.each(storeCases)('$name', (store) => {
   afterAll(() => store.stop?.());
 
   describe.each(expressVersions)('%s', (_version, express) => {
-    beforeEach(useFakeClock);
+    beforeEach(useFakeWindows);
     afterEach(() => jest.useRealTimers());
     const app = (options: Parameters<typeof createApp>[0] = {}) =>
       createApp({ express, ...options, options: { store: store.make(), ...options.options } });

@@ -3,12 +3,12 @@ import request from 'supertest';
 import { memoryStore, type Store } from '../lib';
 import { MemoryLimiter } from '../lib/memory';
 import { createApp } from './helpers/app';
-import { useFakeClock } from './helpers/stores';
+import { useFakeClock, useFakeWindows } from './helpers/stores';
 
 const endpoint = { method: 'GET', path: '/v1/bots/:id', name: 'GET /v1/bots/:id', limit: 2, windowMs: 1000 };
 
 describe('memoryStore', () => {
-  beforeEach(useFakeClock);
+  beforeEach(useFakeWindows);
   afterEach(() => jest.useRealTimers());
 
   it('gives each endpoint a MemoryLimiter with its limit and window, and no key prefix', () => {

@@ -23,27 +23,35 @@ export interface StoreCase {
 /** A fixed start, so that header values are exact: 2026-01-01T00:00:00.000Z. */
 export const T0 = Date.UTC(2026, 0, 1);
 
+const realTimers = [
+  'hrtime',
+  'nextTick',
+  'performance',
+  'queueMicrotask',
+  'requestAnimationFrame',
+  'cancelAnimationFrame',
+  'requestIdleCallback',
+  'cancelIdleCallback',
+  'setImmediate',
+  'clearImmediate',
+  'setInterval',
+  'clearInterval',
+] as const;
+
 /** Fakes Date only: sockets, timers and promises run for real, counters see the fake clock. */
 export function useFakeClock(): void {
-  jest.useFakeTimers({
-    now: T0,
-    doNotFake: [
-      'hrtime',
-      'nextTick',
-      'performance',
-      'queueMicrotask',
-      'requestAnimationFrame',
-      'cancelAnimationFrame',
-      'requestIdleCallback',
-      'cancelIdleCallback',
-      'setImmediate',
-      'clearImmediate',
-      'setInterval',
-      'clearInterval',
-      'setTimeout',
-      'clearTimeout',
-    ],
-  });
+  jest.useFakeTimers({ now: T0, doNotFake: [...realTimers, 'setTimeout', 'clearTimeout'] });
+}
+
+/**
+ * Fakes Date and setTimeout: a window ends only when the test moves the clock (`jest.advanceTimersByTime`), never
+ * because the machine was slow. The memory store drops a counter with a setTimeout of its window; on a real timer
+ * that would end a window of one second early on the fake clock whenever the requests of a test took a second.
+ * Sockets, promises and setImmediate run for real. Not for code that caches a time until a setTimeout resets it
+ * (lru-cache's `ttl`): that time would stand still.
+ */
+export function useFakeWindows(): void {
+  jest.useFakeTimers({ now: T0, doNotFake: [...realTimers] });
 }
 
 declare global {
@@ -70,18 +78,22 @@ export const memoryCase: StoreCase = {
   name: 'memory store',
   make: memoryStore,
   shared: false,
+  // Fires the counters' timers that fall due on the way, as real time would; only Date moves under useFakeClock().
   advance: async (ms) => {
-    jest.setSystemTime(Date.now() + ms);
+    jest.advanceTimersByTime(ms);
   },
   marginMs: 1,
   resetAfter: (ms) => String(ms / 1000),
 };
 
 /**
- * The Redis store through ioredis. Redis expires keys on its own, real clock, while the tests move a fake Date:
- * `advance` moves both, setting every key's time to live to what the fake clock leaves of its window (and deleting
- * the keys whose window has ended). Between two advances Redis's clock runs on for real, so `X-RateLimit-Reset-After`
- * may read a few milliseconds short, and a window is stepped to 500 ms before its end, not 1.
+ * The Redis store through ioredis. Redis expires keys on its own, real clock, while the tests move a fake Date. So
+ * that a window ends only when the fake clock says so, however slow the machine, a key the store counts with waits
+ * between two counts with an hour to live, and right before each count, on the same connection, it is given what
+ * the fake clock leaves of its window, which the count reads back for the headers; `advance` deletes the keys whose
+ * window has ended. Keys written without a count (bans) are set to what the fake clock leaves at each `advance`.
+ * Redis's clock still runs for real between the two commands before a count, so `X-RateLimit-Reset-After` may
+ * read that much short: hence a margin of 500 ms, far above it, and a window is stepped to it before its end.
  */
 function redisCase(): StoreCase {
   let server: Awaited<ReturnType<typeof startRedis>> | undefined;
@@ -92,12 +104,26 @@ function redisCase(): StoreCase {
   const windows = new Map<string, number>();
   /** When each key's window ends on the fake clock. */
   const ends = new Map<string, number>();
+  /** The keys the store has counted with, which wait with `holdMs` to live between counts. */
+  const counted = new Set<string>();
+  const holdMs = 3_600_000;
   const marginMs = 500;
 
   const windowOf = (key: string) => {
     for (const [keyPrefix, windowMs] of windows) if (key.startsWith(`${keyPrefix}:`)) return windowMs;
     throw new Error(`no endpoint for Redis key ${key}`);
   };
+
+  /** Gives `key` what the fake clock leaves of its window, or deletes it when its window has ended (or it is gone). */
+  async function toFakeClock(redis: Redis, key: string): Promise<void> {
+    const end = ends.get(key);
+    if (end === undefined) return;
+    const left = end - Date.now();
+    if (left > 0 && (await redis.pexpire(key, left)) === 1) return;
+    await redis.del(key);
+    ends.delete(key);
+    counted.delete(key);
+  }
 
   return {
     name: 'redis store',
@@ -115,28 +141,41 @@ function redisCase(): StoreCase {
       await server?.close();
     },
     make() {
-      if (!client) throw new Error('the Redis store case was not started');
+      const redis = client;
+      if (!redis) throw new Error('the Redis store case was not started');
       const prefix = `${namespace}-${++made}`;
       // Counting must never fall back to memory here: a generous timeout, and any failure a loud 503.
-      const store = redisStore(client, { prefix, timeoutMs: 5000, onFailure: 'closed' });
+      const store = redisStore(redis, { prefix, timeoutMs: 5000, onFailure: 'closed' });
       return (endpoint) => {
         windows.set(`${prefix}:${endpoint.name}`, endpoint.windowMs);
-        return store(endpoint);
+        const limiter = store(endpoint);
+        const consume = limiter.consume.bind(limiter);
+        limiter.consume = async (clientKey, ...rest) => {
+          const key = `${prefix}:${endpoint.name}:${clientKey}`;
+          const now = Date.now();
+          await toFakeClock(redis, key);
+          try {
+            return await consume(clientKey, ...rest);
+          } finally {
+            // The fake clock stands still during a count: a key this count created began its window `now`.
+            if (!ends.has(key)) ends.set(key, now + endpoint.windowMs);
+            counted.add(key);
+            await redis.pexpire(key, holdMs);
+          }
+        };
+        return limiter;
       };
     },
     async advance(ms) {
       const redis = client as Redis;
       const now = Date.now();
-      // The fake clock stands still between advances, so a key first seen now was created at `now`.
+      // The fake clock stood still since the last advance: a key first seen now was written at `now`.
       for (const key of await scanKeys(redis, `${namespace}-*`)) {
         if (!ends.has(key)) ends.set(key, now + windowOf(key));
       }
-      jest.setSystemTime(now + ms);
+      jest.advanceTimersByTime(ms); // also fires what falls due on the way, e.g. the reset of lru-cache's cached time
       for (const [key, end] of ends) {
-        const left = end - (now + ms);
-        if (left > 0 && (await redis.pexpire(key, left)) === 1) continue;
-        await redis.del(key);
-        ends.delete(key);
+        if (!counted.has(key) || end <= Date.now()) await toFakeClock(redis, key);
       }
     },
     marginMs,
