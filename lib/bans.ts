@@ -171,30 +171,28 @@ export class Bans {
     return banned ? banned.then(refuse) : refuse();
   }
 
-  /** After a refusal: the `after`-th refusal within `within` bans the client; the refusal itself is answered as usual. */
+  /**
+   * After a refusal: the `after`-th refusal within `within` bans the client, and is itself answered as usual; a later
+   * one is refused as banned. The count is not reset by the ban, so the store's order decides which is which.
+   */
   strike(ctx: Context): void | Promise<void> {
     const { client } = ctx;
     const counted = this.#strikes.hit(client.key, this.#deadline(ctx));
     const decide = (n: number) => {
       const { after } = this.#options;
       if (n < after) return;
-      if (n > after && !this.#shadow) {
-        // A later refusal than the one that banned (they were in flight together): refused as banned.
-        const until = this.#mirrored(client.key, Date.now()) ?? Date.now() + this.#options.duration;
-        this.#mirror.set(client.key, until);
-        answerBanned(ctx, until);
-        return;
-      }
-      return this.#ban(ctx, client.key, client.key, client.kind, 'limit', n === after, this.#strikes);
+      if (!this.#shadow && this.refuseMirrored(ctx)) return;
+      // The `after`-th refusal bans; so does any refusal once a ban has ended within the same count window.
+      return this.#ban(ctx, client.key, client.key, client.kind, 'limit', n === after || this.#mirror.has(client.key));
     };
     return counted instanceof Promise ? counted.then((state) => decide(state.count)) : decide(counted.count);
   }
 
   /**
-   * Bans `key` (stored as `banKey`) from now on: at once in this process, then in a shared store; forgets what led to
-   * it on `reset`. `onBan` is told when this request crossed the threshold. In shadow mode only `onBan` is told.
+   * Bans `key` (stored as `banKey`) from now on: at once in this process, then in a shared store. `onBan` is told
+   * when this request crossed the threshold. In shadow mode only `onBan` is told.
    */
-  #ban(ctx: Context, key: string, banKey: string, kind: ClientKind, reason: BanInfo['reason'], crossed: boolean, reset?: Counter): void | Promise<void> {
+  #ban(ctx: Context, key: string, banKey: string, kind: ClientKind, reason: BanInfo['reason'], crossed: boolean): void | Promise<void> {
     const now = Date.now();
     const until = now + this.#options.duration;
     const info = { key, kind, reason, until: new Date(until), shadow: this.#shadow };
@@ -206,10 +204,7 @@ export class Bans {
     if (this.#mirrored(banKey, now) !== undefined) return;
     this.#mirror.set(banKey, until);
     if (crossed) observe(this.#onBan, info, ctx.req, this.#report);
-    const writes: Promise<unknown>[] = [];
-    if (reset) writes.push(reset.delete(key, ctx.deadline));
-    if (this.#stored) writes.push(this.#stored.set(banKey, until, this.#options.duration, ctx.deadline));
-    return writes.length > 0 ? Promise.all(writes).then(() => undefined) : undefined;
+    return this.#stored?.set(banKey, until, this.#options.duration, ctx.deadline);
   }
 
   /** Lifts the bans of `key` (its own, and its address's), and forgets its refusals and its address's token count. */
