@@ -107,6 +107,27 @@ describe.each(storeCases)('$name', (store) => {
       });
     }
 
+    it('tells onBan, the 403 body and Retry-After one instant, on every instance', async () => {
+      jest.setSystemTime(T0 + 1_234);
+      const bans: BanInfo[] = [];
+      const shared = store.make();
+      const options = { store: shared, ban: { ...ban, after: 1 }, onBan: (info: BanInfo) => bans.push(info) };
+      const one = createApp({ listing: 'B', options });
+      const get = (server = one) => request(server).get('/v1/bots/1').set('Authorization', 'instant');
+      await get().expect(200);
+      await get().expect(200);
+      await get().expect(429);
+      const until = new Date(T0 + 1_234 + 600_000).toISOString();
+      expect(bans.map((info) => info.until.toISOString())).toEqual([until]);
+      const banned = await get().expect(403);
+      expect(JSON.parse(banned.text).bannedUntil).toBe(until);
+      expect(banned.headers['retry-after']).toBe('600');
+      if (store.shared) {
+        const other = await get(createApp({ listing: 'B', options })).expect(403);
+        expect(JSON.parse(other.text).bannedUntil).toBe(until);
+      }
+    });
+
     it('forgets refusals older than `within`', async () => {
       const server = app({ ban });
       const get = () => request(server).get('/v1/bots/1').set('Authorization', 'slow');
@@ -174,6 +195,15 @@ describe.each(storeCases)('$name', (store) => {
       // The partner's counter is not the default one.
       const other = await request(server).get('/v1/bots/1').set('Authorization', 'Bot other').expect(200);
       expect(other.headers['x-ratelimit-limit']).toBe('2');
+    });
+
+    it('matches a grant row to its table row as duplicate rows are found: case and parameter names aside', async () => {
+      const server = app({
+        grants: { 'Bot p': { rows: [{ method: 'GET', path: '/V1/Bots/:botId', limit: 5, windowMs: 1000 }] } },
+      });
+      const res = await request(server).get('/v1/bots/1').set('Authorization', 'Bot p').expect(200);
+      expect(res.headers['x-ratelimit-limit']).toBe('5');
+      expect(res.headers['x-ratelimit-bucket']).toBe('GET /v1/bots/:id (5/1s)');
     });
 
     it('replaces the rows a grant names and keeps the others', async () => {

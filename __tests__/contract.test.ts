@@ -117,6 +117,17 @@ describe.each(storeCases)('$name', (store) => {
       expect(resetTime).toBeGreaterThan(T0 + 15_000 - store.marginMs);
     });
 
+    if (!store.shared) {
+      it('gives req.rateLimit.resetTime one value per window, however late in it a request comes', async () => {
+        const server = app({ listing: 'A' });
+        const first = await request(server).get('/v1/servers/1').expect(200);
+        await store.advance(7);
+        const second = await request(server).get('/v1/servers/2').expect(200);
+        expect(second.body.rateLimit.resetTime).toBe(first.body.rateLimit.resetTime);
+        expect(first.body.rateLimit.resetTime).toBe(new Date(T0 + 15_000).toISOString());
+      });
+    }
+
     it('matches like the Express router: any case, trailing slash, query string, HEAD as GET', async () => {
       const server = app({ listing: 'B' });
       const variants = [

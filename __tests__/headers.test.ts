@@ -1,6 +1,10 @@
-// Header values at the edges of a window: rounding, the floor of Retry-After, sf-string quoting.
+// Header values at the edges of a window (rounding, the floor of Retry-After, sf-string quoting), and stacked limiters.
 import { ServerResponse } from 'node:http';
+import express from 'express';
+import request from 'supertest';
+import { listingLimits } from '../lib';
 import { headerTemplate, retryAfterSeconds, secondsUntil, setRateLimitHeaders, sfString } from '../lib/headers';
+import { T0, useFakeClock } from './helpers/stores';
 
 describe('seconds until the window ends', () => {
   it.each([
@@ -49,4 +53,63 @@ it.each([
   ['GET /v1/a\\b', '"GET /v1/a\\\\b"'],
 ])('sfString(%j) is %s', (value, quoted) => {
   expect(sfString(value)).toBe(quoted);
+});
+
+describe('stacked limiters keep every policy', () => {
+  beforeEach(useFakeClock);
+  afterEach(() => jest.useRealTimers());
+  const reset = (s: number) => String(T0 / 1000 + s);
+
+  /** A custom row of 3 per minute mounted first, then listing B (GET /v1/bots/:id: 2 per second). */
+  function stacked() {
+    const app = express();
+    app.use(listingLimits([{ method: 'GET', path: '/v1/bots/:botId', limit: 3, windowMs: 60_000 }]));
+    app.use(listingLimits('B'));
+    app.get('/v1/bots/:id', (_req, res) => {
+      res.json({ ok: true });
+    });
+    return app;
+  }
+
+  it.each([
+    {
+      n: 1,
+      status: 200,
+      ratelimit: '"GET /v1/bots/:botId";r=2;t=60, "GET /v1/bots/:id";r=1;t=1',
+      legacy: ['2', '1', reset(1), '1', 'GET /v1/bots/:id'],
+      retryAfter: undefined,
+    },
+    {
+      n: 2,
+      status: 200,
+      ratelimit: '"GET /v1/bots/:botId";r=1;t=60, "GET /v1/bots/:id";r=0;t=1',
+      legacy: ['2', '0', reset(1), '1', 'GET /v1/bots/:id'],
+      retryAfter: undefined,
+    },
+    // The second limiter refuses while the first has nothing left for a minute: the legacy fields and Retry-After
+    // show the first, since retrying after one second would only meet its refusal.
+    {
+      n: 3,
+      status: 429,
+      ratelimit: '"GET /v1/bots/:botId";r=0;t=60, "GET /v1/bots/:id";r=0;t=1',
+      legacy: ['3', '0', reset(60), '60', 'GET /v1/bots/:botId'],
+      retryAfter: '60',
+    },
+  ])('request $n: both policies in the IETF fields, the most restrictive in the legacy ones', async (row) => {
+    const app = stacked();
+    let res: request.Response | undefined;
+    for (let i = 1; i <= row.n; i++) res = await request(app).get('/v1/bots/7');
+    expect(res?.status).toBe(row.status);
+    expect(res?.headers['ratelimit-policy']).toBe('"GET /v1/bots/:botId";q=3;w=60, "GET /v1/bots/:id";q=2;w=1');
+    expect(res?.headers.ratelimit).toBe(row.ratelimit);
+    const { headers } = res as request.Response;
+    expect([
+      headers['x-ratelimit-limit'],
+      headers['x-ratelimit-remaining'],
+      headers['x-ratelimit-reset'],
+      headers['x-ratelimit-reset-after'],
+      headers['x-ratelimit-bucket'],
+    ]).toEqual(row.legacy);
+    expect(headers['retry-after']).toBe(row.retryAfter);
+  });
 });

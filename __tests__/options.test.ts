@@ -2,7 +2,7 @@
 import express from 'express';
 import { RateLimiterMemory } from 'rate-limiter-flexible';
 import request from 'supertest';
-import { type EndpointRow, ListingLimitsError, type ListingLimitsOptions, listingLimits, memoryStore } from '../lib';
+import { type EndpointRow, ListingLimitsError, type ListingLimitsOptions, listingLimits, memoryStore, redisStore } from '../lib';
 import { createApp } from './helpers/app';
 
 const row = (over: Partial<Record<keyof EndpointRow, unknown>> = {}) =>
@@ -214,6 +214,54 @@ describe('bad configuration fails at creation, naming the field', () => {
     expect(() => listingLimits([{ ...row(), windwMs: 1 }] as never)).toThrow(
       'listingLimits: listing[0].windwMs is not a row field. Did you mean `windowMs`?',
     );
+  });
+});
+
+describe('error messages show what was given, never code', () => {
+  class Client {
+    constructor(readonly url: string) {}
+  }
+  const long = { huge: 'x'.repeat(500) };
+  it.each([
+    ['a listing in the wrong case', () => listingLimits('b' as never), 'listingLimits: listing "b" is not a listing. Use "A", "B" or an array of rows. Did you mean `B`?'],
+    ['an array as options', () => listingLimits('B', [] as never), 'listingLimits: options must be an object of options; got [].'],
+    ['null as options', () => listingLimits('B', null as never), 'listingLimits: options must be an object of options; got null.'],
+    ['a string limit', () => listingLimits([row({ limit: '5' })]), 'listingLimits: listing[0].limit must be a positive integer; got "5".'],
+    [
+      'the memoryStore function itself',
+      () => listingLimits('B', { store: memoryStore as never }),
+      'listingLimits: options.store is the memoryStore function itself; call it: `memoryStore()`.',
+    ],
+    [
+      'the redisStore function itself',
+      () => listingLimits('B', { store: redisStore as never }),
+      'listingLimits: options.store is the redisStore function itself; call it with your client: `redisStore(client)`.',
+    ],
+    [
+      'a client class instead of an instance',
+      () => redisStore(Client as never),
+      'redisStore: client is the class Client, not a client: pass a connected instance, e.g. `redisStore(new Redis(url))`.',
+    ],
+    [
+      'a huge value, cut short',
+      () => listingLimits('B', { grants: { tok: long as never } }),
+      `listingLimits: options.grants["tok"] must be 'unlimited', { multiplier } or { rows }; got {"huge":"${'x'.repeat(51)}….`,
+    ],
+    [
+      'a function where a store should return a limiter',
+      () => listingLimits('B', { store: () => (() => 1) as never }),
+      'listingLimits: options.store returned the function for GET /v1/statistics; a store must return a rate-limiter-flexible limiter.',
+    ],
+  ])('%s', (_name, create, message) => {
+    expect(create).toThrow(ListingLimitsError);
+    let error: Error | undefined;
+    try {
+      create();
+    } catch (e) {
+      error = e as Error;
+    }
+    expect(error?.message).toBe(message);
+    expect(error?.message).not.toMatch(/=>|\{\s*\n|function \w*\(/);
   });
 });
 

@@ -36,21 +36,36 @@ export function retryAfterSeconds(msBeforeNext: number): number {
   return Math.max(secondsUntil(msBeforeNext), 1);
 }
 
-/** Sets every rate-limit header of a counted response. */
+/**
+ * Sets every rate-limit header of a counted response. Where another limiter has already set them on this response,
+ * its policies stay: the IETF fields are lists, so this limiter's item is appended to each; the legacy fields show
+ * the most restrictive limiter (fewest requests remaining, then the latest reset). Returns the milliseconds until
+ * the reset the legacy fields show, which `Retry-After` must not point before.
+ */
 export function setRateLimitHeaders(
   res: ServerResponse,
   template: HeaderTemplate,
   remaining: number,
   msBeforeNext: number,
   now: number,
-): void {
+): number {
   const ms = Math.max(msBeforeNext, 0);
-  const reset = secondsUntil(ms);
-  res.setHeader('RateLimit-Policy', template.policy);
-  res.setHeader('RateLimit', `${template.ratelimitPrefix}${remaining};t=${reset}`);
+  const item = `${template.ratelimitPrefix}${remaining};t=${secondsUntil(ms)}`;
+  const policies = res.getHeader('RateLimit-Policy');
+  if (policies === undefined) {
+    res.setHeader('RateLimit-Policy', template.policy);
+    res.setHeader('RateLimit', item);
+  } else {
+    res.setHeader('RateLimit-Policy', `${String(policies)}, ${template.policy}`);
+    res.setHeader('RateLimit', `${String(res.getHeader('RateLimit'))}, ${item}`);
+    const before = Number(res.getHeader('X-RateLimit-Remaining'));
+    const beforeMs = Number(res.getHeader('X-RateLimit-Reset-After')) * 1000;
+    if (before < remaining || (before === remaining && beforeMs >= ms)) return beforeMs;
+  }
   res.setHeader('X-RateLimit-Limit', template.limit);
   res.setHeader('X-RateLimit-Remaining', String(remaining));
   res.setHeader('X-RateLimit-Reset', String(Math.ceil((now + ms) / 1000)));
   res.setHeader('X-RateLimit-Reset-After', String(ms / 1000));
   res.setHeader('X-RateLimit-Bucket', template.bucket);
+  return ms;
 }

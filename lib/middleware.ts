@@ -129,12 +129,13 @@ function respond(ctx: Context, config: Config): void {
   const remaining = allowed ? endpoint.limit - count.count : 0;
   const info: RateLimitInfo = { endpoint: endpoint.name, limit: endpoint.limit, remaining, resetTime: new Date(count.resetAt) };
   req.rateLimit = info;
-  if (config.headers) setRateLimitHeaders(res, endpoint.headers, remaining, msLeft, now);
+  // With another limiter's headers on the response, Retry-After points no earlier than the most restrictive one.
+  const waitMs = config.headers ? setRateLimitHeaders(res, endpoint.headers, remaining, msLeft, now) : msLeft;
   if (allowed) {
     ctx.state = PASSED;
     return;
   }
-  const retryAfter = retryAfterSeconds(msLeft);
+  const retryAfter = retryAfterSeconds(Math.max(waitMs, msLeft));
   const { client } = ctx;
   observe(config.onLimit, { ...info, retryAfter, client: { kind: client.kind, key: client.key }, shadow: config.shadow }, req, config.report);
   if (config.shadow) {
