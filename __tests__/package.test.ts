@@ -1,6 +1,6 @@
 // The package as users get it: built, packed with npm pack, loaded from CommonJS and from ESM, and run as a command.
 import { execFileSync, spawn } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import ts from 'typescript';
 import { type EndpointRow, listings } from '../lib';
@@ -126,6 +126,18 @@ describe('type declarations', () => {
     for (const entry of ['.', './verify']) {
       const types = pkg.exports[entry][condition].types as string;
       expect(existsSync(join(installed, types))).toBe(true);
+    }
+  });
+
+  it('publish no internal type: the compiled configuration and the request context stay out', () => {
+    for (const dir of ['cjs', 'esm']) {
+      const folder = join(installed, 'dist', dir);
+      const declarations = readdirSync(folder).filter((name) => name.endsWith('.d.ts'));
+      expect(declarations.length).toBeGreaterThan(5);
+      for (const name of declarations) {
+        const text = readFileSync(join(folder, name), 'utf8');
+        expect({ name, config: /\binterface Config\b|\bconfigure\(/.test(text) }).toEqual({ name, config: false });
+      }
     }
   });
 

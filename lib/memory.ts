@@ -1,7 +1,7 @@
 // The memory store's limiter: fixed windows in a map this package owns, with no timer per key.
 import { type RateLimiterAbstract, RateLimiterCompatibleAbstract, RateLimiterRes } from 'rate-limiter-flexible';
 import { MAX_DURATION_MS } from './durations.js';
-import { ListingLimitsError } from './errors.js';
+import { Checker, show } from './check.js';
 
 const MAX_SECONDS = MAX_DURATION_MS / 1000;
 
@@ -58,9 +58,7 @@ class Entry implements MemoryCount {
   }
 }
 
-function invalid(field: string, message: string): ListingLimitsError {
-  return new ListingLimitsError('ERR_INVALID_OPTION', field, message, 'MemoryLimiter');
-}
+const check: Checker = new Checker('MemoryLimiter');
 
 /**
  * Milliseconds of a duration given in seconds to a method: undefined or negative means the limiter's duration,
@@ -126,13 +124,13 @@ export class MemoryLimiter extends RateLimiterCompatibleAbstract implements Rate
       blockDuration?: unknown;
       execEvenly?: unknown;
     };
-    if (typeof keyPrefix !== 'string') throw invalid('keyPrefix', `must be a string; got ${String(keyPrefix)}.`);
+    if (typeof keyPrefix !== 'string') check.invalid('keyPrefix', `must be a string; got ${show(keyPrefix)}.`);
     this.keyPrefix = keyPrefix;
     if (blockDuration !== undefined && blockDuration !== 0) {
-      throw invalid('blockDuration', 'is not supported by the memory store; block keys with block() instead.');
+      check.invalid('blockDuration', 'is not supported by the memory store; block keys with block() instead.');
     }
     if (execEvenly !== undefined && execEvenly !== false) {
-      throw invalid('execEvenly', 'is not supported by the memory store.');
+      check.invalid('execEvenly', 'is not supported by the memory store.');
     }
   }
 
@@ -142,7 +140,7 @@ export class MemoryLimiter extends RateLimiterCompatibleAbstract implements Rate
   }
 
   set points(value: number) {
-    if (!Number.isFinite(value)) throw invalid('points', `must be a finite number; got ${String(value)}.`);
+    if (!Number.isFinite(value)) check.invalid('points', `must be a finite number; got ${show(value)}.`);
     this.#points = value;
   }
 
@@ -154,7 +152,7 @@ export class MemoryLimiter extends RateLimiterCompatibleAbstract implements Rate
   set duration(value: number) {
     if (typeof value !== 'number' || !(value >= 0 && value * 1000 <= MAX_DURATION_MS)) {
       const got = String(value);
-      throw invalid('duration', `must be a number of seconds from 0 to ${MAX_SECONDS} (one year); got ${got}.`);
+      check.invalid('duration', `must be a number of seconds from 0 to ${MAX_SECONDS} (one year); got ${got}.`);
     }
     this.#duration = value;
   }

@@ -28,7 +28,10 @@ const optionNames = [
   'onError',
 ] as const;
 
-/** Options checked and compiled: everything the request path needs, all fields required. */
+/**
+ * Options checked and compiled: everything the request path needs, all fields required.
+ * @internal
+ */
 export interface Config {
   readonly match: (method: string, path: string) => CompiledEndpoint | undefined;
   readonly identify: Identify;
@@ -44,7 +47,7 @@ export interface Config {
   readonly timeoutMs: number | undefined;
 }
 
-const check = new Checker('listingLimits');
+const check: Checker = new Checker('listingLimits');
 
 function fn<T>(value: T, field: string, shape: string): T {
   if (value !== undefined && typeof value !== 'function') check.invalid(field, `must be a function ${shape}; got ${show(value)}.`);
@@ -61,7 +64,10 @@ function checkStore(store: unknown): Store {
   return store as Store;
 }
 
-/** Checks the listing and options and compiles everything the request path needs. Throws ListingLimitsError. */
+/**
+ * Checks the listing and options and compiles everything the request path needs. Throws ListingLimitsError.
+ * @internal
+ */
 export function configure(listing: unknown, options: unknown): Config {
   const rows = checkTable(check, listing);
   const o = check.options(options, 'options', 'of options') as ListingLimitsOptions;

@@ -37,7 +37,7 @@ export interface RedisStoreOptions {
 
 const optionNames = ['prefix', 'timeoutMs', 'onFailure'] as const;
 const failureModes: readonly RedisFailureMode[] = ['memory', 'open', 'closed'];
-const check = new Checker('redisStore');
+const check: Checker = new Checker('redisStore');
 
 /** Whether the client is node-redis, which rate-limiter-flexible must be told; ioredis is the other kind it takes. */
 function isNodeRedis(client: unknown): boolean {

@@ -3,7 +3,6 @@ import { randomBytes } from 'node:crypto';
 import { closest } from 'fastest-levenshtein';
 import { compile, pathToRegexp } from 'path-to-regexp';
 import { isInnerList, type Item, parseList } from 'structured-headers';
-import { ListingLimitsError } from './errors.js';
 import { Checker } from './check.js';
 import { type EndpointRow, type ListingName, listingNames } from './listings.js';
 import { checkTable } from './table.js';
@@ -153,8 +152,10 @@ interface Run {
   readonly onProgress: (event: VerifyEvent) => void;
 }
 
+const check: Checker = new Checker(SOURCE);
+
 function invalid(field: string, message: string): never {
-  throw new ListingLimitsError('ERR_INVALID_OPTION', `options.${field}`, message, SOURCE);
+  return check.invalid(`options.${field}`, message);
 }
 
 /** The base URL's origin, and its path without a trailing slash (empty at the root). */
@@ -255,10 +256,7 @@ function pathsOf(row: EndpointRow, params: ReadonlyMap<string, readonly [string,
 }
 
 function resolve(options: VerifyOptions): Run {
-  if (typeof options !== 'object' || options === null) {
-    throw new ListingLimitsError('ERR_INVALID_OPTION', 'options', 'must be an object { baseUrl, listing }.', SOURCE);
-  }
-  const check = new Checker(SOURCE);
+  if (typeof options !== 'object' || options === null) check.invalid('options', 'must be an object { baseUrl, listing }.');
   check.unknownKeys(options, optionNames, (key) => `options.${key}`);
   const { origin, base } = checkBaseUrl(options.baseUrl);
   if (options.listing === undefined) {
