@@ -18,7 +18,8 @@ describe.each(storeCases)('$name', (store) => {
     expect(resetTime?.getTime()).toBeLessThanOrEqual(end);
     expect(resetTime?.getTime()).toBeGreaterThan(end - store.marginMs);
   };
-  const app = (options: ListingLimitsOptions = {}) => createApp({ listing: 'B', options: { store: store.make(), ...options } });
+  const app = (options: ListingLimitsOptions = {}) =>
+    createApp({ listing: 'B', options: { store: store.make(), ...options } });
 
   describe('authenticate', () => {
     it('counts tokens it refuses by IP, so invented tokens get no fresh counters', async () => {
@@ -182,7 +183,10 @@ describe.each(storeCases)('$name', (store) => {
   describe('grants', () => {
     it.each([
       ['a map by token', { 'Bot partner': { multiplier: 10 } }],
-      ['a lookup function', async ({ token }: { token?: string }) => (token === 'Bot partner' ? { multiplier: 10 } : undefined)],
+      [
+        'a lookup function',
+        async ({ token }: { token?: string }) => (token === 'Bot partner' ? { multiplier: 10 } : undefined),
+      ],
     ] as const)('multiplies the limits of a granted client (%s), on counters of its own', async (_kind, grants) => {
       const server = app({ grants: grants as ListingLimitsOptions['grants'] });
       const partner = () => request(server).get('/v1/bots/1').set('Authorization', 'Bot partner');
@@ -246,7 +250,11 @@ describe.each(storeCases)('$name', (store) => {
   describe('shadow mode and onLimit', () => {
     it('counts and sets headers but refuses nothing, reporting what it would have refused', async () => {
       const events: LimitEvent[] = [];
-      const server = app({ mode: 'shadow', onLimit: (event) => events.push(event), ban: { after: 1, within: 60_000, duration: 60_000 } });
+      const server = app({
+        mode: 'shadow',
+        onLimit: (event) => events.push(event),
+        ban: { after: 1, within: 60_000, duration: 60_000 },
+      });
       await request(server).get('/v1/bots/1').expect(200);
       await request(server).get('/v1/bots/1').expect(200);
       for (let i = 0; i < 3; i++) {

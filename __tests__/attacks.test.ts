@@ -223,8 +223,20 @@ describe.each(storeCases)('$name', (store) => {
     const row = (windowMs: number): EndpointRow[] => [{ ...month, windowMs }];
     it.each<[string, readonly EndpointRow[] | ListingName, Options, string, string]>([
       ['a row windowMs', row(over), {}, 'ERR_INVALID_ROW', 'listing[0].windowMs'],
-      ['ban.duration', 'B', { ban: { after: 1, within: 60_000, duration: over } }, 'ERR_INVALID_OPTION', 'options.ban.duration'],
-      ['ban.within', 'B', { ban: { after: 1, within: over, duration: 60_000 } }, 'ERR_INVALID_OPTION', 'options.ban.within'],
+      [
+        'ban.duration',
+        'B',
+        { ban: { after: 1, within: 60_000, duration: over } },
+        'ERR_INVALID_OPTION',
+        'options.ban.duration',
+      ],
+      [
+        'ban.within',
+        'B',
+        { ban: { after: 1, within: over, duration: 60_000 } },
+        'ERR_INVALID_OPTION',
+        'options.ban.within',
+      ],
       [
         'ban.tokensWithin',
         'B',
@@ -253,7 +265,10 @@ describe.each(storeCases)('$name', (store) => {
     it('40 distinct tokens pipelined on one connection: 3 served, 37 refused with 403, one ban', async () => {
       const bans: BanInfo[] = [];
       const url = await served({ ban: rotation, onBan: (info) => bans.push(info) });
-      const answers = await pipeline(url, tokens(40).map((token) => withToken(token)));
+      const answers = await pipeline(
+        url,
+        tokens(40).map((token) => withToken(token)),
+      );
       expect(tally(answers)).toEqual({ 200: 3, 403: 37 });
       expect(bans).toHaveLength(1);
       expect(bans[0]).toMatchObject({ key: 'ip:127.0.0.1', kind: 'ip', reason: 'token-rotation' });
@@ -281,8 +296,14 @@ describe.each(storeCases)('$name', (store) => {
 
     it('one client refused `after` times: answered normally, then 403 from the next request on', async () => {
       const bans: BanInfo[] = [];
-      const url = await served({ ban: { after: 3, within: 60_000, duration: 600_000 }, onBan: (info) => bans.push(info) });
-      const answers = await pipeline(url, Array.from({ length: 30 }, () => withToken('Bot abuser')));
+      const url = await served({
+        ban: { after: 3, within: 60_000, duration: 600_000 },
+        onBan: (info) => bans.push(info),
+      });
+      const answers = await pipeline(
+        url,
+        Array.from({ length: 30 }, () => withToken('Bot abuser')),
+      );
       expect(answers).toEqual([200, 200, 429, 429, 429, ...Array<number>(25).fill(403)]);
       expect(bans).toHaveLength(1);
       expect(bans[0]).toMatchObject({ key: tokenKey('Bot abuser'), kind: 'token', reason: 'limit' });
@@ -309,7 +330,9 @@ describe.each(storeCases)('$name', (store) => {
         },
       });
       const path = '/v1/bots/1/uptime'; // 30 per 15 s
-      const answers = await Promise.all(Array.from({ length: 30 }, () => request(url).get(path).set('Authorization', 'Bot new')));
+      const answers = await Promise.all(
+        Array.from({ length: 30 }, () => request(url).get(path).set('Authorization', 'Bot new')),
+      );
       expect(tally(answers.map((res) => res.status))).toEqual({ 200: 30 });
       expect(calls).toEqual(['Bot new']);
     });
@@ -323,14 +346,19 @@ describe.each(storeCases)('$name', (store) => {
         },
       });
       const answers = await Promise.all(Array.from({ length: 50 }, () => request(url).get('/v1/bots/1/uptime')));
-      expect(tally(answers.map((res) => `${res.status} ${res.headers['x-ratelimit-limit']}`))).toEqual({ '200 60': 50 });
+      expect(tally(answers.map((res) => `${res.status} ${res.headers['x-ratelimit-limit']}`))).toEqual({
+        '200 60': 50,
+      });
       expect(calls).toBe(1);
     });
   });
 
   it("an anonymous client's ban does not ban a token client at the same address", async () => {
     const bans: BanInfo[] = [];
-    const url = await served({ ban: { after: 1, within: 60_000, duration: 600_000, tokensPerIp: 3 }, onBan: (info) => bans.push(info) });
+    const url = await served({
+      ban: { after: 1, within: 60_000, duration: 600_000, tokensPerIp: 3 },
+      onBan: (info) => bans.push(info),
+    });
     const anonymous = () => request(url).get(BOT);
     expect(await statuses([anonymous, anonymous, anonymous, anonymous])).toEqual([200, 200, 429, 403]);
     expect(bans).toHaveLength(1);
@@ -347,7 +375,8 @@ describe.each(storeCases)('$name', (store) => {
         return req.get('x-client') === 'partner' ? { multiplier: 10 } : undefined;
       },
     });
-    const limitOf = async (who: string) => (await request(url).get(BOT).set('x-client', who)).headers['x-ratelimit-limit'];
+    const limitOf = async (who: string) =>
+      (await request(url).get(BOT).set('x-client', who)).headers['x-ratelimit-limit'];
     expect([await limitOf('partner'), await limitOf('partner'), await limitOf('stranger')]).toEqual(['20', '20', '2']);
     expect(calls).toEqual([
       { key: 'partner', token: undefined, ip: '127.0.0.1' },
@@ -382,7 +411,9 @@ describe.each(storeCases)('$name', (store) => {
     it('shadow mode reports the ban with shadow: true and stores none', async () => {
       const shared = store.make();
       const bans: BanInfo[] = [];
-      const shadow = createApp({ options: { store: shared, mode: 'shadow', ban: rotation, onBan: (info) => bans.push(info) } });
+      const shadow = createApp({
+        options: { store: shared, mode: 'shadow', ban: rotation, onBan: (info) => bans.push(info) },
+      });
       const shadowUrl = (await start(shadow)).url;
       const get = (token: string) => () => request(shadowUrl).get('/v1/bots').set('Authorization', token);
       expect(await statuses(['a', 'b', 'c', 'd'].map(get))).toEqual([200, 200, 200, 200]);
@@ -414,7 +445,9 @@ describe.each(storeCases)('$name', (store) => {
 
     it('a dual-stack server reports ban keys by IPv4 address', async () => {
       const bans: BanInfo[] = [];
-      const url = await dualStack(app({ ban: { after: 1, within: 60_000, duration: 600_000 }, onBan: (info) => bans.push(info) }));
+      const url = await dualStack(
+        app({ ban: { after: 1, within: 60_000, duration: 600_000 }, onBan: (info) => bans.push(info) }),
+      );
       const get = () => request(url).get(BOT);
       expect(await statuses([get, get, get, get])).toEqual([200, 200, 429, 403]);
       expect(bans.map((info) => info.key)).toEqual(['ip:127.0.0.1']);
@@ -453,38 +486,44 @@ describeRedisServer('when Redis fails', () => {
     })),
   );
 
-  it.each(outage)('Redis stopped, $bans, onFailure $onFailure: every request $status without rate-limit headers, never 500', async ({ ban, onFailure, expected }) => {
-    const { url } = await serve({ ban }, { onFailure });
-    await redis.stop();
-    for (let i = 0; i < 100 && client.status === 'ready'; i++) await settle(10);
-    expect(client.status).not.toBe('ready');
-    const answers: string[] = [];
-    // Anonymous, then more tokens than tokensPerIp, then past the limit.
-    for (const token of [undefined, 'Bot one', 'Bot two', 'Bot three', 'Bot four', 'Bot four', 'Bot four']) {
-      const req = request(url).get(BOT).timeout(2000);
-      const res = await (token === undefined ? req : req.set('Authorization', token));
-      const rateLimitHeaders = Object.keys(res.headers).filter((name) => /ratelimit|retry-after/.test(name));
-      answers.push(`${res.status} ${res.text}${rateLimitHeaders.length > 0 ? ` ${rateLimitHeaders.join()}` : ''}`);
-    }
-    expect(answers).toEqual(Array<string>(7).fill(expected));
-  });
+  it.each(outage)(
+    'Redis stopped, $bans, onFailure $onFailure: every request $status without rate-limit headers, never 500',
+    async ({ ban, onFailure, expected }) => {
+      const { url } = await serve({ ban }, { onFailure });
+      await redis.stop();
+      for (let i = 0; i < 100 && client.status === 'ready'; i++) await settle(10);
+      expect(client.status).not.toBe('ready');
+      const answers: string[] = [];
+      // Anonymous, then more tokens than tokensPerIp, then past the limit.
+      for (const token of [undefined, 'Bot one', 'Bot two', 'Bot three', 'Bot four', 'Bot four', 'Bot four']) {
+        const req = request(url).get(BOT).timeout(2000);
+        const res = await (token === undefined ? req : req.set('Authorization', token));
+        const rateLimitHeaders = Object.keys(res.headers).filter((name) => /ratelimit|retry-after/.test(name));
+        answers.push(`${res.status} ${res.text}${rateLimitHeaders.length > 0 ? ` ${rateLimitHeaders.join()}` : ''}`);
+      }
+      expect(answers).toEqual(Array<string>(7).fill(expected));
+    },
+  );
 
   it.each([
     ['anonymous', undefined],
     ['with a token', 'Bot member'],
-  ])('Redis hanging, ban with tokensPerIp, timeoutMs 1000: answered 503 within one deadline (%s)', async (_who, token) => {
-    const { url } = await serve({ ban: rotation }, { timeoutMs: 1000, onFailure: 'closed' });
-    const pauser = await ioredisClient(redis.url);
-    try {
-      await pauser.call('CLIENT', 'PAUSE', '4000', 'ALL');
-      const began = performance.now();
-      const req = request(url).get(BOT).timeout(5000);
-      const res = await (token === undefined ? req : req.set('Authorization', token));
-      const elapsed = performance.now() - began;
-      expect([res.status, res.text]).toEqual([503, UNAVAILABLE]);
-      expect(elapsed).toBeLessThan(1900);
-    } finally {
-      pauser.disconnect();
-    }
-  });
+  ])(
+    'Redis hanging, ban with tokensPerIp, timeoutMs 1000: answered 503 within one deadline (%s)',
+    async (_who, token) => {
+      const { url } = await serve({ ban: rotation }, { timeoutMs: 1000, onFailure: 'closed' });
+      const pauser = await ioredisClient(redis.url);
+      try {
+        await pauser.call('CLIENT', 'PAUSE', '4000', 'ALL');
+        const began = performance.now();
+        const req = request(url).get(BOT).timeout(5000);
+        const res = await (token === undefined ? req : req.set('Authorization', token));
+        const elapsed = performance.now() - began;
+        expect([res.status, res.text]).toEqual([503, UNAVAILABLE]);
+        expect(elapsed).toBeLessThan(1900);
+      } finally {
+        pauser.disconnect();
+      }
+    },
+  );
 });

@@ -10,7 +10,11 @@ import { useFakeWindows } from './helpers/stores';
 describe.each(expressVersions)('%s', (_name, express) => {
   let server: Server;
   beforeEach((done) => {
-    server = createServer({ maxHeaderSize: 256 * 1024 }, createApp({ express, listing: 'B' })).listen(0, '127.0.0.1', done);
+    server = createServer({ maxHeaderSize: 256 * 1024 }, createApp({ express, listing: 'B' })).listen(
+      0,
+      '127.0.0.1',
+      done,
+    );
   });
   afterEach((done) => {
     server.close(done);

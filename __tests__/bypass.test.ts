@@ -8,10 +8,11 @@ import { rawRequest } from './helpers/raw';
 /** The contract's rows with limits high enough that no variant is refused: every served variant reaches its handler. */
 const roomy = (rows: readonly EndpointRow[]) => rows.map((row) => ({ ...row, limit: 1_000_000 }));
 
-const segmentChars = 'abcdefghijklmnopqrstuvwxyz0123456789-_.~%;:@!$&\'()*+,=é中';
+const segmentChars = "abcdefghijklmnopqrstuvwxyz0123456789-_.~%;:@!$&'()*+,=é中";
 
 /** Mostly the plain value, sometimes one of the odd ones: a variant with one oddity is likelier to be served. */
-const often = <T>(plain: T, odd: fc.Arbitrary<T>) => fc.oneof({ weight: 12, arbitrary: fc.constant(plain) }, { weight: 1, arbitrary: odd });
+const often = <T>(plain: T, odd: fc.Arbitrary<T>) =>
+  fc.oneof({ weight: 12, arbitrary: fc.constant(plain) }, { weight: 1, arbitrary: odd });
 
 /** One way of spelling a segment: case flips, percent-encoding, `;params`, odd characters. */
 const spellSegment = (segment: string) =>
@@ -19,15 +20,19 @@ const spellSegment = (segment: string) =>
     .record({
       flips: fc.array(fc.boolean(), { minLength: segment.length, maxLength: segment.length }),
       encode: fc.array(often(false, fc.constant(true)), { minLength: segment.length, maxLength: segment.length }),
-      suffix: often('', fc.string({ unit: fc.constantFrom(...segmentChars), maxLength: 4 }).map((s) => `;${s}`)),
+      suffix: often(
+        '',
+        fc.string({ unit: fc.constantFrom(...segmentChars), maxLength: 4 }).map((s) => `;${s}`),
+      ),
     })
-    .map(({ flips, encode, suffix }) =>
-      [...segment]
-        .map((ch, i) => {
-          const c = flips[i] ? ch.toUpperCase() : ch;
-          return encode[i] ? `%${c.charCodeAt(0).toString(16).toUpperCase().padStart(2, '0')}` : c;
-        })
-        .join('') + suffix,
+    .map(
+      ({ flips, encode, suffix }) =>
+        [...segment]
+          .map((ch, i) => {
+            const c = flips[i] ? ch.toUpperCase() : ch;
+            return encode[i] ? `%${c.charCodeAt(0).toString(16).toUpperCase().padStart(2, '0')}` : c;
+          })
+          .join('') + suffix,
     );
 
 /** A request target for a row: its segments spelled in odd ways, joined with odd separators, in odd forms. */
@@ -52,11 +57,15 @@ const variantOf = (row: EndpointRow) => {
       }),
       trailing: often('', fc.constantFrom('/', '//', '/.', '?', '?a=1/../x', '#frag', '%2F', '%20')),
       form: fc.constantFrom('origin', 'origin', 'origin', 'absolute', 'absolute-upper'),
-      method: often(row.method, fc.constantFrom(...(row.method === 'GET' ? ['HEAD', 'get'] : [row.method.toLowerCase()]))),
+      method: often(
+        row.method,
+        fc.constantFrom(...(row.method === 'GET' ? ['HEAD', 'get'] : [row.method.toLowerCase()])),
+      ),
     })
     .map(({ spelled, separators, trailing, form, method }) => {
       const path = spelled.map((s, i) => `${separators[i]}${s}`).join('') + trailing;
-      const prefix = form === 'absolute' ? 'http://example.test' : form === 'absolute-upper' ? 'HTTP://EXAMPLE.TEST:80' : '';
+      const prefix =
+        form === 'absolute' ? 'http://example.test' : form === 'absolute-upper' ? 'HTTP://EXAMPLE.TEST:80' : '';
       return { method, target: `${prefix}${path}` };
     });
 };
@@ -77,7 +86,8 @@ describe.each(expressVersions)('%s', (_name, express) => {
       await fc.assert(
         fc.asyncProperty(fc.constantFrom(...rows).chain(variantOf), async ({ method, target }) => {
           const res = await rawRequest(server, method, target);
-          const route = res.status === 200 && method !== 'HEAD' ? (JSON.parse(res.body) as { route: string }).route : undefined;
+          const route =
+            res.status === 200 && method !== 'HEAD' ? (JSON.parse(res.body) as { route: string }).route : undefined;
           if (route && route !== 'unlimited') {
             served++;
             expect(res.headers['x-ratelimit-bucket']).toBe(route);

@@ -147,7 +147,15 @@ describe('a run', () => {
 describe('--dry-run', () => {
   it('prints the plan and sends nothing', async () => {
     const served = await start(createApp({ listing: 'A' }));
-    const { code, stdout, stderr } = await run(['verify', served.url, '--listing', 'A', '--dry-run', '--param', 'id=41']);
+    const { code, stdout, stderr } = await run([
+      'verify',
+      served.url,
+      '--listing',
+      'A',
+      '--dry-run',
+      '--param',
+      'id=41',
+    ]);
     expect(stdout).toBe(
       [
         `Plan: listing A at ${served.url}, one endpoint after another. Nothing was sent (--dry-run).`,
@@ -169,7 +177,7 @@ describe('--dry-run', () => {
     expect(served.requests).toBe(0);
   });
 
-  it('shows the paths as requested, with the base URL\'s path', async () => {
+  it("shows the paths as requested, with the base URL's path", async () => {
     const { code, stdout } = await run([
       'verify',
       'http://127.0.0.1:9/api/',
@@ -261,7 +269,10 @@ describe('arguments', () => {
       ['verify', url, '--listing', 'A', '--token', '--dry-run'],
       '--token needs a value; got the option-like "--dry-run" (write --token=--dry-run if that is the value)',
     ],
-    [['verify', 'localhost:3000', '--listing', 'A'], '<base-url> must be an http or https URL without query or fragment; got "localhost:3000"'],
+    [
+      ['verify', 'localhost:3000', '--listing', 'A'],
+      '<base-url> must be an http or https URL without query or fragment; got "localhost:3000"',
+    ],
     [
       ['verify', url, '--listing', 'B', '--only', 'GET /v1/bot'],
       '--only "GET /v1/bot" is not an endpoint of listing B. Did you mean "GET /v1/bots"?',
@@ -320,6 +331,8 @@ describe('a third listing in lib/listings.ts', () => {
     let stderr = '';
     const context = { stdout: { write: () => true }, stderr: { write: (text: string) => (stderr += text) } };
     expect(await command.runCli(['verify', 'http://127.0.0.1:9', '--listing', 'c'], context)).toBe(2);
-    expect(stderr).toBe('listing-limits: --listing must be A, B, or C; got "c". Did you mean `C`? (see listing-limits --help)\n');
+    expect(stderr).toBe(
+      'listing-limits: --listing must be A, B, or C; got "c". Did you mean `C`? (see listing-limits --help)\n',
+    );
   });
 });

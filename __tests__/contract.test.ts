@@ -5,7 +5,6 @@ import { createApp, expressVersions, pathOf } from './helpers/app';
 import { BODY_429, expectLimitHolds, rowsOf } from './helpers/contract';
 import { storeCases, T0, useFakeWindows } from './helpers/stores';
 
-
 function send(app: Parameters<typeof request>[0], row: EndpointRow, path = pathOf(row)) {
   const agent = request(app);
   return row.method === 'POST' ? agent.post(path) : agent.get(path);
@@ -25,7 +24,12 @@ describe.each(storeCases)('$name', (store) => {
       'listing %s, %s: exactly `limit` requests pass, then 429 with exact headers and body',
       async (listing, name, row) => {
         const server = app({ listing });
-        await expectLimitHolds(row, store, () => send(server, row), (res) => expect(res.body.route).toBe(name));
+        await expectLimitHolds(
+          row,
+          store,
+          () => send(server, row),
+          (res) => expect(res.body.route).toBe(name),
+        );
       },
     );
 

@@ -59,7 +59,9 @@ function run(command: string, args: string[], settings: Record<string, string>, 
 
 /** The base URL printed for each listing. */
 function baseUrls(stdout: string): Record<string, string> {
-  return Object.fromEntries([...stdout.matchAll(/^ {2}listing ([AB]) \(\w+\) at (http:\S+)/gm)].map((m) => [m[1], m[2]]));
+  return Object.fromEntries(
+    [...stdout.matchAll(/^ {2}listing ([AB]) \(\w+\) at (http:\S+)/gm)].map((m) => [m[1], m[2]]),
+  );
 }
 
 const READY = 'Stop it with Ctrl-C.';
@@ -91,7 +93,11 @@ it('npm start builds and starts both listings, serves and limits them over HTTP,
   const refused = await upvotes();
   expect(refused.status).toBe(429);
   const body = (await refused.json()) as { retryAfter: number };
-  expect(body).toMatchObject({ success: false, code: 429, message: 'You are sending too many requests, please slow down' });
+  expect(body).toMatchObject({
+    success: false,
+    code: 429,
+    message: 'You are sending too many requests, please slow down',
+  });
   expect(refused.headers.get('retry-after')).toBe(String(body.retryAfter));
 
   await server.printed('[B] GET /v1/bots/1/upvotes -> 429 | GET /v1/bots/:id/upvotes: refused, retry after ');
@@ -207,7 +213,9 @@ describe('a bad setting stops start-up with one line naming the variable, and ex
     it('names PORT', async () => {
       const server = run(process.execPath, [main], { LISTING: 'A', PORT: String(port) });
       expect(await server.exit).toEqual({ code: 1, signal: null });
-      expect(server.stderr()).toBe(`example-server: Port ${port} is already in use; set PORT to a free port (0 picks one).\n`);
+      expect(server.stderr()).toBe(
+        `example-server: Port ${port} is already in use; set PORT to a free port (0 picks one).\n`,
+      );
     });
 
     it('names PORT_B, and closes listing A, already started', async () => {
@@ -263,7 +271,10 @@ describe('settings from the environment', () => {
     jest.isolateModules(() => {
       jest.doMock('../lib/listings', () => {
         const actual = jest.requireActual<typeof Listings>('../lib/listings');
-        const extended = { ...actual.listings, C: [{ method: 'GET', path: '/v1/things/:id', limit: 1, windowMs: 1000 }] };
+        const extended = {
+          ...actual.listings,
+          C: [{ method: 'GET', path: '/v1/things/:id', limit: 1, windowMs: 1000 }],
+        };
         return {
           ...actual,
           listings: extended,
@@ -280,14 +291,18 @@ describe('settings from the environment', () => {
       { listing: 'B', port: 4002, portVariable: 'PORT_B' },
       { listing: 'C', port: 3003, portVariable: 'PORT_C' },
     ]);
-    expect(env.startupFromEnv({ LISTING: 'C' }).listeners).toEqual([{ listing: 'C', port: 3003, portVariable: 'PORT' }]);
+    expect(env.startupFromEnv({ LISTING: 'C' }).listeners).toEqual([
+      { listing: 'C', port: 3003, portVariable: 'PORT' },
+    ]);
     expect(() => env?.startupFromEnv({ LISTING: 'D' })).toThrow(
       'LISTING must be A, B, or C (unset starts every listing); got "D".',
     );
     expect(() => env?.startupFromEnv({ PORT: '1' })).toThrow(
       'PORT is read only with LISTING=A, LISTING=B, or LISTING=C; to start every listing, set PORT_A, PORT_B, and PORT_C.',
     );
-    expect(() => env?.startupFromEnv({ PORT_A: '4000', PORT_C: '4000' })).toThrow('PORT_A and PORT_C must differ; both are 4000.');
+    expect(() => env?.startupFromEnv({ PORT_A: '4000', PORT_C: '4000' })).toThrow(
+      'PORT_A and PORT_C must differ; both are 4000.',
+    );
     // Without example data of its own, each endpoint answers with its name, behind the limiter.
     const response = await request(app.createExampleApp({ listing: 'C' as never })).get('/v1/things/7');
     expect([response.status, response.body, response.headers['ratelimit']]).toEqual([

@@ -63,7 +63,12 @@ const BOT_1 = {
   stats_updated_at: '2025-12-31T15:13:00.000Z',
   upvotes: 57,
 };
-const USER_2 = { id: '2', username: 'frosty_gecko', bio: 'Builds things at night.', created_at: '2023-07-25T00:00:00.000Z' };
+const USER_2 = {
+  id: '2',
+  username: 'frosty_gecko',
+  bio: 'Builds things at night.',
+  created_at: '2023-07-25T00:00:00.000Z',
+};
 
 /** Sends what the endpoint accepts: POST /v1/bots/:id with credentials and a valid body. */
 function send(app: App, row: EndpointRow, path = pathOf(row)) {
@@ -204,7 +209,9 @@ describe('errors are JSON { success, code, message }', () => {
       const res = await request(createExampleApp({ listing: 'B' }))
         .get(path)
         .expect(400);
-      expect(res.body).toEqual(error(400, expect.stringMatching(/^page must be a whole number from 1 \(\?page=2\); got /)));
+      expect(res.body).toEqual(
+        error(400, expect.stringMatching(/^page must be a whole number from 1 \(\?page=2\); got /)),
+      );
     },
   );
 
@@ -245,8 +252,16 @@ describe('errors are JSON { success, code, message }', () => {
     ['a string count', '{"server_count": "5"}', 'body.server_count must be a whole number of 0 or more; got "5".'],
     ['a negative count', '{"server_count": -1}', 'body.server_count must be a whole number of 0 or more; got -1.'],
     ['a fractional count', '{"server_count": 1.5}', 'body.server_count must be a whole number of 0 or more; got 1.5.'],
-    ['an unsafe count', '{"server_count": 1e300}', 'body.server_count must be a whole number of 0 or more; got 1e+300.'],
-    ['a zero shard_count', '{"server_count": 5, "shard_count": 0}', 'body.shard_count must be a whole number of 1 or more; got 0.'],
+    [
+      'an unsafe count',
+      '{"server_count": 1e300}',
+      'body.server_count must be a whole number of 0 or more; got 1e+300.',
+    ],
+    [
+      'a zero shard_count',
+      '{"server_count": 5, "shard_count": 0}',
+      'body.shard_count must be a whole number of 1 or more; got 0.',
+    ],
     [
       'shards not an array',
       '{"server_count": 5, "shards": 5}',
@@ -257,8 +272,16 @@ describe('errors are JSON { success, code, message }', () => {
       '{"server_count": 5, "shards": []}',
       'body.shards must be an array of 1 to 10000 server counts, one per shard; got [].',
     ],
-    ['a bad shard', '{"server_count": 5, "shards": [2, "3"]}', 'body.shards[1] must be a whole number of 0 or more; got "3".'],
-    ['shards not adding up', '{"server_count": 5, "shards": [2, 2]}', 'body.shards adds up to 4 servers, but body.server_count is 5.'],
+    [
+      'a bad shard',
+      '{"server_count": 5, "shards": [2, "3"]}',
+      'body.shards[1] must be a whole number of 0 or more; got "3".',
+    ],
+    [
+      'shards not adding up',
+      '{"server_count": 5, "shards": [2, 2]}',
+      'body.shards adds up to 4 servers, but body.server_count is 5.',
+    ],
     [
       'shard_count against shards',
       '{"server_count": 5, "shard_count": 3, "shards": [2, 3]}',

@@ -41,7 +41,11 @@ afterEach(() => {
 describe('methods, as RateLimiterMemory resolves and rejects them (2 points per 1 s)', () => {
   type Step = (limiter: MemoryLimiter) => Promise<RateLimiterRes | null>;
   const cases: { name: string; before?: Step[]; wait?: number; call: Step; expected: Settled }[] = [
-    { name: 'consume: first in a window', call: (l) => l.consume('a'), expected: { ok: true, res: res(1, 1000, 1, true) } },
+    {
+      name: 'consume: first in a window',
+      call: (l) => l.consume('a'),
+      expected: { ok: true, res: res(1, 1000, 1, true) },
+    },
     {
       name: 'consume: the last point, 300 ms later',
       before: [(l) => l.consume('a')],
@@ -92,7 +96,11 @@ describe('methods, as RateLimiterMemory resolves and rejects them (2 points per 
       call: (l) => l.penalty('a', 5),
       expected: { ok: true, res: res(0, 900, 6, false) },
     },
-    { name: 'penalty: starts a window', call: (l) => l.penalty('a'), expected: { ok: true, res: res(1, 1000, 1, true) } },
+    {
+      name: 'penalty: starts a window',
+      call: (l) => l.penalty('a'),
+      expected: { ok: true, res: res(1, 1000, 1, true) },
+    },
     {
       name: 'reward: takes points off',
       before: [(l) => l.penalty('a', 3)],
@@ -137,7 +145,11 @@ describe('methods, as RateLimiterMemory resolves and rejects them (2 points per 
       call: (l) => l.set('a', 0, 5),
       expected: { ok: true, res: res(0, 5000, 0, false) },
     },
-    { name: 'set: 0 seconds never expires', call: (l) => l.set('a', 1, 0), expected: { ok: true, res: res(0, -1, 1, false) } },
+    {
+      name: 'set: 0 seconds never expires',
+      call: (l) => l.set('a', 1, 0),
+      expected: { ok: true, res: res(0, -1, 1, false) },
+    },
     {
       name: 'set: 0 seconds, a year later',
       before: [(l) => l.set('a', 1, 0)],
@@ -296,9 +308,17 @@ describe('options that cannot work', () => {
     },
     { options: { points: 1, duration: -1 }, field: 'duration', message: /got -1\./ },
     { options: { points: 1, duration: Number.NaN }, field: 'duration', message: /got NaN\./ },
-    { options: { points: Number.POSITIVE_INFINITY, duration: 1 }, field: 'points', message: /points must be a finite number/ },
+    {
+      options: { points: Number.POSITIVE_INFINITY, duration: 1 },
+      field: 'points',
+      message: /points must be a finite number/,
+    },
     { options: { points: 1, duration: 1, keyPrefix: 7 }, field: 'keyPrefix', message: /keyPrefix must be a string/ },
-    { options: { points: 1, duration: 1, blockDuration: 60 }, field: 'blockDuration', message: /not supported.*block\(\)/ },
+    {
+      options: { points: 1, duration: 1, blockDuration: 60 },
+      field: 'blockDuration',
+      message: /not supported.*block\(\)/,
+    },
     { options: { points: 1, duration: 1, execEvenly: true }, field: 'execEvenly', message: /not supported/ },
   ])('refuses $field: $options', ({ options, field, message }) => {
     let error: unknown;
@@ -308,7 +328,11 @@ describe('options that cannot work', () => {
       error = e;
     }
     expect(error).toBeInstanceOf(ListingLimitsError);
-    expect(error).toMatchObject({ code: 'ERR_INVALID_OPTION', field, message: expect.stringMatching(/^MemoryLimiter: /) });
+    expect(error).toMatchObject({
+      code: 'ERR_INVALID_OPTION',
+      field,
+      message: expect.stringMatching(/^MemoryLimiter: /),
+    });
     expect((error as Error).message).toMatch(message);
   });
 
@@ -323,8 +347,14 @@ describe('options that cannot work', () => {
   const overOneYear = (what: string, got: string) =>
     `MemoryLimiter: ${what} must be at most 31536000 seconds (one year); got ${got}.`;
   it.each([
-    { call: (l: MemoryLimiter) => l.set('a', 1, MAX_SECONDS + 1), message: overOneYear('set(): secDuration', '31536001') },
-    { call: (l: MemoryLimiter) => l.block('a', MAX_SECONDS + 1), message: overOneYear('block(): secDuration', '31536001') },
+    {
+      call: (l: MemoryLimiter) => l.set('a', 1, MAX_SECONDS + 1),
+      message: overOneYear('set(): secDuration', '31536001'),
+    },
+    {
+      call: (l: MemoryLimiter) => l.block('a', MAX_SECONDS + 1),
+      message: overOneYear('block(): secDuration', '31536001'),
+    },
     { call: (l: MemoryLimiter) => l.block('a', Number.NaN), message: overOneYear('block(): secDuration', 'NaN') },
     {
       call: (l: MemoryLimiter) => l.consume('a', 1, { customDuration: MAX_SECONDS + 1 }),
@@ -341,7 +371,7 @@ describe('memory', () => {
   it('removes ended windows as new keys arrive: a flood of 100,000 keys after another holds at most 150,000', async () => {
     const limiter = new MemoryLimiter({ points: 1, duration: 1 });
     // A long block among them must not stop the sweep.
-    await limiter.block('banned', 30 * DAY / SECOND);
+    await limiter.block('banned', (30 * DAY) / SECOND);
     for (let i = 0; i < 100_000; i++) limiter.countNow(`old-${i}`);
     expect(limiter.size).toBe(100_001);
     advance(1000);
@@ -372,7 +402,7 @@ describe('memory', () => {
     for (let i = 0; i < 1000; i++) {
       limiter.countNow(`a-${i}`);
       await settle(limiter.consume(`b-${i}`));
-      await limiter.set(`c-${i}`, 1, 30 * DAY / SECOND);
+      await limiter.set(`c-${i}`, 1, (30 * DAY) / SECOND);
       await limiter.block(`d-${i}`, 60);
       await limiter.penalty(`e-${i}`);
     }

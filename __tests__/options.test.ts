@@ -2,7 +2,14 @@
 import express from 'express';
 import { RateLimiterMemory } from 'rate-limiter-flexible';
 import request from 'supertest';
-import { type EndpointRow, ListingLimitsError, type ListingLimitsOptions, listingLimits, memoryStore, redisStore } from '../lib';
+import {
+  type EndpointRow,
+  ListingLimitsError,
+  type ListingLimitsOptions,
+  listingLimits,
+  memoryStore,
+  redisStore,
+} from '../lib';
 import { createApp } from './helpers/app';
 
 const row = (over: Partial<Record<keyof EndpointRow, unknown>> = {}) =>
@@ -176,25 +183,133 @@ describe('bad configuration fails at creation, naming the field', () => {
       code: 'ERR_INVALID_OPTION',
       field: 'options.ipv6Subnet',
     },
-    { name: 'authenticate with key', listing: 'B', options: { key: () => 'k', authenticate: (): boolean => true }, code: 'ERR_INVALID_OPTION', field: 'options.authenticate' },
-    { name: 'invalidToken unknown', listing: 'B', options: { authenticate: (): boolean => true, invalidToken: 'drop' }, code: 'ERR_INVALID_OPTION', field: 'options.invalidToken' },
-    { name: 'invalidToken without authenticate', listing: 'B', options: { invalidToken: 'reject' }, code: 'ERR_INVALID_OPTION', field: 'options.invalidToken' },
-    { name: 'cacheMs zero', listing: 'B', options: { cacheMs: 0 }, code: 'ERR_INVALID_OPTION', field: 'options.cacheMs' },
-    { name: 'mode unknown', listing: 'B', options: { mode: 'dry-run' }, code: 'ERR_INVALID_OPTION', field: 'options.mode' },
+    {
+      name: 'authenticate with key',
+      listing: 'B',
+      options: { key: () => 'k', authenticate: (): boolean => true },
+      code: 'ERR_INVALID_OPTION',
+      field: 'options.authenticate',
+    },
+    {
+      name: 'invalidToken unknown',
+      listing: 'B',
+      options: { authenticate: (): boolean => true, invalidToken: 'drop' },
+      code: 'ERR_INVALID_OPTION',
+      field: 'options.invalidToken',
+    },
+    {
+      name: 'invalidToken without authenticate',
+      listing: 'B',
+      options: { invalidToken: 'reject' },
+      code: 'ERR_INVALID_OPTION',
+      field: 'options.invalidToken',
+    },
+    {
+      name: 'cacheMs zero',
+      listing: 'B',
+      options: { cacheMs: 0 },
+      code: 'ERR_INVALID_OPTION',
+      field: 'options.cacheMs',
+    },
+    {
+      name: 'mode unknown',
+      listing: 'B',
+      options: { mode: 'dry-run' },
+      code: 'ERR_INVALID_OPTION',
+      field: 'options.mode',
+    },
     { name: 'ban not an object', listing: 'B', options: { ban: 3 }, code: 'ERR_INVALID_OPTION', field: 'options.ban' },
-    { name: 'ban field typo', listing: 'B', options: { ban: { after: 1, within: 1000, duration: 1000, durration: 1 } }, code: 'ERR_UNKNOWN_OPTION', field: 'options.ban.durration' },
-    { name: 'ban.after missing', listing: 'B', options: { ban: { within: 1000, duration: 1000 } }, code: 'ERR_INVALID_OPTION', field: 'options.ban.after' },
-    { name: 'ban.within not seconds', listing: 'B', options: { ban: { after: 1, within: 1500, duration: 1000 } }, code: 'ERR_INVALID_OPTION', field: 'options.ban.within' },
-    { name: 'ban.duration missing', listing: 'B', options: { ban: { after: 1, within: 1000 } }, code: 'ERR_INVALID_OPTION', field: 'options.ban.duration' },
-    { name: 'ban.tokensPerIp zero', listing: 'B', options: { ban: { after: 1, within: 1000, duration: 1000, tokensPerIp: 0 } }, code: 'ERR_INVALID_OPTION', field: 'options.ban.tokensPerIp' },
-    { name: 'ban.tokensWithin alone', listing: 'B', options: { ban: { after: 1, within: 1000, duration: 1000, tokensWithin: 1000 } }, code: 'ERR_INVALID_OPTION', field: 'options.ban.tokensWithin' },
-    { name: 'onBan without ban', listing: 'B', options: { onBan: () => undefined }, code: 'ERR_INVALID_OPTION', field: 'options.onBan' },
-    { name: 'onLimit not a function', listing: 'B', options: { onLimit: 1 }, code: 'ERR_INVALID_OPTION', field: 'options.onLimit' },
-    { name: 'grants not an object', listing: 'B', options: { grants: 'all' }, code: 'ERR_INVALID_OPTION', field: 'options.grants' },
-    { name: 'grant of unknown shape', listing: 'B', options: { grants: { tok: { multiply: 2 } } }, code: 'ERR_INVALID_OPTION', field: 'options.grants["tok"]' },
-    { name: 'grant multiplier zero', listing: 'B', options: { grants: { tok: { multiplier: 0 } } }, code: 'ERR_INVALID_OPTION', field: 'options.grants["tok"].multiplier' },
-    { name: 'grant row of no table row', listing: 'B', options: { grants: { tok: { rows: [row({ path: '/v1/servers' })] } } }, code: 'ERR_INVALID_OPTION', field: 'options.grants["tok"].rows[0]' },
-    { name: 'grant row invalid', listing: 'B', options: { grants: { tok: { rows: [row({ path: '/v1/bots', limit: -1 })] } } }, code: 'ERR_INVALID_ROW', field: 'options.grants["tok"].rows[0].limit' },
+    {
+      name: 'ban field typo',
+      listing: 'B',
+      options: { ban: { after: 1, within: 1000, duration: 1000, durration: 1 } },
+      code: 'ERR_UNKNOWN_OPTION',
+      field: 'options.ban.durration',
+    },
+    {
+      name: 'ban.after missing',
+      listing: 'B',
+      options: { ban: { within: 1000, duration: 1000 } },
+      code: 'ERR_INVALID_OPTION',
+      field: 'options.ban.after',
+    },
+    {
+      name: 'ban.within not seconds',
+      listing: 'B',
+      options: { ban: { after: 1, within: 1500, duration: 1000 } },
+      code: 'ERR_INVALID_OPTION',
+      field: 'options.ban.within',
+    },
+    {
+      name: 'ban.duration missing',
+      listing: 'B',
+      options: { ban: { after: 1, within: 1000 } },
+      code: 'ERR_INVALID_OPTION',
+      field: 'options.ban.duration',
+    },
+    {
+      name: 'ban.tokensPerIp zero',
+      listing: 'B',
+      options: { ban: { after: 1, within: 1000, duration: 1000, tokensPerIp: 0 } },
+      code: 'ERR_INVALID_OPTION',
+      field: 'options.ban.tokensPerIp',
+    },
+    {
+      name: 'ban.tokensWithin alone',
+      listing: 'B',
+      options: { ban: { after: 1, within: 1000, duration: 1000, tokensWithin: 1000 } },
+      code: 'ERR_INVALID_OPTION',
+      field: 'options.ban.tokensWithin',
+    },
+    {
+      name: 'onBan without ban',
+      listing: 'B',
+      options: { onBan: () => undefined },
+      code: 'ERR_INVALID_OPTION',
+      field: 'options.onBan',
+    },
+    {
+      name: 'onLimit not a function',
+      listing: 'B',
+      options: { onLimit: 1 },
+      code: 'ERR_INVALID_OPTION',
+      field: 'options.onLimit',
+    },
+    {
+      name: 'grants not an object',
+      listing: 'B',
+      options: { grants: 'all' },
+      code: 'ERR_INVALID_OPTION',
+      field: 'options.grants',
+    },
+    {
+      name: 'grant of unknown shape',
+      listing: 'B',
+      options: { grants: { tok: { multiply: 2 } } },
+      code: 'ERR_INVALID_OPTION',
+      field: 'options.grants["tok"]',
+    },
+    {
+      name: 'grant multiplier zero',
+      listing: 'B',
+      options: { grants: { tok: { multiplier: 0 } } },
+      code: 'ERR_INVALID_OPTION',
+      field: 'options.grants["tok"].multiplier',
+    },
+    {
+      name: 'grant row of no table row',
+      listing: 'B',
+      options: { grants: { tok: { rows: [row({ path: '/v1/servers' })] } } },
+      code: 'ERR_INVALID_OPTION',
+      field: 'options.grants["tok"].rows[0]',
+    },
+    {
+      name: 'grant row invalid',
+      listing: 'B',
+      options: { grants: { tok: { rows: [row({ path: '/v1/bots', limit: -1 })] } } },
+      code: 'ERR_INVALID_ROW',
+      field: 'options.grants["tok"].rows[0].limit',
+    },
   ])('$name → $code at $field', ({ listing, options, code, field }) => {
     let error: unknown;
     try {
@@ -223,10 +338,26 @@ describe('error messages show what was given, never code', () => {
   }
   const long = { huge: 'x'.repeat(500) };
   it.each([
-    ['a listing in the wrong case', () => listingLimits('b' as never), 'listingLimits: listing "b" is not a listing. Use "A", "B" or an array of rows. Did you mean `B`?'],
-    ['an array as options', () => listingLimits('B', [] as never), 'listingLimits: options must be an object of options; got [].'],
-    ['null as options', () => listingLimits('B', null as never), 'listingLimits: options must be an object of options; got null.'],
-    ['a string limit', () => listingLimits([row({ limit: '5' })]), 'listingLimits: listing[0].limit must be a positive integer; got "5".'],
+    [
+      'a listing in the wrong case',
+      () => listingLimits('b' as never),
+      'listingLimits: listing "b" is not a listing. Use "A", "B" or an array of rows. Did you mean `B`?',
+    ],
+    [
+      'an array as options',
+      () => listingLimits('B', [] as never),
+      'listingLimits: options must be an object of options; got [].',
+    ],
+    [
+      'null as options',
+      () => listingLimits('B', null as never),
+      'listingLimits: options must be an object of options; got null.',
+    ],
+    [
+      'a string limit',
+      () => listingLimits([row({ limit: '5' })]),
+      'listingLimits: listing[0].limit must be a positive integer; got "5".',
+    ],
     [
       'the memoryStore function itself',
       () => listingLimits('B', { store: memoryStore as never }),

@@ -1,6 +1,15 @@
 // The package as users get it: built, packed with npm pack, loaded from CommonJS and from ESM, and run as a command.
 import { execFileSync, spawn } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import {
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+} from 'node:fs';
 import { join } from 'node:path';
 import ts from 'typescript';
 import { type EndpointRow, listings } from '../lib';
@@ -170,9 +179,7 @@ export { middleware, report, requests };
       moduleResolution,
       types: ['node'],
     });
-    const messages = ts
-      .getPreEmitDiagnostics(program)
-      .map((d) => ts.flattenDiagnosticMessageText(d.messageText, '\n'));
+    const messages = ts.getPreEmitDiagnostics(program).map((d) => ts.flattenDiagnosticMessageText(d.messageText, '\n'));
     expect(messages).toEqual([]);
   });
 });
@@ -257,7 +264,15 @@ describe('the listing-limits command', () => {
     servers.push(served);
     // GET /v1/bots/:id/upvotes is served without a limit: its 3 requests pass, which the command tells apart from a
     // window that ended on the way only while they took less than its window of 15 seconds.
-    const failed = await command(['verify', served.url, '--listing', 'B', '--only', 'GET /v1/bots/:id/upvotes', '--json']);
+    const failed = await command([
+      'verify',
+      served.url,
+      '--listing',
+      'B',
+      '--only',
+      'GET /v1/bots/:id/upvotes',
+      '--json',
+    ]);
     expect(JSON.parse(failed.stdout).endpoints[0].findings).toEqual(['allowed 3 requests, contract says 2']);
     expect(failed.code).toBe(1);
     expect(await command(['verify', served.url, '--listing', 'C'])).toEqual({

@@ -31,7 +31,8 @@ function samples(): Sample[] {
   for (const match of readme.matchAll(block)) {
     const names = (match[1] ?? '').trim().split(/\s+/).filter(Boolean);
     for (const name of names) {
-      if (!preludes[name]) throw new Error(`README.md: ts-prelude names ${JSON.stringify(name)}, which the test does not declare`);
+      if (!preludes[name])
+        throw new Error(`README.md: ts-prelude names ${JSON.stringify(name)}, which the test does not declare`);
     }
     const fence = (match.index ?? 0) + (match[1] === undefined ? 0 : match[0].indexOf('```'));
     const line = readme.slice(0, fence).split('\n').length;
@@ -42,12 +43,19 @@ function samples(): Sample[] {
 }
 
 const configurations = {
-  'node16 (ES module)': { module: ts.ModuleKind.Node16, moduleResolution: ts.ModuleResolutionKind.Node16, extension: '.mts' },
+  'node16 (ES module)': {
+    module: ts.ModuleKind.Node16,
+    moduleResolution: ts.ModuleResolutionKind.Node16,
+    extension: '.mts',
+  },
   bundler: { module: ts.ModuleKind.ESNext, moduleResolution: ts.ModuleResolutionKind.Bundler, extension: '.ts' },
 } as const;
 
 /** The compiler's messages about the samples, as `README.md:<line>: TS<code> <message>`. */
-function check(all: readonly Sample[], { module, moduleResolution, extension }: (typeof configurations)[keyof typeof configurations]) {
+function check(
+  all: readonly Sample[],
+  { module, moduleResolution, extension }: (typeof configurations)[keyof typeof configurations],
+) {
   const options: ts.CompilerOptions = {
     strict: true,
     noEmit: true,
@@ -73,7 +81,9 @@ function check(all: readonly Sample[], { module, moduleResolution, extension }: 
   host.readFile = (name) => files.get(name)?.code ?? readFile.call(host, name);
   host.getSourceFile = (name, version, ...rest) => {
     const sample = files.get(name);
-    return sample ? ts.createSourceFile(name, sample.code, version, true) : getSourceFile.call(host, name, version, ...rest);
+    return sample
+      ? ts.createSourceFile(name, sample.code, version, true)
+      : getSourceFile.call(host, name, version, ...rest);
   };
   const program = ts.createProgram([...files.keys()], options, host);
   const messages = [...program.getOptionsDiagnostics(), ...program.getGlobalDiagnostics()].map(
@@ -83,7 +93,9 @@ function check(all: readonly Sample[], { module, moduleResolution, extension }: 
     const file = program.getSourceFile(name);
     for (const d of [...program.getSyntacticDiagnostics(file), ...program.getSemanticDiagnostics(file)]) {
       const line = d.start === undefined || !file ? 0 : file.getLineAndCharacterOfPosition(d.start).line;
-      messages.push(`README.md:${sample.line + line}: TS${d.code} ${ts.flattenDiagnosticMessageText(d.messageText, ' ')}`);
+      messages.push(
+        `README.md:${sample.line + line}: TS${d.code} ${ts.flattenDiagnosticMessageText(d.messageText, ' ')}`,
+      );
     }
   }
   return messages;

@@ -89,9 +89,24 @@ describe('redisStore: bad configuration fails at creation, naming the field', ()
     { name: 'prefix not a string', options: { prefix: 5 }, code: 'ERR_INVALID_OPTION', field: 'options.prefix' },
     { name: 'zero timeout', options: { timeoutMs: 0 }, code: 'ERR_INVALID_OPTION', field: 'options.timeoutMs' },
     { name: 'fractional timeout', options: { timeoutMs: 1.5 }, code: 'ERR_INVALID_OPTION', field: 'options.timeoutMs' },
-    { name: 'timeout too long', options: { timeoutMs: 2 ** 31 }, code: 'ERR_INVALID_OPTION', field: 'options.timeoutMs' },
-    { name: 'timeout as string', options: { timeoutMs: '100' }, code: 'ERR_INVALID_OPTION', field: 'options.timeoutMs' },
-    { name: 'unknown mode', options: { onFailure: 'fallback' }, code: 'ERR_INVALID_OPTION', field: 'options.onFailure' },
+    {
+      name: 'timeout too long',
+      options: { timeoutMs: 2 ** 31 },
+      code: 'ERR_INVALID_OPTION',
+      field: 'options.timeoutMs',
+    },
+    {
+      name: 'timeout as string',
+      options: { timeoutMs: '100' },
+      code: 'ERR_INVALID_OPTION',
+      field: 'options.timeoutMs',
+    },
+    {
+      name: 'unknown mode',
+      options: { onFailure: 'fallback' },
+      code: 'ERR_INVALID_OPTION',
+      field: 'options.onFailure',
+    },
   ])('$name → $code at $field', ({ options, code, field }) => {
     let error: unknown;
     try {
@@ -235,7 +250,9 @@ describeRedis('redisStore', () => {
     const prefix = freshPrefix();
     const token = 'Bot very-secret-token-5f1c';
     const client = await ioredisClient(redis.url);
-    const server = createApp({ listing: 'B', options: { store: redisStore(client, { prefix, ...counting }) } }).listen(0);
+    const server = createApp({ listing: 'B', options: { store: redisStore(client, { prefix, ...counting }) } }).listen(
+      0,
+    );
     try {
       // Endpoints with 15-second windows: no key expires before it is looked at, however slow the machine.
       await request(server).get('/v1/bots/1/upvotes').set('Authorization', token).expect(200);
@@ -385,7 +402,9 @@ describeRedisServer('redisStore on a Redis Cluster of three masters, through an 
   it('enforces every limit of listing B exactly, with counters spread over the masters', async () => {
     const client = await cluster.client();
     const prefix = 'cluster'; // a fixed prefix, so that the keys' slots, and so their masters, are the same every run
-    const server = createApp({ listing: 'B', options: { store: redisStore(client, { prefix, ...counting }) } }).listen(0);
+    const server = createApp({ listing: 'B', options: { store: redisStore(client, { prefix, ...counting }) } }).listen(
+      0,
+    );
     try {
       const statuses = await Promise.all(
         Array.from({ length: 45 }, () =>

@@ -35,17 +35,20 @@ const changedB = (name: string, change: Partial<EndpointRow>): EndpointRow[] =>
   listings.B.map((row) => (`${row.method} ${row.path}` === name ? { ...row, ...change } : row));
 
 describe('against a server that honours the contract', () => {
-  it.each(['A', 'B'] as const)('listing %s: every endpoint passes, with exactly the planned requests', async (listing) => {
-    const served = await start(createApp({ listing }));
-    const report = await verify(served, { listing });
-    expect(report.ok).toBe(true);
-    expect(report.endpoints.map((e) => [e.endpoint, e.ok, e.findings, e.notes])).toEqual(
-      listings[listing].map((row) => [`${row.method} ${row.path}`, true, [], []]),
-    );
-    const plan = planVerification({ baseUrl: served.url, listing });
-    expect(report.endpoints.map((e) => e.requests)).toEqual(plan.endpoints.map((e) => e.requests));
-    expect(served.requests).toBe(plan.requests);
-  });
+  it.each(['A', 'B'] as const)(
+    'listing %s: every endpoint passes, with exactly the planned requests',
+    async (listing) => {
+      const served = await start(createApp({ listing }));
+      const report = await verify(served, { listing });
+      expect(report.ok).toBe(true);
+      expect(report.endpoints.map((e) => [e.endpoint, e.ok, e.findings, e.notes])).toEqual(
+        listings[listing].map((row) => [`${row.method} ${row.path}`, true, [], []]),
+      );
+      const plan = planVerification({ baseUrl: served.url, listing });
+      expect(report.endpoints.map((e) => e.requests)).toEqual(plan.endpoints.map((e) => e.requests));
+      expect(served.requests).toBe(plan.requests);
+    },
+  );
 
   it.each(['A', 'B'] as const)('the example server, listing %s: every endpoint passes', async (listing) => {
     const served = await start(createExampleApp({ listing }));
@@ -84,7 +87,9 @@ describe('against a server that honours the contract', () => {
   it('counts by IP when no token is given, and sends one generated token to check another counter', async () => {
     const served = await start(createApp({ listing: 'B' }));
     await verify(served, { only: ['GET /v1/statistics'] });
-    expect(served.log.slice(0, 6)).toEqual(Array(5).fill('200 GET /v1/statistics -').concat('429 GET /v1/statistics -'));
+    expect(served.log.slice(0, 6)).toEqual(
+      Array(5).fill('200 GET /v1/statistics -').concat('429 GET /v1/statistics -'),
+    );
     expect(served.log[6]).toMatch(/^200 GET \/v1\/statistics listing-limits-verify-[0-9a-f]{16}$/);
     expect(served.log.slice(7)).toEqual(['200 GET /v1/statistics -']);
   });
@@ -146,7 +151,7 @@ describe('against a server that honours the contract', () => {
 });
 
 describe('an API under a base path', () => {
-  it('requests, plans and reports the paths with the base URL\'s path', async () => {
+  it("requests, plans and reports the paths with the base URL's path", async () => {
     const served = await start(createApp({ listing: 'B', mount: '/api', routes: [] }));
     const options = { baseUrl: `${served.url}/api/`, listing: 'B', only: ['GET /v1/users/:id'] } as const;
     expect(planVerification(options)).toMatchObject({
@@ -296,7 +301,9 @@ describe('against deliberately wrong servers', () => {
     };
     const served = await start(createApp({ listing: 'B', options: { handler: dated } }));
     const report = await verify(served, { only: ['GET /v1/users/:id/bots'] });
-    expect(report.endpoints[0]?.findings).toEqual(['Retry-After says "Thu, 01 Jan 2026 00:00:15 GMT", not whole seconds']);
+    expect(report.endpoints[0]?.findings).toEqual([
+      'Retry-After says "Thu, 01 Jan 2026 00:00:15 GMT", not whole seconds',
+    ]);
   });
 
   it('fields without the contract’s values, or not parseable', async () => {
@@ -363,7 +370,11 @@ describe('against deliberately wrong servers', () => {
 describe('planVerification', () => {
   it('plans every request and wait without sending anything', async () => {
     const served = await start(createApp({ listing: 'B' }));
-    const plan = planVerification({ baseUrl: `${served.url}/api/`, listing: 'B', params: { id: '1234567890123456789' } });
+    const plan = planVerification({
+      baseUrl: `${served.url}/api/`,
+      listing: 'B',
+      params: { id: '1234567890123456789' },
+    });
     expect(plan.baseUrl).toBe(`${served.url}/api`);
     expect(plan.endpoints.map((e) => [e.endpoint, e.paths, e.requests, e.waitMs])).toEqual([
       ['GET /v1/statistics', ['/api/v1/statistics'], 8, 2000],
@@ -429,7 +440,11 @@ describe('bad options fail before anything is sent, naming the option', () => {
     [{ ...base, baseUrl: 'http://x/?q=1' }, 'ERR_INVALID_OPTION', 'options.baseUrl'],
     [{ ...base, listing: 'C' }, 'ERR_UNKNOWN_LISTING', 'options.listing'],
     [{ ...base, listing: undefined }, 'ERR_INVALID_OPTION', 'options.listing'],
-    [{ ...base, listing: [{ method: 'GET', path: '/x', limit: 0, windowMs: 1000 }] }, 'ERR_INVALID_ROW', 'options.listing[0].limit'],
+    [
+      { ...base, listing: [{ method: 'GET', path: '/x', limit: 0, windowMs: 1000 }] },
+      'ERR_INVALID_ROW',
+      'options.listing[0].limit',
+    ],
     [{ ...base, only: [] }, 'ERR_INVALID_OPTION', 'options.only'],
     [{ ...base, only: ['GET /v1/bots', 'GET /v1/bot'] }, 'ERR_INVALID_OPTION', 'options.only[1]'],
     [{ ...base, params: { bot: '1' } }, 'ERR_INVALID_OPTION', 'options.params.bot'],
@@ -446,7 +461,9 @@ describe('bad options fail before anything is sent, naming the option', () => {
     const rejection = verifyContract(options as never);
     await expect(rejection).rejects.toBeInstanceOf(ListingLimitsError);
     await expect(rejection).rejects.toMatchObject({ code, field });
-    expect(() => planVerification(options as never)).toThrow(new RegExp(`^verifyContract: ${field.replace(/[[\].]/g, '\\$&')} `));
+    expect(() => planVerification(options as never)).toThrow(
+      new RegExp(`^verifyContract: ${field.replace(/[[\].]/g, '\\$&')} `),
+    );
   });
 
   it('names the listings of the contract when the listing is missing', () => {

@@ -69,7 +69,10 @@ async function startServer(variant, kind, redisPort) {
 const requests = listings.B.map((row) => ({
   method: row.method,
   path: row.path.replace(':id', '123'),
-  headers: { authorization: 'Bot bench-token', ...(row.method === 'POST' ? { 'content-type': 'application/json' } : {}) },
+  headers: {
+    authorization: 'Bot bench-token',
+    ...(row.method === 'POST' ? { 'content-type': 'application/json' } : {}),
+  },
   body: row.method === 'POST' ? '{"server_count":1}' : undefined,
 }));
 
@@ -86,14 +89,17 @@ function median(values) {
 async function runHttp({ rounds, duration, warmup, connections, log }) {
   const redis = await startRedis();
   // `listing-limits-memory-no-headers` (allowed requests only) shows how much of the cost the required headers are.
-  const variants = ['bare', 'express-rate-limit', 'listing-limits-memory', 'listing-limits-memory-no-headers'];
+  let variants = ['bare', 'express-rate-limit', 'listing-limits-memory', 'listing-limits-memory-no-headers'];
   if (redis) variants.push('listing-limits-redis', 'listing-limits-redis-pipelined');
   else log('redis-server not found: the Redis variants are left out of this run.');
+  // BENCH_VARIANTS=bare,listing-limits-memory runs only those (for quick A/B runs); BENCH_KINDS=allowed likewise.
+  if (process.env.BENCH_VARIANTS) variants = variants.filter((v) => process.env.BENCH_VARIANTS.split(',').includes(v));
+  const kinds = (process.env.BENCH_KINDS ?? 'allowed,refused').split(',');
   const refusedToo = (variant) => variant !== 'bare' && variant !== 'listing-limits-memory-no-headers';
   const runs = [];
   try {
     for (let round = 1; round <= rounds; round++) {
-      for (const kind of ['allowed', 'refused']) {
+      for (const kind of kinds) {
         // Alternate the order each round, so that no variant always runs first or last.
         const order = round % 2 ? variants : [...variants].reverse();
         for (const variant of order) {

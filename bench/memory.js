@@ -30,7 +30,13 @@ async function flood(n, options) {
   const res = { statusCode: 200, setHeader() {}, end() {} };
   const before = heap();
   for (let i = 0; i < n; i++) {
-    const req = { method: 'GET', path: '/v1/bots', headers: { authorization: `Bot flood-${i}` }, ip: '203.0.113.9', app };
+    const req = {
+      method: 'GET',
+      path: '/v1/bots',
+      headers: { authorization: `Bot flood-${i}` },
+      ip: '203.0.113.9',
+      app,
+    };
     await new Promise((resolve) => {
       res.end = resolve;
       middleware(req, res, resolve);

@@ -58,14 +58,21 @@ async function main() {
       log('taskset not available: server and load generator share the CPUs.');
     }
   }
-  const machine = { cpus: cpus().length, cpu: cpus()[0]?.model, memoryGiB: Math.round(totalmem() / 2 ** 30), node: process.version };
+  const machine = {
+    cpus: cpus().length,
+    cpu: cpus()[0]?.model,
+    memoryGiB: Math.round(totalmem() / 2 ** 30),
+    node: process.version,
+  };
   log(`listing-limits benchmark on ${machine.cpus} × ${machine.cpu}, ${machine.memoryGiB} GiB, Node ${machine.node}`);
   log(
     `${settings.rounds} rounds, ${settings.duration} s per run after ${settings.warmup} s of warm-up, ${settings.connections} connections\n`,
   );
 
   const http = await runHttp({ ...settings, log });
-  log('\nHTTP (medians over rounds; ratios taken within each round; "vs bare" is against bare Express serving the same requests)');
+  log(
+    '\nHTTP (medians over rounds; ratios taken within each round; "vs bare" is against bare Express serving the same requests)',
+  );
   log(
     table(
       ['case', 'variant', 'req/s', 'p50 ms', 'p99 ms', 'server CPU µs/req', 'vs bare', 'vs express-rate-limit'],
@@ -84,14 +91,23 @@ async function main() {
 
   const micro = await runMicro();
   log('\nMiddleware alone (in process, mocked request and response)');
-  log(table(['task', 'mean µs', 'own cost µs'], micro.rows.map((r) => [r.task, fixed(r.meanUs, 3), fixed(r.ownCostUs, 3)])));
+  log(
+    table(
+      ['task', 'mean µs', 'own cost µs'],
+      micro.rows.map((r) => [r.task, fixed(r.meanUs, 3), fixed(r.ownCostUs, 3)]),
+    ),
+  );
   log(`1,000-row table costs ${fixed(micro.bigTableRatio)} × listing B`);
 
   const memory = await runMemory();
   log('\nMemory');
   log(`bytes per tracked counter (memory store): ${Math.round(memory.bytesPerCounter)}`);
-  log(`bytes per tracked counter (rate-limiter-flexible's RateLimiterMemory): ${Math.round(memory.bytesPerCounterRateLimiterMemory)}`);
-  log(`heap growth after ${memory.n} distinct tokens: ${(memory.floodWithoutAuthenticate.heapGrowthBytes / 2 ** 20).toFixed(1)} MiB without authenticate, ${(memory.floodWithAuthenticate.heapGrowthBytes / 2 ** 20).toFixed(1)} MiB with authenticate`);
+  log(
+    `bytes per tracked counter (rate-limiter-flexible's RateLimiterMemory): ${Math.round(memory.bytesPerCounterRateLimiterMemory)}`,
+  );
+  log(
+    `heap growth after ${memory.n} distinct tokens: ${(memory.floodWithoutAuthenticate.heapGrowthBytes / 2 ** 20).toFixed(1)} MiB without authenticate, ${(memory.floodWithAuthenticate.heapGrowthBytes / 2 ** 20).toFixed(1)} MiB with authenticate`,
+  );
 
   const results = join(__dirname, 'results');
   mkdirSync(results, { recursive: true });

@@ -60,7 +60,9 @@ function port(env: Env, name: string, fallback: number): number {
   const value = read(env, name);
   if (value === undefined) return fallback;
   if (!/^\d{1,5}$/.test(value) || Number(value) > 65535) {
-    throw new StartupError(`${name} must be a port number from 0 to 65535 (0 picks a free port); got ${JSON.stringify(value)}.`);
+    throw new StartupError(
+      `${name} must be a port number from 0 to 65535 (0 picks a free port); got ${JSON.stringify(value)}.`,
+    );
   }
   return Number(value);
 }
@@ -73,7 +75,9 @@ function port(env: Env, name: string, fallback: number): number {
 export function startupFromEnv(env: Env): Startup {
   const listing = read(env, 'LISTING');
   if (listing !== undefined && !isListingName(listing)) {
-    throw new StartupError(`LISTING must be ${either(listingNames)} (unset starts every listing); got ${JSON.stringify(listing)}.`);
+    throw new StartupError(
+      `LISTING must be ${either(listingNames)} (unset starts every listing); got ${JSON.stringify(listing)}.`,
+    );
   }
   const log = read(env, 'LOG') ?? '1';
   if (log !== '0' && log !== '1') {
@@ -92,7 +96,9 @@ export function startupFromEnv(env: Env): Startup {
   } else {
     if (read(env, 'PORT') !== undefined) {
       const withListing = either(listingNames.map((name) => `LISTING=${name}`));
-      throw new StartupError(`PORT is read only with ${withListing}; to start every listing, set ${all(PORT_VARIABLES)}.`);
+      throw new StartupError(
+        `PORT is read only with ${withListing}; to start every listing, set ${all(PORT_VARIABLES)}.`,
+      );
     }
     listeners = listingNames.map((name) => ({
       listing: name,
@@ -114,7 +120,12 @@ export function startupFromEnv(env: Env): Startup {
 export function storeFromEnv(env: Env, warn: (line: string) => void = console.error): StoreChoice {
   const url = read(env, 'REDIS_URL');
   if (url === undefined) {
-    return { description: 'memory store', forListing: () => memoryStore(), ready: async () => {}, close: async () => {} };
+    return {
+      description: 'memory store',
+      forListing: () => memoryStore(),
+      ready: async () => {},
+      close: async () => {},
+    };
   }
   let parsed: URL | undefined;
   try {
@@ -123,7 +134,9 @@ export function storeFromEnv(env: Env, warn: (line: string) => void = console.er
     parsed = undefined;
   }
   if (!parsed || (parsed.protocol !== 'redis:' && parsed.protocol !== 'rediss:') || !parsed.hostname) {
-    throw new StartupError(`REDIS_URL must be a redis:// or rediss:// URL such as redis://127.0.0.1:6379; got ${JSON.stringify(url)}.`);
+    throw new StartupError(
+      `REDIS_URL must be a redis:// or rediss:// URL such as redis://127.0.0.1:6379; got ${JSON.stringify(url)}.`,
+    );
   }
   const { host } = parsed;
   const client = new Redis(url, { maxRetriesPerRequest: 1 });
@@ -134,7 +147,8 @@ export function storeFromEnv(env: Env, warn: (line: string) => void = console.er
   let lastError = 'no answer';
   client.on('error', (error: Error) => {
     lastError = error.message;
-    if (connected && !down) warn(`example-server: Redis at ${host} is unavailable (${error.message}); counting in memory until it is back.`);
+    if (connected && !down)
+      warn(`example-server: Redis at ${host} is unavailable (${error.message}); counting in memory until it is back.`);
     down = connected;
   });
   client.on('ready', () => {
@@ -151,7 +165,11 @@ export function storeFromEnv(env: Env, warn: (line: string) => void = console.er
         if (client.status === 'ready') return resolve();
         const timer = setTimeout(() => {
           client.disconnect();
-          reject(new StartupError(`REDIS_URL: no Redis answered at ${host} within ${REDIS_CONNECT_MS / 1000} seconds (${lastError}).`));
+          reject(
+            new StartupError(
+              `REDIS_URL: no Redis answered at ${host} within ${REDIS_CONNECT_MS / 1000} seconds (${lastError}).`,
+            ),
+          );
         }, REDIS_CONNECT_MS);
         client.once('ready', () => {
           clearTimeout(timer);

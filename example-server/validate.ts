@@ -49,7 +49,10 @@ export function parseStats(body: unknown, now: Date): BotStats {
   if (fields.shards !== undefined) {
     const list = fields.shards;
     if (!Array.isArray(list) || list.length === 0 || list.length > MAX_SHARDS) {
-      badRequest('body.shards', `must be an array of 1 to ${MAX_SHARDS} server counts, one per shard; got ${shown(list)}.`);
+      badRequest(
+        'body.shards',
+        `must be an array of 1 to ${MAX_SHARDS} server counts, one per shard; got ${shown(list)}.`,
+      );
     }
     shards = list.map((value, i) => count(value, `body.shards[${i}]`, 0));
     const total = shards.reduce((a, b) => a + b, 0);

@@ -18,7 +18,8 @@ const addressBan = (ip: string) => `addr:${ip}`;
 
 export function checkBan(check: Checker, options: ListingLimitsOptions): BanOptions | undefined {
   const { ban, onBan } = options;
-  if (onBan !== undefined && typeof onBan !== 'function') check.invalid('options.onBan', 'must be a function (info, req) => void.');
+  if (onBan !== undefined && typeof onBan !== 'function')
+    check.invalid('options.onBan', 'must be a function (info, req) => void.');
   if (ban === undefined) {
     if (onBan) check.invalid('options.onBan', 'needs options.ban, which decides when a client is banned.');
     return undefined;
@@ -63,7 +64,12 @@ export class Bans {
   readonly #tokens: Counter | undefined;
   readonly #timeoutMs: number | undefined;
 
-  constructor(check: Checker, store: Store, options: BanOptions, mode: { shadow: boolean; onBan: ListingLimitsOptions['onBan']; report: OnError }) {
+  constructor(
+    check: Checker,
+    store: Store,
+    options: BanOptions,
+    mode: { shadow: boolean; onBan: ListingLimitsOptions['onBan']; report: OnError },
+  ) {
     this.#options = options;
     this.#shadow = mode.shadow;
     this.#onBan = mode.onBan;
@@ -99,7 +105,8 @@ export class Bans {
   refuseMirrored(ctx: Context): boolean {
     const { client } = ctx;
     const now = Date.now();
-    const until = this.#mirrored(client.key, now) ?? (this.#tokens ? this.#mirrored(addressBan(client.ip), now) : undefined);
+    const until =
+      this.#mirrored(client.key, now) ?? (this.#tokens ? this.#mirrored(addressBan(client.ip), now) : undefined);
     if (until === undefined) return false;
     answerBanned(ctx, until);
     return true;
@@ -192,7 +199,14 @@ export class Bans {
    * Bans `key` (stored as `banKey`) from now on: at once in this process, then in a shared store. `onBan` is told
    * when this request crossed the threshold. In shadow mode only `onBan` is told.
    */
-  #ban(ctx: Context, key: string, banKey: string, kind: ClientKind, reason: BanInfo['reason'], crossed: boolean): void | Promise<void> {
+  #ban(
+    ctx: Context,
+    key: string,
+    banKey: string,
+    kind: ClientKind,
+    reason: BanInfo['reason'],
+    crossed: boolean,
+  ): void | Promise<void> {
     const now = Date.now();
     const until = now + this.#options.duration;
     const info = { key, kind, reason, until: new Date(until), shadow: this.#shadow };

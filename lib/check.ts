@@ -1,4 +1,4 @@
-// Shared validation helpers: coded errors that name the field, unknown keys with "did you mean", and values shown safely.
+// Shared validation helpers: coded errors naming the field, unknown keys with "did you mean", values shown safely.
 import { closest } from 'fastest-levenshtein';
 import { MAX_DURATION_MS } from './durations.js';
 import { ListingLimitsError, type ListingLimitsErrorCode } from './errors.js';
@@ -52,7 +52,11 @@ export class Checker {
   unknownKeys(value: object, known: readonly string[], field: (key: string) => string, what = 'an option'): void {
     for (const key of Object.keys(value)) {
       if (!known.includes(key)) {
-        this.fail('ERR_UNKNOWN_OPTION', field(key), `is not ${what}. Did you mean \`${closest(key, known as string[])}\`?`);
+        this.fail(
+          'ERR_UNKNOWN_OPTION',
+          field(key),
+          `is not ${what}. Did you mean \`${closest(key, known as string[])}\`?`,
+        );
       }
     }
   }
@@ -69,22 +73,35 @@ export class Checker {
     return this.fail(
       code,
       field,
-      `must be a positive whole number of seconds in milliseconds (e.g. 15000), at most ${MAX_DURATION_MS} (one year); got ${show(value)}.`,
+      'must be a positive whole number of seconds in milliseconds (e.g. 15000), ' +
+        `at most ${MAX_DURATION_MS} (one year); got ${show(value)}.`,
     );
   }
 
   /** A positive whole number of milliseconds, at most MAX_DURATION_MS. */
   ms(value: unknown, field: string): number {
     if (isPositiveInteger(value) && value <= MAX_DURATION_MS) return value;
-    return this.invalid(field, `must be a positive whole number of milliseconds, at most ${MAX_DURATION_MS} (one year); got ${show(value)}.`);
+    return this.invalid(
+      field,
+      `must be a positive whole number of milliseconds, at most ${MAX_DURATION_MS} (one year); got ${show(value)}.`,
+    );
   }
 
   /** One of `choices`, with the closest one suggested, case-insensitively, when it is not. */
-  oneOf<T extends string>(value: unknown, choices: readonly T[], field: string, code: ListingLimitsErrorCode = 'ERR_INVALID_OPTION'): T {
+  oneOf<T extends string>(
+    value: unknown,
+    choices: readonly T[],
+    field: string,
+    code: ListingLimitsErrorCode = 'ERR_INVALID_OPTION',
+  ): T {
     if (typeof value === 'string' && (choices as readonly string[]).includes(value)) return value as T;
     const list = choices.map((c) => JSON.stringify(c)).join(', ');
     const near = typeof value === 'string' ? suggestion(value, choices) : undefined;
-    return this.fail(code, field, `must be one of ${list}; got ${show(value)}.${near ? ` Did you mean \`${near}\`?` : ''}`);
+    return this.fail(
+      code,
+      field,
+      `must be one of ${list}; got ${show(value)}.${near ? ` Did you mean \`${near}\`?` : ''}`,
+    );
   }
 }
 

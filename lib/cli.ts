@@ -7,7 +7,9 @@ runCli(process.argv.slice(2), { stdout: process.stdout, stderr: process.stderr }
     process.exitCode = code;
   },
   (error: unknown) => {
-    process.stderr.write(`listing-limits: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);
+    process.stderr.write(
+      `listing-limits: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`,
+    );
     process.exitCode = 1;
   },
 );

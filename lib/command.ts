@@ -114,7 +114,8 @@ function checkTokens(tokens: NonNullable<ReturnType<typeof parseArgs>['tokens']>
     } else if (!inlineValue && value.startsWith('-')) {
       // `--token --dry-run` more likely forgot the token than meant it to be "--dry-run".
       throw new UsageError(
-        `${rawName} needs a value; got the option-like ${JSON.stringify(value)} (write ${rawName}=${value} if that is the value)`,
+        `${rawName} needs a value; got the option-like ${JSON.stringify(value)} ` +
+          `(write ${rawName}=${value} if that is the value)`,
       );
     }
   }
@@ -133,7 +134,13 @@ function parse(argv: readonly string[]): Parsed {
   try {
     parsed = parseArgs({ args: [...argv], options: cliOptions, allowPositionals: true, strict: true });
   } catch (error) {
-    const { tokens } = parseArgs({ args: [...argv], options: cliOptions, allowPositionals: true, strict: false, tokens: true });
+    const { tokens } = parseArgs({
+      args: [...argv],
+      options: cliOptions,
+      allowPositionals: true,
+      strict: false,
+      tokens: true,
+    });
     checkTokens(tokens);
     throw new UsageError((error as Error).message.split('\n')[0]?.replace(/\.$/, '') ?? 'bad arguments');
   }
@@ -152,7 +159,8 @@ function parse(argv: readonly string[]): Parsed {
   if (!isListingName(listing)) {
     const meant = meantListing(listing);
     throw new UsageError(
-      `--listing must be ${eitherListing}; got ${JSON.stringify(listing)}${meant ? `. Did you mean \`${meant}\`?` : ''}`,
+      `--listing must be ${eitherListing}; got ${JSON.stringify(listing)}` +
+        (meant ? `. Did you mean \`${meant}\`?` : ''),
     );
   }
 

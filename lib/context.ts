@@ -24,7 +24,7 @@ export interface Context {
   state: typeof GOING | typeof PASSED | typeof ANSWERED;
 }
 
-/** A step of the request path: it reads and sets the context, and answers or lets the request through by setting `state`. */
+/** A step of the request path: it reads and sets the context, and answers or lets the request through (`state`). */
 export type Step = (ctx: Context) => void | Promise<void>;
 
 const MESSAGE = 'You are sending too many requests, please slow down';
@@ -43,7 +43,8 @@ export const UNAVAILABLE_BODY =
 /** The 403 of a banned client: when the ban ends, and the seconds until then. */
 export function bannedBody(until: number, retryAfter: number): string {
   const message = 'You are banned from this API for circumventing its rate limits';
-  return `{"success":false,"code":403,"message":"${message}","bannedUntil":"${new Date(until).toISOString()}","retryAfter":${retryAfter}}`;
+  const end = new Date(until).toISOString();
+  return `{"success":false,"code":403,"message":"${message}","bannedUntil":"${end}","retryAfter":${retryAfter}}`;
 }
 
 export function sendJson(ctx: Context, status: number, body: string, retryAfter?: number): void {

@@ -8,7 +8,9 @@ import type { CounterSpec, StoreFailurePolicy } from './stores.js';
 export type Count = MemoryCount;
 
 function countsNow(limiter: RateLimiterAbstract): limiter is RateLimiterAbstract & CountsNow {
-  return (limiter as Partial<CountsNow>).countsNow === true && typeof (limiter as Partial<CountsNow>).countNow === 'function';
+  return (
+    (limiter as Partial<CountsNow>).countsNow === true && typeof (limiter as Partial<CountsNow>).countNow === 'function'
+  );
 }
 
 function fromResult(result: RateLimiterRes): Count {
@@ -32,7 +34,10 @@ export class Deadline {
   race<T>(call: Promise<T>): Promise<T> {
     if (!this.#expired) {
       this.#expired = new Promise<never>((_, reject) => {
-        this.#timer = setTimeout(() => reject(new Error('the store did not answer in time')), Math.max(this.#at - Date.now(), 0));
+        this.#timer = setTimeout(
+          () => reject(new Error('the store did not answer in time')),
+          Math.max(this.#at - Date.now(), 0),
+        );
       });
       // The deadline may pass after the request is answered: nobody waits for it then.
       this.#expired.catch(() => {});
@@ -63,7 +68,9 @@ export class Counter {
     this.#limiter = limiter;
     this.#policy = policy;
     this.#fallback =
-      policy?.onFailure === 'memory' ? new MemoryLimiter({ points: spec.limit, duration: spec.windowMs / 1000 }) : undefined;
+      policy?.onFailure === 'memory'
+        ? new MemoryLimiter({ points: spec.limit, duration: spec.windowMs / 1000 })
+        : undefined;
     this.now = countsNow(limiter) ? (key) => limiter.countNow(key) : undefined;
   }
 

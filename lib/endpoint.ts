@@ -14,7 +14,10 @@ export interface CompiledEndpoint extends CounterSpec {
 export function counterOf(check: Checker, store: Store, spec: CounterSpec): Counter {
   const limiter = store(spec);
   if (typeof limiter !== 'object' || limiter === null || typeof limiter.consume !== 'function') {
-    check.invalid('options.store', `returned ${show(limiter)} for ${spec.name}; a store must return a rate-limiter-flexible limiter.`);
+    check.invalid(
+      'options.store',
+      `returned ${show(limiter)} for ${spec.name}; a store must return a rate-limiter-flexible limiter.`,
+    );
   }
   return new Counter(spec, limiter, store.failure);
 }
@@ -22,5 +25,11 @@ export function counterOf(check: Checker, store: Store, spec: CounterSpec): Coun
 /** The one way an endpoint is compiled, for the table's rows and for granted variants alike. */
 export function compileEndpoint(check: Checker, store: Store, spec: CounterSpec): CompiledEndpoint {
   const { name, limit, windowMs } = spec;
-  return { name, limit, windowMs, counter: counterOf(check, store, { name, limit, windowMs }), headers: headerTemplate(name, limit, windowMs) };
+  return {
+    name,
+    limit,
+    windowMs,
+    counter: counterOf(check, store, { name, limit, windowMs }),
+    headers: headerTemplate(name, limit, windowMs),
+  };
 }

@@ -1,4 +1,4 @@
-// Extended limits for approved clients (rule 6): option `grants`, checked and compiled into the step that picks a client's limits.
+// Extended limits for approved clients (rule 6): option `grants`, compiled into the step that picks a client's limits.
 import ipaddr from 'ipaddr.js';
 import { LRUCache } from 'lru-cache';
 import { type Checker, show } from './check.js';
@@ -41,10 +41,12 @@ function checkGrant(check: Checker, grant: unknown, at: string, shapes: Readonly
     }
     return { multiplier: g.multiplier };
   }
-  if (!Array.isArray(g.rows) || g.rows.length === 0) check.invalid(`${at}.rows`, `must be a non-empty array of rows; got ${show(g.rows)}.`);
+  if (!Array.isArray(g.rows) || g.rows.length === 0)
+    check.invalid(`${at}.rows`, `must be a non-empty array of rows; got ${show(g.rows)}.`);
   const rows = g.rows.map((raw: unknown, i: number) => {
     const row = checkRow(check, raw, `${at}.rows[${i}]`);
-    if (!shapes.has(rowShape(row))) check.invalid(`${at}.rows[${i}]`, `(${row.method} ${row.path}) replaces no row of the table.`);
+    if (!shapes.has(rowShape(row)))
+      check.invalid(`${at}.rows[${i}]`, `(${row.method} ${row.path}) replaces no row of the table.`);
     return row;
   });
   return { rows };
@@ -62,12 +64,21 @@ function isAddress(key: string): boolean {
 export function compileGrants(
   check: Checker,
   options: ListingLimitsOptions,
-  context: { store: Store; endpoints: readonly CompiledEndpoint[]; paths: ReadonlyMap<string, string>; ipOf: IpKey; cacheMs: number },
+  context: {
+    store: Store;
+    endpoints: readonly CompiledEndpoint[];
+    paths: ReadonlyMap<string, string>;
+    ipOf: IpKey;
+    cacheMs: number;
+  },
 ): Step | undefined {
   const { grants } = options;
   if (grants === undefined) return undefined;
   if (typeof grants !== 'function' && (typeof grants !== 'object' || grants === null || Array.isArray(grants))) {
-    check.invalid('options.grants', `must be an object of grants by token or IP, or a lookup function; got ${show(grants)}.`);
+    check.invalid(
+      'options.grants',
+      `must be an object of grants by token or IP, or a lookup function; got ${show(grants)}.`,
+    );
   }
   const { store, ipOf, paths } = context;
   const shapes = new Set(paths.keys());
@@ -108,7 +119,8 @@ export function compileGrants(
         asked = Promise.resolve()
           .then(() => grants({ key: client.key, token: client.token, ip: ctx.req.ip }, ctx.req))
           .then((answer) => {
-            const grant = answer === undefined || answer === null ? undefined : checkGrantAtRequest(check, answer, shapes);
+            const grant =
+              answer === undefined || answer === null ? undefined : checkGrantAtRequest(check, answer, shapes);
             cache.set(client.key, { grant });
             return grant;
           })
@@ -126,7 +138,8 @@ export function compileGrants(
       else byToken.set(tokenKey(who), grant);
     }
     find = (client) =>
-      (client.tokenKey !== undefined ? byToken.get(client.tokenKey) : undefined) ?? (byAddress.size > 0 ? byAddress.get(client.ip) : undefined);
+      (client.tokenKey !== undefined ? byToken.get(client.tokenKey) : undefined) ??
+      (byAddress.size > 0 ? byAddress.get(client.ip) : undefined);
   }
 
   const apply = (ctx: Context, grant: Grant | undefined) => {

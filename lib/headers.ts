@@ -1,4 +1,4 @@
-// The rate-limit response headers: IETF RateLimit fields (draft-ietf-httpapi-ratelimit-headers-10) and the legacy X-RateLimit fields.
+// The rate-limit response headers: the IETF RateLimit fields (draft-ietf-httpapi-ratelimit-headers-10) and legacy ones.
 import type { ServerResponse } from 'node:http';
 
 /** What the header writer needs of an endpoint, computed once when the middleware is created. */

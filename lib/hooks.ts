@@ -1,9 +1,9 @@
-// Calls of the app's observers (onLimit, onBan): their failures, sync or async, never change an answer or crash the process.
+// Calls of the app's observers (onLimit, onBan): their failures never change an answer or crash the process.
 import type { Request } from 'express';
 
 export type OnError = (error: unknown, req: Request) => void;
 
-/** Where the errors of observers go: `onError`, or a process warning; an `onError` that fails itself is warned about too. */
+/** Where the errors of observers go: `onError`, or a process warning (also for an `onError` that fails itself). */
 export function reporter(onError: OnError | undefined): OnError {
   const warn = (error: unknown) => {
     const text = error instanceof Error ? error.message : String(error);
@@ -20,7 +20,12 @@ export function reporter(onError: OnError | undefined): OnError {
 }
 
 /** Runs an observer; what it throws or rejects with goes to `report`. */
-export function observe<A>(hook: ((arg: A, req: Request) => unknown) | undefined, arg: A, req: Request, report: OnError): void {
+export function observe<A>(
+  hook: ((arg: A, req: Request) => unknown) | undefined,
+  arg: A,
+  req: Request,
+  report: OnError,
+): void {
   if (!hook) return;
   try {
     const result = hook(arg, req);

@@ -18,7 +18,7 @@ export interface Client {
   readonly tokenKey: string | undefined;
 }
 
-/** A client identified by its token, whose address is read only when a step asks for it: Express 5 computes `req.ip` on every read. */
+/** A client identified by its token; its address is read only when asked (Express 5 computes `req.ip` per read). */
 class TokenClient implements Client {
   readonly kind = 'token';
   #ip: string | undefined;
@@ -66,22 +66,29 @@ export function compileIpKey(check: Checker, options: ListingLimitsOptions): IpK
  */
 export function compileIdentify(check: Checker, options: ListingLimitsOptions, ipOf: IpKey, cacheMs: number): Identify {
   const { key, authenticate, invalidToken } = options;
-  if (key !== undefined && typeof key !== 'function') check.invalid('options.key', 'must be a function (req) => string.');
+  if (key !== undefined && typeof key !== 'function')
+    check.invalid('options.key', 'must be a function (req) => string.');
   if (authenticate !== undefined && typeof authenticate !== 'function') {
     check.invalid('options.authenticate', 'must be a function (token, req) => boolean.');
   }
   if (key && authenticate) {
-    check.invalid('options.authenticate', 'cannot be combined with options.key: authenticate judges Authorization tokens, which a custom key replaces.');
+    check.invalid(
+      'options.authenticate',
+      'cannot be combined with options.key: authenticate judges Authorization tokens, which a custom key replaces.',
+    );
   }
   if (invalidToken !== undefined) check.oneOf(invalidToken, ['ip', 'reject'], 'options.invalidToken');
-  if (invalidToken && !authenticate) check.invalid('options.invalidToken', 'needs options.authenticate, which decides what is invalid.');
+  if (invalidToken && !authenticate)
+    check.invalid('options.invalidToken', 'needs options.authenticate, which decides what is invalid.');
   const hash = remembered(tokenKey);
 
   if (key) {
     return async (req) => {
       const value = await key(req);
       if (typeof value !== 'string' || value === '') {
-        throw new TypeError(`listingLimits: options.key returned ${JSON.stringify(value)}; it must return a non-empty string.`);
+        throw new TypeError(
+          `listingLimits: options.key returned ${JSON.stringify(value)}; it must return a non-empty string.`,
+        );
       }
       const token = req.headers.authorization || undefined;
       return { key: value, kind: 'custom', ip: ipOf(req.ip), token, tokenKey: token && hash(token) };

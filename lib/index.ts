@@ -1,6 +1,11 @@
 // The public surface of listing-limits.
 export { MAX_DURATION_MS } from './check.js';
-export { ListingLimitsError, type ListingLimitsErrorCode, type StoreFailureMode, StoreUnavailableError } from './errors.js';
+export {
+  ListingLimitsError,
+  type ListingLimitsErrorCode,
+  type StoreFailureMode,
+  StoreUnavailableError,
+} from './errors.js';
 export { type EndpointRow, type ListingName, listings, type Method } from './listings.js';
 export { listingLimits } from './middleware.js';
 export { type RedisClient, type RedisFailureMode, type RedisStoreOptions, redisStore } from './redis.js';

@@ -1,4 +1,4 @@
-// The contract's limits tables, as plain frozen data: the single source of truth for the middleware, its headers and the README.
+// The contract's limits tables as plain frozen data: the one source for the middleware, its headers and the README.
 
 /** An HTTP method, upper case. */
 export type Method = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE' | 'OPTIONS' | (string & {});

@@ -1,4 +1,4 @@
-// Finds the row a request belongs to, the way Express routes: path-to-regexp matchers, case-insensitive, optional trailing slash.
+// Finds a request's row the way Express routes: path-to-regexp matchers, case-insensitive, optional trailing slash.
 import { parse, pathToRegexp } from 'path-to-regexp';
 
 interface Candidate<T> {
@@ -92,11 +92,11 @@ function indexRoute<T>(index: MethodIndex<T>, candidate: Candidate<T>, path: str
 export function compileMatcher<T>(routes: readonly Route<T>[]): (method: string, path: string) => T | undefined {
   const byMethod = new Map<string, MethodIndex<T>>();
   routes.forEach((route, order) => {
-    const index = getOrAdd(
-      byMethod,
-      route.method,
-      (): MethodIndex<T> => ({ exact: new Map(), shapes: new Map(), others: [] }),
-    );
+    const index = getOrAdd(byMethod, route.method, (): MethodIndex<T> => ({
+      exact: new Map(),
+      shapes: new Map(),
+      others: [],
+    }));
     indexRoute(index, { order, regexp: compilePath(route.path), value: route.value }, route.path);
   });
 

@@ -119,7 +119,11 @@ export class MemoryLimiter extends RateLimiterCompatibleAbstract implements Rate
     super();
     this.points = options.points;
     this.duration = options.duration;
-    const { keyPrefix = 'rlflx', blockDuration, execEvenly } = options as {
+    const {
+      keyPrefix = 'rlflx',
+      blockDuration,
+      execEvenly,
+    } = options as {
       keyPrefix?: unknown;
       blockDuration?: unknown;
       execEvenly?: unknown;

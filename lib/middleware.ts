@@ -1,6 +1,16 @@
-// The Express middleware: one pipeline of steps, identify → ban check → grant → token check → count → respond.
+// The Express middleware: one pipeline of steps, identify → ban check → grant → tokens → count → respond.
 import type { NextFunction, Request, Response } from 'express';
-import { ANSWERED, type Context, GOING, limitedBody, PASSED, sendJson, type Step, UNAUTHORIZED_BODY, UNAVAILABLE_BODY } from './context.js';
+import {
+  ANSWERED,
+  type Context,
+  GOING,
+  limitedBody,
+  PASSED,
+  sendJson,
+  type Step,
+  UNAUTHORIZED_BODY,
+  UNAVAILABLE_BODY,
+} from './context.js';
 import { type Count, Deadline } from './counter.js';
 import type { CompiledEndpoint } from './endpoint.js';
 import { StoreUnavailableError } from './errors.js';
@@ -127,7 +137,12 @@ function respond(ctx: Context, config: Config): void {
   const now = Date.now();
   const msLeft = Math.max(count.resetAt - now, 0);
   const remaining = allowed ? endpoint.limit - count.count : 0;
-  const info: RateLimitInfo = { endpoint: endpoint.name, limit: endpoint.limit, remaining, resetTime: new Date(count.resetAt) };
+  const info: RateLimitInfo = {
+    endpoint: endpoint.name,
+    limit: endpoint.limit,
+    remaining,
+    resetTime: new Date(count.resetAt),
+  };
   req.rateLimit = info;
   // With another limiter's headers on the response, Retry-After points no earlier than the most restrictive one.
   const waitMs = config.headers ? setRateLimitHeaders(res, endpoint.headers, remaining, msLeft, now) : msLeft;
@@ -137,7 +152,12 @@ function respond(ctx: Context, config: Config): void {
   }
   const retryAfter = retryAfterSeconds(Math.max(waitMs, msLeft));
   const { client } = ctx;
-  observe(config.onLimit, { ...info, retryAfter, client: { kind: client.kind, key: client.key }, shadow: config.shadow }, req, config.report);
+  observe(
+    config.onLimit,
+    { ...info, retryAfter, client: { kind: client.kind, key: client.key }, shadow: config.shadow },
+    req,
+    config.report,
+  );
   if (config.shadow) {
     ctx.state = PASSED;
     return;
@@ -157,14 +177,16 @@ function respond(ctx: Context, config: Config): void {
   sendJson(ctx, 429, limitedBody(retryAfter), retryAfter);
 }
 
-/** Warns once that clients behind a proxy share one counter, when requests carry X-Forwarded-For but `trust proxy` is off. */
+/** Warns once that clients behind a proxy share one counter: requests carry X-Forwarded-For, `trust proxy` is off. */
 function forwardedWarning(): (req: Request) => void {
   let warned = false;
   return (req) => {
     if (warned || req.headers['x-forwarded-for'] === undefined || req.app?.get('trust proxy')) return;
     warned = true;
     process.emitWarning(
-      "listing-limits: requests carry X-Forwarded-For but the app's 'trust proxy' setting is off, so req.ip is the proxy's address and every client behind the proxy shares one counter. Set app.set('trust proxy', ...) to your proxies.",
+      "listing-limits: requests carry X-Forwarded-For but the app's 'trust proxy' setting is off, so req.ip is the " +
+        "proxy's address and every client behind the proxy shares one counter. " +
+        "Set app.set('trust proxy', ...) to your proxies.",
       { code: 'LISTING_LIMITS_TRUST_PROXY' },
     );
   };
@@ -175,7 +197,10 @@ function forwardedWarning(): (req: Request) => void {
  * Validates everything at once and throws a `ListingLimitsError` naming the field when the configuration
  * cannot work. Requests that match no row pass through untouched.
  */
-export function listingLimits(listing: ListingName | readonly EndpointRow[], options?: ListingLimitsOptions): ListingLimitsMiddleware {
+export function listingLimits(
+  listing: ListingName | readonly EndpointRow[],
+  options?: ListingLimitsOptions,
+): ListingLimitsMiddleware {
   const config = configure(listing, options);
   const steps = compileSteps(config);
   const warn = forwardedWarning();

@@ -50,16 +50,26 @@ export interface Config {
 const check: Checker = new Checker('listingLimits');
 
 function fn<T>(value: T, field: string, shape: string): T {
-  if (value !== undefined && typeof value !== 'function') check.invalid(field, `must be a function ${shape}; got ${show(value)}.`);
+  if (value !== undefined && typeof value !== 'function')
+    check.invalid(field, `must be a function ${shape}; got ${show(value)}.`);
   return value;
 }
 
 function checkStore(store: unknown): Store {
   if (store === undefined) return memoryStore();
-  if (store === memoryStore) check.invalid('options.store', 'is the memoryStore function itself; call it: `memoryStore()`.');
-  if (store === redisStore) check.invalid('options.store', 'is the redisStore function itself; call it with your client: `redisStore(client)`.');
+  if (store === memoryStore)
+    check.invalid('options.store', 'is the memoryStore function itself; call it: `memoryStore()`.');
+  if (store === redisStore)
+    check.invalid(
+      'options.store',
+      'is the redisStore function itself; call it with your client: `redisStore(client)`.',
+    );
   if (typeof store !== 'function') {
-    check.invalid('options.store', `must be a store: a function (counter) => rate-limiter-flexible limiter, such as memoryStore(); got ${show(store)}.`);
+    check.invalid(
+      'options.store',
+      'must be a store: a function (counter) => rate-limiter-flexible limiter, such as memoryStore(); ' +
+        `got ${show(store)}.`,
+    );
   }
   return store as Store;
 }
@@ -73,9 +83,11 @@ export function configure(listing: unknown, options: unknown): Config {
   const o = check.options(options, 'options', 'of options') as ListingLimitsOptions;
   check.unknownKeys(o, optionNames, (key) => `options.${key}`);
   const store = checkStore(o.store);
-  if (o.headers !== undefined && typeof o.headers !== 'boolean') check.invalid('options.headers', `must be true or false; got ${show(o.headers)}.`);
+  if (o.headers !== undefined && typeof o.headers !== 'boolean')
+    check.invalid('options.headers', `must be true or false; got ${show(o.headers)}.`);
   const cacheMs = o.cacheMs === undefined ? 60_000 : check.ms(o.cacheMs, 'options.cacheMs');
-  const shadow = (o.mode === undefined ? 'enforce' : check.oneOf(o.mode, ['enforce', 'shadow'], 'options.mode')) === 'shadow';
+  const shadow =
+    (o.mode === undefined ? 'enforce' : check.oneOf(o.mode, ['enforce', 'shadow'], 'options.mode')) === 'shadow';
   const report = reporter(fn(o.onError, 'options.onError', '(error, req) => void'));
   fn(o.onLimit, 'options.onLimit', '(event, req) => void');
 
@@ -87,7 +99,9 @@ export function configure(listing: unknown, options: unknown): Config {
   const ban = checkBan(check, o);
   const paths = new Map(rows.map((row, i) => [rowShape(row), (endpoints[i] as CompiledEndpoint).name]));
   return {
-    match: compileMatcher(rows.map((row, i) => ({ method: row.method, path: row.path, value: endpoints[i] as CompiledEndpoint }))),
+    match: compileMatcher(
+      rows.map((row, i) => ({ method: row.method, path: row.path, value: endpoints[i] as CompiledEndpoint })),
+    ),
     identify,
     skip: fn(o.skip, 'options.skip', '(req) => boolean'),
     headers: o.headers ?? true,

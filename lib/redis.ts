@@ -42,7 +42,10 @@ const check: Checker = new Checker('redisStore');
 /** Whether the client is node-redis, which rate-limiter-flexible must be told; ioredis is the other kind it takes. */
 function isNodeRedis(client: unknown): boolean {
   if (typeof client === 'function') {
-    check.invalid('client', `is ${show(client)}, not a client: pass a connected instance, e.g. \`redisStore(new Redis(url))\`.`);
+    check.invalid(
+      'client',
+      `is ${show(client)}, not a client: pass a connected instance, e.g. \`redisStore(new Redis(url))\`.`,
+    );
   }
   const c = client as Record<string, unknown> | null;
   if (typeof c === 'object' && c !== null) {
@@ -60,17 +63,24 @@ function isNodeRedis(client: unknown): boolean {
     }
   }
   const got = typeof client === 'object' && client !== null ? 'an object that is neither' : show(client);
-  return check.invalid('client', `must be an ioredis client or Cluster, or a node-redis (v4 or later) client; got ${got}.`);
+  return check.invalid(
+    'client',
+    `must be an ioredis client or Cluster, or a node-redis (v4 or later) client; got ${got}.`,
+  );
 }
 
 function checkOptions(options: unknown): Required<RedisStoreOptions> {
   const o = check.options(options, 'options', '{ prefix, timeoutMs, onFailure }');
   check.unknownKeys(o, optionNames, (key) => `options.${key}`);
   const { prefix = 'listing-limits', timeoutMs = 200, onFailure = 'memory' } = o as RedisStoreOptions;
-  if (typeof prefix !== 'string' || prefix === '') check.invalid('options.prefix', `must be a non-empty string; got ${show(prefix)}.`);
+  if (typeof prefix !== 'string' || prefix === '')
+    check.invalid('options.prefix', `must be a non-empty string; got ${show(prefix)}.`);
   // Beyond 2^31 - 1 ms, Node fires a timer at once: the limit of a timeout that works.
   if (!Number.isInteger(timeoutMs) || timeoutMs <= 0 || timeoutMs > 2 ** 31 - 1) {
-    check.invalid('options.timeoutMs', `must be a positive whole number of milliseconds (at most 2147483647); got ${show(timeoutMs)}.`);
+    check.invalid(
+      'options.timeoutMs',
+      `must be a positive whole number of milliseconds (at most 2147483647); got ${show(timeoutMs)}.`,
+    );
   }
   return { prefix, timeoutMs, onFailure: check.oneOf(onFailure, failureModes, 'options.onFailure') };
 }

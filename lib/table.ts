@@ -1,4 +1,4 @@
-// A limits table: a listing's name or custom rows, checked row by row, and the shape that says when two rows are one endpoint.
+// A limits table: a listing's name or custom rows, checked row by row, and when two rows are one endpoint.
 import { METHODS } from 'node:http';
 import { type Checker, show, suggestion } from './check.js';
 import { type EndpointRow, type ListingName, listingNames, listings } from './listings.js';
@@ -22,11 +22,20 @@ export function checkRow(check: Checker, row: unknown, at: string): EndpointRow 
   check.unknownKeys(row, rowFields, (key) => `${at}.${key}`, 'a row field');
   const { method, path, limit, windowMs } = row as Record<string, unknown>;
   if (typeof method !== 'string' || !METHODS.includes(method)) {
-    check.fail('ERR_INVALID_ROW', `${at}.method`, `must be an upper-case HTTP method such as "GET"; got ${show(method)}.`);
+    check.fail(
+      'ERR_INVALID_ROW',
+      `${at}.method`,
+      `must be an upper-case HTTP method such as "GET"; got ${show(method)}.`,
+    );
   }
-  if (method === 'HEAD') check.fail('ERR_INVALID_ROW', `${at}.method`, 'cannot be "HEAD": HEAD requests are counted on the GET row.');
+  if (method === 'HEAD')
+    check.fail('ERR_INVALID_ROW', `${at}.method`, 'cannot be "HEAD": HEAD requests are counted on the GET row.');
   if (typeof path !== 'string' || !/^\/[\x20-\x7e]*$/.test(path)) {
-    check.fail('ERR_INVALID_ROW', `${at}.path`, `must be a path of printable ASCII starting with "/"; got ${show(path)}.`);
+    check.fail(
+      'ERR_INVALID_ROW',
+      `${at}.path`,
+      `must be a path of printable ASCII starting with "/"; got ${show(path)}.`,
+    );
   }
   try {
     compilePath(path);
@@ -44,7 +53,11 @@ export function checkRow(check: Checker, row: unknown, at: string): EndpointRow 
 /** Checks rows and refuses two rows for one endpoint (see rowShape). */
 export function checkRows(check: Checker, value: unknown, field: string): readonly EndpointRow[] {
   if (!Array.isArray(value) || value.length === 0) {
-    check.fail('ERR_INVALID_ROW', field, `must be a non-empty array of rows { method, path, limit, windowMs }; got ${show(value)}.`);
+    check.fail(
+      'ERR_INVALID_ROW',
+      field,
+      `must be a non-empty array of rows { method, path, limit, windowMs }; got ${show(value)}.`,
+    );
   }
   const rows = value.map((row, i) => checkRow(check, row, `${field}[${i}]`));
   const seen = new Map<string, number>();

@@ -125,7 +125,7 @@ export interface ListingLimitsOptions {
    * `Retry-After` is sent on every default 429 regardless. Default: `true`.
    */
   headers?: boolean;
-  /** Answers a request that is over the limit, instead of the default JSON 429. Default: the JSON 429 of the contract. */
+  /** Answers a request over the limit instead of the default JSON 429. Default: the JSON 429 of the contract. */
   handler?: LimitHandler;
   /**
    * Prefix length that groups IPv6 clients counted by IP (`64` counts a whole /64 as one client);
@@ -139,7 +139,10 @@ export interface ListingLimitsOptions {
    * `invalidToken: 'reject'`. Cannot be combined with `key`. Default: every token is taken as given.
    */
   authenticate?: Authenticate;
-  /** What happens to a token that `authenticate` refuses: `'ip'` counts the request by IP; `'reject'` answers 401. Default: `'ip'`. */
+  /**
+   * What happens to a token that `authenticate` refuses: `'ip'` counts the request by IP; `'reject'` answers 401.
+   * Default: `'ip'`.
+   */
   invalidToken?: 'ip' | 'reject';
   /** How long `authenticate` verdicts and `grants` lookups are cached, in milliseconds. Default: `60000`. */
   cacheMs?: number;

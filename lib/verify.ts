@@ -256,12 +256,16 @@ function pathsOf(row: EndpointRow, params: ReadonlyMap<string, readonly [string,
 }
 
 function resolve(options: VerifyOptions): Run {
-  if (typeof options !== 'object' || options === null) check.invalid('options', 'must be an object { baseUrl, listing }.');
+  if (typeof options !== 'object' || options === null)
+    check.invalid('options', 'must be an object { baseUrl, listing }.');
   check.unknownKeys(options, optionNames, (key) => `options.${key}`);
   const { origin, base } = checkBaseUrl(options.baseUrl);
   if (options.listing === undefined) {
     const names = listingNames.map((name) => JSON.stringify(name));
-    invalid('listing', `is required: ${new Intl.ListFormat('en', { type: 'disjunction' }).format([...names, 'an array of rows'])}.`);
+    invalid(
+      'listing',
+      `is required: ${new Intl.ListFormat('en', { type: 'disjunction' }).format([...names, 'an array of rows'])}.`,
+    );
   }
   const rows = checkTable(check, options.listing, 'options.listing');
   const listingName = typeof options.listing === 'string' ? `listing ${options.listing}` : 'the table';
@@ -507,7 +511,8 @@ class Probe {
     if (passed <= this.limit || took < this.target.row.windowMs) return false;
     this.find(
       'limit',
-      `inconclusive: ${requests(passed)} took ${Number((took / 1000).toFixed(1))} s, longer than the contract's window of ${this.seconds} s`,
+      `inconclusive: ${requests(passed)} took ${Number((took / 1000).toFixed(1))} s, ` +
+        `longer than the contract's window of ${this.seconds} s`,
     );
     return true;
   }
@@ -595,7 +600,8 @@ class Probe {
       if (!/^\d+$/.test(reset) || !(within(answer.at) || (!Number.isNaN(date) && within(date)))) {
         this.findField(
           'x-reset',
-          `X-RateLimit-Reset says ${shown(reset)}, not within ${seconds} s (the contract's window) after the response's Date`,
+          `X-RateLimit-Reset says ${shown(reset)}, ` +
+            `not within ${seconds} s (the contract's window) after the response's Date`,
         );
       }
     }

@@ -13,7 +13,8 @@ export function statusesOf(text: string): number[] {
   let at = 0;
   while (at < text.length) {
     const headEnd = text.indexOf('\r\n\r\n', at);
-    if (headEnd === -1) throw new Error(`an incomplete response head at byte ${at}: ${JSON.stringify(text.slice(at, at + 80))}`);
+    if (headEnd === -1)
+      throw new Error(`an incomplete response head at byte ${at}: ${JSON.stringify(text.slice(at, at + 80))}`);
     const [statusLine = '', ...lines] = text.slice(at, headEnd).split('\r\n');
     const match = /^HTTP\/1\.[01] (\d{3}) /.exec(statusLine);
     if (!match) throw new Error(`not a status line at byte ${at}: ${JSON.stringify(statusLine)}`);

@@ -25,6 +25,11 @@ export function rawRequest(server: Server, method: string, target: string, extra
       }
       resolve({ status: Number(statusLine.split(' ')[1]), headers, body });
     });
-    socket.end(Buffer.from(`${method} ${target} HTTP/1.1\r\nHost: example.test\r\nConnection: close\r\n${extraHeaders}\r\n`, 'utf8'));
+    socket.end(
+      Buffer.from(
+        `${method} ${target} HTTP/1.1\r\nHost: example.test\r\nConnection: close\r\n${extraHeaders}\r\n`,
+        'utf8',
+      ),
+    );
   });
 }
