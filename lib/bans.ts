@@ -2,11 +2,12 @@
 import { LRUCache } from 'lru-cache';
 import type { Checker } from './check.js';
 import { answerBanned, type Context, GOING, type Step } from './context.js';
-import { type Counter, Deadline } from './counter.js';
+import type { Counter } from './counter.js';
 import { counterOf } from './endpoint.js';
 import { observe, type OnError } from './hooks.js';
 import type { Store } from './stores.js';
 import type { BanInfo, BanOptions, ClientKind, ListingLimitsOptions } from './types.js';
+import type { Deadline, Waiting } from './waiting.js';
 
 const banFields = ['after', 'within', 'duration', 'tokensPerIp', 'tokensWithin'] as const;
 
@@ -62,29 +63,41 @@ export class Bans {
   readonly #strikes: Counter;
   readonly #seen: Counter | undefined;
   readonly #tokens: Counter | undefined;
-  readonly #timeoutMs: number | undefined;
+  readonly #waiting: Waiting | undefined;
 
   constructor(
     check: Checker,
     store: Store,
     options: BanOptions,
-    mode: { shadow: boolean; onBan: ListingLimitsOptions['onBan']; report: OnError },
+    mode: { shadow: boolean; onBan: ListingLimitsOptions['onBan']; report: OnError; waiting: Waiting | undefined },
   ) {
     this.#options = options;
     this.#shadow = mode.shadow;
     this.#onBan = mode.onBan;
     this.#report = mode.report;
-    this.#timeoutMs = store.failure?.timeoutMs;
+    this.#waiting = mode.waiting;
     // In shadow mode the counters that lead to bans have names of their own: nothing a shadow instance counts can
     // make an enforcing instance on the same store ban.
     const name = (what: string) => `listing-limits ${mode.shadow ? 'shadow ' : ''}${what}`;
-    this.#strikes = counterOf(check, store, { name: name('strikes'), limit: options.after, windowMs: options.within });
+    this.#strikes = counterOf(check, store, mode.waiting, {
+      name: name('strikes'),
+      limit: options.after,
+      windowMs: options.within,
+    });
     if (options.tokensPerIp !== undefined) {
       const windowMs = options.tokensWithin ?? options.within;
-      this.#seen = counterOf(check, store, { name: name('seen-tokens'), limit: 1, windowMs });
-      this.#tokens = counterOf(check, store, { name: name('tokens-per-ip'), limit: options.tokensPerIp, windowMs });
+      this.#seen = counterOf(check, store, mode.waiting, { name: name('seen-tokens'), limit: 1, windowMs });
+      this.#tokens = counterOf(check, store, mode.waiting, {
+        name: name('tokens-per-ip'),
+        limit: options.tokensPerIp,
+        windowMs,
+      });
     }
-    const stored = counterOf(check, store, { name: 'listing-limits bans', limit: 1, windowMs: options.duration });
+    const stored = counterOf(check, store, mode.waiting, {
+      name: 'listing-limits bans',
+      limit: 1,
+      windowMs: options.duration,
+    });
     // A store that counts synchronously is this process's memory: the mirror is then the record.
     this.#stored = mode.shadow || stored.now ? undefined : stored;
   }
@@ -113,7 +126,7 @@ export class Bans {
   }
 
   #deadline(ctx: Context): Deadline | undefined {
-    if (this.#timeoutMs !== undefined) ctx.deadline ??= new Deadline(this.#timeoutMs);
+    if (this.#waiting) ctx.deadline ??= this.#waiting.start();
     return ctx.deadline;
   }
 

@@ -1,9 +1,10 @@
 // One counted request on its way through the steps of the middleware, and the answers a step can give it.
 import type { NextFunction, Request, Response } from 'express';
-import type { Count, Deadline } from './counter.js';
+import type { Count } from './counter.js';
 import type { CompiledEndpoint } from './endpoint.js';
 import { retryAfterSeconds } from './headers.js';
 import type { Client } from './identify.js';
+import type { Deadline } from './waiting.js';
 
 /** Where a request stands: still going through the steps, let through, or answered by a step. */
 export const GOING = 0;

@@ -9,6 +9,7 @@ import { tokenKey } from './keys.js';
 import type { Store } from './stores.js';
 import { checkRow, rowShape } from './table.js';
 import type { Grant, ListingLimitsOptions } from './types.js';
+import type { Waiting } from './waiting.js';
 
 const UNLIMITED = 'unlimited';
 
@@ -66,6 +67,7 @@ export function compileGrants(
   options: ListingLimitsOptions,
   context: {
     store: Store;
+    waiting: Waiting | undefined;
     endpoints: readonly CompiledEndpoint[];
     paths: ReadonlyMap<string, string>;
     ipOf: IpKey;
@@ -80,7 +82,7 @@ export function compileGrants(
       `must be an object of grants by token or IP, or a lookup function; got ${show(grants)}.`,
     );
   }
-  const { store, ipOf, paths } = context;
+  const { store, waiting, ipOf, paths } = context;
   const shapes = new Set(paths.keys());
   const variants = new Map<string, CompiledEndpoint>();
   const variant = (base: CompiledEndpoint, grant: Limited): CompiledEndpoint => {
@@ -100,7 +102,7 @@ export function compileGrants(
     const name = `${base.name} (${label})`;
     let found = variants.get(name);
     if (!found) {
-      found = compileEndpoint(check, store, { name, limit, windowMs });
+      found = compileEndpoint(check, store, waiting, { name, limit, windowMs });
       variants.set(name, found);
     }
     return found;

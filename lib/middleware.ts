@@ -11,7 +11,7 @@ import {
   UNAUTHORIZED_BODY,
   UNAVAILABLE_BODY,
 } from './context.js';
-import { type Count, Deadline } from './counter.js';
+import type { Count } from './counter.js';
 import type { CompiledEndpoint } from './endpoint.js';
 import { StoreUnavailableError } from './errors.js';
 import { retryAfterSeconds, setRateLimitHeaders } from './headers.js';
@@ -20,6 +20,7 @@ import { type Client, REJECTED } from './identify.js';
 import type { EndpointRow, ListingName } from './listings.js';
 import { type Config, configure } from './options.js';
 import type { ListingLimitsMiddleware, ListingLimitsOptions, RateLimitInfo } from './types.js';
+import type { Deadline } from './waiting.js';
 
 declare global {
   namespace Express {
@@ -89,7 +90,7 @@ function failed(ctx: Context, error: unknown, config: Config): void {
 
 /** The steps a configuration needs, in order; the fast case (no async option, a memory store) never waits. */
 function compileSteps(config: Config): Step[] {
-  const { bans, identify, skip, timeoutMs } = config;
+  const { bans, identify, skip, waiting } = config;
   const steps: Step[] = [];
   if (skip) {
     const decide = (ctx: Context, skipped: boolean) => {
@@ -117,7 +118,7 @@ function compileSteps(config: Config): Step[] {
     ctx.count = count;
   };
   steps.push((ctx) => {
-    if (timeoutMs !== undefined) ctx.deadline ??= new Deadline(timeoutMs);
+    if (waiting) ctx.deadline ??= waiting.start();
     const count = ctx.endpoint.counter.hit(ctx.client.key, ctx.deadline);
     if (count instanceof Promise) return count.then((c) => counted(ctx, c));
     counted(ctx, count);

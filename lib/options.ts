@@ -12,6 +12,7 @@ import { redisStore } from './redis.js';
 import { memoryStore, type Store } from './stores.js';
 import { checkTable, rowShape } from './table.js';
 import type { LimitHandler, ListingLimitsOptions } from './types.js';
+import { Waiting } from './waiting.js';
 
 const optionNames = [
   'store',
@@ -43,8 +44,8 @@ export interface Config {
   readonly shadow: boolean;
   readonly onLimit: ListingLimitsOptions['onLimit'];
   readonly report: OnError;
-  /** The wait that bounds a request's store calls, when the store declares one. */
-  readonly timeoutMs: number | undefined;
+  /** How requests wait for a store that declares a failure policy: one deadline each, and a breaker. */
+  readonly waiting: Waiting | undefined;
 }
 
 const check: Checker = new Checker('listingLimits');
@@ -91,8 +92,13 @@ export function configure(listing: unknown, options: unknown): Config {
   const report = reporter(fn(o.onError, 'options.onError', '(error, req) => void'));
   fn(o.onLimit, 'options.onLimit', '(event, req) => void');
 
+  const waiting = store.failure && new Waiting(store.failure);
   const endpoints = rows.map((row) =>
-    compileEndpoint(check, store, { name: `${row.method} ${row.path}`, limit: row.limit, windowMs: row.windowMs }),
+    compileEndpoint(check, store, waiting, {
+      name: `${row.method} ${row.path}`,
+      limit: row.limit,
+      windowMs: row.windowMs,
+    }),
   );
   const ipOf = compileIpKey(check, o);
   const identify = compileIdentify(check, o, ipOf, cacheMs);
@@ -106,11 +112,11 @@ export function configure(listing: unknown, options: unknown): Config {
     skip: fn(o.skip, 'options.skip', '(req) => boolean'),
     headers: o.headers ?? true,
     handler: fn(o.handler, 'options.handler', '(req, res, next, info) => void'),
-    bans: ban && new Bans(check, store, ban, { shadow, onBan: o.onBan, report }),
-    grant: compileGrants(check, o, { store, endpoints, paths, ipOf, cacheMs }),
+    bans: ban && new Bans(check, store, ban, { shadow, onBan: o.onBan, report, waiting }),
+    grant: compileGrants(check, o, { store, waiting, endpoints, paths, ipOf, cacheMs }),
     shadow,
     onLimit: o.onLimit,
     report,
-    timeoutMs: store.failure?.timeoutMs,
+    waiting,
   };
 }

@@ -1,6 +1,8 @@
 // The Redis store: counters shared by every app instance, a bounded wait, and a chosen fallback while Redis fails.
+import { createHash } from 'node:crypto';
 import { RateLimiterRedis } from 'rate-limiter-flexible';
 import { Checker, show } from './check.js';
+import type { Count, CountsAsync } from './counter.js';
 import type { Store, StoreFailurePolicy } from './stores.js';
 
 /**
@@ -86,8 +88,84 @@ function checkOptions(options: unknown): Required<RedisStoreOptions> {
 }
 
 /**
- * A store that counts in Redis, so that every app instance shares each counter. One atomic round trip per
- * counted request (rate-limiter-flexible's Lua script); keys are `<prefix>:<counter name>:<client key>`, where
+ * One hit: creates the key with its window's expiry when it has none, counts, and answers the count and the time
+ * the window has left. The same key and value as rate-limiter-flexible's RateLimiterRedis, which serves the reads
+ * and writes of the package's other counters, so both kinds of call see one counter.
+ */
+const HIT_SCRIPT = `redis.call('set', KEYS[1], 0, 'EX', ARGV[1], 'NX')
+local count = redis.call('incr', KEYS[1])
+local ttl = redis.call('pttl', KEYS[1])
+if ttl == -1 then
+  redis.call('expire', KEYS[1], ARGV[1])
+  ttl = 1000 * ARGV[1]
+end
+return {count, ttl}`;
+const HIT_SHA = createHash('sha1').update(HIT_SCRIPT).digest('hex');
+
+type Hit = (key: string, seconds: number) => Promise<[unknown, unknown]>;
+
+interface IoRedisLike {
+  status?: string;
+  defineCommand(name: string, definition: { numberOfKeys: number; lua: string }): void;
+  listingLimitsHit?: (key: string, seconds: number) => Promise<[unknown, unknown]>;
+}
+
+interface NodeRedisLike {
+  isReady?: boolean;
+  evalSha(sha: string, options: { keys: string[]; arguments: string[] }): Promise<unknown>;
+  eval(script: string, options: { keys: string[]; arguments: string[] }): Promise<unknown>;
+}
+
+const notReady = () => Promise.reject(new Error('the Redis client is not connected'));
+
+/**
+ * How one client runs hits: with ioredis a command defined once (EVALSHA, loading the script when Redis lacks it),
+ * with node-redis EVALSHA with a fallback to EVAL. Each hit is sent when it is asked for, in the order of every
+ * other call of the store, so that the store's order of commands is the order the requests asked in. While the
+ * client is not connected, hits fail at once instead of queueing.
+ */
+function hitsOf(client: unknown, nodeRedis: boolean): Hit {
+  if (nodeRedis) {
+    const redis = client as NodeRedisLike;
+    return (key, seconds) => {
+      if (redis.isReady === false) return notReady();
+      const args = { keys: [key], arguments: [String(seconds)] };
+      return redis.evalSha(HIT_SHA, args).catch((error: unknown) => {
+        if (!String((error as Error)?.message).includes('NOSCRIPT')) throw error;
+        return redis.eval(HIT_SCRIPT, args);
+      }) as Promise<[unknown, unknown]>;
+    };
+  }
+  const redis = client as IoRedisLike;
+  if (typeof redis.listingLimitsHit !== 'function') {
+    redis.defineCommand('listingLimitsHit', { numberOfKeys: 1, lua: HIT_SCRIPT });
+  }
+  const hit = redis.listingLimitsHit as NonNullable<IoRedisLike['listingLimitsHit']>;
+  return (key, seconds) => (redis.status === 'ready' ? hit.call(redis, key, seconds) : notReady());
+}
+
+/** rate-limiter-flexible's Redis limiter, whose hits run the store's own script in one command. */
+class RedisLimiter extends RateLimiterRedis implements CountsAsync {
+  readonly countsAsync = true;
+
+  constructor(
+    options: ConstructorParameters<typeof RateLimiterRedis>[0],
+    private readonly hits: Hit,
+  ) {
+    super(options);
+  }
+
+  count(key: string): Promise<Count> {
+    return this.hits(this.getKey(key), this.duration).then(([count, ttl]) => ({
+      count: Number(count),
+      resetAt: Date.now() + Number(ttl),
+    }));
+  }
+}
+
+/**
+ * A store that counts in Redis, so that every app instance shares each counter. One atomic script run per counted
+ * request, none for a client Redis has already refused in the window; keys are `<prefix>:<counter name>:<client key>`, where
  * the client key is a hash of the Authorization value or the client IP, never the credential itself.
  * No request waits for Redis longer than `timeoutMs`, all its Redis calls together; while Redis fails, requests
  * are handled as `onFailure` says, and counting returns to Redis by itself once the client has reconnected.
@@ -98,15 +176,19 @@ function checkOptions(options: unknown): Required<RedisStoreOptions> {
 export function redisStore(client: RedisClient, options?: RedisStoreOptions): Store {
   const useRedisPackage = isNodeRedis(client);
   const { prefix, timeoutMs, onFailure } = checkOptions(options);
+  const hits = hitsOf(client, useRedisPackage);
   const store = (counter: Parameters<Store>[0]) =>
-    new RateLimiterRedis({
-      storeClient: client,
-      useRedisPackage,
-      // While the client is reconnecting, fail at once instead of queueing commands that would only time out.
-      rejectIfRedisNotReady: true,
-      keyPrefix: `${prefix}:${counter.name}`,
-      points: counter.limit,
-      duration: counter.windowMs / 1000,
-    });
+    new RedisLimiter(
+      {
+        storeClient: client,
+        useRedisPackage,
+        // While the client is reconnecting, fail at once instead of queueing commands that would only time out.
+        rejectIfRedisNotReady: true,
+        keyPrefix: `${prefix}:${counter.name}`,
+        points: counter.limit,
+        duration: counter.windowMs / 1000,
+      },
+      hits,
+    );
   return Object.assign(store, { failure: { timeoutMs, onFailure } });
 }

@@ -155,19 +155,23 @@ function redisCase(): StoreCase {
       const store = redisStore(redis, { prefix, timeoutMs: 5000, onFailure: 'closed' });
       return (endpoint) => {
         windows.set(`${prefix}:${endpoint.name}`, endpoint.windowMs);
-        const limiter = store(endpoint);
-        const consume = limiter.consume.bind(limiter);
-        limiter.consume = (clientKey, ...rest) => {
+        const limiter = store(endpoint) as ReturnType<Store> & { count?: (key: string) => Promise<unknown> };
+        /** Runs one count of `clientKey` on the fake clock. */
+        const onFakeClock = <T>(clientKey: string, count: () => Promise<T>): Promise<T> => {
           const key = `${prefix}:${endpoint.name}:${clientKey}`;
           const now = Date.now();
           toFakeClock(redis, key);
-          return consume(clientKey, ...rest).finally(() => {
+          return count().finally(() => {
             // The fake clock stands still during a count: a key this count created began its window `now`.
             if (!ends.has(key)) ends.set(key, now + endpoint.windowMs);
             counted.add(key);
             redis.pexpire(key, holdMs).catch(() => {});
           });
         };
+        const consume = limiter.consume.bind(limiter);
+        limiter.consume = (clientKey, ...rest) => onFakeClock(String(clientKey), () => consume(clientKey, ...rest));
+        const count = limiter.count?.bind(limiter);
+        if (count) limiter.count = (clientKey) => onFakeClock(clientKey, () => count(clientKey));
         return limiter;
       };
     },
