@@ -434,6 +434,21 @@ describeRedisServer('redisStore on a Redis Cluster of three masters, through an 
         }
         await request(server).get(path).set('Authorization', `Bot cluster-${path}`).expect(429);
       }
+      // Refused once by Redis, the client is refused by this instance until the window ends: no more scripts run.
+      const scripts = async () => {
+        let runs = 0;
+        for (const s of cluster.servers) {
+          const node = await ioredisClient(s.url);
+          const info = String(await node.info('commandstats'));
+          node.disconnect();
+          for (const m of info.matchAll(/^cmdstat_(?:evalsha|eval):calls=(\d+)/gm)) runs += Number(m[1]);
+        }
+        return runs;
+      };
+      const before = await scripts();
+      for (let i = 0; i < 3; i++)
+        await request(server).get('/v1/bots').set('Authorization', 'Bot cluster-/v1/bots').expect(429);
+      expect(await scripts()).toBe(before);
       const perMaster = await Promise.all(
         cluster.servers.map(async (s) => {
           const node = await ioredisClient(s.url);

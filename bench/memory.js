@@ -24,6 +24,27 @@ async function bytesPerCounter(n, limiter) {
   return bytes;
 }
 
+/**
+ * Heap per refusal a counter of an asynchronous store remembers (the Redis store's local refusals): `n` distinct
+ * keys (at most the counter's bound) each refused once, through a counter on rate-limiter-flexible's memory limiter.
+ */
+async function bytesPerRefusal(n) {
+  const { Counter, REMEMBERED_REFUSALS } = require('../dist/cjs/counter.js');
+  const count = Math.min(n, REMEMBERED_REFUSALS);
+  const counter = new Counter(
+    { name: 'GET /v1/bots', limit: 1, windowMs: 60_000 },
+    new RateLimiterMemory({ points: 1, duration: 60 }),
+    undefined,
+  );
+  const keys = Array.from({ length: count }, (_, i) => `t:${String(i).padStart(43, '0')}`);
+  for (const key of keys) await counter.hit(key); // counted: no refusal yet
+  const before = heap();
+  for (const key of keys) await counter.hit(key); // refused by the store: remembered
+  const bytes = (heap() - before) / count;
+  if (counter.refusals !== count) throw new Error(`expected ${count} refusals, got ${counter.refusals}`);
+  return bytes;
+}
+
 async function flood(n, options) {
   const middleware = listingLimits('B', options);
   const app = { get: () => false };
@@ -53,6 +74,7 @@ async function runMemory({ n = 100_000 } = {}) {
       n,
       new RateLimiterMemory({ points: row.limit, duration: row.windowMs / 1000, keyPrefix: '' }),
     ),
+    bytesPerRememberedRefusal: await bytesPerRefusal(n),
     floodWithoutAuthenticate: await flood(n),
     floodWithAuthenticate: await flood(n, { authenticate: () => false }),
     n,

@@ -102,6 +102,7 @@ async function main() {
   const memory = await runMemory();
   log('\nMemory');
   log(`bytes per tracked counter (memory store): ${Math.round(memory.bytesPerCounter)}`);
+  log(`bytes per remembered refusal (Redis store's local refusals): ${Math.round(memory.bytesPerRememberedRefusal)}`);
   log(
     `bytes per tracked counter (rate-limiter-flexible's RateLimiterMemory): ${Math.round(memory.bytesPerCounterRateLimiterMemory)}`,
   );
