@@ -19,7 +19,7 @@ const app = express();
 app.use(listingLimits('B', { store: redisStore(client, { prefix, timeoutMs: Number(timeoutMs), onFailure }) }));
 app.use((_req, res) => {
   // A busy app: the event loop is held this long per answer, as real work would hold it.
-  for (const end = Date.now() + Number(busyMs); Date.now() < end; );
+  for (const end = Date.now() + Number(busyMs); Date.now() < end;);
   res.json({ ok: true });
 });
 const server = app.listen(0, '127.0.0.1', () => console.log(JSON.stringify({ port: server.address().port })));
