@@ -43,7 +43,21 @@ async function startRedis() {
     stdio: 'ignore',
   });
   await new Promise((resolve) => setTimeout(resolve, 300));
-  return { port, stop: () => child.kill('SIGTERM') };
+  const Redis = require('ioredis');
+  const inspect = new Redis({ port, host: '127.0.0.1' });
+  /** Scripts Redis has run so far (EVAL and EVALSHA calls). */
+  const scripts = async () => {
+    const info = String(await inspect.info('commandstats'));
+    return [...info.matchAll(/^cmdstat_(?:evalsha|eval):calls=(\d+)/gm)].reduce((sum, m) => sum + Number(m[1]), 0);
+  };
+  return {
+    port,
+    scripts,
+    stop: () => {
+      inspect.disconnect();
+      child.kill('SIGTERM');
+    },
+  };
 }
 
 /** CPU time (user + system) a process has used, in milliseconds; undefined where /proc is not available. */
@@ -90,7 +104,8 @@ async function runHttp({ rounds, duration, warmup, connections, log }) {
   const redis = await startRedis();
   // `listing-limits-memory-no-headers` (allowed requests only) shows how much of the cost the required headers are.
   let variants = ['bare', 'express-rate-limit', 'listing-limits-memory', 'listing-limits-memory-no-headers'];
-  if (redis) variants.push('listing-limits-redis', 'listing-limits-redis-pipelined');
+  // The Redis store with a default ioredis client, and with a node-redis client.
+  if (redis) variants.push('listing-limits-redis', 'listing-limits-redis-node-redis');
   else log('redis-server not found: the Redis variants are left out of this run.');
   // BENCH_VARIANTS=bare,listing-limits-memory runs only those (for quick A/B runs); BENCH_KINDS=allowed likewise.
   if (process.env.BENCH_VARIANTS) variants = variants.filter((v) => process.env.BENCH_VARIANTS.split(',').includes(v));
@@ -107,12 +122,14 @@ async function runHttp({ rounds, duration, warmup, connections, log }) {
           const server = await startServer(variant, kind, redis?.port);
           try {
             await load(server.port, warmup, connections); // JIT and caches warm, counters created
+            const scriptsBefore = redis && variant.includes('redis') ? await redis.scripts() : undefined;
             const cpuBefore = server.cpuMs();
             const loadBefore = process.cpuUsage();
             const r = await load(server.port, duration, connections);
             const loadCpu = process.cpuUsage(loadBefore);
             const cpuAfter = server.cpuMs();
             const total = r.requests.total;
+            const scripts = scriptsBefore === undefined ? undefined : (await redis.scripts()) - scriptsBefore;
             const run = {
               round,
               kind,
@@ -127,11 +144,17 @@ async function runHttp({ rounds, duration, warmup, connections, log }) {
               serverCpuUs: cpuBefore === undefined ? null : ((cpuAfter - cpuBefore) * 1000) / total,
               // Share of one CPU the load generator used: well below 1, it is not the bottleneck.
               loadCpu: (loadCpu.user + loadCpu.system) / 1e6 / duration,
+              // Redis scripts run per request (INFO commandstats): 1 when allowed, 0 once a client is refused.
+              redisCommandsPerRequest: scripts === undefined ? null : scripts / total,
             };
             runs.push(run);
             const cpu = run.serverCpuUs === null ? '' : `server CPU ${run.serverCpuUs.toFixed(0)} µs/req, `;
+            const commands =
+              run.redisCommandsPerRequest === null
+                ? ''
+                : `, Redis scripts/req ${run.redisCommandsPerRequest.toFixed(3)}`;
             log(
-              `round ${round} ${kind.padEnd(7)} ${variant.padEnd(32)} ${Math.round(run.rps)} req/s p50 ${run.p50} ms p99 ${run.p99} ms (${cpu}load generator ${(run.loadCpu * 100).toFixed(0)}% of a CPU; 2xx ${run.ok}, other ${run.limited}, errors ${run.errors})`,
+              `round ${round} ${kind.padEnd(7)} ${variant.padEnd(32)} ${Math.round(run.rps)} req/s p50 ${run.p50} ms p99 ${run.p99} ms (${cpu}load generator ${(run.loadCpu * 100).toFixed(0)}% of a CPU; 2xx ${run.ok}, other ${run.limited}, errors ${run.errors}${commands})`,
             );
           } finally {
             server.stop();
@@ -167,6 +190,9 @@ async function runHttp({ rounds, duration, warmup, connections, log }) {
         serverCpuUs: mine.every((r) => r.serverCpuUs !== null) ? median(mine.map((r) => r.serverCpuUs)) : null,
         vsBare: toBare.length ? median(toBare) : null,
         vsExpressRateLimit: toErl.length ? median(toErl) : null,
+        redisCommandsPerRequest: mine.every((r) => r.redisCommandsPerRequest !== null)
+          ? median(mine.map((r) => r.redisCommandsPerRequest))
+          : null,
       });
     }
   }

@@ -75,7 +75,17 @@ async function main() {
   );
   log(
     table(
-      ['case', 'variant', 'req/s', 'p50 ms', 'p99 ms', 'server CPU µs/req', 'vs bare', 'vs express-rate-limit'],
+      [
+        'case',
+        'variant',
+        'req/s',
+        'p50 ms',
+        'p99 ms',
+        'server CPU µs/req',
+        'vs bare',
+        'vs express-rate-limit',
+        'Redis scripts/req',
+      ],
       http.summary.map((s) => [
         s.kind,
         s.variant,
@@ -85,6 +95,7 @@ async function main() {
         s.serverCpuUs === null ? '-' : Math.round(s.serverCpuUs),
         fixed(s.vsBare),
         fixed(s.vsExpressRateLimit),
+        fixed(s.redisCommandsPerRequest, 3),
       ]),
     ),
   );
