@@ -165,8 +165,9 @@ class RedisLimiter extends RateLimiterRedis implements CountsAsync {
 
 /**
  * A store that counts in Redis, so that every app instance shares each counter. One atomic script run per counted
- * request, none for a client Redis has already refused in the window; keys are `<prefix>:<counter name>:<client key>`, where
- * the client key is a hash of the Authorization value or the client IP, never the credential itself.
+ * request, none for a client Redis has already refused in the window. Keys are
+ * `<prefix>:<counter name>:<client key>`, where the client key is a hash of the Authorization value or the client
+ * IP, never the credential itself.
  * No request waits for Redis longer than `timeoutMs`, all its Redis calls together; while Redis fails, requests
  * are handled as `onFailure` says, and counting returns to Redis by itself once the client has reconnected.
  *

@@ -1,4 +1,4 @@
-// How long requests wait for a store that can fail: one deadline per request served by one timer, and a circuit breaker.
+// How long requests wait for a store that can fail: a deadline per request, one timer for all, and a breaker.
 import type { StoreFailurePolicy } from './stores.js';
 
 /** Why a store call was not waited for: its request's time ran out, or the breaker is open. */
