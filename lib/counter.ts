@@ -3,7 +3,7 @@ import { type RateLimiterAbstract, RateLimiterRes } from 'rate-limiter-flexible'
 import { StoreUnavailableError } from './errors.js';
 import { type CountsNow, type MemoryCount, MemoryLimiter } from './memory.js';
 import type { CounterSpec } from './stores.js';
-import { BREAKER_OPEN, type Deadline, TIMED_OUT, type Waiting } from './waiting.js';
+import { BREAKER_OPEN, type Deadline, PASSED, TIMED_OUT, type Waiting } from './waiting.js';
 
 /** A counter's state after a hit: requests in the window, this one included, and when the window ends (epoch ms). */
 export type Count = MemoryCount;
@@ -123,12 +123,15 @@ export class Counter {
   ): Promise<T> {
     const waiting = this.#waiting;
     if (!waiting) return call();
-    const answer = waiting.allow()
-      ? (deadline ? deadline.race(call()) : call()).then((value) => {
-          waiting.succeeded();
-          return value;
-        })
-      : Promise.reject(BREAKER_OPEN);
+    let answer: Promise<T>;
+    if (deadline?.expired) answer = Promise.reject(PASSED);
+    else if (!waiting.allow()) answer = Promise.reject(BREAKER_OPEN);
+    else {
+      answer = (deadline ? deadline.race(call()) : call()).then((value) => {
+        waiting.succeeded();
+        return value;
+      });
+    }
     return answer.catch((error: unknown) => {
       if (error === TIMED_OUT) waiting.failed();
       if (error instanceof StoreUnavailableError) throw error;

@@ -12,6 +12,9 @@ export class StoreTimeout extends Error {
 /** The rejection of a call its request's deadline ended. */
 export const TIMED_OUT = new StoreTimeout('the store did not answer within timeoutMs');
 
+/** The rejection of a call made after its request's deadline: the timeout was counted once, not again. */
+export const PASSED = new StoreTimeout("the request's deadline had passed");
+
 /** The rejection of a call not made because the breaker is open: not a failure of its own. */
 export const BREAKER_OPEN = new StoreTimeout('the store keeps failing; not waiting for it');
 
@@ -31,7 +34,7 @@ export class Deadline {
   race<T>(call: Promise<T>): Promise<T> {
     if (this.expired) {
       call.catch(() => {});
-      return Promise.reject(TIMED_OUT);
+      return Promise.reject(PASSED);
     }
     return new Promise<T>((resolve, reject) => {
       (this.#waiting ??= []).push(reject);
