@@ -1,5 +1,16 @@
 // How long requests wait for a store that can fail: a deadline per request, one timer for all, and a breaker.
+import { performance } from 'node:perf_hooks';
 import type { StoreFailurePolicy } from './stores.js';
+
+/**
+ * Milliseconds the event loop has spent idle, waiting for I/O, since the process started: time in which an answer
+ * of the store, had it come, would have been read at once. Where the runtime cannot tell, 0 (wall time decides).
+ */
+const idleMs: () => number =
+  typeof performance.eventLoopUtilization === 'function' ? () => performance.eventLoopUtilization().idle : () => 0;
+
+/** However busy the process, no request waits longer than this many times `timeoutMs`. */
+export const BUSY_WAIT_FACTOR = 5;
 
 /** Why a store call was not waited for: its request's time ran out, or the breaker is open. */
 export class StoreTimeout extends Error {
@@ -19,8 +30,9 @@ export const PASSED = new StoreTimeout("the request's deadline had passed");
 export const BREAKER_OPEN = new StoreTimeout('the store keeps failing; not waiting for it');
 
 /**
- * The deadline of one request: every store call of the request races it, so the whole request waits at most
- * `timeoutMs`, however many calls it makes. It owns no timer: its store's {@link Waiting} serves every deadline.
+ * The deadline of one request: every store call of the request races it, so the whole request waits for the store
+ * at most `timeoutMs`, however many calls it makes. It owns no timer: its store's {@link Waiting} serves every
+ * deadline.
  */
 export class Deadline {
   expired = false;
@@ -28,7 +40,14 @@ export class Deadline {
   /** The rejections of the calls still waiting. */
   #waiting: ((error: Error) => void)[] | undefined;
 
-  constructor(readonly at: number) {}
+  constructor(
+    /** When `timeoutMs` has passed on the wall clock. */
+    readonly at: number,
+    /** The event loop's idle time when the request began to wait. */
+    readonly idleAt: number,
+    /** When `BUSY_WAIT_FACTOR × timeoutMs` has passed: the end, however busy the process. */
+    readonly lastAt: number,
+  ) {}
 
   /** `call`'s result, or a rejection once the request's time is up. */
   race<T>(call: Promise<T>): Promise<T> {
@@ -68,9 +87,11 @@ export const PROBE_EVERY_MS = 500;
  * timer (every deadline is `timeoutMs` after its request's start, so they end in the order they begin), and a
  * circuit breaker that stops requests from waiting for a store that keeps not answering.
  *
- * A deadline that passes is acted on one event-loop turn later (in `setImmediate`), after Node has read the
- * sockets: an answer that arrived in time, but was not read yet because this process was busy, is taken, not
- * counted as a failure. A Redis that answers is never mistaken for one that is down.
+ * A deadline ends when the process has spent `timeoutMs` waiting for the store with nothing else to do (the event
+ * loop idle): time this process spends busy with other work is not the store's delay, and an answer that arrived
+ * while it was busy is read and taken, not counted as a failure. However busy the process, a deadline ends at
+ * `BUSY_WAIT_FACTOR × timeoutMs`. Deadlines are acted on one event-loop turn after their timer fires (in
+ * `setImmediate`), after Node has read the sockets.
  */
 export class Waiting {
   readonly timeoutMs: number;
@@ -89,28 +110,38 @@ export class Waiting {
 
   /** A new request's deadline. */
   start(): Deadline {
-    const deadline = new Deadline(Date.now() + this.timeoutMs);
+    const now = Date.now();
+    const deadline = new Deadline(now + this.timeoutMs, idleMs(), now + this.timeoutMs * BUSY_WAIT_FACTOR);
     this.#queue.push(deadline);
     if (!this.#timer) this.#arm();
     return deadline;
   }
 
-  #arm(): void {
+  #arm(delayMs?: number): void {
     const head = this.#queue[this.#head];
     if (!head) return;
-    this.#timer = setTimeout(() => setImmediate(() => this.#sweep()), Math.max(head.at - Date.now(), 0));
+    this.#timer = setTimeout(() => setImmediate(() => this.#sweep()), delayMs ?? Math.max(head.at - Date.now(), 0));
     this.#timer.unref();
   }
 
   #sweep(): void {
     this.#timer = undefined;
     const now = Date.now();
+    const idle = idleMs();
     const queue = this.#queue;
     let head = this.#head;
+    let waitMore: number | undefined;
     for (; head < queue.length; head++) {
       const deadline = queue[head] as Deadline;
-      if (!deadline.done && deadline.at > now) break;
-      if (!deadline.done) deadline.expire();
+      if (deadline.done) continue;
+      if (deadline.at > now) break;
+      const waitedIdle = idle - deadline.idleAt;
+      if (waitedIdle < this.timeoutMs && now < deadline.lastAt) {
+        // The process was busy: the store has not yet had `timeoutMs` of this process's attention.
+        waitMore = Math.max(Math.min(this.timeoutMs - waitedIdle, deadline.lastAt - now), 1);
+        break;
+      }
+      deadline.expire();
     }
     if (head === queue.length) {
       this.#queue = [];
@@ -120,7 +151,7 @@ export class Waiting {
       head = 0;
     }
     this.#head = head;
-    this.#arm();
+    this.#arm(waitMore);
   }
 
   /** Whether a call may go to the store now: no while the breaker is open, except one probe per interval. */

@@ -1,19 +1,40 @@
-// One app instance in a Node process of its own, for the multi-process tests: listing B counted in Redis through ioredis.
-// Arguments: <compiled lib dir> <redis url> <prefix> <timeoutMs> <onFailure> [busyMs: CPU each answer burns]. Prints JSON lines to stdout: {"port":n} once it
-// listens, {"redis":"ready"} each time its client is (again) connected. Anything on stderr is a failure of the test.
-// It ends when its standard input closes.
-const [lib, url, prefix, timeoutMs, onFailure, busyMs = '0'] = process.argv.slice(2);
+// One app instance in a Node process of its own, for the multi-process tests: listing B counted in Redis.
+// Arguments: <compiled lib dir> <redis url> <prefix> <timeoutMs> <onFailure> [busyMs: CPU each answer burns]
+// [client: ioredis (default), node-redis, or cluster, for which <redis url> is the nodes' URLs, comma-separated].
+// Prints JSON lines to stdout: {"port":n} once it listens, {"redis":"ready"} each time its client is (again)
+// connected. Anything on stderr is a failure of the test. It ends when its standard input closes.
+const [lib, url, prefix, timeoutMs, onFailure, busyMs = '0', kind = 'ioredis'] = process.argv.slice(2);
 const express = require('express');
-const Redis = require('ioredis');
 const { listingLimits, redisStore } = require(lib);
 
 process.on('unhandledRejection', (reason) => {
   console.error(`unhandledRejection: ${reason instanceof Error ? reason.stack : String(reason)}`);
 });
 
-const client = new Redis(url, { retryStrategy: () => 50 });
-client.on('error', () => {}); // Redis going away is what the tests do
-client.on('ready', () => console.log(JSON.stringify({ redis: 'ready' })));
+const ready = () => console.log(JSON.stringify({ redis: 'ready' }));
+let client;
+let close;
+if (kind === 'node-redis') {
+  const { createClient } = require('redis');
+  client = createClient({ url, socket: { reconnectStrategy: () => 50 } });
+  client.on('error', () => {}); // Redis going away is what the tests do
+  client.on('ready', ready);
+  client.connect().catch(() => {});
+  close = () => client.disconnect().catch(() => {});
+} else if (kind === 'cluster') {
+  const { Cluster } = require('ioredis');
+  const nodes = url.split(',').map((u) => ({ host: new URL(u).hostname, port: Number(new URL(u).port) }));
+  client = new Cluster(nodes);
+  client.on('error', () => {});
+  client.on('ready', ready);
+  close = () => client.disconnect();
+} else {
+  const Redis = require('ioredis');
+  client = new Redis(url, { retryStrategy: () => 50 });
+  client.on('error', () => {});
+  client.on('ready', ready);
+  close = () => client.disconnect();
+}
 
 const app = express();
 app.use(listingLimits('B', { store: redisStore(client, { prefix, timeoutMs: Number(timeoutMs), onFailure }) }));
@@ -26,6 +47,6 @@ const server = app.listen(0, '127.0.0.1', () => console.log(JSON.stringify({ por
 
 process.stdin.on('end', () => {
   server.close();
-  client.disconnect();
+  close();
 });
 process.stdin.resume();
