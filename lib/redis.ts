@@ -24,8 +24,9 @@ export interface RedisStoreOptions {
    */
   prefix?: string;
   /**
-   * Longest wait for Redis, in milliseconds, of one whole request (every Redis call it makes): a request that Redis
-   * has not answered by then is handled as `onFailure` says. Default: `200`.
+   * Longest wait for Redis, in milliseconds, of one whole request (every Redis call it makes), counted while this
+   * process waits with nothing else to do (up to 5 × `timeoutMs` however busy it is): a request that Redis has not
+   * answered by then is handled as `onFailure` says. Default: `200`.
    */
   timeoutMs?: number;
   /**
@@ -168,7 +169,8 @@ class RedisLimiter extends RateLimiterRedis implements CountsAsync {
  * request, none for a client Redis has already refused in the window. Keys are
  * `<prefix>:<counter name>:<client key>`, where the client key is a hash of the Authorization value or the client
  * IP, never the credential itself.
- * No request waits for Redis longer than `timeoutMs`, all its Redis calls together; while Redis fails, requests
+ * No request waits for Redis longer than `timeoutMs` of idle waiting, all its Redis calls together (time this
+ * process is busy does not count, up to 5 × `timeoutMs`); while Redis fails, requests
  * are handled as `onFailure` says, and counting returns to Redis by itself once the client has reconnected.
  *
  * The client is yours to create, connect and close; give it an `'error'` listener, as both Redis packages ask

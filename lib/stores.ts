@@ -18,7 +18,8 @@ export interface CounterSpec {
 
 /**
  * What the middleware does when a store's limiter cannot answer in time, declared by stores that fail in a known
- * way (the Redis store). `timeoutMs` bounds the wait of one whole request, every store call included.
+ * way (the Redis store). `timeoutMs` bounds the wait of one whole request, every store call included, counted in
+ * the event loop's idle time: time the process is busy with other work does not count, up to 5 × `timeoutMs`.
  */
 export interface StoreFailurePolicy {
   readonly timeoutMs: number;
