@@ -2,6 +2,7 @@
 import type { NextFunction, Request, Response } from 'express';
 import {
   ANSWERED,
+  answerBanned,
   type Context,
   GOING,
   limitedBody,
@@ -19,7 +20,7 @@ import { observe } from './hooks.js';
 import { type Client, REJECTED } from './identify.js';
 import type { EndpointRow, ListingName } from './listings.js';
 import { type Config, configure } from './options.js';
-import type { ListingLimitsMiddleware, ListingLimitsOptions, RateLimitInfo } from './types.js';
+import type { ClientRef, Grant, ListingLimitsMiddleware, ListingLimitsOptions, RateLimitInfo } from './types.js';
 import type { Deadline } from './waiting.js';
 
 declare global {
@@ -45,6 +46,9 @@ class RequestContext implements Context {
     public endpoint: CompiledEndpoint,
   ) {}
 }
+
+/** The endpoint of a request that matches no row: the steps it goes through never read it. */
+const NO_ROW = undefined as unknown as CompiledEndpoint;
 
 /**
  * Runs the steps from `from` on: each either finishes at once or returns a promise to wait for, and may answer the
@@ -88,9 +92,21 @@ function failed(ctx: Context, error: unknown, config: Config): void {
   sendJson(ctx, 503, UNAVAILABLE_BODY);
 }
 
-/** The steps a configuration needs, in order; the fast case (no async option, a memory store) never waits. */
-function compileSteps(config: Config): Step[] {
-  const { bans, identify, skip, waiting } = config;
+/** The steps that refuse a banned client as far as this process knows: its own decisions and the store's state. */
+function refuseBanned(config: Config): (ctx: Context) => boolean {
+  const { bans, registry } = config;
+  if (bans) return (ctx) => bans.refuseMirrored(ctx);
+  return (ctx) => {
+    const until = registry.bannedUntil(ctx.client, Date.now());
+    if (until === undefined) return false;
+    answerBanned(ctx, until);
+    return true;
+  };
+}
+
+/** The first steps of every request: skip, then identify. */
+function identifySteps(config: Config): Step[] {
+  const { identify, skip } = config;
   const steps: Step[] = [];
   if (skip) {
     const decide = (ctx: Context, skipped: boolean) => {
@@ -111,8 +127,34 @@ function compileSteps(config: Config): Step[] {
     if (client instanceof Promise) return client.then((c) => identified(ctx, c));
     identified(ctx, client);
   });
-  if (bans && !config.shadow) steps.push(bans.check);
-  if (config.grant) steps.push(config.grant);
+  return steps;
+}
+
+/**
+ * The steps of a request that matches no row, run only while a ban is active (with `ban.scope: 'site'`): identified,
+ * then refused when banned, from this process's mirror of the bans, without a store command; else let through,
+ * uncounted and without headers.
+ */
+function compileSiteSteps(config: Config): Step[] | undefined {
+  if (!config.site || config.shadow) return undefined;
+  const refuse = refuseBanned(config);
+  return [
+    ...identifySteps(config),
+    (ctx) => {
+      if (!refuse(ctx)) ctx.state = PASSED;
+    },
+  ];
+}
+
+/** The steps a configuration needs, in order; the fast case (no async option, a memory store) never waits. */
+function compileSteps(config: Config): Step[] {
+  const { bans, waiting } = config;
+  const steps = identifySteps(config);
+  if (!config.shadow) {
+    const refuse = refuseBanned(config);
+    steps.push(bans ? bans.check : (ctx) => void refuse(ctx));
+  }
+  steps.push(config.grant);
   if (bans?.countsTokens) steps.push(bans.tokens);
   const counted = (ctx: Context, count: Count) => {
     ctx.count = count;
@@ -204,6 +246,9 @@ export function listingLimits(
 ): ListingLimitsMiddleware {
   const config = configure(listing, options);
   const steps = compileSteps(config);
+  const siteSteps = compileSiteSteps(config);
+  const { bans, registry } = config;
+  const anyBan = bans ? (now: number) => bans.anyBan(now) : (now: number) => registry.anyBan(now);
   const warn = forwardedWarning();
   // The requests this instance has counted, so that mounting it twice on one request path counts once. A WeakSet
   // rather than a mark on `req`: a new property on Node's request object slows every request down.
@@ -211,12 +256,30 @@ export function listingLimits(
 
   const middleware = function listingLimitsMiddleware(req: Request, res: Response, next: NextFunction) {
     const endpoint = config.match(req.method, req.path);
-    if (!endpoint || counted.has(req)) return next();
+    if (!endpoint) {
+      if (siteSteps && anyBan(Date.now()))
+        return proceed(new RequestContext(req, res, next, NO_ROW), siteSteps, 0, config);
+      return next();
+    }
+    if (counted.has(req)) return next();
     counted.add(req);
     warn(req);
     proceed(new RequestContext(req, res, next, endpoint), steps, 0, config);
   };
+  registry.start();
   return Object.assign(middleware, {
-    unban: async (key: string) => (config.bans ? config.bans.unban(key) : false),
+    ban: (client: ClientRef, banOptions: { duration: number; reason?: string }) =>
+      registry.banClient(client, banOptions),
+    unban: (client: ClientRef | string) => {
+      const key = registry.unbanKey(client);
+      return bans ? bans.unban(key) : registry.unban(key);
+    },
+    bans: () => registry.bans(),
+    grant: (client: ClientRef, grant: Grant, grantOptions?: { until?: Date | number; note?: string }) =>
+      registry.grant(client, grant, grantOptions),
+    revoke: (client: ClientRef) => registry.revoke(client),
+    grants: () => registry.grants(),
+    history: (historyOptions?: { since?: Date | number; limit?: number }) => registry.history(historyOptions),
+    close: () => registry.close(),
   });
 }

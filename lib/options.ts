@@ -1,14 +1,15 @@
 // Options of listingLimits(): checked, then compiled by each feature's module into the steps of the request path.
 import type { Request } from 'express';
-import { Bans, checkBan } from './bans.js';
+import { Bans, banScope, checkBan } from './bans.js';
 import { Checker, show } from './check.js';
 import type { Step } from './context.js';
 import { type CompiledEndpoint, compileEndpoint } from './endpoint.js';
-import { compileGrants } from './grants.js';
+import { checkGrant, compileGrants } from './grants.js';
 import { type OnError, reporter } from './hooks.js';
 import { compileIdentify, compileIpKey, type Identify, identifyOptions } from './identify.js';
 import { compileMatcher } from './match.js';
 import { redisStore } from './redis.js';
+import { Registry } from './registry.js';
 import { memoryStore, type Store } from './stores.js';
 import { checkTable, rowShape } from './table.js';
 import type { LimitHandler, ListingLimitsOptions } from './types.js';
@@ -26,6 +27,7 @@ const optionNames = [
   'grants',
   'mode',
   'onLimit',
+  'onChange',
   'onError',
 ] as const;
 
@@ -40,7 +42,11 @@ export interface Config {
   readonly headers: boolean;
   readonly handler: LimitHandler | undefined;
   readonly bans: Bans | undefined;
-  readonly grant: Step | undefined;
+  /** Bans and grants as the store's runtime state has them, with the methods that change them. */
+  readonly registry: Registry;
+  /** Whether bans are enforced on requests that match no row too. */
+  readonly site: boolean;
+  readonly grant: Step;
   readonly shadow: boolean;
   readonly onLimit: ListingLimitsOptions['onLimit'];
   readonly report: OnError;
@@ -91,6 +97,7 @@ export function configure(listing: unknown, options: unknown): Config {
     (o.mode === undefined ? 'enforce' : check.oneOf(o.mode, ['enforce', 'shadow'], 'options.mode')) === 'shadow';
   const report = reporter(fn(o.onError, 'options.onError', '(error, req) => void'));
   fn(o.onLimit, 'options.onLimit', '(event, req) => void');
+  fn(o.onChange, 'options.onChange', '(event, req) => void');
 
   const waiting = store.failure && new Waiting(store.failure);
   const endpoints = rows.map((row) =>
@@ -103,7 +110,15 @@ export function configure(listing: unknown, options: unknown): Config {
   const ipOf = compileIpKey(check, o);
   const identify = compileIdentify(check, o, ipOf, cacheMs);
   const ban = checkBan(check, o);
+  const site = banScope(check, o) === 'site';
   const paths = new Map(rows.map((row, i) => [rowShape(row), (endpoints[i] as CompiledEndpoint).name]));
+  const shapes = new Set(paths.keys());
+  const registry = new Registry(store.state, {
+    ipOf,
+    checkGrant: (checker, grant, field) => checkGrant(checker, grant, field, shapes),
+    onChange: o.onChange,
+    report,
+  });
   return {
     match: compileMatcher(
       rows.map((row, i) => ({ method: row.method, path: row.path, value: endpoints[i] as CompiledEndpoint })),
@@ -112,8 +127,10 @@ export function configure(listing: unknown, options: unknown): Config {
     skip: fn(o.skip, 'options.skip', '(req) => boolean'),
     headers: o.headers ?? true,
     handler: fn(o.handler, 'options.handler', '(req, res, next, info) => void'),
-    bans: ban && new Bans(check, store, ban, { shadow, onBan: o.onBan, report, waiting }),
-    grant: compileGrants(check, o, { store, waiting, endpoints, paths, ipOf, cacheMs }),
+    bans: ban && new Bans(check, store, ban, { shadow, onBan: o.onBan, report, waiting }, registry),
+    registry,
+    site,
+    grant: compileGrants(check, o, { store, waiting, endpoints, paths, ipOf, cacheMs, registry }),
     shadow,
     onLimit: o.onLimit,
     report,
