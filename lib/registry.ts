@@ -52,6 +52,11 @@ function text(check: Checker, value: unknown, field: string): string | undefined
   return value;
 }
 
+/** The order of the lists: oldest first, then by key. */
+function byTimeAndKey(a: { since: number; key: string }, b: { since: number; key: string }): number {
+  return a.since - b.since || (a.key < b.key ? -1 : a.key > b.key ? 1 : 0);
+}
+
 function parse<T>(json: string): T | undefined {
   try {
     return JSON.parse(json) as T;
@@ -334,6 +339,7 @@ export class Registry {
     const now = Date.now();
     return [...this.#bans.values()]
       .filter((ban) => ban.until > now)
+      .sort(byTimeAndKey)
       .map((ban) => ({ ...ban, since: new Date(ban.since), until: new Date(ban.until) }));
   }
 
@@ -342,6 +348,7 @@ export class Registry {
     const now = Date.now();
     return [...this.#grants.values()]
       .filter((grant) => grant.until === null || grant.until > now)
+      .sort(byTimeAndKey)
       .map((grant) => ({
         key: grant.key,
         grant: grant.grant,
