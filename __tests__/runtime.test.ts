@@ -4,6 +4,7 @@ import type Redis from 'ioredis';
 import { RateLimiterMemory } from 'rate-limiter-flexible';
 import request from 'supertest';
 import {
+  type ChangeEvent,
   type ClientRef,
   type EndpointRow,
   type Grant,
@@ -274,6 +275,87 @@ describe.each(pairCases)('$name', (pairs) => {
       jest.setSystemTime(T0 + 30_000);
       expect(await limiter(b).grants()).toEqual([]);
       expect(await limitOf(b, 'Bot partner')).toEqual(['4', 'GET /v1/things (x2)']);
+    });
+
+    it('keeps every change in the history, newest first, and tells onChange of those this instance made', async () => {
+      const changes: [ChangeEvent, boolean][] = [];
+      const onChange = (event: ChangeEvent, req: unknown) => void changes.push([event, req !== undefined]);
+      const [a, b] = make({ ban, onChange });
+      await banByRule(a, 'Bot cheater');
+      jest.setSystemTime(T0 + 1000);
+      await limiter(a).ban({ ip: '203.0.113.7' }, { duration: 60_000, reason: 'scraping' });
+      jest.setSystemTime(T0 + 2000);
+      await limiter(a).unban({ ip: '203.0.113.7' });
+      await limiter(a).unban({ ip: '203.0.113.7' }); // nothing to lift: no change
+      jest.setSystemTime(T0 + 3000);
+      await limiter(a).grant({ key: 'partner' }, { multiplier: 2 }, { until: T0 + 60_000, note: 'ticket 42' });
+      jest.setSystemTime(T0 + 4000);
+      await limiter(a).revoke({ key: 'partner' });
+      const none = { reason: undefined, until: undefined, grant: undefined, note: undefined };
+      const expected: ChangeEvent[] = [
+        { ...none, action: 'revoke', key: 'partner', kind: 'custom', by: 'operator', at: new Date(T0 + 4000) },
+        {
+          ...none,
+          action: 'grant',
+          key: 'partner',
+          kind: 'custom',
+          by: 'operator',
+          at: new Date(T0 + 3000),
+          until: new Date(T0 + 60_000),
+          grant: { multiplier: 2 },
+          note: 'ticket 42',
+        },
+        { ...none, action: 'unban', key: 'ip:203.0.113.7', kind: 'ip', by: 'operator', at: new Date(T0 + 2000) },
+        {
+          ...none,
+          action: 'ban',
+          key: 'ip:203.0.113.7',
+          kind: 'ip',
+          by: 'operator',
+          at: new Date(T0 + 1000),
+          reason: 'scraping',
+          until: new Date(T0 + 61_000),
+        },
+        {
+          ...none,
+          action: 'ban',
+          key: tokenKey('Bot cheater'),
+          kind: 'token',
+          by: 'rule',
+          at: new Date(T0),
+          reason: 'limit',
+          until: new Date(T0 + 600_000),
+        },
+      ];
+      await eventually(async () => {
+        expect(await limiter(b).history()).toEqual(expected);
+      });
+      expect(await limiter(b).history({ limit: 2 })).toEqual(expected.slice(0, 2));
+      expect(await limiter(b).history({ since: new Date(T0 + 2000) })).toEqual(expected.slice(0, 3));
+      expect(changes).toEqual([...expected].reverse().map((event) => [event, event.by === 'rule']));
+    });
+
+    it('keeps the last 1000 changes', async () => {
+      const [a, b] = make({});
+      for (let i = 0; i < 1002; i++) {
+        jest.setSystemTime(T0 + i * 1000);
+        await limiter(a).grant({ key: `client-${i}` }, 'unlimited');
+      }
+      const history = await limiter(b).history();
+      expect([history.length, history[0]?.key, history[999]?.key]).toEqual([1000, 'client-1001', 'client-2']);
+    });
+
+    it("routes onChange's errors to onError, with no request for a method call", async () => {
+      const errors: [unknown, unknown][] = [];
+      const failure = new Error('log shipping failed');
+      const [a] = make({
+        onChange: () => Promise.reject(failure),
+        onError: (error, req) => void errors.push([error, req]),
+      });
+      await expect(limiter(a).ban({ key: 'someone' }, { duration: 60_000 })).resolves.toBe(true);
+      await eventually(async () => {
+        expect(errors).toEqual([[failure, undefined]]);
+      });
     });
 
     it("an 'unlimited' grant of { ip } lets the address through uncounted", async () => {
