@@ -152,8 +152,10 @@ export function compileGrants(
 
   const apply = (ctx: Context, grant: Grant | undefined) => {
     if (grant === undefined) return;
-    if (grant === UNLIMITED) ctx.state = PASSED;
-    else ctx.endpoint = variant(ctx.endpoint, grant);
+    if (grant === UNLIMITED) {
+      ctx.state = PASSED;
+      ctx.outcome = 'allowed';
+    } else ctx.endpoint = variant(ctx.endpoint, grant);
   };
   const { registry } = context;
   return (ctx) => {

@@ -17,6 +17,7 @@ import type { CompiledEndpoint } from './endpoint.js';
 import { StoreUnavailableError } from './errors.js';
 import { retryAfterSeconds, setRateLimitHeaders } from './headers.js';
 import { observe } from './hooks.js';
+import { NO_ENDPOINT } from './metrics.js';
 import { type Client, REJECTED } from './identify.js';
 import type { EndpointRow, ListingName } from './listings.js';
 import { type Config, configure } from './options.js';
@@ -38,13 +39,21 @@ class RequestContext implements Context {
   count: Count = undefined as unknown as Count;
   deadline: Deadline | undefined = undefined;
   state: Context['state'] = GOING;
+  outcome: Context['outcome'] = undefined;
 
   constructor(
     readonly req: Request,
     readonly res: Response,
     readonly next: NextFunction,
     public endpoint: CompiledEndpoint,
+    /** The table's endpoint, whatever grant moves the request onto: the `endpoint` label of the metrics. */
+    readonly row: string,
   ) {}
+}
+
+/** Counts a request that is done in the metrics, when there are metrics and it was counted. */
+function measured(ctx: RequestContext, config: Config): void {
+  if (config.metrics && ctx.outcome) config.metrics.request(ctx.row, ctx.outcome);
 }
 
 /** The endpoint of a request that matches no row: the steps it goes through never read it. */
@@ -54,7 +63,7 @@ const NO_ROW = undefined as unknown as CompiledEndpoint;
  * Runs the steps from `from` on: each either finishes at once or returns a promise to wait for, and may answer the
  * request or let it through. Every error, thrown or rejected, goes to `failed`.
  */
-function proceed(ctx: Context, steps: readonly Step[], from: number, config: Config): void {
+function proceed(ctx: RequestContext, steps: readonly Step[], from: number, config: Config): void {
   let i = from;
   try {
     for (; i < steps.length && ctx.state === GOING; i++) {
@@ -73,6 +82,7 @@ function proceed(ctx: Context, steps: readonly Step[], from: number, config: Con
     return;
   }
   ctx.deadline?.clear();
+  measured(ctx, config);
   if (ctx.state === PASSED) ctx.next();
 }
 
@@ -80,7 +90,7 @@ function proceed(ctx: Context, steps: readonly Step[], from: number, config: Con
  * An error on the request path: a store that could not count fails open (the request passes, uncounted, without
  * headers) or closed (503); anything else goes to the app's error handler. After an answer, it is only reported.
  */
-function failed(ctx: Context, error: unknown, config: Config): void {
+function failed(ctx: RequestContext, error: unknown, config: Config): void {
   ctx.deadline?.clear();
   if (ctx.state !== GOING || ctx.res.headersSent) {
     config.report(error, ctx.req);
@@ -88,6 +98,8 @@ function failed(ctx: Context, error: unknown, config: Config): void {
   }
   ctx.state = ANSWERED;
   if (!(error instanceof StoreUnavailableError)) return ctx.next(error);
+  ctx.outcome = 'store_unavailable';
+  measured(ctx, config);
   if (error.mode === 'open') return ctx.next();
   sendJson(ctx, 503, UNAVAILABLE_BODY);
 }
@@ -148,7 +160,7 @@ function compileSiteSteps(config: Config): Step[] | undefined {
 
 /** The steps a configuration needs, in order; the fast case (no async option, a memory store) never waits. */
 function compileSteps(config: Config): Step[] {
-  const { bans, waiting } = config;
+  const { bans, waiting, metrics } = config;
   const steps = identifySteps(config);
   if (!config.shadow) {
     const refuse = refuseBanned(config);
@@ -161,8 +173,11 @@ function compileSteps(config: Config): Step[] {
   };
   steps.push((ctx) => {
     if (waiting) ctx.deadline ??= waiting.start();
-    const count = ctx.endpoint.counter.hit(ctx.client.key, ctx.deadline);
+    const { counter } = ctx.endpoint;
+    const count = counter.hit(ctx.client.key, ctx.deadline);
     if (count instanceof Promise) return count.then((c) => counted(ctx, c));
+    // A shared store's counter that answers at once answers from its remembered refusals.
+    if (metrics && !counter.now) metrics.cachedRefusal();
     counted(ctx, count);
   });
   if (bans) steps.push((ctx) => (ctx.count.count > ctx.endpoint.limit ? bans.strike(ctx) : undefined));
@@ -191,8 +206,10 @@ function respond(ctx: Context, config: Config): void {
   const waitMs = config.headers ? setRateLimitHeaders(res, endpoint.headers, remaining, msLeft, now) : msLeft;
   if (allowed) {
     ctx.state = PASSED;
+    ctx.outcome = 'allowed';
     return;
   }
+  ctx.outcome = config.shadow ? 'shadow_limited' : 'limited';
   const retryAfter = retryAfterSeconds(Math.max(waitMs, msLeft));
   const { client } = ctx;
   observe(
@@ -257,14 +274,15 @@ export function listingLimits(
   const middleware = function listingLimitsMiddleware(req: Request, res: Response, next: NextFunction) {
     const endpoint = config.match(req.method, req.path);
     if (!endpoint) {
-      if (siteSteps && anyBan(Date.now()))
-        return proceed(new RequestContext(req, res, next, NO_ROW), siteSteps, 0, config);
+      if (siteSteps && anyBan(Date.now())) {
+        return proceed(new RequestContext(req, res, next, NO_ROW, NO_ENDPOINT), siteSteps, 0, config);
+      }
       return next();
     }
     if (counted.has(req)) return next();
     counted.add(req);
     warn(req);
-    proceed(new RequestContext(req, res, next, endpoint), steps, 0, config);
+    proceed(new RequestContext(req, res, next, endpoint, endpoint.name), steps, 0, config);
   };
   registry.start();
   return Object.assign(middleware, {

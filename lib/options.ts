@@ -8,6 +8,7 @@ import { checkGrant, compileGrants } from './grants.js';
 import { type OnError, reporter } from './hooks.js';
 import { compileIdentify, compileIpKey, type Identify, identifyOptions } from './identify.js';
 import { compileMatcher } from './match.js';
+import { checkMetrics, Metrics } from './metrics.js';
 import { redisStore } from './redis.js';
 import { Registry } from './registry.js';
 import { memoryStore, type Store } from './stores.js';
@@ -28,6 +29,7 @@ const optionNames = [
   'mode',
   'onLimit',
   'onChange',
+  'metrics',
   'onError',
 ] as const;
 
@@ -50,6 +52,7 @@ export interface Config {
   readonly shadow: boolean;
   readonly onLimit: ListingLimitsOptions['onLimit'];
   readonly report: OnError;
+  readonly metrics: Metrics | undefined;
   /** How requests wait for a store that declares a failure policy: one deadline each, and a breaker. */
   readonly waiting: Waiting | undefined;
 }
@@ -89,7 +92,10 @@ export function configure(listing: unknown, options: unknown): Config {
   const rows = checkTable(check, listing);
   const o = check.options(options, 'options', 'of options') as ListingLimitsOptions;
   check.unknownKeys(o, optionNames, (key) => `options.${key}`);
-  const store = checkStore(o.store);
+  const registryOfMetrics = checkMetrics(check, o.metrics);
+  // The metrics time the store from its first counter on.
+  const metrics = registryOfMetrics && new Metrics(rows.map((row) => `${row.method} ${row.path}`));
+  const store = metrics ? metrics.timed(checkStore(o.store)) : checkStore(o.store);
   if (o.headers !== undefined && typeof o.headers !== 'boolean')
     check.invalid('options.headers', `must be true or false; got ${show(o.headers)}.`);
   const cacheMs = o.cacheMs === undefined ? 60_000 : check.ms(o.cacheMs, 'options.cacheMs');
@@ -119,6 +125,9 @@ export function configure(listing: unknown, options: unknown): Config {
     onChange: o.onChange,
     report,
   });
+  const bans = ban && new Bans(check, store, ban, { shadow, onBan: o.onBan, report, waiting }, registry);
+  const grant = compileGrants(check, o, { store, waiting, endpoints, paths, ipOf, cacheMs, registry });
+  if (metrics) metrics.register(check, registryOfMetrics as NonNullable<typeof registryOfMetrics>, registry);
   return {
     match: compileMatcher(
       rows.map((row, i) => ({ method: row.method, path: row.path, value: endpoints[i] as CompiledEndpoint })),
@@ -127,13 +136,14 @@ export function configure(listing: unknown, options: unknown): Config {
     skip: fn(o.skip, 'options.skip', '(req) => boolean'),
     headers: o.headers ?? true,
     handler: fn(o.handler, 'options.handler', '(req, res, next, info) => void'),
-    bans: ban && new Bans(check, store, ban, { shadow, onBan: o.onBan, report, waiting }, registry),
+    bans,
     registry,
     site,
-    grant: compileGrants(check, o, { store, waiting, endpoints, paths, ipOf, cacheMs, registry }),
+    grant,
     shadow,
     onLimit: o.onLimit,
     report,
+    metrics,
     waiting,
   };
 }

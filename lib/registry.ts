@@ -122,6 +122,22 @@ export class Registry {
     this.#addressBans = addresses;
   }
 
+  /** How many bans are in force, as far as this process knows. */
+  activeBans(): number {
+    const now = Date.now();
+    let n = 0;
+    for (const ban of this.#bans.values()) if (ban.until > now) n++;
+    return n;
+  }
+
+  /** How many runtime grants are in force, as far as this process knows. */
+  activeGrants(): number {
+    const now = Date.now();
+    let n = 0;
+    for (const grant of this.#grants.values()) if (grant.until === null || grant.until > now) n++;
+    return n;
+  }
+
   /** Whether any ban may be active: false means no request needs identifying for bans. */
   anyBan(now: number): boolean {
     return this.#bansEnd > now;

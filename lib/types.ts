@@ -1,6 +1,7 @@
 // The public types of listingLimits(): its options, what it tells handlers and hooks, and the middleware it returns.
 import type { NextFunction, Request, RequestHandler, Response } from 'express';
 import type { EndpointRow } from './listings.js';
+import type { MetricsRegistry } from './metrics.js';
 import type { Store } from './stores.js';
 
 /** How a client was identified. */
@@ -232,6 +233,13 @@ export interface ListingLimitsOptions {
    * caused an automatic ban, else undefined. Sync or async; its errors go to `onError`. Default: none.
    */
   onChange?: (event: ChangeEvent, req: Request | undefined) => unknown;
+  /**
+   * A prom-client `Registry` (prom-client 14 or later, which you install) on which to register the metrics:
+   * `listing_limits_requests_total{endpoint,outcome}`, `listing_limits_active_bans`, `listing_limits_active_grants`,
+   * `listing_limits_store_duration_seconds` and `listing_limits_refusal_cache_hits_total`. One Registry per
+   * middleware. Default: no metrics.
+   */
+  metrics?: MetricsRegistry;
   /**
    * Receives the errors of `onLimit`, `onBan` and `onChange` (thrown or rejected), which never change the answer of
    * the request; `req` is undefined for a change made by a method call. Default: each is emitted as a process
