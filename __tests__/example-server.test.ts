@@ -447,6 +447,27 @@ describe.each(storeCases)('the limits of each listing hold on the example server
     await request(app).post('/v1/bots/1').set('Authorization', 'token').send({ server_count: 1 }).expect(429);
   });
 
+  it('serves the limiter metrics at /metrics, unlimited, with exact counts', async () => {
+    const app = createExampleApp({ listing: 'B', store: store.make() });
+    await request(app).get('/v1/bots/1').expect(200);
+    await request(app).get('/v1/bots/1').expect(200);
+    await request(app).get('/v1/bots/1').expect(429);
+    for (let i = 0; i < 3; i++) await request(app).get('/metrics').expect(200);
+    const res = await request(app)
+      .get('/metrics')
+      .expect('Content-Type', /^text\/plain/);
+    const counted = res.text.split('\n').filter((line) => line.includes('endpoint="GET /v1/bots/:id"'));
+    expect(counted).toEqual(
+      [
+        ['allowed', 2],
+        ['limited', 1],
+        ['banned', 0],
+        ['shadow_limited', 0],
+        ['store_unavailable', 0],
+      ].map(([outcome, n]) => `listing_limits_requests_total{endpoint="GET /v1/bots/:id",outcome="${outcome}"} ${n}`),
+    );
+  });
+
   it('counts path parameters as one endpoint, existing ids or not', async () => {
     const app = createExampleApp({ listing: 'A', store: store.make() });
     await request(app).get('/v1/users/1').expect(200);

@@ -1,5 +1,6 @@
 // createExampleApp(): a local stand-in for a listing of the API, with listingLimits in front of every endpoint.
 import express, { type Express, type RequestHandler } from 'express';
+import { Registry } from 'prom-client';
 import { type ListingName, listingLimits, listings, type Store } from '../lib/index.js';
 import { isListingName, listingNames } from '../lib/listings.js';
 import { type Bot, type ExampleData, generateData, type Server } from './data.js';
@@ -123,8 +124,13 @@ export function createExampleApp(options: ExampleAppOptions): Express {
   const app = express();
   app.disable('x-powered-by');
   if (log) app.use(accessLog(listing, log));
+  // The limiter's metrics, for Prometheus to scrape; served before the limiter, so that scraping is never limited.
+  const metrics = new Registry();
+  app.get('/metrics', (_req, res, next) => {
+    metrics.metrics().then((text) => res.type(metrics.contentType).send(text), next);
+  });
   // Before every handler, as on the original service: answers that end in 404, 401 or 400 are counted too.
-  app.use(listingLimits(listing, { store }));
+  app.use(listingLimits(listing, { store, metrics }));
 
   const routes = exampleRoutes[listing];
   if (routes) {

@@ -5,17 +5,21 @@ import { answerBanned, type Context, GOING, type Step } from './context.js';
 import type { Counter } from './counter.js';
 import { counterOf } from './endpoint.js';
 import { observe, type OnError } from './hooks.js';
+import { addressBan, type Registry } from './registry.js';
 import type { Store } from './stores.js';
 import type { BanInfo, BanOptions, ClientKind, ListingLimitsOptions } from './types.js';
 import type { Deadline, Waiting } from './waiting.js';
 
-const banFields = ['after', 'within', 'duration', 'tokensPerIp', 'tokensWithin'] as const;
+const banFields = ['after', 'within', 'duration', 'tokensPerIp', 'tokensWithin', 'scope'] as const;
 
 /** Bans this process keeps at the most; the oldest go first beyond that (a shared store keeps them all). */
 const MIRRORED_BANS = 100_000;
 
-/** The key of an address's ban (token rotation), apart from the ban of the client counted by that address. */
-const addressBan = (ip: string) => `addr:${ip}`;
+/** Where bans are enforced: `'site'` (every request through the middleware) unless `ban.scope` says `'table'`. */
+export function banScope(check: Checker, options: ListingLimitsOptions): 'site' | 'table' {
+  const scope = (options.ban as { scope?: unknown } | undefined)?.scope;
+  return scope === undefined ? 'site' : check.oneOf(scope, ['site', 'table'], 'options.ban.scope');
+}
 
 export function checkBan(check: Checker, options: ListingLimitsOptions): BanOptions | undefined {
   const { ban, onBan } = options;
@@ -28,6 +32,7 @@ export function checkBan(check: Checker, options: ListingLimitsOptions): BanOpti
   const b = check.options(ban, 'options.ban', '{ after, within, duration }');
   check.unknownKeys(b, banFields, (key) => `options.ban.${key}`);
   const within = check.seconds(b.within, 'options.ban.within');
+  banScope(check, options);
   const checked: BanOptions = {
     after: check.count(b.after, 'options.ban.after'),
     within,
@@ -64,14 +69,19 @@ export class Bans {
   readonly #seen: Counter | undefined;
   readonly #tokens: Counter | undefined;
   readonly #waiting: Waiting | undefined;
+  readonly #registry: Registry;
+  /** When the last ban this process decided ends. */
+  #latest = 0;
 
   constructor(
     check: Checker,
     store: Store,
     options: BanOptions,
     mode: { shadow: boolean; onBan: ListingLimitsOptions['onBan']; report: OnError; waiting: Waiting | undefined },
+    registry: Registry,
   ) {
     this.#options = options;
+    this.#registry = registry;
     this.#shadow = mode.shadow;
     this.#onBan = mode.onBan;
     this.#report = mode.report;
@@ -102,6 +112,11 @@ export class Bans {
     this.#stored = mode.shadow || stored.now ? undefined : stored;
   }
 
+  /** Whether any ban may be active, of this process's or of the store's runtime state. */
+  anyBan(now: number): boolean {
+    return this.#latest > now || this.#registry.anyBan(now);
+  }
+
   /** Whether addresses are banned for presenting too many tokens (`tokensPerIp`). */
   get countsTokens(): boolean {
     return this.#tokens !== undefined;
@@ -114,12 +129,17 @@ export class Bans {
     return until !== undefined && until > now ? until : undefined;
   }
 
-  /** Whether the client, or its address, is banned as far as this process knows; answers 403 when it is. */
+  /**
+   * Whether the client, or its address, is banned as far as this process knows (its own decisions, and the bans of
+   * the store's runtime state); answers 403 when it is.
+   */
   refuseMirrored(ctx: Context): boolean {
     const { client } = ctx;
     const now = Date.now();
     const until =
-      this.#mirrored(client.key, now) ?? (this.#tokens ? this.#mirrored(addressBan(client.ip), now) : undefined);
+      this.#mirrored(client.key, now) ??
+      (this.#tokens ? this.#mirrored(addressBan(client.ip), now) : undefined) ??
+      this.#registry.bannedUntil(client, now);
     if (until === undefined) return false;
     answerBanned(ctx, until);
     return true;
@@ -230,7 +250,11 @@ export class Bans {
     // Requests in flight together with the one that banned find the ban here and add nothing to it.
     if (this.#mirrored(banKey, now) !== undefined) return;
     this.#mirror.set(banKey, until);
+    this.#latest = Math.max(this.#latest, until);
     if (crossed) observe(this.#onBan, info, ctx.req, this.#report);
+    // Recorded for the lists, the history and the requests of every instance that match no row; not waited for.
+    const record = { key, kind, reason, since: now, until, by: 'rule' as const };
+    this.#registry.ban(banKey, record, ctx.req).then(undefined, (error: unknown) => this.#report(error, ctx.req));
     return this.#stored?.set(banKey, until, this.#options.duration, ctx.deadline);
   }
 
@@ -247,6 +271,7 @@ export class Bans {
       const deleted = await Promise.all(keys.map((k) => stored.delete(k)));
       banned ||= deleted.includes(true);
     }
+    if (await this.#registry.unban(key)) banned = true;
     await Promise.all(forgotten);
     return banned;
   }

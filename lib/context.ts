@@ -4,6 +4,7 @@ import type { Count } from './counter.js';
 import type { CompiledEndpoint } from './endpoint.js';
 import { retryAfterSeconds } from './headers.js';
 import type { Client } from './identify.js';
+import type { Outcome } from './metrics.js';
 import type { Deadline } from './waiting.js';
 
 /** Where a request stands: still going through the steps, let through, or answered by a step. */
@@ -23,6 +24,8 @@ export interface Context {
   /** The request's one deadline for a store with a failure policy; made at its first store call. */
   deadline: Deadline | undefined;
   state: typeof GOING | typeof PASSED | typeof ANSWERED;
+  /** What happened to the request, for the metrics; undefined for one that is not counted (skipped, 401). */
+  outcome: Outcome | undefined;
 }
 
 /** A step of the request path: it reads and sets the context, and answers or lets the request through (`state`). */
@@ -60,5 +63,6 @@ export function sendJson(ctx: Context, status: number, body: string, retryAfter?
 /** Answers 403 to a client banned until `until` (epoch ms). */
 export function answerBanned(ctx: Context, until: number): void {
   const retryAfter = retryAfterSeconds(until - Date.now());
+  ctx.outcome = 'banned';
   sendJson(ctx, 403, bannedBody(until, retryAfter), retryAfter);
 }

@@ -2,7 +2,12 @@
 
 /** Stable codes of {@link ListingLimitsError}. */
 export type ListingLimitsErrorCode =
-  'ERR_UNKNOWN_LISTING' | 'ERR_INVALID_ROW' | 'ERR_DUPLICATE_ROW' | 'ERR_UNKNOWN_OPTION' | 'ERR_INVALID_OPTION';
+  | 'ERR_UNKNOWN_LISTING'
+  | 'ERR_INVALID_ROW'
+  | 'ERR_DUPLICATE_ROW'
+  | 'ERR_UNKNOWN_OPTION'
+  | 'ERR_INVALID_OPTION'
+  | 'ERR_UNSUPPORTED_STORE';
 
 /**
  * Thrown by `listingLimits()`, the stores and `verifyContract()` when their configuration cannot work, naming the

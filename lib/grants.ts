@@ -6,6 +6,7 @@ import { type Context, PASSED, type Step } from './context.js';
 import { type CompiledEndpoint, compileEndpoint } from './endpoint.js';
 import type { Client, IpKey } from './identify.js';
 import { tokenKey } from './keys.js';
+import type { Registry } from './registry.js';
 import type { Store } from './stores.js';
 import { checkRow, rowShape } from './table.js';
 import type { Grant, ListingLimitsOptions } from './types.js';
@@ -29,7 +30,7 @@ export function multiplied(limit: number, multiplier: number): number {
 }
 
 /** Checks a grant, as given in the options or answered by a lookup; replacement rows must replace rows of the table. */
-function checkGrant(check: Checker, grant: unknown, at: string, shapes: ReadonlySet<string>): Grant {
+export function checkGrant(check: Checker, grant: unknown, at: string, shapes: ReadonlySet<string>): Grant {
   if (grant === UNLIMITED) return grant;
   const keys = typeof grant === 'object' && grant !== null ? Object.keys(grant) : [];
   if (keys.length !== 1 || (keys[0] !== 'multiplier' && keys[0] !== 'rows')) {
@@ -60,7 +61,8 @@ function isAddress(key: string): boolean {
 
 /**
  * Compiles grants into the step that moves a granted client onto its own endpoint (or lets an unlimited one
- * through). Granted endpoints are made once per distinct grant and endpoint, the first time they are used.
+ * through): a grant made at runtime first, then the `grants` option. Granted endpoints are made once per distinct
+ * grant and endpoint, the first time they are used.
  */
 export function compileGrants(
   check: Checker,
@@ -72,11 +74,15 @@ export function compileGrants(
     paths: ReadonlyMap<string, string>;
     ipOf: IpKey;
     cacheMs: number;
+    registry: Registry;
   },
-): Step | undefined {
+): Step {
   const { grants } = options;
-  if (grants === undefined) return undefined;
-  if (typeof grants !== 'function' && (typeof grants !== 'object' || grants === null || Array.isArray(grants))) {
+  if (
+    grants !== undefined &&
+    typeof grants !== 'function' &&
+    (typeof grants !== 'object' || grants === null || Array.isArray(grants))
+  ) {
     check.invalid(
       'options.grants',
       `must be an object of grants by token or IP, or a lookup function; got ${show(grants)}.`,
@@ -108,7 +114,7 @@ export function compileGrants(
     return found;
   };
 
-  let find: (client: Client, ctx: Context) => Grant | undefined | Promise<Grant | undefined>;
+  let find: (client: Client, ctx: Context) => Grant | undefined | Promise<Grant | undefined> = () => undefined;
   if (typeof grants === 'function') {
     // Answers are cached per client key, and concurrent requests of one client share one call.
     const cache = new LRUCache<string, { grant: Grant | undefined }>({ max: 10_000, ttl: context.cacheMs, perf: Date });
@@ -131,7 +137,7 @@ export function compileGrants(
       }
       return asked;
     };
-  } else {
+  } else if (grants !== undefined) {
     const byToken = new Map<string, Grant>();
     const byAddress = new Map<string, Grant>();
     for (const [who, raw] of Object.entries(grants)) {
@@ -146,11 +152,14 @@ export function compileGrants(
 
   const apply = (ctx: Context, grant: Grant | undefined) => {
     if (grant === undefined) return;
-    if (grant === UNLIMITED) ctx.state = PASSED;
-    else ctx.endpoint = variant(ctx.endpoint, grant);
+    if (grant === UNLIMITED) {
+      ctx.state = PASSED;
+      ctx.outcome = 'allowed';
+    } else ctx.endpoint = variant(ctx.endpoint, grant);
   };
+  const { registry } = context;
   return (ctx) => {
-    const grant = find(ctx.client, ctx);
+    const grant = registry.grantOf(ctx.client) ?? find(ctx.client, ctx);
     if (grant instanceof Promise) return grant.then((g) => apply(ctx, g));
     apply(ctx, grant);
   };

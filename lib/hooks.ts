@@ -1,7 +1,7 @@
-// Calls of the app's observers (onLimit, onBan): their failures never change an answer or crash the process.
+// Calls of the app's observers (onLimit, onBan, onChange): their failures never change an answer or crash the process.
 import type { Request } from 'express';
 
-export type OnError = (error: unknown, req: Request) => void;
+export type OnError = (error: unknown, req: Request | undefined) => void;
 
 /** Where the errors of observers go: `onError`, or a process warning (also for an `onError` that fails itself). */
 export function reporter(onError: OnError | undefined): OnError {
@@ -20,10 +20,10 @@ export function reporter(onError: OnError | undefined): OnError {
 }
 
 /** Runs an observer; what it throws or rejects with goes to `report`. */
-export function observe<A>(
-  hook: ((arg: A, req: Request) => unknown) | undefined,
+export function observe<A, R extends Request | undefined>(
+  hook: ((arg: A, req: R) => unknown) | undefined,
   arg: A,
-  req: Request,
+  req: R,
   report: OnError,
 ): void {
   if (!hook) return;

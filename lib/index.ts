@@ -9,12 +9,16 @@ export {
 export { type EndpointRow, type ListingName, listings, type Method } from './listings.js';
 export { listingLimits } from './middleware.js';
 export { type RedisClient, type RedisFailureMode, type RedisStoreOptions, redisStore } from './redis.js';
-export { type CounterSpec, memoryStore, type Store, type StoreFailurePolicy } from './stores.js';
+export { type CounterSpec, memoryStore, type RuntimeState, type Store, type StoreFailurePolicy } from './stores.js';
 export type {
+  ActiveBan,
+  ActiveGrant,
   Authenticate,
   BanInfo,
   BanOptions,
+  ChangeEvent,
   ClientKind,
+  ClientRef,
   Grant,
   GrantLookup,
   Grants,

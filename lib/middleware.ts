@@ -2,6 +2,7 @@
 import type { NextFunction, Request, Response } from 'express';
 import {
   ANSWERED,
+  answerBanned,
   type Context,
   GOING,
   limitedBody,
@@ -16,10 +17,11 @@ import type { CompiledEndpoint } from './endpoint.js';
 import { StoreUnavailableError } from './errors.js';
 import { retryAfterSeconds, setRateLimitHeaders } from './headers.js';
 import { observe } from './hooks.js';
+import { NO_ENDPOINT } from './metrics.js';
 import { type Client, REJECTED } from './identify.js';
 import type { EndpointRow, ListingName } from './listings.js';
 import { type Config, configure } from './options.js';
-import type { ListingLimitsMiddleware, ListingLimitsOptions, RateLimitInfo } from './types.js';
+import type { ClientRef, Grant, ListingLimitsMiddleware, ListingLimitsOptions, RateLimitInfo } from './types.js';
 import type { Deadline } from './waiting.js';
 
 declare global {
@@ -37,20 +39,31 @@ class RequestContext implements Context {
   count: Count = undefined as unknown as Count;
   deadline: Deadline | undefined = undefined;
   state: Context['state'] = GOING;
+  outcome: Context['outcome'] = undefined;
 
   constructor(
     readonly req: Request,
     readonly res: Response,
     readonly next: NextFunction,
     public endpoint: CompiledEndpoint,
+    /** The table's endpoint, whatever grant moves the request onto: the `endpoint` label of the metrics. */
+    readonly row: string,
   ) {}
 }
+
+/** Counts a request that is done in the metrics, when there are metrics and it was counted. */
+function measured(ctx: RequestContext, config: Config): void {
+  if (config.metrics && ctx.outcome) config.metrics.request(ctx.row, ctx.outcome);
+}
+
+/** The endpoint of a request that matches no row: the steps it goes through never read it. */
+const NO_ROW = undefined as unknown as CompiledEndpoint;
 
 /**
  * Runs the steps from `from` on: each either finishes at once or returns a promise to wait for, and may answer the
  * request or let it through. Every error, thrown or rejected, goes to `failed`.
  */
-function proceed(ctx: Context, steps: readonly Step[], from: number, config: Config): void {
+function proceed(ctx: RequestContext, steps: readonly Step[], from: number, config: Config): void {
   let i = from;
   try {
     for (; i < steps.length && ctx.state === GOING; i++) {
@@ -69,6 +82,7 @@ function proceed(ctx: Context, steps: readonly Step[], from: number, config: Con
     return;
   }
   ctx.deadline?.clear();
+  measured(ctx, config);
   if (ctx.state === PASSED) ctx.next();
 }
 
@@ -76,7 +90,7 @@ function proceed(ctx: Context, steps: readonly Step[], from: number, config: Con
  * An error on the request path: a store that could not count fails open (the request passes, uncounted, without
  * headers) or closed (503); anything else goes to the app's error handler. After an answer, it is only reported.
  */
-function failed(ctx: Context, error: unknown, config: Config): void {
+function failed(ctx: RequestContext, error: unknown, config: Config): void {
   ctx.deadline?.clear();
   if (ctx.state !== GOING || ctx.res.headersSent) {
     config.report(error, ctx.req);
@@ -84,13 +98,27 @@ function failed(ctx: Context, error: unknown, config: Config): void {
   }
   ctx.state = ANSWERED;
   if (!(error instanceof StoreUnavailableError)) return ctx.next(error);
+  ctx.outcome = 'store_unavailable';
+  measured(ctx, config);
   if (error.mode === 'open') return ctx.next();
   sendJson(ctx, 503, UNAVAILABLE_BODY);
 }
 
-/** The steps a configuration needs, in order; the fast case (no async option, a memory store) never waits. */
-function compileSteps(config: Config): Step[] {
-  const { bans, identify, skip, waiting } = config;
+/** The steps that refuse a banned client as far as this process knows: its own decisions and the store's state. */
+function refuseBanned(config: Config): (ctx: Context) => boolean {
+  const { bans, registry } = config;
+  if (bans) return (ctx) => bans.refuseMirrored(ctx);
+  return (ctx) => {
+    const until = registry.bannedUntil(ctx.client, Date.now());
+    if (until === undefined) return false;
+    answerBanned(ctx, until);
+    return true;
+  };
+}
+
+/** The first steps of every request: skip, then identify. */
+function identifySteps(config: Config): Step[] {
+  const { identify, skip } = config;
   const steps: Step[] = [];
   if (skip) {
     const decide = (ctx: Context, skipped: boolean) => {
@@ -111,16 +139,45 @@ function compileSteps(config: Config): Step[] {
     if (client instanceof Promise) return client.then((c) => identified(ctx, c));
     identified(ctx, client);
   });
-  if (bans && !config.shadow) steps.push(bans.check);
-  if (config.grant) steps.push(config.grant);
+  return steps;
+}
+
+/**
+ * The steps of a request that matches no row, run only while a ban is active (with `ban.scope: 'site'`): identified,
+ * then refused when banned, from this process's mirror of the bans, without a store command; else let through,
+ * uncounted and without headers.
+ */
+function compileSiteSteps(config: Config): Step[] | undefined {
+  if (!config.site || config.shadow) return undefined;
+  const refuse = refuseBanned(config);
+  return [
+    ...identifySteps(config),
+    (ctx) => {
+      if (!refuse(ctx)) ctx.state = PASSED;
+    },
+  ];
+}
+
+/** The steps a configuration needs, in order; the fast case (no async option, a memory store) never waits. */
+function compileSteps(config: Config): Step[] {
+  const { bans, waiting, metrics } = config;
+  const steps = identifySteps(config);
+  if (!config.shadow) {
+    const refuse = refuseBanned(config);
+    steps.push(bans ? bans.check : (ctx) => void refuse(ctx));
+  }
+  steps.push(config.grant);
   if (bans?.countsTokens) steps.push(bans.tokens);
   const counted = (ctx: Context, count: Count) => {
     ctx.count = count;
   };
   steps.push((ctx) => {
     if (waiting) ctx.deadline ??= waiting.start();
-    const count = ctx.endpoint.counter.hit(ctx.client.key, ctx.deadline);
+    const { counter } = ctx.endpoint;
+    const count = counter.hit(ctx.client.key, ctx.deadline);
     if (count instanceof Promise) return count.then((c) => counted(ctx, c));
+    // A shared store's counter that answers at once answers from its remembered refusals.
+    if (metrics && !counter.now) metrics.cachedRefusal();
     counted(ctx, count);
   });
   if (bans) steps.push((ctx) => (ctx.count.count > ctx.endpoint.limit ? bans.strike(ctx) : undefined));
@@ -149,8 +206,10 @@ function respond(ctx: Context, config: Config): void {
   const waitMs = config.headers ? setRateLimitHeaders(res, endpoint.headers, remaining, msLeft, now) : msLeft;
   if (allowed) {
     ctx.state = PASSED;
+    ctx.outcome = 'allowed';
     return;
   }
+  ctx.outcome = config.shadow ? 'shadow_limited' : 'limited';
   const retryAfter = retryAfterSeconds(Math.max(waitMs, msLeft));
   const { client } = ctx;
   observe(
@@ -204,6 +263,9 @@ export function listingLimits(
 ): ListingLimitsMiddleware {
   const config = configure(listing, options);
   const steps = compileSteps(config);
+  const siteSteps = compileSiteSteps(config);
+  const { bans, registry } = config;
+  const anyBan = bans ? (now: number) => bans.anyBan(now) : (now: number) => registry.anyBan(now);
   const warn = forwardedWarning();
   // The requests this instance has counted, so that mounting it twice on one request path counts once. A WeakSet
   // rather than a mark on `req`: a new property on Node's request object slows every request down.
@@ -211,12 +273,31 @@ export function listingLimits(
 
   const middleware = function listingLimitsMiddleware(req: Request, res: Response, next: NextFunction) {
     const endpoint = config.match(req.method, req.path);
-    if (!endpoint || counted.has(req)) return next();
+    if (!endpoint) {
+      if (siteSteps && anyBan(Date.now())) {
+        return proceed(new RequestContext(req, res, next, NO_ROW, NO_ENDPOINT), siteSteps, 0, config);
+      }
+      return next();
+    }
+    if (counted.has(req)) return next();
     counted.add(req);
     warn(req);
-    proceed(new RequestContext(req, res, next, endpoint), steps, 0, config);
+    proceed(new RequestContext(req, res, next, endpoint, endpoint.name), steps, 0, config);
   };
+  registry.start();
   return Object.assign(middleware, {
-    unban: async (key: string) => (config.bans ? config.bans.unban(key) : false),
+    ban: (client: ClientRef, banOptions: { duration: number; reason?: string }) =>
+      registry.banClient(client, banOptions),
+    unban: (client: ClientRef | string) => {
+      const key = registry.unbanKey(client);
+      return bans ? bans.unban(key) : registry.unban(key);
+    },
+    bans: () => registry.bans(),
+    grant: (client: ClientRef, grant: Grant, grantOptions?: { until?: Date | number; note?: string }) =>
+      registry.grant(client, grant, grantOptions),
+    revoke: (client: ClientRef) => registry.revoke(client),
+    grants: () => registry.grants(),
+    history: (historyOptions?: { since?: Date | number; limit?: number }) => registry.history(historyOptions),
+    close: () => registry.close(),
   });
 }

@@ -1,14 +1,16 @@
 // Options of listingLimits(): checked, then compiled by each feature's module into the steps of the request path.
 import type { Request } from 'express';
-import { Bans, checkBan } from './bans.js';
+import { Bans, banScope, checkBan } from './bans.js';
 import { Checker, show } from './check.js';
 import type { Step } from './context.js';
 import { type CompiledEndpoint, compileEndpoint } from './endpoint.js';
-import { compileGrants } from './grants.js';
+import { checkGrant, compileGrants } from './grants.js';
 import { type OnError, reporter } from './hooks.js';
 import { compileIdentify, compileIpKey, type Identify, identifyOptions } from './identify.js';
 import { compileMatcher } from './match.js';
+import { checkMetrics, Metrics } from './metrics.js';
 import { redisStore } from './redis.js';
+import { Registry } from './registry.js';
 import { memoryStore, type Store } from './stores.js';
 import { checkTable, rowShape } from './table.js';
 import type { LimitHandler, ListingLimitsOptions } from './types.js';
@@ -26,6 +28,8 @@ const optionNames = [
   'grants',
   'mode',
   'onLimit',
+  'onChange',
+  'metrics',
   'onError',
 ] as const;
 
@@ -40,10 +44,15 @@ export interface Config {
   readonly headers: boolean;
   readonly handler: LimitHandler | undefined;
   readonly bans: Bans | undefined;
-  readonly grant: Step | undefined;
+  /** Bans and grants as the store's runtime state has them, with the methods that change them. */
+  readonly registry: Registry;
+  /** Whether bans are enforced on requests that match no row too. */
+  readonly site: boolean;
+  readonly grant: Step;
   readonly shadow: boolean;
   readonly onLimit: ListingLimitsOptions['onLimit'];
   readonly report: OnError;
+  readonly metrics: Metrics | undefined;
   /** How requests wait for a store that declares a failure policy: one deadline each, and a breaker. */
   readonly waiting: Waiting | undefined;
 }
@@ -83,7 +92,10 @@ export function configure(listing: unknown, options: unknown): Config {
   const rows = checkTable(check, listing);
   const o = check.options(options, 'options', 'of options') as ListingLimitsOptions;
   check.unknownKeys(o, optionNames, (key) => `options.${key}`);
-  const store = checkStore(o.store);
+  const registryOfMetrics = checkMetrics(check, o.metrics);
+  // The metrics time the store from its first counter on.
+  const metrics = registryOfMetrics && new Metrics(rows.map((row) => `${row.method} ${row.path}`));
+  const store = metrics ? metrics.timed(checkStore(o.store)) : checkStore(o.store);
   if (o.headers !== undefined && typeof o.headers !== 'boolean')
     check.invalid('options.headers', `must be true or false; got ${show(o.headers)}.`);
   const cacheMs = o.cacheMs === undefined ? 60_000 : check.ms(o.cacheMs, 'options.cacheMs');
@@ -91,6 +103,7 @@ export function configure(listing: unknown, options: unknown): Config {
     (o.mode === undefined ? 'enforce' : check.oneOf(o.mode, ['enforce', 'shadow'], 'options.mode')) === 'shadow';
   const report = reporter(fn(o.onError, 'options.onError', '(error, req) => void'));
   fn(o.onLimit, 'options.onLimit', '(event, req) => void');
+  fn(o.onChange, 'options.onChange', '(event, req) => void');
 
   const waiting = store.failure && new Waiting(store.failure);
   const endpoints = rows.map((row) =>
@@ -103,7 +116,18 @@ export function configure(listing: unknown, options: unknown): Config {
   const ipOf = compileIpKey(check, o);
   const identify = compileIdentify(check, o, ipOf, cacheMs);
   const ban = checkBan(check, o);
+  const site = banScope(check, o) === 'site';
   const paths = new Map(rows.map((row, i) => [rowShape(row), (endpoints[i] as CompiledEndpoint).name]));
+  const shapes = new Set(paths.keys());
+  const registry = new Registry(store.state, {
+    ipOf,
+    checkGrant: (checker, grant, field) => checkGrant(checker, grant, field, shapes),
+    onChange: o.onChange,
+    report,
+  });
+  const bans = ban && new Bans(check, store, ban, { shadow, onBan: o.onBan, report, waiting }, registry);
+  const grant = compileGrants(check, o, { store, waiting, endpoints, paths, ipOf, cacheMs, registry });
+  if (metrics) metrics.register(check, registryOfMetrics as NonNullable<typeof registryOfMetrics>, registry);
   return {
     match: compileMatcher(
       rows.map((row, i) => ({ method: row.method, path: row.path, value: endpoints[i] as CompiledEndpoint })),
@@ -112,11 +136,14 @@ export function configure(listing: unknown, options: unknown): Config {
     skip: fn(o.skip, 'options.skip', '(req) => boolean'),
     headers: o.headers ?? true,
     handler: fn(o.handler, 'options.handler', '(req, res, next, info) => void'),
-    bans: ban && new Bans(check, store, ban, { shadow, onBan: o.onBan, report, waiting }),
-    grant: compileGrants(check, o, { store, waiting, endpoints, paths, ipOf, cacheMs }),
+    bans,
+    registry,
+    site,
+    grant,
     shadow,
     onLimit: o.onLimit,
     report,
+    metrics,
     waiting,
   };
 }

@@ -3,6 +3,7 @@ import { createHash } from 'node:crypto';
 import { RateLimiterRedis } from 'rate-limiter-flexible';
 import { Checker, show } from './check.js';
 import type { Count, CountsAsync } from './counter.js';
+import { HISTORY_MAX, type RuntimeState } from './state.js';
 import type { Store, StoreFailurePolicy } from './stores.js';
 
 /**
@@ -164,6 +165,115 @@ class RedisLimiter extends RateLimiterRedis implements CountsAsync {
   }
 }
 
+/** How often each instance reads the bans and grants from Redis: a change reaches every instance within this. */
+export const REFRESH_MS = 500;
+
+/**
+ * A change of the runtime state, atomic: the record's field set or removed, expired fields dropped, and, when
+ * something changed, the version bumped and the event added to the bounded history. Both keys share a hash tag.
+ */
+const CHANGE_SCRIPT = `local existed = redis.call('hexists', KEYS[1], ARGV[1])
+if ARGV[2] == '' then redis.call('hdel', KEYS[1], ARGV[1]) else redis.call('hset', KEYS[1], ARGV[1], ARGV[3]) end
+for i = 6, #ARGV do redis.call('hdel', KEYS[1], ARGV[i]) end
+if ARGV[2] ~= '' or existed == 1 then
+  redis.call('hincrby', KEYS[1], '#version', 1)
+  redis.call('lpush', KEYS[2], ARGV[4])
+  redis.call('ltrim', KEYS[2], 0, tonumber(ARGV[5]) - 1)
+end
+return existed`;
+
+/** The commands the runtime state needs of a client, the same for ioredis and node-redis. */
+interface StateCommands {
+  run(script: string, keys: string[], args: string[]): Promise<unknown>;
+  hget(key: string, field: string): Promise<string | null>;
+  hgetall(key: string): Promise<Record<string, string>>;
+  lrange(key: string): Promise<string[]>;
+}
+
+function commandsOf(client: unknown, nodeRedis: boolean): StateCommands {
+  if (nodeRedis) {
+    const redis = client as NodeRedisLike & {
+      hGet(key: string, field: string): Promise<string | null>;
+      hGetAll(key: string): Promise<Record<string, string>>;
+      lRange(key: string, start: number, stop: number): Promise<string[]>;
+    };
+    return {
+      run: (script, keys, args) => redis.eval(script, { keys, arguments: args }),
+      hget: (key, field) => redis.hGet(key, field),
+      hgetall: (key) => redis.hGetAll(key),
+      lrange: (key) => redis.lRange(key, 0, -1),
+    };
+  }
+  const redis = client as {
+    eval(script: string, n: number, ...rest: string[]): Promise<unknown>;
+    hget(key: string, field: string): Promise<string | null>;
+    hgetall(key: string): Promise<Record<string, string>>;
+    lrange(key: string, start: number, stop: number): Promise<string[]>;
+  };
+  return {
+    run: (script, keys, args) => redis.eval(script, keys.length, ...keys, ...args),
+    hget: (key, field) => redis.hget(key, field),
+    hgetall: (key) => redis.hgetall(key),
+    lrange: (key) => redis.lrange(key, 0, -1),
+  };
+}
+
+/**
+ * The runtime state in Redis, under the store's prefix: a hash of records and a list of changes, on one hash tag so
+ * that a Cluster keeps them on one node. Each instance reads the records every REFRESH_MS, in one command that
+ * answers only a version while nothing changed.
+ */
+function redisState(redis: StateCommands, prefix: string): RuntimeState {
+  const record = `${prefix}:{runtime}:record`;
+  const history = `${prefix}:{runtime}:history`;
+  const all = () =>
+    redis.hgetall(record).then((fields) => {
+      const records = new Map(Object.entries(fields));
+      records.delete('#version');
+      return records;
+    });
+  // Plain reads, not scripts: what an instance reads in the background is told apart from what requests cost.
+  const load = (known: string) =>
+    redis.hget(record, '#version').then(async (version) => {
+      const current = version ?? '0';
+      return { version: current, records: current === known ? undefined : await all() };
+    });
+  return {
+    change: (field, value, event, expired) =>
+      redis
+        .run(
+          CHANGE_SCRIPT,
+          [record, history],
+          [field, value === null ? '' : 'set', value ?? '', event, String(HISTORY_MAX), ...expired],
+        )
+        .then((existed) => Number(existed) === 1),
+    load: all,
+    history: () => redis.lrange(history),
+    watch(changed) {
+      // No record hash yet reads as version 0: the empty state the watcher starts from, with nothing to load.
+      let known = '0';
+      let busy = false;
+      const refresh = () => {
+        if (busy) return;
+        busy = true;
+        load(known)
+          .then(({ version, records }) => {
+            known = version;
+            if (records) changed(records);
+          })
+          // While Redis fails, the instance keeps the state it last read, and reads it again on the next refresh.
+          .catch(() => {})
+          .finally(() => (busy = false));
+      };
+      changed(new Map());
+      refresh();
+      const timer = setInterval(refresh, REFRESH_MS);
+      timer.unref();
+      return () => clearInterval(timer);
+    },
+  };
+}
+
 /**
  * A store that counts in Redis, so that every app instance shares each counter. One atomic script run per counted
  * request, none for a client Redis has already refused in the window. Keys are
@@ -193,5 +303,6 @@ export function redisStore(client: RedisClient, options?: RedisStoreOptions): St
       },
       hits,
     );
-  return Object.assign(store, { failure: { timeoutMs, onFailure } });
+  const state = redisState(commandsOf(client, useRedisPackage), prefix);
+  return Object.assign(store, { failure: { timeoutMs, onFailure }, state });
 }

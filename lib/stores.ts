@@ -1,6 +1,9 @@
 // Stores: factories that give each counter the rate-limiter-flexible limiter that keeps it.
 import type { RateLimiterAbstract } from 'rate-limiter-flexible';
 import { MemoryLimiter } from './memory.js';
+import { MemoryState, type RuntimeState } from './state.js';
+
+export type { RuntimeState };
 
 /** What a store is asked for: one counter, with its limit per window. */
 export interface CounterSpec {
@@ -30,14 +33,21 @@ export interface StoreFailurePolicy {
 /**
  * A store is a factory: called once per counter when the middleware is created, it returns the limiter that keeps
  * that counter, with `points = counter.limit` and `duration = counter.windowMs / 1000`. Any rate-limiter-flexible
- * limiter class fits (Redis, Postgres, Mongo, Memcached, ...). A store may declare a `failure` policy.
+ * limiter class fits (Redis, Postgres, Mongo, Memcached, ...). A store may declare a `failure` policy, and a
+ * `state` where bans and grants made at runtime are kept (the memory and Redis stores do).
  */
-export type Store = ((counter: CounterSpec) => RateLimiterAbstract) & { readonly failure?: StoreFailurePolicy };
+export type Store = ((counter: CounterSpec) => RateLimiterAbstract) & {
+  readonly failure?: StoreFailurePolicy;
+  readonly state?: RuntimeState;
+};
 
 /**
  * The default store: counters in this process's memory, one map per counter, each entry forgotten when its window
- * ends. Counters are not shared between processes.
+ * ends. Counters are not shared between processes; bans and grants made at runtime are shared by the middlewares
+ * that use this store.
  */
 export function memoryStore(): Store {
-  return (counter) => new MemoryLimiter({ points: counter.limit, duration: counter.windowMs / 1000, keyPrefix: '' });
+  const store = (counter: CounterSpec) =>
+    new MemoryLimiter({ points: counter.limit, duration: counter.windowMs / 1000, keyPrefix: '' });
+  return Object.assign(store, { state: new MemoryState() });
 }

@@ -1,6 +1,7 @@
 // The public types of listingLimits(): its options, what it tells handlers and hooks, and the middleware it returns.
 import type { NextFunction, Request, RequestHandler, Response } from 'express';
 import type { EndpointRow } from './listings.js';
+import type { MetricsRegistry } from './metrics.js';
 import type { Store } from './stores.js';
 
 /** How a client was identified. */
@@ -57,6 +58,11 @@ export interface BanOptions {
   readonly tokensPerIp?: number;
   /** ...within this many milliseconds. Default: `within`. */
   readonly tokensWithin?: number;
+  /**
+   * Where a banned client is refused: `'site'`, on every request that passes through the middleware, table endpoint
+   * or not; `'table'`, on the endpoints of the table only. Default: `'site'`.
+   */
+  readonly scope?: 'site' | 'table';
 }
 
 /** What `onBan` is told. */
@@ -105,6 +111,55 @@ export type GrantLookup = (
  */
 export type Grants = Readonly<Record<string, Grant>> | GrantLookup;
 
+/**
+ * A client as an operator knows it: `{ token }`, its Authorization value (hashed at once, never kept); `{ ip }`, its
+ * address (grouped as counting groups it; a ban of an address refuses every request from it); or `{ key }`, its
+ * key as `onBan` and `onLimit` report it.
+ */
+export type ClientRef = { readonly token: string } | { readonly ip: string } | { readonly key: string };
+
+/** An active ban, as `bans()` lists it. */
+export interface ActiveBan {
+  /** The banned client's key (`t:<hash>`, `ip:<address>` or a custom key). */
+  readonly key: string;
+  readonly kind: ClientKind;
+  /** `'limit'` or `'token-rotation'` for a rule's ban; the operator's reason (default `'operator'`) otherwise. */
+  readonly reason: string;
+  readonly since: Date;
+  readonly until: Date;
+  /** `'rule'` for a ban of the `ban` option, `'operator'` for one made with `ban()`. */
+  readonly by: 'rule' | 'operator';
+}
+
+/** An active grant made with `grant()`, as `grants()` lists it. */
+export interface ActiveGrant {
+  readonly key: string;
+  readonly grant: Grant;
+  readonly since: Date;
+  /** When the grant ends; undefined for a grant until revoked. */
+  readonly until: Date | undefined;
+  readonly note: string | undefined;
+}
+
+/** A change of bans or grants, as `history()` lists it and `onChange` is told. */
+export interface ChangeEvent {
+  readonly action: 'ban' | 'unban' | 'grant' | 'revoke';
+  /** The client's key (never a token). */
+  readonly key: string;
+  readonly kind: ClientKind;
+  /** `'rule'` for an automatic ban, `'operator'` for a method call. */
+  readonly by: 'rule' | 'operator';
+  readonly at: Date;
+  /** A ban's reason. */
+  readonly reason: string | undefined;
+  /** When a ban or grant ends. */
+  readonly until: Date | undefined;
+  /** The grant given. */
+  readonly grant: Grant | undefined;
+  /** A grant's note. */
+  readonly note: string | undefined;
+}
+
 /** Options of {@link listingLimits}. */
 export interface ListingLimitsOptions {
   /**
@@ -149,8 +204,8 @@ export interface ListingLimitsOptions {
   /**
    * Bans for circumventing the limits (rule 5): a client refused `after` times within `within` ms is banned
    * for `duration` ms, and, with `tokensPerIp`, an IP address that presents more distinct tokens than that
-   * within `tokensWithin` ms is banned too. A banned client gets 403 on every endpoint of the table.
-   * Default: no bans.
+   * within `tokensWithin` ms is banned too. A banned client gets 403 on every request through the middleware
+   * (`scope: 'site'`) or on the endpoints of the table (`scope: 'table'`). Default: no automatic bans.
    */
   ban?: BanOptions;
   /** Called when a client is banned, e.g. to log it or to keep it elsewhere. Default: none. */
@@ -173,17 +228,59 @@ export interface ListingLimitsOptions {
    */
   onLimit?: (event: LimitEvent, req: Request) => unknown;
   /**
-   * Receives the errors of `onLimit` and `onBan` (thrown or rejected), which never change the answer of the
-   * request. Default: each is emitted as a process warning with code `LISTING_LIMITS_HOOK_ERROR`.
+   * Called on every change of bans and grants this instance makes (an automatic ban, and every `ban()`, `unban()`,
+   * `grant()` and `revoke()` that changed something), e.g. to ship it to your logs. `req` is the request that
+   * caused an automatic ban, else undefined. Sync or async; its errors go to `onError`. Default: none.
    */
-  onError?: (error: unknown, req: Request) => void;
+  onChange?: (event: ChangeEvent, req: Request | undefined) => unknown;
+  /**
+   * A prom-client `Registry` (prom-client 14 or later, which you install) on which to register the metrics:
+   * `listing_limits_requests_total{endpoint,outcome}`, `listing_limits_active_bans`, `listing_limits_active_grants`,
+   * `listing_limits_store_duration_seconds` and `listing_limits_refusal_cache_hits_total`. One Registry per
+   * middleware. Default: no metrics.
+   */
+  metrics?: MetricsRegistry;
+  /**
+   * Receives the errors of `onLimit`, `onBan` and `onChange` (thrown or rejected), which never change the answer of
+   * the request; `req` is undefined for a change made by a method call. Default: each is emitted as a process
+   * warning with code `LISTING_LIMITS_HOOK_ERROR`.
+   */
+  // A method signature, so that a function written for `req: Request` before onChange existed still fits.
+  onError?(error: unknown, req: Request | undefined): void;
 }
 
-/** The middleware, with the means to lift a ban. */
+/**
+ * The middleware, with the means to change bans and grants at runtime. Changes are kept in the store's runtime
+ * state, so every instance sharing the store applies them (within a second with the Redis store). Bad input throws
+ * a `ListingLimitsError` naming the field; with a custom store that keeps no runtime state, `ban()`, `grant()` and
+ * `revoke()` throw one with code `ERR_UNSUPPORTED_STORE`.
+ */
 export interface ListingLimitsMiddleware extends RequestHandler {
+  /** Bans a client for `duration` milliseconds (whole seconds, at most one year). Resolves true. */
+  ban(client: ClientRef, options: { readonly duration: number; readonly reason?: string }): Promise<boolean>;
   /**
-   * Lifts the bans of a client key as `onBan` reported it (the client's own and, for `ip:` keys, the address's),
-   * and forgets what led to them (its refusals, its address's token count). Resolves true when there was a ban.
+   * Lifts the bans of a client, or of a key as `onBan` reported it (the client's own and, for `ip:` keys, the
+   * address's), and forgets what led to them (its refusals, its address's token count). Resolves true when there
+   * was a ban.
    */
-  unban(key: string): Promise<boolean>;
+  unban(client: ClientRef | string): Promise<boolean>;
+  /** The active bans, automatic and manual. */
+  bans(): Promise<ActiveBan[]>;
+  /**
+   * Gives a client a grant, which wins over the `grants` option, until `until` (a Date or epoch ms, at most one year
+   * ahead) or until revoked. Resolves true.
+   */
+  grant(
+    client: ClientRef,
+    grant: Grant,
+    options?: { readonly until?: Date | number; readonly note?: string },
+  ): Promise<boolean>;
+  /** Takes back a grant made with `grant()`. Resolves true when there was one. */
+  revoke(client: ClientRef): Promise<boolean>;
+  /** The active grants made with `grant()`. */
+  grants(): Promise<ActiveGrant[]>;
+  /** The changes of bans and grants, newest first, at most the last 1000: since a time, at most `limit`. */
+  history(options?: { readonly since?: Date | number; readonly limit?: number }): Promise<ChangeEvent[]>;
+  /** Stops reading bans and grants from the store in the background (the Redis store's refresh). */
+  close(): void;
 }
