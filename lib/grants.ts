@@ -1,6 +1,6 @@
 // Extended limits for approved clients (rule 6): option `grants`, compiled into the step that picks a client's limits.
 import ipaddr from 'ipaddr.js';
-import { LRUCache } from 'lru-cache';
+import { Lookups } from './lookups.js';
 import { type Checker, show } from './check.js';
 import { type Context, PASSED, type Step } from './context.js';
 import { type CompiledEndpoint, compileEndpoint } from './endpoint.js';
@@ -70,7 +70,6 @@ export function compileGrants(
   context: {
     store: Store;
     waiting: Waiting | undefined;
-    endpoints: readonly CompiledEndpoint[];
     paths: ReadonlyMap<string, string>;
     ipOf: IpKey;
     cacheMs: number;
@@ -116,27 +115,13 @@ export function compileGrants(
 
   let find: (client: Client, ctx: Context) => Grant | undefined | Promise<Grant | undefined> = () => undefined;
   if (typeof grants === 'function') {
-    // Answers are cached per client key, and concurrent requests of one client share one call.
-    const cache = new LRUCache<string, { grant: Grant | undefined }>({ max: 10_000, ttl: context.cacheMs, perf: Date });
-    const pending = new Map<string, Promise<Grant | undefined>>();
-    find = (client, ctx) => {
-      const cached = cache.get(client.key);
-      if (cached) return cached.grant;
-      let asked = pending.get(client.key);
-      if (!asked) {
-        asked = Promise.resolve()
-          .then(() => grants({ key: client.key, token: client.token, ip: ctx.req.ip }, ctx.req))
-          .then((answer) => {
-            const grant =
-              answer === undefined || answer === null ? undefined : checkGrantAtRequest(check, answer, shapes);
-            cache.set(client.key, { grant });
-            return grant;
-          })
-          .finally(() => pending.delete(client.key));
-        pending.set(client.key, asked);
-      }
-      return asked;
-    };
+    // Answers are kept per client key, and concurrent requests of one client share one call.
+    const answers = new Lookups<Grant | undefined>(context.cacheMs);
+    find = (client, ctx) =>
+      answers.get(client.key, async () => {
+        const answer = await grants({ key: client.key, token: client.token, ip: ctx.req.ip }, ctx.req);
+        return answer === undefined || answer === null ? undefined : checkGrantAtRequest(check, answer, shapes);
+      });
   } else if (grants !== undefined) {
     const byToken = new Map<string, Grant>();
     const byAddress = new Map<string, Grant>();

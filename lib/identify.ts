@@ -1,8 +1,8 @@
 // Who a request is counted for: options `key`, `authenticate`, `invalidToken` and `ipv6Subnet`, checked and compiled.
 import type { Request } from 'express';
-import { LRUCache } from 'lru-cache';
 import type { Checker } from './check.js';
 import { ipKey, remembered, tokenKey } from './keys.js';
+import { Lookups } from './lookups.js';
 import type { ClientKind, ListingLimitsOptions } from './types.js';
 
 /** The client of a request: its storage key, how it was found, and the keys of its address and token. */
@@ -105,26 +105,10 @@ export function compileIdentify(check: Checker, options: ListingLimitsOptions, i
       return { key: ip, kind: 'ip', ip, token: undefined, tokenKey: undefined };
     };
   }
-  // Verdicts are kept briefly, keyed by the token's hash, and concurrent requests of one token share one call:
-  // a flood of one token costs one check.
-  const verdicts = new LRUCache<string, boolean>({ max: 10_000, ttl: cacheMs, perf: Date });
-  const pending = new Map<string, Promise<boolean>>();
-  const verdict = (hashed: string, token: string, req: Request): boolean | Promise<boolean> => {
-    const known = verdicts.get(hashed);
-    if (known !== undefined) return known;
-    let asked = pending.get(hashed);
-    if (!asked) {
-      asked = Promise.resolve()
-        .then(() => authenticate(token, req))
-        .then((valid) => {
-          verdicts.set(hashed, valid === true);
-          return valid === true;
-        })
-        .finally(() => pending.delete(hashed));
-      pending.set(hashed, asked);
-    }
-    return asked;
-  };
+  // Verdicts are kept briefly, keyed by the token's hash: a flood of one token costs one check.
+  const verdicts = new Lookups<boolean>(cacheMs);
+  const verdict = (hashed: string, token: string, req: Request) =>
+    verdicts.get(hashed, async () => (await authenticate(token, req)) === true);
   const reject = invalidToken === 'reject';
   return async (req) => {
     const token = req.headers.authorization || undefined;

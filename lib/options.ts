@@ -126,7 +126,7 @@ export function configure(listing: unknown, options: unknown): Config {
     report,
   });
   const bans = ban && new Bans(check, store, ban, { shadow, onBan: o.onBan, report, waiting }, registry);
-  const grant = compileGrants(check, o, { store, waiting, endpoints, paths, ipOf, cacheMs, registry });
+  const grant = compileGrants(check, o, { store, waiting, paths, ipOf, cacheMs, registry });
   if (metrics) metrics.register(check, registryOfMetrics as NonNullable<typeof registryOfMetrics>, registry);
   return {
     match: compileMatcher(
