@@ -5,14 +5,8 @@ import type Redis from 'ioredis';
 import { type EndpointRow, redisStore } from '../lib';
 import { Counter, REMEMBERED_REFUSALS } from '../lib/counter';
 import { createApp } from './helpers/app';
-import { describeRedis, ioredisClient, startRedis } from './helpers/redis';
+import { describeRedis, ioredisClient, scriptRuns, startRedis } from './helpers/redis';
 import { T0, useFakeClock } from './helpers/stores';
-
-/** How many scripts Redis has run, from INFO commandstats. */
-async function scriptRuns(redis: Redis): Promise<number> {
-  const info = String(await redis.info('commandstats'));
-  return [...info.matchAll(/^cmdstat_(?:evalsha|eval):calls=(\d+)/gm)].reduce((sum, m) => sum + Number(m[1]), 0);
-}
 
 describeRedis('refusals remembered by an instance of the Redis store', () => {
   let server: Awaited<ReturnType<typeof startRedis>>;

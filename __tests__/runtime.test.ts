@@ -16,7 +16,7 @@ import {
   redisStore,
 } from '../lib';
 import { createApp } from './helpers/app';
-import { describeRedis, ioredisClient, scanKeys, startRedis } from './helpers/redis';
+import { commandCalls, describeRedis, ioredisClient, scanKeys, startRedis } from './helpers/redis';
 import { tokenKey } from '../lib/keys';
 import { T0, useFakeClock } from './helpers/stores';
 
@@ -104,12 +104,6 @@ async function eventually(check: () => Promise<void>): Promise<void> {
 const BANNED_BODY =
   '{"success":false,"code":403,"message":"You are banned from this API for circumventing its rate limits",' +
   '"bannedUntil":"2026-01-01T00:10:00.000Z","retryAfter":600}';
-
-/** Every command Redis has run, by name, from INFO commandstats. */
-async function commandCalls(redis: Redis): Promise<Map<string, number>> {
-  const info = String(await redis.info('commandstats'));
-  return new Map([...info.matchAll(/^cmdstat_([^:]+):calls=(\d+)/gm)].map((m) => [m[1] as string, Number(m[2])]));
-}
 
 describe.each(pairCases)('$name', (pairs) => {
   let apps: Express[] = [];

@@ -182,3 +182,15 @@ export class RedisCluster {
     await Promise.all(this.servers.map((s) => s.close()));
   }
 }
+
+/** Every command a Redis server has run, by name, from INFO commandstats. */
+export async function commandCalls(redis: Redis): Promise<Map<string, number>> {
+  const info = String(await redis.info('commandstats'));
+  return new Map([...info.matchAll(/^cmdstat_([^:]+):calls=(\d+)/gm)].map((m) => [m[1] as string, Number(m[2])]));
+}
+
+/** How many scripts (EVAL and EVALSHA) a Redis server has run. */
+export async function scriptRuns(redis: Redis): Promise<number> {
+  const calls = await commandCalls(redis);
+  return (calls.get('eval') ?? 0) + (calls.get('evalsha') ?? 0);
+}
