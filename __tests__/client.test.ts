@@ -1,0 +1,210 @@
+// listingClient over real HTTP against the example server: paced by the table and the server's headers, never refused.
+import { createExampleApp } from '../example-server/app';
+import { type EndpointRow, type ListingName, listings } from '../lib';
+import { ListingClientError, listingClient, type ListingClientOptions, type WaitEvent } from '../lib/client';
+import { createApp } from './helpers/app';
+import { serverPerTest } from './helpers/serve';
+import { T0, useFakeWindows } from './helpers/stores';
+
+const start = serverPerTest();
+
+beforeEach(useFakeWindows);
+afterEach(() => jest.useRealTimers());
+
+/** Fetch over real sockets, counting the requests until their body has been read, so that the test knows when the client is idle. */
+function countingFetch() {
+  let open = 0;
+  const send: typeof fetch = async (input, init) => {
+    open++;
+    try {
+      const res = await fetch(input, init);
+      const text = await res.text();
+      return new Response(text === '' ? null : text, { status: res.status, headers: res.headers });
+    } finally {
+      open--;
+    }
+  };
+  return { send, idle: () => open === 0 };
+}
+
+const turn = () => new Promise<void>((done) => setImmediate(done));
+
+/**
+ * Settles `calls`, moving the fake clock to the next timer whenever nothing is on the wire: the windows of the
+ * client and of the server end only when the test says so.
+ */
+async function drive<T>(idle: () => boolean, calls: Promise<T>[]): Promise<PromiseSettledResult<T>[]> {
+  let settled = false;
+  const all = Promise.allSettled(calls).then((results) => {
+    settled = true;
+    return results;
+  });
+  for (let steps = 0; !settled; steps++) {
+    let quiet = 0;
+    while (quiet < 5 && !settled) {
+      await turn();
+      quiet = idle() ? quiet + 1 : 0;
+    }
+    if (settled) break;
+    if (steps > 10_000 || jest.getTimerCount() === 0) throw new Error('the calls wait for nothing');
+    jest.advanceTimersToNextTimer();
+    jest.advanceTimersByTime(0);
+  }
+  return all;
+}
+
+/** An example server of `listing` that notes, per request, the fake time it came at and its answer. */
+async function exampleServer(
+  listing: ListingName,
+  app: (req: never, res: never) => void = createExampleApp({ listing }),
+) {
+  const seen: { at: number; line: string }[] = [];
+  const served = await start((req, res) => {
+    const at = Date.now() - T0;
+    res.on('finish', () => seen.push({ at, line: `${res.statusCode} ${req.method} ${req.url?.replace(/\?.*/, '')}` }));
+    app(req, res);
+  });
+  return { served, seen };
+}
+
+/** A client of `url` over the counting fetch, which notes every wait it is told of. */
+function clientOf(url: string, options: Partial<ListingClientOptions> = {}) {
+  const { send, idle } = countingFetch();
+  const waits: WaitEvent[] = [];
+  const api = listingClient({
+    listing: 'B',
+    baseUrl: url,
+    token: 'Bot one',
+    fetch: send,
+    onWait: (event) => waits.push(event),
+    ...options,
+  });
+  return { api, idle, waits };
+}
+
+const rowsOf = (listing: ListingName) =>
+  listings[listing].map((row): [ListingName, string, EndpointRow] => [listing, `${row.method} ${row.path}`, row]);
+
+describe('bursts on every endpoint of both listings', () => {
+  it.each([...rowsOf('A'), ...rowsOf('B')])(
+    'listing %s, %s: the whole limit in each window, no 429',
+    async (listing, endpoint, row) => {
+      const { served, seen } = await exampleServer(listing);
+      const { api, idle, waits } = clientOf(served.url, { listing });
+      const { limit, windowMs } = row;
+      const calls = Array.from({ length: 2 * limit + 1 }, (_, n) =>
+        row.method === 'POST'
+          ? api.post(row.path, { id: '1', n }, { server_count: n })
+          : api.get(row.path, { id: '1', n }),
+      );
+      const results = await drive(idle, calls);
+      expect(results.map((r) => r.status)).toEqual(calls.map(() => 'fulfilled'));
+      const path = row.path.replace(':id', '1');
+      expect(seen).toEqual([
+        ...Array.from({ length: limit }, () => ({ at: 0, line: `200 ${row.method} ${path}` })),
+        ...Array.from({ length: limit }, () => ({ at: windowMs, line: `200 ${row.method} ${path}` })),
+        { at: 2 * windowMs, line: `200 ${row.method} ${path}` },
+      ]);
+      expect(waits).toEqual([
+        ...Array.from({ length: limit }, () => ({ endpoint, ms: windowMs, reason: 'table' })),
+        { endpoint, ms: 2 * windowMs, reason: 'table' },
+      ]);
+      await api.close();
+    },
+  );
+});
+
+it('two clients on one token are kept right by the server: the second waits for what the first spent, none is lost', async () => {
+  const { served, seen } = await exampleServer('B');
+  const first = clientOf(served.url);
+  const second = clientOf(served.url);
+  const idle = () => first.idle() && second.idle();
+  const shape = '/v1/users/:id/bots'; // 10 per 15 seconds
+  await drive(
+    idle,
+    Array.from({ length: 6 }, (_, n) => first.api.get(shape, { id: '1', n })),
+  );
+  // The second client's first answer says that 7 of 10 are spent: of the next 5, 3 go now and 2 wait for the window.
+  await drive(idle, [second.api.get(shape, { id: '1', n: 'a' })]);
+  const later = Array.from({ length: 5 }, (_, n) => second.api.get(shape, { id: '1', n: `b${n}` }));
+  // The first client has not heard of them: its call is refused once, waits out Retry-After, and is sent again.
+  const refused = first.api.get(shape, { id: '1', n: 'c' });
+  const results = await drive(idle, [...later, refused]);
+  expect(results.map((r) => r.status)).toEqual(Array(6).fill('fulfilled'));
+  expect(seen.map(({ at, line }) => `${at} ${line}`)).toEqual([
+    ...Array(10).fill('0 200 GET /v1/users/1/bots'),
+    '0 429 GET /v1/users/1/bots',
+    ...Array(3).fill('15000 200 GET /v1/users/1/bots'),
+  ]);
+  expect(second.waits).toEqual(Array(2).fill({ endpoint: `GET ${shape}`, ms: 15_000, reason: 'server' }));
+  expect(first.waits).toEqual([{ endpoint: `GET ${shape}`, ms: 15_000, reason: 'retry-after' }]);
+});
+
+it('a granted token is paced by its own higher limits from its first answer on', async () => {
+  const app = createApp({ listing: 'B', options: { grants: { 'Bot partner': { multiplier: 10 } } } });
+  const { served, seen } = await exampleServer('B', app);
+  const { api, idle } = clientOf(served.url, { token: 'Bot partner' });
+  // GET /v1/bots/:id: 2 per second by the table, 20 for this token. Two go before any answer, 18 once it came.
+  const results = await drive(
+    idle,
+    Array.from({ length: 21 }, (_, n) => api.get('/v1/bots/:id', { id: '1', n })),
+  );
+  expect(results.map((r) => r.status)).toEqual(Array(21).fill('fulfilled'));
+  expect(seen.map(({ at, line }) => `${at} ${line}`)).toEqual([
+    ...Array(20).fill('0 200 GET /v1/bots/1'),
+    '1000 200 GET /v1/bots/1',
+  ]);
+});
+
+it('100 reports within a second become at most 20 POSTs, and the last body arrives', async () => {
+  const { served, seen } = await exampleServer('B');
+  const errors: unknown[] = [];
+  const { api, idle } = clientOf(served.url, { onError: (error) => errors.push(error) });
+  const settle = async () => {
+    for (let quiet = 0; quiet < 5; quiet = idle() ? quiet + 1 : 0) await turn();
+  };
+  for (let n = 1; n <= 100; n++) {
+    api.report('/v1/bots/:id', { id: '1' }, { server_count: n });
+    await settle();
+    jest.advanceTimersByTime(9);
+  }
+  await drive(idle, [api.close()]);
+  const reader = clientOf(served.url);
+  const bot = await drive(reader.idle, [reader.api.get('/v1/bots/:id', { id: '1' })]);
+  // Every 5th change is sent while the POST row allows (15 per 15 seconds); the 80th waits for the window, and the
+  // body sent then is the latest one.
+  const posts = seen.filter(({ line }) => line.startsWith('200 POST'));
+  expect(posts.map(({ at }) => at)).toEqual([...Array.from({ length: 15 }, (_, i) => 36 + 45 * i), 36 + 15_000]);
+  expect(bot).toEqual([{ status: 'fulfilled', value: expect.objectContaining({ server_count: 100 }) }]);
+  expect(seen.filter(({ line }) => !line.startsWith('200'))).toEqual([]);
+  expect(errors).toEqual([]);
+});
+
+it('a banned token rejects with bannedUntil, without retrying, and sends nothing more until the ban ends', async () => {
+  const app = createApp({ listing: 'B' });
+  const limiter = app.locals.limiter as {
+    ban(client: { token: string }, options: { duration: number }): Promise<unknown>;
+  };
+  await limiter.ban({ token: 'Bot one' }, { duration: 600_000 });
+  const { served, seen } = await exampleServer('B', app);
+  const { api, idle } = clientOf(served.url, { retries: 3 });
+  const [first, second] = await drive(idle, [
+    api.get('/v1/bots/:id', { id: '1' }),
+    api.post('/v1/bots/:id', { id: '1' }, { server_count: 1 }),
+  ]);
+  const until = new Date(T0 + 600_000);
+  expect(first).toEqual({
+    status: 'rejected',
+    reason: expect.objectContaining({ code: 'ERR_BANNED', status: 403, bannedUntil: until }),
+  });
+  expect(second).toEqual({
+    status: 'rejected',
+    reason: expect.objectContaining({ code: 'ERR_BANNED', status: 403, bannedUntil: until }),
+  });
+  const [third] = await drive(idle, [api.get('/v1/bots', {})]);
+  expect(third).toEqual({
+    status: 'rejected',
+    reason: expect.objectContaining({ code: 'ERR_BANNED', status: undefined, bannedUntil: until }),
+  });
+  expect(seen.map(({ line }) => line)).toEqual(['403 GET /v1/bots/1', '403 POST /v1/bots/1']);
+});
