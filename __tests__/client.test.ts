@@ -1,4 +1,5 @@
 // listingClient over real HTTP against the example server: paced by the table and the server's headers, never refused.
+import type { RequestListener } from 'node:http';
 import { createExampleApp } from '../example-server/app';
 import { type EndpointRow, type ListingName, listings } from '../lib';
 import { ListingClientError, listingClient, type ListingClientOptions, type WaitEvent } from '../lib/client';
@@ -54,10 +55,7 @@ async function drive<T>(idle: () => boolean, calls: Promise<T>[]): Promise<Promi
 }
 
 /** An example server of `listing` that notes, per request, the fake time it came at and its answer. */
-async function exampleServer(
-  listing: ListingName,
-  app: (req: never, res: never) => void = createExampleApp({ listing }),
-) {
+async function exampleServer(listing: ListingName, app: RequestListener = createExampleApp({ listing })) {
   const seen: { at: number; line: string }[] = [];
   const served = await start((req, res) => {
     const at = Date.now() - T0;
@@ -207,4 +205,135 @@ it('a banned token rejects with bannedUntil, without retrying, and sends nothing
     reason: expect.objectContaining({ code: 'ERR_BANNED', status: undefined, bannedUntil: until }),
   });
   expect(seen.map(({ line }) => line)).toEqual(['403 GET /v1/bots/1', '403 POST /v1/bots/1']);
+});
+
+it('a call that would wait longer than maxWaitMs rejects at once, saying how long', async () => {
+  const { served, seen } = await exampleServer('B');
+  const { api, idle, waits } = clientOf(served.url, { maxWaitMs: 999 });
+  const results = await drive(
+    idle,
+    [1, 2, 3].map((n) => api.get('/v1/bots/:id', { id: '1', n })),
+  );
+  expect(results.map((r) => r.status)).toEqual(['fulfilled', 'fulfilled', 'rejected']);
+  const error = (results[2] as PromiseRejectedResult).reason as ListingClientError;
+  expect(error).toBeInstanceOf(ListingClientError);
+  expect([error.code, error.waitMs, error.message]).toEqual([
+    'ERR_WAIT_TOO_LONG',
+    1000,
+    'listingClient: GET /v1/bots/:id: would wait 1000 ms, more than maxWaitMs.',
+  ]);
+  expect(seen).toHaveLength(2);
+  expect(waits).toEqual([]);
+});
+
+it('caches list answers for a minute, shares concurrent identical GETs, and takes 0 to turn caching off', async () => {
+  const { served, seen } = await exampleServer('B');
+  const { api, idle } = clientOf(served.url, { cache: { '/v1/bots/:id': 0 } });
+  const [a, b] = await drive(idle, [api.get('/v1/bots'), api.get('/v1/bots')]);
+  expect(a).toEqual(b);
+  jest.advanceTimersByTime(59_999);
+  await drive(idle, [api.get('/v1/bots')]);
+  expect(seen.map(({ at }) => at)).toEqual([0]);
+  jest.advanceTimersByTime(1);
+  await drive(idle, [api.get('/v1/bots'), api.get('/v1/bots', { page: 2 })]);
+  await drive(idle, [api.get('/v1/bots/:id', { id: '1' }), api.get('/v1/bots/:id', { id: '1' })]);
+  await drive(idle, [api.get('/v1/bots/:id', { id: '1' })]);
+  expect(seen.map(({ at, line }) => `${at} ${line}`)).toEqual([
+    '0 200 GET /v1/bots',
+    '60000 200 GET /v1/bots',
+    '60000 200 GET /v1/bots',
+    '60000 200 GET /v1/bots/1',
+    '60000 200 GET /v1/bots/1',
+  ]);
+});
+
+it('an aborted call leaves the line, rejects with the reason of its signal, and is never sent', async () => {
+  const { served, seen } = await exampleServer('B');
+  const { api, idle } = clientOf(served.url);
+  const controller = new AbortController();
+  const calls = [1, 2, 3, 4].map((n) =>
+    api.get('/v1/bots/:id', { id: '1', n }, n === 3 ? { signal: controller.signal } : {}),
+  );
+  controller.abort(new Error('not needed'));
+  const results = await drive(idle, calls);
+  expect(results.map((r) => (r.status === 'rejected' ? (r.reason as Error).message : r.status))).toEqual([
+    'fulfilled',
+    'fulfilled',
+    'not needed',
+    'fulfilled',
+  ]);
+  expect(seen.map(({ at }) => at)).toEqual([0, 0, 1000]);
+});
+
+it('retries a GET after a 5xx a bounded number of times, and never a POST', async () => {
+  let answers = 0;
+  const flaky: RequestListener = (_req, res) => {
+    answers++;
+    res.writeHead(answers === 3 ? 200 : 503, { 'Content-Type': 'application/json' }).end(`{"answer":${answers}}`);
+  };
+  const { served, seen } = await exampleServer('B', flaky);
+  const { api, idle } = clientOf(served.url);
+  expect(await drive(idle, [api.get('/v1/statistics')])).toEqual([{ status: 'fulfilled', value: { answer: 3 } }]);
+  answers = 0;
+  const [posted] = await drive(idle, [api.post('/v1/bots/:id', { id: '1' }, { server_count: 1 })]);
+  expect(posted).toEqual({
+    status: 'rejected',
+    reason: expect.objectContaining({ code: 'ERR_HTTP', status: 503, body: { answer: 1 } }),
+  });
+  expect(seen.map(({ line }) => line)).toEqual([
+    '503 GET /v1/statistics',
+    '503 GET /v1/statistics',
+    '200 GET /v1/statistics',
+    '503 POST /v1/bots/1',
+  ]);
+});
+
+it('rejects a path shape that is not in the table, and missing path parameters', async () => {
+  const api = listingClient({ listing: 'B', baseUrl: 'http://127.0.0.1:1' });
+  await expect(api.get('/v1/bot/:id', { id: '1' })).rejects.toMatchObject({
+    code: 'ERR_UNKNOWN_ENDPOINT',
+    message: 'listingClient: GET "/v1/bot/:id": is not an endpoint of the table. Did you mean `GET /v1/bots/:id`?',
+  });
+  await expect(api.get('/v1/bots/:id', {})).rejects.toMatchObject({
+    code: 'ERR_INVALID_PARAMS',
+    message: 'listingClient: GET /v1/bots/:id: params.id is required.',
+  });
+  await api.close();
+  await expect(api.get('/v1/bots')).rejects.toMatchObject({ code: 'ERR_CLOSED' });
+});
+
+describe('options are checked when the client is made', () => {
+  const base = { listing: 'B', baseUrl: 'http://127.0.0.1:3002' };
+  const row = { method: 'GET', path: '/x', limit: 0, windowMs: 1000 };
+  it.each([
+    [{ ...base, listing: 'C' }, 'ERR_UNKNOWN_LISTING', 'options.listing'],
+    [{ baseUrl: base.baseUrl }, 'ERR_INVALID_OPTION', 'options.listing'],
+    [{ ...base, listing: [row] }, 'ERR_INVALID_ROW', 'options.listing[0].limit'],
+    [{ ...base, baseUrl: 'ftp://example.org' }, 'ERR_INVALID_OPTION', 'options.baseUrl'],
+    [{ ...base, baseUrl: 'http://example.org/?a=1' }, 'ERR_INVALID_OPTION', 'options.baseUrl'],
+    [{ ...base, token: ' Bot x' }, 'ERR_INVALID_OPTION', 'options.token'],
+    [{ ...base, maxWait: 5 }, 'ERR_UNKNOWN_OPTION', 'options.maxWait'],
+    [{ ...base, maxWaitMs: -1 }, 'ERR_INVALID_OPTION', 'options.maxWaitMs'],
+    [{ ...base, cache: 60_000 }, 'ERR_INVALID_OPTION', 'options.cache'],
+    [{ ...base, cache: { '/v1/bot': 0 } }, 'ERR_INVALID_OPTION', 'options.cache["/v1/bot"]'],
+    [{ ...base, cache: { '/v1/bots': 1.5 } }, 'ERR_INVALID_OPTION', 'options.cache["/v1/bots"]'],
+    [{ ...base, reportIntervalMs: 0 }, 'ERR_INVALID_OPTION', 'options.reportIntervalMs'],
+    [{ ...base, retries: 11 }, 'ERR_INVALID_OPTION', 'options.retries'],
+    [{ ...base, fetch: 'fetch' }, 'ERR_INVALID_OPTION', 'options.fetch'],
+    [{ ...base, onWait: true }, 'ERR_INVALID_OPTION', 'options.onWait'],
+    [{ ...base, onError: {} }, 'ERR_INVALID_OPTION', 'options.onError'],
+  ])('%j: %s naming %s', (options, code, field) => {
+    expect(() => listingClient(options as unknown as ListingClientOptions)).toThrow(
+      expect.objectContaining({ name: 'ListingLimitsError', code, field }),
+    );
+  });
+
+  it('names the field and the fix in the message', () => {
+    expect(() => listingClient({ ...base, maxWait: 5 } as unknown as ListingClientOptions)).toThrow(
+      'listingClient: options.maxWait is not an option. Did you mean `maxWaitMs`?',
+    );
+    expect(() => listingClient({ ...base, cache: { '/v1/bot': 0 } } as ListingClientOptions)).toThrow(
+      'listingClient: options.cache["/v1/bot"] is not the path of a GET row of the table. Did you mean `/v1/bots`?',
+    );
+  });
 });

@@ -242,7 +242,7 @@ export function listingClient(options: ListingClientOptions): ListingClient {
     }),
   );
   const cache = new Map<string, { value: unknown; until: number }>();
-  const inflight = new Map<string, Promise<unknown>>();
+  const inflight = new Map<string, { promise: Promise<unknown>; controller: AbortController; callers: number }>();
   const reports = new Map<string, Report>();
   const running = new Set<Promise<unknown>>();
   let bannedUntil = 0;
@@ -391,11 +391,13 @@ export function listingClient(options: ListingClientOptions): ListingClient {
     }
     let shared = inflight.get(url);
     if (!shared) {
-      // One request for every concurrent caller: it is not aborted by one of them, each stops waiting on its own.
-      shared = track(call(endpoint, url, undefined, undefined)).finally(() => inflight.delete(url));
+      // One request for every concurrent caller; it is cancelled only when every one of them has aborted.
+      const controller = new AbortController();
+      const promise = track(call(endpoint, url, undefined, controller.signal)).finally(() => inflight.delete(url));
+      shared = { promise, controller, callers: 0 };
       inflight.set(url, shared);
       if (endpoint.cacheMs > 0) {
-        shared.then(
+        promise.then(
           (value) => {
             cache.delete(url);
             cache.set(url, { value, until: Date.now() + endpoint.cacheMs });
@@ -405,7 +407,19 @@ export function listingClient(options: ListingClientOptions): ListingClient {
         );
       }
     }
-    return abortable(shared, signal);
+    const request = shared;
+    request.callers++;
+    if (!signal) return request.promise;
+    const leave = () => {
+      if (--request.callers === 0) request.controller.abort(signal.reason);
+    };
+    if (signal.aborted) leave();
+    else signal.addEventListener('abort', leave, { once: true });
+    request.promise.then(
+      () => signal.removeEventListener('abort', leave),
+      () => signal.removeEventListener('abort', leave),
+    );
+    return abortable(request.promise, signal);
   }
 
   async function post(shape: string, params: Params, body: unknown, callOptions?: CallOptions): Promise<unknown> {
