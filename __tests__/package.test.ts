@@ -147,7 +147,7 @@ it('loads nothing of Express, the stores or the middleware with listing-limits/c
       `const { listingClient } = require('listing-limits/client');
        listingClient({ listing: 'A', baseUrl: 'http://127.0.0.1:1' });
        const loaded = Object.keys(require.cache)
-         .filter((p) => /node_modules[\\/](express|rate-limiter-flexible|ioredis|redis|@redis|prom-client|lru-cache|ipaddr\.js|cli-progress)[\\/]|[\\/]dist[\\/]cjs[\\/](index|middleware|stores|memory|redis|bans|grants|verify)\.js$/.test(p));
+         .filter((p) => /node_modules[\\\\/](express|rate-limiter-flexible|ioredis|redis|@redis|prom-client|lru-cache|ipaddr\\.js|cli-progress)[\\\\/]|[\\\\/]dist[\\\\/]cjs[\\\\/](index|middleware|stores|memory|redis|bans|grants|verify)\\.js$/.test(p));
        console.log(typeof listingClient, JSON.stringify(loaded));`,
     ),
   ).toBe('function []');
