@@ -21,7 +21,10 @@ export interface ListingClientOptions {
   token?: string | undefined;
   /** The fetch that sends requests. Default: the global `fetch`. */
   fetch?: typeof fetch;
-  /** A call that would wait longer than this many milliseconds rejects at once (`ERR_WAIT_TOO_LONG`). Default: no bound. */
+  /**
+   * A call that would wait longer than this many milliseconds rejects at once (`ERR_WAIT_TOO_LONG`), `0` included.
+   * Default: no bound.
+   */
   maxWaitMs?: number;
   /**
    * Milliseconds to keep GET answers, by path shape of the table: `{ '/v1/bots/:id': 5000 }`; `0` keeps none.
@@ -117,10 +120,8 @@ function checkBaseUrl(value: unknown): string {
     url = undefined;
   }
   if (!url || (url.protocol !== 'http:' && url.protocol !== 'https:') || url.search || url.hash) {
-    check.invalid(
-      'options.baseUrl',
-      `must be an http or https URL without query or fragment; got ${show(value instanceof URL ? String(value) : value)}.`,
-    );
+    const given = show(value instanceof URL ? String(value) : value);
+    check.invalid('options.baseUrl', `must be an http or https URL without query or fragment; got ${given}.`);
   }
   return `${url.origin}${url.pathname.replace(/\/+$/, '')}`;
 }
@@ -453,22 +454,36 @@ export function listingClient(options: ListingClientOptions): ListingClient {
     report.pending = false;
     report.changes = 0;
     report.lastSent = Date.now();
-    const res = await send(report.url, {
-      method: 'POST',
-      headers: {
-        Accept: 'application/json',
-        'Content-Type': 'application/json',
-        ...(token === undefined ? {} : { Authorization: token }),
-      },
-      body: JSON.stringify(report.body),
-    });
-    const answer = await bodyOf(res);
+    // A body that did not arrive (429, 5xx, no answer) is pending again, unless a newer one took its place; it goes
+    // with the next change or interval, or with close() at the latest.
+    const again = () => {
+      if (!closed) report.pending = true;
+    };
+    let res: Response;
+    let answer: unknown;
+    try {
+      res = await send(report.url, {
+        method: 'POST',
+        headers: {
+          Accept: 'application/json',
+          'Content-Type': 'application/json',
+          ...(token === undefined ? {} : { Authorization: token }),
+        },
+        body: JSON.stringify(report.body),
+      });
+      answer = await bodyOf(res);
+    } catch (error) {
+      again();
+      throw new ListingClientError('ERR_NETWORK', name, `the request failed: ${String(error)}`, { cause: error });
+    }
     const at = Date.now();
     const server = readServerLimit(res.headers, at);
     if (server) report.endpoint.pacer.correct(ticket, server, at);
-    if (res.status === 429) report.endpoint.pacer.refused(retryAfterMs(res.headers, at) ?? 1000, at);
-    if (!res.ok)
-      throw new ListingClientError('ERR_HTTP', name, `answered ${res.status}.`, { status: res.status, body: answer });
+    if (res.ok) return;
+    if (res.status === 429)
+      report.endpoint.pacer.refused(retryAfterMs(res.headers, at) ?? report.endpoint.pacer.windowMs, at);
+    if (res.status === 429 || res.status >= 500) again();
+    throw new ListingClientError('ERR_HTTP', name, `answered ${res.status}.`, { status: res.status, body: answer });
   }
 
   function schedule(report: Report): void {

@@ -58,7 +58,7 @@ export type ListingClientErrorCode =
   | 'ERR_INVALID_PARAMS'
   | 'ERR_CLOSED';
 
-/** What a call of `listingClient()` rejects with, apart from an aborted call (which rejects with its signal's reason). */
+/** What a call of `listingClient()` rejects with; an aborted call rejects with its signal's reason instead. */
 export class ListingClientError extends Error {
   /** Stable, machine-readable reason. */
   readonly code: ListingClientErrorCode;
