@@ -30,6 +30,11 @@ function countingFetch() {
 
 const turn = () => new Promise<void>((done) => setImmediate(done));
 
+/** Resolves once nothing has been on the wire for a few turns of the event loop. */
+async function quiet(idle: () => boolean): Promise<void> {
+  for (let turns = 0; turns < 5; turns = idle() ? turns + 1 : 0) await turn();
+}
+
 /**
  * Settles `calls`, moving the fake clock to the next timer whenever nothing is on the wire: the windows of the
  * client and of the server end only when the test says so.
@@ -158,9 +163,7 @@ it('100 reports within a second become at most 20 POSTs, and the last body arriv
   const { served, seen } = await exampleServer('B');
   const errors: unknown[] = [];
   const { api, idle } = clientOf(served.url, { onError: (error) => errors.push(error) });
-  const settle = async () => {
-    for (let quiet = 0; quiet < 5; quiet = idle() ? quiet + 1 : 0) await turn();
-  };
+  const settle = () => quiet(idle);
   for (let n = 1; n <= 100; n++) {
     api.report('/v1/bots/:id', { id: '1' }, { server_count: n });
     await settle();
@@ -176,6 +179,30 @@ it('100 reports within a second become at most 20 POSTs, and the last body arriv
   expect(bot).toEqual([{ status: 'fulfilled', value: expect.objectContaining({ server_count: 100 }) }]);
   expect(seen.filter(({ line }) => !line.startsWith('200'))).toEqual([]);
   expect(errors).toEqual([]);
+});
+
+it('sends a report once reportIntervalMs has passed since the last send, and close() sends what is pending', async () => {
+  const { served, seen } = await exampleServer('B');
+  const { api, idle } = clientOf(served.url, { reportIntervalMs: 30_000 });
+  const settle = () => quiet(idle);
+  api.report('/v1/bots/:id', { id: '1' }, { server_count: 1 });
+  api.report('/v1/bots/:id', { id: '1' }, { server_count: 2 });
+  api.report('/v1/bots/:id', { id: '1' }, { server_count: 2 }); // the same body: no change
+  await settle();
+  jest.advanceTimersByTime(29_999);
+  await settle();
+  expect(seen).toEqual([]);
+  jest.advanceTimersByTime(1);
+  await settle();
+  api.report('/v1/bots/:id', { id: '2' }, { server_count: 3 });
+  await drive(idle, [api.close()]);
+  expect(seen).toEqual([
+    { at: 30_000, line: '200 POST /v1/bots/1' },
+    { at: 30_000, line: '200 POST /v1/bots/2' },
+  ]);
+  expect(() => api.report('/v1/bots/:id', { id: '1' }, { server_count: 4 })).toThrow(
+    expect.objectContaining({ code: 'ERR_CLOSED' }),
+  );
 });
 
 it('a banned token rejects with bannedUntil, without retrying, and sends nothing more until the ban ends', async () => {

@@ -442,7 +442,14 @@ export function listingClient(options: ListingClientOptions): ListingClient {
         await sendReport(report, ticket, name);
       })(),
     )
-      .catch((error: unknown) => onError(error))
+      .catch((error: unknown) => {
+        // A throwing onError must not turn into an unhandled rejection either.
+        try {
+          onError(error);
+        } catch {
+          return;
+        }
+      })
       .finally(() => {
         report.sending = undefined;
         if (report.pending && (report.changes >= CHANGES_PER_REPORT || closed)) flush(report);
