@@ -109,7 +109,7 @@ it('exports only import, require, types and default conditions', () => {
   };
   for (const target of Object.values(pkg.exports)) walk(target);
   expect([...conditions].sort()).toEqual(['default', 'import', 'require', 'types']);
-  expect(Object.keys(pkg.exports)).toEqual(['.', './verify', './package.json']);
+  expect(Object.keys(pkg.exports)).toEqual(['.', './verify', './client', './package.json']);
 });
 
 it('loads neither structured-headers nor cli-progress with the middleware: the verifier is listing-limits/verify', () => {
@@ -129,10 +129,34 @@ it('serves verifyContract and planVerification from listing-limits/verify, to re
   expect(script('verify.mjs', `import * as verify from 'listing-limits/verify'; ${show}`)).toBe('function 176');
 });
 
+it('serves listingClient from listing-limits/client, to require() and to import', () => {
+  const show = `const api = client.listingClient({ listing: 'B', baseUrl: 'http://127.0.0.1:1' });
+    console.log(typeof api.get, typeof api.report, new client.ListingClientError('ERR_BANNED', 'GET /v1/bots', 'x').code);`;
+  expect(script('client.cjs', `const client = require('listing-limits/client'); ${show}`)).toBe(
+    'function function ERR_BANNED',
+  );
+  expect(script('client.mjs', `import * as client from 'listing-limits/client'; ${show}`)).toBe(
+    'function function ERR_BANNED',
+  );
+});
+
+it('loads nothing of Express, the stores or the middleware with listing-limits/client', () => {
+  expect(
+    script(
+      'client-light.cjs',
+      `const { listingClient } = require('listing-limits/client');
+       listingClient({ listing: 'A', baseUrl: 'http://127.0.0.1:1' });
+       const loaded = Object.keys(require.cache)
+         .filter((p) => /node_modules[\\\\/](express|rate-limiter-flexible|ioredis|redis|@redis|prom-client|lru-cache|ipaddr\\.js|cli-progress)[\\\\/]|[\\\\/]dist[\\\\/]cjs[\\\\/](index|middleware|stores|memory|redis|bans|grants|verify)\\.js$/.test(p));
+       console.log(typeof listingClient, JSON.stringify(loaded));`,
+    ),
+  ).toBe('function []');
+});
+
 describe('type declarations', () => {
   it.each(['import', 'require'] as const)('exist for every entry point, for %s', (condition) => {
     const pkg = JSON.parse(readFileSync(join(installed, 'package.json'), 'utf8'));
-    for (const entry of ['.', './verify']) {
+    for (const entry of ['.', './verify', './client']) {
       const types = pkg.exports[entry][condition].types as string;
       expect(existsSync(join(installed, types))).toBe(true);
     }
@@ -161,11 +185,14 @@ describe('type declarations', () => {
       path,
       `import { listingLimits, type ListingName } from 'listing-limits';
 import { planVerification, type VerifyReport, verifyContract } from 'listing-limits/verify';
+import { type ListingClient, listingClient } from 'listing-limits/client';
 const listing: ListingName = 'B';
 const middleware = listingLimits(listing);
 const report: Promise<VerifyReport> = verifyContract({ baseUrl: 'http://127.0.0.1:3000', listing });
 const requests: number = planVerification({ baseUrl: 'http://127.0.0.1:3000', listing }).requests;
-export { middleware, report, requests };
+const api: ListingClient = listingClient({ listing, baseUrl: 'http://127.0.0.1:3000', token: 'Bot x' });
+const bot: Promise<{ id: string }> = api.get<{ id: string }>('/v1/bots/:id', { id: '42' });
+export { middleware, report, requests, bot };
 `,
     );
     const module = resolution === 'node16' ? ts.ModuleKind.Node16 : ts.ModuleKind.ESNext;

@@ -71,6 +71,7 @@ function check(
     paths: {
       'listing-limits': [join(root, 'lib', 'index.ts')],
       'listing-limits/verify': [join(root, 'lib', 'verify.ts')],
+      'listing-limits/client': [join(root, 'lib', 'client.ts')],
     },
   };
   // Beside README.md, so that `./example-server/app.js` and node_modules resolve as from the repository's root.
