@@ -4,14 +4,13 @@ import { once } from 'node:events';
 import { createServer, type Server } from 'node:net';
 import { join } from 'node:path';
 import type { Readable } from 'node:stream';
-import type Redis from 'ioredis';
 import request from 'supertest';
 import type * as App from '../example-server/app';
 import type * as Env from '../example-server/env';
 import { DEFAULT_HOST, DEFAULT_PORTS, startupFromEnv, storeFromEnv } from '../example-server/env';
 import type * as Listings from '../lib/listings';
 import { tokenKey } from '../lib/keys';
-import { describeRedis, ioredisClient, scanKeys, startRedis } from './helpers/redis';
+import { describeRedis, redisForBlock, scanKeys } from './helpers/redis';
 
 const root = join(__dirname, '..');
 const main = join(root, 'build', 'example-server', 'main.js');
@@ -136,16 +135,7 @@ it('LISTING=B with PORT starts only listing B at the root of PORT; LOG=0 keeps i
 });
 
 describeRedis('REDIS_URL', () => {
-  let redis: Awaited<ReturnType<typeof startRedis>>;
-  let client: Redis;
-  beforeAll(async () => {
-    redis = await startRedis();
-    client = await ioredisClient(redis.url);
-  });
-  afterAll(async () => {
-    client.disconnect();
-    await redis.close();
-  });
+  const redis = redisForBlock();
 
   it('counts in Redis, one prefix per listing, and closes the connection on SIGTERM', async () => {
     const server = run(process.execPath, [main], { LISTING: 'B', PORT: '0', LOG: '0', REDIS_URL: redis.url });
@@ -158,9 +148,9 @@ describeRedis('REDIS_URL', () => {
     expect((await get()).headers.get('x-ratelimit-remaining')).toBe('1');
     expect((await get()).headers.get('x-ratelimit-remaining')).toBe('0');
     expect((await get()).status).toBe(429);
-    const keys = await scanKeys(client, 'listing-limits-example:B:GET /v1/bots/:id/upvotes:*');
+    const keys = await scanKeys(redis.client, 'listing-limits-example:B:GET /v1/bots/:id/upvotes:*');
     expect(keys).toEqual([`listing-limits-example:B:GET /v1/bots/:id/upvotes:${tokenKey('redis-process-test')}`]);
-    expect(await client.get(keys[0] ?? '')).toBe('3');
+    expect(await redis.client.get(keys[0] ?? '')).toBe('3');
 
     server.child.kill('SIGTERM');
     expect(await server.exit).toEqual({ code: 0, signal: null });

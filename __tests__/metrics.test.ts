@@ -3,7 +3,6 @@ import type { Express } from 'express';
 import { Registry } from 'prom-client';
 import { RateLimiterMemory } from 'rate-limiter-flexible';
 import request from 'supertest';
-import type Redis from 'ioredis';
 import {
   type EndpointRow,
   type ListingLimitsMiddleware,
@@ -13,7 +12,7 @@ import {
   StoreUnavailableError,
 } from '../lib';
 import { createApp } from './helpers/app';
-import { describeRedis, ioredisClient, startRedis } from './helpers/redis';
+import { describeRedis, redisForBlock } from './helpers/redis';
 import { useFakeClock } from './helpers/stores';
 
 const rows: readonly EndpointRow[] = [{ method: 'GET', path: '/v1/things', limit: 2, windowMs: 60_000 }];
@@ -134,20 +133,11 @@ describe('metrics on a prom-client Registry', () => {
 });
 
 describeRedis('metrics with the Redis store', () => {
-  let server: Awaited<ReturnType<typeof startRedis>>;
-  let redis: Redis;
-  beforeAll(async () => {
-    server = await startRedis();
-    redis = await ioredisClient(server.url);
-  });
-  afterAll(async () => {
-    redis?.disconnect();
-    await server?.close();
-  });
+  const shared = redisForBlock();
 
   it('counts refusals answered from the remembered refusals, and one latency per script run', async () => {
     const registry = new Registry();
-    const store = redisStore(redis, { prefix: `metrics-${process.pid}`, timeoutMs: 5000, onFailure: 'closed' });
+    const store = redisStore(shared.client, { prefix: `metrics-${process.pid}`, timeoutMs: 5000, onFailure: 'closed' });
     const a = app({ metrics: registry, store });
     for (const status of [200, 200, 429, 429, 429]) {
       await request(a).get('/v1/things').set('Authorization', 'Bot busy').expect(status);

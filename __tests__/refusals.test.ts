@@ -1,24 +1,14 @@
 // A store's refusals remembered until the window ends: no command for a client already over its limit, bounded.
 import { RateLimiterMemory } from 'rate-limiter-flexible';
 import request from 'supertest';
-import type Redis from 'ioredis';
 import { type EndpointRow, redisStore } from '../lib';
 import { Counter, REMEMBERED_REFUSALS } from '../lib/counter';
 import { createApp } from './helpers/app';
-import { describeRedis, ioredisClient, scriptRuns, startRedis } from './helpers/redis';
+import { describeRedis, redisForBlock, scriptRuns } from './helpers/redis';
 import { T0, useFakeClock } from './helpers/stores';
 
 describeRedis('refusals remembered by an instance of the Redis store', () => {
-  let server: Awaited<ReturnType<typeof startRedis>>;
-  let redis: Redis;
-  beforeAll(async () => {
-    server = await startRedis();
-    redis = await ioredisClient(server.url);
-  });
-  afterAll(async () => {
-    redis?.disconnect();
-    await server?.close();
-  });
+  const shared = redisForBlock();
   beforeEach(useFakeClock);
   afterEach(() => jest.useRealTimers());
 
@@ -26,7 +16,7 @@ describeRedis('refusals remembered by an instance of the Redis store', () => {
   let prefixes = 0;
 
   it('answer a client over its limit without a command to Redis, with the same 429 and headers, until the window ends', async () => {
-    const store = redisStore(redis, {
+    const store = redisStore(shared.client, {
       prefix: `refusals-${process.pid}-${++prefixes}`,
       timeoutMs: 10_000,
       onFailure: 'closed',
@@ -36,22 +26,22 @@ describeRedis('refusals remembered by an instance of the Redis store', () => {
     await get().expect(200);
     await get().expect(200);
     const fromRedis = await get().expect(429);
-    const before = await scriptRuns(redis);
+    const before = await scriptRuns(shared.client);
     jest.setSystemTime(T0 + 30_000);
     const remembered = await get().expect(429);
-    expect(await scriptRuns(redis)).toBe(before);
+    expect(await scriptRuns(shared.client)).toBe(before);
     expect(remembered.text).toBe(fromRedis.text.replace('"retryAfter":60', '"retryAfter":30'));
     expect(remembered.headers.ratelimit).toBe('"GET /v1/things/:id";r=0;t=30');
     expect(remembered.headers['x-ratelimit-remaining']).toBe('0');
     expect(remembered.headers['retry-after']).toBe('30');
     // Another client, and another endpoint of the same client, still go to Redis.
     await request(app).get('/v1/things/1').set('Authorization', 'Bot other').expect(200);
-    expect(await scriptRuns(redis)).toBe(before + 1);
+    expect(await scriptRuns(shared.client)).toBe(before + 1);
   });
 
   it('forget a refusal when its window ends, and ask Redis again', async () => {
     const prefix = `refusals-${process.pid}-${++prefixes}`;
-    const store = redisStore(redis, { prefix, timeoutMs: 10_000, onFailure: 'closed' });
+    const store = redisStore(shared.client, { prefix, timeoutMs: 10_000, onFailure: 'closed' });
     const app = createApp({ listing: [row], options: { store } });
     const get = () => request(app).get('/v1/things/1').set('Authorization', 'Bot window');
     await get().expect(200);
@@ -60,12 +50,12 @@ describeRedis('refusals remembered by an instance of the Redis store', () => {
     jest.setSystemTime(T0 + 30_000);
     await get().expect(429);
     // The window ends: Redis, on its own clock, drops the key then; the fake clock moves to the same moment.
-    for (const key of await redis.keys(`${prefix}:*`)) await redis.del(key);
+    for (const key of await shared.client.keys(`${prefix}:*`)) await shared.client.del(key);
     jest.setSystemTime(T0 + 60_000);
-    const before = await scriptRuns(redis);
+    const before = await scriptRuns(shared.client);
     const fresh = await get().expect(200);
     expect(fresh.headers['x-ratelimit-remaining']).toBe('1');
-    expect(await scriptRuns(redis)).toBe(before + 1);
+    expect(await scriptRuns(shared.client)).toBe(before + 1);
   });
 });
 

@@ -194,3 +194,32 @@ export async function scriptRuns(redis: Redis): Promise<number> {
   const calls = await commandCalls(redis);
   return (calls.get('eval') ?? 0) + (calls.get('evalsha') ?? 0);
 }
+
+/**
+ * A Redis for the tests of one describe block (REDIS_URL, or a redis-server of its own) and an ioredis client to
+ * it: started before the block's tests, closed after them.
+ */
+export function redisForBlock(): { readonly url: string; readonly client: Redis } {
+  let server: Awaited<ReturnType<typeof startRedis>> | undefined;
+  let client: Redis | undefined;
+  beforeAll(async () => {
+    server = await startRedis();
+    client = await ioredisClient(server.url);
+  });
+  afterAll(async () => {
+    client?.disconnect();
+    await server?.close();
+  });
+  const started = <T>(value: T | undefined): T => {
+    if (value === undefined) throw new Error('the Redis of this block is not started yet');
+    return value;
+  };
+  return {
+    get url() {
+      return started(server).url;
+    },
+    get client() {
+      return started(client);
+    },
+  };
+}
