@@ -19,8 +19,14 @@ export interface Context {
   /** The endpoint the request counts on: the table's row, or a granted variant of it. */
   endpoint: CompiledEndpoint;
   client: Client;
-  /** The endpoint counter's state after this request. */
+  /** The endpoint counter's state after this request; of an endpoint of several limits, the one that decides. */
   count: Count;
+  /** Each limit's state after this request, for an endpoint of several limits; else undefined. */
+  counts: readonly Count[] | undefined;
+  /** Of an endpoint of several limits, the index of the limit that decides (`count` is its state). */
+  decidedBy: number;
+  /** Whether the request is over a limit of its endpoint. */
+  refused: boolean;
   /** The request's one deadline for a store with a failure policy; made at its first store call. */
   deadline: Deadline | undefined;
   state: typeof GOING | typeof PASSED | typeof ANSWERED;

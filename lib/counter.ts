@@ -1,12 +1,12 @@
 // One counter as the request path uses it: a hit, a read, a write, whatever limiter keeps it and however it fails.
 import { type RateLimiterAbstract, RateLimiterRes } from 'rate-limiter-flexible';
 import { StoreUnavailableError } from './errors.js';
-import { type CountsNow, type MemoryCount, MemoryLimiter } from './memory.js';
+import { type CountsNow, MemoryLimiter } from './memory.js';
 import type { CounterSpec } from './stores.js';
 import { BREAKER_OPEN, type Deadline, PASSED, TIMED_OUT, type Waiting } from './waiting.js';
+import { type Count, type Limit, type LimitsCounter, type LimitsSpec, MemoryLimits } from './windows.js';
 
-/** A counter's state after a hit: requests in the window, this one included, and when the window ends (epoch ms). */
-export type Count = MemoryCount;
+export type { Count };
 
 /** A limiter that counts a hit in one store command declares it (the Redis store's does): `count(key)`. */
 export interface CountsAsync {
@@ -32,6 +32,69 @@ function fromResult(result: RateLimiterRes): Count {
 export const REMEMBERED_REFUSALS = 10_000;
 
 /**
+ * The answers a shared store gave to keys over their limit, kept until the time each stays refused: until then the
+ * key is refused from here, at no store command.
+ */
+class Refusals<T> {
+  readonly #refused = new Map<string, { readonly answer: T; readonly until: number }>();
+
+  /** The remembered answer for `key`, while it holds. */
+  get(key: string): T | undefined {
+    const refused = this.#refused.get(key);
+    if (refused === undefined) return undefined;
+    if (refused.until > Date.now()) return refused.answer;
+    this.#refused.delete(key);
+    return undefined;
+  }
+
+  remember(key: string, answer: T, until: number): void {
+    const refused = this.#refused;
+    if (refused.size >= REMEMBERED_REFUSALS && !refused.has(key)) {
+      refused.delete(refused.keys().next().value as string);
+    }
+    refused.set(key, { answer, until });
+  }
+
+  forget(key: string): void {
+    this.#refused.delete(key);
+  }
+
+  get size(): number {
+    return this.#refused.size;
+  }
+}
+
+/**
+ * Runs one call of a store with a failure policy within the request's deadline: when the store fails (or its breaker
+ * is open), the call is made on the memory fallback, or a StoreUnavailableError tells the policy (`open`/`closed`).
+ * Without a policy, the store's error is passed on.
+ */
+function within<T, F>(
+  waiting: Waiting | undefined,
+  deadline: Deadline | undefined,
+  fallback: F | undefined,
+  call: () => Promise<T>,
+  onFallback: (fallback: F) => T | Promise<T>,
+): Promise<T> {
+  if (!waiting) return call();
+  let answer: Promise<T>;
+  if (deadline?.expired) answer = Promise.reject(PASSED);
+  else if (!waiting.allow()) answer = Promise.reject(BREAKER_OPEN);
+  else {
+    answer = (deadline ? deadline.race(call()) : call()).then((value) => {
+      waiting.succeeded();
+      return value;
+    });
+  }
+  return answer.catch((error: unknown) => {
+    if (error === TIMED_OUT) waiting.failed();
+    if (error instanceof StoreUnavailableError) throw error;
+    if (fallback !== undefined) return onFallback(fallback);
+    throw new StoreUnavailableError(waiting.onFailure as 'open' | 'closed', { cause: error });
+  });
+}
+
+/**
  * A counter of a store. Hits answer synchronously when the limiter counts synchronously (the memory store), or when
  * the store has already said that this key is over its limit until its window ends: that refusal is remembered
  * (at most REMEMBERED_REFUSALS keys), so a client over its limit costs the store no command for the rest of the
@@ -47,8 +110,7 @@ export class Counter {
   /** The limiter's synchronous count, when it has one. */
   readonly now: ((key: string) => Count) | undefined;
   readonly #count: (key: string) => Promise<Count>;
-  /** Key → end of the window in which the store said it is over the limit. */
-  readonly #refused = new Map<string, number>();
+  readonly #refused = new Refusals<Count>();
 
   constructor(spec: CounterSpec, limiter: RateLimiterAbstract, waiting: Waiting | undefined) {
     this.spec = spec;
@@ -65,27 +127,18 @@ export class Counter {
   /** Counts one request of `key`. */
   hit(key: string, deadline?: Deadline): Count | Promise<Count> {
     if (this.now) return this.now(key);
-    const until = this.#refused.get(key);
-    if (until !== undefined) {
-      if (until > Date.now()) return { count: this.spec.limit + 1, resetAt: until };
-      this.#refused.delete(key);
-    }
+    const refused = this.#refused.get(key);
+    if (refused !== undefined) return refused;
     return this.#call(
       deadline,
       () => this.#count(key),
       (fallback) => consumed(fallback, key),
     ).then((count) => {
-      if (count.count > this.spec.limit) this.#remember(key, count.resetAt);
+      if (count.count > this.spec.limit) {
+        this.#refused.remember(key, { count: this.spec.limit + 1, resetAt: count.resetAt }, count.resetAt);
+      }
       return count;
     });
-  }
-
-  #remember(key: string, until: number): void {
-    const refused = this.#refused;
-    if (refused.size >= REMEMBERED_REFUSALS && !refused.has(key)) {
-      refused.delete(refused.keys().next().value as string);
-    }
-    refused.set(key, until);
   }
 
   /** How many keys this counter remembers as refused. */
@@ -108,7 +161,7 @@ export class Counter {
 
   /** Forgets `key`, and its remembered refusal; true when it had a window. */
   delete(key: string, deadline?: Deadline): Promise<boolean> {
-    this.#refused.delete(key);
+    this.#refused.forget(key);
     return this.#call(
       deadline,
       () => this.#limiter.delete(key),
@@ -121,23 +174,7 @@ export class Counter {
     call: () => Promise<T>,
     fallback: (limiter: MemoryLimiter) => Promise<T>,
   ): Promise<T> {
-    const waiting = this.#waiting;
-    if (!waiting) return call();
-    let answer: Promise<T>;
-    if (deadline?.expired) answer = Promise.reject(PASSED);
-    else if (!waiting.allow()) answer = Promise.reject(BREAKER_OPEN);
-    else {
-      answer = (deadline ? deadline.race(call()) : call()).then((value) => {
-        waiting.succeeded();
-        return value;
-      });
-    }
-    return answer.catch((error: unknown) => {
-      if (error === TIMED_OUT) waiting.failed();
-      if (error instanceof StoreUnavailableError) throw error;
-      if (this.#fallback) return fallback(this.#fallback);
-      throw new StoreUnavailableError(waiting.onFailure as 'open' | 'closed', { cause: error });
-    });
+    return within(this.#waiting, deadline, this.#fallback, call, fallback);
   }
 }
 
@@ -147,4 +184,55 @@ function consumed(limiter: RateLimiterAbstract, key: string): Promise<Count> {
     if (rejection instanceof RateLimiterRes) return fromResult(rejection);
     throw rejection;
   });
+}
+
+/**
+ * The counter of an endpoint that a store's `limits` factory keeps (sliding windows, or several limits): a hit counts
+ * on every limit or on none, and answers each limit's state in order. Refusals are remembered, and a failing store
+ * handled, as {@link Counter} does.
+ */
+export class Limits {
+  readonly spec: LimitsSpec;
+  readonly #store: LimitsCounter;
+  readonly #waiting: Waiting | undefined;
+  readonly #fallback: MemoryLimits | undefined;
+  /** The store's synchronous count, when it has one. */
+  readonly now: ((key: string) => readonly Count[]) | undefined;
+  readonly #refused = new Refusals<readonly Count[]>();
+
+  constructor(spec: LimitsSpec, store: LimitsCounter, waiting: Waiting | undefined) {
+    this.spec = spec;
+    this.#store = store;
+    this.#waiting = waiting;
+    this.#fallback = waiting?.onFailure === 'memory' ? new MemoryLimits(spec) : undefined;
+    this.now = 'countsNow' in store ? (key) => store.countNow(key) : undefined;
+  }
+
+  /** Counts one request of `key` on every limit, or on none when one refuses it. */
+  hit(key: string, deadline?: Deadline): readonly Count[] | Promise<readonly Count[]> {
+    if (this.now) return this.now(key);
+    const refused = this.#refused.get(key);
+    if (refused !== undefined) return refused;
+    const store = this.#store as Extract<LimitsCounter, { countsAsync: true }>;
+    return within(
+      this.#waiting,
+      deadline,
+      this.#fallback,
+      () => store.count(key),
+      (fallback) => fallback.countNow(key),
+    ).then((counts) => {
+      // Refused until every limit that refused it frees a request.
+      let until = 0;
+      counts.forEach((count, i) => {
+        if (count.count > (this.spec.limits[i] as Limit).limit) until = Math.max(until, count.resetAt);
+      });
+      if (until > 0) this.#refused.remember(key, counts, until);
+      return counts;
+    });
+  }
+
+  /** How many keys this counter remembers as refused. */
+  get refusals(): number {
+    return this.#refused.size;
+  }
 }

@@ -8,7 +8,9 @@ import type { Client, IpKey } from './identify.js';
 import { tokenKey } from './keys.js';
 import type { Registry } from './registry.js';
 import type { Store } from './stores.js';
-import { checkRow, rowShape } from './table.js';
+import { checkRow, refuseDuplicates, rowShape } from './table.js';
+import type { EndpointRow } from './listings.js';
+import type { Limit, WindowKind } from './windows.js';
 import type { Grant, ListingLimitsOptions } from './types.js';
 import type { Waiting } from './waiting.js';
 
@@ -29,8 +31,21 @@ export function multiplied(limit: number, multiplier: number): number {
   return Number(exact > BigInt(Number.MAX_SAFE_INTEGER) ? BigInt(Number.MAX_SAFE_INTEGER) : exact < 1n ? 1n : exact);
 }
 
-/** Checks a grant, as given in the options or answered by a lookup; replacement rows must replace rows of the table. */
-export function checkGrant(check: Checker, grant: unknown, at: string, shapes: ReadonlySet<string>): Grant {
+/** What a grant is checked against: the table's endpoints and rows, and the largest limit its windows can keep. */
+export interface GrantTable {
+  /** The endpoints' shapes (see rowShape). */
+  readonly shapes: ReadonlySet<string>;
+  readonly rows: readonly EndpointRow[];
+  /** The largest limit a granted row may have: set for sliding windows, which keep every request of the window. */
+  readonly maxLimit: number | undefined;
+}
+
+/**
+ * Checks a grant, as given in the options or answered by a lookup; replacement rows must replace rows of the table
+ * (several rows of one endpoint, each with its own window, replace all of the endpoint's rows).
+ */
+export function checkGrant(check: Checker, grant: unknown, at: string, table: GrantTable): Grant {
+  const { shapes, maxLimit } = table;
   if (grant === UNLIMITED) return grant;
   const keys = typeof grant === 'object' && grant !== null ? Object.keys(grant) : [];
   if (keys.length !== 1 || (keys[0] !== 'multiplier' && keys[0] !== 'rows')) {
@@ -41,6 +56,13 @@ export function checkGrant(check: Checker, grant: unknown, at: string, shapes: R
     if (typeof g.multiplier !== 'number' || !Number.isFinite(g.multiplier) || g.multiplier <= 0) {
       check.invalid(`${at}.multiplier`, `must be a positive number; got ${show(g.multiplier)}.`);
     }
+    const largest = Math.max(...table.rows.map((row) => multiplied(row.limit, g.multiplier as number)));
+    if (maxLimit !== undefined && largest > maxLimit) {
+      check.invalid(
+        `${at}.multiplier`,
+        `makes a limit of ${largest}; sliding windows keep every request of the window, up to ${maxLimit}.`,
+      );
+    }
     return { multiplier: g.multiplier };
   }
   if (!Array.isArray(g.rows) || g.rows.length === 0)
@@ -49,8 +71,15 @@ export function checkGrant(check: Checker, grant: unknown, at: string, shapes: R
     const row = checkRow(check, raw, `${at}.rows[${i}]`);
     if (!shapes.has(rowShape(row)))
       check.invalid(`${at}.rows[${i}]`, `(${row.method} ${row.path}) replaces no row of the table.`);
+    if (maxLimit !== undefined && row.limit > maxLimit) {
+      check.invalid(
+        `${at}.rows[${i}].limit`,
+        `must be at most ${maxLimit} with sliding windows, which keep every request of the window; got ${row.limit}.`,
+      );
+    }
     return row;
   });
+  refuseDuplicates(check, rows, `${at}.rows`, true);
   return { rows };
 }
 
@@ -69,8 +98,10 @@ export function compileGrants(
   options: ListingLimitsOptions,
   context: {
     store: Store;
+    window: WindowKind;
     waiting: Waiting | undefined;
     paths: ReadonlyMap<string, string>;
+    table: GrantTable;
     ipOf: IpKey;
     cacheMs: number;
     registry: Registry;
@@ -87,27 +118,24 @@ export function compileGrants(
       `must be an object of grants by token or IP, or a lookup function; got ${show(grants)}.`,
     );
   }
-  const { store, waiting, ipOf, paths } = context;
-  const shapes = new Set(paths.keys());
+  const { store, window, waiting, ipOf, paths, table } = context;
   const variants = new Map<string, CompiledEndpoint>();
   const variant = (base: CompiledEndpoint, grant: Limited): CompiledEndpoint => {
-    let limit: number;
-    let windowMs = base.windowMs;
+    let limits: Limit[];
     let label: string;
     if ('multiplier' in grant) {
-      limit = multiplied(base.limit, grant.multiplier);
+      limits = base.limits.map(({ limit, windowMs }) => ({ limit: multiplied(limit, grant.multiplier), windowMs }));
       label = `x${grant.multiplier}`;
     } else {
-      const row = grant.rows.find((r) => paths.get(rowShape(r)) === base.name);
-      if (!row) return base;
-      limit = row.limit;
-      windowMs = row.windowMs;
-      label = `${limit}/${windowMs / 1000}s`;
+      const rows = grant.rows.filter((r) => paths.get(rowShape(r)) === base.name);
+      if (rows.length === 0) return base;
+      limits = rows.map(({ limit, windowMs }) => ({ limit, windowMs }));
+      label = limits.map(({ limit, windowMs }) => `${limit}/${windowMs / 1000}s`).join(', ');
     }
     const name = `${base.name} (${label})`;
     let found = variants.get(name);
     if (!found) {
-      found = compileEndpoint(check, store, waiting, { name, limit, windowMs });
+      found = compileEndpoint(check, store, waiting, { name, window, limits });
       variants.set(name, found);
     }
     return found;
@@ -120,13 +148,13 @@ export function compileGrants(
     find = (client, ctx) =>
       answers.get(client.key, async () => {
         const answer = await grants({ key: client.key, token: client.token, ip: ctx.req.ip }, ctx.req);
-        return answer === undefined || answer === null ? undefined : checkGrantAtRequest(check, answer, shapes);
+        return answer === undefined || answer === null ? undefined : checkGrantAtRequest(check, answer, table);
       });
   } else if (grants !== undefined) {
     const byToken = new Map<string, Grant>();
     const byAddress = new Map<string, Grant>();
     for (const [who, raw] of Object.entries(grants)) {
-      const grant = checkGrant(check, raw, `options.grants[${JSON.stringify(who)}]`, shapes);
+      const grant = checkGrant(check, raw, `options.grants[${JSON.stringify(who)}]`, table);
       if (isAddress(who)) byAddress.set(ipOf(who), grant);
       else byToken.set(tokenKey(who), grant);
     }
@@ -151,9 +179,9 @@ export function compileGrants(
 }
 
 /** A lookup's answer that is not a grant is a bug of the app, reported to its error handler with the field named. */
-function checkGrantAtRequest(check: Checker, answer: unknown, shapes: ReadonlySet<string>): Grant {
+function checkGrantAtRequest(check: Checker, answer: unknown, table: GrantTable): Grant {
   try {
-    return checkGrant(check, answer, 'options.grants() result', shapes);
+    return checkGrant(check, answer, 'options.grants() result', table);
   } catch (error) {
     throw new TypeError((error as Error).message);
   }

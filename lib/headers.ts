@@ -69,3 +69,21 @@ export function setRateLimitHeaders(
   res.setHeader('X-RateLimit-Bucket', template.bucket);
   return ms;
 }
+
+/**
+ * Sets the headers of an endpoint of several limits: every limit's policy in the IETF fields, and the most
+ * restrictive in the legacy ones, as {@link setRateLimitHeaders} stacks them. Returns what that returns.
+ */
+export function setLimitsHeaders(
+  res: ServerResponse,
+  limits: readonly { readonly limit: number; readonly headers: HeaderTemplate }[],
+  counts: readonly { readonly count: number; readonly resetAt: number }[],
+  now: number,
+): number {
+  let waitMs = 0;
+  limits.forEach(({ limit, headers }, i) => {
+    const { count, resetAt } = counts[i] as { count: number; resetAt: number };
+    waitMs = setRateLimitHeaders(res, headers, count > limit ? 0 : limit - count, resetAt - now, now);
+  });
+  return waitMs;
+}

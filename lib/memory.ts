@@ -2,14 +2,9 @@
 import { type RateLimiterAbstract, RateLimiterCompatibleAbstract, RateLimiterRes } from 'rate-limiter-flexible';
 import { MAX_DURATION_MS } from './durations.js';
 import { Checker, show } from './check.js';
+import { SweptMap } from './swept.js';
 
 const MAX_SECONDS = MAX_DURATION_MS / 1000;
-
-/**
- * Entries the sweep examines each time a key is added. Two per added key means a pass over the map outruns its
- * growth, so an entry whose window has ended is gone within about as many additions as the map holds.
- */
-const SWEEP_STEP = 2;
 
 /** A key's counter, as {@link MemoryLimiter.countNow} returns it. */
 export interface MemoryCount {
@@ -110,9 +105,7 @@ export class MemoryLimiter extends RateLimiterCompatibleAbstract implements Rate
   override readonly keyPrefix: string;
   #points = 0;
   #duration = 0;
-  readonly #entries = new Map<string, Entry>();
-  /** Where the sweep goes on from; a new pass starts at the oldest entry once it is done. */
-  #sweeper: Iterator<string> | undefined;
+  readonly #entries = new SweptMap<Entry>((entry) => entry.resetAt);
 
   /** Throws a `ListingLimitsError` naming the option when it cannot work (e.g. a duration over one year). */
   constructor(options: MemoryLimiterOptions) {
@@ -326,28 +319,7 @@ export class MemoryLimiter extends RateLimiterCompatibleAbstract implements Rate
       entry.resetAt = resetAt;
       return entry;
     }
-    const added = new Entry(points, resetAt);
-    this.#entries.set(key, added);
-    this.#sweep(now);
-    return added;
-  }
-
-  /**
-   * Examines the next few entries of the map, in insertion order, and removes those whose window has ended. Run
-   * only when a key is added, so the map cannot outgrow it, and a steady set of keys costs nothing.
-   */
-  #sweep(now: number): void {
-    for (let i = 0; i < SWEEP_STEP; i++) {
-      let next = this.#sweeper?.next();
-      if (next === undefined || next.done === true) {
-        this.#sweeper = this.#entries.keys();
-        next = this.#sweeper.next();
-        if (next.done === true) return;
-      }
-      const key = next.value;
-      const entry = this.#entries.get(key);
-      if (entry !== undefined && entry.resetAt <= now) this.#entries.delete(key);
-    }
+    return this.#entries.add(key, new Entry(points, resetAt), now);
   }
 
   #result(entry: Entry, now: number, isFirstInDuration: boolean): RateLimiterRes {

@@ -13,9 +13,9 @@ import {
   UNAVAILABLE_BODY,
 } from './context.js';
 import type { Count } from './counter.js';
-import type { CompiledEndpoint } from './endpoint.js';
+import type { CompiledEndpoint, CompiledLimit } from './endpoint.js';
 import { StoreUnavailableError } from './errors.js';
-import { retryAfterSeconds, setRateLimitHeaders } from './headers.js';
+import { retryAfterSeconds, setLimitsHeaders, setRateLimitHeaders } from './headers.js';
 import { observe } from './hooks.js';
 import { NO_ENDPOINT } from './metrics.js';
 import { type Client, REJECTED } from './identify.js';
@@ -37,6 +37,9 @@ declare global {
 class RequestContext implements Context {
   client: Client = undefined as unknown as Client;
   count: Count = undefined as unknown as Count;
+  counts: readonly Count[] | undefined = undefined;
+  decidedBy = 0;
+  refused = false;
   deadline: Deadline | undefined = undefined;
   state: Context['state'] = GOING;
   outcome: Context['outcome'] = undefined;
@@ -168,8 +171,15 @@ function compileSteps(config: Config): Step[] {
   }
   steps.push(config.grant);
   if (bans?.countsTokens) steps.push(bans.tokens);
-  const counted = (ctx: Context, count: Count) => {
-    ctx.count = count;
+  const counted = (ctx: Context, count: Count | readonly Count[]) => {
+    const { limits } = ctx.endpoint;
+    if (!isCounts(count)) {
+      ctx.count = count;
+      ctx.refused = count.count > ctx.endpoint.limit;
+    } else if (count.length === 1) {
+      ctx.count = count[0] as Count;
+      ctx.refused = ctx.count.count > ctx.endpoint.limit;
+    } else decide(ctx, limits, count);
   };
   steps.push((ctx) => {
     if (waiting) ctx.deadline ??= waiting.start();
@@ -180,9 +190,43 @@ function compileSteps(config: Config): Step[] {
     if (metrics && !counter.now) metrics.cachedRefusal();
     counted(ctx, count);
   });
-  if (bans) steps.push((ctx) => (ctx.count.count > ctx.endpoint.limit ? bans.strike(ctx) : undefined));
+  if (bans) steps.push((ctx) => (ctx.refused ? bans.strike(ctx) : undefined));
   steps.push((ctx) => respond(ctx, config));
   return steps;
+}
+
+function isCounts(count: Count | readonly Count[]): count is readonly Count[] {
+  return Array.isArray(count);
+}
+
+/**
+ * The state of an endpoint of several limits that `req.rateLimit` and `Retry-After` show: refused, the limit that
+ * refused it and frees a request last (a request passes only once every limit allows it); allowed, the limit with
+ * the fewest requests left, then the latest reset.
+ */
+function decide(ctx: Context, limits: readonly CompiledLimit[], counts: readonly Count[]): void {
+  let at = -1;
+  let refused = false;
+  counts.forEach((count, i) => {
+    const { limit } = limits[i] as CompiledLimit;
+    const over = count.count > limit;
+    if (at < 0 || (over && !refused)) {
+      at = i;
+      refused = over;
+      return;
+    }
+    if (over !== refused) return;
+    const best = counts[at] as Count;
+    const left = limit - count.count;
+    const bestLeft = (limits[at] as CompiledLimit).limit - best.count;
+    if (over ? count.resetAt > best.resetAt : left < bestLeft || (left === bestLeft && count.resetAt > best.resetAt)) {
+      at = i;
+    }
+  });
+  ctx.counts = counts;
+  ctx.count = counts[at] as Count;
+  ctx.decidedBy = at;
+  ctx.refused = refused;
 }
 
 /**
@@ -191,19 +235,24 @@ function compileSteps(config: Config): Step[] {
  */
 function respond(ctx: Context, config: Config): void {
   const { endpoint, count, req, res } = ctx;
-  const allowed = count.count <= endpoint.limit;
+  const allowed = !ctx.refused;
   const now = Date.now();
   const msLeft = Math.max(count.resetAt - now, 0);
-  const remaining = allowed ? endpoint.limit - count.count : 0;
+  const { limit } = ctx.counts ? (endpoint.limits[ctx.decidedBy] as CompiledLimit) : endpoint;
+  const remaining = allowed ? limit - count.count : 0;
   const info: RateLimitInfo = {
     endpoint: endpoint.name,
-    limit: endpoint.limit,
+    limit,
     remaining,
     resetTime: new Date(count.resetAt),
   };
   req.rateLimit = info;
   // With another limiter's headers on the response, Retry-After points no earlier than the most restrictive one.
-  const waitMs = config.headers ? setRateLimitHeaders(res, endpoint.headers, remaining, msLeft, now) : msLeft;
+  let waitMs = msLeft;
+  if (config.headers) {
+    if (ctx.counts) waitMs = setLimitsHeaders(res, endpoint.limits, ctx.counts, now);
+    else waitMs = setRateLimitHeaders(res, endpoint.headers, remaining, msLeft, now);
+  }
   if (allowed) {
     ctx.state = PASSED;
     ctx.outcome = 'allowed';

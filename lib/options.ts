@@ -12,12 +12,15 @@ import { checkMetrics, Metrics } from './metrics.js';
 import { redisStore } from './redis.js';
 import { Registry } from './registry.js';
 import { memoryStore, type Store } from './stores.js';
-import { checkTable, rowShape } from './table.js';
+import { checkTable, endpointsOf, rowShape } from './table.js';
 import type { LimitHandler, ListingLimitsOptions } from './types.js';
+import type { EndpointRow } from './listings.js';
 import { Waiting } from './waiting.js';
+import { MAX_SLIDING_LIMIT, type WindowKind } from './windows.js';
 
 const optionNames = [
   'store',
+  'window',
   ...identifyOptions,
   'skip',
   'headers',
@@ -84,17 +87,36 @@ function checkStore(store: unknown): Store {
   return store as Store;
 }
 
+/** The window kind; a sliding window keeps each request it counts, so its rows' limits are bounded. */
+function checkWindow(value: unknown, rows: readonly EndpointRow[]): WindowKind {
+  const window = value === undefined ? 'fixed' : check.oneOf(value, ['fixed', 'sliding'] as const, 'options.window');
+  if (window === 'sliding') {
+    const i = rows.findIndex((row) => row.limit > MAX_SLIDING_LIMIT);
+    if (i >= 0) {
+      check.fail(
+        'ERR_INVALID_ROW',
+        `listing[${i}].limit`,
+        `must be at most ${MAX_SLIDING_LIMIT} with sliding windows, which keep every request of the window; ` +
+          `got ${(rows[i] as EndpointRow).limit}.`,
+      );
+    }
+  }
+  return window;
+}
+
 /**
  * Checks the listing and options and compiles everything the request path needs. Throws ListingLimitsError.
  * @internal
  */
 export function configure(listing: unknown, options: unknown): Config {
-  const rows = checkTable(check, listing);
+  const rows = checkTable(check, listing, 'listing', true);
   const o = check.options(options, 'options', 'of options') as ListingLimitsOptions;
   check.unknownKeys(o, optionNames, (key) => `options.${key}`);
+  const window = checkWindow(o.window, rows);
+  const table = endpointsOf(rows);
   const registryOfMetrics = checkMetrics(check, o.metrics);
   // The metrics time the store from its first counter on.
-  const metrics = registryOfMetrics && new Metrics(rows.map((row) => `${row.method} ${row.path}`));
+  const metrics = registryOfMetrics && new Metrics(table.map((endpoint) => endpoint.name));
   const store = metrics ? metrics.timed(checkStore(o.store)) : checkStore(o.store);
   if (o.headers !== undefined && typeof o.headers !== 'boolean')
     check.invalid('options.headers', `must be true or false; got ${show(o.headers)}.`);
@@ -106,31 +128,33 @@ export function configure(listing: unknown, options: unknown): Config {
   fn(o.onChange, 'options.onChange', '(event, req) => void');
 
   const waiting = store.failure && new Waiting(store.failure);
-  const endpoints = rows.map((row) =>
-    compileEndpoint(check, store, waiting, {
-      name: `${row.method} ${row.path}`,
-      limit: row.limit,
-      windowMs: row.windowMs,
-    }),
-  );
+  const endpoints = table.map(({ name, limits }) => compileEndpoint(check, store, waiting, { name, window, limits }));
   const ipOf = compileIpKey(check, o);
   const identify = compileIdentify(check, o, ipOf, cacheMs);
   const ban = checkBan(check, o);
   const site = banScope(check, o) === 'site';
-  const paths = new Map(rows.map((row, i) => [rowShape(row), (endpoints[i] as CompiledEndpoint).name]));
-  const shapes = new Set(paths.keys());
+  const paths = new Map(table.map((endpoint) => [rowShape(endpoint), endpoint.name]));
+  const grantTable = {
+    shapes: new Set(paths.keys()),
+    rows,
+    maxLimit: window === 'sliding' ? MAX_SLIDING_LIMIT : undefined,
+  };
   const registry = new Registry(store.state, {
     ipOf,
-    checkGrant: (checker, grant, field) => checkGrant(checker, grant, field, shapes),
+    checkGrant: (checker, grant, field) => checkGrant(checker, grant, field, grantTable),
     onChange: o.onChange,
     report,
   });
   const bans = ban && new Bans(check, store, ban, { shadow, onBan: o.onBan, report, waiting }, registry);
-  const grant = compileGrants(check, o, { store, waiting, paths, ipOf, cacheMs, registry });
+  const grant = compileGrants(check, o, { store, window, waiting, paths, table: grantTable, ipOf, cacheMs, registry });
   if (metrics) metrics.register(check, registryOfMetrics as NonNullable<typeof registryOfMetrics>, registry);
   return {
     match: compileMatcher(
-      rows.map((row, i) => ({ method: row.method, path: row.path, value: endpoints[i] as CompiledEndpoint })),
+      table.map((endpoint, i) => ({
+        method: endpoint.method,
+        path: endpoint.path,
+        value: endpoints[i] as CompiledEndpoint,
+      })),
     ),
     identify,
     skip: fn(o.skip, 'options.skip', '(req) => boolean'),

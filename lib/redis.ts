@@ -5,6 +5,7 @@ import { Checker, show } from './check.js';
 import type { Count, CountsAsync } from './counter.js';
 import { HISTORY_MAX, type RuntimeState } from './state.js';
 import type { Store, StoreFailurePolicy } from './stores.js';
+import type { CountsLimitsAsync, LimitsSpec } from './windows.js';
 
 /**
  * An ioredis `Redis` or `Cluster` client, or a node-redis (v4 or later) client. Typed loosely, so that neither
@@ -106,10 +107,67 @@ const HIT_SHA = createHash('sha1').update(HIT_SCRIPT).digest('hex');
 
 type Hit = (key: string, seconds: number) => Promise<[unknown, unknown]>;
 
+/**
+ * One request on the limits of an endpoint (sliding windows, or several limits), all or none: KEYS are one key per
+ * limit, ARGV the window kind (`s`liding or `f`ixed), then each limit and its window in milliseconds. Times are
+ * Redis' own (`TIME`), so that instances with skewed clocks agree. A sliding limit's key is a list of the times of
+ * the requests counted, oldest first: those at or before `now - window` are dropped, and the request passes while
+ * fewer than `limit` are left. A fixed limit's key is a count that expires at the end of its window. The request is
+ * counted on every key only when every limit allows it. Answers each limit's count (`limit + 1` for one that
+ * refused) and the milliseconds until it frees a request.
+ */
+const LIMITS_SCRIPT = `local t = redis.call('time')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local sliding = ARGV[1] == 's'
+local n = #KEYS
+local counts, waits, allowed = {}, {}, true
+for i = 1, n do
+  local key, limit, window = KEYS[i], tonumber(ARGV[2 * i]), tonumber(ARGV[2 * i + 1])
+  local count, wait = 0, window
+  if sliding then
+    local from = now - window
+    local oldest = redis.call('lindex', key, 0)
+    while oldest and tonumber(oldest) <= from do
+      redis.call('lpop', key)
+      oldest = redis.call('lindex', key, 0)
+    end
+    count = redis.call('llen', key)
+    if oldest then wait = tonumber(oldest) + window - now end
+  else
+    count = tonumber(redis.call('get', key) or '0')
+    local ttl = redis.call('pttl', key)
+    if count > 0 and ttl > 0 then wait = ttl end
+  end
+  if count >= limit then
+    allowed = false
+    count = limit + 1
+  end
+  counts[i], waits[i] = count, wait
+end
+if allowed then
+  for i = 1, n do
+    local key, window = KEYS[i], tonumber(ARGV[2 * i + 1])
+    if sliding then
+      redis.call('rpush', key, now)
+      redis.call('pexpire', key, window)
+    elseif redis.call('incr', key) == 1 then
+      redis.call('pexpire', key, window)
+    end
+    counts[i] = counts[i] + 1
+  end
+end
+local answer = {}
+for i = 1, n do
+  answer[2 * i - 1], answer[2 * i] = counts[i], waits[i]
+end
+return answer`;
+const LIMITS_SHA = createHash('sha1').update(LIMITS_SCRIPT).digest('hex');
+
 interface IoRedisLike {
   status?: string;
-  defineCommand(name: string, definition: { numberOfKeys: number; lua: string }): void;
+  defineCommand(name: string, definition: { numberOfKeys?: number; lua: string }): void;
   listingLimitsHit?: (key: string, seconds: number) => Promise<[unknown, unknown]>;
+  listingLimitsLimits?: (...keysThenArgs: (string | number)[]) => Promise<unknown[]>;
 }
 
 interface NodeRedisLike {
@@ -120,6 +178,18 @@ interface NodeRedisLike {
 
 const notReady = () => Promise.reject(new Error('the Redis client is not connected'));
 
+/** A script run by node-redis: EVALSHA, and EVAL when Redis does not have the script yet. */
+function nodeRedisScript(redis: NodeRedisLike, script: string, sha: string) {
+  return (keys: string[], args: string[]): Promise<unknown> => {
+    if (redis.isReady === false) return notReady();
+    const options = { keys, arguments: args };
+    return redis.evalSha(sha, options).catch((error: unknown) => {
+      if (!String((error as Error)?.message).includes('NOSCRIPT')) throw error;
+      return redis.eval(script, options);
+    });
+  };
+}
+
 /**
  * How one client runs hits: with ioredis a command defined once (EVALSHA, loading the script when Redis lacks it),
  * with node-redis EVALSHA with a fallback to EVAL. Each hit is sent when it is asked for, in the order of every
@@ -128,15 +198,8 @@ const notReady = () => Promise.reject(new Error('the Redis client is not connect
  */
 function hitsOf(client: unknown, nodeRedis: boolean): Hit {
   if (nodeRedis) {
-    const redis = client as NodeRedisLike;
-    return (key, seconds) => {
-      if (redis.isReady === false) return notReady();
-      const args = { keys: [key], arguments: [String(seconds)] };
-      return redis.evalSha(HIT_SHA, args).catch((error: unknown) => {
-        if (!String((error as Error)?.message).includes('NOSCRIPT')) throw error;
-        return redis.eval(HIT_SCRIPT, args);
-      }) as Promise<[unknown, unknown]>;
-    };
+    const run = nodeRedisScript(client as NodeRedisLike, HIT_SCRIPT, HIT_SHA);
+    return (key, seconds) => run([key], [String(seconds)]) as Promise<[unknown, unknown]>;
   }
   const redis = client as IoRedisLike;
   if (typeof redis.listingLimitsHit !== 'function') {
@@ -144,6 +207,56 @@ function hitsOf(client: unknown, nodeRedis: boolean): Hit {
   }
   const hit = redis.listingLimitsHit as NonNullable<IoRedisLike['listingLimitsHit']>;
   return (key, seconds) => (redis.status === 'ready' ? hit.call(redis, key, seconds) : notReady());
+}
+
+/** Runs LIMITS_SCRIPT on one client, as {@link hitsOf} runs hits: keys, then arguments; answers its flat array. */
+function limitsRunOf(client: unknown, nodeRedis: boolean): (keys: string[], args: string[]) => Promise<unknown[]> {
+  if (nodeRedis) {
+    return nodeRedisScript(client as NodeRedisLike, LIMITS_SCRIPT, LIMITS_SHA) as (
+      keys: string[],
+      args: string[],
+    ) => Promise<unknown[]>;
+  }
+  const redis = client as IoRedisLike;
+  // Defined without a number of keys: each call gives it first, as endpoints have one key per limit.
+  if (typeof redis.listingLimitsLimits !== 'function')
+    redis.defineCommand('listingLimitsLimits', { lua: LIMITS_SCRIPT });
+  const run = redis.listingLimitsLimits as NonNullable<IoRedisLike['listingLimitsLimits']>;
+  return (keys, args) => (redis.status === 'ready' ? run.call(redis, keys.length, ...keys, ...args) : notReady());
+}
+
+/**
+ * The Redis counter of an endpoint's limits: one LIMITS_SCRIPT run per request, on one key per limit,
+ * `<prefix>:<counter name>:{<client key>}:<s|f><window seconds>`. The client key is the keys' hash tag, so that a
+ * Cluster keeps the keys of one request on one slot.
+ */
+class RedisLimits implements CountsLimitsAsync {
+  readonly countsAsync = true;
+  readonly #prefix: string;
+  readonly #suffixes: readonly string[];
+  readonly #args: readonly string[];
+
+  constructor(
+    prefix: string,
+    spec: LimitsSpec,
+    private readonly run: (keys: string[], args: string[]) => Promise<unknown[]>,
+  ) {
+    const kind = spec.window === 'sliding' ? 's' : 'f';
+    this.#prefix = `${prefix}:${spec.name}:{`;
+    this.#suffixes = spec.limits.map(({ windowMs }) => `}:${kind}${windowMs / 1000}`);
+    this.#args = [kind, ...spec.limits.flatMap(({ limit, windowMs }) => [String(limit), String(windowMs)])];
+  }
+
+  count(key: string): Promise<readonly Count[]> {
+    const keys = this.#suffixes.map((suffix) => this.#prefix + key + suffix);
+    return this.run(keys, this.#args as string[]).then((answer) => {
+      const now = Date.now();
+      return this.#suffixes.map((_, i) => ({
+        count: Number(answer[2 * i]),
+        resetAt: now + Number(answer[2 * i + 1]),
+      }));
+    });
+  }
 }
 
 /** rate-limiter-flexible's Redis limiter, whose hits run the store's own script in one command. */
@@ -304,5 +417,7 @@ export function redisStore(client: RedisClient, options?: RedisStoreOptions): St
       hits,
     );
   const state = redisState(commandsOf(client, useRedisPackage), prefix);
-  return Object.assign(store, { failure: { timeoutMs, onFailure }, state });
+  const runLimits = limitsRunOf(client, useRedisPackage);
+  const limits = (counter: LimitsSpec) => new RedisLimits(prefix, counter, runLimits);
+  return Object.assign(store, { failure: { timeoutMs, onFailure }, state, limits });
 }

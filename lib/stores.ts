@@ -2,8 +2,18 @@
 import type { RateLimiterAbstract } from 'rate-limiter-flexible';
 import { MemoryLimiter } from './memory.js';
 import { MemoryState, type RuntimeState } from './state.js';
+import { type LimitsCounter, type LimitsSpec, MemoryLimits } from './windows.js';
 
 export type { RuntimeState };
+export type {
+  Count,
+  CountsLimitsAsync,
+  CountsLimitsNow,
+  Limit,
+  LimitsCounter,
+  LimitsSpec,
+  WindowKind,
+} from './windows.js';
 
 /** What a store is asked for: one counter, with its limit per window. */
 export interface CounterSpec {
@@ -33,12 +43,15 @@ export interface StoreFailurePolicy {
 /**
  * A store is a factory: called once per counter when the middleware is created, it returns the limiter that keeps
  * that counter, with `points = counter.limit` and `duration = counter.windowMs / 1000`. Any rate-limiter-flexible
- * limiter class fits (Redis, Postgres, Mongo, Memcached, ...). A store may declare a `failure` policy, and a
- * `state` where bans and grants made at runtime are kept (the memory and Redis stores do).
+ * limiter class fits (Redis, Postgres, Mongo, Memcached, ...). A store may declare a `failure` policy, a
+ * `state` where bans and grants made at runtime are kept, and a `limits` factory for the endpoints that
+ * rate-limiter-flexible's fixed windows cannot count: sliding windows, and several limits on one endpoint, counted
+ * all or none in one atomic step (the memory and Redis stores declare all three).
  */
 export type Store = ((counter: CounterSpec) => RateLimiterAbstract) & {
   readonly failure?: StoreFailurePolicy;
   readonly state?: RuntimeState;
+  readonly limits?: (counter: LimitsSpec) => LimitsCounter;
 };
 
 /**
@@ -49,5 +62,5 @@ export type Store = ((counter: CounterSpec) => RateLimiterAbstract) & {
 export function memoryStore(): Store {
   const store = (counter: CounterSpec) =>
     new MemoryLimiter({ points: counter.limit, duration: counter.windowMs / 1000, keyPrefix: '' });
-  return Object.assign(store, { state: new MemoryState() });
+  return Object.assign(store, { state: new MemoryState(), limits: (counter: LimitsSpec) => new MemoryLimits(counter) });
 }

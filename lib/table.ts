@@ -3,6 +3,7 @@ import { METHODS } from 'node:http';
 import { type Checker, show, suggestion } from './check.js';
 import { type EndpointRow, type ListingName, listingNames, listings } from './listings.js';
 import { compilePath } from './match.js';
+import type { Limit } from './windows.js';
 
 const rowFields = ['method', 'path', 'limit', 'windowMs'] as const;
 
@@ -50,8 +51,31 @@ export function checkRow(check: Checker, row: unknown, at: string): EndpointRow 
   };
 }
 
-/** Checks rows and refuses two rows for one endpoint (see rowShape). */
-export function checkRows(check: Checker, value: unknown, field: string): readonly EndpointRow[] {
+/**
+ * Refuses two rows for one endpoint (see rowShape), or, with `several`, two rows for one endpoint with the same
+ * window: an endpoint may then have several limits, each with its own window.
+ */
+export function refuseDuplicates(check: Checker, rows: readonly EndpointRow[], field: string, several: boolean): void {
+  const seen = new Map<string, number>();
+  rows.forEach((row, i) => {
+    const shape = several ? `${rowShape(row)} ${row.windowMs}` : rowShape(row);
+    const first = seen.get(shape);
+    if (first !== undefined) {
+      const why = several
+        ? 'one method and path may have several rows, each with a different windowMs.'
+        : 'one method and path may have only one row.';
+      check.fail(
+        'ERR_DUPLICATE_ROW',
+        `${field}[${i}]`,
+        `repeats ${field}[${first}] (${row.method} ${row.path}): ${why}`,
+      );
+    }
+    seen.set(shape, i);
+  });
+}
+
+/** Checks rows and refuses two rows for one endpoint, or, with `several`, two with one window (refuseDuplicates). */
+export function checkRows(check: Checker, value: unknown, field: string, several = false): readonly EndpointRow[] {
   if (!Array.isArray(value) || value.length === 0) {
     check.fail(
       'ERR_INVALID_ROW',
@@ -60,24 +84,44 @@ export function checkRows(check: Checker, value: unknown, field: string): readon
     );
   }
   const rows = value.map((row, i) => checkRow(check, row, `${field}[${i}]`));
-  const seen = new Map<string, number>();
-  rows.forEach((row, i) => {
-    const shape = rowShape(row);
-    const first = seen.get(shape);
-    if (first !== undefined) {
-      check.fail(
-        'ERR_DUPLICATE_ROW',
-        `${field}[${i}]`,
-        `repeats ${field}[${first}] (${row.method} ${row.path}): one method and path may have only one row.`,
-      );
-    }
-    seen.set(shape, i);
-  });
+  refuseDuplicates(check, rows, field, several);
   return rows;
 }
 
-/** A listing: the name of one of the contract's tables, or custom rows. Errors name `field`. */
-export function checkTable(check: Checker, listing: unknown, field = 'listing'): readonly EndpointRow[] {
+/** An endpoint of a table: its first row's method and path, and the limits of all its rows in table order. */
+export interface TableEndpoint {
+  readonly method: string;
+  readonly path: string;
+  /** `<METHOD> <path>`: the counter's name, and the endpoint's in headers and hooks. */
+  readonly name: string;
+  readonly limits: readonly Limit[];
+}
+
+/** The endpoints of checked rows: rows of one method and path are one endpoint, in the order of its first row. */
+export function endpointsOf(rows: readonly EndpointRow[]): TableEndpoint[] {
+  const byShape = new Map<string, { method: string; path: string; name: string; limits: Limit[] }>();
+  for (const row of rows) {
+    const shape = rowShape(row);
+    let endpoint = byShape.get(shape);
+    if (!endpoint) {
+      endpoint = { method: row.method, path: row.path, name: `${row.method} ${row.path}`, limits: [] };
+      byShape.set(shape, endpoint);
+    }
+    endpoint.limits.push({ limit: row.limit, windowMs: row.windowMs });
+  }
+  return [...byShape.values()];
+}
+
+/**
+ * A listing: the name of one of the contract's tables, or custom rows; with `several`, custom rows may give one
+ * endpoint several limits, each with its own window. Errors name `field`.
+ */
+export function checkTable(
+  check: Checker,
+  listing: unknown,
+  field = 'listing',
+  several = false,
+): readonly EndpointRow[] {
   const names = listingNames.map((name) => JSON.stringify(name)).join(', ');
   if (typeof listing === 'string') {
     if (Object.hasOwn(listings, listing)) return listings[listing as ListingName];
@@ -91,5 +135,5 @@ export function checkTable(check: Checker, listing: unknown, field = 'listing'):
   if (!Array.isArray(listing) || listing.length === 0) {
     check.fail('ERR_UNKNOWN_LISTING', field, `must be ${names} or a non-empty array of rows; got ${show(listing)}.`);
   }
-  return checkRows(check, listing, field);
+  return checkRows(check, listing, field, several);
 }

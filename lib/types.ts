@@ -2,7 +2,7 @@
 import type { NextFunction, Request, RequestHandler, Response } from 'express';
 import type { EndpointRow } from './listings.js';
 import type { MetricsRegistry } from './metrics.js';
-import type { Store } from './stores.js';
+import type { Store, WindowKind } from './stores.js';
 
 /** How a client was identified. */
 export type ClientKind = 'token' | 'ip' | 'custom';
@@ -11,11 +11,14 @@ export type ClientKind = 'token' | 'ip' | 'custom';
 export interface RateLimitInfo {
   /** The endpoint's name, `<METHOD> <path>` as in the table, e.g. `GET /v1/bots/:id`. */
   readonly endpoint: string;
-  /** Requests allowed per window on this endpoint. */
+  /** Requests allowed per window on this endpoint (of several limits, the most restrictive one's). */
   readonly limit: number;
   /** Requests left in the current window after this one (0 when refused). */
   readonly remaining: number;
-  /** When the current window ends. */
+  /**
+   * When a request is freed: the end of the window (fixed windows), or when the oldest request counted leaves the
+   * window (sliding windows).
+   */
   readonly resetTime: Date;
 }
 
@@ -167,6 +170,14 @@ export interface ListingLimitsOptions {
    * Use one store per middleware. Default: `memoryStore()`.
    */
   store?: Store;
+  /**
+   * How windows are counted. `'fixed'`: a client's window on an endpoint starts with its first request and lasts
+   * `windowMs`, so up to twice the limit can pass within one window's length across two windows. `'sliding'`: at most
+   * `limit` requests in any interval of `windowMs`, exactly (each request is kept until it leaves the window; limits
+   * up to 10,000 per row). Sliding windows and tables with several rows per endpoint need a store with a `limits`
+   * factory (`memoryStore()`, `redisStore()`). Default: `'fixed'`.
+   */
+  window?: WindowKind;
   /**
    * The client a request is counted for. Sync or async; must return a non-empty string, used as given.
    * Default: a SHA-256 hash of the `Authorization` value when present and not empty, else `req.ip`

@@ -1,0 +1,151 @@
+// Counters with several limits, in fixed or sliding windows, kept in this process's memory: all limits or none charged.
+import type { MemoryCount } from './memory.js';
+import { SweptMap } from './swept.js';
+
+/**
+ * How a window is counted. `'fixed'`: a key's window starts with its first request and lasts `windowMs`, then the
+ * count starts again, so up to 2 × limit requests can fall within one window's length across the boundary.
+ * `'sliding'`: at most `limit` requests in any interval of `windowMs`.
+ */
+export type WindowKind = 'fixed' | 'sliding';
+
+/** One limit of a counter: at most `limit` requests per `windowMs`. */
+export interface Limit {
+  readonly limit: number;
+  readonly windowMs: number;
+}
+
+/** A counter with one or more limits, each with its own window, all counted in windows of one kind. */
+export interface LimitsSpec {
+  /** As {@link CounterSpec.name}: `<METHOD> <path>` of the endpoint, with its grant for granted variants. */
+  readonly name: string;
+  readonly window: WindowKind;
+  /** The limits, each with a different `windowMs`; a request is counted only when every one allows it. */
+  readonly limits: readonly Limit[];
+}
+
+/**
+ * Requests a sliding window keeps at the most: a limit above it is refused at start-up, since each request in a
+ * sliding window is kept (8 bytes in memory, about 10 bytes in Redis) until it leaves the window.
+ */
+export const MAX_SLIDING_LIMIT = 10_000;
+
+/**
+ * One limit's state after a request: its count (`limit + 1` for a limit that refused it; nothing is charged then) and
+ * when it frees a request: the end of a fixed window, or when the oldest request counted leaves a sliding one.
+ */
+export type Count = MemoryCount;
+
+/** A counter of several limits that counts synchronously, in this process. */
+export interface CountsLimitsNow {
+  readonly countsNow: true;
+  /** Counts a request on every limit when each allows it, on none when one refuses; each limit's state in order. */
+  countNow(key: string): readonly Count[];
+}
+
+/** A counter of several limits that counts in a shared store, one atomic command per request (the Redis store). */
+export interface CountsLimitsAsync {
+  readonly countsAsync: true;
+  count(key: string): Promise<readonly Count[]>;
+}
+
+/** What a store's `limits` factory returns. */
+export type LimitsCounter = CountsLimitsNow | CountsLimitsAsync;
+
+/** One limit of one key, updated in place. */
+class Slot implements Count {
+  count = 0;
+  resetAt = 0;
+  /** Sliding windows: the times of the requests counted, oldest first, from `head` on. */
+  readonly times: number[] = [];
+  head = 0;
+}
+
+/** A key's limits, and when the last of them is empty again (the map forgets the key then). */
+class Entry {
+  readonly slots: Slot[];
+  endsAt = 0;
+
+  constructor(n: number) {
+    this.slots = Array.from({ length: n }, () => new Slot());
+  }
+}
+
+/** Times a sliding slot lets pile up before the front of its array is cut off. */
+const COMPACT_AFTER = 32;
+
+/**
+ * The memory store's counter for sliding windows and for endpoints with several limits. Each key has one slot per
+ * limit: a count and an end for a fixed window, the times of the requests counted for a sliding one (at most
+ * `limit` of them, 8 bytes each). A key is forgotten once every one of its windows is empty.
+ */
+export class MemoryLimits implements CountsLimitsNow {
+  readonly countsNow = true;
+  readonly #limits: readonly Limit[];
+  readonly #sliding: boolean;
+  readonly #entries = new SweptMap<Entry>((entry) => entry.endsAt);
+
+  constructor(spec: LimitsSpec) {
+    this.#limits = spec.limits;
+    this.#sliding = spec.window === 'sliding';
+  }
+
+  /** Keys held, including those whose windows have all ended but that the sweep has not reached yet. */
+  get size(): number {
+    return this.#entries.size;
+  }
+
+  /**
+   * Counts one request of `key` when every limit allows it. The array returned when it is allowed is the key's live
+   * state, not a copy: read it at once, before the next call on this counter changes it.
+   */
+  countNow(key: string): readonly Count[] {
+    const now = Date.now();
+    const limits = this.#limits;
+    let entry = this.#entries.get(key);
+    if (entry === undefined) entry = this.#entries.add(key, new Entry(limits.length), now);
+    const { slots } = entry;
+    let allowed = true;
+    for (let i = 0; i < slots.length; i++) {
+      const slot = slots[i] as Slot;
+      const { limit, windowMs } = limits[i] as Limit;
+      if (this.#sliding) slide(slot, now - windowMs, windowMs);
+      else if (now >= slot.resetAt) slot.count = 0;
+      if (slot.count >= limit) allowed = false;
+    }
+    if (!allowed) {
+      return slots.map((slot, i) => {
+        const { limit, windowMs } = limits[i] as Limit;
+        if (slot.count === 0) return { count: 0, resetAt: now + windowMs };
+        return { count: slot.count >= limit ? limit + 1 : slot.count, resetAt: slot.resetAt };
+      });
+    }
+    for (let i = 0; i < slots.length; i++) {
+      const slot = slots[i] as Slot;
+      const { windowMs } = limits[i] as Limit;
+      if (this.#sliding) {
+        slot.times.push(now);
+        if (slot.count === 0) slot.resetAt = now + windowMs;
+      } else if (slot.count === 0) slot.resetAt = now + windowMs;
+      slot.count += 1;
+      // A sliding slot is empty once its newest request has left; a fixed one when its window ends.
+      const empty = this.#sliding ? now + windowMs : slot.resetAt;
+      if (empty > entry.endsAt) entry.endsAt = empty;
+    }
+    return slots;
+  }
+}
+
+/** Drops the requests of a sliding slot made at or before `from`, and sets its count and the time it frees one. */
+function slide(slot: Slot, from: number, windowMs: number): void {
+  const { times } = slot;
+  let { head } = slot;
+  while (head < times.length && (times[head] as number) <= from) head++;
+  if (head >= COMPACT_AFTER && head * 2 >= times.length) {
+    times.splice(0, head);
+    head = 0;
+  }
+  slot.head = head;
+  slot.count = times.length - head;
+  if (slot.count > 0) slot.resetAt = (times[head] as number) + windowMs;
+}
