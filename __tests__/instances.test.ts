@@ -48,9 +48,12 @@ async function startInstance(
   setup: StoreSetup,
   busyMs = 0,
   client: Client = 'ioredis',
+  clock: { window: 'fixed' | 'sliding'; skewMs: number } = { window: 'fixed', skewMs: 0 },
 ): Promise<Instance> {
   const script = join(__dirname, 'helpers', 'instance.js');
-  const args = [script, lib, redisUrl, prefix, String(setup.timeoutMs), setup.onFailure, String(busyMs), client];
+  const { timeoutMs, onFailure } = setup;
+  const settings = [String(timeoutMs), onFailure, String(busyMs), client, clock.window, String(clock.skewMs)];
+  const args = [script, lib, redisUrl, prefix, ...settings];
   const child = spawn(process.execPath, args, { cwd: root });
   let readies = 0;
   let stderr = '';
@@ -175,6 +178,30 @@ describeRedisServer('two app instances in separate processes, sharing one Redis'
     },
     120_000,
   );
+
+  it('sliding windows, two instances whose clocks are 3 minutes apart: of 300 simultaneous requests, exactly 25 pass', async () => {
+    const pair = await Promise.all(
+      [-90_000, 90_000].map((skewMs) =>
+        startInstance(lib, redis.url, 'sliding', sharing, 0, 'ioredis', { window: 'sliding', skewMs }),
+      ),
+    );
+    instances.push(...pair);
+    const answers = await Promise.all(
+      Array.from({ length: 300 }, (_, i) =>
+        request((pair[i % 2] as Instance).url)
+          .get('/v1/bots')
+          .set('Authorization', 'Bot sliding')
+          .timeout(deadline(sharing)),
+      ),
+    );
+    expect(tally(answers.map((res) => res.status))).toEqual({ 200: 25, 429: 275 });
+    // Each instance tells the time left from Redis' clock, whatever its own says: within the minute's window.
+    for (const res of answers) {
+      const after = Number(res.headers['x-ratelimit-reset-after']);
+      expect(after).toBeGreaterThan(0);
+      expect(after).toBeLessThanOrEqual(60);
+    }
+  }, 60_000);
 
   it('Redis stopped mid-traffic: every request answered in time, limits held per instance; restarted: shared again', async () => {
     const pair = await startPair('outage', outage);

@@ -64,9 +64,11 @@ class Slot implements Count {
 /** A key's limits, and when the last of them is empty again (the map forgets the key then). */
 class Entry {
   readonly slots: Slot[];
-  endsAt = 0;
 
-  constructor(n: number) {
+  constructor(
+    n: number,
+    public endsAt: number,
+  ) {
     this.slots = Array.from({ length: n }, () => new Slot());
   }
 }
@@ -83,11 +85,13 @@ export class MemoryLimits implements CountsLimitsNow {
   readonly countsNow = true;
   readonly #limits: readonly Limit[];
   readonly #sliding: boolean;
+  readonly #longest: number;
   readonly #entries = new SweptMap<Entry>((entry) => entry.endsAt);
 
   constructor(spec: LimitsSpec) {
     this.#limits = spec.limits;
     this.#sliding = spec.window === 'sliding';
+    this.#longest = Math.max(...spec.limits.map((limit) => limit.windowMs));
   }
 
   /** Keys held, including those whose windows have all ended but that the sweep has not reached yet. */
@@ -103,7 +107,8 @@ export class MemoryLimits implements CountsLimitsNow {
     const now = Date.now();
     const limits = this.#limits;
     let entry = this.#entries.get(key);
-    if (entry === undefined) entry = this.#entries.add(key, new Entry(limits.length), now);
+    // A new key's windows have not started: it is kept for the longest of them, until a request sets its end.
+    if (entry === undefined) entry = this.#entries.add(key, new Entry(limits.length, now + this.#longest), now);
     const { slots } = entry;
     let allowed = true;
     for (let i = 0; i < slots.length; i++) {

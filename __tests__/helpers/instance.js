@@ -1,9 +1,13 @@
 // One app instance in a Node process of its own, for the multi-process tests: listing B counted in Redis.
 // Arguments: <compiled lib dir> <redis url> <prefix> <timeoutMs> <onFailure> [busyMs: CPU each answer burns]
-// [client: ioredis (default), node-redis, or cluster, for which <redis url> is the nodes' URLs, comma-separated].
+// [client: ioredis (default), node-redis, or cluster, for which <redis url> is the nodes' URLs, comma-separated]
+// [window: fixed (default) or sliding] [skewMs: how far this process's clock is off, e.g. -90000].
 // Prints JSON lines to stdout: {"port":n} once it listens, {"redis":"ready"} each time its client is (again)
 // connected. Anything on stderr is a failure of the test. It ends when its standard input closes.
-const [lib, url, prefix, timeoutMs, onFailure, busyMs = '0', kind = 'ioredis'] = process.argv.slice(2);
+const [lib, url, prefix, timeoutMs, onFailure, busyMs = '0', kind = 'ioredis', window = 'fixed', skewMs = '0'] =
+  process.argv.slice(2);
+const realNow = Date.now;
+Date.now = () => realNow() + Number(skewMs);
 const express = require('express');
 const { listingLimits, redisStore } = require(lib);
 
@@ -37,7 +41,7 @@ if (kind === 'node-redis') {
 }
 
 const app = express();
-app.use(listingLimits('B', { store: redisStore(client, { prefix, timeoutMs: Number(timeoutMs), onFailure }) }));
+app.use(listingLimits('B', { window, store: redisStore(client, { prefix, timeoutMs: Number(timeoutMs), onFailure }) }));
 app.use((_req, res) => {
   // A busy app: the event loop is held this long per answer, as real work would hold it.
   for (const end = Date.now() + Number(busyMs); Date.now() < end;);
