@@ -110,6 +110,18 @@ it('npm start builds and starts both listings, serves and limits them over HTTP,
   await expect(fetch(`${urls.B}/v1/statistics`)).rejects.toThrow();
 }, 120_000);
 
+it('WINDOW=sliding counts every listing in sliding windows, and says so', async () => {
+  const server = run(process.execPath, [main], { LISTING: 'B', PORT: '0', LOG: '0', WINDOW: 'sliding' });
+  await server.printed(READY);
+  expect(server.stdout()).toContain('listing-limits example server: memory store, sliding windows, access log off.\n');
+  const { B: url } = baseUrls(server.stdout());
+  const statuses = [];
+  for (let i = 0; i < 3; i++) statuses.push((await fetch(`${url}/v1/bots/1`)).status);
+  expect(statuses).toEqual([200, 200, 429]);
+  server.child.kill('SIGTERM');
+  expect(await server.exit).toEqual({ code: 0, signal: null });
+}, 60_000);
+
 it('LISTING=B with PORT starts only listing B at the root of PORT; LOG=0 keeps it quiet; SIGINT closes it', async () => {
   const server = run(process.execPath, [main], { LISTING: 'B', PORT: '0', LOG: '0' });
   await server.printed(READY);
@@ -171,6 +183,7 @@ describe('a bad setting stops start-up with one line naming the variable, and ex
     [{ LISTING: 'A', PORT_B: '3002' }, 'PORT_B is read only when every listing starts; with LISTING=A, set PORT.'],
     [{ PORT_A: '4000', PORT_B: '4000' }, 'PORT_A and PORT_B must differ; both are 4000.'],
     [{ LOG: 'yes' }, 'LOG must be 1 (access log on) or 0 (off); got "yes".'],
+    [{ WINDOW: 'rolling' }, 'WINDOW must be fixed or sliding; got "rolling".'],
     [
       { REDIS_URL: 'localhost:6379' },
       'REDIS_URL must be a redis:// or rediss:// URL such as redis://127.0.0.1:6379; got "localhost:6379".',
@@ -227,6 +240,7 @@ describe('settings from the environment', () => {
       ],
       host: '127.0.0.1',
       log: true,
+      window: 'fixed',
     });
     expect([DEFAULT_PORTS, DEFAULT_HOST]).toEqual([{ A: 3001, B: 3002 }, '127.0.0.1']);
     const stores = storeFromEnv({});
@@ -302,7 +316,11 @@ describe('settings from the environment', () => {
     ]);
   });
 
-  it('HOST and LOG=0', () => {
-    expect(startupFromEnv({ HOST: '::1', LOG: '0' })).toMatchObject({ host: '::1', log: false });
+  it('HOST, LOG=0 and WINDOW=sliding', () => {
+    expect(startupFromEnv({ HOST: '::1', LOG: '0', WINDOW: 'sliding' })).toMatchObject({
+      host: '::1',
+      log: false,
+      window: 'sliding',
+    });
   });
 });

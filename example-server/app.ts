@@ -1,7 +1,7 @@
 // createExampleApp(): a local stand-in for a listing of the API, with listingLimits in front of every endpoint.
 import express, { type Express, type RequestHandler } from 'express';
 import { Registry } from 'prom-client';
-import { type ListingName, listingLimits, listings, type Store } from '../lib/index.js';
+import { type ListingName, listingLimits, listings, type Store, type WindowKind } from '../lib/index.js';
 import { isListingName, listingNames } from '../lib/listings.js';
 import { type Bot, type ExampleData, generateData, type Server } from './data.js';
 import { errorHandler, HttpError, notFound } from './errors.js';
@@ -25,6 +25,8 @@ export interface ExampleAppOptions {
   store?: Store;
   /** Receives one access-log line per request, e.g. `console.log`. Default: no log. */
   log?: (line: string) => void;
+  /** How the limiter counts windows: `'fixed'` or `'sliding'` (checked by listingLimits). Default: `'fixed'`. */
+  window?: WindowKind;
 }
 
 function find<T>(entries: ReadonlyMap<string, T>, id: string, noun: string): T {
@@ -119,7 +121,7 @@ function servePlaceholders(app: Express, listing: ListingName): void {
  * `listingLimits(listing, { store })`. Mount it anywhere: `app.use('/api', createExampleApp({ listing: 'B' }))`.
  */
 export function createExampleApp(options: ExampleAppOptions): Express {
-  const { listing, store, log } = checkOptions(options);
+  const { listing, store, log, window } = checkOptions(options);
   const data = generateData();
   const app = express();
   app.disable('x-powered-by');
@@ -130,7 +132,7 @@ export function createExampleApp(options: ExampleAppOptions): Express {
     metrics.metrics().then((text) => res.type(metrics.contentType).send(text), next);
   });
   // Before every handler, as on the original service: answers that end in 404, 401 or 400 are counted too.
-  app.use(listingLimits(listing, { store, metrics }));
+  app.use(listingLimits(listing, { store, metrics, window }));
 
   const routes = exampleRoutes[listing];
   if (routes) {

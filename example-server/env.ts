@@ -1,6 +1,6 @@
 // Start-up settings of the example server, read from the environment; a bad value is a one-line error naming its variable.
 import Redis from 'ioredis';
-import { type ListingName, memoryStore, redisStore, type Store } from '../lib/index.js';
+import { type ListingName, memoryStore, redisStore, type Store, type WindowKind } from '../lib/index.js';
 import { isListingName, listingNames } from '../lib/listings.js';
 
 /** A setting that cannot work: the process prints the message alone and exits with code 1. */
@@ -23,6 +23,8 @@ export interface Startup {
   readonly host: string;
   /** Whether to write the access log. */
   readonly log: boolean;
+  /** How every listing counts its windows. */
+  readonly window: WindowKind;
 }
 
 /** Where the counters of each listing live, and how to let go of them at shutdown. */
@@ -69,8 +71,8 @@ function port(env: Env, name: string, fallback: number): number {
 
 /**
  * LISTING (a listing's name, e.g. `B`; unset: every listing), PORT (with LISTING; default the listing's
- * {@link DEFAULT_PORTS}), PORT_<listing> (without LISTING, e.g. PORT_A), HOST (default 127.0.0.1) and LOG
- * (`1` or `0`, default `1`).
+ * {@link DEFAULT_PORTS}), PORT_<listing> (without LISTING, e.g. PORT_A), HOST (default 127.0.0.1), LOG
+ * (`1` or `0`, default `1`) and WINDOW (`fixed` or `sliding`, default `fixed`).
  */
 export function startupFromEnv(env: Env): Startup {
   const listing = read(env, 'LISTING');
@@ -84,6 +86,10 @@ export function startupFromEnv(env: Env): Startup {
     throw new StartupError(`LOG must be 1 (access log on) or 0 (off); got ${JSON.stringify(log)}.`);
   }
   const host = read(env, 'HOST') ?? DEFAULT_HOST;
+  const window = read(env, 'WINDOW') ?? 'fixed';
+  if (window !== 'fixed' && window !== 'sliding') {
+    throw new StartupError(`WINDOW must be fixed or sliding; got ${JSON.stringify(window)}.`);
+  }
 
   let listeners: Listener[];
   if (listing !== undefined) {
@@ -110,7 +116,7 @@ export function startupFromEnv(env: Env): Startup {
       if (b) throw new StartupError(`${a.portVariable} and ${b.portVariable} must differ; both are ${a.port}.`);
     }
   }
-  return { listeners, host, log: log === '1' };
+  return { listeners, host, log: log === '1', window };
 }
 
 /**

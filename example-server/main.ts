@@ -69,7 +69,8 @@ async function main(): Promise<void> {
     const log = startup.log ? (line: string) => console.log(line) : undefined;
     for (const listener of startup.listeners) {
       const { listing } = listener;
-      const server = createServer(createExampleApp({ listing, store: stores.forListing(listing), log }));
+      const { window } = startup;
+      const server = createServer(createExampleApp({ listing, store: stores.forListing(listing), log, window }));
       servers.push(server);
       await listen(server, listener, startup.host);
       const url = baseUrl(server);
@@ -77,7 +78,8 @@ async function main(): Promise<void> {
       lines.push(`  listing ${listing} (${family}) at ${url}  try: curl -i ${url}${path}`);
     }
     const logState = startup.log ? 'access log on (LOG=0 turns it off)' : 'access log off';
-    console.log(`listing-limits example server: ${stores.description}, ${logState}.`);
+    const windows = startup.window === 'sliding' ? ', sliding windows' : '';
+    console.log(`listing-limits example server: ${stores.description}${windows}, ${logState}.`);
   } catch (error) {
     await stop();
     if (!(error instanceof StartupError)) throw error;

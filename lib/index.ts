@@ -9,7 +9,21 @@ export {
 export { type EndpointRow, type ListingName, listings, type Method } from './listings.js';
 export { listingLimits } from './middleware.js';
 export { type RedisClient, type RedisFailureMode, type RedisStoreOptions, redisStore } from './redis.js';
-export { type CounterSpec, memoryStore, type RuntimeState, type Store, type StoreFailurePolicy } from './stores.js';
+export {
+  type Count,
+  type CounterSpec,
+  type CountsLimitsAsync,
+  type CountsLimitsNow,
+  type Limit,
+  type LimitsCounter,
+  type LimitsSpec,
+  memoryStore,
+  type RuntimeState,
+  type Store,
+  type StoreFailurePolicy,
+  type WindowKind,
+} from './stores.js';
+export { MAX_SLIDING_LIMIT } from './windows.js';
 export type {
   ActiveBan,
   ActiveGrant,

@@ -151,33 +151,40 @@ export class Metrics {
    * is observed in the latency histogram. A synchronous count (the memory store's) is no store call.
    */
   timed(store: Store): Store {
-    const timed = (counter: Parameters<Store>[0]) => {
-      const limiter = store(counter);
-      if (typeof limiter !== 'object' || limiter === null) return limiter;
-      const wrapped = new Map<PropertyKey, unknown>();
-      // Read on the limiter itself, and its methods called on it: its private fields are its own.
-      return new Proxy(limiter, {
-        get: (target, property) => {
-          const value: unknown = Reflect.get(target, property);
-          if (typeof value !== 'function') return value;
-          let method = wrapped.get(property);
-          if (!method) {
-            method = (...args: unknown[]) => {
-              const start = performance.now();
-              const result: unknown = (value as (...a: unknown[]) => unknown).apply(target, args);
-              if (result instanceof Promise) {
-                const done = () => this.latency((performance.now() - start) / 1000);
-                result.then(done, done);
-              }
-              return result;
-            };
-            wrapped.set(property, method);
-          }
-          return method;
-        },
-      });
-    };
-    return Object.assign(timed, { failure: store.failure, state: store.state });
+    const timed = (counter: Parameters<Store>[0]) => this.#timedCalls(store(counter));
+    const { limits } = store;
+    return Object.assign(timed, {
+      failure: store.failure,
+      state: store.state,
+      limits: limits && ((counter: Parameters<NonNullable<Store['limits']>>[0]) => this.#timedCalls(limits(counter))),
+    });
+  }
+
+  /** A limiter (or limits counter) whose every method that answers with a promise is observed in the histogram. */
+  #timedCalls<T>(limiter: T): T {
+    if (typeof limiter !== 'object' || limiter === null) return limiter;
+    const wrapped = new Map<PropertyKey, unknown>();
+    // Read on the limiter itself, and its methods called on it: its private fields are its own.
+    return new Proxy(limiter, {
+      get: (target, property) => {
+        const value: unknown = Reflect.get(target, property);
+        if (typeof value !== 'function') return value;
+        let method = wrapped.get(property);
+        if (!method) {
+          method = (...args: unknown[]) => {
+            const start = performance.now();
+            const result: unknown = (value as (...a: unknown[]) => unknown).apply(target, args);
+            if (result instanceof Promise) {
+              const done = () => this.latency((performance.now() - start) / 1000);
+              result.then(done, done);
+            }
+            return result;
+          };
+          wrapped.set(property, method);
+        }
+        return method;
+      },
+    });
   }
 }
 
