@@ -103,9 +103,16 @@ function median(values) {
 async function runHttp({ rounds, duration, warmup, connections, log }) {
   const redis = await startRedis();
   // `listing-limits-memory-no-headers` (allowed requests only) shows how much of the cost the required headers are.
-  let variants = ['bare', 'express-rate-limit', 'listing-limits-memory', 'listing-limits-memory-no-headers'];
+  // `-sliding`: the same store and table with `window: 'sliding'`, compared with fixed windows within each round.
+  let variants = [
+    'bare',
+    'express-rate-limit',
+    'listing-limits-memory',
+    'listing-limits-memory-sliding',
+    'listing-limits-memory-no-headers',
+  ];
   // The Redis store with a default ioredis client, and with a node-redis client.
-  if (redis) variants.push('listing-limits-redis', 'listing-limits-redis-node-redis');
+  if (redis) variants.push('listing-limits-redis', 'listing-limits-redis-sliding', 'listing-limits-redis-node-redis');
   else log('redis-server not found: the Redis variants are left out of this run.');
   // BENCH_VARIANTS=bare,listing-limits-memory runs only those (for quick A/B runs); BENCH_KINDS=allowed likewise.
   if (process.env.BENCH_VARIANTS) variants = variants.filter((v) => process.env.BENCH_VARIANTS.split(',').includes(v));
@@ -181,6 +188,7 @@ async function runHttp({ rounds, duration, warmup, connections, log }) {
           .filter((x) => x !== undefined);
       const toBare = ratio('bare', 'allowed');
       const toErl = ratio('express-rate-limit', kind);
+      const toFixed = variant.endsWith('-sliding') ? ratio(variant.replace(/-sliding$/, ''), kind) : [];
       summary.push({
         kind,
         variant,
@@ -190,6 +198,7 @@ async function runHttp({ rounds, duration, warmup, connections, log }) {
         serverCpuUs: mine.every((r) => r.serverCpuUs !== null) ? median(mine.map((r) => r.serverCpuUs)) : null,
         vsBare: toBare.length ? median(toBare) : null,
         vsExpressRateLimit: toErl.length ? median(toErl) : null,
+        vsFixed: toFixed.length ? median(toFixed) : null,
         redisCommandsPerRequest: mine.every((r) => r.redisCommandsPerRequest !== null)
           ? median(mine.map((r) => r.redisCommandsPerRequest))
           : null,

@@ -45,6 +45,26 @@ async function bytesPerRefusal(n) {
   return bytes;
 }
 
+/**
+ * Heap per key of a sliding window that holds `requests` requests (`n` keys, each counted that many times within
+ * its window): what a client costs that has spent that much of its limit.
+ */
+function bytesPerSlidingKey(n, requests) {
+  const limits = memoryStore().limits({
+    name: 'GET /v1/bots',
+    window: 'sliding',
+    limits: [{ limit: requests, windowMs: 60_000 }],
+  });
+  const before = heap();
+  for (let i = 0; i < n; i++) {
+    const key = `t:${String(i).padStart(43, '0')}`;
+    for (let r = 0; r < requests; r++) limits.countNow(key);
+  }
+  const bytes = (heap() - before) / n;
+  if (limits.size !== n) throw new Error(`expected ${n} keys, got ${limits.size}`);
+  return bytes;
+}
+
 async function flood(n, options) {
   const middleware = listingLimits('B', options);
   const app = { get: () => false };
@@ -75,6 +95,10 @@ async function runMemory({ n = 100_000 } = {}) {
       new RateLimiterMemory({ points: row.limit, duration: row.windowMs / 1000, keyPrefix: '' }),
     ),
     bytesPerRememberedRefusal: await bytesPerRefusal(n),
+    // A sliding window keeps each request's time: a key with 1, 25 and 100 requests in its window.
+    bytesPerSlidingKey: Object.fromEntries(
+      [1, 25, 100].map((requests) => [requests, bytesPerSlidingKey(10_000, requests)]),
+    ),
     floodWithoutAuthenticate: await flood(n),
     floodWithAuthenticate: await flood(n, { authenticate: () => false }),
     n,

@@ -84,6 +84,7 @@ async function main() {
         'server CPU µs/req',
         'vs bare',
         'vs express-rate-limit',
+        'sliding vs fixed',
         'Redis scripts/req',
       ],
       http.summary.map((s) => [
@@ -95,6 +96,7 @@ async function main() {
         s.serverCpuUs === null ? '-' : Math.round(s.serverCpuUs),
         fixed(s.vsBare),
         fixed(s.vsExpressRateLimit),
+        fixed(s.vsFixed),
         fixed(s.redisCommandsPerRequest, 3),
       ]),
     ),
@@ -114,6 +116,11 @@ async function main() {
   log('\nMemory');
   log(`bytes per tracked counter (memory store): ${Math.round(memory.bytesPerCounter)}`);
   log(`bytes per remembered refusal (Redis store's local refusals): ${Math.round(memory.bytesPerRememberedRefusal)}`);
+  log(
+    `bytes per key of a sliding window holding 1, 25, 100 requests: ${Object.values(memory.bytesPerSlidingKey)
+      .map((bytes) => Math.round(bytes))
+      .join(', ')}`,
+  );
   log(
     `bytes per tracked counter (rate-limiter-flexible's RateLimiterMemory): ${Math.round(memory.bytesPerCounterRateLimiterMemory)}`,
   );

@@ -23,7 +23,12 @@ if (variant.startsWith('listing-limits-redis')) {
   }
   store = redisStore(redis, { prefix: `bench-${process.pid}` });
 }
-const options = variant === 'listing-limits-memory-no-headers' ? { headers: false } : undefined;
+const options =
+  variant === 'listing-limits-memory-no-headers'
+    ? { headers: false }
+    : variant.endsWith('-sliding')
+      ? { window: 'sliding' }
+      : undefined;
 let server;
 connecting.then(() => {
   server = createBenchApp(variant, kind, store, options).listen(0, '127.0.0.1', () => {
