@@ -19,12 +19,12 @@ export interface Context {
   /** The endpoint the request counts on: the table's row, or a granted variant of it. */
   endpoint: CompiledEndpoint;
   client: Client;
-  /** The endpoint counter's state after this request; of an endpoint of several limits, the one that decides. */
+  /** The endpoint counter's state after this request; of an endpoint of several limits, the most restrictive. */
   count: Count;
   /** Each limit's state after this request, for an endpoint of several limits; else undefined. */
   counts: readonly Count[] | undefined;
-  /** Of an endpoint of several limits, the index of the limit that decides (`count` is its state). */
-  decidedBy: number;
+  /** The limit `count` is measured against: of an endpoint of several limits, the most restrictive one's. */
+  limit: number;
   /** Whether the request is over a limit of its endpoint. */
   refused: boolean;
   /** The request's one deadline for a store with a failure policy; made at its first store call. */

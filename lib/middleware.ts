@@ -38,7 +38,7 @@ class RequestContext implements Context {
   client: Client = undefined as unknown as Client;
   count: Count = undefined as unknown as Count;
   counts: readonly Count[] | undefined = undefined;
-  decidedBy = 0;
+  limit = 0;
   refused = false;
   deadline: Deadline | undefined = undefined;
   state: Context['state'] = GOING;
@@ -172,14 +172,17 @@ function compileSteps(config: Config): Step[] {
   steps.push(config.grant);
   if (bans?.countsTokens) steps.push(bans.tokens);
   const counted = (ctx: Context, count: Count | readonly Count[]) => {
-    const { limits } = ctx.endpoint;
-    if (!isCounts(count)) {
+    const { endpoint } = ctx;
+    if (isCounts(count)) {
+      const at = decisive(endpoint.limits, count);
+      ctx.counts = count.length > 1 ? count : undefined;
+      ctx.count = count[at] as Count;
+      ctx.limit = (endpoint.limits[at] as CompiledLimit).limit;
+    } else {
       ctx.count = count;
-      ctx.refused = count.count > ctx.endpoint.limit;
-    } else if (count.length === 1) {
-      ctx.count = count[0] as Count;
-      ctx.refused = ctx.count.count > ctx.endpoint.limit;
-    } else decide(ctx, limits, count);
+      ctx.limit = endpoint.limit;
+    }
+    ctx.refused = ctx.count.count > ctx.limit;
   };
   steps.push((ctx) => {
     if (waiting) ctx.deadline ??= waiting.start();
@@ -200,33 +203,23 @@ function isCounts(count: Count | readonly Count[]): count is readonly Count[] {
 }
 
 /**
- * The state of an endpoint of several limits that `req.rateLimit` and `Retry-After` show: refused, the limit that
- * refused it and frees a request last (a request passes only once every limit allows it); allowed, the limit with
- * the fewest requests left, then the latest reset.
+ * Which limit's state `req.rateLimit`, the legacy headers and `Retry-After` show, of an endpoint's limits: the most
+ * restrictive, that is the fewest requests left (a refusing limit has none), then the latest reset. Refused, that
+ * is the limit that refused the request and frees one last, since a request passes only once every limit allows it.
  */
-function decide(ctx: Context, limits: readonly CompiledLimit[], counts: readonly Count[]): void {
-  let at = -1;
-  let refused = false;
-  counts.forEach((count, i) => {
-    const { limit } = limits[i] as CompiledLimit;
-    const over = count.count > limit;
-    if (at < 0 || (over && !refused)) {
+function decisive(limits: readonly CompiledLimit[], counts: readonly Count[]): number {
+  let at = 0;
+  let fewest = Infinity;
+  let latest = 0;
+  counts.forEach(({ count, resetAt }, i) => {
+    const left = Math.max((limits[i] as CompiledLimit).limit - count, -1);
+    if (left < fewest || (left === fewest && resetAt > latest)) {
       at = i;
-      refused = over;
-      return;
-    }
-    if (over !== refused) return;
-    const best = counts[at] as Count;
-    const left = limit - count.count;
-    const bestLeft = (limits[at] as CompiledLimit).limit - best.count;
-    if (over ? count.resetAt > best.resetAt : left < bestLeft || (left === bestLeft && count.resetAt > best.resetAt)) {
-      at = i;
+      fewest = left;
+      latest = resetAt;
     }
   });
-  ctx.counts = counts;
-  ctx.count = counts[at] as Count;
-  ctx.decidedBy = at;
-  ctx.refused = refused;
+  return at;
 }
 
 /**
@@ -238,7 +231,7 @@ function respond(ctx: Context, config: Config): void {
   const allowed = !ctx.refused;
   const now = Date.now();
   const msLeft = Math.max(count.resetAt - now, 0);
-  const { limit } = ctx.counts ? (endpoint.limits[ctx.decidedBy] as CompiledLimit) : endpoint;
+  const { limit } = ctx;
   const remaining = allowed ? limit - count.count : 0;
   const info: RateLimitInfo = {
     endpoint: endpoint.name,
