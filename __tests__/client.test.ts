@@ -117,6 +117,34 @@ describe('bursts on every endpoint of both listings', () => {
   );
 });
 
+it.each(['fixed', 'sliding'] as const)(
+  'a server counting %s windows never refuses the client: at most 25 requests in any minute, the boundary included',
+  async (window) => {
+    const { served, seen } = await exampleServer('B', createExampleApp({ listing: 'B', window }));
+    const { api, idle, waits } = clientOf(served.url);
+    await drive(idle, [api.get('/v1/bots', { n: 0 })]);
+    jest.advanceTimersByTime(59_000);
+    await drive(
+      idle,
+      Array.from({ length: 24 }, (_, n) => api.get('/v1/bots', { n: `a${n}` })),
+    );
+    jest.advanceTimersByTime(1_000);
+    // A minute after the first request, one place is free: the 24 others wait for the requests of 59 s to leave.
+    const results = await drive(
+      idle,
+      Array.from({ length: 25 }, (_, n) => api.get('/v1/bots', { n: `b${n}` })),
+    );
+    expect(results.map((r) => r.status)).toEqual(Array(25).fill('fulfilled'));
+    expect(seen.map(({ at, line }) => `${at} ${line.slice(0, 3)}`)).toEqual([
+      '0 200',
+      ...Array(24).fill('59000 200'),
+      '60000 200',
+      ...Array(24).fill('119000 200'),
+    ]);
+    expect(waits).toEqual(Array(24).fill({ endpoint: 'GET /v1/bots', ms: 59_000, reason: 'table' }));
+  },
+);
+
 it('two clients on one token are kept right by the server: the second waits for what the first spent, none is lost', async () => {
   const { served, seen } = await exampleServer('B');
   const first = clientOf(served.url);

@@ -1,4 +1,4 @@
-// One endpoint's budget on the client side: the table's window kept locally, corrected by the server's answers.
+// One endpoint's budget on the client side: a sliding window of the requests sent, corrected by the server's answers.
 import type { ServerLimit } from './server-limits.js';
 
 /** Why a call waits before it is sent. */
@@ -17,10 +17,8 @@ export interface WaitEvent {
   readonly reason: WaitReason;
 }
 
-/** Where a sent request stands in its window, to read its answer against. */
+/** A sent request, to read its answer against: how many the pacer had sent once this one was. */
 export interface Ticket {
-  readonly window: number;
-  /** The count of the window's requests once this one was taken. */
   readonly index: number;
 }
 
@@ -32,18 +30,21 @@ interface Waiter {
 }
 
 /**
- * A fixed window per endpoint, as the server counts: calls take turns in order, each takes one request of the
- * window, and when none is left the first in line waits for the window to end (one timer, unref'd).
+ * One endpoint's budget, kept as a sliding window: the times of the requests that count in the last `windowMs`,
+ * oldest first, so that no interval of `windowMs` ever holds more than `limit` of them. That is never refused by a
+ * server that counts fixed windows (each of which is such an interval) nor by one that counts sliding windows.
+ * Calls take turns in order; when the window is full, the first in line waits for its oldest request to leave (one
+ * timer, unref'd). What the server's answers say was spent beyond the client's own requests (another process on
+ * the same token) is added as if spent at the moment of the answer, which can only wait longer than needed.
  */
 export class Pacer {
   limit: number;
   windowMs: number;
-  #used = 0;
-  /** When the current window ends (epoch ms); 0 before the first request. */
-  #resetAt = 0;
-  #window = 0;
-  /** What set the current window's end or count: the table, or the server's answer. */
-  #source: WaitReason = 'table';
+  /** When each request counted in the window was spent, oldest first, and what says so. */
+  readonly #times: number[] = [];
+  readonly #sources: WaitReason[] = [];
+  /** Requests this pacer has let go, in all. */
+  #sent = 0;
   readonly #queue: Waiter[] = [];
   #timer: ReturnType<typeof setTimeout> | undefined;
 
@@ -57,12 +58,33 @@ export class Pacer {
     this.windowMs = windowMs;
   }
 
+  /** Forgets the requests that have left the window. */
+  #slide(now: number): void {
+    let gone = 0;
+    while (gone < this.#times.length && (this.#times[gone] as number) <= now - this.windowMs) gone++;
+    this.#times.splice(0, gone);
+    this.#sources.splice(0, gone);
+  }
+
+  /**
+   * When the call `ahead` places from the front of the line goes, and why it waits: the window's free places go at
+   * once; after them, each call goes when the request a window before it leaves.
+   */
+  #turn(now: number, ahead: number): { ms: number; reason: WaitReason } {
+    this.#slide(now);
+    const q = ahead - (this.limit - this.#times.length);
+    if (q < 0) return { ms: 0, reason: 'table' };
+    const place = q % this.limit;
+    const at = place < this.#times.length ? (this.#times[place] as number) : now;
+    // Told as the server's doing when its answers filled the window beyond the client's own requests.
+    const sources = this.#sources;
+    const reason = sources.includes('retry-after') ? 'retry-after' : sources.includes('server') ? 'server' : 'table';
+    return { ms: at + (Math.floor(q / this.limit) + 1) * this.windowMs - now, reason };
+  }
+
   /** How long a call queued now would wait before it is sent, as far as the client knows. */
   waitFor(now: number, first = false): number {
-    const ahead = first ? 0 : this.#queue.length;
-    if (now >= this.#resetAt) return ahead < this.limit ? 0 : Math.floor(ahead / this.limit) * this.windowMs;
-    const over = this.#used + ahead - this.limit;
-    return over < 0 ? 0 : this.#resetAt - now + Math.floor(over / this.limit) * this.windowMs;
+    return this.#turn(now, first ? 0 : this.#queue.length).ms;
   }
 
   /**
@@ -70,8 +92,10 @@ export class Pacer {
    * is not told again, the 429 that caused it was.
    */
   take(now: number, signal: AbortSignal | undefined, first = false): Promise<Ticket> {
-    const ms = this.waitFor(now, first);
-    if (ms > 0 && !first) this.onWait({ endpoint: this.endpoint, ms, reason: this.#source });
+    if (!first) {
+      const { ms, reason } = this.#turn(now, this.#queue.length);
+      if (ms > 0) this.onWait({ endpoint: this.endpoint, ms, reason });
+    }
     return new Promise<Ticket>((grant, fail) => {
       const waiter: Waiter = {
         grant,
@@ -90,24 +114,40 @@ export class Pacer {
     });
   }
 
-  /** Reads an answer's limit fields: the server's count and reset replace the local ones. */
+  /**
+   * Reads an answer's limit fields: the server's limit and window replace the table's, and what it counts beyond
+   * this client's own requests (those sent up to this one, and those sent since, which it has not counted yet) is
+   * added as spent now.
+   */
   correct(ticket: Ticket, server: ServerLimit, now: number): void {
     if (server.limit !== undefined) this.limit = server.limit;
     if (server.windowMs !== undefined) this.windowMs = server.windowMs;
-    if (ticket.window === this.#window) {
-      // Requests sent after this one in the same window are not in the server's count yet.
-      this.#used = Math.max(this.limit - server.remaining, 0) + (this.#used - ticket.index);
-      this.#resetAt = now + server.resetMs;
-      this.#source = 'server';
-    }
+    this.#slide(now);
+    const spent = Math.max(this.limit - server.remaining, 0) + (this.#sent - ticket.index);
+    this.#spend(spent - this.#times.length, now, 'server');
     this.#pump();
   }
 
   /** A 429: nothing is left until `retryMs` has passed. */
   refused(retryMs: number, now: number): void {
-    this.#used = this.limit;
-    this.#resetAt = Math.max(this.#resetAt, now + retryMs);
-    this.#source = 'retry-after';
+    this.#slide(now);
+    // Every request of the window is taken to leave no earlier than `retryMs` from now.
+    const leaves = now + retryMs - this.windowMs;
+    for (let i = 0; i < this.#times.length; i++) {
+      if ((this.#times[i] as number) < leaves) {
+        this.#times[i] = leaves;
+        this.#sources[i] = 'retry-after';
+      }
+    }
+    this.#spend(this.limit - this.#times.length, leaves, 'retry-after');
+  }
+
+  /** Adds `n` requests spent at `at` (the newest so far), when `n` is positive. */
+  #spend(n: number, at: number, source: WaitReason): void {
+    for (let i = 0; i < n; i++) {
+      this.#times.push(at);
+      this.#sources.push(source);
+    }
   }
 
   /** Rejects every waiting call with `reason`. */
@@ -128,21 +168,17 @@ export class Pacer {
     this.#stopTimer();
     while (this.#queue.length > 0) {
       const now = Date.now();
-      if (now >= this.#resetAt) {
-        this.#window++;
-        this.#used = 0;
-        this.#resetAt = now + this.windowMs;
-        this.#source = 'table';
-      }
-      if (this.#used >= this.limit) {
-        this.#timer = setTimeout(() => this.#pump(), this.#resetAt - now);
+      this.#slide(now);
+      if (this.#times.length >= this.limit) {
+        this.#timer = setTimeout(() => this.#pump(), (this.#times[0] as number) + this.windowMs - now);
         this.#timer.unref?.();
         return;
       }
       const waiter = this.#queue.shift() as Waiter;
       waiter.signal?.removeEventListener('abort', waiter.onAbort);
-      this.#used++;
-      waiter.grant({ window: this.#window, index: this.#used });
+      this.#spend(1, now, 'table');
+      this.#sent++;
+      waiter.grant({ index: this.#sent });
     }
   }
 }
