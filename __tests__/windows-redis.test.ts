@@ -34,21 +34,36 @@ async function over<T>(servers: readonly RedisServer[], read: (node: Redis) => P
   );
 }
 
+/** A connection to servers of its own: each server's script runs and keys, summed; `close` also stops them. */
+function connection(
+  servers: readonly RedisServer[],
+  client: Connection['client'],
+  disconnect: () => void,
+  stop: () => Promise<void>,
+): Connection {
+  return {
+    client,
+    scripts: async () => (await over(servers, scriptRuns)).reduce((a, b) => a + b),
+    keys: async (pattern) => (await over(servers, (node) => scanKeys(node, pattern))).flat().sort(),
+    close: async () => {
+      disconnect();
+      await stop();
+    },
+  };
+}
+
 const connections: [string, () => Promise<Connection>][] = [
   [
     'ioredis',
     async () => {
       const server = await RedisServer.start();
       const client = await ioredisClient(server.url);
-      return {
+      return connection(
+        [server],
         client,
-        scripts: async () => (await over([server], scriptRuns)).reduce((a, b) => a + b),
-        keys: async (pattern) => (await over([server], (node) => scanKeys(node, pattern))).flat(),
-        close: async () => {
-          client.disconnect();
-          await server.close();
-        },
-      };
+        () => client.disconnect(),
+        () => server.close(),
+      );
     },
   ],
   [
@@ -58,15 +73,12 @@ const connections: [string, () => Promise<Connection>][] = [
       const client = createClient({ url: server.url });
       client.on('error', () => {});
       await client.connect();
-      return {
+      return connection(
+        [server],
         client,
-        scripts: async () => (await over([server], scriptRuns)).reduce((a, b) => a + b),
-        keys: async (pattern) => (await over([server], (node) => scanKeys(node, pattern))).flat(),
-        close: async () => {
-          client.destroy();
-          await server.close();
-        },
-      };
+        () => client.destroy(),
+        () => server.close(),
+      );
     },
   ],
   [
@@ -74,15 +86,12 @@ const connections: [string, () => Promise<Connection>][] = [
     async () => {
       const cluster = await RedisCluster.start(3);
       const client = await cluster.client();
-      return {
+      return connection(
+        cluster.servers,
         client,
-        scripts: async () => (await over(cluster.servers, scriptRuns)).reduce((a, b) => a + b),
-        keys: async (pattern) => (await over(cluster.servers, (node) => scanKeys(node, pattern))).flat().sort(),
-        close: async () => {
-          client.disconnect();
-          await cluster.close();
-        },
-      };
+        () => client.disconnect(),
+        () => cluster.close(),
+      );
     },
   ],
 ];
