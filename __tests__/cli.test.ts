@@ -3,6 +3,8 @@ import type * as Command from '../lib/command';
 import { type CliContext, runCli, USAGE } from '../lib/command';
 import { listings } from '../lib';
 import type * as Listings from '../lib/listings';
+import type { VerifyReport } from '../lib/verify';
+import { createExampleApp } from '../example-server/app';
 import { createApp } from './helpers/app';
 import { serverPerTest } from './helpers/serve';
 import { useFakeClock } from './helpers/stores';
@@ -41,15 +43,15 @@ describe('a run', () => {
     const { code, stdout } = await run(['verify', served.url, '--listing', 'A']);
     expect(stdout).toBe(
       [
-        `listing-limits verify ${served.url}, listing A`,
+        `listing-limits verify ${served.url}, listing A, fixed windows`,
         '',
-        'Endpoint                     Result  Requests  Findings',
-        'GET /v1/statistics           pass           4',
-        'GET /v1/servers              pass          18',
-        'GET /v1/servers/:id          pass          15',
-        'GET /v1/servers/:id/upvotes  pass          33',
-        'GET /v1/users/:id            pass           7',
-        'GET /v1/users/:id/servers    pass          15',
+        'Endpoint                     Result  Requests  Window  Findings',
+        'GET /v1/statistics           pass           4  either',
+        'GET /v1/servers              pass          47  fixed',
+        'GET /v1/servers/:id          pass          27  fixed',
+        'GET /v1/servers/:id/upvotes  pass          63  fixed',
+        'GET /v1/users/:id            pass          11  fixed',
+        'GET /v1/users/:id/servers    pass          27  fixed',
         '',
         'All 6 endpoints pass.',
         '',
@@ -73,16 +75,16 @@ describe('a run', () => {
     ]);
     expect(stdout).toBe(
       [
-        `listing-limits verify ${served.url}, listing B`,
+        `listing-limits verify ${served.url}, listing B, fixed windows`,
         '',
-        'Endpoint            Result  Requests  Findings',
-        'GET /v1/statistics  pass           8  note: GET /v1/statistics answered 404',
-        'GET /v1/users/:id   fail           3  allowed 3 requests, contract says 2',
-        '                                      RateLimit-Policy says "GET /v1/users/:id";q=3;w=1, contract says q=2;w=1',
-        '                                      RateLimit says "GET /v1/users/:id";r=2;t=1 on request 1, expected r=1',
-        '                                      X-RateLimit-Limit says 3, contract says 2',
-        '                                      X-RateLimit-Remaining says 2 on request 1, expected 1',
-        '                                      note: GET /v1/users/1 answered 404',
+        'Endpoint            Result  Requests  Window   Findings',
+        'GET /v1/statistics  pass          17  fixed    note: GET /v1/statistics answered 404',
+        'GET /v1/users/:id   fail           3  unclear  allowed 3 requests, contract says 2',
+        '                                               RateLimit-Policy says "GET /v1/users/:id";q=3;w=1, contract says q=2;w=1',
+        '                                               RateLimit says "GET /v1/users/:id";r=2;t=1 on request 1, expected r=1',
+        '                                               X-RateLimit-Limit says 3, contract says 2',
+        '                                               X-RateLimit-Remaining says 2 on request 1, expected 1',
+        '                                               note: GET /v1/users/1 answered 404',
         '',
         '1 of 2 endpoints fail.',
         '',
@@ -106,6 +108,7 @@ describe('a run', () => {
     ]);
     expect(JSON.parse(stdout)).toEqual({
       baseUrl: served.url,
+      window: 'fixed',
       ok: true,
       endpoints: [
         {
@@ -115,11 +118,14 @@ describe('a run', () => {
           limit: 2,
           windowMs: 1000,
           paths: ['/v1/bots/7', '/v1/bots/8'],
-          requests: 7,
-          waitMs: 2000,
+          requests: 11,
+          waitMs: 5250,
+          boundaryRequests: 4,
+          boundaryWaitMs: 3250,
           ok: true,
           findings: [],
           notes: [],
+          windowSeen: 'fixed',
         },
       ],
     });
@@ -127,11 +133,14 @@ describe('a run', () => {
       [
         '[1/1] GET /v1/bots/:id: probing',
         '[1/1] GET /v1/bots/:id: waiting 2 s for the window to end',
+        '[1/1] GET /v1/bots/:id: waiting 2 s for the window to end',
+        "[1/1] GET /v1/bots/:id: waiting 1 s to send the rest of the limit before the window's end",
+        '[1/1] GET /v1/bots/:id: waiting 1 s for the window to end',
         '[1/1] GET /v1/bots/:id: pass',
         '',
       ].join('\n'),
     );
-    expect(served.log.filter((line) => line.endsWith('Bot abc'))).toHaveLength(6);
+    expect(served.log.filter((line) => line.endsWith('Bot abc'))).toHaveLength(10);
     expect(code).toBe(0);
   });
 
@@ -141,6 +150,75 @@ describe('a run', () => {
     expect(stderr).toContain('[1/1] GET /v1/servers: probing\n');
     expect(stderr).toContain('  waiting for the window to end [------------------------------] 0/121 s');
     expect(stderr).toMatch(/\[1\/1\] GET \/v1\/servers: pass\n$/);
+  });
+});
+
+describe('--window', () => {
+  const only = ['--only', 'GET /v1/statistics', '--only', 'GET /v1/bots/:id/upvotes', '--token', 'Bot v'];
+
+  it.each([
+    {
+      server: 'sliding',
+      argv: ['--window', 'sliding'],
+      code: 0,
+      stdout: [
+        'listing-limits verify URL, listing B, sliding windows',
+        '',
+        'Endpoint                  Result  Requests  Window   Findings',
+        'GET /v1/statistics        pass          14  sliding',
+        'GET /v1/bots/:id/upvotes  pass          11  sliding',
+        '',
+        'All 2 endpoints pass.',
+      ],
+    },
+    {
+      server: 'fixed',
+      argv: ['--window=sliding'],
+      code: 1,
+      stdout: [
+        'listing-limits verify URL, listing B, sliding windows',
+        '',
+        'Endpoint                  Result  Requests  Window  Findings',
+        'GET /v1/statistics        fail          17  fixed   fixed window: allowed 9 requests within 0.8 s across the end of a window (4 before it, 5 after it); a sliding window allows 5 in any 1 s',
+        'GET /v1/bots/:id/upvotes  fail          11  fixed   fixed window: allowed 3 requests within 8.5 s across the end of a window (1 before it, 2 after it); a sliding window allows 2 in any 15 s',
+        '',
+        '2 of 2 endpoints fail.',
+      ],
+    },
+    {
+      server: 'sliding',
+      argv: [],
+      code: 1,
+      stdout: [
+        'listing-limits verify URL, listing B, fixed windows',
+        '',
+        'Endpoint                  Result  Requests  Window   Findings',
+        'GET /v1/statistics        fail          14  sliding  sliding window: allowed 4 requests before the end of a window and 1 after it, then 429; a fixed window allows 5 after it',
+        'GET /v1/bots/:id/upvotes  fail          11  sliding  sliding window: allowed 1 request before the end of a window and 1 after it, then 429; a fixed window allows 2 after it',
+        '',
+        '2 of 2 endpoints fail.',
+      ],
+    },
+  ] as const)(
+    'a $server example server, $argv: the window seen, exit $code',
+    async ({ server, argv, code, stdout }) => {
+      const served = await start(createExampleApp({ listing: 'B', window: server }));
+      const result = await run(['verify', served.url, '--listing', 'B', ...only, ...argv]);
+      expect(result.stdout).toBe([...stdout, ''].join('\n').replace('URL', served.url));
+      expect(result.code).toBe(code);
+    },
+  );
+
+  it('--json tells the window expected, and the one seen on each endpoint', async () => {
+    const served = await start(createExampleApp({ listing: 'A', window: 'sliding' }));
+    const { code, stdout } = await run(['verify', served.url, '--listing', 'A', '--window', 'sliding', '--json']);
+    const report = JSON.parse(stdout) as VerifyReport;
+    expect(report.window).toBe('sliding');
+    expect(report.endpoints.map((e) => [e.endpoint, e.windowSeen, e.findings])).toEqual(
+      // A limit of 1 is counted alike in both kinds.
+      listings.A.map((row) => [`${row.method} ${row.path}`, row.limit === 1 ? 'either' : 'sliding', []]),
+    );
+    expect(code).toBe(0);
   });
 });
 
@@ -158,17 +236,17 @@ describe('--dry-run', () => {
     ]);
     expect(stdout).toBe(
       [
-        `Plan: listing A at ${served.url}, one endpoint after another. Nothing was sent (--dry-run).`,
+        `Plan: listing A, fixed windows, at ${served.url}, one endpoint after another. Nothing was sent (--dry-run).`,
         '',
         'Endpoint                     Paths                                           Requests  Wait',
         'GET /v1/statistics           /v1/statistics                                         4  2 s',
-        'GET /v1/servers              /v1/servers                                           18  2 min 1 s',
-        'GET /v1/servers/:id          /v1/servers/41, /v1/servers/42                        15  16 s',
-        'GET /v1/servers/:id/upvotes  /v1/servers/41/upvotes, /v1/servers/42/upvotes        33  16 s',
-        'GET /v1/users/:id            /v1/users/41, /v1/users/42                             7  2 s',
-        'GET /v1/users/:id/servers    /v1/users/41/servers, /v1/users/42/servers            15  16 s',
+        'GET /v1/servers              /v1/servers                                           47  4 min 2 s',
+        'GET /v1/servers/:id          /v1/servers/41, /v1/servers/42                        27  48 s',
+        'GET /v1/servers/:id/upvotes  /v1/servers/41/upvotes, /v1/servers/42/upvotes        63  48 s',
+        'GET /v1/users/:id            /v1/users/41, /v1/users/42                            11  6 s',
+        'GET /v1/users/:id/servers    /v1/users/41/servers, /v1/users/42/servers            27  48 s',
         '',
-        '92 requests, and about 2 min 53 s of waiting.',
+        "179 requests, and about 6 min 34 s of waiting (87 requests and 3 min 41 s for the probes across a window's end).",
         '',
       ].join('\n'),
     );
@@ -191,13 +269,13 @@ describe('--dry-run', () => {
     ]);
     expect(stdout).toBe(
       [
-        'Plan: listing B at http://127.0.0.1:9/api, one endpoint after another. Nothing was sent (--dry-run).',
+        'Plan: listing B, fixed windows, at http://127.0.0.1:9/api, one endpoint after another. Nothing was sent (--dry-run).',
         '',
         'Endpoint            Paths                           Requests  Wait',
-        'GET /v1/statistics  /api/v1/statistics                     8  2 s',
-        'GET /v1/bots/:id    /api/v1/bots/1, /api/v1/bots/2         7  2 s',
+        'GET /v1/statistics  /api/v1/statistics                    17  4 s',
+        'GET /v1/bots/:id    /api/v1/bots/1, /api/v1/bots/2        11  6 s',
         '',
-        '15 requests, and about 4 s of waiting.',
+        "28 requests, and about 9 s of waiting (13 requests and 5 s for the probes across a window's end).",
         '',
       ].join('\n'),
     );
@@ -215,11 +293,14 @@ describe('--dry-run', () => {
       'GET /v1/statistics',
       '--grace',
       '250',
+      '--window',
+      'sliding',
       '--dry-run',
       '--json',
     ]);
     expect(JSON.parse(stdout)).toEqual({
       baseUrl: served.url,
+      window: 'sliding',
       endpoints: [
         {
           endpoint: 'GET /v1/statistics',
@@ -228,12 +309,16 @@ describe('--dry-run', () => {
           limit: 5,
           windowMs: 1000,
           paths: ['/v1/statistics'],
-          requests: 8,
-          waitMs: 1250,
+          // 8, then across a window's end 4 from its middle, 1 after its end and the 429
+          requests: 14,
+          // 1.25 s for the window, then 0.5 s to its middle and 0.75 s to the margin after its end
+          waitMs: 2500,
+          boundaryRequests: 6,
+          boundaryWaitMs: 1250,
         },
       ],
-      requests: 8,
-      waitMs: 1250,
+      requests: 14,
+      waitMs: 2500,
     });
     expect(code).toBe(0);
     expect(served.requests).toBe(0);
@@ -287,6 +372,11 @@ describe('arguments', () => {
       '--param id must be a non-empty string, or an array of one or two of them',
     ],
     [['verify', url, '--listing', 'A', '--grace', '1s'], '--grace must be whole milliseconds; got "1s"'],
+    [
+      ['verify', url, '--listing', 'A', '--window', 'slide'],
+      '--window must be one of "fixed", "sliding"; got "slide". Did you mean `sliding`?',
+    ],
+    [['verify', url, '--listing', 'A', '--window'], '--window needs a value'],
     [
       ['verify', url, '--listing', 'A', '--token', 'same', '--other-token', 'same'],
       '--other-token must differ from options.token',

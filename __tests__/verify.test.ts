@@ -1,12 +1,14 @@
 // verifyContract over real sockets: a server that honours the contract passes; deliberately wrong ones fail with the right finding.
+import type { RequestListener } from 'node:http';
 import type { Express, RequestHandler } from 'express';
-import { type EndpointRow, ListingLimitsError, listings } from '../lib';
+import { type EndpointRow, ListingLimitsError, listings, type WindowKind } from '../lib';
 import {
   planVerification,
   type VerifyEvent,
   type VerifyOptions,
   type VerifyReport,
   verifyContract,
+  type WindowSeen,
 } from '../lib/verify';
 import { createExampleApp } from '../example-server/app';
 import { createApp } from './helpers/app';
@@ -81,6 +83,11 @@ describe('against a server that honours the contract', () => {
       '200 GET /v1/bots/9 Bot abc',
       '200 GET /v1/bots/7 Bot abc',
       '429 GET /v1/bots/9 Bot abc',
+      // the window after it, across its end: one request at its start, limit - 1 from its middle, limit after it
+      '200 GET /v1/bots/7 Bot abc',
+      '200 GET /v1/bots/7 Bot abc',
+      '200 GET /v1/bots/7 Bot abc',
+      '200 GET /v1/bots/7 Bot abc',
     ]);
   });
 
@@ -91,7 +98,8 @@ describe('against a server that honours the contract', () => {
       Array(5).fill('200 GET /v1/statistics -').concat('429 GET /v1/statistics -'),
     );
     expect(served.log[6]).toMatch(/^200 GET \/v1\/statistics listing-limits-verify-[0-9a-f]{16}$/);
-    expect(served.log.slice(7)).toEqual(['200 GET /v1/statistics -']);
+    // The next window's one request opens the probe across its end: 4 from its middle, 5 after it.
+    expect(served.log.slice(7)).toEqual(Array(10).fill('200 GET /v1/statistics -'));
   });
 
   it("takes the response's Date for now when this machine's clock is off", async () => {
@@ -118,7 +126,7 @@ describe('against a server that honours the contract', () => {
       ok: true,
       findings: [],
       notes: ['the counter was in use: waited 16 s for a fresh window'],
-      requests: 8,
+      requests: 12,
     });
   });
 
@@ -136,6 +144,9 @@ describe('against a server that honours the contract', () => {
       'done GET /v1/statistics',
       { type: 'endpoint', endpoint: 'GET /v1/servers', index: 2, total: 2 },
       { type: 'wait', endpoint: 'GET /v1/servers', ms: 121_000, reason: 'window' },
+      // Across the next window's end: to its middle, then to a second after its end. A limit of 1 has no such probe.
+      { type: 'wait', endpoint: 'GET /v1/servers', ms: 60_000, reason: 'boundary' },
+      { type: 'wait', endpoint: 'GET /v1/servers', ms: 61_000, reason: 'window' },
       'done GET /v1/servers',
     ]);
   });
@@ -147,6 +158,170 @@ describe('against a server that honours the contract', () => {
       ok: true,
       notes: ['GET /v1/users/1 answered 404', 'GET /v1/users/2 answered 404'],
     });
+  });
+});
+
+interface WindowCase {
+  /** The windows the example server counts. */
+  readonly server: WindowKind;
+  /** The `window` option, or none: fixed. */
+  readonly expected: WindowKind | 'default';
+  /** The endpoints that fail, with their findings: every other endpoint passed. */
+  readonly failing: Record<string, string[]>;
+}
+
+describe('the kind of window, across the end of a window', () => {
+  // No path parameters (the next window opens the probe), path parameters (the probe opens the window after it),
+  // and a limit of 1, which both kinds count alike.
+  const only = ['GET /v1/statistics', 'GET /v1/bots/:id/upvotes', 'GET /v1/users/:id'];
+  const rows = listings.B.filter((row) => only.includes(`${row.method} ${row.path}`)).map((row) =>
+    row.path === '/v1/users/:id' ? { ...row, limit: 1 } : row,
+  );
+
+  it.each<WindowCase>([
+    { server: 'fixed', expected: 'default', failing: {} },
+    { server: 'sliding', expected: 'sliding', failing: {} },
+    {
+      server: 'fixed',
+      expected: 'sliding',
+      failing: {
+        'GET /v1/statistics': [
+          'fixed window: allowed 9 requests within 0.8 s across the end of a window (4 before it, 5 after it); ' +
+            'a sliding window allows 5 in any 1 s',
+        ],
+        'GET /v1/bots/:id/upvotes': [
+          'fixed window: allowed 3 requests within 8.5 s across the end of a window (1 before it, 2 after it); ' +
+            'a sliding window allows 2 in any 15 s',
+        ],
+      },
+    },
+    {
+      server: 'sliding',
+      expected: 'default',
+      failing: {
+        'GET /v1/statistics': [
+          'sliding window: allowed 4 requests before the end of a window and 1 after it, then 429; ' +
+            'a fixed window allows 5 after it',
+        ],
+        'GET /v1/bots/:id/upvotes': [
+          'sliding window: allowed 1 request before the end of a window and 1 after it, then 429; ' +
+            'a fixed window allows 2 after it',
+        ],
+      },
+    },
+  ])('a $server server, window: $expected', async ({ server, expected, failing: found }) => {
+    const served = await start(createApp({ listing: rows, options: { window: server } }));
+    const report = await verify(served, { listing: rows, ...(expected !== 'default' && { window: expected }) });
+    expect(report.window).toBe(expected === 'default' ? 'fixed' : expected);
+    expect(report.endpoints.map((e) => [e.endpoint, e.windowSeen])).toEqual<[string, WindowSeen][]>([
+      ['GET /v1/statistics', server],
+      ['GET /v1/bots/:id/upvotes', server],
+      ['GET /v1/users/:id', 'either'],
+    ]);
+    expect(failing(report)).toEqual(found);
+    expect(report.ok).toBe(Object.keys(found).length === 0);
+    // A server of the kind expected gets exactly the planned requests.
+    const plan = planVerification({ baseUrl: served.url, listing: rows, window: server });
+    expect(report.endpoints.map((e) => e.requests)).toEqual(plan.endpoints.map((e) => e.requests));
+  });
+
+  it.each(['fixed', 'sliding'] as const)(
+    'the example server with %s windows: every endpoint of listing B passes when the kind is expected',
+    async (window) => {
+      const served = await start(createExampleApp({ listing: 'B', window }));
+      const report = await verify(served, { listing: 'B', window, token: 'Bot verify' });
+      expect(report.endpoints.map((e) => [e.endpoint, e.ok, e.findings, e.windowSeen])).toEqual(
+        listings.B.map((row) => [`${row.method} ${row.path}`, true, [], window]),
+      );
+      expect(served.requests).toBe(planVerification({ baseUrl: served.url, listing: 'B', window }).requests);
+    },
+  );
+
+  it('sends to a sliding server: one request, limit - 1 from the middle of the window, then 1 and the 429', async () => {
+    const served = await start(createExampleApp({ listing: 'B', window: 'sliding' }));
+    const report = await verify(served, { only: ['GET /v1/statistics'], token: 'Bot v', window: 'sliding' });
+    expect(report.endpoints[0]).toMatchObject({ ok: true, windowSeen: 'sliding', requests: 14 });
+    expect(served.log.slice(7)).toEqual([
+      ...Array(5).fill('200 GET /v1/statistics Bot v'),
+      // after the window's end: the one freed by the first request, then a 429
+      '200 GET /v1/statistics Bot v',
+      '429 GET /v1/statistics Bot v',
+    ]);
+  });
+
+  /** A sliding window approximated from two fixed ones, as some limiters count: neither kind exactly. */
+  function approximatelySliding(limit: number, windowMs: number): RequestListener {
+    const counts = new Map<string, number>();
+    return (req, res) => {
+      const client = req.headers.authorization ?? '-';
+      const now = Date.now();
+      const index = Math.floor(now / windowMs);
+      const current = counts.get(`${client} ${index}`) ?? 0;
+      const previous = counts.get(`${client} ${index - 1}`) ?? 0;
+      if (previous * (1 - (now % windowMs) / windowMs) + current >= limit) {
+        res.writeHead(429, { 'Retry-After': String(windowMs / 1000) }).end();
+        return;
+      }
+      counts.set(`${client} ${index}`, current + 1);
+      res.writeHead(200).end();
+    };
+  }
+
+  it.each<{ kind: string; app: () => RequestListener; only: string; failing: string[] }>([
+    {
+      kind: 'a sliding window approximated from fixed ones',
+      app: () => approximatelySliding(5, 1000),
+      only: 'GET /v1/statistics',
+      failing: [
+        'neither fixed nor sliding window: allowed 4 requests before the end of a window and 2 after it; ' +
+          'a fixed window allows 5 after it, a sliding one 1',
+      ],
+    },
+    {
+      kind: 'a sliding window whose 429 tells clients to wait the whole window',
+      app: () =>
+        createApp({
+          listing: 'B',
+          options: {
+            window: 'sliding',
+            handler: (_req, res) => {
+              res.set('Retry-After', '15').status(429).end();
+            },
+          },
+        }),
+      only: 'GET /v1/bots/:id/upvotes',
+      // The probe's second request was sent 7.5 s into its window, the 429 comes 1 s after its end.
+      failing: [
+        'Retry-After says 15 on the 429 after the end of a window; its oldest request counted leaves the window in 6 to 7 s',
+      ],
+    },
+  ])('$kind: told, with what was seen', async ({ app, only, failing: found }) => {
+    const served = await start(app());
+    const report = await verify(served, { only: [only], window: 'sliding' });
+    expect(report.endpoints[0]?.findings).toEqual(found);
+  });
+
+  it.each<{ slow: string; row: EndpointRow; failing: string }>([
+    {
+      slow: 'before the end of a window',
+      row: { method: 'GET', path: '/v1/statistics', limit: 3, windowMs: 2000 },
+      failing: 'window kind inconclusive: 2 requests sent from the middle of a window took 0.6 s, too close to its end',
+    },
+    {
+      slow: 'across the end of a window',
+      row: { method: 'GET', path: '/v1/statistics', limit: 2, windowMs: 2000 },
+      failing:
+        'window kind inconclusive: 3 requests across the end of a window took 2.4 s, not less than the window of 2 s',
+    },
+  ])('requests too slow $slow: inconclusive, not a kind', async ({ row, failing: found }) => {
+    const app = createApp({ listing: [row] });
+    // Each request takes 300 ms on the shared fake clock.
+    const served = await start((req, res) => {
+      jest.setSystemTime(Date.now() + 300);
+      app(req, res);
+    });
+    const report = await verify(served, { listing: [row] });
+    expect(report.endpoints[0]).toMatchObject({ findings: [found], windowSeen: 'unclear' });
   });
 });
 
@@ -376,34 +551,44 @@ describe('planVerification', () => {
       params: { id: '1234567890123456789' },
     });
     expect(plan.baseUrl).toBe(`${served.url}/api`);
-    expect(plan.endpoints.map((e) => [e.endpoint, e.paths, e.requests, e.waitMs])).toEqual([
-      ['GET /v1/statistics', ['/api/v1/statistics'], 8, 2000],
-      ['GET /v1/bots', ['/api/v1/bots'], 28, 61_000],
-      ['GET /v1/bots/:id', ['/api/v1/bots/1234567890123456789', '/api/v1/bots/1234567890123456790'], 7, 2000],
-      ['POST /v1/bots/:id', ['/api/v1/bots/1234567890123456789', '/api/v1/bots/1234567890123456790'], 33, 16_000],
+    expect(plan.window).toBe('fixed');
+    expect(plan.endpoints.map((e) => e.paths)).toEqual(
+      listings.B.map((row) => {
+        const path = (id: string) => `/api${row.path.replace(':id', id)}`;
+        return row.path.includes(':id') ? [path('1234567890123456789'), path('1234567890123456790')] : [path('')];
+      }),
+    );
+    // Requests and waits in all, then those of the probe across a window's end: with path parameters, it waits for
+    // the next window to end and opens another (1 request, the window and the grace), then limit - 1 from its
+    // middle and limit after its end (the window and the margin: the grace, at most a quarter of the window).
+    expect(plan.endpoints.map((e) => [e.endpoint, e.requests, e.waitMs, e.boundaryRequests, e.boundaryWaitMs])).toEqual(
       [
-        'GET /v1/bots/:id/upvotes',
-        ['/api/v1/bots/1234567890123456789/upvotes', '/api/v1/bots/1234567890123456790/upvotes'],
-        7,
-        16_000,
+        ['GET /v1/statistics', 17, 3250, 0 + 4 + 5, 1250],
+        ['GET /v1/bots', 77, 122_000, 0 + 24 + 25, 61_000],
+        ['GET /v1/bots/:id', 11, 5250, 1 + 1 + 2, 2000 + 1250],
+        ['POST /v1/bots/:id', 63, 48_000, 1 + 14 + 15, 16_000 + 16_000],
+        ['GET /v1/bots/:id/upvotes', 11, 48_000, 1 + 1 + 2, 16_000 + 16_000],
+        ['GET /v1/bots/:id/uptime', 123, 48_000, 1 + 29 + 30, 16_000 + 16_000],
+        ['GET /v1/users/:id', 11, 5250, 1 + 1 + 2, 2000 + 1250],
+        ['GET /v1/users/:id/bots', 43, 48_000, 1 + 9 + 10, 16_000 + 16_000],
       ],
-      [
-        'GET /v1/bots/:id/uptime',
-        ['/api/v1/bots/1234567890123456789/uptime', '/api/v1/bots/1234567890123456790/uptime'],
-        63,
-        16_000,
-      ],
-      ['GET /v1/users/:id', ['/api/v1/users/1234567890123456789', '/api/v1/users/1234567890123456790'], 7, 2000],
-      [
-        'GET /v1/users/:id/bots',
-        ['/api/v1/users/1234567890123456789/bots', '/api/v1/users/1234567890123456790/bots'],
-        23,
-        16_000,
-      ],
-    ]);
-    expect(plan.requests).toBe(176);
-    expect(plan.waitMs).toBe(131_000);
+    );
+    expect(plan.requests).toBe(356);
+    expect(plan.waitMs).toBe(327_750);
     expect(served.requests).toBe(0);
+  });
+
+  it('plans 2 requests after the window’s end for sliding windows (one passes, one gets the 429), and none for a limit of 1', () => {
+    const plan = planVerification({ baseUrl: 'http://127.0.0.1:1', listing: 'A', window: 'sliding', graceMs: 500 });
+    expect(plan.window).toBe('sliding');
+    expect(plan.endpoints.map((e) => [e.endpoint, e.limit, e.boundaryRequests, e.boundaryWaitMs])).toEqual([
+      ['GET /v1/statistics', 1, 0, 0],
+      ['GET /v1/servers', 15, 0 + 14 + 2, 120_000 + 500],
+      ['GET /v1/servers/:id', 6, 1 + 5 + 2, 15_500 + 15_500],
+      ['GET /v1/servers/:id/upvotes', 15, 1 + 14 + 2, 15_500 + 15_500],
+      ['GET /v1/users/:id', 2, 1 + 1 + 2, 1500 + 1250],
+      ['GET /v1/users/:id/servers', 6, 1 + 5 + 2, 15_500 + 15_500],
+    ]);
   });
 
   it.each([
@@ -454,6 +639,8 @@ describe('bad options fail before anything is sent, naming the option', () => {
     [{ ...base, token: 'a\nb' }, 'ERR_INVALID_OPTION', 'options.token'],
     [{ ...base, token: 'same', otherToken: 'same' }, 'ERR_INVALID_OPTION', 'options.otherToken'],
     [{ ...base, graceMs: -1 }, 'ERR_INVALID_OPTION', 'options.graceMs'],
+    [{ ...base, window: 'slide' }, 'ERR_INVALID_OPTION', 'options.window'],
+    [{ ...base, window: 'Sliding' }, 'ERR_INVALID_OPTION', 'options.window'],
     [{ ...base, timeoutMs: 0 }, 'ERR_INVALID_OPTION', 'options.timeoutMs'],
     [{ ...base, sleep: 5 }, 'ERR_INVALID_OPTION', 'options.sleep'],
     [{ ...base, tokn: 'x' }, 'ERR_UNKNOWN_OPTION', 'options.tokn'],
@@ -469,6 +656,12 @@ describe('bad options fail before anything is sent, naming the option', () => {
   it('names the listings of the contract when the listing is missing', () => {
     expect(() => planVerification({ baseUrl: 'http://127.0.0.1:1' } as never)).toThrow(
       'verifyContract: options.listing is required: "A", "B", or an array of rows.',
+    );
+  });
+
+  it('names the window kinds', () => {
+    expect(() => planVerification({ ...base, window: 'slide' as 'sliding' })).toThrow(
+      'verifyContract: options.window must be one of "fixed", "sliding"; got "slide". Did you mean `sliding`?',
     );
   });
 

@@ -4,6 +4,7 @@ import { SingleBar } from 'cli-progress';
 import { closest, distance } from 'fastest-levenshtein';
 import { ListingLimitsError } from './errors.js';
 import { isListingName, listingNames } from './listings.js';
+import type { WindowKind } from './windows.js';
 import {
   planVerification,
   type VerifyEvent,
@@ -39,7 +40,8 @@ export const USAGE = `Usage: listing-limits verify <base-url> ${listingArgument}
 
 Probes a running API, one endpoint after another, and checks that it enforces listing ${eitherListing} of the
 rate-limit contract: limit requests pass and the next gets a 429 with Retry-After, the rate-limit fields
-agree, another token has its own counter, path parameters share the counter, the window opens again.
+agree, another token has its own counter, path parameters share the counter, the window opens again, and
+requests across a window's end show the kind of window the API counts.
 
 Options:
   ${listingArgument.padEnd(19)}  the listing the API serves (required)
@@ -49,6 +51,7 @@ Options:
   --only ENDPOINT      check only this endpoint, e.g. --only "GET /v1/bots/:id"; repeatable
   --param NAME=VALUE   value of a path parameter, e.g. --param id=123 (default 1); given twice,
                        the second value is the other path (default: the value plus one)
+  --window KIND        fixed or sliding: the windows the API should count (default fixed)
   --grace MS           milliseconds added to each wait for a window to end (default 1000)
   --json               print the findings (or the plan) as JSON on stdout
   --dry-run            print the plan, and send nothing
@@ -63,6 +66,7 @@ const cliOptions = {
   'other-token': { type: 'string' },
   only: { type: 'string', multiple: true },
   param: { type: 'string', multiple: true },
+  window: { type: 'string' },
   grace: { type: 'string' },
   json: { type: 'boolean' },
   'dry-run': { type: 'boolean' },
@@ -80,6 +84,7 @@ const argumentOf: Record<string, string> = {
   otherToken: '--other-token',
   only: '--only',
   params: '--param',
+  window: '--window',
   graceMs: '--grace',
 };
 
@@ -184,6 +189,8 @@ function parse(argv: readonly string[]): Parsed {
     ...(values['other-token'] !== undefined && { otherToken: values['other-token'] }),
     ...(values.only !== undefined && { only: values.only }),
     ...(values.param !== undefined && { params }),
+    // Checked by verifyContract, which names the kinds.
+    ...(values.window !== undefined && { window: values.window as WindowKind }),
     ...(graceMs !== undefined && { graceMs }),
   };
   return { help: false, json, dryRun, options };
@@ -218,12 +225,16 @@ function table(header: readonly string[], rows: readonly (readonly string[])[], 
 
 function planText(plan: VerifyPlan, listing: string): string {
   const rows = plan.endpoints.map((e) => [e.endpoint, e.paths.join(', '), String(e.requests), seconds(e.waitMs)]);
+  const boundaryRequests = plan.endpoints.reduce((sum, e) => sum + e.boundaryRequests, 0);
+  const boundaryWaitMs = plan.endpoints.reduce((sum, e) => sum + e.boundaryWaitMs, 0);
   return [
-    `Plan: listing ${listing} at ${plan.baseUrl}, one endpoint after another. Nothing was sent (--dry-run).`,
+    `Plan: listing ${listing}, ${plan.window} windows, at ${plan.baseUrl}, one endpoint after another. ` +
+      'Nothing was sent (--dry-run).',
     '',
     table(['Endpoint', 'Paths', 'Requests', 'Wait'], rows, [2]),
     '',
-    `${plan.requests} requests, and about ${seconds(plan.waitMs)} of waiting.`,
+    `${plan.requests} requests, and about ${seconds(plan.waitMs)} of waiting ` +
+      `(${boundaryRequests} requests and ${seconds(boundaryWaitMs)} for the probes across a window's end).`,
     '',
   ].join('\n');
 }
@@ -232,8 +243,8 @@ function reportText(report: VerifyReport, listing: string): string {
   const rows: string[][] = [];
   for (const e of report.endpoints) {
     const details = [...e.findings, ...e.notes.map((note) => `note: ${note}`)];
-    rows.push([e.endpoint, e.ok ? 'pass' : 'fail', String(e.requests), details[0] ?? '']);
-    for (const detail of details.slice(1)) rows.push(['', '', '', detail]);
+    rows.push([e.endpoint, e.ok ? 'pass' : 'fail', String(e.requests), e.windowSeen, details[0] ?? '']);
+    for (const detail of details.slice(1)) rows.push(['', '', '', '', detail]);
   }
   const failed = report.endpoints.filter((e) => !e.ok).length;
   const total = report.endpoints.length;
@@ -244,9 +255,9 @@ function reportText(report: VerifyReport, listing: string): string {
         ? `${failed} of ${total} endpoints fail.`
         : `All ${total} endpoints pass.`;
   return [
-    `listing-limits verify ${report.baseUrl}, listing ${listing}`,
+    `listing-limits verify ${report.baseUrl}, listing ${listing}, ${report.window} windows`,
     '',
-    table(['Endpoint', 'Result', 'Requests', 'Findings'], rows, [2]),
+    table(['Endpoint', 'Result', 'Requests', 'Window', 'Findings'], rows, [2]),
     '',
     summary,
     '',
@@ -267,7 +278,11 @@ class Progress {
       this.at = `[${event.index}/${event.total}] ${event.endpoint}`;
       this.stream.write(`${this.at}: probing\n`);
     } else if (event.type === 'wait') {
-      const why = event.reason === 'busy' ? 'for the counter in use to reopen' : 'for the window to end';
+      const why = {
+        busy: 'for the counter in use to reopen',
+        window: 'for the window to end',
+        boundary: "to send the rest of the limit before the window's end",
+      }[event.reason];
       if (this.stream.isTTY) this.startBar(event.ms, why);
       else this.stream.write(`${this.at}: waiting ${seconds(event.ms)} ${why}\n`);
     } else {

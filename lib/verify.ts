@@ -6,6 +6,7 @@ import { isInnerList, type Item, parseList } from 'structured-headers';
 import { Checker } from './check.js';
 import { type EndpointRow, type ListingName, listingNames } from './listings.js';
 import { checkTable } from './table.js';
+import type { WindowKind } from './windows.js';
 
 /** Options of {@link verifyContract} and {@link planVerification}. */
 export interface VerifyOptions {
@@ -32,7 +33,17 @@ export interface VerifyOptions {
    * Default: `'1'` (and so `'2'`) for every parameter.
    */
   params?: Readonly<Record<string, string | readonly string[]>>;
-  /** Milliseconds added to every wait for a window to end, for latency and clocks. Default: `1000`. */
+  /**
+   * The windows the server should count: `'fixed'` (a client's window starts with its first request and lasts
+   * `windowMs`, so `limit` at the end of one and `limit` at the start of the next all pass) or `'sliding'` (at most
+   * `limit` in any `windowMs`). A probe across the end of a window tells which one the server counts.
+   * Default: `'fixed'`.
+   */
+  window?: WindowKind;
+  /**
+   * Milliseconds added to every wait for a window to end, for latency and clocks; the probe across a window's end
+   * keeps this margin, up to a quarter of the window, on either side of it. Default: `1000`.
+   */
   graceMs?: number;
   /** Milliseconds one request may take before it counts as failed. Default: `10000`. */
   timeoutMs?: number;
@@ -50,8 +61,16 @@ export interface VerifyOptions {
 export type VerifyEvent =
   /** Probing of an endpoint begins; `index` counts from 1. */
   | { readonly type: 'endpoint'; readonly endpoint: string; readonly index: number; readonly total: number }
-  /** A wait of `ms` begins: for the window to end, or for a window already in use (`busy`) to end first. */
-  | { readonly type: 'wait'; readonly endpoint: string; readonly ms: number; readonly reason: 'window' | 'busy' }
+  /**
+   * A wait of `ms` begins: for the window to end, for a window already in use (`busy`) to end first, or for the
+   * middle of a window, where the probe across its end (`boundary`) sends the rest of its limit.
+   */
+  | {
+      readonly type: 'wait';
+      readonly endpoint: string;
+      readonly ms: number;
+      readonly reason: 'window' | 'busy' | 'boundary';
+    }
   /** Probing of an endpoint is over. */
   | { readonly type: 'done'; readonly result: EndpointReport };
 
@@ -70,20 +89,32 @@ export interface EndpointPlan {
   readonly paths: readonly string[];
   /** The requests sent when the server honours the contract (see the README for how they are spent). */
   readonly requests: number;
-  /** The wait for the window to end. */
+  /** The waits, in milliseconds: for windows to end, and within the probe across a window's end. */
   readonly waitMs: number;
+  /** Of `requests`, those of the probe across a window's end: none for a limit of 1. */
+  readonly boundaryRequests: number;
+  /** Of `waitMs`, the waiting of the probe across a window's end. */
+  readonly boundaryWaitMs: number;
 }
 
 /** What {@link planVerification} plans: every request and wait of a run against a server that honours the contract. */
 export interface VerifyPlan {
   /** The base URL, as requests are sent to it. */
   readonly baseUrl: string;
+  /** The windows the server should count. */
+  readonly window: WindowKind;
   readonly endpoints: readonly EndpointPlan[];
   /** Requests over all endpoints. */
   readonly requests: number;
   /** Waiting over all endpoints, in milliseconds: about how long the run takes. */
   readonly waitMs: number;
 }
+
+/**
+ * The windows the server was seen to count: `'either'` for a limit of 1, which fixed and sliding windows count
+ * alike; `'unclear'` when the probe could not tell (the findings say why).
+ */
+export type WindowSeen = WindowKind | 'either' | 'unclear';
 
 /** What was found on one endpoint. */
 export interface EndpointReport extends EndpointPlan {
@@ -95,17 +126,22 @@ export interface EndpointReport extends EndpointPlan {
   readonly notes: readonly string[];
   /** The requests actually sent. */
   readonly requests: number;
+  /** The windows the server counts, as the probe across a window's end saw them. */
+  readonly windowSeen: WindowSeen;
 }
 
 /** What {@link verifyContract} found. */
 export interface VerifyReport {
   readonly baseUrl: string;
+  /** The windows the server should count. */
+  readonly window: WindowKind;
   /** True when every endpoint is ok. */
   readonly ok: boolean;
   readonly endpoints: readonly EndpointReport[];
 }
 
 const SOURCE = 'verifyContract';
+const windowKinds = ['fixed', 'sliding'] as const satisfies readonly WindowKind[];
 const optionNames = [
   'baseUrl',
   'listing',
@@ -113,6 +149,7 @@ const optionNames = [
   'otherToken',
   'only',
   'params',
+  'window',
   'graceMs',
   'timeoutMs',
   'fetch',
@@ -144,6 +181,7 @@ interface Run {
   readonly targets: readonly Target[];
   readonly token: string | undefined;
   readonly otherToken: string;
+  readonly window: WindowKind;
   readonly graceMs: number;
   readonly timeoutMs: number;
   readonly fetch: typeof fetch;
@@ -288,6 +326,7 @@ function resolve(options: VerifyOptions): Run {
     })),
     token,
     otherToken,
+    window: options.window === undefined ? 'fixed' : check.oneOf(options.window, windowKinds, 'options.window'),
     graceMs: checkMs('graceMs', options.graceMs, 1000, 0),
     timeoutMs: checkMs('timeoutMs', options.timeoutMs, 10_000, 1),
     fetch: checkFunction('fetch', options.fetch, globalThis.fetch),
@@ -297,11 +336,35 @@ function resolve(options: VerifyOptions): Run {
   };
 }
 
-function planOf(target: Target, graceMs: number): EndpointPlan {
+/**
+ * How far from a window's end the probe across it keeps its requests on either side: the grace, but at most a
+ * quarter of the window, so that both sides fit in a window however short.
+ */
+function boundaryMarginMs(windowMs: number, graceMs: number): number {
+  return Math.min(graceMs, windowMs / 4);
+}
+
+/**
+ * The probe across a window's end, when the server honours the contract: it needs a window that starts with one
+ * request (the next window of an endpoint without path parameters; after one with them, whose next window is full,
+ * one more request once it has ended), `limit - 1` more from its middle on, then after its end up to `limit`, all
+ * passing in fixed windows, one passing and a 429 in sliding ones. A limit of 1 counts alike in both: no probe.
+ */
+function boundaryPlan(row: EndpointRow, paths: number, { graceMs, window }: Run): { requests: number; waitMs: number } {
+  if (row.limit === 1) return { requests: 0, waitMs: 0 };
+  const fresh = paths > 1;
+  return {
+    requests: (fresh ? 1 : 0) + row.limit - 1 + (window === 'fixed' ? row.limit : 2),
+    waitMs: (fresh ? row.windowMs + graceMs : 0) + row.windowMs + boundaryMarginMs(row.windowMs, graceMs),
+  };
+}
+
+function planOf(target: Target, run: Run): EndpointPlan {
   const { row, name, paths } = target;
   // One window of limit + 1, one request on another client's counter, then the next window: one request, or
-  // limit + 1 over both paths to check that they share the counter.
+  // limit + 1 over both paths to check that they share the counter; then the probe across a window's end.
   const secondWindow = paths.length > 1 ? row.limit + 1 : 1;
+  const boundary = boundaryPlan(row, paths.length, run);
   return {
     endpoint: name,
     method: row.method,
@@ -309,8 +372,10 @@ function planOf(target: Target, graceMs: number): EndpointPlan {
     limit: row.limit,
     windowMs: row.windowMs,
     paths,
-    requests: row.limit + 1 + 1 + secondWindow,
-    waitMs: row.windowMs + graceMs,
+    requests: row.limit + 1 + 1 + secondWindow + boundary.requests,
+    waitMs: row.windowMs + run.graceMs + boundary.waitMs,
+    boundaryRequests: boundary.requests,
+    boundaryWaitMs: boundary.waitMs,
   };
 }
 
@@ -321,9 +386,10 @@ function planOf(target: Target, graceMs: number): EndpointPlan {
  */
 export function planVerification(options: VerifyOptions): VerifyPlan {
   const run = resolve(options);
-  const endpoints = run.targets.map((target) => planOf(target, run.graceMs));
+  const endpoints = run.targets.map((target) => planOf(target, run));
   return {
     baseUrl: run.baseUrl,
+    window: run.window,
     endpoints,
     requests: endpoints.reduce((sum, e) => sum + e.requests, 0),
     waitMs: endpoints.reduce((sum, e) => sum + e.waitMs, 0),
@@ -343,6 +409,11 @@ class RequestFailed extends Error {}
 
 function requests(n: number): string {
   return `${n} request${n === 1 ? '' : 's'}`;
+}
+
+/** Milliseconds as seconds rounded up to a tenth, so that "within 0.8 s" holds. */
+function tenths(ms: number): number {
+  return Math.ceil(ms / 100) / 10;
 }
 
 /** A header value as shown in a finding: numbers bare, anything else quoted. */
@@ -370,6 +441,7 @@ class Probe {
   private requests = 0;
   private readonly limit: number;
   private readonly seconds: number;
+  private windowSeen: WindowSeen;
 
   constructor(
     private readonly run: Run,
@@ -377,6 +449,7 @@ class Probe {
   ) {
     this.limit = target.row.limit;
     this.seconds = target.row.windowMs / 1000;
+    this.windowSeen = this.limit === 1 ? 'either' : 'unclear';
   }
 
   async report(): Promise<EndpointReport> {
@@ -391,11 +464,12 @@ class Probe {
     else if (missing.length > 0) this.notes.push(`sent no ${missing.join(', ')}`);
     const findings = [...this.findings, ...this.fieldFindings];
     return {
-      ...planOf(this.target, this.run.graceMs),
+      ...planOf(this.target, this.run),
       ok: findings.length === 0,
       findings,
       notes: this.notes,
       requests: this.requests,
+      windowSeen: this.windowSeen,
     };
   }
 
@@ -438,7 +512,7 @@ class Probe {
     return { status: response.status, headers: response.headers, at: run.now() };
   }
 
-  private async wait(ms: number, reason: 'window' | 'busy'): Promise<void> {
+  private async wait(ms: number, reason: 'window' | 'busy' | 'boundary'): Promise<void> {
     const wait = Math.max(Math.ceil(ms), 0);
     this.run.onProgress({ type: 'wait', endpoint: this.target.name, ms: wait, reason });
     await this.run.sleep(wait);
@@ -500,6 +574,105 @@ class Probe {
       }
     }
     if (window2.refused) this.checkRetryAfter(window2.refused);
+    if (window2.passed === 0 || limit === 1) return;
+    if (target.paths.length === 1) {
+      await this.boundary(start2, window2.last as Answer);
+      return;
+    }
+    // With path parameters the next window is full: the probe across a window's end opens the one after it.
+    await this.wait(start2 + target.row.windowMs + run.graceMs - run.now(), 'window');
+    const start3 = run.now();
+    const opening3 = await this.send(first, run.token);
+    this.checkFields(opening3, 1);
+    if (opening3.status === 429) {
+      this.find('window', `window longer than the contract's: still refused when its ${this.seconds} s had passed`);
+      return;
+    }
+    await this.boundary(start3, opening3);
+  }
+
+  /**
+   * The probe across a window's end, in the window that began at `start` with one request, `opening`: `limit - 1`
+   * more from its middle on, done at least the margin before its end; then, the margin after its end, up to `limit`
+   * until the first 429. Fixed windows let all `2 × limit - 1` pass within less than a window; a sliding window still
+   * holds the `limit - 1`, so it lets one pass and refuses the next. A side that does not fit its time tells nothing.
+   */
+  private async boundary(start: number, opening: Answer): Promise<void> {
+    const { run, target, limit } = this;
+    const { windowMs } = target.row;
+    const [path] = target.paths as [string];
+    const margin = boundaryMarginMs(windowMs, run.graceMs);
+    await this.wait(start + windowMs / 2 - run.now(), 'boundary');
+    const beforeStart = run.now();
+    const before = await this.burst([path], limit - 1, start, undefined, 1);
+    if (before.passed < limit - 1) {
+      this.find('limit', `allowed ${requests(1 + before.passed)} in a window, contract says ${limit}`);
+      if (before.refused) this.checkRetryAfter(before.refused);
+      return;
+    }
+    const beforeEnd = run.now();
+    if (beforeEnd - start > windowMs - margin || beforeEnd - start >= windowMs) {
+      this.find(
+        'boundary',
+        `window kind inconclusive: ${requests(limit - 1)} sent from the middle of a window took ` +
+          `${tenths(beforeEnd - beforeStart)} s, too close to its end`,
+      );
+      return;
+    }
+
+    await this.wait(opening.at + windowMs + margin - run.now(), 'window');
+    const after: Answer[] = [];
+    while (after.length < limit && after.at(-1)?.status !== 429) after.push(await this.send(path, run.token));
+    const last = after.at(-1) as Answer;
+    const passed = after.length - (last.status === 429 ? 1 : 0);
+    const span = last.at - beforeStart;
+    let seen: WindowSeen = 'unclear';
+    if (passed === 1) seen = 'sliding';
+    else if (passed < limit) {
+      this.find(
+        'boundary',
+        `neither fixed nor sliding window: allowed ${requests(limit - 1)} before the end of a window and ` +
+          `${passed} after it; a fixed window allows ${limit} after it, a sliding one 1`,
+      );
+    } else if (span < windowMs) seen = 'fixed';
+    else {
+      this.find(
+        'boundary',
+        `window kind inconclusive: ${requests(2 * limit - 1)} across the end of a window took ${tenths(span)} s, ` +
+          `not less than the window of ${this.seconds} s`,
+      );
+    }
+    // The count in the window: from 1 in a fixed window, after the limit - 1 still held in a sliding one.
+    after.forEach((answer, i) =>
+      this.checkFields(answer, seen === 'fixed' ? i + 1 : seen === 'sliding' ? limit + i : undefined),
+    );
+    this.windowSeen = seen;
+    if (seen === 'fixed' && run.window === 'sliding') {
+      this.find(
+        'boundary',
+        `fixed window: allowed ${requests(2 * limit - 1)} within ${tenths(span)} s across the end of a window ` +
+          `(${limit - 1} before it, ${limit} after it); a sliding window allows ${limit} in any ${this.seconds} s`,
+      );
+    } else if (seen === 'sliding') {
+      if (run.window === 'fixed') {
+        this.find(
+          'boundary',
+          `sliding window: allowed ${requests(limit - 1)} before the end of a window and 1 after it, then 429; ` +
+            `a fixed window allows ${limit} after it`,
+        );
+      }
+      const retryAfter = this.checkRetryAfter(last);
+      // The oldest request counted is the first sent from the middle of the window: it leaves a window after it.
+      const soonest = Math.floor((beforeStart + windowMs - last.at) / 1000);
+      const latest = Math.ceil((beforeEnd + windowMs - (after[0] as Answer).at) / 1000);
+      if (retryAfter !== undefined && (retryAfter < soonest || retryAfter > latest)) {
+        this.find(
+          'retry-after-boundary',
+          `Retry-After says ${retryAfter} on the 429 after the end of a window; its oldest request counted ` +
+            `leaves the window in ${soonest === latest ? soonest : `${soonest} to ${latest}`} s`,
+        );
+      }
+    }
   }
 
   /**
@@ -519,22 +692,24 @@ class Probe {
 
   /**
    * Sends up to `max` requests in the window that began at `start`, cycling through `paths`, and stops at the
-   * first 429. `opening` is the first response when it was already sent.
+   * first 429. `opening` is the first response when it was already sent; `counted` the requests the window counted
+   * before these.
    */
   private async burst(
     paths: readonly string[],
     max: number,
     start: number,
     opening?: Answer,
-  ): Promise<{ passed: number; refused?: Answer }> {
+    counted = 0,
+  ): Promise<{ passed: number; refused?: Answer; last?: Answer }> {
+    let answer: Answer | undefined;
     for (let n = 1; n <= max; n++) {
-      const answer =
-        n === 1 && opening ? opening : await this.send(paths[(n - 1) % paths.length] ?? '', this.run.token);
+      answer = n === 1 && opening ? opening : await this.send(paths[(n - 1) % paths.length] ?? '', this.run.token);
       // Past the window's length the server may have begun a new window: the remaining count is unknown.
-      this.checkFields(answer, answer.at - start < this.target.row.windowMs ? n : undefined);
-      if (answer.status === 429) return { passed: n - 1, refused: answer };
+      this.checkFields(answer, answer.at - start < this.target.row.windowMs ? counted + n : undefined);
+      if (answer.status === 429) return { passed: n - 1, refused: answer, last: answer };
     }
-    return { passed: max };
+    return { passed: max, last: answer };
   }
 
   /**
@@ -634,7 +809,10 @@ class Probe {
  * Probes a running API and checks, one endpoint after another, that it enforces the table: exactly `limit`
  * requests pass and the next gets a 429 with a Retry-After; the rate-limit fields agree with the table; another
  * token has its own counter; the window opens again when it should; different path parameters share the
- * counter. Never sends more than `limit + 1` requests to a counter in one window.
+ * counter; across a window's end, the server counts the kind of window `window` says.
+ * A server that honours the contract never gets more than `limit + 1` requests on a counter in one of its windows:
+ * a fixed window from its first request, any `windowMs` of a sliding one. Across the end of a fixed window,
+ * `2 × limit - 1` pass within less than `windowMs`, in two windows: that is what tells the kinds apart.
  * Rejects with a `ListingLimitsError` naming the option when the options cannot work; a server that cannot be
  * reached is a finding, not an error.
  */
@@ -647,5 +825,5 @@ export async function verifyContract(options: VerifyOptions): Promise<VerifyRepo
     endpoints.push(result);
     run.onProgress({ type: 'done', result });
   }
-  return { baseUrl: run.baseUrl, ok: endpoints.every((e) => e.ok), endpoints };
+  return { baseUrl: run.baseUrl, window: run.window, ok: endpoints.every((e) => e.ok), endpoints };
 }
