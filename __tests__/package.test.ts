@@ -125,8 +125,8 @@ it('loads neither structured-headers nor cli-progress with the middleware: the v
 
 it('serves verifyContract and planVerification from listing-limits/verify, to require() and to import', () => {
   const show = `console.log(typeof verify.verifyContract, verify.planVerification({ baseUrl: 'http://127.0.0.1:1/api', listing: 'B' }).requests);`;
-  expect(script('verify.cjs', `const verify = require('listing-limits/verify'); ${show}`)).toBe('function 176');
-  expect(script('verify.mjs', `import * as verify from 'listing-limits/verify'; ${show}`)).toBe('function 176');
+  expect(script('verify.cjs', `const verify = require('listing-limits/verify'); ${show}`)).toBe('function 356');
+  expect(script('verify.mjs', `import * as verify from 'listing-limits/verify'; ${show}`)).toBe('function 356');
 });
 
 it('serves listingClient from listing-limits/client, to require() and to import', () => {
@@ -249,7 +249,7 @@ describe('the listing-limits command', () => {
     // it waits for that, never before because this machine was slow; the command itself waits in real time.
     useFakeWindows();
     const app = createApp({
-      listing: 'B',
+      listing: 'A',
       setup: (a) =>
         a.use((_req, res, next) => {
           res.setHeader('Date', new Date().toUTCString());
@@ -260,7 +260,7 @@ describe('the listing-limits command', () => {
     servers.push(served);
     let windowEnded = false;
     const result = await command(
-      ['verify', served.url, '--listing', 'B', '--only', 'GET /v1/users/:id', '--grace', '100'],
+      ['verify', served.url, '--listing', 'A', '--only', 'GET /v1/statistics', '--grace', '100'],
       (stderr) => {
         if (windowEnded || !stderr.includes('waiting')) return;
         windowEnded = true;
@@ -269,10 +269,10 @@ describe('the listing-limits command', () => {
     );
     expect(result.stdout).toBe(
       [
-        `listing-limits verify ${served.url}, listing B`,
+        `listing-limits verify ${served.url}, listing A, fixed windows`,
         '',
-        'Endpoint           Result  Requests  Findings',
-        'GET /v1/users/:id  pass           7',
+        'Endpoint            Result  Requests  Window  Findings',
+        'GET /v1/statistics  pass           4  either',
         '',
         'The endpoint passes.',
         '',
@@ -280,10 +280,10 @@ describe('the listing-limits command', () => {
     );
     // How long the command waits depends on how long its first requests took: only the shape of that line is fixed.
     expect(result.stderr).toMatch(
-      /^\[1\/1\] GET \/v1\/users\/:id: probing\n\[1\/1\] GET \/v1\/users\/:id: waiting \d+ s for the window to end\n\[1\/1\] GET \/v1\/users\/:id: pass\n$/,
+      /^\[1\/1\] GET \/v1\/statistics: probing\n\[1\/1\] GET \/v1\/statistics: waiting \d+ s for the window to end\n\[1\/1\] GET \/v1\/statistics: pass\n$/,
     );
     expect(result.code).toBe(0);
-    expect(served.requests).toBe(7);
+    expect(served.requests).toBe(4);
   });
 
   it('exits 1 when an endpoint fails, and 2 for wrong arguments', async () => {
