@@ -56,8 +56,8 @@ export function checkGrant(check: Checker, grant: unknown, at: string, table: Gr
     if (typeof g.multiplier !== 'number' || !Number.isFinite(g.multiplier) || g.multiplier <= 0) {
       check.invalid(`${at}.multiplier`, `must be a positive number; got ${show(g.multiplier)}.`);
     }
-    const largest = Math.max(...table.rows.map((row) => multiplied(row.limit, g.multiplier as number)));
-    if (maxLimit !== undefined && largest > maxLimit) {
+    const largest = maxLimit && Math.max(...table.rows.map((row) => multiplied(row.limit, g.multiplier as number)));
+    if (maxLimit && (largest as number) > maxLimit) {
       check.invalid(
         `${at}.multiplier`,
         `makes a limit of ${largest}; sliding windows keep every request of the window, up to ${maxLimit}.`,
