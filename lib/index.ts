@@ -20,6 +20,10 @@ export type {
   ClientKind,
   ClientRef,
   Grant,
+  GrantProof,
+  GrantRequest,
+  GrantRequestInput,
+  GrantRequests,
   GrantLookup,
   Grants,
   LimitEvent,
@@ -28,4 +32,5 @@ export type {
   ListingLimitsOptions,
   OnBan,
   RateLimitInfo,
+  TrafficSummary,
 } from './types.js';
