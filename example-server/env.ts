@@ -23,6 +23,8 @@ export interface Startup {
   readonly host: string;
   /** Whether to write the access log. */
   readonly log: boolean;
+  /** The admin token of the operator's page (ADMIN_TOKEN); without it the page is off. */
+  readonly adminToken: string | undefined;
 }
 
 /** Where the counters of each listing live, and how to let go of them at shutdown. */
@@ -69,8 +71,8 @@ function port(env: Env, name: string, fallback: number): number {
 
 /**
  * LISTING (a listing's name, e.g. `B`; unset: every listing), PORT (with LISTING; default the listing's
- * {@link DEFAULT_PORTS}), PORT_<listing> (without LISTING, e.g. PORT_A), HOST (default 127.0.0.1) and LOG
- * (`1` or `0`, default `1`).
+ * {@link DEFAULT_PORTS}), PORT_<listing> (without LISTING, e.g. PORT_A), HOST (default 127.0.0.1), LOG
+ * (`1` or `0`, default `1`) and ADMIN_TOKEN (the operator's page's token, 16 characters or more; unset: no page).
  */
 export function startupFromEnv(env: Env): Startup {
   const listing = read(env, 'LISTING');
@@ -84,6 +86,10 @@ export function startupFromEnv(env: Env): Startup {
     throw new StartupError(`LOG must be 1 (access log on) or 0 (off); got ${JSON.stringify(log)}.`);
   }
   const host = read(env, 'HOST') ?? DEFAULT_HOST;
+  const adminToken = read(env, 'ADMIN_TOKEN');
+  if (adminToken !== undefined && adminToken.length < 16) {
+    throw new StartupError(`ADMIN_TOKEN must be at least 16 characters long; it has ${adminToken.length}.`);
+  }
 
   let listeners: Listener[];
   if (listing !== undefined) {
@@ -110,7 +116,7 @@ export function startupFromEnv(env: Env): Startup {
       if (b) throw new StartupError(`${a.portVariable} and ${b.portVariable} must differ; both are ${a.port}.`);
     }
   }
-  return { listeners, host, log: log === '1' };
+  return { listeners, host, log: log === '1', adminToken };
 }
 
 /**
