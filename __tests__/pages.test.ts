@@ -1,9 +1,19 @@
 // The contact page and the operator's page over HTTP: every route's status, escaping, CSRF, logins and limits.
-import express, { type Express } from 'express';
+import express5, { type Express } from 'express';
 import request from 'supertest';
-import { type EndpointRow, listingLimits, type ListingLimitsMiddleware, ListingLimitsError, memoryStore } from '../lib';
+import {
+  type EndpointRow,
+  listingLimits,
+  type ListingLimitsMiddleware,
+  ListingLimitsError,
+  memoryStore,
+  redisStore,
+  type Store,
+} from '../lib';
 import { tokenKey } from '../lib/keys';
 import { escapeHtml, limitsAdmin, limitsRequestPage } from '../lib/pages';
+import { type ExpressFactory, expressVersions } from './helpers/app';
+import { describeRedis, redisForBlock, scanKeys } from './helpers/redis';
 
 const rows: readonly EndpointRow[] = [
   { method: 'GET', path: '/v1/things', limit: 2, windowMs: 60_000 },
@@ -33,20 +43,34 @@ afterEach(() => {
   made = [];
 });
 
-/** An app with the limiter, both pages and one API route; `authorize` as given, or the admin token's login. */
-function pagesApp(authorize?: Parameters<typeof limitsAdmin>[1]['authorize']): {
+/**
+ * An app with the limiter, both pages and one API route; `authorize` as given, or the admin token's login. The
+ * store is the limiter's and the pages' (a memory store of its own by default).
+ */
+function pagesApp(
+  authorize?: Parameters<typeof limitsAdmin>[1]['authorize'],
+  {
+    store = memoryStore(),
+    express = express5,
+    secret,
+  }: { store?: Store; express?: ExpressFactory; secret?: string } = {},
+): {
   app: Express;
   limits: ListingLimitsMiddleware;
 } {
-  const store = memoryStore();
   const limits = listingLimits(rows, { store });
   made.push(limits);
   const app = express();
   app.use(limits);
-  app.use('/limits/request', limitsRequestPage(limits, { store }));
+  app.use('/limits/request', limitsRequestPage(limits, { store, secret }));
   app.use(
     '/admin/limits',
-    limitsAdmin(limits, { authorize: authorize ?? { token: ADMIN }, store, logins: { limit: 3, windowMs: 60_000 } }),
+    limitsAdmin(limits, {
+      authorize: authorize ?? { token: ADMIN },
+      store,
+      secret,
+      logins: { limit: 3, windowMs: 60_000 },
+    }),
   );
   app.get('/v1/things', (_req, res) => {
     res.json({ ok: true });
@@ -64,6 +88,17 @@ const flat = (text: string) =>
     .replace(/\s+(\/?>)/g, '$1')
     .replace(/\s+/g, ' ');
 const csrfOf = (text: string) => /name="_csrf" value="([^"]+)"/.exec(text)?.[1] as string;
+
+/** The contact page's form as a browser gets it: `post(body)` sends `body` with the form's CSRF token. */
+async function contactForm(app: Express): Promise<(body: object) => request.Test> {
+  const agent = request.agent(app);
+  const _csrf = csrfOf((await agent.get('/limits/request').expect(200)).text);
+  return (body) =>
+    agent
+      .post('/limits/request')
+      .type('form')
+      .send({ ...body, _csrf });
+}
 
 describe('escapeHtml', () => {
   it.each([
@@ -98,11 +133,9 @@ describe('the contact page', () => {
 
   it('refuses a form with missing proof with each field’s message, keeps what was typed (escaped), never the token', async () => {
     const { app, limits } = pagesApp();
-    const res = await request(app)
-      .post('/limits/request')
-      .type('form')
-      .send({ ...valid, servers: '', shards: '', link: '', reason: '<script>alert(1)</script> "quoted"' })
-      .expect(400);
+    const res = await (
+      await contactForm(app)
+    )({ ...valid, servers: '', shards: '', link: '', reason: '<script>alert(1)</script> "quoted"' }).expect(400);
     expect(flat(res.text)).toContain(
       '<p class="error" id="error-servers">Enter the number of servers your bot is in.</p>',
     );
@@ -141,21 +174,13 @@ describe('the contact page', () => {
     [{ reason: 'short' }, 'reason', 'Tell us why you need more, in 10 to 2000 characters.'],
   ])('refuses %j: the message of %s', async (change, name, message) => {
     const { app } = pagesApp();
-    const res = await request(app)
-      .post('/limits/request')
-      .type('form')
-      .send({ ...valid, ...change })
-      .expect(400);
+    const res = await (await contactForm(app))({ ...valid, ...change }).expect(400);
     expect(flat(res.text)).toContain(`<p class="error" id="error-${name}">${escapeHtml(message)}</p>`);
   });
 
   it('files a request, shows its id, and shows its status only with its token', async () => {
     const { app, limits } = pagesApp();
-    const res = await request(app)
-      .post('/limits/request')
-      .type('form')
-      .send({ ...valid, ask: 'endpoints', limit_0: '20' })
-      .expect(303);
+    const res = await (await contactForm(app))({ ...valid, ask: 'endpoints', limit_0: '20' }).expect(303);
     const [filed] = await limits.requests.list();
     expect(filed?.ask).toEqual({ rows: [{ method: 'GET', path: '/v1/things', limit: 20, windowMs: 60_000 }] });
     expect(filed?.key).toBe(tokenKey(TOKEN));
@@ -187,11 +212,17 @@ describe('the contact page', () => {
       });
   });
 
+  it('refuses a submission without the CSRF token of its browser', async () => {
+    const { app, limits } = pagesApp();
+    const res = await request(app).post('/limits/request').type('form').send(valid).expect(403);
+    expect(flat(res.text)).toContain('This form did not come from this page, or has expired.');
+    expect(await limits.requests.list()).toEqual([]);
+  });
+
   it('limits submissions per address with the package’s own middleware, and bodies by size', async () => {
     const { app } = pagesApp();
-    for (let i = 0; i < 5; i++)
-      await request(app).post('/limits/request').type('form').send({ token: 'x' }).expect(400);
-    const res = await request(app).post('/limits/request').type('form').send(valid).expect(429);
+    for (let i = 0; i < 5; i++) await (await contactForm(app))({ token: 'x' }).expect(400);
+    const res = await (await contactForm(app))(valid).expect(429);
     expect(flat(res.text)).toContain('Too many attempts from your address. Try again in 60 minutes.');
     await request(app)
       .post('/limits/request/status')
@@ -296,11 +327,7 @@ describe('the operator page', () => {
   it('approves a request ×10, the token gets the extended limits, and its requester sees it approved', async () => {
     const { app, limits } = pagesApp(() => true);
     const agent = request.agent(app);
-    await request(app)
-      .post('/limits/request')
-      .type('form')
-      .send({ ...valid, reason: 'Please <b>now</b>' })
-      .expect(303);
+    await (await contactForm(app))({ ...valid, reason: 'Please <b>now</b>' }).expect(303);
     const page = await agent.get('/admin/limits/').expect(200);
     expect(flat(page.text)).toContain('<td>Please &lt;b&gt;now&lt;/b&gt;</td>');
     expect(flat(page.text)).toContain(
@@ -340,7 +367,7 @@ describe('the operator page', () => {
   it('declines with a reason the requester sees as text', async () => {
     const { app } = pagesApp(() => true);
     const agent = request.agent(app);
-    await request(app).post('/limits/request').type('form').send(valid).expect(303);
+    await (await contactForm(app))(valid).expect(303);
     const page = await agent.get('/admin/limits/').expect(200);
     const id = /name="id" value="([\w-]+)"/.exec(page.text)?.[1] as string;
     await agent
@@ -425,5 +452,72 @@ describe('the operator page', () => {
       .send({ key, _csrf: csrfOf(page.text) })
       .expect(303)
       .expect('Location', '/admin/limits/?done=none');
+  });
+});
+
+describe.each(expressVersions)('with %s', (_name, express) => {
+  it('files a request, logs in, and approves it', async () => {
+    const { app, limits } = pagesApp(undefined, { express });
+    await (await contactForm(app))(valid).expect(303);
+    const agent = request.agent(app);
+    const form = await agent.get('/admin/limits/login').expect(200);
+    await agent
+      .post('/admin/limits/login')
+      .type('form')
+      .send({ token: ADMIN, _csrf: csrfOf(form.text) })
+      .expect(303);
+    const page = await agent.get('/admin/limits/').expect(200);
+    const [filed] = await limits.requests.list();
+    await agent
+      .post('/admin/limits/requests/approve')
+      .type('form')
+      .send({ id: filed?.id, grant: 'asked', expiry: 'never', _csrf: csrfOf(page.text) })
+      .expect(303);
+    expect((await limits.grants()).map((g) => [g.key, g.grant, g.until])).toEqual([
+      [tokenKey(TOKEN), { multiplier: 10 }, undefined],
+    ]);
+  });
+});
+
+describeRedis('two instances sharing a Redis store', () => {
+  const redis = redisForBlock();
+  const prefix = `pages-${process.pid}`;
+  afterEach(async () => {
+    const keys = await scanKeys(redis.client, `${prefix}:*`);
+    if (keys.length > 0) await redis.client.del(...keys);
+  });
+
+  it('a request filed on one is decided on the other, and the grant holds on both', async () => {
+    const secret = 'a-secret-shared-by-both-instances-0001';
+    const [a, b] = [0, 1].map(() =>
+      pagesApp(() => true, { store: redisStore(redis.client, { prefix, timeoutMs: 5000 }), secret }),
+    ) as [ReturnType<typeof pagesApp>, ReturnType<typeof pagesApp>];
+    const filed = await (await contactForm(a.app))(valid).expect(303);
+    const id = /id=([\w-]+)/.exec(filed.headers.location as string)?.[1] as string;
+    const operator = request.agent(b.app);
+    const page = await operator.get('/admin/limits/').expect(200);
+    expect(flat(page.text)).toContain('<h2 id="requests-h">Pending grant requests (1)</h2>');
+    // The CSRF token of one instance's form is good on the other, which shares the secret.
+    const other = request.agent(a.app);
+    await other.get('/admin/limits/').expect(200);
+    await operator
+      .post('/admin/limits/requests/approve')
+      .type('form')
+      .send({ id, grant: 'multiplier', multiplier: '10', expiry: '7', _csrf: csrfOf(page.text) })
+      .expect(303);
+    const status = await request(a.app).post('/limits/request/status').type('form').send({ id, token: TOKEN });
+    expect(flat(status.text)).toContain('<strong>Approved:</strong> every limit ×10, until');
+    // Instance a reads the grant from Redis within its refresh.
+    for (let i = 0; ; i++) {
+      const res = await request(a.app).get('/v1/things').set('Authorization', TOKEN);
+      if (res.headers['x-ratelimit-limit'] === '20' || i === 40) {
+        expect([res.status, res.headers['x-ratelimit-limit']]).toEqual([200, '20']);
+        break;
+      }
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+    const stored = await redis.client.hgetall(`${prefix}:{runtime}:requests`);
+    expect(Object.keys(stored)).toEqual([id]);
+    expect(JSON.stringify(stored)).not.toContain('requester-token');
   });
 });

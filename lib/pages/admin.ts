@@ -1,12 +1,22 @@
 // The operator's page: grant requests to decide, grants and bans to change, the audit trail and the last hour.
-import { randomBytes } from 'node:crypto';
 import type { NextFunction, Request, Response, Router } from 'express';
 import { Checker, show } from '../check.js';
 import { ListingLimitsError } from '../errors.js';
 import type { Store } from '../stores.js';
 import type { ActiveBan, ActiveGrant, ChangeEvent, Grant, GrantRequest, ListingLimitsMiddleware } from '../types.js';
 import { trafficChart } from './chart.js';
-import { checkLimits, checkRate, checkStore, field, formLimiter, handle, secureRouter, sendPage } from './common.js';
+import {
+  checkLimits,
+  checkRate,
+  checkSecret,
+  checkStore,
+  field,
+  formLimiter,
+  handle,
+  refuseForgery,
+  secureRouter,
+  sendPage,
+} from './common.js';
 import { grantText, when } from './describe.js';
 import { type Html, markup } from './html.js';
 import { CSRF_FIELD, sameToken, session } from './session.js';
@@ -375,9 +385,7 @@ export function limitsAdmin(limits: ListingLimitsMiddleware, options: AdminPageO
         `got ${show(given)}.`,
     );
   }
-  if (o.secret !== undefined && (typeof o.secret !== 'string' || o.secret.length < 32))
-    check.invalid('options.secret', 'must be a string of at least 32 characters.');
-  const secret = (o.secret as string | undefined) ?? randomBytes(32).toString('base64url');
+  const secret = checkSecret(check, o.secret);
   const sessionMs = o.sessionMs === undefined ? 8 * 3600_000 : check.ms(o.sessionMs, 'options.sessionMs');
   const logins = checkRate(check, o.logins, 'options.logins', { limit: 10, windowMs: 900_000 });
   const store = checkStore(check, o.store);
@@ -398,18 +406,6 @@ export function limitsAdmin(limits: ListingLimitsMiddleware, options: AdminPageO
     base: req.baseUrl,
     csrf: markup`<input type="hidden" name="${CSRF_FIELD}" value="${cookies.token(req, res)}" />`,
   });
-  const refuseForgery = (req: Request, res: Response) =>
-    sendPage(
-      res,
-      403,
-      'Refused',
-      markup`<p class="alert" role="alert">
-          This form did not come from this page, or has expired. Go back, reload the page and try again.
-        </p>
-        <p><a href="${req.baseUrl}/">Back to the page</a></p>`,
-      req,
-    );
-
   if (adminToken !== undefined) {
     const token = adminToken;
     const loginPage = (req: Request, res: Response, status: number, message?: string) =>

@@ -1,10 +1,11 @@
 // What both pages share: their options' checks, security headers, body limits, the limiter of their forms, errors.
+import { randomBytes } from 'node:crypto';
 import express, { type Request, type RequestHandler, type Response, type Router } from 'express';
 import helmet from 'helmet';
 import { type Checker, isPlainObject, show } from '../check.js';
 import { listingLimits } from '../middleware.js';
 import type { EndpointRow } from '../listings.js';
-import type { Store } from '../stores.js';
+import type { CounterSpec, Store } from '../stores.js';
 import type { ListingLimitsMiddleware } from '../types.js';
 import { serveCss, serveJs } from './assets.js';
 import { type Html, markup, page } from './html.js';
@@ -42,6 +43,26 @@ export function checkStore(check: Checker, store: unknown): Store | undefined {
   if (store !== undefined && typeof store !== 'function')
     check.invalid('options.store', `must be a store such as memoryStore() or redisStore(client); got ${show(store)}.`);
   return store as Store | undefined;
+}
+
+/** The secret of a page's signed cookies and CSRF tokens: at least 32 characters; random for this process when unset. */
+export function checkSecret(check: Checker, secret: unknown): string {
+  if (secret === undefined) return randomBytes(32).toString('base64url');
+  if (typeof secret !== 'string' || secret.length < 32)
+    check.invalid('options.secret', 'must be a string of at least 32 characters.');
+  return secret;
+}
+
+/** The answer to a state-changing POST without the CSRF token of its browser. */
+export function refuseForgery(req: Request, res: Response): void {
+  sendPage(
+    res,
+    403,
+    'Refused',
+    markup`<p class="alert" role="alert">This form did not come from this page, or has expired. Go back, reload the
+page and try again.</p><p><a href="${req.baseUrl}/">Back to the page</a></p>`,
+    req,
+  );
 }
 
 /** The status and page of a refusal, as HTML. */
@@ -92,8 +113,10 @@ export function secureRouter(): Router {
  * refusal is a page that says when to try again.
  */
 export function formLimiter(rows: readonly EndpointRow[], store: Store | undefined): ListingLimitsMiddleware {
+  // The counters of the store only: the forms need no runtime state, and so no background reads of it.
+  const counters = store && (Object.assign((spec: CounterSpec) => store(spec), { failure: store.failure }) as Store);
   return listingLimits(rows, {
-    store,
+    store: counters,
     // By address only: a form's Authorization header (or its absence) must not give a fresh counter.
     key: (req) => `ip:${req.ip ?? 'unknown'}`,
     handler: (req, res, _next, info) => {

@@ -4,9 +4,22 @@ import { Checker } from '../check.js';
 import type { EndpointRow } from '../listings.js';
 import type { Store } from '../stores.js';
 import type { GrantProof, GrantRequest, GrantRequestInput, ListingLimitsMiddleware } from '../types.js';
-import { checkLimits, checkRate, checkStore, field, formLimiter, handle, secureRouter, sendPage } from './common.js';
+import { ListingLimitsError } from '../errors.js';
+import {
+  checkLimits,
+  checkRate,
+  checkSecret,
+  checkStore,
+  field,
+  formLimiter,
+  handle,
+  refuseForgery,
+  secureRouter,
+  sendPage,
+} from './common.js';
 import { grantText, perWindow, when } from './describe.js';
 import { type Html, markup } from './html.js';
+import { CSRF_FIELD, session } from './session.js';
 
 /** Options of {@link limitsRequestPage}. */
 export interface RequestPageOptions {
@@ -19,6 +32,11 @@ export interface RequestPageOptions {
   submissions?: { limit: number; windowMs: number };
   /** Status checks each client address may make. Default: `{ limit: 30, windowMs: 900000 }` (30 per 15 minutes). */
   checks?: { limit: number; windowMs: number };
+  /**
+   * Signs the CSRF tokens of the form: at least 32 characters, the same on every instance behind one address.
+   * Default: random for this process (a form then posts only to the instance that served it, until it restarts).
+   */
+  secret?: string;
 }
 
 const LARGEST_MULTIPLIER = 1000;
@@ -126,7 +144,7 @@ function radio(form: Form, name: string, value: string, label: string): Html {
   >`;
 }
 
-function requestForm(req: Request, rows: readonly EndpointRow[], form: Form, errors: Errors): Html {
+function requestForm(req: Request, rows: readonly EndpointRow[], form: Form, errors: Errors, csrf: Html): Html {
   const names = Object.keys(errors);
   const summary =
     names.length === 0
@@ -142,6 +160,7 @@ function requestForm(req: Request, rows: readonly EndpointRow[], form: Form, err
   const askState = state(errors, 'ask');
   const kindState = state(errors, 'kind');
   return markup`${summary}<form class="card" method="post" action="${req.baseUrl}/" novalidate>
+    ${csrf}
 <p>Rule 6 of the rate-limit contract: extended limits, or removal of limits, may be granted on request, with
 approval, when you prove the size of your service. An operator reads every request.</p>
 <label for="token">Authorization token</label>
@@ -226,14 +245,15 @@ function statusOf(r: GrantRequest): Html {
 /**
  * The contact page of rule 6, as an Express router: `app.use('/limits/request', limitsRequestPage(limits))`. A
  * client files a request for extended limits with proof of its size; it is kept, pending, in the store's state of
- * `limits`, for the operators' page to decide; its requester checks it with its id and token. Submissions and
- * checks are limited per client address with this package's own middleware.
+ * `limits`, for the operators' page to decide; its requester checks it with its id and token. Submissions carry a
+ * CSRF token; submissions and checks are limited per client address with this package's own middleware.
  */
 export function limitsRequestPage(limits: ListingLimitsMiddleware, options?: RequestPageOptions): Router {
   const check: Checker = new Checker('limitsRequestPage');
   const l = checkLimits(check, limits);
   const o = check.options(options, 'options', '{ store, submissions, checks }');
-  check.unknownKeys(o, ['store', 'submissions', 'checks'], (k) => `options.${k}`);
+  check.unknownKeys(o, ['store', 'submissions', 'checks', 'secret'], (k) => `options.${k}`);
+  const cookies = session(checkSecret(check, o.secret), 0);
   const submissions = checkRate(check, o.submissions, 'options.submissions', { limit: 5, windowMs: 3_600_000 });
   const checks = checkRate(check, o.checks, 'options.checks', { limit: 30, windowMs: 900_000 });
   const store = checkStore(check, o.store);
@@ -246,6 +266,9 @@ export function limitsRequestPage(limits: ListingLimitsMiddleware, options?: Req
   const rows = l.requests.endpoints;
 
   const router = secureRouter();
+  router.use(...cookies.start);
+  const csrf = (req: Request, res: Response) =>
+    markup`<input type="hidden" name="${CSRF_FIELD}" value="${cookies.token(req, res)}">`;
   router.use(
     formLimiter(
       [
@@ -256,16 +279,25 @@ export function limitsRequestPage(limits: ListingLimitsMiddleware, options?: Req
     ),
   );
   const title = 'Ask for extended limits';
-  router.get('/', (req, res) => sendPage(res, 200, title, requestForm(req, rows, {}, {}), req));
+  router.get('/', (req, res) => sendPage(res, 200, title, requestForm(req, rows, {}, {}, csrf(req, res)), req));
   router.post(
     '/',
     handle(async (req, res) => {
+      if (!cookies.valid(req)) return refuseForgery(req, res);
       const form: Form = {};
       for (const name of FIELDS) form[name] = field(req.body, name);
       rows.forEach((_row, i) => (form[`limit_${i}`] = field(req.body, `limit_${i}`)));
       const { errors, input } = validate(form, field(req.body, 'token'), rows);
-      if (!input) return sendPage(res, 400, title, requestForm(req, rows, form, errors), req);
-      const filed = await l.requests.file(input);
+      if (!input) return sendPage(res, 400, title, requestForm(req, rows, form, errors, csrf(req, res)), req);
+      let filed: GrantRequest;
+      try {
+        filed = await l.requests.file(input);
+      } catch (error) {
+        // The store keeps as many requests as it may: a refusal that says so, not an error of the app.
+        if (!(error instanceof ListingLimitsError)) throw error;
+        const full = markup`<p class="alert" role="alert">No more requests can be taken now. Please try again later.</p>`;
+        return sendPage(res, 503, title, full, req);
+      }
       res.redirect(303, `${req.baseUrl}/status?id=${encodeURIComponent(filed.id)}&filed=1`);
     }),
   );
