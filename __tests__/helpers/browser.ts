@@ -1,21 +1,7 @@
 // The system's Chromium (Debian's `chromium` package), driven by playwright-core: no browser is downloaded.
-import { accessSync, constants } from 'node:fs';
 import { type Browser, chromium } from 'playwright-core';
+import { browserMissing, CHROMIUM } from './browser-env';
 import { inCI } from './redis-env';
-
-export const CHROMIUM = process.env.CHROMIUM_PATH || '/usr/bin/chromium';
-
-function missing(): string | undefined {
-  try {
-    accessSync(CHROMIUM, constants.X_OK);
-    return undefined;
-  } catch {
-    return `${CHROMIUM} is not there (apt-get install -y chromium)`;
-  }
-}
-
-/** Why the browser tests cannot run here, or undefined. */
-export const browserMissing = missing();
 
 /**
  * `describe` for tests in a real browser; `describe.skip` when Chromium is missing and this is not CI. Under CI they
