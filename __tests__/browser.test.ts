@@ -22,6 +22,13 @@ async function submit(page: Page, selector: string): Promise<Response> {
 /** Whether the page fits a phone's width without scrolling sideways. */
 const fitsWidth = (page: Page) => page.evaluate<boolean>('document.documentElement.scrollWidth <= window.innerWidth');
 
+/** The names of the page's visible form fields that have no label. */
+const unlabelled = (page: Page) =>
+  page.evaluate<string[]>(
+    "[...document.querySelectorAll('input:not([type=hidden]), select, textarea')]" +
+      '.filter((field) => field.labels.length === 0).map((field) => field.name)',
+  );
+
 describeBrowser('the pages in Chromium, over the example server', () => {
   let browser: Browser;
   let served: Served;
@@ -173,6 +180,10 @@ describeBrowser('the pages in Chromium, over the example server', () => {
     await operator.setViewportSize({ width: 375, height: 800 });
     await operator.goto(`${served.url}/admin/limits/`);
     expect([await fitsWidth(requester), await fitsWidth(operator)]).toEqual([true, true]);
+    // Every input has its label, and the keyboard reaches the form first.
+    expect([await unlabelled(requester), await unlabelled(operator)]).toEqual([[], []]);
+    await requester.keyboard.press('Tab');
+    expect(await requester.evaluate('document.activeElement.id')).toBe('token');
 
     // A form posted by another origin carries the operator's cookies but not the CSRF token: refused.
     await operator.setViewportSize({ width: 1000, height: 900 });
