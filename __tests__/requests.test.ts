@@ -11,6 +11,7 @@ import {
   type Store,
 } from '../lib';
 import { tokenKey } from '../lib/keys';
+import { OTHER_CLIENTS, Traffic } from '../lib/traffic';
 import { createApp } from './helpers/app';
 import { describeRedis, redisForBlock, scanKeys } from './helpers/redis';
 
@@ -180,5 +181,28 @@ describe('traffic of the last hour', () => {
     jest.setSystemTime(Date.UTC(2026, 0, 1, 1, 0, 0));
     expect(l.traffic()).toEqual({ endpoints: [{ endpoint: 'GET /v1/things', allowed: 0, refused: 0 }], refused: [] });
     l.close();
+  });
+
+  it('keeps at most 1000 refused clients a minute, the rest as (others); an unidentified request counts for its endpoint', () => {
+    const traffic = new Traffic(['GET /a']);
+    const now = Date.UTC(2026, 0, 1, 0, 0, 30);
+    jest.useFakeTimers({ now });
+    for (let i = 0; i < 1002; i++) traffic.count('GET /a', 'limited', { key: `k${String(i).padStart(4, '0')}` });
+    traffic.count('GET /a', 'limited', { key: 'k0000' });
+    traffic.count('GET /a', 'store_unavailable', undefined);
+    traffic.count('GET /a', 'allowed', undefined);
+    traffic.count('(none)', 'banned', { key: 'ip:203.0.113.9' });
+    const summary = traffic.summary(3, now);
+    expect(summary).toEqual({
+      endpoints: [
+        { endpoint: 'GET /a', allowed: 1, refused: 1003 },
+        { endpoint: '(none)', allowed: 0, refused: 1 },
+      ],
+      refused: [
+        { key: OTHER_CLIENTS, count: 3 },
+        { key: 'k0000', count: 2 },
+        { key: 'k0001', count: 1 },
+      ],
+    });
   });
 });

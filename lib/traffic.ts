@@ -39,7 +39,8 @@ export class Traffic {
     return minute;
   }
 
-  count(endpoint: string, outcome: Outcome, key: string): void {
+  /** Counts a request; `client` is undefined for one that failed before it was identified (never a refused one). */
+  count(endpoint: string, outcome: Outcome, client: { readonly key: string } | undefined): void {
     const refused = outcome === 'limited' || outcome === 'banned';
     if (!refused && outcome !== 'allowed' && outcome !== 'shadow_limited') return;
     const minute = this.#minute(Date.now());
@@ -49,9 +50,10 @@ export class Traffic {
       minute.endpoints.set(endpoint, counts);
     }
     counts[refused ? 1 : 0]++;
-    if (!refused) return;
-    const client = minute.refused.has(key) || minute.refused.size < CLIENTS_PER_MINUTE ? key : OTHER_CLIENTS;
-    minute.refused.set(client, (minute.refused.get(client) ?? 0) + 1);
+    if (!refused || !client) return;
+    const { key } = client;
+    const kept = minute.refused.has(key) || minute.refused.size < CLIENTS_PER_MINUTE ? key : OTHER_CLIENTS;
+    minute.refused.set(kept, (minute.refused.get(kept) ?? 0) + 1);
   }
 
   /** The last 60 minutes: every endpoint of the table, and the `top` clients refused most often. */
