@@ -45,7 +45,7 @@ export function checkStore(check: Checker, store: unknown): Store | undefined {
   return store as Store | undefined;
 }
 
-/** The secret of a page's signed cookies and CSRF tokens: at least 32 characters; random for this process when unset. */
+/** The secret of a page's signed cookies and CSRF tokens: 32 characters or more; random for this process if unset. */
 export function checkSecret(check: Checker, secret: unknown): string {
   if (secret === undefined) return randomBytes(32).toString('base64url');
   if (typeof secret !== 'string' || secret.length < 32)

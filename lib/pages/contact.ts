@@ -144,6 +144,11 @@ function radio(form: Form, name: string, value: string, label: string): Html {
   >`;
 }
 
+/** Where the summary's link of a field's message leads: the field, or the first endpoint's limit. */
+function anchor(name: string): string {
+  return name === 'rows' ? 'limit_0' : name;
+}
+
 function requestForm(req: Request, rows: readonly EndpointRow[], form: Form, errors: Errors, csrf: Html): Html {
   const names = Object.keys(errors);
   const summary =
@@ -152,7 +157,7 @@ function requestForm(req: Request, rows: readonly EndpointRow[], form: Form, err
       : markup`<div class="alert" role="alert">
           <p><strong>The request was not filed.</strong> Please correct:</p>
           <ul>
-            ${names.map((name) => markup`<li><a href="#${name === 'rows' ? 'limit_0' : name}">${errors[name]}</a></li>`)}
+            ${names.map((name) => markup`<li><a href="#${anchor(name)}">${errors[name]}</a></li>`)}
           </ul>
         </div>`;
   const token = state(errors, 'token');
@@ -173,7 +178,9 @@ shown; only its last 4 characters are kept, so that you can recognise it.${
 ${radio(form, 'ask', 'multiplier', 'Every limit multiplied')}
 ${radio(form, 'ask', 'endpoints', 'Higher limits on some endpoints')}
 ${radio(form, 'ask', 'unlimited', 'Removal of limits')}
-<div data-when-ask="multiplier">${input(form, errors, 'multiplier', 'Multiplier', 'text', 'e.g. 10 for ten times every limit.')}</div>
+<div data-when-ask="multiplier">
+  ${input(form, errors, 'multiplier', 'Multiplier', 'text', 'e.g. 10 for ten times every limit.')}
+</div>
 <div data-when-ask="endpoints"><p class="hint">The limit you want per window, for the endpoints you need; leave the
 others empty.</p>${rowsState.message}<div class="rows">${rows.map(
     (row, i) =>
@@ -295,7 +302,8 @@ export function limitsRequestPage(limits: ListingLimitsMiddleware, options?: Req
       } catch (error) {
         // The store keeps as many requests as it may: a refusal that says so, not an error of the app.
         if (!(error instanceof ListingLimitsError)) throw error;
-        const full = markup`<p class="alert" role="alert">No more requests can be taken now. Please try again later.</p>`;
+        const full = markup`<p class="alert" role="alert">No more requests can be taken now. Please try again
+          later.</p>`;
         return sendPage(res, 503, title, full, req);
       }
       res.redirect(303, `${req.baseUrl}/status?id=${encodeURIComponent(filed.id)}&filed=1`);
