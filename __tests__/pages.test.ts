@@ -455,6 +455,69 @@ describe('the operator page', () => {
   });
 });
 
+describe('the other answers of each route', () => {
+  it('logs out: the login cookie is cleared, and the page asks for a login again', async () => {
+    const { app } = pagesApp();
+    const agent = request.agent(app);
+    const form = await agent.get('/admin/limits/login').expect(200);
+    await agent
+      .post('/admin/limits/login')
+      .type('form')
+      .send({ token: ADMIN, _csrf: csrfOf(form.text) })
+      .expect(303);
+    const page = await agent.get('/admin/limits/').expect(200);
+    await agent.post('/admin/limits/logout').type('form').send({}).expect(403);
+    const out = await agent
+      .post('/admin/limits/logout')
+      .type('form')
+      .send({ _csrf: csrfOf(page.text) })
+      .expect(303)
+      .expect('Location', '/admin/limits/login');
+    expect((out.headers['set-cookie'] as unknown as string[]).find((c) => c.startsWith('listing-limits.admin='))).toBe(
+      'listing-limits.admin=; Path=/admin/limits; Expires=Thu, 01 Jan 1970 00:00:00 GMT; HttpOnly; SameSite=Strict',
+    );
+    await agent.get('/admin/limits/').expect(303).expect('Location', '/admin/limits/login');
+  });
+
+  it('refuses a decline without a reason, and an unknown request, with a 400 naming the field', async () => {
+    const { app } = pagesApp(() => true);
+    const agent = request.agent(app);
+    await (await contactForm(app))(valid).expect(303);
+    const page = await agent.get('/admin/limits/').expect(200);
+    const id = /name="id" value="([\w-]+)"/.exec(page.text)?.[1] as string;
+    const _csrf = csrfOf(page.text);
+    const empty = await agent.post('/admin/limits/requests/decline').type('form').send({ id, reason: ' ', _csrf });
+    expect(empty.status).toBe(400);
+    expect(flat(empty.text)).toContain(
+      'limits.requests.decline: reason must be a non-empty string of at most 2000 characters; got &quot; &quot;.',
+    );
+    const unknown = await agent
+      .post('/admin/limits/requests/approve')
+      .type('form')
+      .send({ id: 'nope', grant: 'unlimited', expiry: 'never', _csrf });
+    expect(unknown.status).toBe(400);
+    expect(flat(unknown.text)).toContain('limits.requests.approve: id is no request&#39;s id; got &quot;nope&quot;.');
+  });
+
+  it('limits status checks per address', async () => {
+    const limits = listingLimits(rows);
+    made.push(limits);
+    const app = express5().use('/r', limitsRequestPage(limits, { checks: { limit: 2, windowMs: 60_000 } }));
+    for (const status of [404, 404, 429]) {
+      await request(app).post('/r/status').type('form').send({ id: 'x', token: 'y' }).expect(status);
+    }
+  });
+
+  it('answers 503 when the store keeps as many requests as it may', async () => {
+    const store = memoryStore();
+    const requests = store.state?.requests as NonNullable<NonNullable<Store['state']>['requests']>;
+    requests.put = () => Promise.resolve('full');
+    const { app } = pagesApp(undefined, { store });
+    const res = await (await contactForm(app))(valid).expect(503);
+    expect(flat(res.text)).toContain('No more requests can be taken now. Please try again later.');
+  });
+});
+
 describe.each(expressVersions)('with %s', (_name, express) => {
   it('files a request, logs in, and approves it', async () => {
     const { app, limits } = pagesApp(undefined, { express });

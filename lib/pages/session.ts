@@ -81,7 +81,7 @@ export function session(secret: string, sessionMs: number): Session {
       res.cookie(LOGIN, `${until}.${randomBytes(16).toString('base64url')}`, cookieOptions(req, sessionMs));
     },
     logOut(req, res) {
-      const { maxAge: _maxAge, ...options } = cookieOptions(req);
+      const { maxAge: _maxAge, signed: _signed, ...options } = cookieOptions(req);
       res.clearCookie(LOGIN, options);
     },
   };
