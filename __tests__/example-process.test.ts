@@ -78,7 +78,10 @@ it('npm start builds and starts both listings, serves and limits them over HTTP,
   expect(Object.keys(urls)).toEqual(['A', 'B']);
   expect(out).toContain(`  listing A (servers) at ${urls.A}  try: curl -i ${urls.A}/v1/servers/1\n`);
   expect(out).toContain(`  listing B (bots) at ${urls.B}  try: curl -i ${urls.B}/v1/bots/1\n`);
+  expect(out).toContain(`    contact page ${urls.B}/limits/request, operator's page off (set ADMIN_TOKEN)\n`);
   expect(urls.A).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
+  expect((await fetch(`${urls.B}/limits/request`)).status).toBe(200);
+  expect((await fetch(`${urls.B}/admin/limits`)).status).toBe(404);
 
   const server1 = await fetch(`${urls.A}/v1/servers/1`);
   expect(server1.status).toBe(200);
@@ -123,10 +126,20 @@ it('WINDOW=sliding counts every listing in sliding windows, and says so', async 
 }, 60_000);
 
 it('LISTING=B with PORT starts only listing B at the root of PORT; LOG=0 keeps it quiet; SIGINT closes it', async () => {
-  const server = run(process.execPath, [main], { LISTING: 'B', PORT: '0', LOG: '0' });
+  const server = run(process.execPath, [main], {
+    LISTING: 'B',
+    PORT: '0',
+    LOG: '0',
+    ADMIN_TOKEN: 'admin-0123456789abcdef',
+  });
   await server.printed(READY);
   const urls = baseUrls(server.stdout());
   expect(Object.keys(urls)).toEqual(['B']);
+  expect(server.stdout()).toContain(
+    `    contact page ${urls.B}/limits/request, operator's page ${urls.B}/admin/limits\n`,
+  );
+  const login = await fetch(`${urls.B}/admin/limits`, { redirect: 'manual' });
+  expect([login.status, login.headers.get('location')]).toEqual([303, '/admin/limits/login']);
   expect(server.stdout()).toContain('listing-limits example server: memory store, access log off.\n');
 
   const stats = await fetch(`${urls.B}/v1/statistics`);
@@ -241,7 +254,12 @@ describe('settings from the environment', () => {
       host: '127.0.0.1',
       log: true,
       window: 'fixed',
+      adminToken: undefined,
     });
+    expect(startupFromEnv({ ADMIN_TOKEN: 'admin-0123456789abcdef' }).adminToken).toBe('admin-0123456789abcdef');
+    expect(() => startupFromEnv({ ADMIN_TOKEN: 'short' })).toThrow(
+      'ADMIN_TOKEN must be at least 16 characters long; it has 5.',
+    );
     expect([DEFAULT_PORTS, DEFAULT_HOST]).toEqual([{ A: 3001, B: 3002 }, '127.0.0.1']);
     const stores = storeFromEnv({});
     expect(stores.description).toBe('memory store');

@@ -109,15 +109,15 @@ it('exports only import, require, types and default conditions', () => {
   };
   for (const target of Object.values(pkg.exports)) walk(target);
   expect([...conditions].sort()).toEqual(['default', 'import', 'require', 'types']);
-  expect(Object.keys(pkg.exports)).toEqual(['.', './verify', './client', './package.json']);
+  expect(Object.keys(pkg.exports)).toEqual(['.', './verify', './client', './pages', './package.json']);
 });
 
-it('loads neither structured-headers nor cli-progress with the middleware: the verifier is listing-limits/verify', () => {
+it('loads neither structured-headers nor cli-progress with the middleware, nor what the pages need', () => {
   expect(
     script(
       'light.cjs',
       `const main = require('listing-limits');
-       const loaded = Object.keys(require.cache).filter((p) => /node_modules[\\/](structured-headers|cli-progress)[\\/]/.test(p));
+       const loaded = Object.keys(require.cache).filter((p) => /node_modules[\\/](structured-headers|cli-progress|helmet|csrf-csrf|cookie-parser)[\\/]|[\\/]dist[\\/]cjs[\\/]pages/.test(p));
        console.log(typeof main.listingLimits, 'verifyContract' in main, JSON.stringify(loaded));`,
     ),
   ).toBe('function false []');
@@ -140,6 +140,28 @@ it('serves listingClient from listing-limits/client, to require() and to import'
   );
 });
 
+it('serves limitsRequestPage and limitsAdmin from listing-limits/pages, to require() and to import', () => {
+  const show = `const limits = main.listingLimits('B');
+    const routers = [pages.limitsRequestPage(limits), pages.limitsAdmin(limits, { authorize: () => false })];
+    let refused = '';
+    try { pages.limitsAdmin(limits, {}); } catch (e) { refused = e.code + ' ' + e.field; }
+    console.log(routers.map((r) => typeof r).join(' '), pages.escapeHtml('<b>'), refused);
+    limits.close();`;
+  const expected = 'function function &lt;b&gt; ERR_INVALID_OPTION options.authorize';
+  expect(
+    script(
+      'pages.cjs',
+      `const main = require('listing-limits'); const pages = require('listing-limits/pages'); ${show}`,
+    ),
+  ).toBe(expected);
+  expect(
+    script(
+      'pages.mjs',
+      `import * as main from 'listing-limits'; import * as pages from 'listing-limits/pages'; ${show}`,
+    ),
+  ).toBe(expected);
+});
+
 it('loads nothing of Express, the stores or the middleware with listing-limits/client', () => {
   expect(
     script(
@@ -156,7 +178,7 @@ it('loads nothing of Express, the stores or the middleware with listing-limits/c
 describe('type declarations', () => {
   it.each(['import', 'require'] as const)('exist for every entry point, for %s', (condition) => {
     const pkg = JSON.parse(readFileSync(join(installed, 'package.json'), 'utf8'));
-    for (const entry of ['.', './verify', './client']) {
+    for (const entry of ['.', './verify', './client', './pages']) {
       const types = pkg.exports[entry][condition].types as string;
       expect(existsSync(join(installed, types))).toBe(true);
     }
@@ -186,13 +208,16 @@ describe('type declarations', () => {
       `import { listingLimits, type ListingName } from 'listing-limits';
 import { planVerification, type VerifyReport, verifyContract } from 'listing-limits/verify';
 import { type ListingClient, listingClient } from 'listing-limits/client';
+import { type AdminPageOptions, limitsAdmin, limitsRequestPage } from 'listing-limits/pages';
 const listing: ListingName = 'B';
 const middleware = listingLimits(listing);
 const report: Promise<VerifyReport> = verifyContract({ baseUrl: 'http://127.0.0.1:3000', listing });
 const requests: number = planVerification({ baseUrl: 'http://127.0.0.1:3000', listing }).requests;
 const api: ListingClient = listingClient({ listing, baseUrl: 'http://127.0.0.1:3000', token: 'Bot x' });
 const bot: Promise<{ id: string }> = api.get<{ id: string }>('/v1/bots/:id', { id: '42' });
-export { middleware, report, requests, bot };
+const admin: AdminPageOptions = { authorize: { token: 'admin-token-0123456789' } };
+const pages = [limitsRequestPage(middleware), limitsAdmin(middleware, admin)];
+export { middleware, report, requests, bot, pages };
 `,
     );
     const module = resolution === 'node16' ? ts.ModuleKind.Node16 : ts.ModuleKind.ESNext;

@@ -3,6 +3,7 @@ import express, { type Express, type RequestHandler } from 'express';
 import { Registry } from 'prom-client';
 import { type ListingName, listingLimits, listings, type Store, type WindowKind } from '../lib/index.js';
 import { isListingName, listingNames } from '../lib/listings.js';
+import { limitsAdmin, limitsRequestPage } from '../lib/pages.js';
 import { type Bot, type ExampleData, generateData, type Server } from './data.js';
 import { errorHandler, HttpError, notFound } from './errors.js';
 import { accessLog } from './log.js';
@@ -27,7 +28,12 @@ export interface ExampleAppOptions {
   log?: (line: string) => void;
   /** How the limiter counts windows: `'fixed'` or `'sliding'` (checked by listingLimits). Default: `'fixed'`. */
   window?: WindowKind;
+  /** The admin token of the operator's page at `/admin/limits` (16 characters or more). Default: no such page. */
+  adminToken?: string;
 }
+
+/** Where the example server mounts the contact page of rule 6 and the operator's page. */
+export const PAGES = { request: '/limits/request', admin: '/admin/limits' } as const;
 
 function find<T>(entries: ReadonlyMap<string, T>, id: string, noun: string): T {
   const entry = entries.get(id);
@@ -71,13 +77,16 @@ function checkOptions(options: unknown): ExampleAppOptions {
   if (typeof options !== 'object' || options === null) {
     throw new TypeError('createExampleApp: options must be an object such as { listing: "B" }.');
   }
-  const { listing, log } = options as Partial<ExampleAppOptions>;
+  const { listing, log, adminToken } = options as Partial<ExampleAppOptions>;
   if (!isListingName(listing)) {
     const names = new Intl.ListFormat('en', { type: 'disjunction' }).format(listingNames.map((n) => JSON.stringify(n)));
     throw new TypeError(`createExampleApp: options.listing must be ${names}; got ${JSON.stringify(listing)}.`);
   }
   if (log !== undefined && typeof log !== 'function') {
     throw new TypeError('createExampleApp: options.log must be a function that takes one line.');
+  }
+  if (adminToken !== undefined && (typeof adminToken !== 'string' || adminToken.length < 16)) {
+    throw new TypeError('createExampleApp: options.adminToken must be a string of at least 16 characters.');
   }
   return options as ExampleAppOptions;
 }
@@ -121,7 +130,7 @@ function servePlaceholders(app: Express, listing: ListingName): void {
  * `listingLimits(listing, { store })`. Mount it anywhere: `app.use('/api', createExampleApp({ listing: 'B' }))`.
  */
 export function createExampleApp(options: ExampleAppOptions): Express {
-  const { listing, store, log, window } = checkOptions(options);
+  const { listing, store, log, window, adminToken } = checkOptions(options);
   const data = generateData();
   const app = express();
   app.disable('x-powered-by');
@@ -131,8 +140,15 @@ export function createExampleApp(options: ExampleAppOptions): Express {
   app.get('/metrics', (_req, res, next) => {
     metrics.metrics().then((text) => res.type(metrics.contentType).send(text), next);
   });
+  const limits = listingLimits(listing, { store, metrics, window });
+  // The pages keep grant requests in the store: a custom store without runtime state has none.
+  const pages = limits.requests.supported;
+  // Before the limiter, so that no ban (of an address an operator shares, say) locks the operators out.
+  if (pages && adminToken) app.use(PAGES.admin, limitsAdmin(limits, { authorize: { token: adminToken } }));
   // Before every handler, as on the original service: answers that end in 404, 401 or 400 are counted too.
-  app.use(listingLimits(listing, { store, metrics, window }));
+  app.use(limits);
+  // After the limiter: a banned client is refused there too (bans cover the whole site).
+  if (pages) app.use(PAGES.request, limitsRequestPage(limits));
 
   const routes = exampleRoutes[listing];
   if (routes) {

@@ -25,6 +25,8 @@ export interface Startup {
   readonly log: boolean;
   /** How every listing counts its windows. */
   readonly window: WindowKind;
+  /** The admin token of the operator's page (ADMIN_TOKEN); without it the page is off. */
+  readonly adminToken: string | undefined;
 }
 
 /** Where the counters of each listing live, and how to let go of them at shutdown. */
@@ -72,7 +74,8 @@ function port(env: Env, name: string, fallback: number): number {
 /**
  * LISTING (a listing's name, e.g. `B`; unset: every listing), PORT (with LISTING; default the listing's
  * {@link DEFAULT_PORTS}), PORT_<listing> (without LISTING, e.g. PORT_A), HOST (default 127.0.0.1), LOG
- * (`1` or `0`, default `1`) and WINDOW (`fixed` or `sliding`, default `fixed`).
+ * (`1` or `0`, default `1`), WINDOW (`fixed` or `sliding`, default `fixed`) and ADMIN_TOKEN (the operator's page's
+ * token, 16 characters or more; unset: no page).
  */
 export function startupFromEnv(env: Env): Startup {
   const listing = read(env, 'LISTING');
@@ -89,6 +92,10 @@ export function startupFromEnv(env: Env): Startup {
   const window = read(env, 'WINDOW') ?? 'fixed';
   if (window !== 'fixed' && window !== 'sliding') {
     throw new StartupError(`WINDOW must be fixed or sliding; got ${JSON.stringify(window)}.`);
+  }
+  const adminToken = read(env, 'ADMIN_TOKEN');
+  if (adminToken !== undefined && adminToken.length < 16) {
+    throw new StartupError(`ADMIN_TOKEN must be at least 16 characters long; it has ${adminToken.length}.`);
   }
 
   let listeners: Listener[];
@@ -116,7 +123,7 @@ export function startupFromEnv(env: Env): Startup {
       if (b) throw new StartupError(`${a.portVariable} and ${b.portVariable} must differ; both are ${a.port}.`);
     }
   }
-  return { listeners, host, log: log === '1', window };
+  return { listeners, host, log: log === '1', window, adminToken };
 }
 
 /**

@@ -1,7 +1,7 @@
 // The example server from the command line (`npm start`): settings from the environment, one or both listings, clean stop on SIGINT and SIGTERM.
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { createExampleApp } from './app.js';
+import { createExampleApp, PAGES } from './app.js';
 import { type ListingName, listings } from '../lib/index.js';
 import { type Listener, StartupError, type StoreChoice, startupFromEnv, storeFromEnv } from './env.js';
 
@@ -69,13 +69,16 @@ async function main(): Promise<void> {
     const log = startup.log ? (line: string) => console.log(line) : undefined;
     for (const listener of startup.listeners) {
       const { listing } = listener;
-      const { window } = startup;
-      const server = createServer(createExampleApp({ listing, store: stores.forListing(listing), log, window }));
+      const { window, adminToken } = startup;
+      const app = createExampleApp({ listing, store: stores.forListing(listing), log, window, adminToken });
+      const server = createServer(app);
       servers.push(server);
       await listen(server, listener, startup.host);
       const url = baseUrl(server);
       const { path, family } = example(listing);
       lines.push(`  listing ${listing} (${family}) at ${url}  try: curl -i ${url}${path}`);
+      const admin = adminToken ? `operator's page ${url}${PAGES.admin}` : "operator's page off (set ADMIN_TOKEN)";
+      lines.push(`    contact page ${url}${PAGES.request}, ${admin}`);
     }
     const logState = startup.log ? 'access log on (LOG=0 turns it off)' : 'access log off';
     const windows = startup.window === 'sliding' ? ', sliding windows' : '';

@@ -34,6 +34,10 @@ export type {
   ClientKind,
   ClientRef,
   Grant,
+  GrantProof,
+  GrantRequest,
+  GrantRequestInput,
+  GrantRequests,
   GrantLookup,
   Grants,
   LimitEvent,
@@ -42,4 +46,5 @@ export type {
   ListingLimitsOptions,
   OnBan,
   RateLimitInfo,
+  TrafficSummary,
 } from './types.js';

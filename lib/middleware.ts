@@ -57,6 +57,7 @@ class RequestContext implements Context {
 /** Counts a request that is done in the metrics, when there are metrics and it was counted. */
 function measured(ctx: RequestContext, config: Config): void {
   if (config.metrics && ctx.outcome) config.metrics.request(ctx.row, ctx.outcome);
+  if (config.traffic.on && ctx.outcome) config.traffic.count(ctx.row, ctx.outcome, ctx.client);
 }
 
 /** The endpoint of a request that matches no row: the steps it goes through never read it. */
@@ -341,5 +342,10 @@ export function listingLimits(
     grants: () => registry.grants(),
     history: (historyOptions?: { since?: Date | number; limit?: number }) => registry.history(historyOptions),
     close: () => registry.close(),
+    requests: config.requests,
+    traffic: () => {
+      config.traffic.on = true;
+      return config.traffic.summary();
+    },
   });
 }

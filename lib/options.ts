@@ -11,8 +11,10 @@ import { compileMatcher } from './match.js';
 import { checkMetrics, Metrics } from './metrics.js';
 import { redisStore } from './redis.js';
 import { Registry } from './registry.js';
+import { GrantRequests } from './requests.js';
 import { memoryStore, type Store } from './stores.js';
 import { checkTable, endpointsOf, rowShape } from './table.js';
+import { Traffic } from './traffic.js';
 import type { LimitHandler, ListingLimitsOptions } from './types.js';
 import type { EndpointRow } from './listings.js';
 import { Waiting } from './waiting.js';
@@ -58,6 +60,10 @@ export interface Config {
   readonly metrics: Metrics | undefined;
   /** How requests wait for a store that declares a failure policy: one deadline each, and a breaker. */
   readonly waiting: Waiting | undefined;
+  /** Grant requests (rule 6), in the store's state. */
+  readonly requests: GrantRequests;
+  /** The last hour of traffic, counted once the operator's page asks for it. */
+  readonly traffic: Traffic;
 }
 
 const check: Checker = new Checker('listingLimits');
@@ -169,5 +175,7 @@ export function configure(listing: unknown, options: unknown): Config {
     report,
     metrics,
     waiting,
+    requests: new GrantRequests(store.state?.requests, registry, rows),
+    traffic: new Traffic(endpoints.map((e) => e.name)),
   };
 }

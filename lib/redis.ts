@@ -295,12 +295,28 @@ if ARGV[2] ~= '' or existed == 1 then
 end
 return existed`;
 
+/**
+ * A grant request written when it holds the value expected (a new one: when it is absent and the hash has room), so
+ * that two operators deciding one request at once cannot both succeed. Answers 1 (written), 0 (other value), -1 (full).
+ */
+const PUT_REQUEST_SCRIPT = `local current = redis.call('hget', KEYS[1], ARGV[1])
+if ARGV[3] == '' then
+  if current then return 0 end
+  if redis.call('hlen', KEYS[1]) >= tonumber(ARGV[4]) then return -1 end
+elseif current ~= ARGV[3] then return 0 end
+redis.call('hset', KEYS[1], ARGV[1], ARGV[2])
+return 1`;
+
+const PUT_RESULTS = ['full', 'conflict', 'done'] as const;
+
 /** The commands the runtime state needs of a client, the same for ioredis and node-redis. */
 interface StateCommands {
   run(script: string, keys: string[], args: string[]): Promise<unknown>;
   hget(key: string, field: string): Promise<string | null>;
   hgetall(key: string): Promise<Record<string, string>>;
   lrange(key: string): Promise<string[]>;
+  hvals(key: string): Promise<string[]>;
+  hdel(key: string, fields: string[]): Promise<unknown>;
 }
 
 function commandsOf(client: unknown, nodeRedis: boolean): StateCommands {
@@ -309,12 +325,16 @@ function commandsOf(client: unknown, nodeRedis: boolean): StateCommands {
       hGet(key: string, field: string): Promise<string | null>;
       hGetAll(key: string): Promise<Record<string, string>>;
       lRange(key: string, start: number, stop: number): Promise<string[]>;
+      hVals(key: string): Promise<string[]>;
+      hDel(key: string, fields: string[]): Promise<unknown>;
     };
     return {
       run: (script, keys, args) => redis.eval(script, { keys, arguments: args }),
       hget: (key, field) => redis.hGet(key, field),
       hgetall: (key) => redis.hGetAll(key),
       lrange: (key) => redis.lRange(key, 0, -1),
+      hvals: (key) => redis.hVals(key),
+      hdel: (key, fields) => redis.hDel(key, fields),
     };
   }
   const redis = client as {
@@ -322,23 +342,28 @@ function commandsOf(client: unknown, nodeRedis: boolean): StateCommands {
     hget(key: string, field: string): Promise<string | null>;
     hgetall(key: string): Promise<Record<string, string>>;
     lrange(key: string, start: number, stop: number): Promise<string[]>;
+    hvals(key: string): Promise<string[]>;
+    hdel(key: string, ...fields: string[]): Promise<unknown>;
   };
   return {
     run: (script, keys, args) => redis.eval(script, keys.length, ...keys, ...args),
     hget: (key, field) => redis.hget(key, field),
     hgetall: (key) => redis.hgetall(key),
     lrange: (key) => redis.lrange(key, 0, -1),
+    hvals: (key) => redis.hvals(key),
+    hdel: (key, fields) => redis.hdel(key, ...fields),
   };
 }
 
 /**
- * The runtime state in Redis, under the store's prefix: a hash of records and a list of changes, on one hash tag so
- * that a Cluster keeps them on one node. Each instance reads the records every REFRESH_MS, in one command that
- * answers only a version while nothing changed.
+ * The runtime state in Redis, under the store's prefix: a hash of records, a list of changes and a hash of grant
+ * requests, on one hash tag so that a Cluster keeps them on one node. Each instance reads the records every
+ * REFRESH_MS, in one command that answers only a version while nothing changed.
  */
 function redisState(redis: StateCommands, prefix: string): RuntimeState {
   const record = `${prefix}:{runtime}:record`;
   const history = `${prefix}:{runtime}:history`;
+  const requests = `${prefix}:{runtime}:requests`;
   const all = () =>
     redis.hgetall(record).then((fields) => {
       const records = new Map(Object.entries(fields));
@@ -362,6 +387,17 @@ function redisState(redis: StateCommands, prefix: string): RuntimeState {
         .then((existed) => Number(existed) === 1),
     load: all,
     history: () => redis.lrange(history),
+    requests: {
+      put: (id, value, expected, max) =>
+        redis
+          .run(PUT_REQUEST_SCRIPT, [requests], [id, value, expected ?? '', String(max)])
+          .then((done) => PUT_RESULTS[Number(done) + 1] ?? 'full'),
+      get: (id) => redis.hget(requests, id).then((value) => value ?? undefined),
+      all: () => redis.hvals(requests),
+      remove: async (ids) => {
+        if (ids.length > 0) await redis.hdel(requests, [...ids]);
+      },
+    },
     watch(changed) {
       // No record hash yet reads as version 0: the empty state the watcher starts from, with nothing to load.
       let known = '0';

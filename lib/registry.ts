@@ -166,6 +166,11 @@ export class Registry {
     return found && (found.until === null || found.until > now) ? found.grant : undefined;
   }
 
+  /** Checks a grant as `grant()` does. Throws ListingLimitsError naming `field`. */
+  checkGrant(check: Checker, grant: unknown, field: string): Grant {
+    return this.#context.checkGrant(check, grant, field);
+  }
+
   /** The key of a client named as an operator knows it. Throws ListingLimitsError naming the field. */
   keyOf(check: Checker, client: unknown): { key: string; kind: ClientKind; address: boolean } {
     const fields = isPlainObject(client) ? Object.keys(client) : [];

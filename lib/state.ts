@@ -22,6 +22,49 @@ export interface RuntimeState {
    * start; returns the function that stops watching.
    */
   watch(changed: (records: Map<string, string>) => void): () => void;
+  /** Where grant requests (rule 6) are kept, apart from the records that every instance mirrors. */
+  readonly requests?: RequestRecords;
+}
+
+/** What {@link RequestRecords.put} did: wrote the record, found another value than expected, or found no room. */
+export type PutResult = 'done' | 'conflict' | 'full';
+
+/** Grant requests by id, one JSON value each, each change atomic: what the contact page files and operators decide. */
+export interface RequestRecords {
+  /**
+   * Sets `id` to `value` when it holds `expected` now; with `expected` null, when `id` is absent and fewer than `max`
+   * records are kept.
+   */
+  put(id: string, value: string, expected: string | null, max: number): Promise<PutResult>;
+  get(id: string): Promise<string | undefined>;
+  all(): Promise<string[]>;
+  remove(ids: readonly string[]): Promise<void>;
+}
+
+/** The grant requests of the memory store, in this process. */
+export class MemoryRequests implements RequestRecords {
+  readonly #records = new Map<string, string>();
+
+  put(id: string, value: string, expected: string | null, max: number): Promise<PutResult> {
+    const current = this.#records.get(id);
+    if (expected === null ? current !== undefined : current !== expected) return Promise.resolve('conflict');
+    if (expected === null && this.#records.size >= max) return Promise.resolve('full');
+    this.#records.set(id, value);
+    return Promise.resolve('done');
+  }
+
+  get(id: string): Promise<string | undefined> {
+    return Promise.resolve(this.#records.get(id));
+  }
+
+  all(): Promise<string[]> {
+    return Promise.resolve([...this.#records.values()]);
+  }
+
+  remove(ids: readonly string[]): Promise<void> {
+    for (const id of ids) this.#records.delete(id);
+    return Promise.resolve();
+  }
 }
 
 /** The state of the memory store: in this process, the truth for every middleware that shares the store. */
@@ -29,6 +72,7 @@ export class MemoryState implements RuntimeState {
   readonly #records = new Map<string, string>();
   readonly #history: string[] = [];
   readonly #watchers = new Set<(records: Map<string, string>) => void>();
+  readonly requests: RequestRecords = new MemoryRequests();
 
   change(field: string, value: string | null, event: string, expired: readonly string[]): Promise<boolean> {
     for (const key of expired) this.#records.delete(key);

@@ -163,6 +163,76 @@ export interface ChangeEvent {
   readonly note: string | undefined;
 }
 
+/** The proof of size that rule 6 asks of a request: a bot's servers and shards, or a server's members, with a link. */
+export type GrantProof =
+  | { readonly kind: 'bot'; readonly servers: number; readonly shards: number; readonly link: string }
+  | { readonly kind: 'server'; readonly members: number; readonly link: string };
+
+/** What a client asks for with `requests.file()` (the contact page fills it from its form). */
+export interface GrantRequestInput {
+  /** The client's Authorization value: hashed at once, never kept; only its last 4 characters are. */
+  readonly token: string;
+  /** What is asked: a grant, as `grant()` takes it. */
+  readonly ask: Grant;
+  readonly proof: GrantProof;
+  /** Where the operators answer, e.g. an e-mail address. */
+  readonly contact: string;
+  readonly reason: string;
+}
+
+/** A grant request, as operators list it and its requester checks it. */
+export interface GrantRequest {
+  /** The id the requester is given, to check the request's status with its token. */
+  readonly id: string;
+  /** The key of the client (`t:<hash>`), never the token. */
+  readonly key: string;
+  /** The token's last 4 characters (none for a token shorter than 12), for display. */
+  readonly tokenEnd: string;
+  readonly ask: Grant;
+  readonly proof: GrantProof;
+  readonly contact: string;
+  readonly reason: string;
+  readonly at: Date;
+  readonly status: 'pending' | 'approved' | 'declined';
+  readonly decidedAt: Date | undefined;
+  /** The grant given, when approved. */
+  readonly granted: Grant | undefined;
+  /** When the grant given ends; undefined for one until revoked. */
+  readonly until: Date | undefined;
+  /** Why it was declined, as the requester sees it. */
+  readonly answer: string | undefined;
+}
+
+/**
+ * The grant requests of rule 6, kept in the store's runtime state (so every instance sees them). Bad input throws a
+ * `ListingLimitsError` naming the field; a custom store without runtime state throws one with code
+ * `ERR_UNSUPPORTED_STORE`.
+ */
+export interface GrantRequests {
+  /** Whether the store keeps grant requests (the memory and Redis stores do). */
+  readonly supported: boolean;
+  /** The rows of the table, which a request for specific endpoints names. */
+  readonly endpoints: readonly EndpointRow[];
+  /** Files a pending request. */
+  file(input: GrantRequestInput): Promise<GrantRequest>;
+  /** A request, only for the token it was filed with; else undefined. */
+  status(id: string, token: string): Promise<GrantRequest | undefined>;
+  /** Every request: pending ones first (oldest first), then decided ones (newest first), for 30 days. */
+  list(): Promise<GrantRequest[]>;
+  /** Approves a pending request: its client is given `grant` until `until` (or until revoked). */
+  approve(id: string, grant: Grant, options?: { until?: Date | number; note?: string }): Promise<GrantRequest>;
+  /** Declines a pending request, with the reason its requester sees. */
+  decline(id: string, reason: string): Promise<GrantRequest>;
+}
+
+/** The last hour of requests through one middleware in this process, as the operator's page shows it. */
+export interface TrafficSummary {
+  /** Allowed and refused requests per endpoint of the table (`(none)`: banned requests that matched no row). */
+  readonly endpoints: readonly { readonly endpoint: string; readonly allowed: number; readonly refused: number }[];
+  /** The clients refused most often (429 or 403), by key, most first. */
+  readonly refused: readonly { readonly key: string; readonly count: number }[];
+}
+
 /** Options of {@link listingLimits}. */
 export interface ListingLimitsOptions {
   /**
@@ -294,4 +364,11 @@ export interface ListingLimitsMiddleware extends RequestHandler {
   history(options?: { readonly since?: Date | number; readonly limit?: number }): Promise<ChangeEvent[]>;
   /** Stops reading bans and grants from the store in the background (the Redis store's refresh). */
   close(): void;
+  /** The grant requests of rule 6, in the store's state. */
+  readonly requests: GrantRequests;
+  /**
+   * The last hour of requests in this process, per endpoint and by refused client. Counting starts at the first
+   * call (the operator's page makes it when mounted); until then the request path does not count.
+   */
+  traffic(): TrafficSummary;
 }

@@ -1,0 +1,208 @@
+// Grant requests of rule 6 and the last hour of traffic: filed, checked by their requester, decided once, on every store.
+import request from 'supertest';
+import {
+  type EndpointRow,
+  type GrantRequestInput,
+  listingLimits,
+  type ListingLimitsMiddleware,
+  ListingLimitsError,
+  memoryStore,
+  redisStore,
+  type Store,
+} from '../lib';
+import { tokenKey } from '../lib/keys';
+import { OTHER_CLIENTS, Traffic } from '../lib/traffic';
+import { createApp } from './helpers/app';
+import { describeRedis, redisForBlock, scanKeys } from './helpers/redis';
+
+const rows: readonly EndpointRow[] = [{ method: 'GET', path: '/v1/things', limit: 2, windowMs: 60_000 }];
+const TOKEN = 'Bot requester-token-9f3a';
+
+const input: GrantRequestInput = {
+  token: TOKEN,
+  ask: { multiplier: 10 },
+  proof: { kind: 'bot', servers: 120_000, shards: 120, link: 'https://example.com/bot' },
+  contact: 'ops@example.com',
+  reason: 'We serve many servers.',
+};
+
+function contract(makeStore: () => Store) {
+  let limits: ListingLimitsMiddleware[] = [];
+  const make = (store = makeStore()) => {
+    const made = listingLimits(rows, { store });
+    limits.push(made);
+    return made;
+  };
+  afterEach(() => {
+    for (const l of limits) l.close();
+    limits = [];
+  });
+
+  it('files a pending request under the hashed token, with only its last 4 characters kept', async () => {
+    const l = make();
+    const filed = await l.requests.file(input);
+    expect(filed).toEqual({
+      id: expect.stringMatching(/^[\w-]{12}$/),
+      key: tokenKey(TOKEN),
+      tokenEnd: '9f3a',
+      ask: { multiplier: 10 },
+      proof: { kind: 'bot', servers: 120_000, shards: 120, link: 'https://example.com/bot' },
+      contact: 'ops@example.com',
+      reason: 'We serve many servers.',
+      at: expect.any(Date),
+      status: 'pending',
+      decidedAt: undefined,
+      granted: undefined,
+      until: undefined,
+      answer: undefined,
+    });
+    expect(JSON.stringify(await l.requests.list())).not.toContain('requester-token');
+    expect(await l.requests.status(filed.id, TOKEN)).toEqual(filed);
+    expect(await l.requests.status(filed.id, 'Bot someone-else-entirely')).toBeUndefined();
+    expect(await l.requests.status('nope', TOKEN)).toBeUndefined();
+  });
+
+  it('approves once: the token gets the grant on the API, and the requester sees it approved', async () => {
+    const store = makeStore();
+    const l = make(store);
+    const app = createApp({ listing: rows, options: { store } });
+    limits.push(app.locals.limiter as ListingLimitsMiddleware);
+    const filed = await l.requests.file(input);
+    const approved = await l.requests.approve(filed.id, { multiplier: 10 });
+    expect([approved.status, approved.granted]).toEqual(['approved', { multiplier: 10 }]);
+    expect((await l.grants()).map((g) => [g.key, g.grant, g.note])).toEqual([
+      [tokenKey(TOKEN), { multiplier: 10 }, `request ${filed.id}`],
+    ]);
+    await expect(l.requests.approve(filed.id, 'unlimited')).rejects.toThrow(
+      'limits.requests.approve: id names a request already approved.',
+    );
+    expect((await l.requests.status(filed.id, TOKEN))?.status).toBe('approved');
+    // The other middleware on the store reads the grant from the state (at once in memory, within 0.5 s in Redis).
+    for (let i = 0; ; i++) {
+      const res = await request(app).get('/v1/things').set('Authorization', TOKEN);
+      if (res.headers['x-ratelimit-limit'] === '20' || i === 40) {
+        expect(res.headers['x-ratelimit-limit']).toBe('20');
+        break;
+      }
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+  });
+
+  it('declines with the reason its requester sees', async () => {
+    const l = make();
+    const filed = await l.requests.file({ ...input, ask: 'unlimited' });
+    await l.requests.decline(filed.id, 'Not enough proof.');
+    const seen = await l.requests.status(filed.id, TOKEN);
+    expect([seen?.status, seen?.answer]).toEqual(['declined', 'Not enough proof.']);
+    await expect(l.requests.decline(filed.id, 'again')).rejects.toThrow('id names a request already declined.');
+    expect(await l.grants()).toEqual([]);
+  });
+
+  it('lists pending requests first, oldest first', async () => {
+    const l = make();
+    const a = await l.requests.file(input);
+    const b = await l.requests.file({ ...input, ask: 'unlimited' });
+    const c = await l.requests.file(input);
+    await l.requests.decline(b.id, 'no');
+    expect((await l.requests.list()).map((r) => r.id)).toEqual([a.id, c.id, b.id]);
+  });
+}
+
+describe('memory store', () => contract(() => memoryStore()));
+
+describeRedis('redis store', () => {
+  const redis = redisForBlock();
+  let made = 0;
+  contract(() => redisStore(redis.client, { prefix: `requests-${process.pid}-${++made}`, timeoutMs: 5000 }));
+
+  it('keeps requests under the prefix, on the runtime hash tag, without the token', async () => {
+    const prefix = `requests-${process.pid}-keys`;
+    const l = listingLimits(rows, { store: redisStore(redis.client, { prefix }) });
+    const filed = await l.requests.file(input);
+    l.close();
+    expect(await scanKeys(redis.client, `${prefix}:*`)).toEqual([`${prefix}:{runtime}:requests`]);
+    const stored = await redis.client.hget(`${prefix}:{runtime}:requests`, filed.id);
+    expect(stored).toContain(`"key":"${tokenKey(TOKEN)}"`);
+    expect(stored).not.toContain('requester-token');
+  });
+});
+
+describe('bad input', () => {
+  const l = listingLimits(rows);
+  afterAll(() => l.close());
+  it.each([
+    [{ ...input, token: '' }, 'input.token', 'limits.requests.file: input.token must be a non-empty string'],
+    [{ ...input, ask: { multiplier: -1 } }, 'input.ask.multiplier', 'must be a positive number; got -1.'],
+    [
+      { ...input, ask: { rows: [{ method: 'GET', path: '/v1/other', limit: 5, windowMs: 1000 }] } },
+      'input.ask.rows[0]',
+      '(GET /v1/other) replaces no row of the table.',
+    ],
+    [{ ...input, proof: { ...input.proof, link: 'javascript:alert(1)' } }, 'input.proof.link', 'http(s) URL'],
+    [{ ...input, proof: { kind: 'server', members: -3, link: 'https://x.test' } }, 'input.proof.members', 'from 0'],
+    [{ ...input, contact: ' ' }, 'input.contact', 'must be a non-empty string of at most 200 characters'],
+  ])('case %#: names the field at fault', async (bad, field, message) => {
+    const error = await l.requests.file(bad as GrantRequestInput).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(ListingLimitsError);
+    expect((error as ListingLimitsError).field).toBe(field);
+    expect((error as Error).message).toContain(message);
+  });
+
+  it('refuses a custom store that keeps no requests', async () => {
+    const custom = Object.assign((spec: Parameters<Store>[0]) => memoryStore()(spec), {}) as Store;
+    const c = listingLimits(rows, { store: custom });
+    expect(c.requests.supported).toBe(false);
+    await expect(c.requests.list()).rejects.toMatchObject({ code: 'ERR_UNSUPPORTED_STORE', field: 'options.store' });
+    c.close();
+  });
+});
+
+describe('traffic of the last hour', () => {
+  afterEach(() => jest.useRealTimers());
+
+  it('counts nothing until asked, then allowed and refused requests per endpoint and the clients refused most', async () => {
+    jest.useFakeTimers({ now: Date.UTC(2026, 0, 1), doNotFake: ['nextTick', 'setImmediate', 'queueMicrotask'] });
+    const app = createApp({ listing: rows });
+    const l = app.locals.limiter as ListingLimitsMiddleware;
+    await request(app).get('/v1/things').set('Authorization', 'Bot before-asked').expect(200);
+    expect(l.traffic()).toEqual({ endpoints: [{ endpoint: 'GET /v1/things', allowed: 0, refused: 0 }], refused: [] });
+    for (const status of [200, 200, 429, 429]) {
+      await request(app).get('/v1/things').set('Authorization', 'Bot a').expect(status);
+    }
+    await request(app).get('/v1/things').set('Authorization', 'Bot before-asked').expect(200);
+    await request(app).get('/v1/things').set('Authorization', 'Bot before-asked').expect(429);
+    expect(l.traffic()).toEqual({
+      endpoints: [{ endpoint: 'GET /v1/things', allowed: 3, refused: 3 }],
+      refused: [
+        { key: tokenKey('Bot a'), count: 2 },
+        { key: tokenKey('Bot before-asked'), count: 1 },
+      ].sort((x, y) => y.count - x.count || (x.key < y.key ? -1 : 1)),
+    });
+    jest.setSystemTime(Date.UTC(2026, 0, 1, 1, 0, 0));
+    expect(l.traffic()).toEqual({ endpoints: [{ endpoint: 'GET /v1/things', allowed: 0, refused: 0 }], refused: [] });
+    l.close();
+  });
+
+  it('keeps at most 1000 refused clients a minute, the rest as (others); an unidentified request counts for its endpoint', () => {
+    const traffic = new Traffic(['GET /a']);
+    const now = Date.UTC(2026, 0, 1, 0, 0, 30);
+    jest.useFakeTimers({ now });
+    for (let i = 0; i < 1002; i++) traffic.count('GET /a', 'limited', { key: `k${String(i).padStart(4, '0')}` });
+    traffic.count('GET /a', 'limited', { key: 'k0000' });
+    traffic.count('GET /a', 'store_unavailable', undefined);
+    traffic.count('GET /a', 'allowed', undefined);
+    traffic.count('(none)', 'banned', { key: 'ip:203.0.113.9' });
+    const summary = traffic.summary(3, now);
+    expect(summary).toEqual({
+      endpoints: [
+        { endpoint: 'GET /a', allowed: 1, refused: 1003 },
+        { endpoint: '(none)', allowed: 0, refused: 1 },
+      ],
+      refused: [
+        { key: OTHER_CLIENTS, count: 3 },
+        { key: 'k0000', count: 2 },
+        { key: 'k0001', count: 1 },
+      ],
+    });
+  });
+});

@@ -1,0 +1,22 @@
+// Words for what the pages show: grants, durations and dates, the same on the contact page and the operator's.
+import type { EndpointRow } from '../listings.js';
+import type { Grant } from '../types.js';
+
+export function perWindow(limit: number, windowMs: number): string {
+  return `${limit} per ${windowMs / 1000} s`;
+}
+
+/** A grant in words: `removal of limits`, `every limit ×10`, or each row's limit. */
+export function grantText(grant: Grant): string {
+  if (grant === 'unlimited') return 'removal of limits';
+  if ('multiplier' in grant) return `every limit ×${grant.multiplier}`;
+  return grant.rows
+    .map((row: EndpointRow) => `${row.method} ${row.path}: ${perWindow(row.limit, row.windowMs)}`)
+    .join('; ');
+}
+
+/** A date as UTC, to the minute: `2026-01-01 00:10 UTC`. */
+export function when(date: Date | undefined, none = 'never'): string {
+  if (!date) return none;
+  return `${date.toISOString().slice(0, 16).replace('T', ' ')} UTC`;
+}

@@ -1,0 +1,61 @@
+// HTML built from templates whose every interpolated value is escaped, unless it is already HTML built here.
+
+const ESCAPES: Readonly<Record<string, string>> = {
+  '&': '&amp;',
+  '<': '&lt;',
+  '>': '&gt;',
+  '"': '&quot;',
+  "'": '&#39;',
+};
+
+/** Text as HTML text or as a quoted attribute value: `& < > " '` replaced by their entities. */
+export function escapeHtml(text: string): string {
+  return text.replace(/[&<>"']/g, (c) => ESCAPES[c] as string);
+}
+
+/** A piece of HTML made by {@link html} (or trusted by the page's own code): inserted as it is. */
+export class Html {
+  constructor(readonly text: string) {}
+
+  toString(): string {
+    return this.text;
+  }
+}
+
+/** What a template takes: text (escaped), numbers, HTML, lists of them; null, undefined and false print nothing. */
+export type Part = Html | string | number | boolean | null | undefined | readonly Part[];
+
+function render(part: Part): string {
+  if (part instanceof Html) return part.text;
+  if (Array.isArray(part)) return part.map(render).join('');
+  if (part === null || part === undefined || part === false || part === true) return '';
+  return escapeHtml(String(part));
+}
+
+/** A template of HTML: `markup\`<p>${text}</p>\`` escapes `text`. */
+export function markup(strings: TemplateStringsArray, ...parts: Part[]): Html {
+  let out = strings[0] as string;
+  for (let i = 0; i < parts.length; i++) out += render(parts[i] as Part) + (strings[i + 1] as string);
+  return new Html(out);
+}
+
+/** A whole page: title, the package's style sheet and script (static files of the router), and the body. */
+export function page(title: string, body: Html, options: { assets: string; heading?: string }): string {
+  return markup`<!doctype html>
+    <html lang="en">
+      <head>
+        <meta charset="utf-8" />
+        <meta name="viewport" content="width=device-width, initial-scale=1" />
+        <meta name="referrer" content="no-referrer" />
+        <title>${title}</title>
+        <link rel="stylesheet" href="${options.assets}/pages.css" />
+        <script src="${options.assets}/pages.js" defer></script>
+      </head>
+      <body>
+        <main>
+          <h1>${options.heading ?? title}</h1>
+          ${body}
+        </main>
+      </body>
+    </html> `.text;
+}
