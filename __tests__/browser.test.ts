@@ -1,5 +1,6 @@
 // The contact page and the operator's page in a real browser (the system's Chromium), end to end over the example server.
-import { mkdirSync } from 'node:fs';
+import { mkdirSync, mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Browser, BrowserContext, Page, Response } from 'playwright-core';
 import { createExampleApp } from '../example-server/app';
@@ -10,7 +11,12 @@ import { type Served, serve } from './helpers/serve';
 const ADMIN = 'admin-token-for-the-browser-test';
 const TOKEN = 'Bot requester-token-b7e1';
 const XSS = '<script>window.__xss = 1</script><img src=x onerror="window.__xss = 2"> We need more, please.';
-const docs = join(__dirname, '..', 'docs');
+/**
+ * Where the screenshots go: the README's, under docs/, with `npm run screenshots`; else a temporary folder, so that
+ * a test run leaves the working tree as it was (pixels differ from run to run: times, ids).
+ */
+const shots =
+  process.env.UPDATE_SCREENSHOTS === '1' ? join(__dirname, '..', 'docs') : mkdtempSync(join(tmpdir(), 'screens-'));
 
 /** Clicks what submits a form, and waits for the page it leads to. */
 async function submit(page: Page, selector: string): Promise<Response> {
@@ -50,7 +56,7 @@ describeBrowser('the pages in Chromium, over the example server', () => {
 <input name="by" value="ip"><input name="value" value="203.0.113.9"><input name="duration" value="3600"></form>
 <script>document.getElementById('f').submit()</script>`);
     });
-    mkdirSync(docs, { recursive: true });
+    mkdirSync(shots, { recursive: true });
   }, 60_000);
 
   afterAll(async () => {
@@ -85,7 +91,7 @@ describeBrowser('the pages in Chromium, over the example server', () => {
     expect(await requester.inputValue('#token')).toBe('');
     expect(await requester.evaluate('window.__xss')).toBeUndefined();
 
-    await requester.screenshot({ path: join(docs, 'contact-page.png'), fullPage: true });
+    await requester.screenshot({ path: join(shots, 'contact-page.png'), fullPage: true });
     await requester.fill('#token', TOKEN);
     await requester.fill('#servers', '250000');
     await requester.fill('#shards', '256');
@@ -166,7 +172,7 @@ describeBrowser('the pages in Chromium, over the example server', () => {
     expect(api?.status()).toBe(403);
     expect(JSON.parse(await client.innerText('body'))).toMatchObject({ success: false, code: 403 });
     expect((await client.goto(`${served.url}/limits/request`))?.status()).toBe(403);
-    await operator.screenshot({ path: join(docs, 'admin-page.png'), fullPage: true });
+    await operator.screenshot({ path: join(shots, 'admin-page.png'), fullPage: true });
 
     // Lifting the ban restores it.
     answer = await submit(operator, `form[action$="/bans/lift"]:has(input[value="${tokenKey(TOKEN)}"]) button`);
