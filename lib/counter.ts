@@ -226,7 +226,13 @@ export class Limits {
       counts.forEach((count, i) => {
         if (count.count > (this.spec.limits[i] as Limit).limit) until = Math.max(until, count.resetAt);
       });
-      if (until > 0) this.#refused.remember(key, counts, until);
+      // A copy: the memory fallback answers with its live state.
+      if (until > 0)
+        this.#refused.remember(
+          key,
+          counts.map(({ count, resetAt }) => ({ count, resetAt })),
+          until,
+        );
       return counts;
     });
   }

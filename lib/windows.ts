@@ -100,8 +100,8 @@ export class MemoryLimits implements CountsLimitsNow {
   }
 
   /**
-   * Counts one request of `key` when every limit allows it. The array returned when it is allowed is the key's live
-   * state, not a copy: read it at once, before the next call on this counter changes it.
+   * Counts one request of `key` when every limit allows it. The array returned is the key's live state, not a copy:
+   * read it at once, before the next call on this counter changes it.
    */
   countNow(key: string): readonly Count[] {
     const now = Date.now();
@@ -119,11 +119,15 @@ export class MemoryLimits implements CountsLimitsNow {
       if (slot.count >= limit) allowed = false;
     }
     if (!allowed) {
-      return slots.map((slot, i) => {
+      // Told in place, at no allocation: a full slot as over its limit (a fixed count at its limit refuses as one
+      // over it does, and a sliding count is read again from its times), an empty one as a window from now.
+      for (let i = 0; i < slots.length; i++) {
+        const slot = slots[i] as Slot;
         const { limit, windowMs } = limits[i] as Limit;
-        if (slot.count === 0) return { count: 0, resetAt: now + windowMs };
-        return { count: slot.count >= limit ? limit + 1 : slot.count, resetAt: slot.resetAt };
-      });
+        if (slot.count >= limit) slot.count = limit + 1;
+        else if (slot.count === 0) slot.resetAt = now + windowMs;
+      }
+      return slots;
     }
     for (let i = 0; i < slots.length; i++) {
       const slot = slots[i] as Slot;
