@@ -218,3 +218,31 @@ describeRedisServer.each(connections)('the Redis store through %s', (_name, conn
     expect(answers[0]?.headers['ratelimit-policy']).toBe('"GET /v1/bots (x2)";q=4;w=60');
   });
 });
+
+describeRedisServer('sliding windows and several limits while Redis is down', () => {
+  let redis: RedisServer;
+  let client: Redis;
+  let server: Server | undefined;
+  beforeAll(async () => {
+    redis = await RedisServer.start();
+    client = await ioredisClient(redis.url);
+    await redis.stop();
+  }, 30_000);
+  afterAll(async () => {
+    client?.disconnect();
+    await redis?.close();
+  });
+  afterEach(() => server?.close());
+
+  it.each([
+    ['counts a sliding window in memory', 'memory', { window: 'sliding' }, [row(2, 60 * SECOND)], [200, 200, 429]],
+    ['counts several limits in memory', 'memory', {}, twoRows, [200, 200, 429]],
+    ['answers 503 for a sliding window', 'closed', { window: 'sliding' }, [row(2, 60 * SECOND)], [503, 503, 503]],
+  ] as const)('%s (onFailure %s)', async (_name, onFailure, options, listing, expected) => {
+    const store = redisStore(client, { prefix: 'down', timeoutMs: 200, onFailure });
+    server = createApp({ listing, options: { store, ...options } }).listen(0);
+    const statuses = [];
+    for (let i = 0; i < 3; i++) statuses.push((await request(server).get('/v1/bots')).status);
+    expect(statuses).toEqual(expected);
+  });
+});
