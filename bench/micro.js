@@ -1,7 +1,7 @@
 // In-process micro-benchmark: the middleware's own cost per request, with mocked request and response objects.
 const { ServerResponse } = require('node:http');
 const { Bench } = require('tinybench');
-const { listingLimits, listings } = require('../dist/cjs/index.js');
+const { listingLimits, listings, MAX_SLIDING_LIMIT } = require('../dist/cjs/index.js');
 
 const roomy = (rows) => rows.map((row) => ({ ...row, limit: 1_000_000_000 }));
 const bigTable = Array.from({ length: 1000 }, (_, i) => ({
@@ -36,6 +36,14 @@ async function runMicro({ time = 1500 } = {}) {
     next();
   };
   const big = listingLimits(bigTable);
+  // Fixed and sliding windows side by side on one table that a sliding window can keep (10,000 a second), spread
+  // over 100 tokens so that no key reaches it.
+  const keepable = listings.B.map((row) => ({ ...row, limit: MAX_SLIDING_LIMIT, windowMs: 1000 }));
+  const fixedWindows = listingLimits(keepable);
+  const slidingWindows = listingLimits(keepable, { window: 'sliding' });
+  const tokens = Array.from({ length: 100 }, (_, i) => `Bot micro-${i}`);
+  let turn = 0;
+  const nextToken = () => tokens[turn++ % tokens.length];
   const noop = (_req, _res, next) => next();
   const bench = new Bench({ time, warmupTime: 300 });
   bench
@@ -45,7 +53,11 @@ async function runMicro({ time = 1500 } = {}) {
     .add('listing B, token, headers: false', () => through(listingBNoHeaders, 'GET', '/v1/bots/123', 'Bot micro-token'))
     .add('the seven rate-limit headers alone (res.setHeader)', () => through(headersAlone, 'GET', '/v1/bots/123'))
     .add('listing B, unmatched path', () => through(listingB, 'GET', '/v2/other', 'Bot micro-token'))
-    .add('1,000-row table, last row, token', () => through(big, 'GET', '/v1/resource999/5', 'Bot micro-token'));
+    .add('1,000-row table, last row, token', () => through(big, 'GET', '/v1/resource999/5', 'Bot micro-token'))
+    .add('listing B at 10,000/s, 100 tokens, fixed', () => through(fixedWindows, 'GET', '/v1/bots/123', nextToken()))
+    .add('listing B at 10,000/s, 100 tokens, sliding', () =>
+      through(slidingWindows, 'GET', '/v1/bots/123', nextToken()),
+    );
   await bench.run();
   const mean = (name) => bench.tasks.find((t) => t.name === name).result.latency.mean * 1000; // µs
   const overhead = mean('no-op middleware (overhead of the harness)');
@@ -57,7 +69,9 @@ async function runMicro({ time = 1500 } = {}) {
   }));
   const bigCost = mean('1,000-row table, last row, token') - overhead;
   const bCost = mean('listing B, token') - overhead;
-  return { rows, bigTableRatio: bigCost / bCost };
+  const fixedCost = mean('listing B at 10,000/s, 100 tokens, fixed') - overhead;
+  const slidingCost = mean('listing B at 10,000/s, 100 tokens, sliding') - overhead;
+  return { rows, bigTableRatio: bigCost / bCost, slidingCostRatio: slidingCost / fixedCost };
 }
 
 module.exports = { runMicro };

@@ -111,6 +111,7 @@ async function main() {
     ),
   );
   log(`1,000-row table costs ${fixed(micro.bigTableRatio)} × listing B`);
+  log(`sliding windows cost ${fixed(micro.slidingCostRatio)} × fixed windows (own cost, same table and tokens)`);
 
   const memory = await runMemory();
   log('\nMemory');

@@ -32,27 +32,29 @@ function fromResult(result: RateLimiterRes): Count {
 export const REMEMBERED_REFUSALS = 10_000;
 
 /**
- * The answers a shared store gave to keys over their limit, kept until the time each stays refused: until then the
- * key is refused from here, at no store command.
+ * The answers a shared store gave to keys over their limit, kept until the time each stays refused (`untilOf` the
+ * answer): until then the key is refused from here, at no store command.
  */
 class Refusals<T> {
-  readonly #refused = new Map<string, { readonly answer: T; readonly until: number }>();
+  readonly #refused = new Map<string, T>();
+
+  constructor(private readonly untilOf: (answer: T) => number) {}
 
   /** The remembered answer for `key`, while it holds. */
   get(key: string): T | undefined {
-    const refused = this.#refused.get(key);
-    if (refused === undefined) return undefined;
-    if (refused.until > Date.now()) return refused.answer;
+    const answer = this.#refused.get(key);
+    if (answer === undefined) return undefined;
+    if (this.untilOf(answer) > Date.now()) return answer;
     this.#refused.delete(key);
     return undefined;
   }
 
-  remember(key: string, answer: T, until: number): void {
+  remember(key: string, answer: T): void {
     const refused = this.#refused;
     if (refused.size >= REMEMBERED_REFUSALS && !refused.has(key)) {
       refused.delete(refused.keys().next().value as string);
     }
-    refused.set(key, { answer, until });
+    refused.set(key, answer);
   }
 
   forget(key: string): void {
@@ -110,7 +112,7 @@ export class Counter {
   /** The limiter's synchronous count, when it has one. */
   readonly now: ((key: string) => Count) | undefined;
   readonly #count: (key: string) => Promise<Count>;
-  readonly #refused = new Refusals<Count>();
+  readonly #refused = new Refusals<Count>((count) => count.resetAt);
 
   constructor(spec: CounterSpec, limiter: RateLimiterAbstract, waiting: Waiting | undefined) {
     this.spec = spec;
@@ -135,7 +137,7 @@ export class Counter {
       (fallback) => consumed(fallback, key),
     ).then((count) => {
       if (count.count > this.spec.limit) {
-        this.#refused.remember(key, { count: this.spec.limit + 1, resetAt: count.resetAt }, count.resetAt);
+        this.#refused.remember(key, { count: this.spec.limit + 1, resetAt: count.resetAt });
       }
       return count;
     });
@@ -198,7 +200,7 @@ export class Limits {
   readonly #fallback: MemoryLimits | undefined;
   /** The store's synchronous count, when it has one. */
   readonly now: ((key: string) => readonly Count[]) | undefined;
-  readonly #refused = new Refusals<readonly Count[]>();
+  readonly #refused = new Refusals<{ readonly counts: readonly Count[]; readonly until: number }>((r) => r.until);
 
   constructor(spec: LimitsSpec, store: LimitsCounter, waiting: Waiting | undefined) {
     this.spec = spec;
@@ -212,7 +214,7 @@ export class Limits {
   hit(key: string, deadline?: Deadline): readonly Count[] | Promise<readonly Count[]> {
     if (this.now) return this.now(key);
     const refused = this.#refused.get(key);
-    if (refused !== undefined) return refused;
+    if (refused !== undefined) return refused.counts;
     const store = this.#store as Extract<LimitsCounter, { countsAsync: true }>;
     return within(
       this.#waiting,
@@ -227,12 +229,9 @@ export class Limits {
         if (count.count > (this.spec.limits[i] as Limit).limit) until = Math.max(until, count.resetAt);
       });
       // A copy: the memory fallback answers with its live state.
-      if (until > 0)
-        this.#refused.remember(
-          key,
-          counts.map(({ count, resetAt }) => ({ count, resetAt })),
-          until,
-        );
+      if (until > 0) {
+        this.#refused.remember(key, { counts: counts.map(({ count, resetAt }) => ({ count, resetAt })), until });
+      }
       return counts;
     });
   }
