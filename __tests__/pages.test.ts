@@ -89,6 +89,18 @@ const flat = (text: string) =>
     .replace(/\s+/g, ' ');
 const csrfOf = (text: string) => /name="_csrf" value="([^"]+)"/.exec(text)?.[1] as string;
 
+/** An agent logged in to the operator's page with the admin token, and the page it then gets. */
+async function loggedIn(app: Express): Promise<{ agent: ReturnType<typeof request.agent>; page: request.Response }> {
+  const agent = request.agent(app);
+  const form = await agent.get('/admin/limits/login').expect(200);
+  await agent
+    .post('/admin/limits/login')
+    .type('form')
+    .send({ token: ADMIN, _csrf: csrfOf(form.text) })
+    .expect(303);
+  return { agent, page: await agent.get('/admin/limits/').expect(200) };
+}
+
 /** The contact page's form as a browser gets it: `post(body)` sends `body` with the form's CSRF token. */
 async function contactForm(app: Express): Promise<(body: object) => request.Test> {
   const agent = request.agent(app);
@@ -458,14 +470,7 @@ describe('the operator page', () => {
 describe('the other answers of each route', () => {
   it('logs out: the login cookie is cleared, and the page asks for a login again', async () => {
     const { app } = pagesApp();
-    const agent = request.agent(app);
-    const form = await agent.get('/admin/limits/login').expect(200);
-    await agent
-      .post('/admin/limits/login')
-      .type('form')
-      .send({ token: ADMIN, _csrf: csrfOf(form.text) })
-      .expect(303);
-    const page = await agent.get('/admin/limits/').expect(200);
+    const { agent, page } = await loggedIn(app);
     await agent.post('/admin/limits/logout').type('form').send({}).expect(403);
     const out = await agent
       .post('/admin/limits/logout')
@@ -522,14 +527,7 @@ describe.each(expressVersions)('with %s', (_name, express) => {
   it('files a request, logs in, and approves it', async () => {
     const { app, limits } = pagesApp(undefined, { express });
     await (await contactForm(app))(valid).expect(303);
-    const agent = request.agent(app);
-    const form = await agent.get('/admin/limits/login').expect(200);
-    await agent
-      .post('/admin/limits/login')
-      .type('form')
-      .send({ token: ADMIN, _csrf: csrfOf(form.text) })
-      .expect(303);
-    const page = await agent.get('/admin/limits/').expect(200);
+    const { agent, page } = await loggedIn(app);
     const [filed] = await limits.requests.list();
     await agent
       .post('/admin/limits/requests/approve')
