@@ -13,7 +13,9 @@ export class Lookups<T> {
   readonly #pending = new Map<string, Promise<T>>();
 
   constructor(ttlMs: number) {
-    this.#answers = new LRUCache({ max: KEPT, ttl: ttlMs, perf: Date });
+    // ttlResolution 0: read the clock on every check. The default keeps a read for 1 ms by a timer, which a busy
+    // process (or a test's fake clock) can leave unfired, so that an expired answer would still be served.
+    this.#answers = new LRUCache({ max: KEPT, ttl: ttlMs, ttlResolution: 0, perf: Date });
   }
 
   /** The kept answer for `key` at once, or `ask()`'s answer (shared with every request waiting for it). */
