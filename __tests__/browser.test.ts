@@ -49,12 +49,18 @@ describeBrowser('the pages in Chromium, over the example server', () => {
   beforeAll(async () => {
     browser = await launchChromium();
     served = await serve(createExampleApp({ listing: 'B', adminToken: ADMIN }));
-    // Another origin of the same site (another port), whose page posts a form to the operator's page by itself.
+    // Another origin of the same site (another port), whose page posts a form to the operator's page by itself, with
+    // the CSRF token of the public login form and that form's cookies, which it plants (cookies tell no ports apart).
     evil = await serve((_req, res) => {
-      res.setHeader('Content-Type', 'text/html');
-      res.end(`<form id="f" method="post" action="${served.url}/admin/limits/bans/new">
-<input name="by" value="ip"><input name="value" value="203.0.113.9"><input name="duration" value="3600"></form>
+      void fetch(`${served.url}/admin/limits/login`).then(async (login) => {
+        const _csrf = /name="_csrf" value="([^"]+)"/.exec(await login.text())?.[1] ?? '';
+        res.setHeader('Set-Cookie', login.headers.getSetCookie());
+        res.setHeader('Content-Type', 'text/html');
+        res.end(`<form id="f" method="post" action="${served.url}/admin/limits/bans/new">
+<input name="by" value="ip"><input name="value" value="203.0.113.9"><input name="duration" value="3600">
+<input name="_csrf" value="${_csrf}"></form>
 <script>document.getElementById('f').submit()</script>`);
+      });
     });
     mkdirSync(shots, { recursive: true });
   }, 60_000);
@@ -191,7 +197,8 @@ describeBrowser('the pages in Chromium, over the example server', () => {
     await requester.keyboard.press('Tab');
     expect(await requester.evaluate('document.activeElement.id')).toBe('token');
 
-    // A form posted by another origin carries the operator's cookies but not the CSRF token: refused.
+    // A form posted by another origin carries the operator's login cookie, and a CSRF token with its planted cookies,
+    // but of the login form: refused, as the browser says it comes from another origin (and the token is no login's).
     await operator.setViewportSize({ width: 1000, height: 900 });
     const [forged] = await Promise.all([
       operator.waitForResponse((r) => r.url() === `${served.url}/admin/limits/bans/new`),

@@ -1,8 +1,7 @@
 // The contact page and the operator's page over HTTP: every route's status, escaping, CSRF, logins and limits.
-import express5, { type Express } from 'express';
+import express5 from 'express';
 import request from 'supertest';
 import {
-  type EndpointRow,
   listingLimits,
   type ListingLimitsMiddleware,
   ListingLimitsError,
@@ -12,105 +11,20 @@ import {
 } from '../lib';
 import { tokenKey } from '../lib/keys';
 import { escapeHtml, limitsAdmin, limitsRequestPage } from '../lib/pages';
-import { type ExpressFactory, expressVersions } from './helpers/app';
+import { expressVersions } from './helpers/app';
+import { ADMIN, contactForm, csrfOf, flat, loggedIn, pagesAppPerTest, rows, TOKEN, valid } from './helpers/pages';
 import { describeRedis, redisForBlock, scanKeys } from './helpers/redis';
 
-const rows: readonly EndpointRow[] = [
-  { method: 'GET', path: '/v1/things', limit: 2, windowMs: 60_000 },
-  { method: 'POST', path: '/v1/things/:id', limit: 1, windowMs: 10_000 },
-];
-const ADMIN = 'admin-token-0123456789';
-const TOKEN = 'Bot requester-token-9f3a';
 const CSP =
   "default-src 'none';script-src 'self';style-src 'self';img-src 'self' data:;form-action 'self';" +
   "frame-ancestors 'none';base-uri 'none';connect-src 'self'";
 
-const valid = {
-  token: TOKEN,
-  ask: 'multiplier',
-  multiplier: '10',
-  kind: 'bot',
-  servers: '120000',
-  shards: '120',
-  link: 'https://example.com/bot',
-  contact: 'ops@example.com',
-  reason: 'We serve a great many servers.',
-};
-
+const pagesApp = pagesAppPerTest();
 let made: ListingLimitsMiddleware[] = [];
 afterEach(() => {
   for (const l of made) l.close();
   made = [];
 });
-
-/**
- * An app with the limiter, both pages and one API route; `authorize` as given, or the admin token's login. The
- * store is the limiter's and the pages' (a memory store of its own by default).
- */
-function pagesApp(
-  authorize?: Parameters<typeof limitsAdmin>[1]['authorize'],
-  {
-    store = memoryStore(),
-    express = express5,
-    secret,
-  }: { store?: Store; express?: ExpressFactory; secret?: string } = {},
-): {
-  app: Express;
-  limits: ListingLimitsMiddleware;
-} {
-  const limits = listingLimits(rows, { store });
-  made.push(limits);
-  const app = express();
-  app.use(limits);
-  app.use('/limits/request', limitsRequestPage(limits, { store, secret }));
-  app.use(
-    '/admin/limits',
-    limitsAdmin(limits, {
-      authorize: authorize ?? { token: ADMIN },
-      store,
-      secret,
-      logins: { limit: 3, windowMs: 60_000 },
-    }),
-  );
-  app.get('/v1/things', (_req, res) => {
-    res.json({ ok: true });
-  });
-  app.get('/', (_req, res) => {
-    res.send('home');
-  });
-  return { app, limits };
-}
-
-/** The HTML with the white space between tags and before a tag's end dropped, every other run one space. */
-const flat = (text: string) =>
-  text
-    .replace(/>\s+</g, '><')
-    .replace(/\s+(\/?>)/g, '$1')
-    .replace(/\s+/g, ' ');
-const csrfOf = (text: string) => /name="_csrf" value="([^"]+)"/.exec(text)?.[1] as string;
-
-/** An agent logged in to the operator's page with the admin token, and the page it then gets. */
-async function loggedIn(app: Express): Promise<{ agent: ReturnType<typeof request.agent>; page: request.Response }> {
-  const agent = request.agent(app);
-  const form = await agent.get('/admin/limits/login').expect(200);
-  await agent
-    .post('/admin/limits/login')
-    .type('form')
-    .send({ token: ADMIN, _csrf: csrfOf(form.text) })
-    .expect(303);
-  return { agent, page: await agent.get('/admin/limits/').expect(200) };
-}
-
-/** The contact page's form as a browser gets it: `post(body)` sends `body` with the form's CSRF token. */
-async function contactForm(app: Express): Promise<(body: object) => request.Test> {
-  const agent = request.agent(app);
-  const _csrf = csrfOf((await agent.get('/limits/request').expect(200)).text);
-  return (body) =>
-    agent
-      .post('/limits/request')
-      .type('form')
-      .send({ ...body, _csrf });
-}
 
 describe('escapeHtml', () => {
   it.each([
@@ -292,13 +206,24 @@ describe('the operator page', () => {
     const ok = await agent.post('/admin/limits/login').type('form').send({ token: ADMIN, _csrf }).expect(303);
     expect(ok.headers.location).toBe('/admin/limits/');
     const cookie = (ok.headers['set-cookie'] as unknown as string[]).find((c) => c.startsWith('listing-limits.admin='));
+    // A random session id and its issue time, signed.
     expect(cookie).toMatch(
-      /^listing-limits\.admin=s%3A\d{13}\.[\w-]{22}\.[^;]+; Max-Age=28800; Path=\/admin\/limits; Expires=[^;]+; HttpOnly; SameSite=Strict$/,
+      /^listing-limits\.admin=s%3A[\w-]{22}\.\d{13}\.[^;]+; Max-Age=28800; Path=\/admin\/limits; Expires=[^;]+; HttpOnly; SameSite=Strict$/,
     );
     const page = await agent.get('/admin/limits/').expect(200);
     expect(flat(page.text)).toContain('<h2 id="requests-h">Pending grant requests (0)</h2>');
-    await agent.post('/admin/limits/login').type('form').send({ token: 'nope', _csrf }).expect(401);
-    const limited = await agent.post('/admin/limits/login').type('form').send({ token: ADMIN, _csrf }).expect(429);
+    // The login form's token now is the login session's.
+    const again = { _csrf: csrfOf((await agent.get('/admin/limits/login').expect(200)).text) };
+    await agent
+      .post('/admin/limits/login')
+      .type('form')
+      .send({ token: 'nope', ...again })
+      .expect(401);
+    const limited = await agent
+      .post('/admin/limits/login')
+      .type('form')
+      .send({ token: ADMIN, ...again })
+      .expect(429);
     expect(flat(limited.text)).toContain('Too many attempts from your address.');
   });
 

@@ -72,6 +72,7 @@ function check(
       'listing-limits': [join(root, 'lib', 'index.ts')],
       'listing-limits/verify': [join(root, 'lib', 'verify.ts')],
       'listing-limits/client': [join(root, 'lib', 'client.ts')],
+      'listing-limits/pages': [join(root, 'lib', 'pages.ts')],
     },
   };
   // Beside README.md, so that `./example-server/app.js` and node_modules resolve as from the repository's root.

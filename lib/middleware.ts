@@ -17,6 +17,7 @@ import type { CompiledEndpoint, CompiledLimit } from './endpoint.js';
 import { StoreUnavailableError } from './errors.js';
 import { retryAfterSeconds, setLimitsHeaders, setRateLimitHeaders } from './headers.js';
 import { observe } from './hooks.js';
+import { link } from './linked.js';
 import { NO_ENDPOINT } from './metrics.js';
 import { type Client, REJECTED } from './identify.js';
 import type { EndpointRow, ListingName } from './listings.js';
@@ -328,7 +329,7 @@ export function listingLimits(
     proceed(new RequestContext(req, res, next, endpoint, endpoint.name), steps, 0, config);
   };
   registry.start();
-  return Object.assign(middleware, {
+  const limits = Object.assign(middleware, {
     ban: (client: ClientRef, banOptions: { duration: number; reason?: string }) =>
       registry.banClient(client, banOptions),
     unban: (client: ClientRef | string) => {
@@ -348,4 +349,5 @@ export function listingLimits(
       return config.traffic.summary();
     },
   });
+  return link(limits, config.linked);
 }

@@ -7,6 +7,7 @@ import { type CompiledEndpoint, compileEndpoint } from './endpoint.js';
 import { checkGrant, compileGrants } from './grants.js';
 import { type OnError, reporter } from './hooks.js';
 import { compileIdentify, compileIpKey, type Identify, identifyOptions } from './identify.js';
+import type { Linked } from './linked.js';
 import { compileMatcher } from './match.js';
 import { checkMetrics, Metrics } from './metrics.js';
 import { redisStore } from './redis.js';
@@ -64,6 +65,8 @@ export interface Config {
   readonly requests: GrantRequests;
   /** The last hour of traffic, counted once the operator's page asks for it. */
   readonly traffic: Traffic;
+  /** What the pages built on the middleware count with: its store, unwrapped by metrics, and its address keys. */
+  readonly linked: Linked;
 }
 
 const check: Checker = new Checker('listingLimits');
@@ -123,7 +126,8 @@ export function configure(listing: unknown, options: unknown): Config {
   const registryOfMetrics = checkMetrics(check, o.metrics);
   // The metrics time the store from its first counter on.
   const metrics = registryOfMetrics && new Metrics(table.map((endpoint) => endpoint.name));
-  const store = metrics ? metrics.timed(checkStore(o.store)) : checkStore(o.store);
+  const given = checkStore(o.store);
+  const store = metrics ? metrics.timed(given) : given;
   if (o.headers !== undefined && typeof o.headers !== 'boolean')
     check.invalid('options.headers', `must be true or false; got ${show(o.headers)}.`);
   const cacheMs = o.cacheMs === undefined ? 60_000 : check.ms(o.cacheMs, 'options.cacheMs');
@@ -177,5 +181,6 @@ export function configure(listing: unknown, options: unknown): Config {
     waiting,
     requests: new GrantRequests(store.state?.requests, registry, rows),
     traffic: new Traffic(endpoints.map((e) => e.name)),
+    linked: { store: given, ipOf },
   };
 }

@@ -19,7 +19,7 @@ import {
 } from './common.js';
 import { grantText, when } from './describe.js';
 import { type Html, markup } from './html.js';
-import { CSRF_FIELD, sameToken, session } from './session.js';
+import { CSRF_FIELD, sameToken, sessions } from './session.js';
 
 /** Decides whether a request may use the operator's page. Sync or async. */
 export type Authorize = (req: Request) => boolean | Promise<boolean>;
@@ -28,8 +28,8 @@ export type Authorize = (req: Request) => boolean | Promise<boolean>;
 export interface AdminPageOptions {
   /**
    * Who may use the page: a function `(req) => boolean` (sync or async) for an app with its own login, or
-   * `{ token }`, an admin token of at least 16 characters entered once on the page's login form (then kept in a
-   * signed, `HttpOnly`, `SameSite=Strict` cookie). Required: the page is never open by accident.
+   * `{ token }`, an admin token of at least 16 characters entered once on the page's login form (then a login session
+   * is kept in a signed, `HttpOnly`, `SameSite=Strict` cookie). Required: the page is never open by accident.
    */
   authorize: Authorize | { readonly token: string };
   /**
@@ -38,13 +38,19 @@ export interface AdminPageOptions {
    */
   secret?: string;
   /**
-   * Where the limiter of login attempts counts (its counters have names of their own: the store of your
-   * `listingLimits` fits). Default: `memoryStore()`, per instance.
+   * Where the limiter of login attempts counts, under counter names of its own. Default: the store of `limits`, so
+   * that every instance sharing it shares the counts.
    */
   store?: Store;
-  /** Login attempts each client address may make, right or wrong. Default: `{ limit: 10, windowMs: 900000 }`. */
+  /**
+   * Login attempts each client address may make, right or wrong; addresses are grouped as `limits` groups them (IPv6
+   * by its `ipv6Subnet`). Default: `{ limit: 10, windowMs: 900000 }`.
+   */
   logins?: { limit: number; windowMs: number };
-  /** How long a login lasts, in milliseconds. Default: `28800000` (8 hours). */
+  /**
+   * How long a login session lasts from the moment it is made, in milliseconds (at most one year); a cookie older
+   * than that is refused, whatever the browser keeps. Default: `28800000` (8 hours).
+   */
   sessionMs?: number;
 }
 
@@ -366,7 +372,7 @@ function grantOf(check: Checker, choice: string, multiplier: string, asked: Gran
  */
 export function limitsAdmin(limits: ListingLimitsMiddleware, options: AdminPageOptions): Router {
   const check: Checker = new Checker('limitsAdmin');
-  const l = checkLimits(check, limits);
+  const { limits: l, linked } = checkLimits(check, limits);
   const o = check.options(options, 'options', '{ authorize }');
   check.unknownKeys(o, ['authorize', 'secret', 'store', 'logins', 'sessionMs'], (k) => `options.${k}`);
   let authorize: Authorize;
@@ -398,7 +404,7 @@ export function limitsAdmin(limits: ListingLimitsMiddleware, options: AdminPageO
   // Counting the last hour starts now.
   l.traffic();
 
-  const cookies = session(secret, sessionMs);
+  const cookies = sessions(secret, 'admin', sessionMs);
   const router = secureRouter();
   router.use(...cookies.start);
   const view = (req: Request, res: Response): View => ({
@@ -429,8 +435,10 @@ export function limitsAdmin(limits: ListingLimitsMiddleware, options: AdminPageO
           </form>`,
         req,
       );
-    authorize = (req) => cookies.loggedIn(req);
-    router.use(formLimiter([{ method: 'POST', path: '/login', ...logins }], store));
+    authorize = (req) => cookies.login(req) !== undefined;
+    router.use(
+      formLimiter([{ method: 'POST', path: '/login', ...logins }], 'admin', store ?? linked.store, linked.ipOf),
+    );
     router.get('/login', (req, res) => loginPage(req, res, 200));
     router.post('/login', (req, res) => {
       if (!cookies.valid(req)) return refuseForgery(req, res);

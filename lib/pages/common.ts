@@ -1,25 +1,30 @@
-// What both pages share: their options' checks, security headers, body limits, the limiter of their forms, errors.
+// What both pages share: their options' checks, security headers, bodies, the limiter of their forms, errors.
 import { randomBytes } from 'node:crypto';
 import express, { type Request, type RequestHandler, type Response, type Router } from 'express';
 import helmet from 'helmet';
 import { type Checker, isPlainObject, show } from '../check.js';
+import type { IpKey } from '../identify.js';
+import { type Linked, linkedOf } from '../linked.js';
 import { listingLimits } from '../middleware.js';
 import type { EndpointRow } from '../listings.js';
 import type { CounterSpec, Store } from '../stores.js';
 import type { ListingLimitsMiddleware } from '../types.js';
 import { serveCss, serveJs } from './assets.js';
 import { type Html, markup, page } from './html.js';
+import { sameOrigin } from './origin.js';
 
-/** The largest form body the pages read. */
+/** The largest form body the pages read, and the most fields. */
 export const BODY_LIMIT = '16kb';
+export const FIELDS_LIMIT = 200;
 
-/** Checks that `limits` is what listingLimits() returned. */
-export function checkLimits(check: Checker, limits: unknown): ListingLimitsMiddleware {
+/** Checks that `limits` is what listingLimits() returned; answers it with what it tells its pages. */
+export function checkLimits(check: Checker, limits: unknown): { limits: ListingLimitsMiddleware; linked: Linked } {
   const l = limits as { grant?: unknown; requests?: unknown } | null;
-  if (typeof limits !== 'function' || typeof l?.grant !== 'function' || typeof l.requests !== 'object') {
+  const linked = linkedOf(limits);
+  if (!linked || typeof l?.grant !== 'function' || typeof l.requests !== 'object') {
     check.invalid('limits', `must be the middleware listingLimits() returned; got ${show(limits)}.`);
   }
-  return limits as ListingLimitsMiddleware;
+  return { limits: limits as ListingLimitsMiddleware, linked };
 }
 
 /** A `{ limit, windowMs }` option of a form's limiter. */
@@ -38,7 +43,7 @@ export function checkRate(
   };
 }
 
-/** The store of a form's limiter: as listingLimits checks it. */
+/** The store of a form's limiter, when one is given: as listingLimits checks it. */
 export function checkStore(check: Checker, store: unknown): Store | undefined {
   if (store !== undefined && typeof store !== 'function')
     check.invalid('options.store', `must be a store such as memoryStore() or redisStore(client); got ${show(store)}.`);
@@ -53,7 +58,7 @@ export function checkSecret(check: Checker, secret: unknown): string {
   return secret;
 }
 
-/** The answer to a state-changing POST without the CSRF token of its browser. */
+/** The answer to a state-changing POST from another origin, or without a CSRF token of its session. */
 export function refuseForgery(req: Request, res: Response): void {
   sendPage(
     res,
@@ -73,9 +78,21 @@ export function sendPage(res: Response, status: number, title: string, body: Htm
     .send(page(title, body, { assets: `${req.baseUrl}/assets` }));
 }
 
+/** The answer to a form body that cannot be read: too large (413), or not a form of a known charset. */
+function refuseBody(req: Request, res: Response, error: unknown): void {
+  const status = (error as { status?: unknown } | null)?.status;
+  const large = status === 413;
+  const message = large
+    ? `This form is too large: ${BODY_LIMIT.replace('kb', ' KB')} and ${FIELDS_LIMIT} fields at most.`
+    : 'This form could not be read.';
+  sendPage(res, large ? 413 : 400, 'Refused', markup`<p class="alert" role="alert">${message}</p>`, req);
+}
+
 /**
  * A router with strict security headers (a CSP that allows no inline script or style and no other origin, no
- * framing), no caching of its pages, its static files, and form bodies up to {@link BODY_LIMIT}.
+ * framing), no caching of its pages, its static files, no POST from another origin, and form bodies up to
+ * {@link BODY_LIMIT}. A body it cannot read is answered here: the parser's error holds the raw form, which must not
+ * reach the app's error handler and its logs.
  */
 export function secureRouter(): Router {
   const router = express.Router();
@@ -94,31 +111,57 @@ export function secureRouter(): Router {
           connectSrc: ["'self'"],
         },
       },
-      // The pages open no other origin's resource: a strict referrer policy keeps request ids out of other logs.
-      referrerPolicy: { policy: 'no-referrer' },
+      // Request ids stay out of other origins' logs; the pages' own forms still tell their origin (no-referrer would
+      // make it `Origin: null`, which older browsers, without Sec-Fetch-Site, would then be refused for).
+      referrerPolicy: { policy: 'same-origin' },
     }),
   );
   router.get('/assets/pages.css', serveCss);
   router.get('/assets/pages.js', serveJs);
-  router.use((_req, res, next) => {
+  router.use((req, res, next) => {
     res.setHeader('Cache-Control', 'no-store');
+    // Before the body is read and before the limiters count: another site's page cannot spend an operator's logins.
+    if (req.method !== 'GET' && req.method !== 'HEAD' && !sameOrigin(req)) return refuseForgery(req, res);
     next();
   });
-  router.use(express.urlencoded({ extended: false, limit: BODY_LIMIT, parameterLimit: 200 }));
+  const parse = express.urlencoded({ extended: false, limit: BODY_LIMIT, parameterLimit: FIELDS_LIMIT });
+  router.use((req, res, next) => {
+    parse(req, res, (error?: unknown) => (error === undefined ? next() : refuseBody(req, res, error)));
+  });
   return router;
 }
 
 /**
- * This package's own middleware in front of a page's forms: each client address gets `rate` of each row, and a
- * refusal is a page that says when to try again.
+ * What the app's error handler gets of an error met by a page: its name, code, message and stack, nothing else. The
+ * errors of other libraries keep what they were given (a Redis client's, the command and its arguments: a request's
+ * contact and reason), and that must not reach the app's logs.
  */
-export function formLimiter(rows: readonly EndpointRow[], store: Store | undefined): ListingLimitsMiddleware {
+export function bare(error: unknown): Error {
+  if (!(error instanceof Error)) return new Error('listing-limits/pages: a page failed with a value that is no Error.');
+  const copy = new Error(error.message);
+  copy.name = error.name;
+  copy.stack = error.stack;
+  const { code } = error as { code?: unknown };
+  if (typeof code === 'string' || typeof code === 'number') Object.assign(copy, { code });
+  return copy;
+}
+
+/**
+ * This package's own middleware in front of a page's forms: each client address gets `rate` of each row, grouped as
+ * `limits` groups them (IPv4-mapped as IPv4, IPv6 by `ipv6Subnet`), counted in `store` under names of their own
+ * (`listing-limits <page> POST /login`), so that every instance sharing the store shares the counts. A refusal is a
+ * page that says when to try again.
+ */
+export function formLimiter(rows: readonly EndpointRow[], page: string, store: Store, ipOf: IpKey): RequestHandler {
   // The counters of the store only: the forms need no runtime state, and so no background reads of it.
-  const counters = store && (Object.assign((spec: CounterSpec) => store(spec), { failure: store.failure }) as Store);
-  return listingLimits(rows, {
+  const counters = Object.assign(
+    (spec: CounterSpec) => store({ ...spec, name: `listing-limits ${page} ${spec.name}` }),
+    { failure: store.failure },
+  ) as Store;
+  const limiter = listingLimits(rows, {
     store: counters,
     // By address only: a form's Authorization header (or its absence) must not give a fresh counter.
-    key: (req) => `ip:${req.ip ?? 'unknown'}`,
+    key: (req) => ipOf(req.ip),
     handler: (req, res, _next, info) => {
       const minutes = Math.ceil(info.retryAfter / 60);
       sendPage(
@@ -132,6 +175,7 @@ export function formLimiter(rows: readonly EndpointRow[], store: Store | undefin
       );
     },
   });
+  return (req, res, next) => limiter(req, res, (error?: unknown) => (error === undefined ? next() : next(bare(error))));
 }
 
 /** A form field's value: the first, when a field is sent more than once; '' when absent. */
@@ -141,9 +185,9 @@ export function field(body: unknown, name: string): string {
   return typeof first === 'string' ? first : '';
 }
 
-/** Runs an async handler: what it throws goes to the app's error handler. */
+/** Runs an async handler: what it throws goes to the app's error handler, {@link bare}. */
 export function handle(fn: (req: Request, res: Response) => Promise<void>): RequestHandler {
   return (req, res, next) => {
-    fn(req, res).then(undefined, next);
+    fn(req, res).then(undefined, (error: unknown) => next(bare(error)));
   };
 }

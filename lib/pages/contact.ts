@@ -19,18 +19,21 @@ import {
 } from './common.js';
 import { grantText, perWindow, when } from './describe.js';
 import { type Html, markup } from './html.js';
-import { CSRF_FIELD, session } from './session.js';
+import { CSRF_FIELD, sessions } from './session.js';
 
 /** Options of {@link limitsRequestPage}. */
 export interface RequestPageOptions {
   /**
-   * Where the limiter of the page's forms counts: give the store of your `listingLimits` (its counters have names
-   * of their own) so that every instance shares the counts. Default: `memoryStore()`, per instance.
+   * Where the limiter of the page's forms counts, under counter names of its own. Default: the store of `limits`, so
+   * that every instance sharing it shares the counts.
    */
   store?: Store;
-  /** Requests each client address may file. Default: `{ limit: 5, windowMs: 3600000 }` (5 an hour). */
+  /**
+   * Requests each client address may file; addresses are grouped as `limits` groups them (IPv6 by its
+   * `ipv6Subnet`). Default: `{ limit: 5, windowMs: 3600000 }` (5 an hour).
+   */
   submissions?: { limit: number; windowMs: number };
-  /** Status checks each client address may make. Default: `{ limit: 30, windowMs: 900000 }` (30 per 15 minutes). */
+  /** Status checks each client address may make, grouped likewise. Default: `{ limit: 30, windowMs: 900000 }`. */
   checks?: { limit: number; windowMs: number };
   /**
    * Signs the CSRF tokens of the form: at least 32 characters, the same on every instance behind one address.
@@ -118,6 +121,23 @@ function validate(
 
   if (Object.keys(errors).length > 0 || !ask || !proof) return { errors };
   return { errors, input: { token, ask, proof, contact, reason } };
+}
+
+/**
+ * The message of a value that `requests.file()` refused, on the form's field: `input.ask.multiplier` is the
+ * multiplier's, `input.ask.rows[1].limit` the endpoints', `input.proof.members` the member count's.
+ */
+function refusal(error: ListingLimitsError): Errors {
+  const at = error.field.replace(/^input\./, '');
+  const detail = error.message.slice(error.message.indexOf(error.field) + error.field.length).trim();
+  if (at.startsWith('ask.rows')) return { rows: `A limit you filled in ${detail}` };
+  const proof = at.startsWith('proof.') ? at.slice('proof.'.length) : undefined;
+  let name: string;
+  if (at.startsWith('ask.multiplier')) name = 'multiplier';
+  else if (at.startsWith('ask')) name = 'ask';
+  else if (proof !== undefined) name = (FIELDS as readonly string[]).includes(proof) ? proof : 'kind';
+  else name = at === 'token' || at === 'contact' || at === 'reason' ? at : 'ask';
+  return { [name]: `This value ${detail}` };
 }
 
 /** Attributes and message of a field: `aria-invalid` and `aria-describedby` pointing at its message. */
@@ -257,13 +277,13 @@ function statusOf(r: GrantRequest): Html {
  */
 export function limitsRequestPage(limits: ListingLimitsMiddleware, options?: RequestPageOptions): Router {
   const check: Checker = new Checker('limitsRequestPage');
-  const l = checkLimits(check, limits);
+  const { limits: l, linked } = checkLimits(check, limits);
   const o = check.options(options, 'options', '{ store, submissions, checks }');
   check.unknownKeys(o, ['store', 'submissions', 'checks', 'secret'], (k) => `options.${k}`);
-  const cookies = session(checkSecret(check, o.secret), 0);
+  const cookies = sessions(checkSecret(check, o.secret), 'contact');
   const submissions = checkRate(check, o.submissions, 'options.submissions', { limit: 5, windowMs: 3_600_000 });
   const checks = checkRate(check, o.checks, 'options.checks', { limit: 30, windowMs: 900_000 });
-  const store = checkStore(check, o.store);
+  const store = checkStore(check, o.store) ?? linked.store;
   if (!l.requests.supported)
     check.fail(
       'ERR_UNSUPPORTED_STORE',
@@ -282,7 +302,9 @@ export function limitsRequestPage(limits: ListingLimitsMiddleware, options?: Req
         { method: 'POST', path: '/', ...submissions },
         { method: 'POST', path: '/status', ...checks },
       ],
+      'contact',
       store,
+      linked.ipOf,
     ),
   );
   const title = 'Ask for extended limits';
@@ -300,8 +322,13 @@ export function limitsRequestPage(limits: ListingLimitsMiddleware, options?: Req
       try {
         filed = await l.requests.file(input);
       } catch (error) {
-        // The store keeps as many requests as it may: a refusal that says so, not an error of the app.
         if (!(error instanceof ListingLimitsError)) throw error;
+        // A value the limits cannot take (a multiplier beyond what sliding windows keep): the form, naming its field.
+        if (error.code !== 'ERR_UNSUPPORTED_STORE') {
+          const refused = refusal(error);
+          return sendPage(res, 400, title, requestForm(req, rows, form, refused, csrf(req, res)), req);
+        }
+        // The store keeps as many requests as it may: a refusal that says so, not an error of the app.
         const full = markup`<p class="alert" role="alert">No more requests can be taken now. Please try again
           later.</p>`;
         return sendPage(res, 503, title, full, req);

@@ -46,7 +46,7 @@ export function page(title: string, body: Html, options: { assets: string; headi
       <head>
         <meta charset="utf-8" />
         <meta name="viewport" content="width=device-width, initial-scale=1" />
-        <meta name="referrer" content="no-referrer" />
+        <meta name="referrer" content="same-origin" />
         <title>${title}</title>
         <link rel="stylesheet" href="${options.assets}/pages.css" />
         <script src="${options.assets}/pages.js" defer></script>

@@ -1,29 +1,36 @@
-// Cookies of the operator's page: a browser id for CSRF tokens (csrf-csrf's signed double submit) and the login.
+// Cookies of a page: its form session, the operator's login session, and CSRF tokens derived from the session in use.
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import cookieParser from 'cookie-parser';
 import { doubleCsrf } from 'csrf-csrf';
 import type { CookieOptions, Request, RequestHandler, Response } from 'express';
 
-const BROWSER = 'listing-limits.browser';
-const LOGIN = 'listing-limits.admin';
-const CSRF = 'listing-limits.csrf';
 /** The form field that carries the CSRF token. */
 export const CSRF_FIELD = '_csrf';
+/** How far ahead of this instance's clock another instance may have issued a login: their clocks may differ. */
+const CLOCK_SKEW_MS = 60_000;
+/** A session id: 16 random bytes, base64url. */
+const ID = /^[\w-]{22}$/;
+/** A login cookie's value: `<session id>.<issue time, epoch ms>`. */
+const LOGIN_VALUE = /^([\w-]{22})\.(\d{13})$/;
 
-/** The cookies' settings: only for the page's path, never readable by script, never sent by another site. */
-function cookieOptions(req: Request, maxAge?: number): CookieOptions {
-  return { httpOnly: true, sameSite: 'strict', secure: req.secure, path: req.baseUrl || '/', signed: true, maxAge };
+/** A login in force, as its signed cookie carries it. */
+export interface LoginSession {
+  /** Random, made at login: the CSRF tokens of the operator's forms are derived from it. */
+  readonly id: string;
+  /** When the login was made, epoch ms: a login ends `sessionMs` later. */
+  readonly issuedAt: number;
 }
 
-export interface Session {
-  /** Reads the cookies, and gives a browser without a valid browser id a new one. */
+export interface Sessions {
+  /** Reads the cookies, and gives a browser without a valid form session a new one. */
   readonly start: RequestHandler[];
-  /** A CSRF token for the forms of this answer (sets the CSRF cookie). */
+  /** A CSRF token for the forms of this answer, derived from the request's session (sets the CSRF cookie). */
   token(req: Request, res: Response): string;
-  /** Whether a state-changing request carries the CSRF token of its browser. */
+  /** Whether a state-changing request carries a CSRF token of its own session. */
   valid(req: Request): boolean;
-  /** Whether the request carries a login cookie in force. */
-  loggedIn(req: Request): boolean;
+  /** The request's login in force: signed, of the right shape, issued no more than `lifetimeMs` ago. */
+  login(req: Request): LoginSession | undefined;
+  /** Starts a new login session (a new id: the tokens of the page before are no good after it). */
   logIn(req: Request, res: Response): void;
   logOut(req: Request, res: Response): void;
 }
@@ -35,54 +42,80 @@ export function sameToken(given: string, expected: string): boolean {
   return timingSafeEqual(a, b);
 }
 
-export function session(secret: string, sessionMs: number): Session {
-  // The id of each request's browser: a WeakMap rather than a property on `req`.
-  const browsers = new WeakMap<Request, string>();
-  const browserOf = (req: Request) => browsers.get(req) ?? '';
+/** The cookies' settings: only for the page's path, never readable by script, never sent by another site. */
+function cookieOptions(req: Request, maxAge?: number): CookieOptions {
+  return { httpOnly: true, sameSite: 'strict', secure: req.secure, path: req.baseUrl || '/', maxAge };
+}
+
+/** What a request's cookies hold, once read. */
+interface Read {
+  readonly form: string;
+  readonly login: LoginSession | undefined;
+}
+
+/**
+ * The sessions of one page, whose cookies are named `listing-limits.<name>…`: a form session (a random id in a
+ * signed cookie) for a browser without a login, and, when `lifetimeMs` is given, the login session of the operator.
+ * A CSRF token is bound to the login session when there is one, else to the form session: a token of the login form,
+ * of another login or of another browser is no good for an operator's action.
+ */
+export function sessions(secret: string, name: string, lifetimeMs?: number): Sessions {
+  const FORM = `listing-limits.${name}-form`;
+  const LOGIN = `listing-limits.${name}`;
+  // What each request's cookies hold: a WeakMap rather than a property on `req`.
+  const read = new WeakMap<Request, Read>();
+  const identity = (req: Request) => {
+    const r = read.get(req);
+    return r?.login ? `login:${r.login.id}` : `form:${r?.form ?? ''}`;
+  };
   const csrf = doubleCsrf({
     getSecret: () => secret,
-    getSessionIdentifier: browserOf,
-    cookieName: CSRF,
-    cookieOptions: { httpOnly: true, sameSite: 'strict', secure: false, path: '/' },
+    getSessionIdentifier: identity,
+    cookieName: `listing-limits.${name}-csrf`,
     getCsrfTokenFromRequest: (req) => {
       const body = req.body as Record<string, unknown> | undefined;
       const value = body?.[CSRF_FIELD];
       return typeof value === 'string' ? value : undefined;
     },
   });
-  const signedCookie = (req: Request, name: string): string | undefined => {
-    const value = (req.signedCookies as Record<string, unknown> | undefined)?.[name];
+  const signedCookie = (req: Request, cookie: string): string | undefined => {
+    const value = (req.signedCookies as Record<string, unknown> | undefined)?.[cookie];
     return typeof value === 'string' ? value : undefined;
   };
+  const loginOf = (req: Request): LoginSession | undefined => {
+    if (lifetimeMs === undefined) return undefined;
+    const match = LOGIN_VALUE.exec(signedCookie(req, LOGIN) ?? '');
+    if (!match) return undefined;
+    const issuedAt = Number(match[2]);
+    const now = Date.now();
+    if (issuedAt > now + CLOCK_SKEW_MS || now - issuedAt >= lifetimeMs) return undefined;
+    return { id: match[1] as string, issuedAt };
+  };
   const start: RequestHandler = (req, res, next) => {
-    let browser = signedCookie(req, BROWSER);
-    if (!browser || !/^[\w-]{22}$/.test(browser)) {
-      browser = randomBytes(16).toString('base64url');
-      res.cookie(BROWSER, browser, cookieOptions(req));
+    let form = signedCookie(req, FORM);
+    if (!form || !ID.test(form)) {
+      form = randomBytes(16).toString('base64url');
+      res.cookie(FORM, form, { ...cookieOptions(req), signed: true });
     }
-    browsers.set(req, browser);
+    read.set(req, { form, login: loginOf(req) });
     next();
   };
   return {
     start: [cookieParser(secret), start],
-    token: (req, res) =>
-      csrf.generateCsrfToken(req, res, {
-        overwrite: false,
-        cookieOptions: { httpOnly: true, sameSite: 'strict', secure: req.secure, path: req.baseUrl || '/' },
-      }),
+    token: (req, res) => csrf.generateCsrfToken(req, res, { overwrite: false, cookieOptions: cookieOptions(req) }),
     valid: (req) => csrf.validateRequest(req),
-    loggedIn(req) {
-      const value = signedCookie(req, LOGIN);
-      const match = value && /^(\d{13})\.[\w-]{22}$/.exec(value);
-      return !!match && Number(match[1]) > Date.now();
-    },
+    login: (req) => read.get(req)?.login,
     logIn(req, res) {
-      const until = Date.now() + sessionMs;
-      res.cookie(LOGIN, `${until}.${randomBytes(16).toString('base64url')}`, cookieOptions(req, sessionMs));
+      if (lifetimeMs === undefined) throw new Error(`listing-limits.${name} has no login sessions`);
+      const session: LoginSession = { id: randomBytes(16).toString('base64url'), issuedAt: Date.now() };
+      res.cookie(LOGIN, `${session.id}.${session.issuedAt}`, { ...cookieOptions(req, lifetimeMs), signed: true });
+      // The rest of this request (the page it may render) is of the new session.
+      read.set(req, { form: read.get(req)?.form ?? '', login: session });
     },
     logOut(req, res) {
-      const { maxAge: _maxAge, signed: _signed, ...options } = cookieOptions(req);
+      const { maxAge: _maxAge, ...options } = cookieOptions(req);
       res.clearCookie(LOGIN, options);
+      read.set(req, { form: read.get(req)?.form ?? '', login: undefined });
     },
   };
 }

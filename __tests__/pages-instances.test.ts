@@ -1,0 +1,141 @@
+// The pages' limiters shared by two app instances in separate processes through one Redis, by network not address.
+import { type ChildProcessWithoutNullStreams, execFileSync, spawn } from 'node:child_process';
+import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { join } from 'node:path';
+import { createInterface } from 'node:readline';
+import Redis from 'ioredis';
+import request from 'supertest';
+import { cookiesOf, csrfOf, valid } from './helpers/pages';
+import { describeRedisServer, RedisServer, scanKeys } from './helpers/redis';
+
+const root = join(__dirname, '..');
+const SECRET = 'a-secret-shared-by-both-instances-0001';
+/** A bound for a hang, not a speed: the instances' store waits up to 10 s for Redis. */
+const DEADLINE_MS = 15_000;
+
+interface Instance {
+  readonly child: ChildProcessWithoutNullStreams;
+  readonly url: string;
+  stderr(): string;
+}
+
+async function startInstance(lib: string, redisUrl: string, prefix: string): Promise<Instance> {
+  const script = join(__dirname, 'helpers', 'pages-instance.js');
+  const child = spawn(process.execPath, [script, lib, redisUrl, prefix, SECRET], { cwd: root });
+  let stderr = '';
+  child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+  const port = await new Promise<number>((resolve, reject) => {
+    let listening: number | undefined;
+    let ready = false;
+    createInterface({ input: child.stdout }).on('line', (line) => {
+      const message = JSON.parse(line) as { port?: number; redis?: string };
+      if (message.redis === 'ready') ready = true;
+      if (message.port) listening = message.port;
+      if (listening !== undefined && ready) resolve(listening);
+    });
+    child.once('exit', (code) => reject(new Error(`instance exited with ${code} before it was ready:\n${stderr}`)));
+  });
+  return { child, url: `http://127.0.0.1:${port}`, stderr: () => stderr };
+}
+
+const tally = (statuses: number[]) =>
+  statuses.reduce<Record<number, number>>((t, s) => ({ ...t, [s]: (t[s] ?? 0) + 1 }), {});
+
+describeRedisServer('the pages of two instances in two processes, on one Redis', () => {
+  let lib: string;
+  let redis: RedisServer;
+  let client: Redis;
+  let pair: Instance[] = [];
+  let n = 0;
+
+  beforeAll(async () => {
+    // The instances load lib/ compiled to CommonJS, inside the project so that it resolves the project's packages.
+    mkdirSync(join(root, '.pack-test'), { recursive: true });
+    lib = mkdtempSync(join(root, '.pack-test', 'pages-instances-'));
+    const tsc = require.resolve('typescript/bin/tsc');
+    execFileSync(process.execPath, [tsc, '-p', 'tsconfig.build.json', '--outDir', lib, '--declaration', 'false'], {
+      cwd: root,
+    });
+    redis = await RedisServer.start();
+    client = new Redis(redis.url);
+  }, 120_000);
+
+  beforeEach(async () => {
+    const prefix = `pages-${++n}`;
+    pair = await Promise.all([0, 1].map(() => startInstance(lib, redis.url, prefix)));
+  });
+
+  afterEach(async () => {
+    await Promise.all(
+      pair.map((i) => {
+        const exited = new Promise((resolve) => i.child.once('exit', resolve));
+        i.child.stdin.end();
+        return exited;
+      }),
+    );
+    expect(pair.map((i) => i.stderr())).toEqual(['', '']);
+    pair = [];
+  });
+
+  afterAll(async () => {
+    client?.disconnect();
+    await redis?.close();
+    if (lib) rmSync(lib, { recursive: true, force: true });
+  });
+
+  /** A browser's form on instance 0: its CSRF token and cookies, good on both instances, which share the secret. */
+  async function form(path: string): Promise<{ _csrf: string; cookie: string }> {
+    const page = await request((pair[0] as Instance).url)
+      .get(path)
+      .expect(200);
+    return { _csrf: csrfOf(page.text), cookie: Object.values(cookiesOf(page)).join('; ') };
+  }
+
+  it.each([
+    ['addresses of one IPv6 /64', (i: number) => `2001:db8:5:5::${i.toString(16)}`, 'ip:2001:db8:5:5::/64'],
+    [
+      'one IPv4 address, plain and IPv4-mapped',
+      (i: number) => (i % 2 ? '::ffff:' : '') + '203.0.113.9',
+      'ip:203.0.113.9',
+    ],
+  ])(
+    'of 30 simultaneous logins from %s over both instances, 10 are tried and 20 refused',
+    async (_what, address, key) => {
+      const { _csrf, cookie } = await form('/admin/limits/login');
+      const statuses = await Promise.all(
+        Array.from({ length: 30 }, (_, i) =>
+          request((pair[i % 2] as Instance).url)
+            .post('/admin/limits/login')
+            .set('Cookie', cookie)
+            .set('X-Forwarded-For', address(i + 1))
+            .type('form')
+            .send({ token: `guess-${i}`, _csrf })
+            .timeout(DEADLINE_MS)
+            .then((res) => res.status),
+        ),
+      );
+      expect(tally(statuses)).toEqual({ 401: 10, 429: 20 });
+      // Where Redis counted: one counter, of the network (the refused are told from what each instance remembers).
+      const prefix = `pages-${n}:listing-limits admin POST /login:`;
+      expect(await scanKeys(client, `${prefix}*`)).toEqual([`${prefix}${key}`]);
+    },
+    60_000,
+  );
+
+  it('of 12 simultaneous requests filed from one IPv6 /64 over both instances, 5 are filed', async () => {
+    const { _csrf, cookie } = await form('/limits/request');
+    const answers = await Promise.all(
+      Array.from({ length: 12 }, (_, i) =>
+        request((pair[i % 2] as Instance).url)
+          .post('/limits/request')
+          .set('Cookie', cookie)
+          .set('X-Forwarded-For', `2001:db8:6:6:${i + 1}::1`)
+          .type('form')
+          .send({ ...valid, token: `Bot rotating-${i}`, _csrf })
+          .timeout(DEADLINE_MS),
+      ),
+    );
+    expect(tally(answers.map((res) => res.status))).toEqual({ 303: 5, 429: 7 });
+    expect(await client.hlen(`pages-${n}:{runtime}:requests`)).toBe(5);
+  }, 60_000);
+});

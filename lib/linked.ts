@@ -1,0 +1,24 @@
+// What a middleware tells the pages built on it: the store it counts in, and how it groups client addresses.
+import type { IpKey } from './identify.js';
+import type { Store } from './stores.js';
+
+/** Where the link sits on the middleware: one symbol for every copy of the package (ESM and CommonJS alike). */
+const LINK = Symbol.for('listing-limits.linked');
+
+export interface Linked {
+  /** The store the middleware was given, or its own `memoryStore()`. */
+  readonly store: Store;
+  /** The key of a client address as the middleware counts it: IPv4-mapped folded, IPv6 by `ipv6Subnet`. */
+  readonly ipOf: IpKey;
+}
+
+/** Puts the link on `middleware`, out of sight of its enumerable fields. */
+export function link<T extends object>(middleware: T, linked: Linked): T {
+  return Object.defineProperty(middleware, LINK, { value: linked });
+}
+
+/** The link of what listingLimits() returned; undefined for anything else. */
+export function linkedOf(middleware: unknown): Linked | undefined {
+  if (typeof middleware !== 'function') return undefined;
+  return (middleware as { [LINK]?: Linked })[LINK];
+}
