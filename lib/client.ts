@@ -489,7 +489,8 @@ export function listingClient(options: ListingClientOptions): ListingClient {
       if (status === 429) {
         const waitMs = retryAfterMs(res.headers, at) ?? spentResetMs(limits) ?? pacer.windowMs;
         pacer.refused(waitMs, at);
-        if (waitMs > maxWaitMs) throw pacer.tooLong(waitMs, { status, body: answer.body });
+        if (waitMs > maxWaitMs)
+          throw pacer.tooLong(waitMs, { status, body: answer.body, said: answered(status, answer.body) });
         if (attempt >= retries) {
           const said = answered(status, answer.body);
           throw new ListingClientError('ERR_RATE_LIMITED', name, `refused after ${attempt + 1} attempts${said}.`, {

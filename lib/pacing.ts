@@ -171,12 +171,12 @@ export class Pacer {
     return { ms: at - now, reason };
   }
 
-  tooLong(ms: number, details: { status?: number; body?: unknown; server?: string } = {}): ListingClientError {
-    const asked = details.server === undefined ? '' : ` (the server asked: ${details.server})`;
+  /** The rejection of a call that would wait `ms`; `said` repeats the answer that asked it (` (answered 429: …)`). */
+  tooLong(ms: number, details: { status?: number; body?: unknown; said?: string } = {}): ListingClientError {
     return new ListingClientError(
       'ERR_WAIT_TOO_LONG',
       this.endpoint,
-      `would wait ${ms} ms, more than maxWaitMs${asked}.`,
+      `would wait ${ms} ms, more than maxWaitMs${details.said ?? ''}.`,
       { waitMs: ms, status: details.status, body: details.body },
     );
   }

@@ -6,8 +6,9 @@
 //   { kind: 'hostile' }                                 answers no client should believe (see HOSTILE below)
 // delayMs: each request waits a random 0 to delayMs ms before the limiter counts it, as the network and a busy
 // server's queue make it wait. Every app serves its limiter's metrics at GET /metrics (never delayed or limited)
-// and counts the requests of each path at GET /requests. Prints {"urls":[...]} once every app listens; anything on
-// stderr is a failure of the test. It ends when its standard input closes.
+// and counts the requests to /v1/ paths by method and path at GET /requests (`{ "GET /v1/bots/1": 2 }`). Prints
+// {"urls":[...]} once every app listens; anything on stderr is a failure of the test. It ends when its standard
+// input closes.
 const [dir, config] = process.argv.slice(2);
 const { join } = require('node:path');
 const express = require('express');
@@ -91,7 +92,8 @@ function appOf(spec) {
   const app = express();
   const requests = {};
   app.use((req, _res, next) => {
-    requests[req.path] = (requests[req.path] ?? 0) + 1;
+    const line = `${req.method} ${req.path}`;
+    if (req.path.startsWith('/v1/')) requests[line] = (requests[line] ?? 0) + 1;
     next();
   });
   app.get('/requests', (_req, res) => res.json(requests));

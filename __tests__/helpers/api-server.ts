@@ -25,7 +25,7 @@ export interface ApiServer {
   readonly urls: readonly string[];
   /** What app `i`'s limiter counted, from its /metrics. */
   outcomes(i: number): Promise<Outcomes>;
-  /** Requests app `i` received, by path. */
+  /** Requests app `i` received, by method and path: `{ 'GET /v1/bots/1': 2 }`. */
   requests(i: number): Promise<Record<string, number>>;
   /** The bodies app `i` (of kind rows) was posted, by path. */
   reports(i: number): Promise<Record<string, unknown>>;
