@@ -328,8 +328,17 @@ it('retries a GET after a 5xx a bounded number of times, and never a POST', asyn
     res.writeHead(answers === 3 ? 200 : 503, { 'Content-Type': 'application/json' }).end(`{"answer":${answers}}`);
   };
   const { served, seen } = await exampleServer('B', flaky);
-  const { api, idle } = clientOf(served.url);
+  const { api, idle, waits } = clientOf(served.url);
   expect(await drive(idle, [api.get('/v1/statistics')])).toEqual([{ status: 'fulfilled', value: { answer: 3 } }]);
+  // Each backoff is told: about 0.5 s, then about 1 s, less up to half at random.
+  expect(waits).toEqual([
+    { endpoint: 'GET /v1/statistics', ms: expect.any(Number), reason: 'backoff' },
+    { endpoint: 'GET /v1/statistics', ms: expect.any(Number), reason: 'backoff' },
+  ]);
+  expect(waits.map(({ ms }) => [ms >= 250 && ms <= 500, ms >= 500 && ms <= 1000])).toEqual([
+    [true, false],
+    [false, true],
+  ]);
   answers = 0;
   const [posted] = await drive(idle, [api.post('/v1/bots/:id', { id: '1' }, { server_count: 1 })]);
   expect(posted).toEqual({
@@ -391,5 +400,101 @@ describe('options are checked when the client is made', () => {
     expect(() => listingClient({ ...base, cache: { '/v1/bot': 0 } } as ListingClientOptions)).toThrow(
       'listingClient: options.cache["/v1/bot"] is not the path of a GET row of the table. Did you mean `/v1/bots`?',
     );
+  });
+});
+
+describe('what the server says', () => {
+  it('an unlimited grant is learned: no pacing while the answers carry no rate-limit field, the table once they return', async () => {
+    const app = createApp({ listing: 'B' });
+    const limiter = app.locals.limiter as {
+      grant(client: { token: string }, grant: 'unlimited'): Promise<boolean>;
+      revoke(client: { token: string }): Promise<boolean>;
+    };
+    await limiter.grant({ token: 'Bot one' }, 'unlimited');
+    const { served, seen } = await exampleServer('B', app);
+    const { api, idle } = clientOf(served.url);
+    // GET /v1/bots/:id: 2 per second by the table. Two go before any answer, the rest once the first came.
+    await drive(
+      idle,
+      Array.from({ length: 10 }, (_, n) => api.get('/v1/bots/:id', { id: '1', n })),
+    );
+    await limiter.revoke({ token: 'Bot one' });
+    // The grant is gone: the next answer carries the fields again, and the table paces from then on.
+    await drive(idle, [api.get('/v1/bots/:id', { id: '1', n: 'a' })]);
+    await drive(
+      idle,
+      Array.from({ length: 3 }, (_, n) => api.get('/v1/bots/:id', { id: '1', n: `b${n}` })),
+    );
+    expect(seen.map(({ at, line }) => `${at} ${line}`)).toEqual([
+      ...Array(12).fill('0 200 GET /v1/bots/1'),
+      ...Array(2).fill('1000 200 GET /v1/bots/1'),
+    ]);
+  });
+
+  it('a ban met by a report bans the client: calls in line and later calls reject without a request', async () => {
+    const app = createApp({ listing: 'B' });
+    const limiter = app.locals.limiter as {
+      ban(client: { token: string }, options: { duration: number }): Promise<unknown>;
+    };
+    const { served, seen } = await exampleServer('B', app);
+    const errors: unknown[] = [];
+    const { api, idle } = clientOf(served.url, { onError: (error) => errors.push(error) });
+    await drive(idle, [api.get('/v1/bots/:id', { id: '1', n: 1 }), api.get('/v1/bots/:id', { id: '1', n: 2 })]);
+    await limiter.ban({ token: 'Bot one' }, { duration: 600_000 });
+    // In line for the next window when the report meets the ban.
+    const waiting = api.get('/v1/bots/:id', { id: '1', n: 3 });
+    for (let n = 1; n <= 5; n++) api.report('/v1/bots/:id', { id: '1' }, { server_count: n });
+    const [inLine] = await drive(idle, [waiting]);
+    const [later] = await drive(idle, [api.get('/v1/bots')]);
+    const until = new Date(T0 + 600_000);
+    const ban = { code: 'ERR_BANNED', status: undefined, bannedUntil: until };
+    expect([inLine, later]).toEqual([
+      { status: 'rejected', reason: expect.objectContaining(ban) },
+      { status: 'rejected', reason: expect.objectContaining(ban) },
+    ]);
+    expect(errors).toEqual([
+      expect.objectContaining({
+        code: 'ERR_BANNED',
+        status: 403,
+        bannedUntil: until,
+        message:
+          'listingClient: POST /v1/bots/:id: the token is banned, until 2026-01-01T00:10:00.000Z (answered 403: ' +
+          'You are banned from this API for circumventing its rate limits).',
+      }),
+    ]);
+    expect(seen.map(({ at, line }) => `${at} ${line}`)).toEqual([
+      '0 200 GET /v1/bots/1',
+      '0 200 GET /v1/bots/1',
+      '0 403 POST /v1/bots/1',
+    ]);
+  });
+
+  it('an HTTP error says the status and the message of the server', async () => {
+    const { served } = await exampleServer('B');
+    const { api, idle } = clientOf(served.url);
+    const [missing] = await drive(idle, [api.get('/v1/bots/:id', { id: 'nope' })]);
+    expect(missing).toEqual({
+      status: 'rejected',
+      reason: expect.objectContaining({
+        code: 'ERR_HTTP',
+        status: 404,
+        message: 'listingClient: GET /v1/bots/:id: answered 404: Not found: no bot has the id "nope".',
+      }),
+    });
+  });
+
+  it('waits at most 60 s by default, or the longest window of the table: a call beyond rejects at once', async () => {
+    const { served, seen } = await exampleServer('A');
+    const { api, idle } = clientOf(served.url, { listing: 'A' });
+    // GET /v1/servers: 15 per 2 minutes. The 16th to 30th wait one window, the 31st would wait two.
+    const results = await drive(
+      idle,
+      Array.from({ length: 31 }, (_, n) => api.get('/v1/servers', { n })),
+    );
+    expect(results.map((r) => r.status)).toEqual([...Array(30).fill('fulfilled'), 'rejected']);
+    expect((results[30] as PromiseRejectedResult).reason).toEqual(
+      expect.objectContaining({ code: 'ERR_WAIT_TOO_LONG', waitMs: 240_000 }),
+    );
+    expect(seen).toHaveLength(30);
   });
 });

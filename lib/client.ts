@@ -507,7 +507,8 @@ export function listingClient(options: ListingClientOptions): ListingClient {
         continue;
       }
       const said = serverMessage(answer.body);
-      throw new ListingClientError('ERR_HTTP', name, `answered ${status}${said === undefined ? '' : `: ${said}`}.`, {
+      const text = said === undefined ? `answered ${status}.` : `answered ${status}: ${said}`;
+      throw new ListingClientError('ERR_HTTP', name, /[.!?]$/.test(text) ? text : `${text}.`, {
         status,
         body: answer.body,
       });

@@ -225,9 +225,11 @@ export class Pacer {
   answered(ticket: Ticket, at: number, limits: readonly ServerLimit[] | undefined, ok: boolean): void {
     if (!ticket.open) return;
     ticket.open = false;
+    // A success without any field was not counted (an unlimited grant): it holds no place.
+    const counted = limits !== undefined || !ok;
     for (const budget of ticket.budgets) {
       budget.inflight--;
-      budget.add(at + budget.windowMs, 1, false);
+      if (counted) budget.add(at + budget.windowMs, 1, false);
     }
     let longer = false;
     if (limits === undefined) {

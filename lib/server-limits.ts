@@ -108,6 +108,8 @@ export function retryAfterMs(headers: Headers, now: number): number | undefined 
   const text = headers.get('Retry-After')?.trim();
   if (!text) return undefined;
   if (/^\d{1,15}$/.test(text)) return Number(text) * 1000;
+  // An HTTP date opens with its day's name; Date.parse alone would read "1.5" or "-1" as dates long past.
+  if (!/^(Mon|Tue|Wed|Thu|Fri|Sat|Sun)[a-z]*,? /.test(text)) return undefined;
   const at = Date.parse(text);
   return Number.isNaN(at) ? undefined : Math.max(at - now, 0);
 }
