@@ -429,7 +429,7 @@ export function listingClient(options: ListingClientOptions): ListingClient {
     let until = typeof body.bannedUntil === 'string' ? Date.parse(body.bannedUntil) : Number.NaN;
     if (Number.isNaN(until)) until = at + (retryAfterMs(answer.res.headers, at) ?? Number.NaN);
     const end = Number.isNaN(until) ? undefined : Math.min(until, MAX_DATE_MS);
-    if (end !== undefined && end > bannedUntil) {
+    if (end !== undefined && end > Math.max(bannedUntil, at)) {
       bannedUntil = end;
       for (const { name: other, pacer } of endpoints.values()) pacer.clear(banned(other, end));
     }

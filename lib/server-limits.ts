@@ -1,4 +1,4 @@
-// What an answer says of its endpoint's limits: the IETF RateLimit fields (a structured-field parser), else legacy ones.
+// What an answer says of its endpoint's limits: the IETF RateLimit fields (structured-field parser), else legacy ones.
 import { isInnerList, type Item, parseList } from 'structured-headers';
 import { MAX_DURATION_MS } from './durations.js';
 
