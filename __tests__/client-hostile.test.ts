@@ -47,7 +47,10 @@ interface Case {
   errors?: string[];
   /** What the server received. */
   requests: Record<string, number>;
-  /** The case takes at least `least` ms (its waits are the pacing's) and less than `most` (the bound). */
+  /**
+   * The case takes at least `least` ms (its waits are the pacing's and the timeouts') and less than `most`: a bound
+   * for a hang (a call that never settles, or waits out a field no client should believe), not a speed.
+   */
   least?: number;
   most: number;
 }
@@ -77,21 +80,21 @@ const cases: Case[] = [
       [tooLong(expect.any(Number))],
     ],
     requests: { 'GET /v1/retry-after': 1 },
-    most: 1000,
+    most: 5000,
   },
   {
     name: 'Retry-After: a date in the year 9999',
     steps: [[get('/v1/retry-date')]],
     settled: [[tooLong(expect.any(Number), 429)]],
     requests: { 'GET /v1/retry-date': 1 },
-    most: 1000,
+    most: 5000,
   },
   {
     name: 'a 429 without Retry-After whose RateLimit resets in a day',
     steps: [[get('/v1/reset-day')]],
     settled: [[tooLong(86_400_000, 429)]],
     requests: { 'GET /v1/reset-day': 1 },
-    most: 1000,
+    most: 5000,
   },
   {
     name: 'a 429 whose reset fields are absurd: ignored, the table window is waited, retries end it',
@@ -109,7 +112,7 @@ const cases: Case[] = [
     ],
     requests: { 'GET /v1/reset-absurd': 2 },
     least: 1000,
-    most: 4000,
+    most: 8000,
   },
   {
     name: 'RateLimit-Policy w=999999999999999 on a 200: the window is ignored, the table paces',
@@ -117,7 +120,7 @@ const cases: Case[] = [
     settled: [[ok, ok, ok]],
     requests: { 'GET /v1/window-absurd': 3 },
     least: 1000,
-    most: 4000,
+    most: 8000,
   },
   {
     name: 'unreadable rate-limit fields on a 200: ignored, the table paces',
@@ -125,7 +128,7 @@ const cases: Case[] = [
     settled: [[ok, ok, ok]],
     requests: { 'GET /v1/garbage': 3 },
     least: 1000,
-    most: 4000,
+    most: 8000,
   },
   {
     name: 'a 403 whose bannedUntil is "soon": ERR_BANNED without an end, and later calls still go',
@@ -142,7 +145,7 @@ const cases: Case[] = [
       [ok],
     ],
     requests: { 'GET /v1/banned-soon': 1, 'GET /v1/garbage': 1 },
-    most: 1000,
+    most: 5000,
   },
   {
     name: 'a 403 banned until the last day a Date can hold: later calls reject without a request',
@@ -152,7 +155,7 @@ const cases: Case[] = [
       [expect.objectContaining({ code: 'ERR_BANNED', bannedUntil: '+275760-09-13T00:00:00.000Z' })],
     ],
     requests: { 'GET /v1/banned-far': 1 },
-    most: 1000,
+    most: 5000,
   },
   {
     name: 'a 400 with a message: ERR_HTTP says it',
@@ -167,7 +170,7 @@ const cases: Case[] = [
       ],
     ],
     requests: { 'GET /v1/bad-request': 1 },
-    most: 1000,
+    most: 5000,
   },
   {
     name: 'a server that accepts a GET and never answers: aborted at timeoutMs, sent again once, then ERR_TIMEOUT',
@@ -176,7 +179,7 @@ const cases: Case[] = [
     settled: [[{ code: 'ERR_TIMEOUT', message: 'listingClient: GET /v1/silent: had no whole answer within 300 ms.' }]],
     requests: { 'GET /v1/silent': 2 },
     least: 600,
-    most: 3000,
+    most: 7000,
   },
   {
     name: 'a server that accepts a POST and never answers: ERR_TIMEOUT, never sent twice',
@@ -185,7 +188,7 @@ const cases: Case[] = [
     settled: [[expect.objectContaining({ code: 'ERR_TIMEOUT' })]],
     requests: { 'POST /v1/silent': 1 },
     least: 300,
-    most: 2000,
+    most: 6000,
   },
   {
     name: 'a body that never ends',
@@ -194,7 +197,7 @@ const cases: Case[] = [
     settled: [[expect.objectContaining({ code: 'ERR_TIMEOUT' })]],
     requests: { 'GET /v1/stalled-body': 1 },
     least: 300,
-    most: 2000,
+    most: 6000,
   },
   {
     name: 'a body of 17 MiB: cut off at 16 MiB',
@@ -218,7 +221,7 @@ const cases: Case[] = [
     settled: [],
     errors: ['ERR_WAIT_TOO_LONG'],
     requests: { 'POST /v1/retry-after': 1 },
-    most: 1000,
+    most: 5000,
   },
   {
     name: 'close() after a report() to a server that never answers: it fails at timeoutMs, close() resolves',
@@ -229,7 +232,7 @@ const cases: Case[] = [
     errors: ['ERR_TIMEOUT'],
     requests: { 'POST /v1/silent': 1 },
     least: 300,
-    most: 2000,
+    most: 6000,
   },
 ];
 
@@ -274,7 +277,7 @@ beforeAll(async () => {
   let stdout = '';
   child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
   child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
-  // A bound for a hang: the cases' own bounds add up to well under it.
+  // A bound for a hang of the whole run, far beyond what the cases take together (about 5 s).
   const limit = setTimeout(() => child.kill('SIGKILL'), 45_000);
   const [code, signal] = (await once(child, 'exit')) as [number | null, string | null];
   clearTimeout(limit);
