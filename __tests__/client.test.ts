@@ -353,7 +353,7 @@ it('retries a GET after a 5xx a bounded number of times, and never a POST', asyn
   ]);
 });
 
-it('rejects a path shape that is not in the table, and missing path parameters', async () => {
+it('rejects a path shape that is not in the table, missing path parameters, and a body that is not JSON', async () => {
   const api = listingClient({ listing: 'B', baseUrl: 'http://127.0.0.1:1' });
   await expect(api.get('/v1/bot/:id', { id: '1' })).rejects.toMatchObject({
     code: 'ERR_UNKNOWN_ENDPOINT',
@@ -362,6 +362,14 @@ it('rejects a path shape that is not in the table, and missing path parameters',
   await expect(api.get('/v1/bots/:id', {})).rejects.toMatchObject({
     code: 'ERR_INVALID_PARAMS',
     message: 'listingClient: GET /v1/bots/:id: params.id is required.',
+  });
+  expect(() => api.report('/v1/bots/:id', { id: '1' }, { server_count: 1n })).toThrow(
+    expect.objectContaining({ code: 'ERR_INVALID_PARAMS' }),
+  );
+  await expect(api.post('/v1/bots/:id', { id: '1' }, { server_count: 1n })).rejects.toMatchObject({
+    code: 'ERR_INVALID_PARAMS',
+    message:
+      'listingClient: POST /v1/bots/:id: body cannot be sent as JSON: TypeError: Do not know how to serialize a BigInt',
   });
   await api.close();
   await expect(api.get('/v1/bots')).rejects.toMatchObject({ code: 'ERR_CLOSED' });
@@ -379,6 +387,20 @@ describe('options are checked when the client is made', () => {
     [{ ...base, token: ' Bot x' }, 'ERR_INVALID_OPTION', 'options.token'],
     [{ ...base, maxWait: 5 }, 'ERR_UNKNOWN_OPTION', 'options.maxWait'],
     [{ ...base, maxWaitMs: -1 }, 'ERR_INVALID_OPTION', 'options.maxWaitMs'],
+    [{ ...base, maxWaitMs: 2 ** 31 }, 'ERR_INVALID_OPTION', 'options.maxWaitMs'],
+    [{ ...base, timeoutMs: 0 }, 'ERR_INVALID_OPTION', 'options.timeoutMs'],
+    [{ ...base, timeoutMs: 1.5 }, 'ERR_INVALID_OPTION', 'options.timeoutMs'],
+    [
+      {
+        ...base,
+        listing: [
+          { ...row, limit: 1 },
+          { ...row, limit: 2 },
+        ],
+      },
+      'ERR_DUPLICATE_ROW',
+      'options.listing[1]',
+    ],
     [{ ...base, cache: 60_000 }, 'ERR_INVALID_OPTION', 'options.cache'],
     [{ ...base, cache: { '/v1/bot': 0 } }, 'ERR_INVALID_OPTION', 'options.cache["/v1/bot"]'],
     [{ ...base, cache: { '/v1/bots': 1.5 } }, 'ERR_INVALID_OPTION', 'options.cache["/v1/bots"]'],
