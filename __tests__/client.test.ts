@@ -93,7 +93,8 @@ describe('bursts on every endpoint of both listings', () => {
     'listing %s, %s: the whole limit in each window, no 429',
     async (listing, endpoint, row) => {
       const { served, seen } = await exampleServer(listing);
-      const { api, idle, waits } = clientOf(served.url, { listing });
+      // Waits of two windows: beyond the default maxWaitMs where the window is a minute or more.
+      const { api, idle, waits } = clientOf(served.url, { listing, maxWaitMs: 2 ** 31 - 1 });
       const { limit, windowMs } = row;
       const calls = Array.from({ length: 2 * limit + 1 }, (_, n) =>
         row.method === 'POST'
@@ -327,8 +328,17 @@ it('retries a GET after a 5xx a bounded number of times, and never a POST', asyn
     res.writeHead(answers === 3 ? 200 : 503, { 'Content-Type': 'application/json' }).end(`{"answer":${answers}}`);
   };
   const { served, seen } = await exampleServer('B', flaky);
-  const { api, idle } = clientOf(served.url);
+  const { api, idle, waits } = clientOf(served.url);
   expect(await drive(idle, [api.get('/v1/statistics')])).toEqual([{ status: 'fulfilled', value: { answer: 3 } }]);
+  // Each backoff is told: about 0.5 s, then about 1 s, less up to half at random.
+  expect(waits).toEqual([
+    { endpoint: 'GET /v1/statistics', ms: expect.any(Number), reason: 'backoff' },
+    { endpoint: 'GET /v1/statistics', ms: expect.any(Number), reason: 'backoff' },
+  ]);
+  expect(waits.map(({ ms }) => [ms >= 250 && ms <= 500, ms >= 500 && ms <= 1000])).toEqual([
+    [true, false],
+    [false, true],
+  ]);
   answers = 0;
   const [posted] = await drive(idle, [api.post('/v1/bots/:id', { id: '1' }, { server_count: 1 })]);
   expect(posted).toEqual({
@@ -343,7 +353,7 @@ it('retries a GET after a 5xx a bounded number of times, and never a POST', asyn
   ]);
 });
 
-it('rejects a path shape that is not in the table, and missing path parameters', async () => {
+it('rejects a path shape that is not in the table, missing path parameters, and a body that is not JSON', async () => {
   const api = listingClient({ listing: 'B', baseUrl: 'http://127.0.0.1:1' });
   await expect(api.get('/v1/bot/:id', { id: '1' })).rejects.toMatchObject({
     code: 'ERR_UNKNOWN_ENDPOINT',
@@ -352,6 +362,14 @@ it('rejects a path shape that is not in the table, and missing path parameters',
   await expect(api.get('/v1/bots/:id', {})).rejects.toMatchObject({
     code: 'ERR_INVALID_PARAMS',
     message: 'listingClient: GET /v1/bots/:id: params.id is required.',
+  });
+  expect(() => api.report('/v1/bots/:id', { id: '1' }, { server_count: 1n })).toThrow(
+    expect.objectContaining({ code: 'ERR_INVALID_PARAMS' }),
+  );
+  await expect(api.post('/v1/bots/:id', { id: '1' }, { server_count: 1n })).rejects.toMatchObject({
+    code: 'ERR_INVALID_PARAMS',
+    message:
+      'listingClient: POST /v1/bots/:id: body cannot be sent as JSON: TypeError: Do not know how to serialize a BigInt',
   });
   await api.close();
   await expect(api.get('/v1/bots')).rejects.toMatchObject({ code: 'ERR_CLOSED' });
@@ -369,6 +387,20 @@ describe('options are checked when the client is made', () => {
     [{ ...base, token: ' Bot x' }, 'ERR_INVALID_OPTION', 'options.token'],
     [{ ...base, maxWait: 5 }, 'ERR_UNKNOWN_OPTION', 'options.maxWait'],
     [{ ...base, maxWaitMs: -1 }, 'ERR_INVALID_OPTION', 'options.maxWaitMs'],
+    [{ ...base, maxWaitMs: 2 ** 31 }, 'ERR_INVALID_OPTION', 'options.maxWaitMs'],
+    [{ ...base, timeoutMs: 0 }, 'ERR_INVALID_OPTION', 'options.timeoutMs'],
+    [{ ...base, timeoutMs: 1.5 }, 'ERR_INVALID_OPTION', 'options.timeoutMs'],
+    [
+      {
+        ...base,
+        listing: [
+          { ...row, limit: 1 },
+          { ...row, limit: 2 },
+        ],
+      },
+      'ERR_DUPLICATE_ROW',
+      'options.listing[1]',
+    ],
     [{ ...base, cache: 60_000 }, 'ERR_INVALID_OPTION', 'options.cache'],
     [{ ...base, cache: { '/v1/bot': 0 } }, 'ERR_INVALID_OPTION', 'options.cache["/v1/bot"]'],
     [{ ...base, cache: { '/v1/bots': 1.5 } }, 'ERR_INVALID_OPTION', 'options.cache["/v1/bots"]'],
@@ -390,5 +422,101 @@ describe('options are checked when the client is made', () => {
     expect(() => listingClient({ ...base, cache: { '/v1/bot': 0 } } as ListingClientOptions)).toThrow(
       'listingClient: options.cache["/v1/bot"] is not the path of a GET row of the table. Did you mean `/v1/bots`?',
     );
+  });
+});
+
+describe('what the server says', () => {
+  it('an unlimited grant is learned: no pacing while the answers carry no rate-limit field, the table once they return', async () => {
+    const app = createApp({ listing: 'B' });
+    const limiter = app.locals.limiter as {
+      grant(client: { token: string }, grant: 'unlimited'): Promise<boolean>;
+      revoke(client: { token: string }): Promise<boolean>;
+    };
+    await limiter.grant({ token: 'Bot one' }, 'unlimited');
+    const { served, seen } = await exampleServer('B', app);
+    const { api, idle } = clientOf(served.url);
+    // GET /v1/bots/:id: 2 per second by the table. Two go before any answer, the rest once the first came.
+    await drive(
+      idle,
+      Array.from({ length: 10 }, (_, n) => api.get('/v1/bots/:id', { id: '1', n })),
+    );
+    await limiter.revoke({ token: 'Bot one' });
+    // The grant is gone: the next answer carries the fields again, and the table paces from then on.
+    await drive(idle, [api.get('/v1/bots/:id', { id: '1', n: 'a' })]);
+    await drive(
+      idle,
+      Array.from({ length: 3 }, (_, n) => api.get('/v1/bots/:id', { id: '1', n: `b${n}` })),
+    );
+    expect(seen.map(({ at, line }) => `${at} ${line}`)).toEqual([
+      ...Array(12).fill('0 200 GET /v1/bots/1'),
+      ...Array(2).fill('1000 200 GET /v1/bots/1'),
+    ]);
+  });
+
+  it('a ban met by a report bans the client: calls in line and later calls reject without a request', async () => {
+    const app = createApp({ listing: 'B' });
+    const limiter = app.locals.limiter as {
+      ban(client: { token: string }, options: { duration: number }): Promise<unknown>;
+    };
+    const { served, seen } = await exampleServer('B', app);
+    const errors: unknown[] = [];
+    const { api, idle } = clientOf(served.url, { onError: (error) => errors.push(error) });
+    await drive(idle, [api.get('/v1/bots/:id', { id: '1', n: 1 }), api.get('/v1/bots/:id', { id: '1', n: 2 })]);
+    await limiter.ban({ token: 'Bot one' }, { duration: 600_000 });
+    // In line for the next window when the report meets the ban.
+    const waiting = api.get('/v1/bots/:id', { id: '1', n: 3 });
+    for (let n = 1; n <= 5; n++) api.report('/v1/bots/:id', { id: '1' }, { server_count: n });
+    const [inLine] = await drive(idle, [waiting]);
+    const [later] = await drive(idle, [api.get('/v1/bots')]);
+    const until = new Date(T0 + 600_000);
+    const ban = { code: 'ERR_BANNED', status: undefined, bannedUntil: until };
+    expect([inLine, later]).toEqual([
+      { status: 'rejected', reason: expect.objectContaining(ban) },
+      { status: 'rejected', reason: expect.objectContaining(ban) },
+    ]);
+    expect(errors).toEqual([
+      expect.objectContaining({
+        code: 'ERR_BANNED',
+        status: 403,
+        bannedUntil: until,
+        message:
+          'listingClient: POST /v1/bots/:id: the token is banned, until 2026-01-01T00:10:00.000Z (answered 403: ' +
+          'You are banned from this API for circumventing its rate limits).',
+      }),
+    ]);
+    expect(seen.map(({ at, line }) => `${at} ${line}`)).toEqual([
+      '0 200 GET /v1/bots/1',
+      '0 200 GET /v1/bots/1',
+      '0 403 POST /v1/bots/1',
+    ]);
+  });
+
+  it('an HTTP error says the status and the message of the server', async () => {
+    const { served } = await exampleServer('B');
+    const { api, idle } = clientOf(served.url);
+    const [missing] = await drive(idle, [api.get('/v1/bots/:id', { id: 'nope' })]);
+    expect(missing).toEqual({
+      status: 'rejected',
+      reason: expect.objectContaining({
+        code: 'ERR_HTTP',
+        status: 404,
+        message: 'listingClient: GET /v1/bots/:id: answered 404: Not found: no bot has the id "nope".',
+      }),
+    });
+  });
+
+  it('waits at most 60 s by default, or the longest window of the table: a call beyond rejects at once', async () => {
+    const { served, seen } = await exampleServer('A');
+    const { api, idle } = clientOf(served.url, { listing: 'A' });
+    // GET /v1/servers: 15 per 2 minutes. The 16th to 30th wait one window, the 31st would wait two.
+    const results = await drive(
+      idle,
+      Array.from({ length: 31 }, (_, n) => api.get('/v1/servers', { n })),
+    );
+    expect(results.map((r) => r.status)).toEqual([...Array(30).fill('fulfilled'), 'rejected']);
+    expect((results[30] as PromiseRejectedResult).reason).toEqual(
+      expect.objectContaining({ code: 'ERR_WAIT_TOO_LONG', waitMs: 240_000 }),
+    );
+    expect(seen).toHaveLength(30);
   });
 });

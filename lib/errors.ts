@@ -54,6 +54,8 @@ export type ListingClientErrorCode =
   | 'ERR_RATE_LIMITED'
   | 'ERR_HTTP'
   | 'ERR_NETWORK'
+  | 'ERR_TIMEOUT'
+  | 'ERR_TOO_LARGE'
   | 'ERR_UNKNOWN_ENDPOINT'
   | 'ERR_INVALID_PARAMS'
   | 'ERR_CLOSED';
@@ -66,7 +68,7 @@ export class ListingClientError extends Error {
   readonly endpoint: string;
   /** The HTTP status of the last answer, when there was one. */
   readonly status: number | undefined;
-  /** `ERR_WAIT_TOO_LONG`: how long the call would have had to wait; `ERR_RATE_LIMITED`: the last `Retry-After`. */
+  /** `ERR_WAIT_TOO_LONG`: how long the call would have had to wait; `ERR_RATE_LIMITED`: the last wait asked. */
   readonly waitMs: number | undefined;
   /** `ERR_BANNED`: when the ban ends. */
   readonly bannedUntil: Date | undefined;

@@ -1,7 +1,8 @@
-// What an answer says of its endpoint's limit: the IETF RateLimit fields (a structured-field parser), else legacy ones.
+// What an answer says of its endpoint's limits: the IETF RateLimit fields (structured-field parser), else legacy ones.
 import { isInnerList, type Item, parseList } from 'structured-headers';
+import { MAX_DURATION_MS } from './durations.js';
 
-/** The server's view of one endpoint's counter, as far as an answer tells it. */
+/** The server's view of one limit of an endpoint, as far as an answer tells it. */
 export interface ServerLimit {
   /** Requests per window (`q`, or `X-RateLimit-Limit`). */
   readonly limit: number | undefined;
@@ -13,77 +14,102 @@ export interface ServerLimit {
   readonly resetMs: number;
 }
 
+/**
+ * The largest limit believed: a client keeps one number per request of a window, so a server that claims more is
+ * not followed (its field is ignored, and the table's limit stays).
+ */
+export const MAX_SERVER_LIMIT = 1_000_000;
+/** Policies read from one answer at the most; the rest of a longer list is ignored. */
+const MAX_POLICIES = 16;
+const RATE_LIMIT_FIELDS = [
+  'RateLimit',
+  'RateLimit-Policy',
+  'X-RateLimit-Limit',
+  'X-RateLimit-Remaining',
+  'X-RateLimit-Reset',
+  'X-RateLimit-Reset-After',
+];
+
 function items(value: string | null): Item[] {
   if (value === null) return [];
   try {
-    return parseList(value).filter((member): member is Item => !isInnerList(member));
+    return parseList(value)
+      .filter((member): member is Item => !isInnerList(member))
+      .slice(0, MAX_POLICIES);
   } catch {
     return [];
   }
 }
 
-function param(item: Item, name: string): number | undefined {
-  const value = item[1].get(name);
-  return typeof value === 'number' && Number.isFinite(value) && value >= 0 ? value : undefined;
+/** A count the client can follow: a whole number from `least` to MAX_SERVER_LIMIT, else undefined. */
+function count(value: unknown, least: number): number | undefined {
+  return typeof value === 'number' && Number.isSafeInteger(value) && value >= least && value <= MAX_SERVER_LIMIT
+    ? value
+    : undefined;
 }
 
-function number(headers: Headers, name: string): number | undefined {
-  const text = headers.get(name);
-  if (text === null || !/^\d+(\.\d+)?$/.test(text.trim())) return undefined;
-  return Number(text);
+/** Seconds as milliseconds, when they make a duration the package accepts (at most a year), else undefined. */
+function duration(seconds: unknown, least: number): number | undefined {
+  if (typeof seconds !== 'number' || !Number.isFinite(seconds)) return undefined;
+  const ms = Math.round(seconds * 1000);
+  return ms >= least && ms <= MAX_DURATION_MS ? ms : undefined;
+}
+
+function decimal(headers: Headers, name: string): number | undefined {
+  const text = headers.get(name)?.trim();
+  return text !== undefined && /^\d{1,15}(\.\d{1,9})?$/.test(text) ? Number(text) : undefined;
+}
+
+function legacyResetMs(headers: Headers, now: number): number | undefined {
+  const after = duration(decimal(headers, 'X-RateLimit-Reset-After'), 0);
+  if (after !== undefined) return after;
+  const reset = decimal(headers, 'X-RateLimit-Reset');
+  return reset === undefined ? undefined : duration(Math.max(reset - now / 1000, 0), 0);
 }
 
 /**
- * The most restrictive policy an answer reports (fewest requests left, then the latest reset), as the server's
- * `X-RateLimit-*` fields and `Retry-After` do; undefined when it reports none. `now` is when the answer arrived.
+ * Every limit an answer reports, in the order of its `RateLimit` field (at most 16), else the one its legacy
+ * `X-RateLimit-*` fields report; `undefined` when it carries no rate-limit field at all (a server that does not
+ * limit this client). A malformed or absurd value (a window over a year, a limit over MAX_SERVER_LIMIT) is
+ * ignored, never thrown: the table's value stays. `now` is when the answer arrived.
  */
-export function readServerLimit(headers: Headers, now: number): ServerLimit | undefined {
-  const legacyResetMs = () => {
-    const after = number(headers, 'X-RateLimit-Reset-After');
-    if (after !== undefined) return after * 1000;
-    const reset = number(headers, 'X-RateLimit-Reset');
-    return reset === undefined ? undefined : Math.max(reset * 1000 - now, 0);
-  };
-  let chosen: { name: unknown; remaining: number; resetMs: number } | undefined;
+export function readServerLimits(headers: Headers, now: number): readonly ServerLimit[] | undefined {
+  if (RATE_LIMIT_FIELDS.every((name) => headers.get(name) === null)) return undefined;
+  const policies = items(headers.get('RateLimit-Policy'));
+  const bucket = headers.get('X-RateLimit-Bucket');
+  const limits: ServerLimit[] = [];
   for (const item of items(headers.get('RateLimit'))) {
-    const remaining = param(item, 'r');
-    const t = param(item, 't');
-    if (remaining === undefined || t === undefined) continue;
-    if (!chosen || remaining < chosen.remaining || (remaining === chosen.remaining && t * 1000 > chosen.resetMs)) {
-      chosen = { name: item[0], remaining, resetMs: t * 1000 };
-    }
+    const remaining = count(item[1].get('r'), 0);
+    let resetMs = duration(item[1].get('t'), 0);
+    if (remaining === undefined || resetMs === undefined) continue;
+    // `t` is rounded up to whole seconds; the legacy fields have the milliseconds, when they speak of this limit.
+    const exact = item[0] === bucket ? legacyResetMs(headers, now) : undefined;
+    if (exact !== undefined && exact <= resetMs) resetMs = exact;
+    const policy = policies.find((p) => p[0] === item[0]);
+    limits.push({
+      limit: policy && count(policy[1].get('q'), 1),
+      windowMs: policy && duration(policy[1].get('w'), 1),
+      remaining,
+      resetMs,
+    });
   }
-  if (chosen) {
-    const policy = items(headers.get('RateLimit-Policy')).find((item) => item[0] === chosen.name);
-    const q = policy && param(policy, 'q');
-    const w = policy && param(policy, 'w');
-    // `t` is rounded up to whole seconds; the legacy field has the milliseconds, when it speaks of the same counter.
-    const sameBucket = headers.get('X-RateLimit-Bucket') === chosen.name;
-    const exact = sameBucket ? legacyResetMs() : undefined;
-    return {
-      limit: q !== undefined && Number.isSafeInteger(q) && q > 0 ? q : undefined,
-      windowMs: w !== undefined && w > 0 ? w * 1000 : undefined,
-      remaining: chosen.remaining,
-      resetMs: exact !== undefined && exact <= chosen.resetMs ? exact : chosen.resetMs,
-    };
-  }
-  const remaining = number(headers, 'X-RateLimit-Remaining');
-  const resetMs = legacyResetMs();
-  if (remaining === undefined || resetMs === undefined) return undefined;
-  const limit = number(headers, 'X-RateLimit-Limit');
-  return {
-    limit: limit !== undefined && Number.isSafeInteger(limit) && limit > 0 ? limit : undefined,
-    windowMs: undefined,
-    remaining: Math.floor(remaining),
-    resetMs,
-  };
+  if (limits.length > 0) return limits;
+  const remaining = count(decimal(headers, 'X-RateLimit-Remaining'), 0);
+  const resetMs = legacyResetMs(headers, now);
+  if (remaining === undefined || resetMs === undefined) return [];
+  return [{ limit: count(decimal(headers, 'X-RateLimit-Limit'), 1), windowMs: undefined, remaining, resetMs }];
 }
 
-/** `Retry-After` in milliseconds: whole seconds or an HTTP date; undefined when absent or unreadable. */
+/**
+ * `Retry-After` in milliseconds: whole seconds or an HTTP date; undefined when absent or unreadable. It may be
+ * long (a server may ask for hours): the client compares it with `maxWaitMs`, and never sets a timer from it alone.
+ */
 export function retryAfterMs(headers: Headers, now: number): number | undefined {
   const text = headers.get('Retry-After')?.trim();
   if (!text) return undefined;
-  if (/^\d+$/.test(text)) return Number(text) * 1000;
+  if (/^\d{1,15}$/.test(text)) return Number(text) * 1000;
+  // An HTTP date opens with its day's name; Date.parse alone would read "1.5" or "-1" as dates long past.
+  if (!/^(Mon|Tue|Wed|Thu|Fri|Sat|Sun)[a-z]*,? /.test(text)) return undefined;
   const at = Date.parse(text);
   return Number.isNaN(at) ? undefined : Math.max(at - now, 0);
 }

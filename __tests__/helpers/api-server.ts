@@ -1,0 +1,82 @@
+// Starts api-server-child.js in a child process and reads what its apps counted: the server's word, not the client's.
+import { type ChildProcessWithoutNullStreams, spawn } from 'node:child_process';
+import { once } from 'node:events';
+import { join } from 'node:path';
+import { createInterface } from 'node:readline';
+import type { EndpointRow, ListingName } from '../../lib';
+import type { Compiled } from './compiled';
+
+export type AppSpec =
+  | {
+      kind: 'rows';
+      rows: readonly EndpointRow[];
+      window?: 'fixed' | 'sliding';
+      delayMs?: number;
+      grants?: Record<string, unknown>;
+    }
+  | { kind: 'example'; listing: ListingName; window?: 'fixed' | 'sliding'; delayMs?: number }
+  | { kind: 'hostile' };
+
+/** Requests by endpoint and outcome (`allowed`, `limited`, `banned`, ...), from `listing_limits_requests_total`. */
+export type Outcomes = Record<string, Record<string, number>>;
+
+export interface ApiServer {
+  /** The base URL of each app, in the order given. */
+  readonly urls: readonly string[];
+  /** What app `i`'s limiter counted, from its /metrics. */
+  outcomes(i: number): Promise<Outcomes>;
+  /** Requests app `i` received, by method and path: `{ 'GET /v1/bots/1': 2 }`. */
+  requests(i: number): Promise<Record<string, number>>;
+  /** The bodies app `i` (of kind rows) was posted, by path. */
+  reports(i: number): Promise<Record<string, unknown>>;
+  stderr(): string;
+  stop(): Promise<void>;
+}
+
+const root = join(__dirname, '..', '..');
+
+export async function startApiServer(compiled: Compiled, apps: readonly AppSpec[]): Promise<ApiServer> {
+  const script = join(__dirname, 'api-server-child.js');
+  const child: ChildProcessWithoutNullStreams = spawn(
+    process.execPath,
+    [script, compiled.cjs, JSON.stringify({ apps })],
+    {
+      cwd: root,
+    },
+  );
+  let stderr = '';
+  child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+  const exited = once(child, 'exit');
+  const urls = await new Promise<string[]>((resolve, reject) => {
+    createInterface({ input: child.stdout }).once('line', (line) =>
+      resolve((JSON.parse(line) as { urls: string[] }).urls),
+    );
+    void exited.then(([code]) =>
+      reject(new Error(`the API server exited with ${code} before it listened:\n${stderr}`)),
+    );
+  });
+  const read = async (i: number, path: string) => {
+    const res = await fetch(`${urls[i]}${path}`);
+    return res.text();
+  };
+  return {
+    urls,
+    async outcomes(i) {
+      const outcomes: Outcomes = {};
+      const text = await read(i, '/metrics');
+      for (const [, endpoint, outcome, value] of text.matchAll(
+        /^listing_limits_requests_total\{endpoint="([^"]*)",outcome="(\w+)"\} (\d+)$/gm,
+      )) {
+        (outcomes[endpoint as string] ??= {})[outcome as string] = Number(value);
+      }
+      return outcomes;
+    },
+    requests: async (i) => JSON.parse(await read(i, '/requests')) as Record<string, number>,
+    reports: async (i) => JSON.parse(await read(i, '/reports')) as Record<string, unknown>,
+    stderr: () => stderr,
+    async stop() {
+      child.stdin.end();
+      if (child.exitCode === null) await exited;
+    },
+  };
+}

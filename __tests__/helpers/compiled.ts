@@ -1,0 +1,39 @@
+// lib/ and the example server compiled for child processes: CommonJS and ES modules, in a scratch folder of the project.
+import { execFileSync } from 'node:child_process';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+
+const root = join(__dirname, '..', '..');
+const tsc = require.resolve('typescript/bin/tsc');
+
+export interface Compiled {
+  /** CommonJS: `<cjs>/lib/index.js`, `<cjs>/lib/client.js`, `<cjs>/example-server/app.js`. */
+  readonly cjs: string;
+  /** ES modules of lib/: `<esm>/client.js`. */
+  readonly esm: string;
+  /** A folder for the test's own files, beside the compiled ones. */
+  readonly scratch: string;
+  remove(): void;
+}
+
+/**
+ * Compiles lib/ with the example server to CommonJS, and lib/ to ES modules, inside the project so that they
+ * resolve the project's packages. A few seconds: call it once per test file, in beforeAll.
+ */
+export function compile(name: string): Compiled {
+  mkdirSync(join(root, '.pack-test'), { recursive: true });
+  const dir = mkdtempSync(join(root, '.pack-test', `${name}-`));
+  const cjs = join(dir, 'cjs');
+  const esm = join(dir, 'esm');
+  const scratch = join(dir, 'scratch');
+  const build = (config: string, outDir: string) =>
+    execFileSync(process.execPath, [tsc, '-p', config, '--outDir', outDir, '--declaration', 'false'], { cwd: root });
+  // The example server's build holds only the files of lib/ it imports: lib/ whole goes beside it.
+  build('example-server/tsconfig.json', cjs);
+  build('tsconfig.build.json', join(cjs, 'lib'));
+  build('tsconfig.build.esm.json', esm);
+  writeFileSync(join(cjs, 'package.json'), '{ "type": "commonjs" }\n');
+  writeFileSync(join(esm, 'package.json'), '{ "type": "module" }\n');
+  mkdirSync(scratch);
+  return { cjs, esm, scratch, remove: () => rmSync(dir, { recursive: true, force: true }) };
+}
