@@ -4,7 +4,8 @@ import type * as Command from '../lib/command';
 import { type CliContext, runCli, USAGE } from '../lib/command';
 import { listings } from '../lib';
 import type * as Listings from '../lib/listings';
-import type { VerifyReport } from '../lib/verify';
+import { type EndpointPlan, planVerification, type VerifyReport } from '../lib/verify';
+import { progressOn } from '../lib/verify/progress';
 import { createExampleApp } from '../example-server/app';
 import { createApp } from './helpers/app';
 import { serverPerTest } from './helpers/serve';
@@ -174,6 +175,43 @@ describe('a run', () => {
   });
 });
 
+describe('progress off a terminal', () => {
+  it('one line per event, each naming its endpoint, as endpoints probed together interleave them', () => {
+    let text = '';
+    const plan = planVerification({
+      baseUrl: 'http://127.0.0.1:9',
+      listing: 'B',
+      only: ['GET /v1/bots', 'GET /v1/bots/:id'],
+    });
+    const progress = progressOn({ write: (chunk: string) => (text += chunk) }, plan);
+    const result = (endpoint: string, ok: boolean) => ({
+      ...(plan.endpoints.find((e) => e.endpoint === endpoint) as EndpointPlan),
+      ok,
+      findings: [],
+      notes: [],
+      windowSeen: 'fixed' as const,
+    });
+    progress.onEvent({ type: 'endpoint', endpoint: 'GET /v1/bots', index: 1, total: 2 });
+    progress.onEvent({ type: 'endpoint', endpoint: 'GET /v1/bots/:id', index: 2, total: 2 });
+    progress.onEvent({ type: 'wait', endpoint: 'GET /v1/bots', ms: 30_000, reason: 'boundary' });
+    progress.onEvent({ type: 'wait', endpoint: 'GET /v1/bots/:id', ms: 750, reason: 'window' });
+    progress.onEvent({ type: 'done', result: result('GET /v1/bots/:id', false) });
+    progress.onEvent({ type: 'wait', endpoint: 'GET /v1/bots', ms: 31_000, reason: 'window' });
+    progress.onEvent({ type: 'done', result: result('GET /v1/bots', true) });
+    progress.stop();
+    expect(text.split('\n')).toEqual([
+      '[1/2] GET /v1/bots: probing',
+      '[2/2] GET /v1/bots/:id: probing',
+      "[1/2] GET /v1/bots: waiting 30 s to send the rest of the limit before the window's end",
+      '[2/2] GET /v1/bots/:id: waiting 1 s for the window to end',
+      '[2/2] GET /v1/bots/:id: fail',
+      '[1/2] GET /v1/bots: waiting 31 s for the window to end',
+      '[1/2] GET /v1/bots: pass',
+      '',
+    ]);
+  });
+});
+
 describe('--window', () => {
   const only = ['--only', 'GET /v1/statistics', '--only', 'GET /v1/bots/:id/upvotes', '--token', 'Bot v'];
   const oneAtATime = ['--concurrency', '1'];
@@ -276,6 +314,27 @@ describe('--dry-run', () => {
     expect(stderr).toBe('');
     expect(code).toBe(0);
     expect(served.requests).toBe(0);
+  });
+
+  it('tells how many endpoints are probed at a time, and how long the run takes then', async () => {
+    const dryRun = (concurrency: string) =>
+      run(['verify', 'http://127.0.0.1:9', '--listing', 'B', '--dry-run', '--concurrency', concurrency]);
+    const lines = async (concurrency: string) => {
+      const { stdout } = await dryRun(concurrency);
+      return [stdout.split('\n')[0], stdout.split('\n').at(-2)];
+    };
+    expect(await lines('2')).toEqual([
+      'Plan: listing B, fixed windows, at http://127.0.0.1:9, 2 endpoints at a time. Nothing was sent (--dry-run).',
+      "259 requests in about 1 min 8 s (83 of them after a window's end, to tell its kind).",
+    ]);
+    expect(await lines('1')).toEqual([
+      'Plan: listing B, fixed windows, at http://127.0.0.1:9, one endpoint after another. Nothing was sent (--dry-run).',
+      "259 requests in about 2 min 9 s (83 of them after a window's end, to tell its kind).",
+    ]);
+    expect(await lines('8')).toEqual([
+      'Plan: listing B, fixed windows, at http://127.0.0.1:9, all 8 endpoints at once. Nothing was sent (--dry-run).',
+      "259 requests in about 1 min 1 s (83 of them after a window's end, to tell its kind).",
+    ]);
   });
 
   it("shows the paths as requested, with the base URL's path", async () => {

@@ -56,8 +56,9 @@ export function checkFields(answer: Answer, limits: readonly Limit[], expected: 
     const count = expected.counts[i];
     return count === undefined ? undefined : Math.max(limit - count, 0);
   });
-  // A 429 that no row should have refused tells nothing of which row refused it.
-  const remaining = refused && !left.includes(0) ? limits.map(() => undefined) : left;
+  // A 429 that no row should have refused tells nothing of which row refused it, nor which one the fields show.
+  const unforeseen = refused && !left.includes(0);
+  const remaining = unforeseen ? limits.map(() => undefined) : left;
   const on = (i: number) => (refused ? 'on the 429' : `on request ${expected.counts[i]}`);
 
   const policy = headers.get('ratelimit-policy');
@@ -87,7 +88,7 @@ export function checkFields(answer: Answer, limits: readonly Limit[], expected: 
     }
   });
 
-  const row = expected.shown;
+  const row = unforeseen ? undefined : expected.shown;
   const longest = Math.max(...limits.map((l) => l.windowMs)) / 1000;
   const seconds = row === undefined ? longest : (limits[row] as Limit).windowMs / 1000;
   const limitField = headers.get('x-ratelimit-limit');
