@@ -118,19 +118,23 @@ describe('against a server that honours the contract', () => {
     ]);
   });
 
-  it('waits out a counter already in use, and notes it', async () => {
-    const served = await start(createApp({ listing: 'B' }));
-    const only = ['GET /v1/bots/:id/upvotes'];
-    await verify(served, { only });
-    const again = await verify(served, { only });
-    expect(again.endpoints[0]).toMatchObject({
-      ok: true,
-      findings: [],
-      notes: ['the counter was in use: waited 16 s for a fresh window'],
-      // the refused one, then the 8 planned
-      requests: 9,
-    });
-  });
+  it.each(['fixed', 'sliding'] as const)(
+    'waits out a %s counter already in use for a whole window, and notes it',
+    async (window) => {
+      const served = await start(createApp({ listing: 'B', options: { window } }));
+      const only = ['GET /v1/bots/:id/upvotes'];
+      await verify(served, { only, window });
+      // A sliding window frees a request when Retry-After says, but holds the others for up to a window.
+      const again = await verify(served, { only, window });
+      expect(again.endpoints[0]).toMatchObject({
+        ok: true,
+        findings: [],
+        notes: ['the counter was in use: waited 16 s for a fresh window'],
+        // the refused one, then the 8 planned
+        requests: 9,
+      });
+    },
+  );
 
   it('tells the waits and each endpoint as it goes', async () => {
     const served = await start(createApp({ listing: 'A' }));

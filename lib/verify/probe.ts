@@ -267,10 +267,8 @@ export class Probe {
     let start = this.now();
     let opening = yield* this.send(first, run.token);
     if (opening.status === 429) {
-      const retryAfter = Number(opening.headers.get('retry-after'));
-      const longest = Math.max(...this.rows.map((r) => r.windowMs));
-      const ms = Number.isSafeInteger(retryAfter) && retryAfter > 0 ? retryAfter * 1000 : longest;
-      const wait = Math.min(ms, longest) + run.graceMs;
+      // A whole window: a sliding one frees a request when Retry-After says, but is empty only a window later.
+      const wait = Math.max(...this.rows.map((r) => r.windowMs)) + run.graceMs;
       this.found.note(`the counter was in use: waited ${Math.ceil(wait / 1000)} s for a fresh window`);
       yield* this.wait(wait, 'busy');
       start = this.now();
