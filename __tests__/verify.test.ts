@@ -481,6 +481,32 @@ describe('against deliberately wrong servers', () => {
     ]);
   });
 
+  it('a window shorter than the contract’s, which its Retry-After tells: served again too soon', async () => {
+    // 10 s instead of 15: the 429 from the window's middle (7.5 s) says 3 s, and 1 s after those the window is new.
+    const served = await start(createApp({ listing: changedB('GET /v1/bots/:id/upvotes', { windowMs: 10_000 }) }));
+    const report = await verify(served, { only: ['GET /v1/bots/:id/upvotes'] });
+    expect(report.endpoints[0]?.findings).toEqual([
+      'allowed 3 requests within 11.5 s once Retry-After had passed (3 s), contract says 2 per 15 s',
+      'RateLimit-Policy says "GET /v1/bots/:id/upvotes";q=2;w=10, contract says q=2;w=15',
+    ]);
+  });
+
+  it('another token whose counter gives less than the limit', async () => {
+    const served = await start(createApp({ listing: 'B' }));
+    // Each request of the other token reaches the server twice, as behind a proxy that retries: counted twice.
+    const twice: typeof fetch = async (url, init) => {
+      const headers = new Headers(init?.headers);
+      if (headers.get('authorization') === 'Bot other') await fetch(url, init).then((r) => r.body?.cancel());
+      return fetch(url, init);
+    };
+    const report = await verify(served, { only: ['GET /v1/bots/:id'], otherToken: 'Bot other', fetch: twice });
+    expect(report.endpoints[0]?.findings).toEqual([
+      'allowed 1 request with another token, contract says 2',
+      'RateLimit says "GET /v1/bots/:id";r=0;t=1 on request 1, expected r=1',
+      'X-RateLimit-Remaining says 0 on request 1, expected 1',
+    ]);
+  });
+
   it('a Retry-After that is not whole seconds', async () => {
     const dated: RequestHandler = (_req, res) => {
       res.set('Retry-After', 'Thu, 01 Jan 2026 00:00:15 GMT').status(429).end();
