@@ -30,12 +30,13 @@ export const USAGE = `Usage: listing-limits verify <base-url> ${listingArgument}
 Probes a running API, every endpoint at once, and checks that it enforces listing ${eitherListing} of the
 rate-limit contract: limit requests pass and the next gets a 429 with Retry-After, the rate-limit fields
 agree, the window opens again, requests across a window's end show the kind of window the API counts,
-another token has its own counter, and path parameters share the counter. It takes about the longest window.
+another token has its own counter, and path parameters share the counter. A run lasts about as long as the
+listing's longest window.
 
 Options:
   ${listingArgument.padEnd(19)}  the listing the API serves (required)
   --token T            Authorization value to send; without one the server counts by client IP
-  --other-token T      Authorization value of the one request on another client's counter
+  --other-token T      Authorization value of the requests on another client's counter
                        (default: listing-limits-verify- and random hex)
   --only ENDPOINT      check only this endpoint, e.g. --only "GET /v1/bots/:id"; repeatable
   --param NAME=VALUE   value of a path parameter, e.g. --param id=123 (default 1); given twice,
