@@ -1,9 +1,11 @@
 // The `listing-limits verify` command line, run in this process against real servers with a fake clock.
+import { stripVTControlCharacters } from 'node:util';
 import type * as Command from '../lib/command';
 import { type CliContext, runCli, USAGE } from '../lib/command';
 import { listings } from '../lib';
 import type * as Listings from '../lib/listings';
-import type { VerifyReport } from '../lib/verify';
+import { type EndpointPlan, planVerification, type VerifyReport } from '../lib/verify';
+import { progressOn } from '../lib/verify/progress';
 import { createExampleApp } from '../example-server/app';
 import { createApp } from './helpers/app';
 import { serverPerTest } from './helpers/serve';
@@ -14,7 +16,10 @@ const start = serverPerTest();
 beforeEach(useFakeClock);
 afterEach(() => jest.useRealTimers());
 
-/** Runs the command with captured output; waiting moves the fake clock. */
+/**
+ * Runs the command with captured output; waiting moves the fake clock, so runs of several endpoints probe them one
+ * at a time (`--concurrency 1`).
+ */
 async function run(argv: string[], { tty = false } = {}) {
   let stdout = '';
   let stderr = '';
@@ -40,18 +45,18 @@ async function run(argv: string[], { tty = false } = {}) {
 describe('a run', () => {
   it('prints a table and exits 0 when every endpoint passes', async () => {
     const served = await start(createApp({ listing: 'A' }));
-    const { code, stdout } = await run(['verify', served.url, '--listing', 'A']);
+    const { code, stdout } = await run(['verify', served.url, '--listing', 'A', '--concurrency', '1']);
     expect(stdout).toBe(
       [
         `listing-limits verify ${served.url}, listing A, fixed windows`,
         '',
         'Endpoint                     Result  Requests  Window  Findings',
         'GET /v1/statistics           pass           4  either',
-        'GET /v1/servers              pass          47  fixed',
-        'GET /v1/servers/:id          pass          27  fixed',
-        'GET /v1/servers/:id/upvotes  pass          63  fixed',
-        'GET /v1/users/:id            pass          11  fixed',
-        'GET /v1/users/:id/servers    pass          27  fixed',
+        'GET /v1/servers              pass          32  fixed',
+        'GET /v1/servers/:id          pass          20  fixed',
+        'GET /v1/servers/:id/upvotes  pass          47  fixed',
+        'GET /v1/users/:id            pass           8  fixed',
+        'GET /v1/users/:id/servers    pass          20  fixed',
         '',
         'All 6 endpoints pass.',
         '',
@@ -72,13 +77,14 @@ describe('a run', () => {
       'GET /v1/statistics',
       '--only',
       'GET /v1/users/:id',
+      '--concurrency=1',
     ]);
     expect(stdout).toBe(
       [
         `listing-limits verify ${served.url}, listing B, fixed windows`,
         '',
         'Endpoint            Result  Requests  Window   Findings',
-        'GET /v1/statistics  pass          17  fixed    note: GET /v1/statistics answered 404',
+        'GET /v1/statistics  pass          12  fixed    note: GET /v1/statistics answered 404',
         'GET /v1/users/:id   fail           3  unclear  allowed 3 requests, contract says 2',
         '                                               RateLimit-Policy says "GET /v1/users/:id";q=3;w=1, contract says q=2;w=1',
         '                                               RateLimit says "GET /v1/users/:id";r=2;t=1 on request 1, expected r=1',
@@ -117,11 +123,12 @@ describe('a run', () => {
           path: '/v1/bots/:id',
           limit: 2,
           windowMs: 1000,
+          limits: [{ limit: 2, windowMs: 1000 }],
           paths: ['/v1/bots/7', '/v1/bots/8'],
-          requests: 11,
-          waitMs: 5250,
-          boundaryRequests: 4,
-          boundaryWaitMs: 3250,
+          requests: 8,
+          waitMs: 1250,
+          boundaryRequests: 1,
+          boundaryWaitMs: 0,
           ok: true,
           findings: [],
           notes: [],
@@ -132,29 +139,82 @@ describe('a run', () => {
     expect(stderr).toBe(
       [
         '[1/1] GET /v1/bots/:id: probing',
-        '[1/1] GET /v1/bots/:id: waiting 2 s for the window to end',
-        '[1/1] GET /v1/bots/:id: waiting 2 s for the window to end',
         "[1/1] GET /v1/bots/:id: waiting 1 s to send the rest of the limit before the window's end",
         '[1/1] GET /v1/bots/:id: waiting 1 s for the window to end',
         '[1/1] GET /v1/bots/:id: pass',
         '',
       ].join('\n'),
     );
-    expect(served.log.filter((line) => line.endsWith('Bot abc'))).toHaveLength(10);
+    expect(served.log.filter((line) => line.endsWith('Bot abc'))).toHaveLength(5);
     expect(code).toBe(0);
   });
 
-  it('shows a progress bar for the waits on a terminal', async () => {
+  it('on a terminal, shows one line per endpoint, updated in place, and leaves them there', async () => {
     const served = await start(createApp({ listing: 'A' }));
-    const { stderr } = await run(['verify', served.url, '--listing', 'A', '--only', 'GET /v1/servers'], { tty: true });
-    expect(stderr).toContain('[1/1] GET /v1/servers: probing\n');
-    expect(stderr).toContain('  waiting for the window to end [------------------------------] 0/121 s');
-    expect(stderr).toMatch(/\[1\/1\] GET \/v1\/servers: pass\n$/);
+    const only = ['--only', 'GET /v1/servers', '--only', 'GET /v1/statistics'];
+    const { stderr } = await run(['verify', served.url, '--listing', 'A', ...only, '--concurrency', '1'], {
+      tty: true,
+    });
+    // The lines as drawn, each time an event changes one: the seconds each endpoint has run of those planned, and
+    // what it does. Waiting moves the fake clock after its line is drawn.
+    const drawn = stripVTControlCharacters(stderr).split(/\r?\n/);
+    expect(drawn).toContain('GET /v1/statistics  [--------------------] 0/2 s  probing');
+    expect(drawn).toContain('GET /v1/statistics  [====================] 2/2 s  pass');
+    expect(drawn).toContain(
+      "GET /v1/servers     [--------------------] 0/121 s  waiting 1 min to send the rest of the limit before the window's end",
+    );
+    expect(drawn).toContain(
+      'GET /v1/servers     [==========----------] 60/121 s  waiting 1 min 1 s for the window to end',
+    );
+    // Once the run is over, the last drawing of every line stays, and the cursor is on a line of its own below them.
+    const lastOf = (endpoint: string) => drawn.filter((line) => line.startsWith(`${endpoint} `)).at(-1);
+    expect(lastOf('GET /v1/statistics')).toBe('GET /v1/statistics  [====================] 2/2 s  pass');
+    expect(lastOf('GET /v1/servers')).toBe('GET /v1/servers     [====================] 121/121 s  pass');
+    expect(stderr.endsWith('\n')).toBe(true);
+    expect(stderr).not.toContain('[1/2]');
+  });
+});
+
+describe('progress off a terminal', () => {
+  it('one line per event, each naming its endpoint, as endpoints probed together interleave them', () => {
+    let text = '';
+    const plan = planVerification({
+      baseUrl: 'http://127.0.0.1:9',
+      listing: 'B',
+      only: ['GET /v1/bots', 'GET /v1/bots/:id'],
+    });
+    const progress = progressOn({ write: (chunk: string) => (text += chunk) }, plan);
+    const result = (endpoint: string, ok: boolean) => ({
+      ...(plan.endpoints.find((e) => e.endpoint === endpoint) as EndpointPlan),
+      ok,
+      findings: [],
+      notes: [],
+      windowSeen: 'fixed' as const,
+    });
+    progress.onEvent({ type: 'endpoint', endpoint: 'GET /v1/bots', index: 1, total: 2 });
+    progress.onEvent({ type: 'endpoint', endpoint: 'GET /v1/bots/:id', index: 2, total: 2 });
+    progress.onEvent({ type: 'wait', endpoint: 'GET /v1/bots', ms: 30_000, reason: 'boundary' });
+    progress.onEvent({ type: 'wait', endpoint: 'GET /v1/bots/:id', ms: 750, reason: 'window' });
+    progress.onEvent({ type: 'done', result: result('GET /v1/bots/:id', false) });
+    progress.onEvent({ type: 'wait', endpoint: 'GET /v1/bots', ms: 31_000, reason: 'window' });
+    progress.onEvent({ type: 'done', result: result('GET /v1/bots', true) });
+    progress.stop();
+    expect(text.split('\n')).toEqual([
+      '[1/2] GET /v1/bots: probing',
+      '[2/2] GET /v1/bots/:id: probing',
+      "[1/2] GET /v1/bots: waiting 30 s to send the rest of the limit before the window's end",
+      '[2/2] GET /v1/bots/:id: waiting 1 s for the window to end',
+      '[2/2] GET /v1/bots/:id: fail',
+      '[1/2] GET /v1/bots: waiting 31 s for the window to end',
+      '[1/2] GET /v1/bots: pass',
+      '',
+    ]);
   });
 });
 
 describe('--window', () => {
   const only = ['--only', 'GET /v1/statistics', '--only', 'GET /v1/bots/:id/upvotes', '--token', 'Bot v'];
+  const oneAtATime = ['--concurrency', '1'];
 
   it.each([
     {
@@ -165,8 +225,8 @@ describe('--window', () => {
         'listing-limits verify URL, listing B, sliding windows',
         '',
         'Endpoint                  Result  Requests  Window   Findings',
-        'GET /v1/statistics        pass          14  sliding',
-        'GET /v1/bots/:id/upvotes  pass          11  sliding',
+        'GET /v1/statistics        pass           9  sliding',
+        'GET /v1/bots/:id/upvotes  pass           8  sliding',
         '',
         'All 2 endpoints pass.',
       ],
@@ -179,8 +239,8 @@ describe('--window', () => {
         'listing-limits verify URL, listing B, sliding windows',
         '',
         'Endpoint                  Result  Requests  Window  Findings',
-        'GET /v1/statistics        fail          17  fixed   fixed window: allowed 9 requests within 0.8 s across the end of a window (4 before it, 5 after it); a sliding window allows 5 in any 1 s',
-        'GET /v1/bots/:id/upvotes  fail          11  fixed   fixed window: allowed 3 requests within 8.5 s across the end of a window (1 before it, 2 after it); a sliding window allows 2 in any 15 s',
+        'GET /v1/statistics        fail          12  fixed   fixed window: allowed 9 requests within 0.8 s across the end of a window (4 before it, 5 after it); a sliding window allows 5 in any 1 s',
+        'GET /v1/bots/:id/upvotes  fail           8  fixed   fixed window: allowed 3 requests within 8.5 s across the end of a window (1 before it, 2 after it); a sliding window allows 2 in any 15 s',
         '',
         '2 of 2 endpoints fail.',
       ],
@@ -193,8 +253,8 @@ describe('--window', () => {
         'listing-limits verify URL, listing B, fixed windows',
         '',
         'Endpoint                  Result  Requests  Window   Findings',
-        'GET /v1/statistics        fail          14  sliding  sliding window: allowed 4 requests before the end of a window and 1 after it, then 429; a fixed window allows 5 after it',
-        'GET /v1/bots/:id/upvotes  fail          11  sliding  sliding window: allowed 1 request before the end of a window and 1 after it, then 429; a fixed window allows 2 after it',
+        'GET /v1/statistics        fail           9  sliding  sliding window: allowed 4 requests before the end of a window and 1 after it, then 429; a fixed window allows 5 after it',
+        'GET /v1/bots/:id/upvotes  fail           8  sliding  sliding window: allowed 1 request before the end of a window and 1 after it, then 429; a fixed window allows 2 after it',
         '',
         '2 of 2 endpoints fail.',
       ],
@@ -203,7 +263,7 @@ describe('--window', () => {
     'a $server example server, $argv: the window seen, exit $code',
     async ({ server, argv, code, stdout }) => {
       const served = await start(createExampleApp({ listing: 'B', window: server }));
-      const result = await run(['verify', served.url, '--listing', 'B', ...only, ...argv]);
+      const result = await run(['verify', served.url, '--listing', 'B', ...only, ...oneAtATime, ...argv]);
       expect(result.stdout).toBe([...stdout, ''].join('\n').replace('URL', served.url));
       expect(result.code).toBe(code);
     },
@@ -211,7 +271,8 @@ describe('--window', () => {
 
   it('--json tells the window expected, and the one seen on each endpoint', async () => {
     const served = await start(createExampleApp({ listing: 'A', window: 'sliding' }));
-    const { code, stdout } = await run(['verify', served.url, '--listing', 'A', '--window', 'sliding', '--json']);
+    const argv = ['verify', served.url, '--listing', 'A', '--window', 'sliding', '--json', ...oneAtATime];
+    const { code, stdout } = await run(argv);
     const report = JSON.parse(stdout) as VerifyReport;
     expect(report.window).toBe('sliding');
     expect(report.endpoints.map((e) => [e.endpoint, e.windowSeen, e.findings])).toEqual(
@@ -236,23 +297,44 @@ describe('--dry-run', () => {
     ]);
     expect(stdout).toBe(
       [
-        `Plan: listing A, fixed windows, at ${served.url}, one endpoint after another. Nothing was sent (--dry-run).`,
+        `Plan: listing A, fixed windows, at ${served.url}, all 6 endpoints at once. Nothing was sent (--dry-run).`,
         '',
         'Endpoint                     Paths                                           Requests  Wait',
         'GET /v1/statistics           /v1/statistics                                         4  2 s',
-        'GET /v1/servers              /v1/servers                                           47  4 min 2 s',
-        'GET /v1/servers/:id          /v1/servers/41, /v1/servers/42                        27  48 s',
-        'GET /v1/servers/:id/upvotes  /v1/servers/41/upvotes, /v1/servers/42/upvotes        63  48 s',
-        'GET /v1/users/:id            /v1/users/41, /v1/users/42                            11  6 s',
-        'GET /v1/users/:id/servers    /v1/users/41/servers, /v1/users/42/servers            27  48 s',
+        'GET /v1/servers              /v1/servers                                           32  2 min 1 s',
+        'GET /v1/servers/:id          /v1/servers/41, /v1/servers/42                        20  16 s',
+        'GET /v1/servers/:id/upvotes  /v1/servers/41/upvotes, /v1/servers/42/upvotes        47  16 s',
+        'GET /v1/users/:id            /v1/users/41, /v1/users/42                             8  2 s',
+        'GET /v1/users/:id/servers    /v1/users/41/servers, /v1/users/42/servers            20  16 s',
         '',
-        "179 requests, and about 6 min 34 s of waiting (87 requests and 3 min 41 s for the probes across a window's end).",
+        "131 requests in about 2 min 1 s (39 of them after a window's end, to tell its kind).",
         '',
       ].join('\n'),
     );
     expect(stderr).toBe('');
     expect(code).toBe(0);
     expect(served.requests).toBe(0);
+  });
+
+  it('tells how many endpoints are probed at a time, and how long the run takes then', async () => {
+    const dryRun = (concurrency: string) =>
+      run(['verify', 'http://127.0.0.1:9', '--listing', 'B', '--dry-run', '--concurrency', concurrency]);
+    const lines = async (concurrency: string) => {
+      const { stdout } = await dryRun(concurrency);
+      return [stdout.split('\n')[0], stdout.split('\n').at(-2)];
+    };
+    expect(await lines('2')).toEqual([
+      'Plan: listing B, fixed windows, at http://127.0.0.1:9, 2 endpoints at a time. Nothing was sent (--dry-run).',
+      "259 requests in about 1 min 8 s (83 of them after a window's end, to tell its kind).",
+    ]);
+    expect(await lines('1')).toEqual([
+      'Plan: listing B, fixed windows, at http://127.0.0.1:9, one endpoint after another. Nothing was sent (--dry-run).',
+      "259 requests in about 2 min 9 s (83 of them after a window's end, to tell its kind).",
+    ]);
+    expect(await lines('8')).toEqual([
+      'Plan: listing B, fixed windows, at http://127.0.0.1:9, all 8 endpoints at once. Nothing was sent (--dry-run).',
+      "259 requests in about 1 min 1 s (83 of them after a window's end, to tell its kind).",
+    ]);
   });
 
   it("shows the paths as requested, with the base URL's path", async () => {
@@ -269,13 +351,13 @@ describe('--dry-run', () => {
     ]);
     expect(stdout).toBe(
       [
-        'Plan: listing B, fixed windows, at http://127.0.0.1:9/api, one endpoint after another. Nothing was sent (--dry-run).',
+        'Plan: listing B, fixed windows, at http://127.0.0.1:9/api, all 2 endpoints at once. Nothing was sent (--dry-run).',
         '',
         'Endpoint            Paths                           Requests  Wait',
-        'GET /v1/statistics  /api/v1/statistics                    17  4 s',
-        'GET /v1/bots/:id    /api/v1/bots/1, /api/v1/bots/2        11  6 s',
+        'GET /v1/statistics  /api/v1/statistics                    12  2 s',
+        'GET /v1/bots/:id    /api/v1/bots/1, /api/v1/bots/2         8  2 s',
         '',
-        "28 requests, and about 9 s of waiting (13 requests and 5 s for the probes across a window's end).",
+        "20 requests in about 2 s (5 of them after a window's end, to tell its kind).",
         '',
       ].join('\n'),
     );
@@ -301,6 +383,7 @@ describe('--dry-run', () => {
     expect(JSON.parse(stdout)).toEqual({
       baseUrl: served.url,
       window: 'sliding',
+      concurrency: 1,
       endpoints: [
         {
           endpoint: 'GET /v1/statistics',
@@ -308,17 +391,18 @@ describe('--dry-run', () => {
           path: '/v1/statistics',
           limit: 5,
           windowMs: 1000,
+          limits: [{ limit: 5, windowMs: 1000 }],
           paths: ['/v1/statistics'],
-          // 8, then across a window's end 4 from its middle, 1 after its end and the 429
-          requests: 14,
-          // 1.25 s for the window, then 0.5 s to its middle and 0.75 s to the margin after its end
-          waitMs: 2500,
-          boundaryRequests: 6,
-          boundaryWaitMs: 1250,
+          // 1 at the window's start, 4 from its middle and the 429; after its end 1 and the 429; another token's 1
+          requests: 9,
+          // 0.5 s to the window's middle, 0.75 s to the margin after its end (the grace, 250 ms)
+          waitMs: 1250,
+          boundaryRequests: 1,
+          boundaryWaitMs: 0,
         },
       ],
-      requests: 14,
-      waitMs: 2500,
+      requests: 9,
+      waitMs: 1250,
     });
     expect(code).toBe(0);
     expect(served.requests).toBe(0);
@@ -373,6 +457,14 @@ describe('arguments', () => {
     ],
     [['verify', url, '--listing', 'A', '--grace', '1s'], '--grace must be whole milliseconds; got "1s"'],
     [
+      ['verify', url, '--listing', 'A', '--concurrency', 'all'],
+      '--concurrency must be a whole number of endpoints, 1 or more; got "all"',
+    ],
+    [
+      ['verify', url, '--listing', 'A', '--concurrency', '0'],
+      '--concurrency must be a whole number of endpoints, 1 or more; got 0',
+    ],
+    [
       ['verify', url, '--listing', 'A', '--window', 'slide'],
       '--window must be one of "fixed", "sliding"; got "slide". Did you mean `sliding`?',
     ],
@@ -415,7 +507,7 @@ describe('a third listing in lib/listings.ts', () => {
     expect(command.USAGE.split('\n').slice(0, 3)).toEqual([
       'Usage: listing-limits verify <base-url> --listing A|B|C [options]',
       '',
-      'Probes a running API, one endpoint after another, and checks that it enforces listing A, B, or C of the',
+      'Probes a running API, every endpoint at once, and checks that it enforces listing A, B, or C of the',
     ]);
     expect(command.USAGE).toContain('\n  --listing A|B|C      the listing the API serves (required)\n');
     let stderr = '';

@@ -1,4 +1,4 @@
-// verifyContract over real sockets: a server that honours the contract passes; deliberately wrong ones fail with the right finding.
+// verifyContract over real sockets on a fake clock: a server that honours the contract passes; wrong ones fail with the right finding.
 import type { RequestListener } from 'node:http';
 import type { Express, RequestHandler } from 'express';
 import { type EndpointRow, ListingLimitsError, listings, type WindowKind } from '../lib';
@@ -15,7 +15,7 @@ import { createApp } from './helpers/app';
 import { type Served, serverPerTest } from './helpers/serve';
 import { useFakeClock } from './helpers/stores';
 
-/** Waiting moves the fake clock: windows of minutes pass at once. */
+/** Waiting moves the fake clock: windows of minutes pass at once. Endpoints are probed one at a time on it. */
 const sleep = async (ms: number) => {
   jest.setSystemTime(Date.now() + ms);
 };
@@ -26,7 +26,7 @@ beforeEach(useFakeClock);
 afterEach(() => jest.useRealTimers());
 
 const verify = (served: Served, options: Partial<VerifyOptions> = {}) =>
-  verifyContract({ baseUrl: served.url, listing: 'B', sleep, ...options });
+  verifyContract({ baseUrl: served.url, listing: 'B', sleep, concurrency: 1, ...options });
 
 /** The endpoints that fail, with their findings: every other endpoint passed. */
 const failing = (report: VerifyReport) =>
@@ -64,7 +64,7 @@ describe('against a server that honours the contract', () => {
     expect(report.ok).toBe(true);
   });
 
-  it('spends limit + 1 requests on a counter per window, one on another token, and stops at the first 429', async () => {
+  it('spends limit + 1 requests in a window, limit after its end, and limit + 1 over both paths on another token', async () => {
     const served = await start(createApp({ listing: 'B' }));
     const report = await verify(served, {
       only: ['GET /v1/bots/:id'],
@@ -75,31 +75,32 @@ describe('against a server that honours the contract', () => {
     expect(report.ok).toBe(true);
     expect(report.endpoints[0]?.paths).toEqual(['/v1/bots/7', '/v1/bots/9']);
     expect(served.log).toEqual([
+      // one request at the window's start, limit - 1 from its middle, then one more: refused
       '200 GET /v1/bots/7 Bot abc',
       '200 GET /v1/bots/7 Bot abc',
       '429 GET /v1/bots/7 Bot abc',
+      // after the window's end: the whole limit, as a fixed window allows
+      '200 GET /v1/bots/7 Bot abc',
+      '200 GET /v1/bots/7 Bot abc',
+      // another token's counter: the second path first, then alternating, until refused
+      '200 GET /v1/bots/9 Bot other',
       '200 GET /v1/bots/7 Bot other',
-      // the next window: the second path first, then alternating
-      '200 GET /v1/bots/9 Bot abc',
-      '200 GET /v1/bots/7 Bot abc',
-      '429 GET /v1/bots/9 Bot abc',
-      // the window after it, across its end: one request at its start, limit - 1 from its middle, limit after it
-      '200 GET /v1/bots/7 Bot abc',
-      '200 GET /v1/bots/7 Bot abc',
-      '200 GET /v1/bots/7 Bot abc',
-      '200 GET /v1/bots/7 Bot abc',
+      '429 GET /v1/bots/9 Bot other',
     ]);
   });
 
   it('counts by IP when no token is given, and sends one generated token to check another counter', async () => {
     const served = await start(createApp({ listing: 'B' }));
     await verify(served, { only: ['GET /v1/statistics'] });
-    expect(served.log.slice(0, 6)).toEqual(
-      Array(5).fill('200 GET /v1/statistics -').concat('429 GET /v1/statistics -'),
-    );
-    expect(served.log[6]).toMatch(/^200 GET \/v1\/statistics listing-limits-verify-[0-9a-f]{16}$/);
-    // The next window's one request opens the probe across its end: 4 from its middle, 5 after it.
-    expect(served.log.slice(7)).toEqual(Array(10).fill('200 GET /v1/statistics -'));
+    // One at the window's start, 4 from its middle and the 429; 5 after its end.
+    expect(served.log.slice(0, 11)).toEqual([
+      ...Array(5).fill('200 GET /v1/statistics -'),
+      '429 GET /v1/statistics -',
+      ...Array(5).fill('200 GET /v1/statistics -'),
+    ]);
+    expect(served.log.slice(11)).toEqual([
+      expect.stringMatching(/^200 GET \/v1\/statistics listing-limits-verify-[0-9a-f]{16}$/),
+    ]);
   });
 
   it("takes the response's Date for now when this machine's clock is off", async () => {
@@ -117,18 +118,23 @@ describe('against a server that honours the contract', () => {
     ]);
   });
 
-  it('waits out a counter already in use, and notes it', async () => {
-    const served = await start(createApp({ listing: 'B' }));
-    const only = ['GET /v1/bots/:id/upvotes'];
-    await verify(served, { only });
-    const again = await verify(served, { only });
-    expect(again.endpoints[0]).toMatchObject({
-      ok: true,
-      findings: [],
-      notes: ['the counter was in use: waited 16 s for a fresh window'],
-      requests: 12,
-    });
-  });
+  it.each(['fixed', 'sliding'] as const)(
+    'waits out a %s counter already in use for a whole window, and notes it',
+    async (window) => {
+      const served = await start(createApp({ listing: 'B', options: { window } }));
+      const only = ['GET /v1/bots/:id/upvotes'];
+      await verify(served, { only, window });
+      // A sliding window frees a request when Retry-After says, but holds the others for up to a window.
+      const again = await verify(served, { only, window });
+      expect(again.endpoints[0]).toMatchObject({
+        ok: true,
+        findings: [],
+        notes: ['the counter was in use: waited 16 s for a fresh window'],
+        // the refused one, then the 8 planned
+        requests: 9,
+      });
+    },
+  );
 
   it('tells the waits and each endpoint as it goes', async () => {
     const served = await start(createApp({ listing: 'A' }));
@@ -139,12 +145,12 @@ describe('against a server that honours the contract', () => {
       onProgress: (e) => events.push(e),
     });
     expect(events.map((e) => (e.type === 'done' ? `done ${e.result.endpoint}` : e))).toEqual([
+      // A limit of 1 waits for its window's end only, and the margin after it: a quarter of a 1-second window.
       { type: 'endpoint', endpoint: 'GET /v1/statistics', index: 1, total: 2 },
-      { type: 'wait', endpoint: 'GET /v1/statistics', ms: 2000, reason: 'window' },
+      { type: 'wait', endpoint: 'GET /v1/statistics', ms: 1250, reason: 'window' },
       'done GET /v1/statistics',
+      // One wait for the window's middle, one for the grace after its end.
       { type: 'endpoint', endpoint: 'GET /v1/servers', index: 2, total: 2 },
-      { type: 'wait', endpoint: 'GET /v1/servers', ms: 121_000, reason: 'window' },
-      // Across the next window's end: to its middle, then to a second after its end. A limit of 1 has no such probe.
       { type: 'wait', endpoint: 'GET /v1/servers', ms: 60_000, reason: 'boundary' },
       { type: 'wait', endpoint: 'GET /v1/servers', ms: 61_000, reason: 'window' },
       'done GET /v1/servers',
@@ -237,15 +243,18 @@ describe('the kind of window, across the end of a window', () => {
     },
   );
 
-  it('sends to a sliding server: one request, limit - 1 from the middle of the window, then 1 and the 429', async () => {
+  it('sends to a sliding server: one request, limit - 1 from the middle of the window, the 429, then 1 and the 429', async () => {
     const served = await start(createExampleApp({ listing: 'B', window: 'sliding' }));
-    const report = await verify(served, { only: ['GET /v1/statistics'], token: 'Bot v', window: 'sliding' });
-    expect(report.endpoints[0]).toMatchObject({ ok: true, windowSeen: 'sliding', requests: 14 });
-    expect(served.log.slice(7)).toEqual([
+    const options = { only: ['GET /v1/statistics'], token: 'Bot v', otherToken: 'Bot w', window: 'sliding' } as const;
+    const report = await verify(served, options);
+    expect(report.endpoints[0]).toMatchObject({ ok: true, windowSeen: 'sliding', requests: 9 });
+    expect(served.log).toEqual([
       ...Array(5).fill('200 GET /v1/statistics Bot v'),
+      '429 GET /v1/statistics Bot v',
       // after the window's end: the one freed by the first request, then a 429
       '200 GET /v1/statistics Bot v',
       '429 GET /v1/statistics Bot v',
+      '200 GET /v1/statistics Bot w',
     ]);
   });
 
@@ -414,7 +423,8 @@ describe('against deliberately wrong servers', () => {
       only: ['GET /v1/bots/:id/upvotes'],
       failing: {
         'GET /v1/bots/:id/upvotes': [
-          "Retry-After says 30, longer than the contract's window of 15 s",
+          // the 429 came from the window's middle: 22.5 s of the server's 30 were left
+          "Retry-After says 23, longer than the contract's window of 15 s",
           "window longer than the contract's: still refused when its 15 s had passed",
           'RateLimit-Policy says "GET /v1/bots/:id/upvotes";q=2;w=30, contract says q=2;w=15',
           'RateLimit says "GET /v1/bots/:id/upvotes";r=1;t=30, not t=0 to t=15 (the contract\'s window)',
@@ -464,9 +474,36 @@ describe('against deliberately wrong servers', () => {
     };
     const served = await start(createApp({ listing: 'B', options: { handler: shortRetry } }));
     const report = await verify(served, { only: ['GET /v1/users/:id/bots'] });
+    // The 429 came 7.5 s into the window, 1 s after it the window still holds: refused again.
     expect(report.endpoints[0]?.findings).toEqual([
-      'Retry-After says 1, earlier than RateLimit t=15',
+      'Retry-After says 1, earlier than RateLimit t=8',
       'still refused when Retry-After had passed (1 s)',
+    ]);
+  });
+
+  it('a window shorter than the contract’s, which its Retry-After tells: served again too soon', async () => {
+    // 10 s instead of 15: the 429 from the window's middle (7.5 s) says 3 s, and 1 s after those the window is new.
+    const served = await start(createApp({ listing: changedB('GET /v1/bots/:id/upvotes', { windowMs: 10_000 }) }));
+    const report = await verify(served, { only: ['GET /v1/bots/:id/upvotes'] });
+    expect(report.endpoints[0]?.findings).toEqual([
+      'allowed 3 requests within 11.5 s once Retry-After had passed (3 s), contract says 2 per 15 s',
+      'RateLimit-Policy says "GET /v1/bots/:id/upvotes";q=2;w=10, contract says q=2;w=15',
+    ]);
+  });
+
+  it('another token whose counter gives less than the limit', async () => {
+    const served = await start(createApp({ listing: 'B' }));
+    // Each request of the other token reaches the server twice, as behind a proxy that retries: counted twice.
+    const twice: typeof fetch = async (url, init) => {
+      const headers = new Headers(init?.headers);
+      if (headers.get('authorization') === 'Bot other') await fetch(url, init).then((r) => r.body?.cancel());
+      return fetch(url, init);
+    };
+    const report = await verify(served, { only: ['GET /v1/bots/:id'], otherToken: 'Bot other', fetch: twice });
+    expect(report.endpoints[0]?.findings).toEqual([
+      'allowed 1 request with another token, contract says 2',
+      'RateLimit says "GET /v1/bots/:id";r=0;t=1 on request 1, expected r=1',
+      'X-RateLimit-Remaining says 0 on request 1, expected 1',
     ]);
   });
 
@@ -513,14 +550,14 @@ describe('against deliberately wrong servers', () => {
 
   it('requests slower than the window: inconclusive, not a pass and not a wrong limit', async () => {
     const app = createApp({ listing: 'B' });
-    // Each request takes 300 ms on the shared fake clock: a 1-second window ends during the burst.
+    // Each request takes 300 ms on the shared fake clock: a 1-second window ends during the burst from its middle.
     const served = await start((req, res) => {
       jest.setSystemTime(Date.now() + 300);
       app(req, res);
     });
     const report = await verify(served, { only: ['GET /v1/statistics', 'GET /v1/bots'] });
     expect(failing(report)).toEqual({
-      'GET /v1/statistics': ["inconclusive: 6 requests took 1.8 s, longer than the contract's window of 1 s"],
+      'GET /v1/statistics': ["inconclusive: 6 requests took 2 s, longer than the contract's window of 1 s"],
     });
   });
 
@@ -542,6 +579,217 @@ describe('against deliberately wrong servers', () => {
   });
 });
 
+describe('several limits on one endpoint', () => {
+  /** GET /v1/bots at 2 a second and 10 per 15 seconds (given longest first), and an endpoint of one row. */
+  const rows: EndpointRow[] = [
+    { method: 'GET', path: '/v1/bots', limit: 10, windowMs: 15_000 },
+    { method: 'GET', path: '/v1/statistics', limit: 3, windowMs: 1000 },
+    { method: 'GET', path: '/v1/bots', limit: 2, windowMs: 1000 },
+  ];
+  const only = ['GET /v1/bots'];
+
+  it.each(['fixed', 'sliding'] as const)(
+    'a %s server that honours them: every row is filled in turn, paced by the others, and passes',
+    async (window) => {
+      const served = await start(createApp({ listing: rows, options: { window } }));
+      const report = await verify(served, { listing: rows, window, only, token: 'Bot a' });
+      expect(report.endpoints).toMatchObject([
+        {
+          endpoint: 'GET /v1/bots',
+          limit: 2,
+          windowMs: 1000,
+          limits: [
+            { limit: 2, windowMs: 1000 },
+            { limit: 10, windowMs: 15_000 },
+          ],
+          ok: true,
+          findings: [],
+          notes: [],
+          windowSeen: window,
+        },
+      ]);
+      const plan = planVerification({ baseUrl: served.url, listing: rows, window, only, token: 'Bot a' });
+      expect(served.requests).toBe(plan.requests);
+      expect(report.endpoints[0]?.requests).toBe(plan.requests);
+      // The first row's probe, another token's request, then the second row: filled up 2 at a time (fixed) or as
+      // the first row's requests leave its window (sliding), refused, and served again once its window has ended.
+      const own = served.log.filter((line) => line.endsWith('Bot a'));
+      expect(own.filter((line) => line.startsWith('429')).length).toBe(window === 'fixed' ? 2 : 3);
+      expect(own.at(-2)).toBe('429 GET /v1/bots Bot a');
+      expect(own.at(-1)).toBe('200 GET /v1/bots Bot a');
+    },
+  );
+
+  it.each<{ wrong: string; served: EndpointRow[]; failing: string[] }>([
+    {
+      wrong: 'the longer row one too high',
+      served: [rows[2] as EndpointRow, { ...(rows[0] as EndpointRow), limit: 11 }],
+      failing: [
+        '10 per 15 s: allowed 11 requests, contract says 10',
+        'RateLimit-Policy says "GET /v1/bots per 1s";q=2;w=1, "GET /v1/bots per 15s";q=11;w=15, contract says q=10;w=15',
+        // when both rows have none left, the legacy fields show the one that resets last: there, still 1 left
+        'X-RateLimit-Limit says 2, contract says 10',
+      ],
+    },
+    {
+      wrong: 'the longer row missing',
+      served: [rows[2] as EndpointRow],
+      failing: [
+        '10 per 15 s: allowed 11 requests, contract says 10',
+        'RateLimit-Policy says "GET /v1/bots";q=2;w=1, contract says q=10;w=15',
+        'X-RateLimit-Limit says 2, contract says 10',
+        'X-RateLimit-Remaining says 1 on request 11, expected 0',
+      ],
+    },
+    {
+      wrong: 'the shorter row missing',
+      served: [rows[0] as EndpointRow],
+      failing: [
+        '2 per 1 s: allowed 3 requests, contract says 2',
+        'RateLimit-Policy says "GET /v1/bots";q=10;w=15, contract says q=2;w=1',
+        'X-RateLimit-Limit says 10, contract says 2',
+        'X-RateLimit-Remaining says 9 on request 1, expected 1',
+        "X-RateLimit-Reset-After says 15, not 0 to 1 s (the contract's window)",
+        "X-RateLimit-Reset says 1767225615, not within 1 s (the contract's window) after the response's Date",
+      ],
+    },
+  ])('$wrong: the row named in the finding', async ({ served: table, failing: found }) => {
+    const served = await start(createApp({ listing: table }));
+    const report = await verify(served, { listing: rows, only });
+    expect(report.endpoints[0]?.findings).toEqual(found);
+  });
+
+  it('refuses a row that a longer window allowing no more requests makes unreachable, naming both', () => {
+    const table: EndpointRow[] = [
+      { method: 'GET', path: '/v1/bots', limit: 5, windowMs: 1000 },
+      { method: 'GET', path: '/V1/Bots', limit: 5, windowMs: 10_000 },
+    ];
+    expect(() => planVerification({ baseUrl: 'http://127.0.0.1:1', listing: table })).toThrow(
+      expect.objectContaining({
+        code: 'ERR_INVALID_ROW',
+        field: 'options.listing[0]',
+        message:
+          'verifyContract: options.listing[0] (GET /v1/bots, 5 per 1 s) is never reached: options.listing[1] ' +
+          'allows no more (5 per 10 s), so it refuses first. The rows of one endpoint must allow more requests as ' +
+          'their windows grow.',
+      }),
+    );
+  });
+
+  it('notes a row the shorter ones never let fill up, and checks the rest', async () => {
+    // 2 a second leave no room for 6 in 2 seconds, once the margins around each window's end are kept.
+    const table: EndpointRow[] = [
+      { method: 'GET', path: '/v1/bots', limit: 2, windowMs: 1000 },
+      { method: 'GET', path: '/v1/bots', limit: 6, windowMs: 2000 },
+    ];
+    const served = await start(createApp({ listing: table }));
+    const report = await verify(served, { listing: table });
+    expect(report.endpoints[0]).toMatchObject({
+      ok: true,
+      findings: [],
+      notes: [
+        "6 per 2 s: not checked: the endpoint's shorter limits, with the margins kept around their windows' ends, " +
+          'do not let 6 requests into 2 s',
+      ],
+      windowSeen: 'fixed',
+    });
+  });
+});
+
+describe('a server that bans this client half-way', () => {
+  it('is told on each endpoint it refuses with 403, not as a wrong limit', async () => {
+    const served = await start(
+      createApp({ listing: 'B', options: { ban: { after: 2, within: 600_000, duration: 600_000 } } }),
+    );
+    const report = await verify(served, { token: 'Bot banned' });
+    // The second 429, GET /v1/bots's from the middle of its minute (31.25 s in), bans the token: every request after
+    // it gets 403. Its probe's next request, after the window's end (62.25 s in), is the 27th: 569 s of the ban left.
+    const banned = (request: number) =>
+      `banned by the server: 403 on request ${request} (Retry-After: 569); not probed further`;
+    expect(failing(report)).toEqual({
+      'GET /v1/bots': [banned(27)],
+      'GET /v1/bots/:id': [banned(1)],
+      'POST /v1/bots/:id': [banned(1)],
+      'GET /v1/bots/:id/upvotes': [banned(1)],
+      'GET /v1/bots/:id/uptime': [banned(1)],
+      'GET /v1/users/:id': [banned(1)],
+      'GET /v1/users/:id/bots': [banned(1)],
+    });
+    expect(served.log.filter((line) => line.startsWith('403'))).toHaveLength(7);
+  });
+
+  it('a 403 the route gives every request is counted like any other answer, and noted', async () => {
+    const forbidden: EndpointRow = { method: 'GET', path: '/v1/users/:id', limit: 2, windowMs: 1000 };
+    const app = createApp({ listing: [forbidden], routes: [] });
+    // After the limiter has counted it, as a route that checks permissions would.
+    app.get('/v1/users/:id', (_req, res) => {
+      res.status(403).json({ error: 'forbidden' });
+    });
+    const served = await start(app);
+    const report = await verify(served, { listing: [forbidden] });
+    expect(report.endpoints[0]).toMatchObject({
+      ok: true,
+      notes: ['GET /v1/users/1 answered 403', 'GET /v1/users/2 answered 403'],
+    });
+  });
+});
+
+describe('endpoints probed together', () => {
+  it('stop when progress throws: the error rejects the run, and no probe sends another request', async () => {
+    const served = await start(createApp({ listing: 'B' }));
+    const failure = new Error('the terminal went away');
+    const run = verify(served, {
+      concurrency: 2,
+      onProgress: (event) => {
+        if (event.type === 'wait') throw failure;
+      },
+    });
+    await expect(run).rejects.toBe(failure);
+    // Both probes had sent their first request; neither sent another once one of them had failed.
+    expect(served.requests).toBe(2);
+  });
+});
+
+describe('hostile answers and options', () => {
+  it('a fetch that throws something other than an Error: a finding naming it', async () => {
+    const report = await verifyContract({
+      baseUrl: 'http://127.0.0.1:1',
+      listing: 'B',
+      only: ['GET /v1/statistics'],
+      fetch: () => Promise.reject('no network'),
+    });
+    expect(report.endpoints[0]?.findings).toEqual(['request failed: no network']);
+  });
+
+  it('waits of a year-long window are slept in parts, never with a timer beyond 2^31-1 ms', async () => {
+    jest.useFakeTimers({ now: Date.UTC(2026, 0, 1) });
+    const delays: number[] = [];
+    const setTimeout = global.setTimeout;
+    const spy = jest.spyOn(global, 'setTimeout').mockImplementation(((fn: () => void, ms?: number) => {
+      delays.push(ms ?? 0);
+      return setTimeout(fn, ms);
+    }) as typeof global.setTimeout);
+    const year = 365 * 24 * 3600 * 1000;
+    const row: EndpointRow = { method: 'GET', path: '/v1/statistics', limit: 1, windowMs: year };
+    let sent = 0;
+    const run = verifyContract({
+      baseUrl: 'http://127.0.0.1:1',
+      listing: [row],
+      // The one request of a window passes, the next is refused until the year is over.
+      fetch: async () =>
+        sent++ === 1
+          ? new Response(null, { status: 429, headers: { 'retry-after': String(year / 1000) } })
+          : new Response(null, { status: 200 }),
+    });
+    for (let i = 0; i < 20 && sent < 4; i++) await jest.advanceTimersByTimeAsync(2 ** 31 - 1);
+    const report = await run;
+    spy.mockRestore();
+    expect(report.endpoints[0]?.requests).toBe(4);
+    expect(delays.length).toBeGreaterThan(10);
+    expect(delays.filter((ms) => ms > 2 ** 31 - 1)).toEqual([]);
+  });
+});
+
 describe('planVerification', () => {
   it('plans every request and wait without sending anything', async () => {
     const served = await start(createApp({ listing: 'B' }));
@@ -558,37 +806,49 @@ describe('planVerification', () => {
         return row.path.includes(':id') ? [path('1234567890123456789'), path('1234567890123456790')] : [path('')];
       }),
     );
-    // Requests and waits in all, then those of the probe across a window's end: with path parameters, it waits for
-    // the next window to end and opens another (1 request, the window and the grace), then limit - 1 from its
-    // middle and limit after its end (the window and the margin: the grace, at most a quarter of the window).
-    expect(plan.endpoints.map((e) => [e.endpoint, e.requests, e.waitMs, e.boundaryRequests, e.boundaryWaitMs])).toEqual(
-      [
-        ['GET /v1/statistics', 17, 3250, 0 + 4 + 5, 1250],
-        ['GET /v1/bots', 77, 122_000, 0 + 24 + 25, 61_000],
-        ['GET /v1/bots/:id', 11, 5250, 1 + 1 + 2, 2000 + 1250],
-        ['POST /v1/bots/:id', 63, 48_000, 1 + 14 + 15, 16_000 + 16_000],
-        ['GET /v1/bots/:id/upvotes', 11, 48_000, 1 + 1 + 2, 16_000 + 16_000],
-        ['GET /v1/bots/:id/uptime', 123, 48_000, 1 + 29 + 30, 16_000 + 16_000],
-        ['GET /v1/users/:id', 11, 5250, 1 + 1 + 2, 2000 + 1250],
-        ['GET /v1/users/:id/bots', 43, 48_000, 1 + 9 + 10, 16_000 + 16_000],
-      ],
-    );
-    expect(plan.requests).toBe(356);
-    expect(plan.waitMs).toBe(327_750);
+    // Per endpoint: one request at a window's start, limit - 1 from its middle and the 429; after its end, the limit
+    // (of which limit - 1 only tell the kind of window); another token: one request, or limit + 1 over both paths.
+    // One wait to the window's middle, one to the margin after its end: the grace, at most a quarter of the window.
+    expect(plan.endpoints.map((e) => [e.endpoint, e.requests, e.waitMs, e.boundaryRequests])).toEqual([
+      ['GET /v1/statistics', 1 + 4 + 1 + 5 + 1, 1250, 4],
+      ['GET /v1/bots', 1 + 24 + 1 + 25 + 1, 61_000, 24],
+      ['GET /v1/bots/:id', 1 + 1 + 1 + 2 + 3, 1250, 1],
+      ['POST /v1/bots/:id', 1 + 14 + 1 + 15 + 16, 16_000, 14],
+      ['GET /v1/bots/:id/upvotes', 1 + 1 + 1 + 2 + 3, 16_000, 1],
+      ['GET /v1/bots/:id/uptime', 1 + 29 + 1 + 30 + 31, 16_000, 29],
+      ['GET /v1/users/:id', 1 + 1 + 1 + 2 + 3, 1250, 1],
+      ['GET /v1/users/:id/bots', 1 + 9 + 1 + 10 + 11, 16_000, 9],
+    ]);
+    expect(plan.endpoints.every((e) => e.boundaryWaitMs === 0)).toBe(true);
+    expect(plan.requests).toBe(259);
+    // Every endpoint at once: the run lasts as long as the longest window and its margin.
+    expect(plan.concurrency).toBe(8);
+    expect(plan.waitMs).toBe(61_000);
     expect(served.requests).toBe(0);
+  });
+
+  it.each([
+    // the minute of GET /v1/bots in one lane, all the others after one another in the other
+    [2, 1250 + 1250 + 16_000 * 4 + 1250],
+    [1, 1250 * 3 + 61_000 + 16_000 * 4],
+    [100, 61_000],
+  ])('with a concurrency of %d, plans a run of %d ms', (concurrency, waitMs) => {
+    const plan = planVerification({ baseUrl: 'http://127.0.0.1:1', listing: 'B', concurrency });
+    expect(plan).toMatchObject({ concurrency, requests: 259, waitMs });
   });
 
   it('plans 2 requests after the window’s end for sliding windows (one passes, one gets the 429), and none for a limit of 1', () => {
     const plan = planVerification({ baseUrl: 'http://127.0.0.1:1', listing: 'A', window: 'sliding', graceMs: 500 });
     expect(plan.window).toBe('sliding');
-    expect(plan.endpoints.map((e) => [e.endpoint, e.limit, e.boundaryRequests, e.boundaryWaitMs])).toEqual([
-      ['GET /v1/statistics', 1, 0, 0],
-      ['GET /v1/servers', 15, 0 + 14 + 2, 120_000 + 500],
-      ['GET /v1/servers/:id', 6, 1 + 5 + 2, 15_500 + 15_500],
-      ['GET /v1/servers/:id/upvotes', 15, 1 + 14 + 2, 15_500 + 15_500],
-      ['GET /v1/users/:id', 2, 1 + 1 + 2, 1500 + 1250],
-      ['GET /v1/users/:id/servers', 6, 1 + 5 + 2, 15_500 + 15_500],
+    expect(plan.endpoints.map((e) => [e.endpoint, e.limit, e.requests, e.boundaryRequests, e.waitMs])).toEqual([
+      ['GET /v1/statistics', 1, 1 + 1 + 1 + 1, 0, 1250],
+      ['GET /v1/servers', 15, 1 + 14 + 1 + 2 + 1, 1, 120_500],
+      ['GET /v1/servers/:id', 6, 1 + 5 + 1 + 2 + 7, 1, 15_500],
+      ['GET /v1/servers/:id/upvotes', 15, 1 + 14 + 1 + 2 + 16, 1, 15_500],
+      ['GET /v1/users/:id', 2, 1 + 1 + 1 + 2 + 3, 1, 1250],
+      ['GET /v1/users/:id/servers', 6, 1 + 5 + 1 + 2 + 7, 1, 15_500],
     ]);
+    expect(plan.waitMs).toBe(120_500);
   });
 
   it.each([
@@ -642,6 +902,21 @@ describe('bad options fail before anything is sent, naming the option', () => {
     [{ ...base, window: 'slide' }, 'ERR_INVALID_OPTION', 'options.window'],
     [{ ...base, window: 'Sliding' }, 'ERR_INVALID_OPTION', 'options.window'],
     [{ ...base, timeoutMs: 0 }, 'ERR_INVALID_OPTION', 'options.timeoutMs'],
+    [{ ...base, timeoutMs: 2 ** 31 }, 'ERR_INVALID_OPTION', 'options.timeoutMs'],
+    [{ ...base, concurrency: 0 }, 'ERR_INVALID_OPTION', 'options.concurrency'],
+    [{ ...base, concurrency: 1.5 }, 'ERR_INVALID_OPTION', 'options.concurrency'],
+    [{ ...base, concurrency: 'all' }, 'ERR_INVALID_OPTION', 'options.concurrency'],
+    [
+      {
+        ...base,
+        listing: [
+          { method: 'GET', path: '/x', limit: 2, windowMs: 1000 },
+          { method: 'GET', path: '/x', limit: 3, windowMs: 1000 },
+        ],
+      },
+      'ERR_DUPLICATE_ROW',
+      'options.listing[1]',
+    ],
     [{ ...base, sleep: 5 }, 'ERR_INVALID_OPTION', 'options.sleep'],
     [{ ...base, tokn: 'x' }, 'ERR_UNKNOWN_OPTION', 'options.tokn'],
   ])('%j → %s at %s', async (options, code, field) => {

@@ -1,24 +1,13 @@
 // The `listing-limits` command line: its arguments, progress while it runs, the table of findings, the exit code.
 import { parseArgs } from 'node:util';
-import { SingleBar } from 'cli-progress';
 import { closest, distance } from 'fastest-levenshtein';
 import { ListingLimitsError } from './errors.js';
 import { isListingName, listingNames } from './listings.js';
 import type { WindowKind } from './windows.js';
-import {
-  planVerification,
-  type VerifyEvent,
-  type VerifyOptions,
-  type VerifyPlan,
-  type VerifyReport,
-  verifyContract,
-} from './verify.js';
+import { planVerification, type VerifyOptions, type VerifyPlan, type VerifyReport, verifyContract } from './verify.js';
+import { type Output, progressOn, seconds } from './verify/progress.js';
 
-/** Where the command writes: the process's streams, or stand-ins in tests. */
-export interface Output {
-  write(text: string): unknown;
-  readonly isTTY?: boolean;
-}
+export type { Output };
 
 /** What the command runs with: its output streams, and what tests put in place of the network's clock. */
 export interface CliContext {
@@ -38,21 +27,24 @@ const listingArgument = `--listing ${listingNames.join('|')}`;
 
 export const USAGE = `Usage: listing-limits verify <base-url> ${listingArgument} [options]
 
-Probes a running API, one endpoint after another, and checks that it enforces listing ${eitherListing} of the
+Probes a running API, every endpoint at once, and checks that it enforces listing ${eitherListing} of the
 rate-limit contract: limit requests pass and the next gets a 429 with Retry-After, the rate-limit fields
-agree, another token has its own counter, path parameters share the counter, the window opens again, and
-requests across a window's end show the kind of window the API counts.
+agree, the window opens again, requests across a window's end show the kind of window the API counts,
+another token has its own counter, and path parameters share the counter. A run lasts about as long as the
+listing's longest window.
 
 Options:
   ${listingArgument.padEnd(19)}  the listing the API serves (required)
   --token T            Authorization value to send; without one the server counts by client IP
-  --other-token T      Authorization value of the one request on another client's counter
+  --other-token T      Authorization value of the requests on another client's counter
                        (default: listing-limits-verify- and random hex)
   --only ENDPOINT      check only this endpoint, e.g. --only "GET /v1/bots/:id"; repeatable
   --param NAME=VALUE   value of a path parameter, e.g. --param id=123 (default 1); given twice,
                        the second value is the other path (default: the value plus one)
   --window KIND        fixed or sliding: the windows the API should count (default fixed)
-  --grace MS           milliseconds added to each wait for a window to end (default 1000)
+  --concurrency N      probe at most N endpoints at a time (default: all of them at once)
+  --grace MS           milliseconds kept between the requests and each window's end (default 1000,
+                       at most a quarter of the window)
   --json               print the findings (or the plan) as JSON on stdout
   --dry-run            print the plan, and send nothing
   -h, --help           print this help
@@ -67,6 +59,7 @@ const cliOptions = {
   only: { type: 'string', multiple: true },
   param: { type: 'string', multiple: true },
   window: { type: 'string' },
+  concurrency: { type: 'string' },
   grace: { type: 'string' },
   json: { type: 'boolean' },
   'dry-run': { type: 'boolean' },
@@ -85,6 +78,7 @@ const argumentOf: Record<string, string> = {
   only: '--only',
   params: '--param',
   window: '--window',
+  concurrency: '--concurrency',
   graceMs: '--grace',
 };
 
@@ -182,6 +176,15 @@ function parse(argv: readonly string[]): Parsed {
     }
     graceMs = Number(values.grace);
   }
+  let concurrency: number | undefined;
+  if (values.concurrency !== undefined) {
+    if (!/^\d+$/.test(values.concurrency)) {
+      throw new UsageError(
+        `--concurrency must be a whole number of endpoints, 1 or more; got ${JSON.stringify(values.concurrency)}`,
+      );
+    }
+    concurrency = Number(values.concurrency);
+  }
   const options: VerifyOptions = {
     baseUrl,
     listing,
@@ -191,6 +194,7 @@ function parse(argv: readonly string[]): Parsed {
     ...(values.param !== undefined && { params }),
     // Checked by verifyContract, which names the kinds.
     ...(values.window !== undefined && { window: values.window as WindowKind }),
+    ...(concurrency !== undefined && { concurrency }),
     ...(graceMs !== undefined && { graceMs }),
   };
   return { help: false, json, dryRun, options };
@@ -205,13 +209,6 @@ function usageOf(error: ListingLimitsError): UsageError {
   return new UsageError(`${named}${reason.replace(/\.$/, '')}`);
 }
 
-function seconds(ms: number): string {
-  const total = Math.ceil(ms / 1000);
-  if (total < 60) return `${total} s`;
-  const rest = total % 60;
-  return `${Math.floor(total / 60)} min${rest ? ` ${rest} s` : ''}`;
-}
-
 /** Aligned plain-text columns; `right` names the columns aligned to the right. */
 function table(header: readonly string[], rows: readonly (readonly string[])[], right: readonly number[] = []): string {
   const widths = header.map((h, i) => Math.max(h.length, ...rows.map((row) => (row[i] ?? '').length)));
@@ -223,18 +220,25 @@ function table(header: readonly string[], rows: readonly (readonly string[])[], 
   return [header, ...rows].map(line).join('\n');
 }
 
+/** How many endpoints a run probes at a time, in words. */
+function together(plan: VerifyPlan): string {
+  const total = plan.endpoints.length;
+  if (total === 1) return 'one endpoint';
+  if (plan.concurrency >= total) return `all ${total} endpoints at once`;
+  return plan.concurrency === 1 ? 'one endpoint after another' : `${plan.concurrency} endpoints at a time`;
+}
+
 function planText(plan: VerifyPlan, listing: string): string {
   const rows = plan.endpoints.map((e) => [e.endpoint, e.paths.join(', '), String(e.requests), seconds(e.waitMs)]);
   const boundaryRequests = plan.endpoints.reduce((sum, e) => sum + e.boundaryRequests, 0);
-  const boundaryWaitMs = plan.endpoints.reduce((sum, e) => sum + e.boundaryWaitMs, 0);
   return [
-    `Plan: listing ${listing}, ${plan.window} windows, at ${plan.baseUrl}, one endpoint after another. ` +
+    `Plan: listing ${listing}, ${plan.window} windows, at ${plan.baseUrl}, ${together(plan)}. ` +
       'Nothing was sent (--dry-run).',
     '',
     table(['Endpoint', 'Paths', 'Requests', 'Wait'], rows, [2]),
     '',
-    `${plan.requests} requests, and about ${seconds(plan.waitMs)} of waiting ` +
-      `(${boundaryRequests} requests and ${seconds(boundaryWaitMs)} for the probes across a window's end).`,
+    `${plan.requests} requests in about ${seconds(plan.waitMs)} ` +
+      `(${boundaryRequests} of them after a window's end, to tell its kind).`,
     '',
   ].join('\n');
 }
@@ -262,54 +266,6 @@ function reportText(report: VerifyReport, listing: string): string {
     summary,
     '',
   ].join('\n');
-}
-
-/** Progress on stderr: a bar during the waits on a terminal, plain lines otherwise. */
-class Progress {
-  private bar: SingleBar | undefined;
-  private timer: ReturnType<typeof setInterval> | undefined;
-  private at = '';
-
-  constructor(private readonly stream: Output) {}
-
-  readonly onEvent = (event: VerifyEvent): void => {
-    this.stopBar();
-    if (event.type === 'endpoint') {
-      this.at = `[${event.index}/${event.total}] ${event.endpoint}`;
-      this.stream.write(`${this.at}: probing\n`);
-    } else if (event.type === 'wait') {
-      const why = {
-        busy: 'for the counter in use to reopen',
-        window: 'for the window to end',
-        boundary: "to send the rest of the limit before the window's end",
-      }[event.reason];
-      if (this.stream.isTTY) this.startBar(event.ms, why);
-      else this.stream.write(`${this.at}: waiting ${seconds(event.ms)} ${why}\n`);
-    } else {
-      this.stream.write(`${this.at}: ${event.result.ok ? 'pass' : 'fail'}\n`);
-    }
-  };
-
-  private startBar(ms: number, why: string): void {
-    const total = Math.ceil(ms / 1000);
-    const bar = new SingleBar({
-      stream: this.stream as NodeJS.WritableStream,
-      format: `  waiting ${why} [{bar}] {value}/{total} s`,
-      barsize: 30,
-      clearOnComplete: true,
-    });
-    const started = Date.now();
-    bar.start(total, 0);
-    this.timer = setInterval(() => bar.update(Math.min(Math.floor((Date.now() - started) / 1000), total)), 250);
-    this.bar = bar;
-  }
-
-  stopBar(): void {
-    clearInterval(this.timer);
-    this.timer = undefined;
-    this.bar?.stop();
-    this.bar = undefined;
-  }
 }
 
 /**
@@ -343,7 +299,7 @@ export async function runCli(argv: readonly string[], context: CliContext): Prom
     stdout.write(json ? `${JSON.stringify(plan, null, 2)}\n` : planText(plan, listing));
     return EXIT.pass;
   }
-  const progress = new Progress(stderr);
+  const progress = progressOn(stderr, plan);
   let report: VerifyReport;
   try {
     report = await verifyContract({
@@ -354,7 +310,7 @@ export async function runCli(argv: readonly string[], context: CliContext): Prom
       onProgress: progress.onEvent,
     });
   } finally {
-    progress.stopBar();
+    progress.stop();
   }
   stdout.write(json ? `${JSON.stringify(report, null, 2)}\n` : reportText(report, listing));
   return report.ok ? EXIT.pass : EXIT.fail;

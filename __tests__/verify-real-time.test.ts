@@ -1,0 +1,245 @@
+// verifyContract in real time against an API in another process: a table of 1-2 s windows checked in about one window.
+import { type ChildProcessWithoutNullStreams, execFileSync, spawn } from 'node:child_process';
+import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { join } from 'node:path';
+import { createInterface } from 'node:readline';
+import type { EndpointRow, WindowKind } from '../lib';
+import { planVerification, type VerifyEvent, type VerifyReport, verifyContract } from '../lib/verify';
+
+const root = join(__dirname, '..');
+
+/**
+ * The table checked: a limit of 1, endpoints with and without path parameters, and one with two limits. Windows of
+ * 2 s where requests on either side of a window's end tell its kind, so that the margin kept around each end (the
+ * grace, 200 ms) leaves every burst 800 ms more than it needs on a machine at rest.
+ */
+const table: EndpointRow[] = [
+  { method: 'GET', path: '/v1/statistics', limit: 1, windowMs: 1000 },
+  { method: 'GET', path: '/v1/bots', limit: 4, windowMs: 2000 },
+  { method: 'GET', path: '/v1/bots/:id', limit: 3, windowMs: 2000 },
+  { method: 'POST', path: '/v1/bots/:id', limit: 2, windowMs: 2000 },
+  { method: 'GET', path: '/v1/users/:id', limit: 2, windowMs: 1000 },
+  { method: 'GET', path: '/v1/users/:id', limit: 3, windowMs: 2000 },
+];
+const names = ['GET /v1/statistics', 'GET /v1/bots', 'GET /v1/bots/:id', 'POST /v1/bots/:id', 'GET /v1/users/:id'];
+const LONGEST_MS = 2000;
+const graceMs = 200;
+const token = 'Bot real-time';
+
+/** What the API in the other process is told to do, beside its table. */
+interface Settings {
+  readonly listing: readonly EndpointRow[];
+  readonly window?: WindowKind;
+  readonly key?: 'path' | 'ip';
+  readonly ban?: { after: number; within: number; duration: number };
+}
+
+interface Answered {
+  readonly status: number;
+  readonly method: string;
+  readonly url: string;
+  readonly authorization: string | null;
+}
+
+interface Api {
+  readonly url: string;
+  /** Every request the API answered, in order, as it logged them. */
+  readonly answered: Answered[];
+  readonly child: ChildProcessWithoutNullStreams;
+}
+
+let lib: string;
+const apis: Api[] = [];
+
+beforeAll(() => {
+  // The API loads lib/ compiled to CommonJS, inside the project so that it resolves the project's packages.
+  mkdirSync(join(root, '.pack-test'), { recursive: true });
+  lib = mkdtempSync(join(root, '.pack-test', 'verify-'));
+  const tsc = require.resolve('typescript/bin/tsc');
+  execFileSync(process.execPath, [tsc, '-p', 'tsconfig.build.json', '--outDir', lib, '--declaration', 'false'], {
+    cwd: root,
+  });
+}, 120_000);
+
+afterEach(async () => {
+  await Promise.all(
+    apis.splice(0).map(({ child }) => {
+      const exited = new Promise((resolve) => child.once('exit', resolve));
+      child.stdin.end();
+      return exited;
+    }),
+  );
+});
+
+afterAll(() => {
+  if (lib) rmSync(lib, { recursive: true, force: true });
+});
+
+async function startApi(settings: Settings): Promise<Api> {
+  const script = join(__dirname, 'helpers', 'table-server.js');
+  const child = spawn(process.execPath, [script, lib, JSON.stringify(settings)], { cwd: root });
+  let stderr = '';
+  child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+  const answered: Answered[] = [];
+  const port = await new Promise<number>((resolve, reject) => {
+    createInterface({ input: child.stdout }).on('line', (line) => {
+      const message = JSON.parse(line) as { port?: number } & Answered;
+      if (message.port) resolve(message.port);
+      else answered.push(message);
+    });
+    child.once('exit', (code) => reject(new Error(`the API exited with ${code} before it listened:\n${stderr}`)));
+  });
+  const api = { url: `http://127.0.0.1:${port}`, answered, child };
+  apis.push(api);
+  return api;
+}
+
+/** Resolves once the API has logged every request answered so far: it logs a request of its own after them. */
+async function settled(api: Api): Promise<void> {
+  const end = `/settled-${api.answered.length}-${Date.now()}`;
+  await fetch(`${api.url}${end}`);
+  for (let i = 0; i < 500 && api.answered.at(-1)?.url !== end; i++) {
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+  expect(api.answered.pop()?.url).toBe(end);
+}
+
+/**
+ * Runs the verifier against `api` with every endpoint at once (or those of `only`); the report, the events and how
+ * long it took, once the API has logged every request it answered.
+ */
+async function verify(api: Api, window: WindowKind = 'fixed', only?: string[]) {
+  const events: VerifyEvent[] = [];
+  const began = Date.now();
+  const report = await verifyContract({
+    baseUrl: api.url,
+    listing: table,
+    window,
+    token,
+    graceMs,
+    ...(only && { only }),
+    onProgress: (event) => events.push(event),
+  });
+  const tookMs = Date.now() - began;
+  await settled(api);
+  return { report, events, tookMs };
+}
+
+/** The endpoints that fail, with their findings. */
+const failing = (report: VerifyReport) =>
+  Object.fromEntries(report.endpoints.filter((e) => !e.ok).map((e) => [e.endpoint, e.findings]));
+
+/** The requests the API answered on an endpoint's paths, by method and path shape. */
+function answeredOn(api: Api, endpoint: string): Answered[] {
+  const [method, path] = endpoint.split(' ') as [string, string];
+  const shape = new RegExp(`^${path.replace(/:\w+/g, '[^/]+')}$`);
+  return api.answered.filter((a) => a.method === method && shape.test(a.url));
+}
+
+describe.each(['fixed', 'sliding'] as const)('an API that honours the table with %s windows', (window) => {
+  it('passes, probed all at once in about its longest window, with exactly the planned requests', async () => {
+    const api = await startApi({ listing: table, window });
+    const { report, events, tookMs } = await verify(api, window);
+    expect(report.endpoints.map((e) => [e.endpoint, e.findings, e.windowSeen])).toEqual([
+      ['GET /v1/statistics', [], 'either'],
+      ['GET /v1/bots', [], window],
+      ['GET /v1/bots/:id', [], window],
+      ['POST /v1/bots/:id', [], window],
+      // 2 a second leave 1 of 3 per 2 s after the first second: too few to tell the kinds apart
+      ['GET /v1/users/:id', [], 'unclear'],
+    ]);
+    expect(report.endpoints[4]?.notes).toEqual([
+      "window kind not probed: the endpoint's other limits leave 1 request after the end of its 1 s window",
+    ]);
+    expect(report.ok).toBe(true);
+
+    // What the API counted: every request sent, exactly as planned, endpoint by endpoint.
+    const plan = planVerification({ baseUrl: api.url, listing: table, window, token, graceMs });
+    for (const endpoint of report.endpoints) {
+      const planned = plan.endpoints.find((e) => e.endpoint === endpoint.endpoint);
+      expect([endpoint.endpoint, answeredOn(api, endpoint.endpoint).length]).toEqual([
+        endpoint.endpoint,
+        planned?.requests,
+      ]);
+    }
+    expect(api.answered).toHaveLength(plan.requests);
+
+    // Every endpoint began before any ended: they were probed together, and the run lasted about one window.
+    const firstDone = events.findIndex((e) => e.type === 'done');
+    expect(events.slice(0, firstDone).filter((e) => e.type === 'endpoint')).toHaveLength(names.length);
+    expect(plan.waitMs).toBeLessThan(LONGEST_MS + 1000);
+    expect(tookMs).toBeGreaterThanOrEqual(LONGEST_MS);
+    expect(tookMs).toBeLessThan(LONGEST_MS + 8000);
+  });
+});
+
+describe('APIs that do not honour the table, probed all at once', () => {
+  it('a limit off by one and an endpoint without a limit: told on those endpoints only', async () => {
+    const listing = table
+      .filter((row) => row.path !== '/v1/bots/:id' || row.method !== 'GET')
+      .map((row) => (row.path === '/v1/bots' ? { ...row, limit: 5 } : row));
+    const api = await startApi({ listing });
+    const { report } = await verify(api);
+    expect(failing(report)).toEqual({
+      'GET /v1/bots': [
+        'allowed 5 requests, contract says 4',
+        'RateLimit-Policy says "GET /v1/bots";q=5;w=2, contract says q=4;w=2',
+        'RateLimit says "GET /v1/bots";r=4;t=2 on request 1, expected r=3',
+        'X-RateLimit-Limit says 5, contract says 4',
+        'X-RateLimit-Remaining says 4 on request 1, expected 3',
+      ],
+      'GET /v1/bots/:id': ['allowed 4 requests, contract says 3'],
+    });
+    // The API answered both of them limit + 1 requests, and nothing more.
+    expect(answeredOn(api, 'GET /v1/bots')).toHaveLength(5);
+    expect(answeredOn(api, 'GET /v1/bots/:id').map((a) => a.status)).toEqual([200, 200, 200, 200]);
+  });
+
+  it('path parameters counted separately: told on each endpoint with path parameters', async () => {
+    const api = await startApi({ listing: table, key: 'path' });
+    const { report } = await verify(api);
+    expect(Object.keys(failing(report))).toEqual(['GET /v1/bots/:id', 'POST /v1/bots/:id', 'GET /v1/users/:id']);
+    for (const findings of Object.values(failing(report))) {
+      expect(findings[0]).toBe('path parameters counted separately');
+    }
+  });
+
+  it('one counter per address: another token shares it, told on every endpoint', async () => {
+    const api = await startApi({ listing: table, key: 'ip' });
+    const { report } = await verify(api);
+    expect(failing(report)).toEqual(
+      Object.fromEntries(names.map((name) => [name, ['a different token shares the counter']])),
+    );
+  });
+
+  it('sliding windows where fixed ones are expected: the kind told, with the counts seen', async () => {
+    const api = await startApi({ listing: table, window: 'sliding' });
+    // GET /v1/users/:id is left out: its limits leave too few requests after a window's end to tell the kinds apart.
+    const { report } = await verify(api, 'fixed', names.slice(0, 4));
+    const sliding = (limit: number) =>
+      `sliding window: allowed ${limit - 1} request${limit === 2 ? '' : 's'} before the end of a window and 1 ` +
+      `after it, then 429; a fixed window allows ${limit} after it`;
+    expect(failing(report)).toEqual({
+      'GET /v1/bots': [sliding(4)],
+      'GET /v1/bots/:id': [sliding(3)],
+      'POST /v1/bots/:id': [sliding(2)],
+    });
+  });
+
+  it('a ban half-way: each endpoint it stops is told so, naming the 403, and none as a wrong limit', async () => {
+    // The second 429 bans the token for a minute.
+    const api = await startApi({ listing: table, ban: { after: 2, within: 60_000, duration: 60_000 } });
+    const { report } = await verify(api);
+    const banned = Object.values(failing(report));
+    expect(banned.length).toBeGreaterThan(0);
+    for (const findings of banned) {
+      expect(findings).toEqual([
+        expect.stringMatching(
+          /^banned by the server: 403 on request \d+(, with the other token)? \(Retry-After: \d+\); not probed further$/,
+        ),
+      ]);
+    }
+    // The API answered 403 once per endpoint told banned: each stopped at its first 403.
+    expect(api.answered.filter((a) => a.status === 403)).toHaveLength(banned.length);
+  });
+});

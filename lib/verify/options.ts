@@ -1,0 +1,257 @@
+// The verifier's options, checked once into a run: the endpoints to probe, their paths, tokens, clock and I/O.
+import { randomBytes } from 'node:crypto';
+import { closest } from 'fastest-levenshtein';
+import { compile, pathToRegexp } from 'path-to-regexp';
+import { Checker } from '../check.js';
+import { listingNames } from '../listings.js';
+import { checkTable, endpointsOf, rowShape } from '../table.js';
+import type { Limit, WindowKind } from '../windows.js';
+import type { VerifyEvent, VerifyOptions } from './types.js';
+
+export const SOURCE = 'verifyContract';
+const windowKinds = ['fixed', 'sliding'] as const satisfies readonly WindowKind[];
+const optionNames = [
+  'baseUrl',
+  'listing',
+  'token',
+  'otherToken',
+  'only',
+  'params',
+  'window',
+  'concurrency',
+  'graceMs',
+  'timeoutMs',
+  'fetch',
+  'sleep',
+  'now',
+  'onProgress',
+] as const;
+
+/** The longest a timer may be set for: a longer wait is slept in parts. */
+const LONGEST_TIMER_MS = 2 ** 31 - 1;
+
+/** One endpoint to probe. */
+export interface Target {
+  /** `<METHOD> <path>`, as in the table. */
+  readonly name: string;
+  readonly method: string;
+  readonly path: string;
+  /** Its rows, shortest window first. */
+  readonly limits: readonly Limit[];
+  /** The paths requested: one, or two with other path parameters. */
+  readonly paths: readonly string[];
+}
+
+/** What probes read of a run: the same for the real one and for a plan's simulated one. */
+export interface Settings {
+  readonly token: string | undefined;
+  readonly otherToken: string;
+  readonly window: WindowKind;
+  readonly graceMs: number;
+}
+
+export interface Run extends Settings {
+  readonly baseUrl: string;
+  /** The scheme, host and port of the base URL: the targets' paths start with its path. */
+  readonly origin: string;
+  readonly targets: readonly Target[];
+  readonly concurrency: number;
+  readonly timeoutMs: number;
+  readonly fetch: typeof fetch;
+  readonly sleep: (ms: number) => Promise<void>;
+  readonly now: () => number;
+  readonly onProgress: (event: VerifyEvent) => void;
+}
+
+const check: Checker = new Checker(SOURCE);
+
+function invalid(field: string, message: string): never {
+  return check.invalid(`options.${field}`, message);
+}
+
+/** The base URL's origin, and its path without a trailing slash (empty at the root). */
+function checkBaseUrl(value: unknown): { origin: string; base: string } {
+  let url: URL | undefined;
+  if (typeof value === 'string' || value instanceof URL) {
+    try {
+      url = new URL(value);
+    } catch {
+      url = undefined;
+    }
+  }
+  if (!url || (url.protocol !== 'http:' && url.protocol !== 'https:') || url.search || url.hash) {
+    invalid('baseUrl', `must be an http or https URL without query or fragment; got ${JSON.stringify(String(value))}.`);
+  }
+  return { origin: url.origin, base: url.pathname.replace(/\/+$/, '') };
+}
+
+function checkToken(field: string, value: unknown): string | undefined {
+  if (value === undefined) return undefined;
+  // A header value: visible ASCII and inner spaces, nothing fetch would refuse or trim.
+  if (typeof value !== 'string' || !/^[\x21-\x7e]([\x20-\x7e]*[\x21-\x7e])?$/.test(value)) {
+    invalid(field, 'must be a non-empty header value of printable ASCII, without spaces at either end.');
+  }
+  return value;
+}
+
+function checkWhole(
+  field: string,
+  value: unknown,
+  fallback: number,
+  least: number,
+  unit: string,
+  most = Number.MAX_SAFE_INTEGER,
+): number {
+  if (value === undefined) return fallback;
+  if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < least || value > most) {
+    const range = most === Number.MAX_SAFE_INTEGER ? `${least} or more` : `from ${least} to ${most}`;
+    invalid(field, `must be a whole number of ${unit}, ${range}; got ${String(value)}.`);
+  }
+  return value;
+}
+
+function checkFunction<T>(field: string, value: unknown, fallback: T): T {
+  if (value === undefined) return fallback;
+  if (typeof value !== 'function') invalid(field, 'must be a function.');
+  return value as T;
+}
+
+function checkOnly(value: unknown, names: readonly string[], listing: string): Set<string> | undefined {
+  if (value === undefined) return undefined;
+  if (!Array.isArray(value) || value.length === 0) invalid('only', 'must be a non-empty array of endpoint names.');
+  value.forEach((name: unknown, i) => {
+    if (typeof name !== 'string' || !names.includes(name)) {
+      const meant = JSON.stringify(closest(String(name), names as string[]));
+      invalid(`only[${i}]`, `${JSON.stringify(name)} is not an endpoint of ${listing}. Did you mean ${meant}?`);
+    }
+  });
+  return new Set(value as string[]);
+}
+
+/** The next value of a path parameter: the number plus one, or the value with `-2` appended. */
+function secondValue(value: string): string {
+  return /^\d+$/.test(value) ? String(BigInt(value) + 1n) : `${value}-2`;
+}
+
+function checkParams(value: unknown, known: ReadonlySet<string>): Map<string, readonly [string, string]> {
+  const params = new Map<string, readonly [string, string]>();
+  if (value === undefined) return params;
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) {
+    invalid('params', 'must be an object of path parameter values, e.g. { id: "123" }.');
+  }
+  for (const [name, given] of Object.entries(value)) {
+    if (!known.has(name)) {
+      const names = [...known].map((n) => `:${n}`).join(', ') || 'none';
+      invalid(`params.${name}`, `is not a path parameter of the endpoints checked (parameters: ${names}).`);
+    }
+    const values: unknown[] = Array.isArray(given) ? given : [given];
+    if (values.length < 1 || values.length > 2 || !values.every((v) => typeof v === 'string' && v !== '')) {
+      invalid(`params.${name}`, 'must be a non-empty string, or an array of one or two of them.');
+    }
+    const [first, second] = values as [string, string | undefined];
+    if (second === first) {
+      invalid(`params.${name}`, `must have two different values; got ${JSON.stringify(first)} twice.`);
+    }
+    params.set(name, [first, second ?? secondValue(first)]);
+  }
+  return params;
+}
+
+/** The paths of a row: the first and, when it has path parameters, the second with every parameter's second value. */
+function pathsOf(path: string, params: ReadonlyMap<string, readonly [string, string]>): string[] {
+  const { keys } = pathToRegexp(path);
+  const toPath = compile(path, { encode: encodeURIComponent });
+  const defaults = ['1', '2'] as const;
+  const fill = (which: 0 | 1) =>
+    toPath(
+      Object.fromEntries(
+        keys.map((key) => {
+          const value = params.get(key.name)?.[which] ?? defaults[which];
+          return [key.name, key.type === 'wildcard' ? [value] : value];
+        }),
+      ),
+    );
+  return keys.length === 0 ? [fill(0)] : [fill(0), fill(1)];
+}
+
+/**
+ * An endpoint's rows, shortest window first. Each must allow more requests than the one before it: a row whose
+ * limit a longer window's row does not exceed never refuses a request alone, and no probe can tell it is there.
+ */
+function sortedLimits(limits: readonly Limit[], name: string, rowIndex: (limit: Limit) => number): Limit[] {
+  const sorted = [...limits].sort((a, b) => a.windowMs - b.windowMs);
+  sorted.forEach((row, i) => {
+    const longer = sorted.slice(i + 1).find((other) => other.limit <= row.limit);
+    if (longer) {
+      const per = (l: Limit) => `${l.limit} per ${l.windowMs / 1000} s`;
+      check.fail(
+        'ERR_INVALID_ROW',
+        `options.listing[${rowIndex(row)}]`,
+        `(${name}, ${per(row)}) is never reached: options.listing[${rowIndex(longer)}] allows no more ` +
+          `(${per(longer)}), so it refuses first. The rows of one endpoint must allow more requests as their ` +
+          'windows grow.',
+      );
+    }
+  });
+  return sorted;
+}
+
+/** The default sleep: a timer, in parts of at most 2^31-1 ms for a longer wait (a window may last a year). */
+async function sleep(ms: number): Promise<void> {
+  for (let left = ms; left > 0; left -= LONGEST_TIMER_MS) {
+    await new Promise<void>((done) => setTimeout(done, Math.min(left, LONGEST_TIMER_MS)));
+  }
+}
+
+export function resolve(options: VerifyOptions): Run {
+  if (typeof options !== 'object' || options === null)
+    check.invalid('options', 'must be an object { baseUrl, listing }.');
+  check.unknownKeys(options, optionNames, (key) => `options.${key}`);
+  const { origin, base } = checkBaseUrl(options.baseUrl);
+  if (options.listing === undefined) {
+    const names = listingNames.map((name) => JSON.stringify(name));
+    invalid(
+      'listing',
+      `is required: ${new Intl.ListFormat('en', { type: 'disjunction' }).format([...names, 'an array of rows'])}.`,
+    );
+  }
+  const rows = checkTable(check, options.listing, 'options.listing', true);
+  const listingName = typeof options.listing === 'string' ? `listing ${options.listing}` : 'the table';
+  const endpoints = endpointsOf(rows);
+  const names = endpoints.map((endpoint) => endpoint.name);
+  const only = checkOnly(options.only, names, listingName);
+  const chosen = endpoints.filter((endpoint) => !only || only.has(endpoint.name));
+  const known = new Set(chosen.flatMap((endpoint) => pathToRegexp(endpoint.path).keys.map((key) => key.name)));
+  const params = checkParams(options.params, known);
+  const token = checkToken('token', options.token);
+  const otherToken =
+    checkToken('otherToken', options.otherToken) ?? `listing-limits-verify-${randomBytes(8).toString('hex')}`;
+  if (otherToken === token) invalid('otherToken', 'must differ from options.token.');
+  const targets = chosen.map(({ name, method, path, limits }) => {
+    const shape = rowShape({ method, path });
+    const rowIndex = (limit: Limit) =>
+      rows.findIndex((row) => rowShape(row) === shape && row.windowMs === limit.windowMs);
+    return {
+      name,
+      method,
+      path,
+      limits: sortedLimits(limits, name, rowIndex),
+      paths: pathsOf(path, params).map((p) => `${base}${p}`),
+    };
+  });
+  return {
+    baseUrl: `${origin}${base}`,
+    origin,
+    targets,
+    token,
+    otherToken,
+    window: options.window === undefined ? 'fixed' : check.oneOf(options.window, windowKinds, 'options.window'),
+    concurrency: checkWhole('concurrency', options.concurrency, targets.length, 1, 'endpoints'),
+    graceMs: checkWhole('graceMs', options.graceMs, 1000, 0, 'milliseconds'),
+    timeoutMs: checkWhole('timeoutMs', options.timeoutMs, 10_000, 1, 'milliseconds', LONGEST_TIMER_MS),
+    fetch: checkFunction('fetch', options.fetch, globalThis.fetch),
+    sleep: checkFunction('sleep', options.sleep, sleep),
+    now: checkFunction('now', options.now, Date.now),
+    onProgress: checkFunction('onProgress', options.onProgress, () => {}),
+  };
+}

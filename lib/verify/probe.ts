@@ -1,0 +1,533 @@
+// One endpoint's probe: the requests and waits that check it, as steps a runner carries out against a server.
+import type { Limit, WindowKind } from '../windows.js';
+import { Counted, marginMs, type Span } from './counted.js';
+import { type Answer, checkFields, checkRetryAfter, type Expectation, FIELDS, fieldsOf } from './fields.js';
+import { Findings, requests, shown, tenths } from './findings.js';
+import type { Settings, Target } from './options.js';
+import type { EndpointReport, WaitReason, WindowSeen } from './types.js';
+
+/** What a probe asks its runner to do next. */
+export type Step =
+  | { readonly kind: 'send'; readonly path: string; readonly authorization: string | undefined }
+  | { readonly kind: 'wait'; readonly ms: number; readonly reason: WaitReason };
+
+/** What the runner gives back: the response to a request, or why none came; nothing after a wait. */
+export type Reply =
+  { readonly status: number; readonly headers: Headers; readonly at: number } | { readonly failed: string } | undefined;
+
+/** A probe under way: it yields steps, is given their replies, and returns the endpoint's report. */
+export type Probing = Generator<Step, EndpointReport, Reply>;
+
+/** What the probes of one run share. */
+export interface Shared {
+  /** Whether a probe has seen the server ban this client: from then on, every 403 is that ban. */
+  banned: boolean;
+}
+
+/** A request that got no response: the endpoint cannot be probed further. */
+class RequestFailed extends Error {}
+
+/** A 403 of a server that banned this client: the endpoint is not probed further. */
+class Banned extends Error {}
+
+/** One row of the endpoint, with what the probe derives from it. */
+interface Row {
+  readonly index: number;
+  readonly limit: number;
+  readonly windowMs: number;
+  readonly seconds: number;
+  /** How far from the window's end requests are kept. */
+  readonly margin: number;
+  /** What opens the findings of this row: nothing for an endpoint of one row, else `3 per 10 s: `. */
+  readonly label: string;
+}
+
+/** A client's counter as both kinds of window count it: they differ only once a window has ended. */
+class Client {
+  readonly counted: Record<WindowKind, Counted>;
+
+  constructor(limits: readonly Limit[], graceMs: number) {
+    this.counted = { fixed: new Counted(limits, 'fixed', graceMs), sliding: new Counted(limits, 'sliding', graceMs) };
+  }
+
+  record(answer: Answer): void {
+    const passed = answer.status !== 429;
+    this.counted.fixed.record(answer, passed);
+    this.counted.sliding.record(answer, passed);
+  }
+
+  /** What a server counting windows of `kind` tells in the fields of `answer` (recorded already). */
+  expect(kind: WindowKind, answer: Span): Expectation {
+    const counted = this.counted[kind];
+    return { counts: counted.limits.map((_limit, i) => counted.count(i, answer)), shown: counted.shown(answer) };
+  }
+}
+
+/** Fields checked without a count: the policy, windows and formats only. */
+const UNKNOWN: Expectation = { counts: [], shown: undefined };
+
+/** The first row's first window, as the probe across its end needs it. */
+interface FirstWindow {
+  /** When its opening request was sent, and that request. */
+  readonly start: number;
+  readonly opening: Answer;
+  /** The request over the limit, and its Retry-After when usable. */
+  readonly refused: Answer;
+  readonly retryAfter: number | undefined;
+  /** When the rest of the limit began to be sent from the window's middle, and when the last of it was answered. */
+  readonly beforeStart: number;
+  readonly beforeEnd: number;
+  /** How many requests to send after the window's end: as many as a fixed window lets pass. */
+  readonly fits: number;
+  /** Whether the requests across the window's end can tell its kind. */
+  readonly kindProbe: boolean;
+}
+
+/** The requests of a burst: how many passed before the first 429, which ends it. */
+interface Burst {
+  readonly passed: number;
+  readonly answers: readonly Answer[];
+  readonly refused?: Answer;
+}
+
+/**
+ * One endpoint's probe. Its first row (of several, the one of the shortest window) gets one request at the start of
+ * a window, the rest of its limit from the window's middle and one more, refused; then, once the window has ended,
+ * as many as a fixed window lets pass: a fixed window lets them all pass, a sliding one only the place of the
+ * window's first request. Another token then gets its own counter, over both paths when there are path parameters.
+ * Each further row is filled up, each request sent when the other rows surely let it pass, until one more is
+ * refused, and must let a request pass once its window has let go.
+ */
+export class Probe {
+  private readonly found = new Findings();
+  private readonly fieldsSeen = new Set<string>();
+  private readonly rows: readonly Row[];
+  private readonly own: Client;
+  /** The paths, per token, that were served (answered neither 403 nor 429): a 403 there later is a ban. */
+  private readonly served = new Set<string>();
+  private requests = 0;
+  private boundaryRequests = 0;
+  private waitMs = 0;
+  private windowSeen: WindowSeen;
+
+  constructor(
+    private readonly run: Settings,
+    private readonly target: Target,
+    private readonly now: () => number,
+    private readonly shared: Shared,
+  ) {
+    const several = target.limits.length > 1;
+    this.rows = target.limits.map(({ limit, windowMs }, index) => ({
+      index,
+      limit,
+      windowMs,
+      seconds: windowMs / 1000,
+      margin: marginMs(windowMs, run.graceMs),
+      label: several ? `${limit} per ${windowMs / 1000} s: ` : '',
+    }));
+    this.own = new Client(target.limits, run.graceMs);
+    this.windowSeen = !several && (target.limits[0] as Limit).limit === 1 ? 'either' : 'unclear';
+  }
+
+  *report(): Probing {
+    try {
+      yield* this.probe();
+    } catch (error) {
+      if (error instanceof RequestFailed) this.found.find('request', `request failed: ${error.message}`);
+      else if (error instanceof Banned) this.found.find('banned', error.message);
+      else throw error;
+    }
+    const missing = FIELDS.filter((field) => !this.fieldsSeen.has(field));
+    if (missing.length === FIELDS.length) this.found.note('sent no rate-limit fields');
+    else if (missing.length > 0) this.found.note(`sent no ${missing.join(', ')}`);
+    const { name, method, path, limits, paths } = this.target;
+    const findings = this.found.all;
+    const first = limits[0] as Limit;
+    return {
+      endpoint: name,
+      method,
+      path,
+      limit: first.limit,
+      windowMs: first.windowMs,
+      limits,
+      paths,
+      requests: this.requests,
+      waitMs: this.waitMs,
+      boundaryRequests: this.boundaryRequests,
+      boundaryWaitMs: 0,
+      ok: findings.length === 0,
+      findings,
+      notes: this.found.notes,
+      windowSeen: this.windowSeen,
+    };
+  }
+
+  private *send(path: string, authorization: string | undefined): Generator<Step, Answer, Reply> {
+    this.requests++;
+    const sent = this.now();
+    const reply = yield { kind: 'send', path, authorization };
+    if (reply === undefined) throw new TypeError('A request was answered with nothing.');
+    if ('failed' in reply) throw new RequestFailed(reply.failed);
+    const answer: Answer = { status: reply.status, headers: reply.headers, sent, at: reply.at };
+    const other = authorization !== undefined && authorization === this.run.otherToken;
+    const key = `${other ? 'other' : 'own'} ${path}`;
+    const retryAfter = answer.headers.get('retry-after');
+    // A route may answer 403 to every request, counted like any other; a ban comes where requests were served, or
+    // says when it ends.
+    if (answer.status === 403 && (retryAfter !== null || this.served.has(key) || this.shared.banned)) {
+      this.shared.banned = true;
+      throw new Banned(
+        `banned by the server: 403 on request ${this.requests}${other ? ', with the other token' : ''}` +
+          `${retryAfter === null ? '' : ` (Retry-After: ${shown(retryAfter)})`}; not probed further`,
+      );
+    }
+    if (answer.status !== 403 && answer.status !== 429) this.served.add(key);
+    fieldsOf(answer, this.fieldsSeen);
+    if (answer.status !== 429 && answer.status >= 400) {
+      this.found.note(`${this.target.method} ${path} answered ${answer.status}`);
+    }
+    return answer;
+  }
+
+  private *wait(ms: number, reason: WaitReason): Generator<Step, void, Reply> {
+    const wait = Math.ceil(ms);
+    if (wait <= 0) return;
+    this.waitMs += wait;
+    yield { kind: 'wait', ms: wait, reason };
+  }
+
+  private find(key: string, text: string): void {
+    this.found.find(key, text);
+  }
+
+  private checkFields(answer: Answer, expected: Expectation): void {
+    checkFields(answer, this.target.limits, expected, this.found);
+  }
+
+  private checkRetryAfter(answer: Answer, row: Row): number | undefined {
+    return checkRetryAfter(answer, row.windowMs, this.found, row.label);
+  }
+
+  /**
+   * Sends up to `max` requests on `client`'s counter, cycling through `paths`, and stops at the first 429. Each
+   * answer's fields are checked as windows of the expected kind count them: before any window's end both kinds
+   * count alike.
+   */
+  private *burst(
+    client: Client,
+    paths: readonly string[],
+    max: number,
+    authorization: string | undefined,
+  ): Generator<Step, Burst, Reply> {
+    const answers: Answer[] = [];
+    for (let n = 0; n < max; n++) {
+      const answer = yield* this.send(paths[n % paths.length] as string, authorization);
+      answers.push(answer);
+      client.record(answer);
+      this.checkFields(answer, client.expect(this.run.window, answer));
+      if (answer.status === 429) return { passed: n, answers, refused: answer };
+    }
+    return { passed: max, answers };
+  }
+
+  /**
+   * Whether more than `limit` requests passed only because they took longer than a window, which may have ended on
+   * the way: then nothing can be told of the limit, and that is the finding.
+   */
+  private tooSlow(row: Row, passed: number, start: number): boolean {
+    const took = this.now() - start;
+    if (passed <= row.limit || took < row.windowMs) return false;
+    this.find(
+      `limit ${row.index}`,
+      `${row.label}inconclusive: ${requests(passed)} took ${Number((took / 1000).toFixed(1))} s, ` +
+        `longer than the contract's window of ${row.seconds} s`,
+    );
+    return true;
+  }
+
+  private *probe(): Generator<Step, void, Reply> {
+    const first = yield* this.firstWindow();
+    if (!first || !(yield* this.acrossTheEnd(first))) return;
+    yield* this.otherClient();
+    if (this.found.any) return;
+    const kind = this.windowSeen === 'fixed' || this.windowSeen === 'sliding' ? this.windowSeen : this.run.window;
+    for (const row of this.rows.slice(1)) if (!(yield* this.fill(row, kind))) return;
+  }
+
+  /**
+   * The first row's window: one request opens it (a counter already in use is waited out once), the rest of the
+   * limit follows from its middle, then one more, which must be refused. Returns what the window's end is probed
+   * with, or undefined when the probe ends here.
+   */
+  private *firstWindow(): Generator<Step, FirstWindow | undefined, Reply> {
+    const { run, target } = this;
+    const row = this.rows[0] as Row;
+    const { limit, windowMs, margin, label } = row;
+    const [first] = target.paths as [string];
+    let start = this.now();
+    let opening = yield* this.send(first, run.token);
+    if (opening.status === 429) {
+      // A whole window: a sliding one frees a request when Retry-After says, but is empty only a window later.
+      const wait = Math.max(...this.rows.map((r) => r.windowMs)) + run.graceMs;
+      this.found.note(`the counter was in use: waited ${Math.ceil(wait / 1000)} s for a fresh window`);
+      yield* this.wait(wait, 'busy');
+      start = this.now();
+      opening = yield* this.send(first, run.token);
+    }
+    this.own.record(opening);
+    this.checkFields(opening, this.own.expect(run.window, opening));
+    if (opening.status === 429) {
+      this.find('limit 0', `${label}allowed 0 requests, contract says ${limit}`);
+      this.checkRetryAfter(opening, row);
+      return undefined;
+    }
+
+    if (limit > 1) yield* this.wait(start + windowMs / 2 - this.now(), 'boundary');
+    const beforeStart = this.now();
+    const rest = yield* this.burst(this.own, [first], limit, run.token);
+    const passed = 1 + rest.passed;
+    if (this.tooSlow(row, passed, start)) return undefined;
+    if (passed !== limit) {
+      this.find('limit 0', `${label}allowed ${requests(passed)}, contract says ${limit}`);
+      if (rest.refused) this.checkRetryAfter(rest.refused, row);
+      return undefined;
+    }
+    const refused = rest.refused as Answer;
+    const retryAfter = this.checkRetryAfter(refused, row);
+    const beforeEnd = limit > 1 ? (rest.answers[limit - 2] as Answer).at : beforeStart;
+    // After the window's end, a fixed window lets the limit pass: of several limits, as many as the others leave.
+    const fixed = this.own.counted.fixed;
+    // One at least, to see the window open again, even where other traffic has used up what the others leave.
+    const fits = Math.max(Math.min(limit, ...this.rows.slice(1).map((r) => fixed.least(r.index, this.now()))), 1);
+    let kindProbe = limit > 1 && fits > 1;
+    if (this.rows.length > 1 && limit === 1) {
+      this.found.note('window kind not probed: its shortest limit is 1 request, which both kinds count alike');
+    } else if (limit > 1 && !kindProbe) {
+      this.found.note(
+        `window kind not probed: the endpoint's other limits leave ${requests(fits)} after the end of its ` +
+          `${row.seconds} s window`,
+      );
+    }
+    if (kindProbe && (beforeEnd - start > windowMs - margin || beforeEnd - start >= windowMs)) {
+      this.find(
+        'boundary',
+        `${label}window kind inconclusive: ${requests(limit - 1)} sent from the middle of a window took ` +
+          `${tenths(beforeEnd - beforeStart)} s, too close to its end`,
+      );
+      kindProbe = false;
+    }
+    return {
+      start,
+      opening,
+      refused,
+      retryAfter,
+      beforeStart,
+      beforeEnd,
+      fits,
+      kindProbe,
+    };
+  }
+
+  /**
+   * The first row's window ends: it must open again. A fixed window then lets the whole limit pass (of several
+   * limits, as many as the others leave), a sliding one only the place of the window's first request. A Retry-After
+   * that ends well within the window is checked first: a client that obeys it must be served. Returns whether the
+   * probe goes on.
+   */
+  private *acrossTheEnd(window: FirstWindow): Generator<Step, boolean, Reply> {
+    const { run } = this;
+    const row = this.rows[0] as Row;
+    const { limit, windowMs, margin, label } = row;
+    const [first] = this.target.paths as [string];
+    const { start, opening, refused, retryAfter } = window;
+    const retryEnd = retryAfter === undefined ? Infinity : refused.at + retryAfter * 1000;
+    if (retryEnd + run.graceMs < start + windowMs - margin) {
+      yield* this.wait(retryEnd + run.graceMs - this.now(), 'window');
+      const again = yield* this.send(first, run.token);
+      this.own.record(again);
+      if (again.status === 429) {
+        this.find('window 0', `${label}still refused when Retry-After had passed (${retryAfter} s)`);
+      } else {
+        this.find(
+          'window 0',
+          `${label}allowed ${requests(limit + 1)} within ${tenths(again.at - start)} s once Retry-After had ` +
+            `passed (${retryAfter} s), contract says ${limit} per ${row.seconds} s`,
+        );
+      }
+      return false;
+    }
+
+    yield* this.wait(opening.at + windowMs + margin - this.now(), 'window');
+    const { fits, kindProbe } = window;
+    const after: Answer[] = [];
+    const expected: Record<WindowKind, Expectation>[] = [];
+    while (after.length < fits && after.at(-1)?.status !== 429) {
+      if (after.length > 0) this.boundaryRequests++;
+      const answer = yield* this.send(first, run.token);
+      this.own.record(answer);
+      expected.push({ fixed: this.own.expect('fixed', answer), sliding: this.own.expect('sliding', answer) });
+      after.push(answer);
+    }
+    const last = after.at(-1) as Answer;
+    if (last === after[0] && last.status === 429) {
+      this.checkFields(last, UNKNOWN);
+      this.find(
+        'window 0',
+        retryEnd < start + windowMs
+          ? `${label}still refused when Retry-After had passed (${retryAfter} s)`
+          : `${label}window longer than the contract's: still refused when its ${row.seconds} s had passed`,
+      );
+      this.checkRetryAfter(last, row);
+      return false;
+    }
+    if (kindProbe) this.windowSeen = this.kindSeen(row, window, after);
+    const seen = this.windowSeen;
+    const kind = seen === 'either' ? 'fixed' : seen;
+    after.forEach((answer, i) => {
+      this.checkFields(answer, kind === 'unclear' ? UNKNOWN : (expected[i] as Record<WindowKind, Expectation>)[kind]);
+    });
+    return true;
+  }
+
+  /**
+   * Tells the kind of window from the requests across the end of the first row's window: `limit - 1` sent from its
+   * middle, done at least the margin before its end, then `after`, the margin after its end, up to `fits` until the
+   * first 429. Fixed windows let them all pass within less than a window; a sliding window still holds the
+   * `limit - 1`, so it lets one pass and refuses the next. A side that does not fit its time tells nothing.
+   */
+  private kindSeen(row: Row, window: FirstWindow, after: readonly Answer[]): WindowSeen {
+    const { run } = this;
+    const { limit, windowMs, seconds, label } = row;
+    const { beforeStart, beforeEnd, fits } = window;
+    const last = after.at(-1) as Answer;
+    const passed = after.length - (last.status === 429 ? 1 : 0);
+    const span = last.at - beforeStart;
+    let seen: WindowSeen = 'unclear';
+    if (passed === 1 && last.status === 429) seen = 'sliding';
+    else if (passed < fits) {
+      this.find(
+        'boundary',
+        `${label}neither fixed nor sliding window: allowed ${requests(limit - 1)} before the end of a window and ` +
+          `${passed} after it; a fixed window allows ${fits} after it, a sliding one 1`,
+      );
+    } else if (span < windowMs) seen = 'fixed';
+    else {
+      this.find(
+        'boundary',
+        `${label}window kind inconclusive: ${requests(limit - 1 + fits)} across the end of a window took ` +
+          `${tenths(span)} s, not less than the window of ${seconds} s`,
+      );
+    }
+    if (seen === 'fixed' && run.window === 'sliding') {
+      this.find(
+        'boundary',
+        `${label}fixed window: allowed ${requests(limit - 1 + fits)} within ${tenths(span)} s across the end of a ` +
+          `window (${limit - 1} before it, ${fits} after it); a sliding window allows ${limit} in any ${seconds} s`,
+      );
+    } else if (seen === 'sliding') {
+      if (run.window === 'fixed') {
+        this.find(
+          'boundary',
+          `${label}sliding window: allowed ${requests(limit - 1)} before the end of a window and 1 after it, ` +
+            `then 429; a fixed window allows ${fits} after it`,
+        );
+      }
+      const retryAfter = this.checkRetryAfter(last, row);
+      // The oldest request counted is the first sent from the middle of the window: it leaves a window after it.
+      const soonest = Math.floor((beforeStart + windowMs - last.at) / 1000);
+      const latest = Math.ceil((beforeEnd + windowMs - (after[0] as Answer).at) / 1000);
+      if (retryAfter !== undefined && (retryAfter < soonest || retryAfter > latest)) {
+        this.find(
+          'retry-after-boundary',
+          `${label}Retry-After says ${retryAfter} on the 429 after the end of a window; its oldest request ` +
+            `counted leaves the window in ${soonest === latest ? soonest : `${soonest} to ${latest}`} s`,
+        );
+      }
+    }
+    return seen;
+  }
+
+  /**
+   * Another client has a counter of its own: one request with another token passes while this client's counter is
+   * full. With path parameters, that client's `limit + 1` requests alternate between the two paths (the second
+   * first): the last is refused, since both paths count on one counter.
+   */
+  private *otherClient(): Generator<Step, void, Reply> {
+    const { run, target } = this;
+    const row = this.rows[0] as Row;
+    const [first, second] = target.paths as [string, string?];
+    const start = this.now();
+    const client = new Client(target.limits, run.graceMs);
+    const paths = second === undefined ? [first] : [second, first];
+    const burst = yield* this.burst(client, paths, second === undefined ? 1 : row.limit + 1, run.otherToken);
+    if (burst.answers[0]?.status === 429) {
+      this.find('token', 'a different token shares the counter');
+      return;
+    }
+    if (second === undefined || this.tooSlow(row, burst.passed, start)) return;
+    if (burst.passed > row.limit) this.find('params', 'path parameters counted separately');
+    else if (burst.passed < row.limit) {
+      this.find(
+        'limit other',
+        `${row.label}allowed ${requests(burst.passed)} with another token, contract says ${row.limit}`,
+      );
+    }
+    if (burst.refused) this.checkRetryAfter(burst.refused, row);
+  }
+
+  /**
+   * Fills up a further row of an endpoint of several limits, each request sent when windows of `kind` surely let it
+   * pass on every other row, until one more is refused; once that row lets a request go, the next must pass. Returns
+   * whether everything held. A row that the shorter ones never let fill up within two of its windows is noted.
+   */
+  private *fill(row: Row, kind: WindowKind): Generator<Step, boolean, Reply> {
+    const { run } = this;
+    const counted = this.own.counted[kind];
+    const [path] = this.target.paths as [string];
+    const { index, limit, seconds, label } = row;
+    const began = this.now();
+    let refused: Answer | undefined;
+    while (!refused) {
+      const ready = counted.readyAt(this.now(), index);
+      if (ready - began > 2 * row.windowMs + 2 * row.margin) {
+        this.found.note(
+          `${label}not checked: the endpoint's shorter limits, with the margins kept around their windows' ends, ` +
+            `do not let ${requests(limit)} into ${seconds} s`,
+        );
+        return true;
+      }
+      yield* this.wait(ready - this.now(), 'limit');
+      const time = this.now();
+      const count = counted.count(index, { sent: time, at: time }) ?? 0;
+      const answer = yield* this.send(path, run.token);
+      this.own.record(answer);
+      this.checkFields(answer, this.own.expect(kind, answer));
+      if (count >= limit && answer.status !== 429) {
+        this.find(`limit ${index}`, `${label}allowed ${requests(count + 1)}, contract says ${limit}`);
+        return false;
+      }
+      if (count < limit && answer.status === 429) {
+        this.find(`limit ${index}`, `${label}allowed ${requests(count)}, contract says ${limit}`);
+        this.checkRetryAfter(answer, row);
+        return false;
+      }
+      if (answer.status === 429) refused = answer;
+    }
+    this.checkRetryAfter(refused, row);
+
+    const ready = counted.readyAt(this.now());
+    yield* this.wait(ready - this.now(), 'window');
+    const answer = yield* this.send(path, run.token);
+    this.own.record(answer);
+    this.checkFields(answer, this.own.expect(kind, answer));
+    if (answer.status === 429) {
+      this.find(
+        `window ${index}`,
+        `${label}window longer than the contract's: still refused when its ${seconds} s had passed`,
+      );
+      this.checkRetryAfter(answer, row);
+      return false;
+    }
+    return true;
+  }
+}

@@ -1,0 +1,121 @@
+// The command's progress on stderr: on a terminal a line per endpoint updated in place, elsewhere a line per event.
+import { MultiBar, type SingleBar } from 'cli-progress';
+import type { VerifyEvent, VerifyPlan, WaitReason } from './types.js';
+
+/** Where the command writes: the process's streams, or stand-ins in tests. */
+export interface Output {
+  write(text: string): unknown;
+  readonly isTTY?: boolean;
+}
+
+/** Shows a run's progress as its events come; `stop()` once it is over. */
+export interface Progress {
+  readonly onEvent: (event: VerifyEvent) => void;
+  stop(): void;
+}
+
+const why: Readonly<Record<WaitReason, string>> = {
+  busy: 'for the counter in use to reopen',
+  window: 'for the window to end',
+  boundary: "to send the rest of the limit before the window's end",
+  limit: 'for its other limits to allow the next request',
+};
+
+/** Milliseconds as whole seconds, rounded up, and minutes from a minute on: `4 min 2 s`. */
+export function seconds(ms: number): string {
+  const total = Math.ceil(ms / 1000);
+  if (total < 60) return `${total} s`;
+  const rest = total % 60;
+  return `${Math.floor(total / 60)} min${rest ? ` ${rest} s` : ''}`;
+}
+
+/** Progress for `plan` on `stream`: bars on a terminal, lines elsewhere (CI logs, files). */
+export function progressOn(stream: Output, plan: VerifyPlan): Progress {
+  return stream.isTTY ? new Bars(stream, plan) : new Lines(stream);
+}
+
+/** One line per event, each naming its endpoint: endpoints probed together interleave their lines. */
+class Lines implements Progress {
+  private readonly names = new Map<string, string>();
+
+  constructor(private readonly stream: Output) {}
+
+  readonly onEvent = (event: VerifyEvent): void => {
+    if (event.type === 'endpoint') {
+      const name = `[${event.index}/${event.total}] ${event.endpoint}`;
+      this.names.set(event.endpoint, name);
+      this.stream.write(`${name}: probing\n`);
+    } else if (event.type === 'wait') {
+      this.stream.write(`${this.names.get(event.endpoint)}: waiting ${seconds(event.ms)} ${why[event.reason]}\n`);
+    } else {
+      this.stream.write(`${this.names.get(event.result.endpoint)}: ${event.result.ok ? 'pass' : 'fail'}\n`);
+    }
+  };
+
+  stop(): void {}
+}
+
+interface Line {
+  readonly bar: SingleBar;
+  readonly total: number;
+  started: number | undefined;
+  status: string;
+}
+
+/**
+ * One line per endpoint of the plan, updated in place: a bar of the seconds it has run against those the plan gives
+ * it, and what it is doing. The lines stay on the terminal when the run is over.
+ */
+class Bars implements Progress {
+  private readonly bars: MultiBar;
+  private readonly lines = new Map<string, Line>();
+  private readonly timer: ReturnType<typeof setInterval>;
+
+  constructor(stream: Output, plan: VerifyPlan) {
+    this.bars = new MultiBar({
+      stream: stream as NodeJS.WritableStream,
+      format: '{endpoint}  [{bar}] {value}/{total} s  {status}',
+      barsize: 20,
+    });
+    const width = Math.max(...plan.endpoints.map((e) => e.endpoint.length));
+    for (const { endpoint, waitMs } of plan.endpoints) {
+      const total = Math.max(Math.ceil(waitMs / 1000), 1);
+      const bar = this.bars.create(total, 0, { endpoint: endpoint.padEnd(width), status: 'queued' });
+      this.lines.set(endpoint, { bar, total, started: undefined, status: 'queued' });
+    }
+    this.timer = setInterval(() => this.tick(), 250);
+  }
+
+  readonly onEvent = (event: VerifyEvent): void => {
+    const line = this.lines.get(event.type === 'done' ? event.result.endpoint : event.endpoint);
+    if (!line) return;
+    if (event.type === 'endpoint') {
+      line.started = Date.now();
+      line.status = 'probing';
+      this.update(line);
+    } else if (event.type === 'wait') {
+      line.status = `waiting ${seconds(event.ms)} ${why[event.reason]}`;
+      this.update(line);
+    } else {
+      line.started = undefined;
+      line.status = event.result.ok ? 'pass' : 'fail';
+      line.bar.update(line.total, { status: line.status });
+    }
+    this.bars.update();
+  };
+
+  private tick(): void {
+    for (const line of this.lines.values()) if (line.started !== undefined) this.update(line);
+  }
+
+  /** The seconds run so far, kept within the bar: a probe may run longer than planned. */
+  private update(line: Line): void {
+    const ran = Math.floor((Date.now() - (line.started ?? Date.now())) / 1000);
+    line.bar.update(Math.min(Math.max(ran, 0), line.total), { status: line.status });
+  }
+
+  stop(): void {
+    clearInterval(this.timer);
+    this.bars.stop();
+  }
+}
