@@ -120,7 +120,10 @@ describeRedis('redis store', () => {
     const l = listingLimits(rows, { store: redisStore(redis.client, { prefix }) });
     const filed = await l.requests.file(input);
     l.close();
-    expect(await scanKeys(redis.client, `${prefix}:*`)).toEqual([`${prefix}:{runtime}:requests`]);
+    expect(await scanKeys(redis.client, `${prefix}:*`)).toEqual([
+      `${prefix}:{runtime}:requests`,
+      `${prefix}:{runtime}:requests-seq`,
+    ]);
     const stored = await redis.client.hget(`${prefix}:{runtime}:requests`, filed.id);
     expect(stored).toContain(`"key":"${tokenKey(TOKEN)}"`);
     expect(stored).not.toContain('requester-token');

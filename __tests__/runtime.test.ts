@@ -395,8 +395,10 @@ describeRedis('the Redis store: what requests outside the table cost', () => {
           .expect(404);
       }
       const after = await commandCalls(redis);
-      // Besides INFO itself, only each instance's background read of the bans' version (HGET, twice a second).
-      const sent = [...after].filter(([name, calls]) => !['info', 'hget'].includes(name) && calls !== before.get(name));
+      // Besides INFO itself, only each instance's background read of the state's epoch and sequence number (HMGET).
+      const sent = [...after].filter(
+        ([name, calls]) => !['info', 'hmget'].includes(name) && calls !== before.get(name),
+      );
       expect(sent).toEqual([]);
     } finally {
       for (const limiter of limiters) limiter.close();
@@ -423,6 +425,8 @@ describeRedis('the Redis store: runtime state', () => {
       const redis = pairs.redis as Redis;
       const keys = await scanKeys(redis, `${pairs.prefix}:*`);
       expect(keys.filter((k) => k.includes('{'))).toEqual([
+        `${pairs.prefix}:{runtime}:changes`,
+        `${pairs.prefix}:{runtime}:ends`,
         `${pairs.prefix}:{runtime}:history`,
         `${pairs.prefix}:{runtime}:record`,
       ]);
@@ -432,6 +436,7 @@ describeRedis('the Redis store: runtime state', () => {
         if (type === 'string') values.push(String(await redis.get(key)));
         if (type === 'hash') values.push(...Object.entries(await redis.hgetall(key)).flat());
         if (type === 'list') values.push(...(await redis.lrange(key, 0, -1)));
+        if (type === 'zset') values.push(...(await redis.zrange(key, '0', '-1')));
       }
       expect(values.length).toBeGreaterThan(5);
       expect([...keys, ...values].filter((text) => text.includes('secret'))).toEqual([]);
