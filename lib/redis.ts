@@ -390,6 +390,7 @@ interface StateCommands {
   change(keys: string[], args: string[]): Promise<unknown>;
   putRequest(keys: string[], args: string[]): Promise<unknown>;
   hget(key: string, field: string): Promise<string | null>;
+  hset(key: string, field: string, value: string): Promise<unknown>;
   hmget(key: string, fields: string[]): Promise<(string | null)[]>;
   hgetall(key: string): Promise<Record<string, string>>;
   zrangebyscore(key: string, min: string, max: string): Promise<string[]>;
@@ -403,6 +404,7 @@ function commandsOf(client: unknown, nodeRedis: boolean): StateCommands {
   if (nodeRedis) {
     const redis = client as NodeRedisLike & {
       hGet(key: string, field: string): Promise<string | null>;
+      hSet(key: string, field: string, value: string): Promise<unknown>;
       hmGet(key: string, fields: string[]): Promise<(string | null)[]>;
       hGetAll(key: string): Promise<Record<string, string>>;
       zRangeByScore(key: string, min: string, max: string): Promise<string[]>;
@@ -417,6 +419,7 @@ function commandsOf(client: unknown, nodeRedis: boolean): StateCommands {
       change,
       putRequest,
       hget: (key, field) => redis.hGet(key, field),
+      hset: (key, field, value) => redis.hSet(key, field, value),
       hmget: (key, fields) => redis.hmGet(key, fields),
       hgetall: (key) => redis.hGetAll(key),
       zrangebyscore: (key, min, max) => redis.zRangeByScore(key, min, max),
@@ -428,6 +431,7 @@ function commandsOf(client: unknown, nodeRedis: boolean): StateCommands {
   }
   const redis = client as IoRedisLike & {
     hget(key: string, field: string): Promise<string | null>;
+    hset(key: string, field: string, value: string): Promise<unknown>;
     hmget(key: string, ...fields: string[]): Promise<(string | null)[]>;
     hgetall(key: string): Promise<Record<string, string>>;
     zrangebyscore(key: string, min: string, max: string): Promise<string[]>;
@@ -440,6 +444,7 @@ function commandsOf(client: unknown, nodeRedis: boolean): StateCommands {
     change: ioRedisScript(redis, 'listingLimitsChange', CHANGE_SCRIPT),
     putRequest: ioRedisScript(redis, 'listingLimitsPutRequest', PUT_REQUEST_SCRIPT),
     hget: (key, field) => redis.hget(key, field),
+    hset: (key, field, value) => redis.hset(key, field, value),
     hmget: (key, fields) => redis.hmget(key, ...fields),
     hgetall: (key) => redis.hgetall(key),
     zrangebyscore: (key, min, max) => redis.zrangebyscore(key, min, max),
@@ -462,10 +467,12 @@ function ioRedisScript(redis: IoRedisLike, name: string, lua: string) {
 }
 
 /**
- * Fields of the records' hash that are the state's own, not records (their names start with `#`); `#version` is
- * where versions before 0.3 kept their count of changes, read to know whether their records are there.
+ * Fields of the records' hash that are the state's own, not records (their names start with `#`). `#copy` is marked
+ * anew by the first instance that finds the state replaced by a copy behind it (its sequence number went back), so
+ * that every instance reads that copy whole as a replaced state, even one that reads it only after new changes have
+ * brought the sequence number past where it was.
  */
-const META = ['#epoch', '#seq', '#floor', '#version'];
+const META = ['#epoch', '#seq', '#floor', '#copy'];
 
 /** A number the state keeps, or 0 for none (or for a value that is not one). */
 function counted(value: string | null | undefined): number {
@@ -477,9 +484,9 @@ function counted(value: string | null | undefined): number {
  * The runtime state in Redis, under the store's prefix, on one hash tag so that a Cluster keeps it on one node: the
  * records' hash (`#epoch`, `#seq` and `#floor` besides the records), the changes and the ends (sorted sets), the
  * history (a list) and the grant requests (a hash, and its sequence number). Each instance reads the hash's
- * `#epoch` and `#seq` every REFRESH_MS, in one command; when they moved, the fields changed since its last read and
- * their values, two more; when the epoch is another, the sequence number went back, or the instance is behind the
- * changes kept, the whole hash.
+ * `#epoch`, `#seq`, `#floor` and `#copy` every REFRESH_MS, in one command; when the sequence number moved on, the
+ * fields changed since its last read and their values, two more; when the epoch or the copy is another, the sequence
+ * number went back, or the instance is behind the changes kept, the whole hash.
  */
 function redisState(redis: StateCommands, prefix: string): RuntimeState {
   const record = `${prefix}:{runtime}:record`;
@@ -489,30 +496,41 @@ function redisState(redis: StateCommands, prefix: string): RuntimeState {
   const requests = `${prefix}:{runtime}:requests`;
   const requestsSeq = `${prefix}:{runtime}:requests-seq`;
 
-  type Position = { readonly epoch: string | undefined; readonly seq: number };
-  const whole = async (known: Position | undefined): Promise<StateUpdate> => {
+  type Position = { readonly epoch: string | undefined; readonly seq: number; readonly copy: string | undefined };
+  const whole = async (known: Position | undefined): Promise<[StateUpdate, Position]> => {
     const all = await redis.hgetall(record);
     const epoch = all['#epoch'];
     const seq = counted(all['#seq']);
+    const copy = all['#copy'];
     const records = new Map<string, string>();
     for (const [field, value] of Object.entries(all)) if (!field.startsWith('#')) records.set(field, value);
-    const replaced = known?.epoch !== undefined && (epoch !== known.epoch || seq < known.seq);
-    return { kind: replaced ? 'replaced' : 'whole', epoch, seq, records };
+    const replaced = known?.epoch !== undefined && (epoch !== known.epoch || seq < known.seq || copy !== known.copy);
+    return [
+      { kind: replaced ? 'replaced' : 'whole', epoch, seq, records },
+      { epoch, seq, copy },
+    ];
   };
   // Plain reads, not scripts: what an instance reads in the background is told apart from what requests cost.
-  const read = async (known: Position | undefined): Promise<StateUpdate | undefined> => {
-    const [epochText, seqText, floorText, versionText] = await redis.hmget(record, META);
+  const read = async (known: Position | undefined): Promise<[StateUpdate, Position] | undefined> => {
+    const [epochText, seqText, floorText, copyText] = await redis.hmget(record, META);
     const epoch = epochText ?? undefined;
     const seq = counted(seqText);
-    // A hash never written (no epoch, no records of an older version either): nothing to read but that.
-    if (known === undefined && epoch === undefined && seqText === null && versionText === null)
-      return { kind: 'whole', epoch, seq, records: new Map() };
-    if (known === undefined || epoch !== known.epoch || seq < known.seq || known.seq < counted(floorText))
+    const copy = copyText ?? undefined;
+    if (known?.epoch !== undefined && epoch === known.epoch && seq < known.seq) {
+      await redis.hset(record, '#copy', newEpoch());
       return whole(known);
+    }
+    if (known === undefined) return whole(known);
+    const moved = epoch !== known.epoch || copy !== known.copy || seq < known.seq;
+    if (moved || known.seq < counted(floorText)) return whole(known);
     if (seq === known.seq) return undefined;
     const fields = await redis.zrangebyscore(changes, `(${known.seq}`, String(seq));
     const values = fields.length > 0 ? await redis.hmget(record, fields) : [];
-    return { kind: 'changes', epoch, seq, records: new Map(fields.map((f, i) => [f, values[i] ?? null])) };
+    const records = new Map(fields.map((f, i) => [f, values[i] ?? null]));
+    return [
+      { kind: 'changes', epoch, seq, records },
+      { epoch, seq, copy },
+    ];
   };
 
   return {
@@ -554,10 +572,10 @@ function redisState(redis: StateCommands, prefix: string): RuntimeState {
         reading++;
         const next = last
           .then(() => read(known))
-          .then((update) => {
-            if (!update) return;
-            known = { epoch: update.epoch, seq: update.seq };
-            apply(update);
+          .then((read) => {
+            if (!read) return;
+            known = read[1];
+            apply(read[0]);
           })
           .finally(() => reading--);
         last = next.catch(() => {});

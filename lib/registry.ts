@@ -370,12 +370,11 @@ export class Registry {
     }
     if (lost.length + ruleBans + stale.length === 0) return;
     const what = copy ? 'replaced by a copy that is behind it (a failover)' : 'lost (a restart, a flush or a failover)';
-    const parts = [
-      `${lost.length} operator's ban(s) and grant(s) it lacks are kept as lost records to restore or dismiss`,
-    ];
-    if (ruleBans > 0) parts.push(`${ruleBans} rule ban(s) are gone`);
-    if (stale.length > 0)
-      parts.push(`${stale.length} record(s) removed before came back with it and are removed again`);
+    const parts: string[] = [];
+    if (lost.length > 0)
+      parts.push(`${lost.length} ban(s) and grant(s) of operators are kept as lost records, to restore or dismiss`);
+    if (ruleBans > 0) parts.push(`${ruleBans} ban(s) by rule are gone`);
+    if (stale.length > 0) parts.push(`${stale.length} record(s) lifted before came back with it and are removed again`);
     const message = `the store's runtime state was ${what}: ${parts.join('; ')}.`;
     this.#context.report(new RuntimeStateError('ERR_STATE_LOST', message), undefined);
   }
@@ -607,13 +606,13 @@ export class Registry {
   }
 
   /** Reads what changed in the store now (a custom store's state is this process's: nothing to read). */
-  async #sync(): Promise<void> {
+  async sync(): Promise<void> {
     if (this.#shared) await this.#follower?.sync();
   }
 
   /** The bans in force, rules' and operators', as the store has them now. */
   async bans(): Promise<ActiveBan[]> {
-    await this.#sync();
+    await this.sync();
     const now = Date.now();
     return [...this.#bans.values(), ...this.#addressBans.values()]
       .filter((ban) => ban.until > now)
@@ -622,7 +621,7 @@ export class Registry {
   }
 
   async grants(): Promise<ActiveGrant[]> {
-    await this.#sync();
+    await this.sync();
     const now = Date.now();
     return [...this.#grants.values()]
       .filter((grant) => grant.until === null || grant.until > now)
@@ -638,7 +637,7 @@ export class Registry {
 
   /** The operators' bans and grants the store lost, oldest loss first. */
   async lost(): Promise<LostRecord[]> {
-    await this.#sync();
+    await this.sync();
     const now = Date.now();
     return [...this.#lost.values()]
       .filter((lost) => endOf(lost.record) > now)
@@ -656,7 +655,7 @@ export class Registry {
 
   /** Applies again an operator's ban or grant the store lost; resolves false when it has ended or is gone. */
   async restoreLost(id: unknown): Promise<boolean> {
-    await this.#sync();
+    await this.sync();
     const lost = typeof id === 'string' ? this.#lost.get(id) : undefined;
     if (!lost) return false;
     const now = Date.now();
@@ -683,7 +682,7 @@ export class Registry {
 
   /** The entries of the store's runtime state this instance skips, records first, then the history's. */
   async foreign(): Promise<ForeignEntry[]> {
-    await this.#sync();
+    await this.sync();
     const shown = (json: string) => (json.length > SHOWN_TEXT ? `${json.slice(0, SHOWN_TEXT)}…` : json);
     const entries: ForeignEntry[] = [...this.#foreign]
       .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))

@@ -8,7 +8,7 @@ export const HISTORY_MAX = 1000;
  * Changed fields a store remembers for the instances that follow it. An instance further behind than that (more
  * changes since its last read) reads the whole state once instead.
  */
-export const CHANGES_KEPT = 10_000;
+export const CHANGES_KEPT = 100_000;
 /** Ended records a change drops at the most, so that a change costs the same however many have ended. */
 export const ENDED_PER_CHANGE = 10;
 
