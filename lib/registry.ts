@@ -147,7 +147,7 @@ interface Known {
 /**
  * The bans, grants and lost records of one middleware. The store's runtime state holds them, one record each, and
  * numbers every change; this instance keeps a cache of them that follows those changes (at once with the memory
- * store, every half second with the Redis store, reading only what changed), and the request path reads only the
+ * store, every 250 ms with the Redis store, reading only what changed), and the request path reads only the
  * cache, synchronously. A change made here is written to the store first and applies here when the store has it;
  * only a rule's ban applies here at once (the requests in flight with the one that banned must find it), and stays
  * here alone when the store cannot be written.
