@@ -145,11 +145,12 @@ describeRedis('foreign entries of the runtime state in Redis', () => {
     return { server, l, errors, record: `${prefix}:{runtime}:record`, history: `${prefix}:{runtime}:history` };
   }
 
-  /** Writes a field as a writer using the state's change log would: the field, the next number, the change. */
+  /** Writes a field as a writer using the state's change log would, atomically: the field, the next number, the change. */
   async function writeChanged(record: string, field: string, text: string): Promise<void> {
-    const seq = await redis.client.hincrby(record, '#seq', 1);
-    await redis.client.hset(record, field, text);
-    await redis.client.zadd(record.replace(/:record$/, ':changes'), seq, field);
+    const script = `local seq = redis.call('hincrby', KEYS[1], '#seq', 1)
+redis.call('hset', KEYS[1], ARGV[1], ARGV[2])
+redis.call('zadd', KEYS[2], seq, ARGV[1])`;
+    await redis.client.eval(script, 2, record, record.replace(/:record$/, ':changes'), field, text);
   }
 
   /** The page's section of foreign entries lists each entry with its text and problem; removing one answers 303. */
@@ -237,6 +238,25 @@ describeRedis('foreign entries of the runtime state in Redis', () => {
       expect((await l.history()).map((e) => e.action)).toEqual(['ban']);
     },
   );
+
+  it('a foreign entry of 100 KB is shown cut to 200 characters, and removed as it was read', async () => {
+    const { l, record } = await app();
+    const text = `{"huge":"${'x'.repeat(100_000)}"}`;
+    await writeChanged(record, `ban:${KEY}`, text);
+    const [entry] = await l.foreign();
+    expect(entry?.text).toBe(`${text.slice(0, 200)}…`);
+    await expect(l.removeForeign(entry?.id as string)).resolves.toBe(true);
+    expect(await redis.client.hget(record, `ban:${KEY}`)).toBeNull();
+  });
+
+  it("the state's own fields, named among the changes, are never taken for records", async () => {
+    const { l, record, errors } = await app();
+    await l.ban({ token: TOKEN }, { duration: 60_000 });
+    await writeChanged(record, '#seq', 'ignored');
+    expect(await l.foreign()).toEqual([]);
+    expect((await l.bans()).map((b) => b.key)).toEqual([KEY]);
+    expect(errors).toEqual([]);
+  });
 
   it('removing an entry that changed since it was listed removes nothing', async () => {
     const { l, record } = await app();

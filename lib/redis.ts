@@ -297,7 +297,7 @@ export const REFRESH_MS = 250;
  * A change of one record of the runtime state, atomic with what follows from it. KEYS: the records' hash, the
  * changes (a sorted set: each changed field, by the sequence number of its last change), the ends (a sorted set:
  * each record that ends, by its end), the history. ARGV: field, value ('' removes), end ('' for never), when
- * ('always', 'absent' or 'stored'), the text expected for 'stored', the history entry ('' for none), the instance's
+ * ('always', 'absent' or 'sha1'), the SHA-1 of the text expected for 'sha1', the history entry ('' for none), the instance's
  * clock, a new epoch (taken when the hash has none), the history's length, the changes kept, the ended records dropped
  * per change.
  *
@@ -319,7 +319,7 @@ local before = redis.call('hget', record, field)
 local ending = redis.call('zscore', ends, field)
 local active = before and (not ending or tonumber(ending) > now)
 local applies
-if when == 'stored' then applies = before == expected
+if when == 'sha1' then applies = before and redis.sha1hex(before) == expected
 elseif when == 'absent' then applies = not active
 else applies = value ~= '' or active end
 local gone = {}
@@ -524,7 +524,8 @@ function redisState(redis: StateCommands, prefix: string): RuntimeState {
     const moved = epoch !== known.epoch || copy !== known.copy || seq < known.seq;
     if (moved || known.seq < counted(floorText)) return whole(known);
     if (seq === known.seq) return undefined;
-    const fields = await redis.zrangebyscore(changes, `(${known.seq}`, String(seq));
+    // The state's own fields are never records, whatever the changes say.
+    const fields = (await redis.zrangebyscore(changes, `(${known.seq}`, String(seq))).filter((f) => !f.startsWith('#'));
     const values = fields.length > 0 ? await redis.hmget(record, fields) : [];
     const records = new Map(fields.map((f, i) => [f, values[i] ?? null]));
     return [
@@ -535,8 +536,8 @@ function redisState(redis: StateCommands, prefix: string): RuntimeState {
 
   return {
     async change(c) {
-      const when = typeof c.when === 'object' ? 'stored' : c.when;
-      const expected = typeof c.when === 'object' ? c.when.stored : '';
+      const when = typeof c.when === 'object' ? 'sha1' : c.when;
+      const expected = typeof c.when === 'object' ? c.when.sha1 : '';
       if (c.value !== null) stamped(c.value, 0); // refuses what is not a record's JSON object, before Redis does
       const answer = (await redis.change(
         [record, changes, ends, history],

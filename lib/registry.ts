@@ -28,6 +28,7 @@ import {
   MemoryState,
   type RecordChange,
   type RuntimeState,
+  sha1,
   type StateUpdate,
 } from './state.js';
 import { SweptMap } from './swept.js';
@@ -102,6 +103,11 @@ function sameRecord(a: object, b: object): boolean {
   return JSON.stringify(plain(a)) === JSON.stringify(plain(b));
 }
 
+/** A text as the lists show it: cut to SHOWN_TEXT characters. */
+function shown(json: string): string {
+  return json.length > SHOWN_TEXT ? `${json.slice(0, SHOWN_TEXT)}…` : json;
+}
+
 function digest(value: string): string {
   return createHash('sha256').update(value).digest('base64url').slice(0, 16);
 }
@@ -164,8 +170,11 @@ export class Registry {
   readonly #grants = new SweptMap<Stored<GrantRecord>>((grant) => grant.until ?? Infinity);
   /** Field of the record lost → the lost record. */
   readonly #lost = new SweptMap<Stored<LostEntry>>((lost) => endOf(lost.record));
-  /** Field → an entry of the records that is not a record this instance applies. */
-  readonly #foreign = new Map<string, { readonly text: string; readonly problem: string }>();
+  /**
+   * Field → an entry of the records that is not a record this instance applies: its text as shown, and its SHA-1,
+   * by which it is removed only as it was read.
+   */
+  readonly #foreign = new Map<string, { readonly shown: string; readonly sha1: string; readonly problem: string }>();
   readonly #reported = new Set<string>();
   readonly #kinds: ReadonlyMap<string, Kind>;
   /** When the last ban this instance has seen ends: past it (or with none), no request needs a look at the bans. */
@@ -251,6 +260,7 @@ export class Registry {
 
   /** Applies one field's text as read at sequence number `readAt` (null: no record). */
   #put(field: string, json: string | null, readAt: number): void {
+    if (field.startsWith('#')) return;
     const colon = field.indexOf(':');
     const kind = colon > 0 ? this.#kinds.get(field.slice(0, colon)) : undefined;
     const id = field.slice(colon + 1);
@@ -284,7 +294,7 @@ export class Registry {
   /** Keeps a foreign entry in view and tells `onError` of it, once. */
   #skip(field: string, json: string, problem: string): void {
     if (this.#foreign.size >= FOREIGN_KEPT) this.#foreign.delete(this.#foreign.keys().next().value as string);
-    this.#foreign.set(field, { text: json, problem });
+    this.#foreign.set(field, { shown: shown(json), sha1: sha1(json), problem });
     this.#foreignFound(`record ${field}`, json, problem);
   }
 
@@ -360,7 +370,7 @@ export class Registry {
       }
     }
     for (const [field, json] of stale) {
-      await this.#write({ field, value: null, endsAt: null, when: { stored: json }, event: undefined, now });
+      await this.#write({ field, value: null, endsAt: null, when: { sha1: sha1(json) }, event: undefined, now });
     }
     for (const entry of lost) {
       const value = JSON.stringify({ field: entry.field, record: plain(entry.record), lostAt: entry.lostAt });
@@ -683,16 +693,9 @@ export class Registry {
   /** The entries of the store's runtime state this instance skips, records first, then the history's. */
   async foreign(): Promise<ForeignEntry[]> {
     await this.sync();
-    const shown = (json: string) => (json.length > SHOWN_TEXT ? `${json.slice(0, SHOWN_TEXT)}…` : json);
     const entries: ForeignEntry[] = [...this.#foreign]
       .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
-      .map(([field, { text: json, problem }]) => ({
-        id: `record ${field}`,
-        place: 'record',
-        field,
-        text: shown(json),
-        problem,
-      }));
+      .map(([field, { shown: text, problem }]) => ({ id: `record ${field}`, place: 'record', field, text, problem }));
     for (const json of await this.#state.history()) {
       const problem = this.#eventProblem(json);
       if (problem !== undefined)
@@ -708,7 +711,7 @@ export class Registry {
       const field = id.slice('record '.length);
       const found = this.#foreign.get(field);
       if (!found) return false;
-      const change = { field, value: null, endsAt: null, when: { stored: found.text }, event: undefined };
+      const change = { field, value: null, endsAt: null, when: { sha1: found.sha1 }, event: undefined };
       const removed = (await this.#write({ ...change, now: Date.now() })).changed;
       if (removed) this.#foreign.delete(field);
       return removed;

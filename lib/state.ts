@@ -1,5 +1,5 @@
 // The runtime state of a store: records numbered by the store's sequence, and how instances follow them.
-import { randomBytes } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import { SweptMap } from './swept.js';
 
 /** Changes kept in the history at the most; the oldest go first beyond that. */
@@ -25,9 +25,9 @@ export interface RecordChange {
   readonly endsAt: number | null;
   /**
    * When the change applies: `'always'` (a removal only of a record in force); `'absent'`, only when no record of the
-   * field is in force; or `{ stored }`, only while the field holds exactly that text.
+   * field is in force; or `{ sha1 }`, only while the field holds a text of that SHA-1 (hex), as it was read.
    */
-  readonly when: 'always' | 'absent' | { readonly stored: string };
+  readonly when: 'always' | 'absent' | { readonly sha1: string };
   /** The history's entry for the change, added only when the change applies; undefined for none. */
   readonly event: string | undefined;
   /** The instance's clock, which tells what has ended. */
@@ -99,6 +99,11 @@ export function stamped(value: string, seq: number): string {
     throw new TypeError(`listing-limits: a record must be a JSON object without "seq"; got ${value.slice(0, 40)}`);
   }
   return `${SEQ}${seq},${value.slice(1)}`;
+}
+
+/** The SHA-1 of a stored text, in hex, as Redis' `redis.sha1hex` gives it: how a change names a text it expects. */
+export function sha1(text: string): string {
+  return createHash('sha1').update(text).digest('hex');
 }
 
 /** A new epoch: random, so that no two states that started from nothing share one. */
@@ -176,7 +181,7 @@ export class MemoryState implements RuntimeState {
     const active = kept !== undefined && kept.endsAt > c.now;
     const applies =
       typeof c.when === 'object'
-        ? kept?.text === c.when.stored
+        ? kept !== undefined && sha1(kept.text) === c.when.sha1
         : c.when === 'absent'
           ? !active
           : c.value !== null || active;
