@@ -241,21 +241,13 @@ export class Registry {
   }
 
   #apply(update: StateUpdate): void {
-    if (update.kind === 'changes') {
-      for (const [field, json] of update.records) this.#put(field, json, update.seq);
-    } else {
-      const known = update.kind === 'replaced' ? this.#known() : undefined;
-      this.#reset();
-      for (const [field, json] of update.records) this.#put(field, json, update.seq);
-      if (known) {
-        this.#epoch = update.epoch;
-        this.#seq = update.seq;
-        this.#replaced(known, update).catch((error: unknown) => this.#context.report(error, undefined));
-      }
-    }
+    const known = update.kind === 'replaced' ? this.#known() : undefined;
+    if (update.kind !== 'changes') this.#reset();
+    for (const [field, json] of update.records) this.#put(field, json, update.seq);
     this.#epoch = update.epoch;
     this.#seq = update.seq;
     this.#loaded = true;
+    if (known) this.#replaced(known, update).catch((error: unknown) => this.#context.report(error, undefined));
   }
 
   /** Applies one field's text as read at sequence number `readAt` (null: no record). */
@@ -374,9 +366,9 @@ export class Registry {
     }
     for (const entry of lost) {
       const value = JSON.stringify({ field: entry.field, record: plain(entry.record), lostAt: entry.lostAt });
-      const endsAt = endOf(entry.record);
-      const change = { value, endsAt: endsAt === Infinity ? null : endsAt, when: 'absent', event: undefined, now };
-      await this.#write({ ...change, field: `lost:${entry.field}`, when: 'absent' });
+      const endsAt = endOf(entry.record) === Infinity ? null : endOf(entry.record);
+      // Several instances may find the same record lost: the first one's lost record stays.
+      await this.#write({ field: `lost:${entry.field}`, value, endsAt, when: 'absent', event: undefined, now });
     }
     if (lost.length + ruleBans + stale.length === 0) return;
     const what = copy ? 'replaced by a copy that is behind it (a failover)' : 'lost (a restart, a flush or a failover)';
