@@ -297,9 +297,9 @@ export const REFRESH_MS = 250;
  * A change of one record of the runtime state, atomic with what follows from it. KEYS: the records' hash, the
  * changes (a sorted set: each changed field, by the sequence number of its last change), the ends (a sorted set:
  * each record that ends, by its end), the history. ARGV: field, value ('' removes), end ('' for never), when
- * ('always', 'absent' or 'sha1'), the SHA-1 of the text expected for 'sha1', the history entry ('' for none), the instance's
- * clock, a new epoch (taken when the hash has none), the history's length, the changes kept, the ended records dropped
- * per change.
+ * ('always', 'absent' or 'sha1'), the SHA-1 of the text expected for 'sha1', the history entry ('' for none), the
+ * instance's clock, a new epoch (taken when the hash has none), the history's length, the changes kept, the ended
+ * records dropped per change.
  *
  * A change that applies takes the next sequence number and writes the record with it as its JSON's first member.
  * A few ended records are dropped each time, and the changes kept are trimmed to the newest; both count as changes
