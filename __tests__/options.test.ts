@@ -500,7 +500,6 @@ describe('options over HTTP', () => {
       { name: 'listing-limits strikes', limit: 3, windowMs: 60000 },
       { name: 'listing-limits seen-tokens', limit: 1, windowMs: 60000 },
       { name: 'listing-limits tokens-per-ip', limit: 5, windowMs: 60000 },
-      { name: 'listing-limits bans', limit: 1, windowMs: 600000 },
     ]);
   });
 });

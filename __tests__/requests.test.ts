@@ -14,6 +14,7 @@ import { tokenKey } from '../lib/keys';
 import { OTHER_CLIENTS, Traffic } from '../lib/traffic';
 import { createApp } from './helpers/app';
 import { describeRedis, redisForBlock, scanKeys } from './helpers/redis';
+import { T0, useFakeClock } from './helpers/stores';
 
 const rows: readonly EndpointRow[] = [{ method: 'GET', path: '/v1/things', limit: 2, windowMs: 60_000 }];
 const TOKEN = 'Bot requester-token-9f3a';
@@ -112,6 +113,24 @@ function contract(makeStore: () => Store) {
     await l.requests.decline(b.id, 'no');
     expect((await l.requests.list()).map((r) => r.id)).toEqual([a.id, c.id, b.id]);
   });
+
+  it("orders requests filed and decided in one millisecond by the store's order, never by the clock", async () => {
+    useFakeClock(); // Date stands still: every request below is filed and decided at one instant
+    try {
+      const l = make();
+      const filed: string[] = [];
+      for (let i = 0; i < 6; i++) filed.push((await l.requests.file(input)).id);
+      await l.requests.decline(filed[4] as string, 'no');
+      await l.requests.approve(filed[1] as string, { multiplier: 2 });
+      await l.requests.decline(filed[3] as string, 'no');
+      const listed = await l.requests.list();
+      expect(new Set(listed.map((r) => r.at.getTime()))).toEqual(new Set([T0]));
+      // Pending in the order filed; decided, the newest decision first.
+      expect(listed.map((r) => r.id)).toEqual([0, 2, 5, 3, 1, 4].map((i) => filed[i]));
+    } finally {
+      jest.useRealTimers();
+    }
+  });
 }
 
 describe('memory store', () => contract(() => memoryStore()));
@@ -126,7 +145,10 @@ describeRedis('redis store', () => {
     const l = listingLimits(rows, { store: redisStore(redis.client, { prefix }) });
     const filed = await l.requests.file(input);
     l.close();
-    expect(await scanKeys(redis.client, `${prefix}:*`)).toEqual([`${prefix}:{runtime}:requests`]);
+    expect(await scanKeys(redis.client, `${prefix}:*`)).toEqual([
+      `${prefix}:{runtime}:requests`,
+      `${prefix}:{runtime}:requests-seq`,
+    ]);
     const stored = await redis.client.hget(`${prefix}:{runtime}:requests`, filed.id);
     expect(stored).toContain(`"key":"${tokenKey(TOKEN)}"`);
     expect(stored).not.toContain('requester-token');

@@ -352,6 +352,40 @@ describe.each(pairCases)('$name', (pairs) => {
       });
     });
 
+    it.each([
+      { source: 'a runtime grant of the token', options: {}, runtime: true },
+      { source: 'the grants option', options: { grants: { 'Bot made-up': { multiplier: 10 } } }, runtime: false },
+      {
+        source: 'a grants lookup',
+        options: {
+          grants: ({ token }: { token?: string }) => (token === 'Bot made-up' ? { multiplier: 10 } : undefined),
+        },
+        runtime: false,
+      },
+    ])(
+      'a token authenticate refuses is counted by its address at the limit of the table, whatever grants it ($source)',
+      async ({ options, runtime }) => {
+        const [a, b] = make({ ...options, authenticate: () => false } as ListingLimitsOptions);
+        if (runtime) await limiter(a).grant({ token: 'Bot made-up' }, { multiplier: 10 });
+        // Both instances know the grant (the list reads the store), and neither applies it to the refused token.
+        expect((await limiter(b).grants()).length).toBe(runtime ? 1 : 0);
+        for (const app of [a, b]) {
+          const answers = [];
+          for (let i = 0; i < 3; i++) {
+            const res = await request(app).get('/v1/things').set('Authorization', 'Bot made-up');
+            answers.push([res.status, res.headers['x-ratelimit-limit'], res.headers['x-ratelimit-bucket']]);
+          }
+          // One address, one counter: in Redis the second instance counts on where the first left it.
+          const statuses = app === b && pairs.name === 'redis store' ? [429, 429, 429] : [200, 200, 429];
+          expect(answers).toEqual(statuses.map((status) => [status, '2', 'GET /v1/things']));
+        }
+        // The address's own grant is the client's: it is counted by its address.
+        await limiter(a).grant({ ip: '::ffff:127.0.0.1' }, 'unlimited');
+        const res = await request(a).get('/v1/things').set('Authorization', 'Bot made-up').expect(200);
+        expect(res.headers['x-ratelimit-limit']).toBeUndefined();
+      },
+    );
+
     it("an 'unlimited' grant of { ip } lets the address through uncounted", async () => {
       const [a, b] = make({});
       await limiter(a).grant({ ip: '::ffff:127.0.0.1' }, 'unlimited');
@@ -383,6 +417,8 @@ describeRedis('the Redis store: what requests outside the table cost', () => {
           await request(b).get('/v1/unlimited').set('Authorization', 'Bot cheater').expect(403);
         });
       }
+      // Each instance has read the whole state once, as it does when it starts.
+      await Promise.all(limiters.map((limiter) => limiter.bans()));
       const redis = pairs.redis as Redis;
       const before = await commandCalls(redis);
       for (let i = 0; i < 40; i++) {
@@ -395,8 +431,10 @@ describeRedis('the Redis store: what requests outside the table cost', () => {
           .expect(404);
       }
       const after = await commandCalls(redis);
-      // Besides INFO itself, only each instance's background read of the bans' version (HGET, twice a second).
-      const sent = [...after].filter(([name, calls]) => !['info', 'hget'].includes(name) && calls !== before.get(name));
+      // Besides INFO itself, only each instance's background read of the state's epoch and sequence number (HMGET).
+      const sent = [...after].filter(
+        ([name, calls]) => !['info', 'hmget'].includes(name) && calls !== before.get(name),
+      );
       expect(sent).toEqual([]);
     } finally {
       for (const limiter of limiters) limiter.close();
@@ -423,6 +461,8 @@ describeRedis('the Redis store: runtime state', () => {
       const redis = pairs.redis as Redis;
       const keys = await scanKeys(redis, `${pairs.prefix}:*`);
       expect(keys.filter((k) => k.includes('{'))).toEqual([
+        `${pairs.prefix}:{runtime}:changes`,
+        `${pairs.prefix}:{runtime}:ends`,
         `${pairs.prefix}:{runtime}:history`,
         `${pairs.prefix}:{runtime}:record`,
       ]);
@@ -432,6 +472,7 @@ describeRedis('the Redis store: runtime state', () => {
         if (type === 'string') values.push(String(await redis.get(key)));
         if (type === 'hash') values.push(...Object.entries(await redis.hgetall(key)).flat());
         if (type === 'list') values.push(...(await redis.lrange(key, 0, -1)));
+        if (type === 'zset') values.push(...(await redis.zrange(key, '0', '-1')));
       }
       expect(values.length).toBeGreaterThan(5);
       expect([...keys, ...values].filter((text) => text.includes('secret'))).toEqual([]);

@@ -208,4 +208,4 @@ async function runHttp({ rounds, duration, warmup, connections, log }) {
   return { runs, summary, pinned: hasTaskset };
 }
 
-module.exports = { runHttp };
+module.exports = { runHttp, startRedis };

@@ -1,4 +1,4 @@
-// `npm run bench`: HTTP throughput against bare Express and express-rate-limit, the middleware's own cost, memory.
+// `npm run bench`: HTTP throughput against bare Express and express-rate-limit, own cost, memory, bans at scale.
 // Writes bench/results/latest.json and bench/results/chart.svg. Settings: BENCH_ROUNDS, BENCH_DURATION (s),
 // BENCH_WARMUP (s, load before each measured run), BENCH_CONNECTIONS.
 const { execFileSync } = require('node:child_process');
@@ -8,6 +8,7 @@ const { join } = require('node:path');
 const { runHttp } = require('./http.js');
 const { runMemory } = require('./memory.js');
 const { runMicro } = require('./micro.js');
+const { runBans, report: bansReport } = require('./bans.js');
 
 const settings = {
   rounds: Number(process.env.BENCH_ROUNDS ?? 5),
@@ -129,9 +130,13 @@ async function main() {
     `heap growth after ${memory.n} distinct tokens: ${(memory.floodWithoutAuthenticate.heapGrowthBytes / 2 ** 20).toFixed(1)} MiB without authenticate, ${(memory.floodWithAuthenticate.heapGrowthBytes / 2 ** 20).toFixed(1)} MiB with authenticate`,
   );
 
+  const bans = await runBans();
+  log('\nBans (in process, mocked requests)');
+  for (const line of bansReport(bans)) log(line);
+
   const results = join(__dirname, 'results');
   mkdirSync(results, { recursive: true });
-  const report = { date: new Date().toISOString(), machine, settings, http, micro, memory };
+  const report = { date: new Date().toISOString(), machine, settings, http, micro, memory, bans };
   writeFileSync(join(results, 'latest.json'), `${JSON.stringify(report, null, 2)}\n`);
   writeFileSync(join(results, 'chart.svg'), chart(http.summary));
   log('\nWrote bench/results/latest.json and bench/results/chart.svg');

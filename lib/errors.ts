@@ -47,6 +47,29 @@ export class StoreUnavailableError extends Error {
   }
 }
 
+/** Stable codes of {@link RuntimeStateError}. */
+export type RuntimeStateErrorCode = 'ERR_FOREIGN_ENTRY' | 'ERR_STATE_LOST' | 'ERR_STATE_WRITE';
+
+/**
+ * What `onError` is told about the store's runtime state: an entry this instance skips (`ERR_FOREIGN_ENTRY`: written
+ * by something else, or by another version, and not a valid record here), a state that was lost or replaced
+ * (`ERR_STATE_LOST`), or a rule's ban that could not be written to the store (`ERR_STATE_WRITE`). Never thrown at a
+ * request: the request is answered as if the entry were not there.
+ */
+export class RuntimeStateError extends Error {
+  /** Stable, machine-readable reason. */
+  readonly code: RuntimeStateErrorCode;
+  /** The entry at fault (`record <field>` or `history`), for `ERR_FOREIGN_ENTRY`. */
+  readonly entry: string | undefined;
+
+  constructor(code: RuntimeStateErrorCode, message: string, options?: { entry?: string; cause?: unknown }) {
+    super(`listing-limits: ${message}`, options?.cause === undefined ? undefined : { cause: options.cause });
+    this.name = 'RuntimeStateError';
+    this.code = code;
+    this.entry = options?.entry;
+  }
+}
+
 /** Stable codes of {@link ListingClientError}. */
 export type ListingClientErrorCode =
   | 'ERR_WAIT_TOO_LONG'

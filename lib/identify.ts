@@ -12,9 +12,9 @@ export interface Client {
   readonly kind: ClientKind;
   /** `ip:<address>`: the key of the client's address, whatever `key` is. */
   readonly ip: string;
-  /** The Authorization value, when there was one. */
+  /** The Authorization value, when there was one that identifies the client (not one `authenticate` refused). */
   readonly token: string | undefined;
-  /** `t:<sha256 of the token>`, when there was one. */
+  /** `t:<sha256 of the token>`, when there was such a token. */
   readonly tokenKey: string | undefined;
 }
 
@@ -116,6 +116,7 @@ export function compileIdentify(check: Checker, options: ListingLimitsOptions, i
     if (!token) return { key: ip, kind: 'ip', ip, token, tokenKey: undefined };
     const hashed = hash(token);
     if (await verdict(hashed, token, req)) return { key: hashed, kind: 'token', ip, token, tokenKey: hashed };
-    return reject ? REJECTED : { key: ip, kind: 'ip', ip, token, tokenKey: hashed };
+    // A refused token is not the client: it is counted by its address, and no grant of the token applies to it.
+    return reject ? REJECTED : { key: ip, kind: 'ip', ip, token: undefined, tokenKey: undefined };
   };
 }

@@ -3,6 +3,8 @@ export { MAX_DURATION_MS } from './check.js';
 export {
   ListingLimitsError,
   type ListingLimitsErrorCode,
+  RuntimeStateError,
+  type RuntimeStateErrorCode,
   type StoreFailureMode,
   StoreUnavailableError,
 } from './errors.js';
@@ -33,6 +35,7 @@ export type {
   ChangeEvent,
   ClientKind,
   ClientRef,
+  ForeignEntry,
   Grant,
   GrantProof,
   GrantRequest,
@@ -44,6 +47,7 @@ export type {
   LimitHandler,
   ListingLimitsMiddleware,
   ListingLimitsOptions,
+  LostRecord,
   OnBan,
   RateLimitInfo,
   TrafficSummary,

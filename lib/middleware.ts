@@ -109,15 +109,31 @@ function failed(ctx: RequestContext, error: unknown, config: Config): void {
   sendJson(ctx, 503, UNAVAILABLE_BODY);
 }
 
-/** The steps that refuse a banned client as far as this process knows: its own decisions and the store's state. */
+/** Refuses a banned client (or address), as far as this instance knows: from its cache of the store's bans. */
 function refuseBanned(config: Config): (ctx: Context) => boolean {
-  const { bans, registry } = config;
-  if (bans) return (ctx) => bans.refuseMirrored(ctx);
+  const { registry } = config;
   return (ctx) => {
     const until = registry.bannedUntil(ctx.client, Date.now());
     if (until === undefined) return false;
     answerBanned(ctx, until);
     return true;
+  };
+}
+
+const ignore = () => {};
+
+/**
+ * Until this instance has read the store's runtime state once (just after it starts), a request waits for that read
+ * before its bans are checked, within its deadline (or the registry's bound on that read, for a store without a
+ * failure policy): a banned client is refused from the first request.
+ */
+function readyStep(config: Config): Step {
+  const { registry, waiting } = config;
+  return (ctx) => {
+    const ready = registry.ready;
+    if (!ready || !waiting) return ready;
+    ctx.deadline ??= waiting.start();
+    return ctx.deadline.race(ready).then(ignore, ignore);
   };
 }
 
@@ -149,7 +165,7 @@ function identifySteps(config: Config): Step[] {
 
 /**
  * The steps of a request that matches no row, run only while a ban is active (with `ban.scope: 'site'`): identified,
- * then refused when banned, from this process's mirror of the bans, without a store command; else let through,
+ * then refused when banned, from this instance's cache of the store's bans, without a store command; else let through,
  * uncounted and without headers.
  */
 function compileSiteSteps(config: Config): Step[] | undefined {
@@ -157,6 +173,7 @@ function compileSiteSteps(config: Config): Step[] | undefined {
   const refuse = refuseBanned(config);
   return [
     ...identifySteps(config),
+    readyStep(config),
     (ctx) => {
       if (!refuse(ctx)) ctx.state = PASSED;
     },
@@ -169,7 +186,7 @@ function compileSteps(config: Config): Step[] {
   const steps = identifySteps(config);
   if (!config.shadow) {
     const refuse = refuseBanned(config);
-    steps.push(bans ? bans.check : (ctx) => void refuse(ctx));
+    steps.push(readyStep(config), (ctx) => void refuse(ctx));
   }
   steps.push(config.grant);
   if (bans?.countsTokens) steps.push(bans.tokens);
@@ -309,7 +326,6 @@ export function listingLimits(
   const steps = compileSteps(config);
   const siteSteps = compileSiteSteps(config);
   const { bans, registry } = config;
-  const anyBan = bans ? (now: number) => bans.anyBan(now) : (now: number) => registry.anyBan(now);
   const warn = forwardedWarning();
   // The requests this instance has counted, so that mounting it twice on one request path counts once. A WeakSet
   // rather than a mark on `req`: a new property on Node's request object slows every request down.
@@ -318,7 +334,7 @@ export function listingLimits(
   const middleware = function listingLimitsMiddleware(req: Request, res: Response, next: NextFunction) {
     const endpoint = config.match(req.method, req.path);
     if (!endpoint) {
-      if (siteSteps && anyBan(Date.now())) {
+      if (siteSteps && (registry.anyBan(Date.now()) || registry.ready)) {
         return proceed(new RequestContext(req, res, next, NO_ROW, NO_ENDPOINT), siteSteps, 0, config);
       }
       return next();
@@ -332,9 +348,10 @@ export function listingLimits(
   const limits = Object.assign(middleware, {
     ban: (client: ClientRef, banOptions: { duration: number; reason?: string }) =>
       registry.banClient(client, banOptions),
-    unban: (client: ClientRef | string) => {
+    unban: async (client: ClientRef | string) => {
       const key = registry.unbanKey(client);
-      return bans ? bans.unban(key) : registry.unban(key);
+      const [lifted] = await Promise.all([registry.unban(key), bans?.forget(key)]);
+      return lifted;
     },
     bans: () => registry.bans(),
     grant: (client: ClientRef, grant: Grant, grantOptions?: { until?: Date | number; note?: string }) =>
@@ -342,6 +359,11 @@ export function listingLimits(
     revoke: (client: ClientRef) => registry.revoke(client),
     grants: () => registry.grants(),
     history: (historyOptions?: { since?: Date | number; limit?: number }) => registry.history(historyOptions),
+    lost: () => registry.lost(),
+    restoreLost: (id: string) => registry.restoreLost(id),
+    dismissLost: (id: string) => registry.dismissLost(id),
+    foreign: () => registry.foreign(),
+    removeForeign: (id: string) => registry.removeForeign(id),
     close: () => registry.close(),
     requests: config.requests,
     traffic: () => {

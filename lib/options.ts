@@ -154,6 +154,7 @@ export function configure(listing: unknown, options: unknown): Config {
     checkGrant: (checker, grant, field) => checkGrant(checker, grant, field, grantTable),
     onChange: o.onChange,
     report,
+    firstReadMs: store.failure?.timeoutMs ?? 1000,
   });
   const bans = ban && new Bans(check, store, ban, { shadow, onBan: o.onBan, report, waiting }, registry);
   const grant = compileGrants(check, o, { store, window, waiting, paths, table: grantTable, ipOf, cacheMs, registry });

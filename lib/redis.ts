@@ -3,7 +3,15 @@ import { createHash } from 'node:crypto';
 import { RateLimiterRedis } from 'rate-limiter-flexible';
 import { Checker, show } from './check.js';
 import type { Count, CountsAsync } from './counter.js';
-import { HISTORY_MAX, type RuntimeState } from './state.js';
+import {
+  CHANGES_KEPT,
+  ENDED_PER_CHANGE,
+  HISTORY_MAX,
+  newEpoch,
+  type RuntimeState,
+  stamped,
+  type StateUpdate,
+} from './state.js';
 import type { Store, StoreFailurePolicy } from './stores.js';
 import type { CountsLimitsAsync, LimitsSpec } from './windows.js';
 
@@ -178,10 +186,14 @@ interface NodeRedisLike {
 
 const notReady = () => Promise.reject(new Error('the Redis client is not connected'));
 
-/** A script run by node-redis: EVALSHA, and EVAL when Redis does not have the script yet. */
-function nodeRedisScript(redis: NodeRedisLike, script: string, sha: string) {
+/**
+ * A script run by node-redis: EVALSHA, and EVAL when Redis does not have the script yet. While the client is not
+ * connected it fails at once, unless `queued` (the runtime state's changes, which wait in the client's queue as its
+ * other commands do).
+ */
+function nodeRedisScript(redis: NodeRedisLike, script: string, sha: string, queued = false) {
   return (keys: string[], args: string[]): Promise<unknown> => {
-    if (redis.isReady === false) return notReady();
+    if (redis.isReady === false && !queued) return notReady();
     const options = { keys, arguments: args };
     return redis.evalSha(sha, options).catch((error: unknown) => {
       if (!String((error as Error)?.message).includes('NOSCRIPT')) throw error;
@@ -278,43 +290,112 @@ class RedisLimiter extends RateLimiterRedis implements CountsAsync {
   }
 }
 
-/** How often each instance reads the bans and grants from Redis: a change reaches every instance within this. */
-export const REFRESH_MS = 500;
+/** How often each instance reads what changed in the runtime state: a change reaches every instance within this. */
+export const REFRESH_MS = 250;
 
 /**
- * A change of the runtime state, atomic: the record's field set or removed, expired fields dropped, and, when
- * something changed, the version bumped and the event added to the bounded history. Both keys share a hash tag.
+ * A change of one record of the runtime state, atomic with what follows from it. KEYS: the records' hash, the
+ * changes (a sorted set: each changed field, by the sequence number of its last change), the ends (a sorted set:
+ * each record that ends, by its end), the history. ARGV: field, value ('' removes), end ('' for never), when
+ * ('always', 'absent' or 'sha1'), the SHA-1 of the text expected for 'sha1', the history entry ('' for none), the
+ * instance's clock, a new epoch (taken when the hash has none), the history's length, the changes kept, the ended
+ * records dropped per change.
+ *
+ * A change that applies takes the next sequence number and writes the record with it as its JSON's first member.
+ * A few ended records are dropped each time, and the changes kept are trimmed to the newest; both count as changes
+ * (so that a follower's copy drops them too), and `#floor` says up to which sequence number changes were trimmed: a
+ * follower behind it reads the whole hash. Every step is O(log n) in the records kept.
  */
-const CHANGE_SCRIPT = `local existed = redis.call('hexists', KEYS[1], ARGV[1])
-if ARGV[2] == '' then redis.call('hdel', KEYS[1], ARGV[1]) else redis.call('hset', KEYS[1], ARGV[1], ARGV[3]) end
-for i = 6, #ARGV do redis.call('hdel', KEYS[1], ARGV[i]) end
-if ARGV[2] ~= '' or existed == 1 then
-  redis.call('hincrby', KEYS[1], '#version', 1)
-  redis.call('lpush', KEYS[2], ARGV[4])
-  redis.call('ltrim', KEYS[2], 0, tonumber(ARGV[5]) - 1)
+const CHANGE_SCRIPT = `local record, changes, ends, history = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
+local field, value, endsAt, when, expected, event = ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5], ARGV[6]
+local now = tonumber(ARGV[7])
+local epoch = redis.call('hget', record, '#epoch')
+if not epoch then
+  epoch = ARGV[8]
+  redis.call('hset', record, '#epoch', epoch)
 end
-return existed`;
+local seq = tonumber(redis.call('hget', record, '#seq') or '0')
+local before = redis.call('hget', record, field)
+local ending = redis.call('zscore', ends, field)
+local active = before and (not ending or tonumber(ending) > now)
+local applies
+if when == 'sha1' then applies = before and redis.sha1hex(before) == expected
+elseif when == 'absent' then applies = not active
+else applies = value ~= '' or active end
+local gone = {}
+if before and not active and not applies then gone[1] = field end
+for _, f in ipairs(redis.call('zrangebyscore', ends, '-inf', now, 'LIMIT', 0, tonumber(ARGV[11]))) do
+  if f ~= field then gone[#gone + 1] = f end
+end
+local stored = before
+if applies or #gone > 0 then
+  seq = seq + 1
+  redis.call('hset', record, '#seq', seq)
+end
+for _, f in ipairs(gone) do
+  redis.call('hdel', record, f)
+  redis.call('zrem', ends, f)
+  redis.call('zadd', changes, seq, f)
+  if f == field then stored = false end
+end
+if applies then
+  if value == '' then
+    redis.call('hdel', record, field)
+    redis.call('zrem', ends, field)
+    stored = false
+  else
+    stored = '{"seq":' .. seq .. ',' .. string.sub(value, 2)
+    redis.call('hset', record, field, stored)
+    if endsAt == '' then redis.call('zrem', ends, field) else redis.call('zadd', ends, endsAt, field) end
+  end
+  redis.call('zadd', changes, seq, field)
+  if event ~= '' then
+    redis.call('lpush', history, event)
+    redis.call('ltrim', history, 0, tonumber(ARGV[9]) - 1)
+  end
+end
+local over = redis.call('zcard', changes) - tonumber(ARGV[10])
+if over > 0 then
+  local last = redis.call('zrange', changes, over - 1, over - 1, 'WITHSCORES')
+  redis.call('zremrangebyrank', changes, 0, over - 1)
+  redis.call('hset', record, '#floor', last[2])
+end
+if not active then before = false end
+return {applies and 1 or 0, before or '', stored or '', seq, epoch}`;
 
 /**
  * A grant request written when it holds the value expected (a new one: when it is absent and the hash has room), so
- * that two operators deciding one request at once cannot both succeed. Answers 1 (written), 0 (other value), -1 (full).
+ * that two operators deciding one request at once cannot both succeed; the value takes the next sequence number of
+ * the requests (KEYS[2]) as its JSON's first member, unless it has one. Answers 1 (written), 0 (another value) or -1
+ * (full).
  */
 const PUT_REQUEST_SCRIPT = `local current = redis.call('hget', KEYS[1], ARGV[1])
 if ARGV[3] == '' then
   if current then return 0 end
   if redis.call('hlen', KEYS[1]) >= tonumber(ARGV[4]) then return -1 end
 elseif current ~= ARGV[3] then return 0 end
-redis.call('hset', KEYS[1], ARGV[1], ARGV[2])
+local value = ARGV[2]
+if string.sub(value, 1, 7) ~= '{"seq":' then
+  value = '{"seq":' .. redis.call('incr', KEYS[2]) .. ',' .. string.sub(value, 2)
+end
+redis.call('hset', KEYS[1], ARGV[1], value)
 return 1`;
 
+const CHANGE_SHA = createHash('sha1').update(CHANGE_SCRIPT).digest('hex');
+const PUT_REQUEST_SHA = createHash('sha1').update(PUT_REQUEST_SCRIPT).digest('hex');
 const PUT_RESULTS = ['full', 'conflict', 'done'] as const;
 
 /** The commands the runtime state needs of a client, the same for ioredis and node-redis. */
 interface StateCommands {
-  run(script: string, keys: string[], args: string[]): Promise<unknown>;
+  change(keys: string[], args: string[]): Promise<unknown>;
+  putRequest(keys: string[], args: string[]): Promise<unknown>;
   hget(key: string, field: string): Promise<string | null>;
+  hset(key: string, field: string, value: string): Promise<unknown>;
+  hmget(key: string, fields: string[]): Promise<(string | null)[]>;
   hgetall(key: string): Promise<Record<string, string>>;
+  zrangebyscore(key: string, min: string, max: string): Promise<string[]>;
   lrange(key: string): Promise<string[]>;
+  lrem(key: string, value: string): Promise<number>;
   hvals(key: string): Promise<string[]>;
   hdel(key: string, fields: string[]): Promise<unknown>;
 }
@@ -323,102 +404,203 @@ function commandsOf(client: unknown, nodeRedis: boolean): StateCommands {
   if (nodeRedis) {
     const redis = client as NodeRedisLike & {
       hGet(key: string, field: string): Promise<string | null>;
+      hSet(key: string, field: string, value: string): Promise<unknown>;
+      hmGet(key: string, fields: string[]): Promise<(string | null)[]>;
       hGetAll(key: string): Promise<Record<string, string>>;
+      zRangeByScore(key: string, min: string, max: string): Promise<string[]>;
       lRange(key: string, start: number, stop: number): Promise<string[]>;
+      lRem(key: string, count: number, value: string): Promise<number>;
       hVals(key: string): Promise<string[]>;
       hDel(key: string, fields: string[]): Promise<unknown>;
     };
+    const change = nodeRedisScript(redis, CHANGE_SCRIPT, CHANGE_SHA, true);
+    const putRequest = nodeRedisScript(redis, PUT_REQUEST_SCRIPT, PUT_REQUEST_SHA, true);
     return {
-      run: (script, keys, args) => redis.eval(script, { keys, arguments: args }),
+      change,
+      putRequest,
       hget: (key, field) => redis.hGet(key, field),
+      hset: (key, field, value) => redis.hSet(key, field, value),
+      hmget: (key, fields) => redis.hmGet(key, fields),
       hgetall: (key) => redis.hGetAll(key),
+      zrangebyscore: (key, min, max) => redis.zRangeByScore(key, min, max),
       lrange: (key) => redis.lRange(key, 0, -1),
+      lrem: (key, value) => redis.lRem(key, 1, value),
       hvals: (key) => redis.hVals(key),
       hdel: (key, fields) => redis.hDel(key, fields),
     };
   }
-  const redis = client as {
-    eval(script: string, n: number, ...rest: string[]): Promise<unknown>;
+  const redis = client as IoRedisLike & {
     hget(key: string, field: string): Promise<string | null>;
+    hset(key: string, field: string, value: string): Promise<unknown>;
+    hmget(key: string, ...fields: string[]): Promise<(string | null)[]>;
     hgetall(key: string): Promise<Record<string, string>>;
+    zrangebyscore(key: string, min: string, max: string): Promise<string[]>;
     lrange(key: string, start: number, stop: number): Promise<string[]>;
+    lrem(key: string, count: number, value: string): Promise<number>;
     hvals(key: string): Promise<string[]>;
     hdel(key: string, ...fields: string[]): Promise<unknown>;
   };
   return {
-    run: (script, keys, args) => redis.eval(script, keys.length, ...keys, ...args),
+    change: ioRedisScript(redis, 'listingLimitsChange', CHANGE_SCRIPT),
+    putRequest: ioRedisScript(redis, 'listingLimitsPutRequest', PUT_REQUEST_SCRIPT),
     hget: (key, field) => redis.hget(key, field),
+    hset: (key, field, value) => redis.hset(key, field, value),
+    hmget: (key, fields) => redis.hmget(key, ...fields),
     hgetall: (key) => redis.hgetall(key),
+    zrangebyscore: (key, min, max) => redis.zrangebyscore(key, min, max),
     lrange: (key) => redis.lrange(key, 0, -1),
+    lrem: (key, value) => redis.lrem(key, 1, value),
     hvals: (key) => redis.hvals(key),
     hdel: (key, fields) => redis.hdel(key, ...fields),
   };
 }
 
 /**
- * The runtime state in Redis, under the store's prefix: a hash of records, a list of changes and a hash of grant
- * requests, on one hash tag so that a Cluster keeps them on one node. Each instance reads the records every
- * REFRESH_MS, in one command that answers only a version while nothing changed.
+ * A state script run by ioredis: a command defined once (EVALSHA, loading the script when Redis lacks it), sent
+ * whatever the client's state, so that a change made while it reconnects waits in its queue as other commands do.
+ */
+function ioRedisScript(redis: IoRedisLike, name: string, lua: string) {
+  const commands = redis as unknown as Record<string, ((...args: (string | number)[]) => Promise<unknown>) | undefined>;
+  if (typeof commands[name] !== 'function') redis.defineCommand(name, { lua });
+  const run = commands[name] as (...args: (string | number)[]) => Promise<unknown>;
+  return (keys: string[], args: string[]) => run.call(redis, keys.length, ...keys, ...args);
+}
+
+/**
+ * Fields of the records' hash that are the state's own, not records (their names start with `#`). `#copy` is marked
+ * anew by the first instance that finds the state replaced by a copy behind it (its sequence number went back), so
+ * that every instance reads that copy whole as a replaced state, even one that reads it only after new changes have
+ * brought the sequence number past where it was.
+ */
+const META = ['#epoch', '#seq', '#floor', '#copy'];
+
+/** A number the state keeps, or 0 for none (or for a value that is not one). */
+function counted(value: string | null | undefined): number {
+  const n = Number(value ?? 0);
+  return Number.isSafeInteger(n) && n >= 0 ? n : 0;
+}
+
+/**
+ * The runtime state in Redis, under the store's prefix, on one hash tag so that a Cluster keeps it on one node: the
+ * records' hash (`#epoch`, `#seq` and `#floor` besides the records), the changes and the ends (sorted sets), the
+ * history (a list) and the grant requests (a hash, and its sequence number). Each instance reads the hash's
+ * `#epoch`, `#seq`, `#floor` and `#copy` every REFRESH_MS, in one command; when the sequence number moved on, the
+ * fields changed since its last read and their values, two more; when the epoch or the copy is another, the sequence
+ * number went back, or the instance is behind the changes kept, the whole hash.
  */
 function redisState(redis: StateCommands, prefix: string): RuntimeState {
   const record = `${prefix}:{runtime}:record`;
+  const changes = `${prefix}:{runtime}:changes`;
+  const ends = `${prefix}:{runtime}:ends`;
   const history = `${prefix}:{runtime}:history`;
   const requests = `${prefix}:{runtime}:requests`;
-  const all = () =>
-    redis.hgetall(record).then((fields) => {
-      const records = new Map(Object.entries(fields));
-      records.delete('#version');
-      return records;
-    });
+  const requestsSeq = `${prefix}:{runtime}:requests-seq`;
+
+  type Position = { readonly epoch: string | undefined; readonly seq: number; readonly copy: string | undefined };
+  const whole = async (known: Position | undefined): Promise<[StateUpdate, Position]> => {
+    const all = await redis.hgetall(record);
+    const epoch = all['#epoch'];
+    const seq = counted(all['#seq']);
+    const copy = all['#copy'];
+    const records = new Map<string, string>();
+    for (const [field, value] of Object.entries(all)) if (!field.startsWith('#')) records.set(field, value);
+    const replaced = known?.epoch !== undefined && (epoch !== known.epoch || seq < known.seq || copy !== known.copy);
+    return [
+      { kind: replaced ? 'replaced' : 'whole', epoch, seq, records },
+      { epoch, seq, copy },
+    ];
+  };
   // Plain reads, not scripts: what an instance reads in the background is told apart from what requests cost.
-  const load = (known: string) =>
-    redis.hget(record, '#version').then(async (version) => {
-      const current = version ?? '0';
-      return { version: current, records: current === known ? undefined : await all() };
-    });
+  const read = async (known: Position | undefined): Promise<[StateUpdate, Position] | undefined> => {
+    const [epochText, seqText, floorText, copyText] = await redis.hmget(record, META);
+    const epoch = epochText ?? undefined;
+    const seq = counted(seqText);
+    const copy = copyText ?? undefined;
+    if (known?.epoch !== undefined && epoch === known.epoch && seq < known.seq) {
+      await redis.hset(record, '#copy', newEpoch());
+      return whole(known);
+    }
+    if (known === undefined) return whole(known);
+    const moved = epoch !== known.epoch || copy !== known.copy || seq < known.seq;
+    if (moved || known.seq < counted(floorText)) return whole(known);
+    if (seq === known.seq) return undefined;
+    // The state's own fields are never records, whatever the changes say.
+    const fields = (await redis.zrangebyscore(changes, `(${known.seq}`, String(seq))).filter((f) => !f.startsWith('#'));
+    const values = fields.length > 0 ? await redis.hmget(record, fields) : [];
+    const records = new Map(fields.map((f, i) => [f, values[i] ?? null]));
+    return [
+      { kind: 'changes', epoch, seq, records },
+      { epoch, seq, copy },
+    ];
+  };
+
   return {
-    change: (field, value, event, expired) =>
-      redis
-        .run(
-          CHANGE_SCRIPT,
-          [record, history],
-          [field, value === null ? '' : 'set', value ?? '', event, String(HISTORY_MAX), ...expired],
-        )
-        .then((existed) => Number(existed) === 1),
-    load: all,
+    async change(c) {
+      const when = typeof c.when === 'object' ? 'sha1' : c.when;
+      const expected = typeof c.when === 'object' ? c.when.sha1 : '';
+      if (c.value !== null) stamped(c.value, 0); // refuses what is not a record's JSON object, before Redis does
+      const answer = (await redis.change(
+        [record, changes, ends, history],
+        [
+          c.field,
+          c.value ?? '',
+          c.endsAt === null ? '' : String(c.endsAt),
+          when,
+          expected,
+          c.event ?? '',
+          String(c.now),
+          newEpoch(),
+          String(HISTORY_MAX),
+          String(CHANGES_KEPT),
+          String(ENDED_PER_CHANGE),
+        ],
+      )) as [unknown, unknown, unknown, unknown, unknown];
+      const text = (value: unknown) => (value === '' || value === null ? undefined : String(value));
+      return {
+        changed: Number(answer[0]) === 1,
+        before: text(answer[1]),
+        stored: text(answer[2]),
+        seq: Number(answer[3]),
+        epoch: String(answer[4]),
+      };
+    },
+    follow(apply) {
+      let known: Position | undefined;
+      let reading = 0;
+      // Reads run one after another: a sync() reads after every read begun before it.
+      let last: Promise<void> = Promise.resolve();
+      const sync = () => {
+        reading++;
+        const next = last
+          .then(() => read(known))
+          .then((read) => {
+            if (!read) return;
+            known = read[1];
+            apply(read[0]);
+          })
+          .finally(() => reading--);
+        last = next.catch(() => {});
+        return next;
+      };
+      // While Redis fails, the instance keeps what it last read; a read still waiting is not doubled.
+      const timer = setInterval(() => {
+        if (reading === 0) sync().catch(() => {});
+      }, REFRESH_MS);
+      timer.unref();
+      return { sync, stop: () => clearInterval(timer) };
+    },
     history: () => redis.lrange(history),
+    removeHistory: async (entry) => (await redis.lrem(history, entry)) > 0,
     requests: {
-      put: (id, value, expected, max) =>
-        redis
-          .run(PUT_REQUEST_SCRIPT, [requests], [id, value, expected ?? '', String(max)])
-          .then((done) => PUT_RESULTS[Number(done) + 1] ?? 'full'),
+      put: async (id, value, expected, max) => {
+        const answer = await redis.putRequest([requests, requestsSeq], [id, value, expected ?? '', String(max)]);
+        return PUT_RESULTS[Number(answer) + 1] ?? 'full';
+      },
       get: (id) => redis.hget(requests, id).then((value) => value ?? undefined),
       all: () => redis.hvals(requests),
       remove: async (ids) => {
         if (ids.length > 0) await redis.hdel(requests, [...ids]);
       },
-    },
-    watch(changed) {
-      // No record hash yet reads as version 0: the empty state the watcher starts from, with nothing to load.
-      let known = '0';
-      let busy = false;
-      const refresh = () => {
-        if (busy) return;
-        busy = true;
-        load(known)
-          .then(({ version, records }) => {
-            known = version;
-            if (records) changed(records);
-          })
-          // While Redis fails, the instance keeps the state it last read, and reads it again on the next refresh.
-          .catch(() => {})
-          .finally(() => (busy = false));
-      };
-      changed(new Map());
-      refresh();
-      const timer = setInterval(refresh, REFRESH_MS);
-      timer.unref();
-      return () => clearInterval(timer);
     },
   };
 }

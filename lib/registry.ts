@@ -1,43 +1,71 @@
-// Bans and grants as operators and rules change them: kept in the store's runtime state, mirrored in this process.
+// Bans, grants and lost records of the store's runtime state: this instance's cache of them, and their changes.
+import { createHash } from 'node:crypto';
 import type { Request } from 'express';
 import ipaddr from 'ipaddr.js';
 import { Checker, isPlainObject, MAX_DURATION_MS, show } from './check.js';
-import type { Client, IpKey } from './identify.js';
+import { RuntimeStateError } from './errors.js';
 import { observe, type OnError } from './hooks.js';
+import type { Client, IpKey } from './identify.js';
 import { tokenKey } from './keys.js';
-import { HISTORY_MAX, MemoryState, type RuntimeState } from './state.js';
-import type { ActiveBan, ActiveGrant, ChangeEvent, ClientKind, Grant } from './types.js';
+import {
+  addressBan,
+  type BanRecord,
+  checkBan,
+  checkEvent,
+  type CheckGrant,
+  checkGrantRecord,
+  checkLost,
+  type GrantRecord,
+  LONGEST_TEXT,
+  type LostEntry,
+  Problem,
+  type Stored,
+} from './records.js';
+import {
+  type ChangeResult,
+  type Follower,
+  HISTORY_MAX,
+  MemoryState,
+  type RecordChange,
+  type RuntimeState,
+  sha1,
+  type StateUpdate,
+} from './state.js';
+import { SweptMap } from './swept.js';
+import type { ActiveBan, ActiveGrant, ChangeEvent, ClientKind, ForeignEntry, Grant, LostRecord } from './types.js';
 
-/** The key of an address's ban (token rotation, or an operator's ban of `{ ip }`), apart from the IP client's own. */
-export const addressBan = (ip: string): string => `addr:${ip}`;
+export { addressBan, type BanRecord };
 
-const BAN = 'ban:';
-const GRANT = 'grant:';
-const LONGEST_TEXT = 500;
-
-interface BanRecord {
-  readonly key: string;
-  readonly kind: ClientKind;
-  readonly reason: string;
-  readonly since: number;
-  readonly until: number;
-  readonly by: 'rule' | 'operator';
-}
-
-interface GrantRecord {
-  readonly key: string;
-  readonly grant: Grant;
-  readonly since: number;
-  readonly until: number | null;
-  readonly note: string | null;
-}
+/** Foreign entries of the records kept in view for `foreign()` at the most; beyond, the oldest go. */
+const FOREIGN_KEPT = 1000;
+/** Foreign entries remembered as told to `onError`, so that each is told once; beyond, the oldest go. */
+const REPORTED_KEPT = 10_000;
+/** The longest text of a foreign entry shown. */
+const SHOWN_TEXT = 200;
 
 /** What the registry needs of the other features: how addresses are keyed, and how a grant is checked. */
 export interface RegistryContext {
   readonly ipOf: IpKey;
-  readonly checkGrant: (check: Checker, grant: unknown, field: string) => Grant;
+  readonly checkGrant: CheckGrant;
   readonly onChange: ((event: ChangeEvent, req: Request | undefined) => unknown) | undefined;
   readonly report: OnError;
+  /** The longest the first read of the state holds requests up (the store's `timeoutMs`, else a second). */
+  readonly firstReadMs: number;
+}
+
+/** Where this instance keeps the records of a kind, by the id of their field. */
+interface KindCache {
+  get(id: string): { readonly seq: number } | undefined;
+  add(id: string, record: { readonly seq: number }, now: number): unknown;
+  delete(id: string): boolean;
+}
+
+/** A kind of record: how an entry of it is checked, and where this instance keeps its records. */
+interface Kind {
+  check(id: string, text: string): { readonly seq: number };
+  cache(id: string): KindCache;
+  /** Whether a record of it is an operator's: kept as a lost record when the store loses it. */
+  operators(record: unknown): boolean;
 }
 
 function kindOf(key: string): ClientKind {
@@ -57,80 +85,333 @@ function byTimeAndKey(a: { since: number; key: string }, b: { since: number; key
   return a.since - b.since || (a.key < b.key ? -1 : a.key > b.key ? 1 : 0);
 }
 
-function parse<T>(json: string): T | undefined {
-  try {
-    return JSON.parse(json) as T;
-  } catch {
-    return undefined;
-  }
+function endOf(record: BanRecord | GrantRecord): number {
+  return record.until ?? Infinity;
+}
+
+function isBan(record: BanRecord | GrantRecord): record is BanRecord {
+  return 'by' in record;
+}
+
+/** A record as the store is given it: without the sequence number the store adds. */
+function plain<R extends object>(record: Stored<R> | R): R {
+  const { seq: _seq, ...rest } = record as R & { seq?: number };
+  return rest as R;
+}
+
+function sameRecord(a: object, b: object): boolean {
+  return JSON.stringify(plain(a)) === JSON.stringify(plain(b));
+}
+
+/** A text as the lists show it: cut to SHOWN_TEXT characters. */
+function shown(json: string): string {
+  return json.length > SHOWN_TEXT ? `${json.slice(0, SHOWN_TEXT)}…` : json;
+}
+
+function digest(value: string): string {
+  return createHash('sha256').update(value).digest('base64url').slice(0, 16);
+}
+
+function eventText(event: ChangeEvent): string {
+  return JSON.stringify({ ...event, at: event.at.getTime(), until: event.until?.getTime() });
+}
+
+/** A change with nothing of it but the action, client and time set. */
+function eventOf(action: ChangeEvent['action'], key: string, kind: ClientKind, at: number): ChangeEvent {
+  return {
+    action,
+    key,
+    kind,
+    by: 'operator',
+    at: new Date(at),
+    reason: undefined,
+    until: undefined,
+    grant: undefined,
+    note: undefined,
+  };
+}
+
+function banEvent(ban: BanRecord): ChangeEvent {
+  const event = eventOf('ban', ban.key, ban.kind, ban.since);
+  return { ...event, by: ban.by, reason: ban.reason, until: new Date(ban.until) };
+}
+
+function grantEvent(grant: GrantRecord): ChangeEvent {
+  const event = eventOf('grant', grant.key, kindOf(grant.key), grant.since);
+  const until = grant.until === null ? undefined : new Date(grant.until);
+  return { ...event, until, grant: grant.grant, note: grant.note ?? undefined };
+}
+
+/** What this instance knew when the state it followed was replaced. */
+interface Known {
+  readonly epoch: string | undefined;
+  readonly seq: number;
+  readonly records: ReadonlyMap<string, Stored<BanRecord | GrantRecord | LostEntry>>;
+  readonly foreign: ReadonlySet<string>;
 }
 
 /**
- * The bans and grants of one middleware. Every change goes to the store's runtime state, which every instance
- * sharing the store reads (the memory store's at once, the Redis store's every half second), and is applied to this
- * process's mirror at once; the request path reads only the mirror, synchronously.
+ * The bans, grants and lost records of one middleware. The store's runtime state holds them, one record each, and
+ * numbers every change; this instance keeps a cache of them that follows those changes (at once with the memory
+ * store, every 250 ms with the Redis store, reading only what changed), and the request path reads only the
+ * cache, synchronously. A change made here is written to the store first and applies here when the store has it;
+ * only a rule's ban applies here at once (the requests in flight with the one that banned must find it), and stays
+ * here alone when the store cannot be written.
  */
 export class Registry {
   readonly #state: RuntimeState;
-  /** False for a store with no runtime state of its own: the mirror then only holds this process's automatic bans. */
+  /** False for a store with no runtime state of its own: the cache then holds this process's rule bans only. */
   readonly #shared: boolean;
   readonly #context: RegistryContext;
-  /** Ban key → ban; ended bans are skipped until the next load drops them. */
-  #bans = new Map<string, BanRecord>();
-  #grants = new Map<string, GrantRecord>();
-  /** When the last mirrored ban ends: past it, no request needs a look at the bans. */
+  /** Client key → ban. Ended bans stay until swept or replaced; each check reads the end. */
+  readonly #bans = new SweptMap<Stored<BanRecord>>((ban) => ban.until);
+  /** `addr:<address key>` → ban of an address: apart, so that no request reads its address while none is banned. */
+  readonly #addressBans = new SweptMap<Stored<BanRecord>>((ban) => ban.until);
+  readonly #grants = new SweptMap<Stored<GrantRecord>>((grant) => grant.until ?? Infinity);
+  /** Field of the record lost → the lost record. */
+  readonly #lost = new SweptMap<Stored<LostEntry>>((lost) => endOf(lost.record));
+  /**
+   * Field → an entry of the records that is not a record this instance applies: its text as shown, and its SHA-1,
+   * by which it is removed only as it was read.
+   */
+  readonly #foreign = new Map<string, { readonly shown: string; readonly sha1: string; readonly problem: string }>();
+  readonly #reported = new Set<string>();
+  readonly #kinds: ReadonlyMap<string, Kind>;
+  /** When the last ban this instance has seen ends: past it (or with none), no request needs a look at the bans. */
   #bansEnd = 0;
-  #addressBans = 0;
-  #stop: (() => void) | undefined;
+  /** The epoch and sequence number of the last update applied. */
+  #epoch: string | undefined;
+  #seq = 0;
+  #loaded = false;
+  #follower: Follower | undefined;
+  #ready: Promise<void> | undefined;
+  /** Entries of the records parsed and checked by this instance, in all: what the cost tests count. @internal */
+  parsed = 0;
 
   constructor(state: RuntimeState | undefined, context: RegistryContext) {
     this.#state = state ?? new MemoryState();
     this.#shared = state !== undefined;
     this.#context = context;
+    const bans = (id: string) => (id.startsWith('addr:') ? this.#addressBans : this.#bans);
+    // The kinds of record, by the prefix of their field: a new kind is a check, a cache and a line here.
+    this.#kinds = new Map<string, Kind>([
+      ['ban', { check: checkBan, cache: bans, operators: (ban) => (ban as BanRecord).by === 'operator' }],
+      [
+        'grant',
+        {
+          check: (id, json) => checkGrantRecord(id, json, context.checkGrant),
+          cache: () => this.#grants,
+          operators: () => true,
+        },
+      ],
+      [
+        'lost',
+        {
+          check: (id, json) => checkLost(id, json, context.checkGrant),
+          cache: () => this.#lost,
+          operators: () => true,
+        },
+      ],
+    ]);
   }
 
   /** Starts following the state: once the middleware is made, so that a configuration that fails leaves nothing. */
   start(): void {
-    this.#stop ??= this.#state.watch((records) => this.#load(records));
+    if (this.#follower) return;
+    this.#follower = this.#state.follow((update) => this.#apply(update));
+    if (this.#loaded) return;
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const bound = new Promise<void>((resolve) => {
+      timer = setTimeout(resolve, this.#context.firstReadMs);
+      timer.unref?.();
+    });
+    const first = this.#follower.sync().catch(() => {});
+    this.#ready = Promise.race([first, bound]).then(() => {
+      clearTimeout(timer);
+      this.#ready = undefined;
+    });
   }
 
-  #load(records: Map<string, string>): void {
-    const bans = new Map<string, BanRecord>();
-    const grants = new Map<string, GrantRecord>();
-    for (const [field, json] of records) {
-      if (field.startsWith(BAN)) {
-        const ban = parse<BanRecord>(json);
-        if (ban && typeof ban.until === 'number') bans.set(field.slice(BAN.length), ban);
-      } else if (field.startsWith(GRANT)) {
-        const grant = parse<GrantRecord>(json);
-        if (grant && grant.grant !== undefined) grants.set(field.slice(GRANT.length), grant);
+  /**
+   * Until the state has been read once (or `firstReadMs` has passed): the first read, which a request waits for
+   * before its bans are checked.
+   */
+  get ready(): Promise<void> | undefined {
+    return this.#ready;
+  }
+
+  #apply(update: StateUpdate): void {
+    const known = update.kind === 'replaced' ? this.#known() : undefined;
+    if (update.kind !== 'changes') this.#reset();
+    for (const [field, json] of update.records) this.#put(field, json, update.seq);
+    this.#epoch = update.epoch;
+    this.#seq = update.seq;
+    this.#loaded = true;
+    if (known) this.#replaced(known, update).catch((error: unknown) => this.#context.report(error, undefined));
+  }
+
+  /** Applies one field's text as read at sequence number `readAt` (null: no record). */
+  #put(field: string, json: string | null, readAt: number): void {
+    if (field.startsWith('#')) return;
+    const colon = field.indexOf(':');
+    const kind = colon > 0 ? this.#kinds.get(field.slice(0, colon)) : undefined;
+    const id = field.slice(colon + 1);
+    this.#foreign.delete(field);
+    if (json === null) {
+      const cache = kind?.cache(id);
+      const cached = cache?.get(id);
+      // A version this instance wrote after that read stays.
+      if (cached !== undefined && cached.seq > readAt) return;
+      cache?.delete(id);
+      return;
+    }
+    if (!kind)
+      return this.#skip(field, json, `is of a kind this version does not know (${show(field.slice(0, colon))})`);
+    const cache = kind.cache(id);
+    let record: { readonly seq: number };
+    try {
+      this.parsed++;
+      record = kind.check(id, json);
+    } catch (error) {
+      if (!(error instanceof Problem)) throw error;
+      cache.delete(id);
+      return this.#skip(field, json, error.message);
+    }
+    const cached = cache.get(id);
+    if (cached !== undefined && cached.seq > record.seq) return;
+    cache.add(id, record, Date.now());
+    if (field.startsWith('ban:')) this.#bansEnd = Math.max(this.#bansEnd, (record as Stored<BanRecord>).until);
+  }
+
+  /** Keeps a foreign entry in view and tells `onError` of it, once. */
+  #skip(field: string, json: string, problem: string): void {
+    if (this.#foreign.size >= FOREIGN_KEPT) this.#foreign.delete(this.#foreign.keys().next().value as string);
+    this.#foreign.set(field, { shown: shown(json), sha1: sha1(json), problem });
+    this.#foreignFound(`record ${field}`, json, problem);
+  }
+
+  #foreignFound(entry: string, json: string, problem: string): void {
+    const id = `${entry}\n${digest(json)}`;
+    if (this.#reported.has(id)) return;
+    if (this.#reported.size >= REPORTED_KEPT) this.#reported.delete(this.#reported.values().next().value as string);
+    this.#reported.add(id);
+    const message = `the store's runtime state has a foreign entry, skipped: ${entry} ${problem}.`;
+    this.#context.report(new RuntimeStateError('ERR_FOREIGN_ENTRY', message, { entry }), undefined);
+  }
+
+  /** Empties the cache, but for the rule's bans that only this instance has (the store could not be written). */
+  #reset(): void {
+    for (const cache of [this.#bans, this.#addressBans]) {
+      const local = [...cache].filter(([, ban]) => ban.seq < 0);
+      cache.clear();
+      for (const [id, ban] of local) cache.set(id, ban);
+    }
+    this.#grants.clear();
+    this.#lost.clear();
+    this.#foreign.clear();
+    this.#bansEnd = 0;
+    for (const cache of [this.#bans, this.#addressBans]) {
+      for (const ban of cache.values()) this.#bansEnd = Math.max(this.#bansEnd, ban.until);
+    }
+  }
+
+  #known(): Known {
+    const records = new Map<string, Stored<BanRecord | GrantRecord | LostEntry>>();
+    for (const [id, ban] of this.#bans) records.set(`ban:${id}`, ban);
+    for (const [id, ban] of this.#addressBans) records.set(`ban:${id}`, ban);
+    for (const [id, grant] of this.#grants) records.set(`grant:${id}`, grant);
+    for (const [id, lost] of this.#lost) records.set(`lost:${id}`, lost);
+    return { epoch: this.#epoch, seq: this.#seq, records, foreign: new Set(this.#foreign.keys()) };
+  }
+
+  /**
+   * The state was replaced: the store lost its data (a restart without persistence, a flush, a failover to an empty
+   * replica), or a copy behind it took its place. The new state is the truth; what this instance knew and it lacks is
+   * never written back, since it may have been lifted meanwhile. An operator's ban or grant the store lost is kept
+   * as a lost record, for an operator to restore or dismiss; a rule's ban is gone. A copy behind the state (the same
+   * epoch) may bring back records that were removed after it: those whose sequence number this instance had passed
+   * without holding them are removed again.
+   */
+  async #replaced(known: Known, update: StateUpdate): Promise<void> {
+    const now = Date.now();
+    const copy = known.epoch === update.epoch;
+    const lost: Stored<LostEntry>[] = [];
+    let ruleBans = 0;
+    for (const [field, record] of known.records) {
+      if (record.seq < 0) continue;
+      const entry = 'field' in record ? record : { field, record, lostAt: now, seq: record.seq };
+      if (endOf(entry.record) <= now) continue;
+      const json = update.records.get(field);
+      if (json !== undefined && json !== null) {
+        const kind = this.#kinds.get(field.slice(0, field.indexOf(':')));
+        const id = field.slice(field.indexOf(':') + 1);
+        const current = kind?.cache(id).get(id);
+        // Kept: the same version (or a newer one) on a copy; the same record written again after a loss.
+        const same = copy ? current && current.seq >= record.seq : current && sameRecord(current, record);
+        if (same) continue;
+      }
+      if ('field' in record || this.#kinds.get(field.slice(0, field.indexOf(':')))?.operators(record)) lost.push(entry);
+      else ruleBans++;
+    }
+    const stale: [string, string][] = [];
+    if (copy) {
+      for (const [field, json] of update.records) {
+        if (json === null || known.records.has(field) || known.foreign.has(field)) continue;
+        const seq = Number(/^\{"seq":(\d+),/.exec(json)?.[1] ?? 0);
+        if (seq <= known.seq) stale.push([field, json]);
       }
     }
-    this.#bans = bans;
-    this.#grants = grants;
-    this.#indexBans();
-  }
-
-  #indexBans(): void {
-    let end = 0;
-    let addresses = 0;
-    for (const [banKey, ban] of this.#bans) {
-      end = Math.max(end, ban.until);
-      if (banKey.startsWith('addr:')) addresses++;
+    for (const [field, json] of stale) {
+      await this.#write({ field, value: null, endsAt: null, when: { sha1: sha1(json) }, event: undefined, now });
     }
-    this.#bansEnd = end;
-    this.#addressBans = addresses;
+    for (const entry of lost) {
+      const value = JSON.stringify({ field: entry.field, record: plain(entry.record), lostAt: entry.lostAt });
+      const endsAt = endOf(entry.record) === Infinity ? null : endOf(entry.record);
+      // Several instances may find the same record lost: the first one's lost record stays.
+      await this.#write({ field: `lost:${entry.field}`, value, endsAt, when: 'absent', event: undefined, now });
+    }
+    if (lost.length + ruleBans + stale.length === 0) return;
+    const what = copy ? 'replaced by a copy that is behind it (a failover)' : 'lost (a restart, a flush or a failover)';
+    const parts: string[] = [];
+    if (lost.length > 0)
+      parts.push(`${lost.length} ban(s) and grant(s) of operators are kept as lost records, to restore or dismiss`);
+    if (ruleBans > 0) parts.push(`${ruleBans} ban(s) by rule are gone`);
+    if (stale.length > 0) parts.push(`${stale.length} record(s) lifted before came back with it and are removed again`);
+    const message = `the store's runtime state was ${what}: ${parts.join('; ')}.`;
+    this.#context.report(new RuntimeStateError('ERR_STATE_LOST', message), undefined);
   }
 
-  /** How many bans are in force, as far as this process knows. */
+  /** Writes a change; the cache takes the store's answer (or, when the state's epoch changed, reads it whole). */
+  async #write(change: RecordChange): Promise<ChangeResult> {
+    const result = await this.#state.change(change);
+    if (result.epoch !== this.#epoch) {
+      await this.#follower?.sync().catch(() => {});
+      if (this.#follower) return result;
+    }
+    this.#put(change.field, result.stored ?? null, result.seq);
+    return result;
+  }
+
+  /** Writes a change of a ban or grant, with its history entry, and tells `onChange` when it applied. */
+  async #change(
+    change: Omit<RecordChange, 'event' | 'now'>,
+    event: ChangeEvent,
+    req: Request | undefined,
+  ): Promise<ChangeResult> {
+    const result = await this.#write({ ...change, event: eventText(event), now: event.at.getTime() });
+    if (result.changed) observe(this.#context.onChange, event, req, this.#context.report);
+    return result;
+  }
+
+  /** How many bans are in force, as far as this instance knows. */
   activeBans(): number {
     const now = Date.now();
     let n = 0;
-    for (const ban of this.#bans.values()) if (ban.until > now) n++;
+    for (const cache of [this.#bans, this.#addressBans]) for (const ban of cache.values()) if (ban.until > now) n++;
     return n;
   }
 
-  /** How many runtime grants are in force, as far as this process knows. */
+  /** How many runtime grants are in force, as far as this instance knows. */
   activeGrants(): number {
     const now = Date.now();
     let n = 0;
@@ -138,31 +419,38 @@ export class Registry {
     return n;
   }
 
-  /** Whether any ban may be active: false means no request needs identifying for bans. */
+  /** Whether any ban may be in force: false means no request needs identifying for bans. */
   anyBan(now: number): boolean {
-    return this.#bansEnd > now;
+    return this.#bansEnd > now && (this.#bans.size > 0 || this.#addressBans.size > 0);
   }
 
   /** The end of the ban that holds for `client` (its own, or its address's), or undefined. */
   bannedUntil(client: Client, now: number): number | undefined {
-    if (this.#bansEnd <= now) return undefined;
+    if (!this.anyBan(now)) return undefined;
     const own = this.#bans.get(client.key);
     let until = own && own.until > now ? own.until : undefined;
-    if (this.#addressBans > 0) {
-      const address = this.#bans.get(addressBan(client.ip));
+    if (this.#addressBans.size > 0) {
+      const address = this.#addressBans.get(addressBan(client.ip));
       if (address && address.until > now) until = Math.max(until ?? 0, address.until);
     }
     return until;
   }
 
-  /** The grant given at runtime to `client` (by its key, its token or its address), or undefined. */
+  /** Whether the ban stored as `banKey` is in force, as far as this instance knows. */
+  banned(banKey: string, now: number): boolean {
+    const ban = (banKey.startsWith('addr:') ? this.#addressBans : this.#bans).get(banKey);
+    return ban !== undefined && ban.until > now;
+  }
+
+  /**
+   * The grant given at runtime to the client as identified: by its key (its token's, its address's for a client
+   * counted by address, or a custom key), else by its address. A token that `authenticate` refused is not the
+   * client's key, so a grant of that token does not apply.
+   */
   grantOf(client: Client): Grant | undefined {
     if (this.#grants.size === 0) return undefined;
     const now = Date.now();
-    const found =
-      this.#grants.get(client.key) ??
-      (client.tokenKey !== undefined ? this.#grants.get(client.tokenKey) : undefined) ??
-      this.#grants.get(client.ip);
+    const found = this.#grants.get(client.key) ?? (client.kind === 'ip' ? undefined : this.#grants.get(client.ip));
     return found && (found.until === null || found.until > now) ? found.grant : undefined;
   }
 
@@ -206,60 +494,30 @@ export class Registry {
     }
   }
 
-  /** The fields of records that have ended, dropped with the next change. */
-  #expired(now: number): string[] {
-    const ended: string[] = [];
-    for (const [key, ban] of this.#bans) if (ban.until <= now) ended.push(BAN + key);
-    for (const [key, grant] of this.#grants) if (grant.until !== null && grant.until <= now) ended.push(GRANT + key);
-    return ended;
-  }
-
-  /** Applies a change to the mirror at once, then writes it to the state, and tells `onChange`. */
-  #change(field: string, value: string | null, event: ChangeEvent, req: Request | undefined): Promise<boolean> {
-    const now = event.at.getTime();
-    const expired = this.#expired(now);
-    let had = false;
-    if (field.startsWith(BAN)) {
-      const key = field.slice(BAN.length);
-      const ban = this.#bans.get(key);
-      had = ban !== undefined && ban.until > now;
-      if (value === null) this.#bans.delete(key);
-      else this.#bans.set(key, JSON.parse(value) as BanRecord);
-      this.#indexBans();
-    } else {
-      const key = field.slice(GRANT.length);
-      const grant = this.#grants.get(key);
-      had = grant !== undefined && (grant.until === null || grant.until > now);
-      if (value === null) this.#grants.delete(key);
-      else this.#grants.set(key, JSON.parse(value) as GrantRecord);
-    }
-    if (value === null && !had && !this.#shared) return Promise.resolve(false);
-    const serialised = JSON.stringify({ ...event, at: now, until: event.until?.getTime() });
-    return this.#state.change(field, value, serialised, expired).then((existed) => {
-      const changed = value !== null || existed || had;
-      if (changed) observe(this.#context.onChange, event, req, this.#context.report);
-      return changed;
-    });
-  }
-
-  /** Records a ban: a rule's (from a request) or an operator's. */
-  ban(banKey: string, ban: BanRecord, req: Request | undefined): Promise<boolean> {
-    const event: ChangeEvent = {
-      action: 'ban',
-      key: ban.key,
-      kind: ban.kind,
-      by: ban.by,
-      at: new Date(ban.since),
-      reason: ban.reason,
-      until: new Date(ban.until),
-      grant: undefined,
-      note: undefined,
-    };
-    return this.#change(BAN + banKey, JSON.stringify(ban), event, req);
+  /**
+   * A rule's ban, decided by a request: in force here at once, then written unless a ban of the key is in force in
+   * the store already (another instance's, which then replaces this one here). Resolves whether this wrote it; a
+   * ban the store could not take stays here alone until it ends, and the failure goes to `onError`.
+   */
+  ruleBan(banKey: string, ban: BanRecord, req: Request): Promise<boolean> {
+    (banKey.startsWith('addr:') ? this.#addressBans : this.#bans).add(banKey, { ...ban, seq: -1 }, ban.since);
+    this.#bansEnd = Math.max(this.#bansEnd, ban.until);
+    return this.#change(
+      { field: `ban:${banKey}`, value: JSON.stringify(ban), endsAt: ban.until, when: 'absent' },
+      banEvent(ban),
+      req,
+    ).then(
+      (result) => result.changed,
+      (error: unknown) => {
+        const message = `a rule's ban of ${ban.key} could not be written to the store; it holds on this instance only.`;
+        this.#context.report(new RuntimeStateError('ERR_STATE_WRITE', message, { cause: error }), req);
+        return false;
+      },
+    );
   }
 
   /** An operator's ban. */
-  banClient(client: unknown, options: unknown): Promise<boolean> {
+  async banClient(client: unknown, options: unknown): Promise<boolean> {
     const check = new Checker('limits.ban');
     const { key, kind, address } = this.keyOf(check, client);
     const o = check.options(options, 'options', '{ duration, reason }');
@@ -269,28 +527,34 @@ export class Registry {
     this.#writable(check);
     const since = Date.now();
     const ban: BanRecord = { key, kind, reason, since, until: since + duration, by: 'operator' };
-    return this.ban(address ? addressBan(key) : key, ban, undefined);
+    const field = `ban:${address ? addressBan(key) : key}`;
+    await this.#change(
+      { field, value: JSON.stringify(ban), endsAt: ban.until, when: 'always' },
+      banEvent(ban),
+      undefined,
+    );
+    return true;
   }
 
-  /** Lifts the bans of a key (its own and its address's). Resolves whether there was one. */
+  /** Lifts the bans of a key (its own and its address's). Resolves whether the store had one in force. */
   async unban(key: string): Promise<boolean> {
-    const at = new Date();
+    const at = Date.now();
     let lifted = false;
     for (const banKey of [key, addressBan(key)]) {
-      const known = this.#bans.get(banKey);
-      if (!known && !this.#shared) continue;
-      const event: ChangeEvent = {
-        action: 'unban',
-        key,
-        kind: known?.kind ?? kindOf(key),
-        by: 'operator',
-        at,
-        reason: undefined,
-        until: undefined,
-        grant: undefined,
-        note: undefined,
-      };
-      if (await this.#change(BAN + banKey, null, event, undefined)) lifted = true;
+      const cache = banKey.startsWith('addr:') ? this.#addressBans : this.#bans;
+      const known = cache.get(banKey);
+      // A rule's ban only this instance has: the store cannot lift it.
+      if (known && known.seq < 0) {
+        cache.delete(banKey);
+        if (known.until > at) lifted = true;
+      }
+      const event = eventOf('unban', key, known?.kind ?? (banKey === key ? kindOf(key) : 'ip'), at);
+      const result = await this.#change(
+        { field: `ban:${banKey}`, value: null, endsAt: null, when: 'always' },
+        event,
+        undefined,
+      );
+      if (result.changed) lifted = true;
     }
     return lifted;
   }
@@ -301,9 +565,9 @@ export class Registry {
     return this.keyOf(new Checker('limits.unban'), client).key;
   }
 
-  grant(client: unknown, grant: unknown, options: unknown): Promise<boolean> {
+  async grant(client: unknown, grant: unknown, options: unknown): Promise<boolean> {
     const check = new Checker('limits.grant');
-    const { key, kind } = this.keyOf(check, client);
+    const { key } = this.keyOf(check, client);
     const checked = this.#context.checkGrant(check, grant, 'grant');
     const o = check.options(options, 'options', '{ until, note }');
     check.unknownKeys(o, ['until', 'note'], (k) => `options.${k}`);
@@ -311,7 +575,7 @@ export class Registry {
     let until: number | null = null;
     if (o.until !== undefined) {
       const at: unknown = o.until instanceof Date ? o.until.getTime() : o.until;
-      if (typeof at !== 'number' || !Number.isFinite(at) || at <= since || at - since > MAX_DURATION_MS) {
+      if (typeof at !== 'number' || !Number.isSafeInteger(at) || at <= since || at - since > MAX_DURATION_MS) {
         check.invalid(
           'options.until',
           `must be a Date (or epoch milliseconds) in the future, at most one year ahead; got ${show(o.until)}.`,
@@ -322,50 +586,44 @@ export class Registry {
     const note = text(check, o.note, 'options.note') ?? null;
     this.#writable(check);
     const record: GrantRecord = { key, grant: checked, since, until, note };
-    const event: ChangeEvent = {
-      action: 'grant',
-      key,
-      kind,
-      by: 'operator',
-      at: new Date(since),
-      reason: undefined,
-      until: until === null ? undefined : new Date(until),
-      grant: checked,
-      note: note ?? undefined,
-    };
-    return this.#change(GRANT + key, JSON.stringify(record), event, undefined);
+    await this.#change(
+      { field: `grant:${key}`, value: JSON.stringify(record), endsAt: until, when: 'always' },
+      grantEvent(record),
+      undefined,
+    );
+    return true;
   }
 
-  revoke(client: unknown): Promise<boolean> {
+  async revoke(client: unknown): Promise<boolean> {
     const check = new Checker('limits.revoke');
     const { key, kind } = this.keyOf(check, client);
     this.#writable(check);
-    const event: ChangeEvent = {
-      action: 'revoke',
-      key,
-      kind,
-      by: 'operator',
-      at: new Date(),
-      reason: undefined,
-      until: undefined,
-      grant: undefined,
-      note: undefined,
-    };
-    return this.#change(GRANT + key, null, event, undefined);
+    const event = eventOf('revoke', key, kind, Date.now());
+    const result = await this.#change(
+      { field: `grant:${key}`, value: null, endsAt: null, when: 'always' },
+      event,
+      undefined,
+    );
+    return result.changed;
   }
 
-  /** The active bans, from the state itself (this process's mirror for a store without one). */
+  /** Reads what changed in the store now (a custom store's state is this process's: nothing to read). */
+  async sync(): Promise<void> {
+    if (this.#shared) await this.#follower?.sync();
+  }
+
+  /** The bans in force, rules' and operators', as the store has them now. */
   async bans(): Promise<ActiveBan[]> {
-    if (this.#shared) this.#load(await this.#state.load());
+    await this.sync();
     const now = Date.now();
-    return [...this.#bans.values()]
+    return [...this.#bans.values(), ...this.#addressBans.values()]
       .filter((ban) => ban.until > now)
       .sort(byTimeAndKey)
-      .map((ban) => ({ ...ban, since: new Date(ban.since), until: new Date(ban.until) }));
+      .map((ban) => ({ ...plain(ban), since: new Date(ban.since), until: new Date(ban.until) }));
   }
 
   async grants(): Promise<ActiveGrant[]> {
-    if (this.#shared) this.#load(await this.#state.load());
+    await this.sync();
     const now = Date.now();
     return [...this.#grants.values()]
       .filter((grant) => grant.until === null || grant.until > now)
@@ -379,7 +637,95 @@ export class Registry {
       }));
   }
 
-  /** The changes, newest first: since a time, at most `limit` of them. */
+  /** The operators' bans and grants the store lost, oldest loss first. */
+  async lost(): Promise<LostRecord[]> {
+    await this.sync();
+    const now = Date.now();
+    return [...this.#lost.values()]
+      .filter((lost) => endOf(lost.record) > now)
+      .sort((a, b) => a.lostAt - b.lostAt || (a.field < b.field ? -1 : 1))
+      .map((lost): LostRecord => {
+        const r = lost.record;
+        const since = new Date(r.since);
+        const base = { id: lost.field, key: r.key, lostAt: new Date(lost.lostAt) };
+        if (isBan(r)) return { ...base, kind: 'ban', ban: { ...r, since, until: new Date(r.until) }, grant: undefined };
+        const until = r.until === null ? undefined : new Date(r.until);
+        const grant = { key: r.key, grant: r.grant, since, until, note: r.note ?? undefined };
+        return { ...base, kind: 'grant', ban: undefined, grant };
+      });
+  }
+
+  /** Applies again an operator's ban or grant the store lost; resolves false when it has ended or is gone. */
+  async restoreLost(id: unknown): Promise<boolean> {
+    await this.sync();
+    const lost = typeof id === 'string' ? this.#lost.get(id) : undefined;
+    if (!lost) return false;
+    const now = Date.now();
+    const record = lost.record;
+    if (endOf(record) > now) {
+      const value = JSON.stringify(record);
+      const event = isBan(record) ? banEvent(record) : grantEvent(record);
+      await this.#change(
+        { field: lost.field, value, endsAt: record.until, when: 'always' },
+        { ...event, at: new Date(now) },
+        undefined,
+      );
+    }
+    await this.dismissLost(lost.field);
+    return endOf(record) > now;
+  }
+
+  /** Forgets a lost record. */
+  async dismissLost(id: unknown): Promise<boolean> {
+    if (typeof id !== 'string' || id === '') return false;
+    const change = { field: `lost:${id}`, value: null, endsAt: null, when: 'always', event: undefined } as const;
+    return (await this.#write({ ...change, now: Date.now() })).changed;
+  }
+
+  /** The entries of the store's runtime state this instance skips, records first, then the history's. */
+  async foreign(): Promise<ForeignEntry[]> {
+    await this.sync();
+    const entries: ForeignEntry[] = [...this.#foreign]
+      .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
+      .map(([field, { shown: text, problem }]) => ({ id: `record ${field}`, place: 'record', field, text, problem }));
+    for (const json of await this.#state.history()) {
+      const problem = this.#eventProblem(json);
+      if (problem !== undefined)
+        entries.push({ id: `history ${digest(json)}`, place: 'history', field: undefined, text: shown(json), problem });
+    }
+    return entries;
+  }
+
+  /** Removes an entry `foreign()` listed, if it is still as listed; resolves whether it was there. */
+  async removeForeign(id: unknown): Promise<boolean> {
+    if (typeof id !== 'string') return false;
+    if (id.startsWith('record ')) {
+      const field = id.slice('record '.length);
+      const found = this.#foreign.get(field);
+      if (!found) return false;
+      const change = { field, value: null, endsAt: null, when: { sha1: found.sha1 }, event: undefined };
+      const removed = (await this.#write({ ...change, now: Date.now() })).changed;
+      if (removed) this.#foreign.delete(field);
+      return removed;
+    }
+    if (id.startsWith('history ')) {
+      const json = (await this.#state.history()).find((entry) => `history ${digest(entry)}` === id);
+      return json !== undefined && this.#eventProblem(json) !== undefined && this.#state.removeHistory(json);
+    }
+    return false;
+  }
+
+  #eventProblem(json: string): string | undefined {
+    try {
+      checkEvent(json);
+      return undefined;
+    } catch (error) {
+      if (!(error instanceof Problem)) throw error;
+      return error.message;
+    }
+  }
+
+  /** The changes, newest first: since a time, at most `limit` of them. Entries that are not changes are skipped. */
   async history(options: unknown): Promise<ChangeEvent[]> {
     const check = new Checker('limits.history');
     const o = check.options(options, 'options', '{ since, limit }');
@@ -391,28 +737,24 @@ export class Registry {
     const limit = o.limit === undefined ? HISTORY_MAX : check.count(o.limit, 'options.limit');
     const events: ChangeEvent[] = [];
     for (const json of await this.#state.history()) {
-      const e = parse<Omit<ChangeEvent, 'at' | 'until'> & { at: number; until?: number }>(json);
-      if (!e) continue;
-      if (since !== undefined && e.at < since) break;
-      events.push({
-        action: e.action,
-        key: e.key,
-        kind: e.kind,
-        by: e.by,
-        at: new Date(e.at),
-        reason: e.reason ?? undefined,
-        until: e.until === undefined ? undefined : new Date(e.until),
-        grant: e.grant ?? undefined,
-        note: e.note ?? undefined,
-      });
+      let event: ChangeEvent;
+      try {
+        event = checkEvent(json);
+      } catch (error) {
+        if (!(error instanceof Problem)) throw error;
+        this.#foreignFound('history', json, error.message);
+        continue;
+      }
+      if (since !== undefined && event.at.getTime() < since) break;
+      events.push(event);
       if (events.length === limit) break;
     }
     return events;
   }
 
-  /** Stops reading the state (the Redis store's refresh). */
+  /** Stops following the state (the Redis store's reads). */
   close(): void {
-    this.#stop?.();
-    this.#stop = undefined;
+    this.#follower?.stop();
+    this.#follower = undefined;
   }
 }

@@ -32,6 +32,19 @@ interface RequestRecord {
   readonly granted: Grant | null;
   readonly until: number | null;
   readonly answer: string | null;
+  /** The order of its last change, which the store assigns when it writes it: 0 for one written without. */
+  readonly seq?: number;
+}
+
+/** A request as the store is given it: without `seq`, which the store adds. */
+function serialise(record: RequestRecord): string {
+  const { seq: _seq, ...rest } = record;
+  return JSON.stringify(rest);
+}
+
+/** The store's order of two requests' last changes: by their sequence numbers, then (written without one) by time. */
+function byChange(a: RequestRecord, b: RequestRecord): number {
+  return (a.seq ?? 0) - (b.seq ?? 0) || (a.decidedAt ?? a.at) - (b.decidedAt ?? b.at) || (a.id < b.id ? -1 : 1);
 }
 
 /** The part of a token shown to operators and requesters: its last 4 characters, none of a short one. */
@@ -109,6 +122,7 @@ function parse(json: string | undefined): RequestRecord | undefined {
   if (json === undefined) return undefined;
   try {
     const r = JSON.parse(json) as RequestRecord;
+    if (r.seq !== undefined && !Number.isSafeInteger(r.seq)) return undefined;
     return typeof r.id === 'string' && typeof r.key === 'string' ? r : undefined;
   } catch {
     return undefined;
@@ -168,7 +182,7 @@ export class GrantRequests implements Requests {
       until: null,
       answer: null,
     };
-    const done = await this.#state(check).put(record.id, JSON.stringify(record), null, REQUESTS_MAX);
+    const done = await this.#state(check).put(record.id, serialise(record), null, REQUESTS_MAX);
     if (done !== 'done') {
       check.fail(
         'ERR_UNSUPPORTED_STORE',
@@ -199,10 +213,9 @@ export class GrantRequests implements Requests {
       else records.push(r);
     }
     if (old.length > 0) await state.remove(old);
-    const pending = records.filter((r) => r.status === 'pending').sort((a, b) => a.at - b.at);
-    const decided = records
-      .filter((r) => r.status !== 'pending')
-      .sort((a, b) => (b.decidedAt ?? 0) - (a.decidedAt ?? 0));
+    // In the order the store wrote them, never by the clock: two requests filed in one millisecond keep theirs.
+    const pending = records.filter((r) => r.status === 'pending').sort(byChange);
+    const decided = records.filter((r) => r.status !== 'pending').sort((a, b) => byChange(b, a));
     return [...pending, ...decided].map(publicOf);
   }
 
@@ -215,11 +228,12 @@ export class GrantRequests implements Requests {
     return { record, json };
   }
 
+  /** Writes a decision over the request as read; resolves the text the store wrote (with its sequence number). */
   async #decide(check: Checker, json: string, decided: RequestRecord): Promise<string> {
-    const value = JSON.stringify(decided);
-    const done = await this.#state(check).put(decided.id, value, json, REQUESTS_MAX);
+    const state = this.#state(check);
+    const done = await state.put(decided.id, serialise(decided), json, REQUESTS_MAX);
     if (done !== 'done') check.invalid('id', 'names a request another operator decided meanwhile.');
-    return value;
+    return (await state.get(decided.id)) ?? '';
   }
 
   /**

@@ -100,7 +100,10 @@ export type GrantLookup = (
   client: {
     /** The client's key, as `onLimit` and `onBan` report it. */
     readonly key: string;
-    /** The Authorization value, when there was one. */
+    /**
+     * The Authorization value, when there was one and it identifies the client: undefined for a token that
+     * `authenticate` refused, which is counted by its address.
+     */
     readonly token: string | undefined;
     /** `req.ip`. */
     readonly ip: string | undefined;
@@ -161,6 +164,41 @@ export interface ChangeEvent {
   readonly grant: Grant | undefined;
   /** A grant's note. */
   readonly note: string | undefined;
+}
+
+/**
+ * An entry of the store's runtime state that no instance of this version applies: written by something else, or by
+ * another version, and not a valid record or history entry here. Skipped, told to `onError` once, and listed by
+ * `foreign()` until removed.
+ */
+export interface ForeignEntry {
+  /** What `removeForeign()` takes. */
+  readonly id: string;
+  /** `'record'`: a field of the records; `'history'`: an entry of the history. */
+  readonly place: 'record' | 'history';
+  /** The record's field (e.g. `ban:t:…`); undefined for a history entry. */
+  readonly field: string | undefined;
+  /** The entry as stored, cut to 200 characters. */
+  readonly text: string;
+  /** Why it is not applied. */
+  readonly problem: string;
+}
+
+/**
+ * An operator's ban or grant that an instance knew and the store lost (a restart without persistence, a flush, a
+ * failover): never applied again by itself, kept for an operator to restore or dismiss until it would have ended.
+ */
+export interface LostRecord {
+  /** What `restoreLost()` and `dismissLost()` take: the record's field. */
+  readonly id: string;
+  readonly kind: 'ban' | 'grant';
+  readonly key: string;
+  /** When an instance found it lost. */
+  readonly lostAt: Date;
+  /** The ban, for `kind: 'ban'`. */
+  readonly ban: ActiveBan | undefined;
+  /** The grant, for `kind: 'grant'`. */
+  readonly grant: ActiveGrant | undefined;
 }
 
 /** The proof of size that rule 6 asks of a request: a bot's servers and shards, or a server's members, with a link. */
@@ -323,8 +361,9 @@ export interface ListingLimitsOptions {
   metrics?: MetricsRegistry;
   /**
    * Receives the errors of `onLimit`, `onBan` and `onChange` (thrown or rejected), which never change the answer of
-   * the request; `req` is undefined for a change made by a method call. Default: each is emitted as a process
-   * warning with code `LISTING_LIMITS_HOOK_ERROR`.
+   * the request, and a `RuntimeStateError` for each foreign entry of the store's runtime state, for a state the store
+   * lost, and for a rule's ban the store could not take; `req` is undefined for a change made by a method call.
+   * Default: each is emitted as a process warning with code `LISTING_LIMITS_HOOK_ERROR`.
    */
   // A method signature, so that a function written for `req: Request` before onChange existed still fits.
   onError?(error: unknown, req: Request | undefined): void;
@@ -341,11 +380,12 @@ export interface ListingLimitsMiddleware extends RequestHandler {
   ban(client: ClientRef, options: { readonly duration: number; readonly reason?: string }): Promise<boolean>;
   /**
    * Lifts the bans of a client, or of a key as `onBan` reported it (the client's own and, for `ip:` keys, the
-   * address's), and forgets what led to them (its refusals, its address's token count). Resolves true when there
-   * was a ban.
+   * address's), and forgets what led to them (its refusals, its address's token count), on every instance. Resolves
+   * true when the store had a ban of it in force (or this instance had one the store could not take), false anywhere
+   * else.
    */
   unban(client: ClientRef | string): Promise<boolean>;
-  /** The active bans, automatic and manual. */
+  /** The bans in force, the rule's and the operators', as the store has them now. */
   bans(): Promise<ActiveBan[]>;
   /**
    * Gives a client a grant, which wins over the `grants` option, until `until` (a Date or epoch ms, at most one year
@@ -362,6 +402,19 @@ export interface ListingLimitsMiddleware extends RequestHandler {
   grants(): Promise<ActiveGrant[]>;
   /** The changes of bans and grants, newest first, at most the last 1000: since a time, at most `limit`. */
   history(options?: { readonly since?: Date | number; readonly limit?: number }): Promise<ChangeEvent[]>;
+  /**
+   * The operators' bans and grants the store lost (see "When the store loses its data" in the README), oldest loss
+   * first.
+   */
+  lost(): Promise<LostRecord[]>;
+  /** Applies a lost record again, as it was, until its end. Resolves false when it has ended or is gone. */
+  restoreLost(id: string): Promise<boolean>;
+  /** Forgets a lost record. Resolves whether there was one. */
+  dismissLost(id: string): Promise<boolean>;
+  /** The entries of the store's runtime state that this version skips, records first, then the history's. */
+  foreign(): Promise<ForeignEntry[]>;
+  /** Removes an entry `foreign()` listed, if it is still as listed. Resolves whether it was removed. */
+  removeForeign(id: string): Promise<boolean>;
   /** Stops reading bans and grants from the store in the background (the Redis store's refresh). */
   close(): void;
   /** The grant requests of rule 6, in the store's state. */

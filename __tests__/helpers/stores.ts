@@ -153,7 +153,7 @@ function redisCase(): StoreCase {
       const prefix = `${namespace}-${++made}`;
       // Counting must never fall back to memory here: a generous timeout, and any failure a loud 503.
       const store = redisStore(redis, { prefix, timeoutMs: 5000, onFailure: 'closed' });
-      return (endpoint) => {
+      const counters: Store = (endpoint) => {
         windows.set(`${prefix}:${endpoint.name}`, endpoint.windowMs);
         const limiter = store(endpoint) as ReturnType<Store> & { count?: (key: string) => Promise<unknown> };
         /** Runs one count of `clientKey` on the fake clock. */
@@ -174,13 +174,15 @@ function redisCase(): StoreCase {
         if (count) limiter.count = (clientKey) => onFakeClock(clientKey, () => count(clientKey));
         return limiter;
       };
+      // The store's runtime state (bans, grants) as it is: its records end on the clock the instances pass it.
+      return Object.assign(counters, { state: store.state });
     },
     async advance(ms) {
       const redis = client as Redis;
       const now = Date.now();
       // The fake clock stood still since the last advance: a key first seen now was written at `now`.
       for (const key of await scanKeys(redis, `${namespace}-*`)) {
-        if (!ends.has(key)) ends.set(key, now + windowOf(key));
+        if (!ends.has(key) && !key.includes(':{runtime}:')) ends.set(key, now + windowOf(key));
       }
       jest.advanceTimersByTime(ms); // also fires what falls due on the way, e.g. the reset of lru-cache's cached time
       for (const [key, end] of ends) {

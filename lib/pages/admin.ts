@@ -3,7 +3,16 @@ import type { NextFunction, Request, Response, Router } from 'express';
 import { Checker, show } from '../check.js';
 import { ListingLimitsError } from '../errors.js';
 import type { Store } from '../stores.js';
-import type { ActiveBan, ActiveGrant, ChangeEvent, Grant, GrantRequest, ListingLimitsMiddleware } from '../types.js';
+import type {
+  ActiveBan,
+  ActiveGrant,
+  ChangeEvent,
+  ForeignEntry,
+  Grant,
+  GrantRequest,
+  ListingLimitsMiddleware,
+  LostRecord,
+} from '../types.js';
 import { trafficChart } from './chart.js';
 import {
   checkLimits,
@@ -79,6 +88,8 @@ const DONE: Readonly<Record<string, string>> = {
   lifted: 'The ban is lifted.',
   banned: 'The client is banned.',
   none: 'Nothing changed: it was already gone.',
+  restored: 'The lost record is in force again.',
+  removed: 'The entry is removed.',
 };
 
 function options(list: readonly (readonly [string, string])[], selected?: string): Html[] {
@@ -218,6 +229,63 @@ function banRow(v: View, b: ActiveBan): Html {
   </tr>`;
 }
 
+function lostRow(v: View, l: LostRecord): Html {
+  const what = l.ban
+    ? `ban (${l.ban.reason}) until ${when(l.ban.until)}`
+    : `grant: ${l.grant ? grantText(l.grant.grant) : ''}, until ${when(l.grant?.until, 'revoked')}`;
+  return markup`<tr>
+    <td>${keyText(l.key)}</td>
+    <td>${what}</td>
+    <td>${when(l.lostAt)}</td>
+    <td>
+      <form method="post" action="${v.base}/lost/restore" class="inline" data-confirm="Apply this record again?">
+        ${v.csrf}<input type="hidden" name="id" value="${l.id}" /> <button type="submit" class="plain">Restore</button>
+      </form>
+      <form method="post" action="${v.base}/lost/dismiss" class="inline">
+        ${v.csrf}<input type="hidden" name="id" value="${l.id}" /> <button type="submit" class="plain">Dismiss</button>
+      </form>
+    </td>
+  </tr>`;
+}
+
+function foreignRow(v: View, f: ForeignEntry): Html {
+  return markup`<tr>
+    <td>${f.field === undefined ? 'history' : keyText(f.field)}</td>
+    <td><code>${f.text}</code></td>
+    <td>${f.problem}</td>
+    <td>
+      <form method="post" action="${v.base}/foreign/remove" data-confirm="Remove this entry from the store?">
+        ${v.csrf}<input type="hidden" name="id" value="${f.id}" /> <button type="submit" class="danger">Remove</button>
+      </form>
+    </td>
+  </tr>`;
+}
+
+/**
+ * What needs an operator besides requests, grants and bans: records the store lost, and entries of its state that no
+ * instance applies. Said only when there are some.
+ */
+function attention(v: View, lost: readonly LostRecord[], foreign: readonly ForeignEntry[]): Html | '' {
+  if (lost.length === 0 && foreign.length === 0) return '';
+  return markup`<section id="state" aria-labelledby="state-h">
+    <h2 id="state-h">The store's state: lost records (${lost.length}) and foreign entries (${foreign.length})</h2>
+    <p class="hint">
+      Lost records are operators' bans and grants the store lost (a restart, a flush, a failover): none applies until
+      restored. Foreign entries were written by something else and are skipped by every instance.
+    </p>
+    ${table(
+      ['Client', 'Record', 'Lost', ''],
+      lost.map((l) => lostRow(v, l)),
+      'No record was lost.',
+    )}
+    ${table(
+      ['Entry', 'As stored', 'Problem', ''],
+      foreign.map((f) => foreignRow(v, f)),
+      'No foreign entry.',
+    )}
+  </section>`;
+}
+
 function eventRow(e: ChangeEvent): Html {
   const detail = [
     e.reason ? `reason: ${e.reason}` : '',
@@ -253,11 +321,13 @@ function table(head: readonly string[], rows: Html[], empty: string): Html {
 }
 
 async function dashboard(v: View, limits: ListingLimitsMiddleware, loginForm: boolean): Promise<Html> {
-  const [requests, grants, bans, history] = await Promise.all([
+  const [requests, grants, bans, history, lost, foreign] = await Promise.all([
     limits.requests.list(),
     limits.grants(),
     limits.bans(),
     limits.history({ limit: 50 }),
+    limits.lost(),
+    limits.foreign(),
   ]);
   const traffic = limits.traffic();
   const pending = requests.filter((r) => r.status === 'pending');
@@ -316,6 +386,7 @@ async function dashboard(v: View, limits: ListingLimitsMiddleware, loginForm: bo
         <button type="submit" class="danger">Ban</button>
       </form>
     </section>
+    ${attention(v, lost, foreign)}
     <section id="traffic" aria-labelledby="traffic-h">
       <h2 id="traffic-h">The last hour on this instance</h2>
       ${trafficChart(traffic)}
@@ -537,6 +608,18 @@ export function limitsAdmin(limits: ListingLimitsMiddleware, options: AdminPageO
       await l.ban(client, { duration: Number(seconds) * 1000, reason });
       return 'banned';
     }),
+  );
+  router.post(
+    '/lost/restore',
+    action(async (req) => ((await l.restoreLost(field(req.body, 'id'))) ? 'restored' : 'none')),
+  );
+  router.post(
+    '/lost/dismiss',
+    action(async (req) => ((await l.dismissLost(field(req.body, 'id'))) ? 'removed' : 'none')),
+  );
+  router.post(
+    '/foreign/remove',
+    action(async (req) => ((await l.removeForeign(field(req.body, 'id'))) ? 'removed' : 'none')),
   );
   if (adminToken !== undefined) {
     router.post('/logout', (req, res) => {

@@ -1,0 +1,205 @@
+// Bans and grants over one Redis, with app instances in separate processes: one record everywhere, and Redis losing it.
+import { type ChildProcessWithoutNullStreams, execFileSync, spawn } from 'node:child_process';
+import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { join } from 'node:path';
+import { createInterface } from 'node:readline';
+import type Redis from 'ioredis';
+import { tokenKey } from '../lib/keys';
+import { describeRedisServer, ioredisClient, RedisServer } from './helpers/redis';
+
+const root = join(__dirname, '..');
+const rows = [{ method: 'GET', path: '/v1/things', limit: 2, windowMs: 60_000 }];
+const ban = { after: 1, within: 60_000, duration: 600_000 };
+
+interface Instance {
+  readonly child: ChildProcessWithoutNullStreams;
+  readonly url: string;
+  /** The codes of the errors its onError was told, in order. */
+  readonly errors: string[];
+  stderr(): string;
+}
+
+async function startInstance(lib: string, redisUrl: string, prefix: string): Promise<Instance> {
+  const script = join(__dirname, 'helpers', 'runtime-instance.js');
+  const child = spawn(process.execPath, [script, lib, redisUrl, prefix, JSON.stringify({ rows, ban })], { cwd: root });
+  let stderr = '';
+  const errors: string[] = [];
+  child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+  const port = await new Promise<number>((resolve, reject) => {
+    let listening: number | undefined;
+    let ready = false;
+    createInterface({ input: child.stdout }).on('line', (line) => {
+      const message = JSON.parse(line) as { port?: number; redis?: string; error?: { code: string } };
+      if (message.error) errors.push(message.error.code);
+      if (message.redis === 'ready') ready = true;
+      if (message.port) listening = message.port;
+      if (listening !== undefined && ready) resolve(listening);
+    });
+    child.once('exit', (code) => reject(new Error(`instance exited with ${code} before it was ready:\n${stderr}`)));
+  });
+  return { child, url: `http://127.0.0.1:${port}`, errors, stderr: () => stderr };
+}
+
+/** Calls a runtime method of an instance (`limits[method](...args)`) over HTTP; resolves its result. */
+async function call(instance: Instance, method: string, ...args: unknown[]): Promise<unknown> {
+  const res = await fetch(`${instance.url}/control/${method}`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify(args),
+  });
+  const answer = (await res.json()) as { result?: unknown; error?: string };
+  if (answer.error !== undefined) throw new Error(`${method}: ${answer.error}`);
+  return answer.result;
+}
+
+/** A request of `token` to `path`: its status, and the limit its headers show (none for an unlimited client). */
+async function send(instance: Instance, path: string, token: string): Promise<[number, string | null]> {
+  const res = await fetch(`${instance.url}${path}`, { headers: { authorization: token } });
+  await res.arrayBuffer();
+  return [res.status, res.headers.get('x-ratelimit-limit')];
+}
+
+/**
+ * Waits until `condition()` holds, asking every 20 ms: it must hold within `ms` of `from` (performance.now()), the
+ * bound the README promises. Gives up after 20 s, a bound for a hang, and says how long it took.
+ */
+async function within(from: number, ms: number, what: string, condition: () => Promise<boolean>): Promise<void> {
+  while (!(await condition())) {
+    if (performance.now() - from > 20_000) throw new Error(`never: ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+  const took = performance.now() - from;
+  if (took > ms) throw new Error(`${what}: took ${Math.round(took)} ms, more than ${ms}`);
+}
+
+describeRedisServer('bans and grants, two app instances in separate processes on one Redis', () => {
+  let lib: string;
+  let redis: RedisServer;
+  let admin: Redis;
+  let instances: Instance[] = [];
+  let made = 0;
+  const pair = async () => {
+    const prefix = `runtime-processes-${++made}`;
+    const started = await Promise.all([0, 1].map(() => startInstance(lib, redis.url, prefix)));
+    instances.push(...started);
+    return started as [Instance, Instance];
+  };
+
+  beforeAll(async () => {
+    mkdirSync(join(root, '.pack-test'), { recursive: true });
+    lib = mkdtempSync(join(root, '.pack-test', 'runtime-'));
+    const tsc = require.resolve('typescript/bin/tsc');
+    execFileSync(process.execPath, [tsc, '-p', 'tsconfig.build.json', '--outDir', lib, '--declaration', 'false'], {
+      cwd: root,
+    });
+    redis = await RedisServer.start();
+    admin = await ioredisClient(redis.url);
+  }, 60_000);
+
+  afterEach(async () => {
+    for (const instance of instances) {
+      expect(instance.child.exitCode).toBeNull();
+      expect(instance.stderr()).toBe('');
+    }
+    await Promise.all(
+      instances.map((i) => {
+        const exited = new Promise((resolve) => i.child.once('exit', resolve));
+        i.child.stdin.end();
+        return exited;
+      }),
+    );
+    instances = [];
+  });
+
+  afterAll(async () => {
+    admin?.disconnect();
+    await redis?.close();
+    if (lib) rmSync(lib, { recursive: true, force: true });
+  });
+
+  it("a rule's ban decided by A is listed by B, lifted by unban() on B, and A serves the client within 1 s", async () => {
+    const [a, b] = await pair();
+    const cheater = 'Bot cheater';
+    const statuses = [];
+    for (let i = 0; i < 4; i++) statuses.push((await send(a, '/v1/things', cheater))[0]);
+    expect(statuses).toEqual([200, 200, 429, 403]);
+    const banned = performance.now();
+    await within(
+      banned,
+      1000,
+      'B refuses the client A banned',
+      async () => (await send(b, '/outside', cheater))[0] === 403,
+    );
+    const listed = (await call(b, 'bans')) as Record<string, unknown>[];
+    expect(listed.map(({ key, kind, reason, by }) => ({ key, kind, reason, by }))).toEqual([
+      { key: tokenKey(cheater), kind: 'token', reason: 'limit', by: 'rule' },
+    ]);
+    expect(listed).toEqual(await call(a, 'bans'));
+
+    expect(await call(b, 'unban', { token: cheater })).toBe(true);
+    const lifted = performance.now();
+    await within(
+      lifted,
+      1000,
+      'A serves the client B unbanned',
+      async () => (await send(a, '/outside', cheater))[0] === 200,
+    );
+    expect(await call(a, 'unban', { token: cheater })).toBe(false);
+    expect(await call(b, 'unban', { token: cheater })).toBe(false);
+    expect(await call(a, 'bans')).toEqual([]);
+    expect([a.errors, b.errors]).toEqual([[], []]);
+  }, 60_000);
+
+  it.each([{ loss: 'SIGKILL and a restart without persistence' }, { loss: 'FLUSHALL' }])(
+    'Redis loses its data ($loss); then a ban and a revoke: both instances agree within 2 s',
+    async ({ loss }) => {
+      const [a, b] = await pair();
+      const [partner, before, after] = ['Bot partner', 'Bot banned-before', 'Bot banned-after'];
+      expect(await call(a, 'grant', { token: partner }, 'unlimited', { note: 'ticket 7' })).toBe(true);
+      expect(await call(a, 'ban', { token: before }, { duration: 600_000, reason: 'abuse' })).toBe(true);
+      const changed = performance.now();
+      for (const instance of [a, b]) {
+        await within(changed, 1000, 'the grant and the ban apply on both', async () => {
+          const [granted, refused] = [
+            await send(instance, '/v1/things', partner),
+            await send(instance, '/outside', before),
+          ];
+          return granted[1] === null && refused[0] === 403;
+        });
+      }
+
+      if (loss === 'FLUSHALL') await admin.flushall();
+      else {
+        await redis.stop();
+        await redis.start();
+      }
+      const back = performance.now();
+      expect(await call(a, 'ban', { token: after }, { duration: 600_000 })).toBe(true);
+      // The store lost the grant: there is none to take back.
+      expect(await call(b, 'revoke', { token: partner })).toBe(false);
+
+      const agreed = async (instance: Instance) => {
+        const answers = [
+          await send(instance, '/outside', after),
+          await send(instance, '/outside', before),
+          await send(instance, '/v1/things', partner),
+        ];
+        const lost = (await call(instance, 'lost')) as { id: string }[];
+        return (
+          JSON.stringify(answers.map(([status, limit], i) => (i === 2 ? limit : status))) === '[403,200,"2"]' &&
+          lost.length === 2
+        );
+      };
+      for (const instance of [a, b]) await within(back, 2000, 'both agree with the store', () => agreed(instance));
+      const lost = (await call(b, 'lost')) as { id: string; kind: string; key: string }[];
+      expect(lost.map(({ id, kind, key }) => ({ id, kind, key })).sort((x, y) => (x.id < y.id ? -1 : 1))).toEqual([
+        { id: `ban:${tokenKey(before)}`, kind: 'ban', key: tokenKey(before) },
+        { id: `grant:${tokenKey(partner)}`, kind: 'grant', key: tokenKey(partner) },
+      ]);
+      expect(await call(a, 'lost')).toEqual(await call(b, 'lost'));
+      // Each instance told onError what it knew and the store lost.
+      expect([a.errors, b.errors]).toEqual([['ERR_STATE_LOST'], ['ERR_STATE_LOST']]);
+    },
+    60_000,
+  );
+});
