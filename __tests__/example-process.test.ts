@@ -186,8 +186,15 @@ describeRedis('REDIS_URL', () => {
 
 describe('a bad setting stops start-up with one line naming the variable, and exit code 1', () => {
   it.each([
-    [{ LISTING: 'C' }, 'LISTING must be A or B (unset starts every listing); got "C".'],
-    [{ LISTING: 'b' }, 'LISTING must be A or B (unset starts every listing); got "b".'],
+    [{ LISTING: 'C' }, 'LISTING must be A or servers, B or bots (unset starts every listing); got "C".'],
+    [
+      { LISTING: 'b' },
+      'LISTING must be A or servers, B or bots (unset starts every listing); got "b". Did you mean `B` (bots)?',
+    ],
+    [
+      { LISTING: 'listing-b' },
+      'LISTING must be A or servers, B or bots (unset starts every listing); got "listing-b". Did you mean `B` (bots)?',
+    ],
     [{ LISTING: 'A', PORT: '70000' }, 'PORT must be a port number from 0 to 65535 (0 picks a free port); got "70000".'],
     [{ LISTING: 'B', PORT: 'http' }, 'PORT must be a port number from 0 to 65535 (0 picks a free port); got "http".'],
     [{ LISTING: 'B', PORT: '-1' }, 'PORT must be a port number from 0 to 65535 (0 picks a free port); got "-1".'],
@@ -269,6 +276,8 @@ describe('settings from the environment', () => {
   it.each([
     [{ LISTING: 'A' }, [{ listing: 'A', port: 3001, portVariable: 'PORT' }]],
     [{ LISTING: 'B', PORT: '8080' }, [{ listing: 'B', port: 8080, portVariable: 'PORT' }]],
+    [{ LISTING: 'bots' }, [{ listing: 'B', port: 3002, portVariable: 'PORT' }]],
+    [{ LISTING: 'servers', PORT: '0' }, [{ listing: 'A', port: 0, portVariable: 'PORT' }]],
     [
       { PORT_A: '0', PORT_B: '0' },
       [
