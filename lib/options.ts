@@ -1,7 +1,7 @@
 // Options of listingLimits(): checked, then compiled by each feature's module into the steps of the request path.
 import type { Request } from 'express';
 import { Bans, banScope, checkBan } from './bans.js';
-import { Checker, show } from './check.js';
+import { Checker, className, show } from './check.js';
 import type { Step } from './context.js';
 import { type CompiledEndpoint, compileEndpoint } from './endpoint.js';
 import { checkGrant, compileGrants } from './grants.js';
@@ -45,6 +45,8 @@ const optionNames = [
  */
 export interface Config {
   readonly match: (method: string, path: string) => CompiledEndpoint | undefined;
+  /** The paths of the table's endpoints. */
+  readonly paths: readonly string[];
   readonly identify: Identify;
   readonly skip: ((req: Request) => boolean | Promise<boolean>) | undefined;
   readonly headers: boolean;
@@ -86,6 +88,15 @@ function checkStore(store: unknown): Store {
       'options.store',
       'is the redisStore function itself; call it with your client: `redisStore(client)`.',
     );
+  if (typeof (store as { consume?: unknown } | null)?.consume === 'function') {
+    const limiter = className(store) || 'RateLimiterMemory';
+    check.invalid(
+      'options.store',
+      `is a ${limiter}, one limiter; a store makes a limiter for each counter of the table. Use memoryStore() or ` +
+        `redisStore(client), or a function that makes one: \`(counter) => new ${limiter}({ keyPrefix: ` +
+        'counter.name, points: counter.limit, duration: counter.windowMs / 1000 })`.',
+    );
+  }
   if (typeof store !== 'function') {
     check.invalid(
       'options.store',
@@ -167,6 +178,7 @@ export function configure(listing: unknown, options: unknown): Config {
         value: endpoints[i] as CompiledEndpoint,
       })),
     ),
+    paths: table.map((endpoint) => endpoint.path),
     identify,
     skip: fn(o.skip, 'options.skip', '(req) => boolean'),
     headers: o.headers ?? true,
