@@ -310,6 +310,7 @@ describe('settings from the environment', () => {
           ...actual,
           listings: extended,
           listingNames: Object.keys(extended),
+          listingFamilies: { ...actual.listingFamilies, C: 'things' },
           isListingName: (value: unknown) => typeof value === 'string' && Object.hasOwn(extended, value),
         };
       });
@@ -322,11 +323,11 @@ describe('settings from the environment', () => {
       { listing: 'B', port: 4002, portVariable: 'PORT_B' },
       { listing: 'C', port: 3003, portVariable: 'PORT_C' },
     ]);
-    expect(env.startupFromEnv({ LISTING: 'C' }).listeners).toEqual([
-      { listing: 'C', port: 3003, portVariable: 'PORT' },
-    ]);
+    for (const LISTING of ['C', 'things']) {
+      expect(env.startupFromEnv({ LISTING }).listeners).toEqual([{ listing: 'C', port: 3003, portVariable: 'PORT' }]);
+    }
     expect(() => env?.startupFromEnv({ LISTING: 'D' })).toThrow(
-      'LISTING must be A, B, or C (unset starts every listing); got "D".',
+      'LISTING must be A or servers, B or bots, C or things (unset starts every listing); got "D".',
     );
     expect(() => env?.startupFromEnv({ PORT: '1' })).toThrow(
       'PORT is read only with LISTING=A, LISTING=B, or LISTING=C; to start every listing, set PORT_A, PORT_B, and PORT_C.',

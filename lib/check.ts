@@ -108,12 +108,12 @@ export class Checker {
   }
 }
 
-/** The choice closest to `value`, ignoring case, when it is close enough to be a typo. */
+/** The choice closest to `value`, ignoring case, when it is close enough to be a typo (see typoOf). */
 export function suggestion(value: string, choices: readonly string[]): string | undefined {
   const exact = choices.find((c) => c.toLowerCase() === value.toLowerCase());
   if (exact) return exact;
   if (value.length < 3) return undefined;
-  return closest(value, choices as string[]);
+  return typoOf(value, choices);
 }
 
 /**
@@ -128,11 +128,12 @@ export function className(value: unknown): string | undefined {
   return typeof name === 'string' ? name : '';
 }
 
-/** The choice that `value` is a typo of (a third of its letters or fewer differ, case aside); else undefined. */
+/** The choice that `value` is a typo of (half its letters or fewer differ, case aside); else undefined. */
 export function typoOf(value: string, choices: readonly string[]): string | undefined {
   const lower = value.toLowerCase();
-  const best = closest(lower, choices as string[]);
-  return distance(lower, best.toLowerCase()) <= Math.floor(best.length / 3) ? best : undefined;
+  const best = closest(lower, choices.map((choice) => choice.toLowerCase()));
+  const at = choices.findIndex((choice) => choice.toLowerCase() === best);
+  return distance(lower, best) <= Math.max(Math.floor(best.length / 2), 1) ? choices[at] : undefined;
 }
 
 export function isPlainObject(value: unknown): value is Record<string, unknown> {

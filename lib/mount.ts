@@ -1,8 +1,8 @@
-// A limiter mounted under a path that its table's paths start with (`app.use('/v1', limits)`) counts nothing: warned once.
+// A limiter mounted under a path its table's paths start with (`app.use('/v1', limits)`) counts nothing: warned once.
 import type { Request } from 'express';
 import { parse } from 'path-to-regexp';
 
-/** The whole leading segments of each path, before its first parameter, lower case: `/v1`, `/v1/bots` for `/v1/bots/:id`. */
+/** The leading whole segments of each path, before any parameter, lower case: `/v1`, `/v1/bots` of `/v1/bots/:id`. */
 function leadingPaths(paths: readonly string[]): Set<string> {
   const leading = new Set<string>();
   for (const path of paths) {

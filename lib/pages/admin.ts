@@ -473,8 +473,8 @@ export function limitsAdmin(limits: ListingLimitsMiddleware, options: AdminPageO
   } else if (typeof given === 'string') {
     check.invalid(
       'options.authorize',
-      `is ${secretShown(given)}; give an admin token as { token }: \`authorize: { token: process.env.ADMIN_TOKEN }\`, ` +
-        'or a function (req) => boolean.',
+      `is ${secretShown(given)}; give an admin token as { token }: ` +
+        '`authorize: { token: process.env.ADMIN_TOKEN }`, or a function (req) => boolean.',
     );
   } else {
     check.invalid(
