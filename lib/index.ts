@@ -8,6 +8,7 @@ export {
   type StoreFailureMode,
   StoreUnavailableError,
 } from './errors.js';
+export type { HeaderSyntax } from './headers.js';
 export { type EndpointRow, type ListingFamily, type ListingName, listings, type Method } from './listings.js';
 export { listingLimits } from './middleware.js';
 export { type RedisClient, type RedisFailureMode, type RedisStoreOptions, redisStore } from './redis.js';

@@ -15,7 +15,7 @@ import {
 import type { Count } from './counter.js';
 import type { CompiledEndpoint, CompiledLimit } from './endpoint.js';
 import { ListingLimitsError, StoreUnavailableError } from './errors.js';
-import { retryAfterSeconds, setLimitsHeaders, setRateLimitHeaders } from './headers.js';
+import { retryAfterSeconds } from './headers.js';
 import { observe } from './hooks.js';
 import { link } from './linked.js';
 import { NO_ENDPOINT } from './metrics.js';
@@ -262,9 +262,11 @@ function respond(ctx: Context, config: Config): void {
   req.rateLimit = info;
   // With another limiter's headers on the response, Retry-After points no earlier than the most restrictive one.
   let waitMs = msLeft;
-  if (config.headers) {
-    if (ctx.counts) waitMs = setLimitsHeaders(res, endpoint.limits, ctx.counts, now);
-    else waitMs = setRateLimitHeaders(res, endpoint.headers, remaining, msLeft, now);
+  const { headers } = config;
+  if (headers) {
+    const { key } = ctx.client;
+    if (ctx.counts) waitMs = headers.several(res, endpoint.limits, ctx.counts, now, key);
+    else waitMs = headers.one(res, endpoint.headers, remaining, msLeft, now, key);
   }
   if (allowed) {
     ctx.state = PASSED;

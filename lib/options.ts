@@ -5,6 +5,7 @@ import { Checker, className, show } from './check.js';
 import type { Step } from './context.js';
 import { type CompiledEndpoint, compileEndpoint } from './endpoint.js';
 import { checkGrant, compileGrants } from './grants.js';
+import { compileHeaders, type HeaderWriter } from './headers.js';
 import { type OnError, reporter } from './hooks.js';
 import { compileIdentify, compileIpKey, type Identify, identifyOptions } from './identify.js';
 import type { Linked } from './linked.js';
@@ -49,7 +50,8 @@ export interface Config {
   readonly paths: readonly string[];
   readonly identify: Identify;
   readonly skip: ((req: Request) => boolean | Promise<boolean>) | undefined;
-  readonly headers: boolean;
+  /** Sets the rate-limit headers of a counted response; undefined with `headers: false`. */
+  readonly headers: HeaderWriter | undefined;
   readonly handler: LimitHandler | undefined;
   readonly bans: Bans | undefined;
   /** Bans and grants as the store's runtime state has them, with the methods that change them. */
@@ -139,8 +141,7 @@ export function configure(listing: unknown, options: unknown): Config {
   const metrics = registryOfMetrics && new Metrics(table.map((endpoint) => endpoint.name));
   const given = checkStore(o.store);
   const store = metrics ? metrics.timed(given) : given;
-  if (o.headers !== undefined && typeof o.headers !== 'boolean')
-    check.invalid('options.headers', `must be true or false; got ${show(o.headers)}.`);
+  const headers = compileHeaders(check, o.headers);
   const cacheMs = o.cacheMs === undefined ? 60_000 : check.ms(o.cacheMs, 'options.cacheMs');
   const shadow =
     (o.mode === undefined ? 'enforce' : check.oneOf(o.mode, ['enforce', 'shadow'], 'options.mode')) === 'shadow';
@@ -181,7 +182,7 @@ export function configure(listing: unknown, options: unknown): Config {
     paths: table.map((endpoint) => endpoint.path),
     identify,
     skip: fn(o.skip, 'options.skip', '(req) => boolean'),
-    headers: o.headers ?? true,
+    headers,
     handler: fn(o.handler, 'options.handler', '(req, res, next, info) => void'),
     bans,
     registry,
