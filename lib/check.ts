@@ -131,7 +131,10 @@ export function className(value: unknown): string | undefined {
 /** The choice that `value` is a typo of (half its letters or fewer differ, case aside); else undefined. */
 export function typoOf(value: string, choices: readonly string[]): string | undefined {
   const lower = value.toLowerCase();
-  const best = closest(lower, choices.map((choice) => choice.toLowerCase()));
+  const best = closest(
+    lower,
+    choices.map((choice) => choice.toLowerCase()),
+  );
   const at = choices.findIndex((choice) => choice.toLowerCase() === best);
   return distance(lower, best) <= Math.max(Math.floor(best.length / 2), 1) ? choices[at] : undefined;
 }
