@@ -3,9 +3,9 @@ import type { NextFunction, Request, Response } from 'express';
 import {
   ANSWERED,
   answerBanned,
+  answerLimited,
   type Context,
   GOING,
-  limitedBody,
   PASSED,
   sendJson,
   type Step,
@@ -298,7 +298,7 @@ function respond(ctx: Context, config: Config): void {
     }
     return;
   }
-  sendJson(ctx, 429, limitedBody(retryAfter), retryAfter);
+  answerLimited(ctx, retryAfter);
 }
 
 /** Warns once that clients behind a proxy share one counter: requests carry X-Forwarded-For, `trust proxy` is off. */
