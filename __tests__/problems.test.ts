@@ -1,5 +1,7 @@
 // Refusals as RFC 9457 problem details for a client whose Accept prefers them; for every other, the bodies of the
 // original service, byte for byte.
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import request from 'supertest';
 import { type EndpointRow, type ListingLimitsMiddleware, type ListingLimitsOptions } from '../lib';
 import { BANNED, QUOTA_EXCEEDED } from '../lib/problems';
@@ -26,7 +28,7 @@ const quotaExceeded = (policies: string[], retryAfter = 1) =>
 const until = new Date(T0 + 60_000).toISOString();
 const BANNED_BODY = `{"success":false,"code":403,"message":"You are banned from this API for circumventing its rate limits","bannedUntil":"${until}","retryAfter":60}`;
 const BANNED_PROBLEM = JSON.stringify({
-  type: 'https://www.npmjs.com/package/listing-limits#problem-banned',
+  type: 'https://www.npmjs.com/package/listing-limits#problem-type-banned',
   title: 'Banned for circumventing the rate limits',
   status: 403,
   detail: 'You are banned from this API for circumventing its rate limits',
@@ -40,7 +42,7 @@ const PROBLEM_TYPE = 'application/problem+json';
 it("the types: the IETF draft's quota-exceeded, and the package's own for bans", () => {
   expect([QUOTA_EXCEEDED, BANNED]).toEqual([
     'https://iana.org/assignments/http-problem-types#quota-exceeded',
-    'https://www.npmjs.com/package/listing-limits#problem-banned',
+    'https://www.npmjs.com/package/listing-limits#problem-type-banned',
   ]);
 });
 
@@ -134,4 +136,19 @@ describe.each(expressVersions)('with %s', (_name, express) => {
       BANNED_PROBLEM,
     ]);
   });
+});
+
+it("the README documents the package's ban type under the heading its URI points to", () => {
+  const readme = readFileSync(join(__dirname, '..', 'README.md'), 'utf8');
+  const fragment = BANNED.slice(BANNED.indexOf('#') + 1);
+  const headings = [...readme.matchAll(/^#+ (.*)$/gm)].map(([, text]) =>
+    (text as string)
+      .toLowerCase()
+      .replace(/[^\w\s-]/g, '')
+      .replace(/\s/g, '-'),
+  );
+  expect(headings).toContain(fragment);
+  expect(readme).toContain(
+    BANNED_PROBLEM.replace(until, '2026-01-01T00:10:00.000Z').replace('"retryAfter":60', '"retryAfter":600'),
+  );
 });

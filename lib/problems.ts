@@ -8,7 +8,7 @@ const OFFERED = ['application/json', PROBLEM_JSON];
 export const QUOTA_EXCEEDED = 'https://iana.org/assignments/http-problem-types#quota-exceeded';
 
 /** The package's own problem type for a client banned for circumventing the limits, documented in its README. */
-export const BANNED = 'https://www.npmjs.com/package/listing-limits#problem-banned';
+export const BANNED = 'https://www.npmjs.com/package/listing-limits#problem-type-banned';
 
 /**
  * Whether a refused request asks for problem details: its Accept prefers `application/problem+json` to
