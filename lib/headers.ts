@@ -2,6 +2,7 @@
 import { createHash } from 'node:crypto';
 import type { ServerResponse } from 'node:http';
 import type { Checker } from './check.js';
+import { remembered } from './keys.js';
 
 /** The drafts whose syntax the IETF fields may follow; draft 7 and draft 8 as express-rate-limit writes them. */
 export const headerSyntaxes = ['draft-7', 'draft-8', 'draft-10'] as const;
@@ -70,23 +71,31 @@ interface Syntax {
   readonly list: boolean;
 }
 
-const syntaxes: Readonly<Record<HeaderSyntax, Syntax>> = {
-  'draft-10': {
-    policy: (t) => t.policy,
-    item: (t, remaining, seconds) => `${t.ratelimitPrefix}${remaining};t=${seconds}`,
-    list: true,
-  },
-  'draft-8': {
-    policy: (t, key) => `${t.draft8.policy}${partitionKey(key)}:`,
-    item: (t, remaining, seconds) => `${t.draft8.prefix}${remaining}; t=${seconds}`,
-    list: true,
-  },
-  'draft-7': {
-    policy: (t) => t.draft7.policy,
-    item: (t, remaining, seconds) => `${t.draft7.prefix}${remaining}, reset=${seconds}`,
-    list: false,
-  },
-};
+/** What a syntax writes; draft 8 remembers the partition keys of its last 10,000 clients, a hash each. */
+function syntaxOf(syntax: HeaderSyntax): Syntax {
+  switch (syntax) {
+    case 'draft-10':
+      return {
+        policy: (t) => t.policy,
+        item: (t, remaining, seconds) => `${t.ratelimitPrefix}${remaining};t=${seconds}`,
+        list: true,
+      };
+    case 'draft-8': {
+      const pk = remembered(partitionKey);
+      return {
+        policy: (t, key) => `${t.draft8.policy}${pk(key)}:`,
+        item: (t, remaining, seconds) => `${t.draft8.prefix}${remaining}; t=${seconds}`,
+        list: true,
+      };
+    }
+    case 'draft-7':
+      return {
+        policy: (t) => t.draft7.policy,
+        item: (t, remaining, seconds) => `${t.draft7.prefix}${remaining}, reset=${seconds}`,
+        list: false,
+      };
+  }
+}
 
 /**
  * Sets every rate-limit header of a counted response, for the client of key `key`. Returns the milliseconds until
@@ -123,7 +132,7 @@ export interface HeaderWriter {
  * limiter's item.
  */
 export function headerWriter(syntax: HeaderSyntax): HeaderWriter {
-  const { policy: policyOf, item: itemOf, list } = syntaxes[syntax];
+  const { policy: policyOf, item: itemOf, list } = syntaxOf(syntax);
   const one: SetHeaders = (res, template, remaining, msBeforeNext, now, key) => {
     const ms = Math.max(msBeforeNext, 0);
     const item = itemOf(template, remaining, secondsUntil(ms));
