@@ -9,6 +9,7 @@ import request from 'supertest';
 import { type EndpointRow, type ListingLimitsOptions, ListingLimitsError, listingLimits, listings } from '../lib';
 import { tokenKey } from '../lib/keys';
 import { headerTemplate, headerWriter, partitionKey } from '../lib/headers';
+import { readServerLimits } from '../lib/server-limits';
 import { T0, useFakeClock } from './helpers/stores';
 
 beforeEach(useFakeClock);
@@ -226,4 +227,19 @@ describe('option headers', () => {
       expect.objectContaining({ message: `listingLimits: ${message}` }),
     );
   });
+});
+
+describe("the package's own client reads every syntax", () => {
+  it.each(['draft-10', 'draft-8', 'draft-7'] as const)(
+    '%s: the limit, the window, what remains, the reset',
+    async (headers) => {
+      const row = listings.B[1] as EndpointRow;
+      const res = await send(appOf(listings.B, { headers }), row).expect(200);
+      const fields = new Headers(res.headers as Record<string, string>);
+      // Draft 7's RateLimit is no Structured Field list: the client reads the legacy fields, which carry no window.
+      expect(readServerLimits(fields, T0)).toEqual([
+        { limit: 25, windowMs: headers === 'draft-7' ? undefined : 60_000, remaining: 24, resetMs: 60_000 },
+      ]);
+    },
+  );
 });

@@ -342,7 +342,8 @@ export function listingLimits(
   // `app.use(listingLimits)`: Express calls the factory itself with each request, and its `next` third.
   // eslint-disable-next-line prefer-rest-params
   const next: unknown = arguments[2];
-  if (typeof next === 'function') return uncalled(next as NextFunction);
+  if (typeof next === 'function' && typeof listing === 'object' && listing !== null && !Array.isArray(listing))
+    return uncalled(next as NextFunction);
   const config = configure(listing, options);
   const steps = compileSteps(config);
   const siteSteps = compileSiteSteps(config);
