@@ -9,7 +9,7 @@ import { type ListingFamily, type ListingName, listingLimits, listings } from '.
 import { listingClient } from '../lib/client';
 import { runCli } from '../lib/command';
 import { listingHint, listingOf } from '../lib/listing-names';
-import { listingFamilies } from '../lib/listings';
+import { listingFamilies } from '../lib';
 import { planVerification } from '../lib/verify';
 import { serverPerTest } from './helpers/serve';
 

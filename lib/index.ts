@@ -9,7 +9,14 @@ export {
   StoreUnavailableError,
 } from './errors.js';
 export type { HeaderSyntax } from './headers.js';
-export { type EndpointRow, type ListingFamily, type ListingName, listings, type Method } from './listings.js';
+export {
+  type EndpointRow,
+  type ListingFamily,
+  listingFamilies,
+  type ListingName,
+  listings,
+  type Method,
+} from './listings.js';
 export { listingLimits } from './middleware.js';
 export { type RedisClient, type RedisFailureMode, type RedisStoreOptions, redisStore } from './redis.js';
 export {
