@@ -186,8 +186,15 @@ describeRedis('REDIS_URL', () => {
 
 describe('a bad setting stops start-up with one line naming the variable, and exit code 1', () => {
   it.each([
-    [{ LISTING: 'C' }, 'LISTING must be A or B (unset starts every listing); got "C".'],
-    [{ LISTING: 'b' }, 'LISTING must be A or B (unset starts every listing); got "b".'],
+    [{ LISTING: 'C' }, 'LISTING must be A or servers, B or bots (unset starts every listing); got "C".'],
+    [
+      { LISTING: 'b' },
+      'LISTING must be A or servers, B or bots (unset starts every listing); got "b". Did you mean `B` (bots)?',
+    ],
+    [
+      { LISTING: 'listing-b' },
+      'LISTING must be A or servers, B or bots (unset starts every listing); got "listing-b". Did you mean `B` (bots)?',
+    ],
     [{ LISTING: 'A', PORT: '70000' }, 'PORT must be a port number from 0 to 65535 (0 picks a free port); got "70000".'],
     [{ LISTING: 'B', PORT: 'http' }, 'PORT must be a port number from 0 to 65535 (0 picks a free port); got "http".'],
     [{ LISTING: 'B', PORT: '-1' }, 'PORT must be a port number from 0 to 65535 (0 picks a free port); got "-1".'],
@@ -269,6 +276,8 @@ describe('settings from the environment', () => {
   it.each([
     [{ LISTING: 'A' }, [{ listing: 'A', port: 3001, portVariable: 'PORT' }]],
     [{ LISTING: 'B', PORT: '8080' }, [{ listing: 'B', port: 8080, portVariable: 'PORT' }]],
+    [{ LISTING: 'bots' }, [{ listing: 'B', port: 3002, portVariable: 'PORT' }]],
+    [{ LISTING: 'servers', PORT: '0' }, [{ listing: 'A', port: 0, portVariable: 'PORT' }]],
     [
       { PORT_A: '0', PORT_B: '0' },
       [
@@ -301,6 +310,7 @@ describe('settings from the environment', () => {
           ...actual,
           listings: extended,
           listingNames: Object.keys(extended),
+          listingFamilies: { ...actual.listingFamilies, C: 'things' },
           isListingName: (value: unknown) => typeof value === 'string' && Object.hasOwn(extended, value),
         };
       });
@@ -313,11 +323,11 @@ describe('settings from the environment', () => {
       { listing: 'B', port: 4002, portVariable: 'PORT_B' },
       { listing: 'C', port: 3003, portVariable: 'PORT_C' },
     ]);
-    expect(env.startupFromEnv({ LISTING: 'C' }).listeners).toEqual([
-      { listing: 'C', port: 3003, portVariable: 'PORT' },
-    ]);
+    for (const LISTING of ['C', 'things']) {
+      expect(env.startupFromEnv({ LISTING }).listeners).toEqual([{ listing: 'C', port: 3003, portVariable: 'PORT' }]);
+    }
     expect(() => env?.startupFromEnv({ LISTING: 'D' })).toThrow(
-      'LISTING must be A, B, or C (unset starts every listing); got "D".',
+      'LISTING must be A or servers, B or bots, C or things (unset starts every listing); got "D".',
     );
     expect(() => env?.startupFromEnv({ PORT: '1' })).toThrow(
       'PORT is read only with LISTING=A, LISTING=B, or LISTING=C; to start every listing, set PORT_A, PORT_B, and PORT_C.',

@@ -512,9 +512,19 @@ describe('createExampleApp', () => {
 
   it.each([
     [undefined, 'createExampleApp: options must be an object such as { listing: "B" }.'],
-    [{}, 'createExampleApp: options.listing must be "A" or "B"; got undefined.'],
-    [{ listing: 'b' }, 'createExampleApp: options.listing must be "A" or "B"; got "b".'],
-    [{ listing: listings.B }, expect.stringMatching(/^createExampleApp: options\.listing must be "A" or "B"; got \[/)],
+    [{}, 'createExampleApp: options.listing must be "A" or "servers", "B" or "bots"; got undefined.'],
+    [
+      { listing: 'b' },
+      'createExampleApp: options.listing must be "A" or "servers", "B" or "bots"; got "b". Did you mean `B` (bots)?',
+    ],
+    [
+      { listing: 'bot' },
+      'createExampleApp: options.listing must be "A" or "servers", "B" or "bots"; got "bot". Did you mean `bots` (listing B)?',
+    ],
+    [
+      { listing: listings.B },
+      expect.stringMatching(/^createExampleApp: options\.listing must be "A" or "servers", "B" or "bots"; got \[/),
+    ],
     [{ listing: 'B', log: 'yes' }, 'createExampleApp: options.log must be a function that takes one line.'],
   ])('refuses options %p, naming the field', (options, message) => {
     expect(() => createExampleApp(options as never)).toThrow(expect.objectContaining({ name: 'TypeError', message }));

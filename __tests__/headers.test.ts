@@ -3,7 +3,7 @@ import { ServerResponse } from 'node:http';
 import express from 'express';
 import request from 'supertest';
 import { listingLimits } from '../lib';
-import { headerTemplate, retryAfterSeconds, secondsUntil, setRateLimitHeaders, sfString } from '../lib/headers';
+import { headerTemplate, headerWriter, retryAfterSeconds, secondsUntil, sfString } from '../lib/headers';
 import { T0, useFakeClock } from './helpers/stores';
 
 describe('seconds until the window ends', () => {
@@ -21,10 +21,10 @@ describe('seconds until the window ends', () => {
   });
 });
 
-describe('setRateLimitHeaders', () => {
+describe('the headers of draft 10, the default', () => {
   const headersFor = (remaining: number, msBeforeNext: number, now: number) => {
     const res = new ServerResponse({ method: 'GET', httpVersionMajor: 1, httpVersionMinor: 1, headers: {} } as never);
-    setRateLimitHeaders(res, headerTemplate('GET /v1/bots', 25, 60_000), remaining, msBeforeNext, now);
+    headerWriter('draft-10').one(res, headerTemplate('GET /v1/bots', 25, 60_000), remaining, msBeforeNext, now, 't:x');
     return res.getHeaders();
   };
 

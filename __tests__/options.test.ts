@@ -285,9 +285,16 @@ describe('bad configuration fails at creation, naming the field', () => {
     {
       name: 'grant of unknown shape',
       listing: 'B',
-      options: { grants: { tok: { multiply: 2 } } },
+      options: { grants: { tok: { times: 2 } } },
       code: 'ERR_INVALID_OPTION',
       field: 'options.grants["tok"]',
+    },
+    {
+      name: 'grant with a mistyped field',
+      listing: 'B',
+      options: { grants: { tok: { multiply: 2 } } },
+      code: 'ERR_UNKNOWN_OPTION',
+      field: 'options.grants["tok"].multiply',
     },
     {
       name: 'grant multiplier zero',
@@ -341,7 +348,7 @@ describe('error messages show what was given, never code', () => {
     [
       'a listing in the wrong case',
       () => listingLimits('b' as never),
-      'listingLimits: listing "b" is not a listing. Use "A", "B" or an array of rows. Did you mean `B`?',
+      'listingLimits: listing "b" is not a listing. Use "A" or "servers", "B" or "bots", or an array of rows. Did you mean `B` (bots)?',
     ],
     [
       'an array as options',

@@ -10,6 +10,7 @@ import {
   statSync,
   writeFileSync,
 } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import ts from 'typescript';
 import { type EndpointRow, listings } from '../lib';
@@ -23,6 +24,8 @@ const root = join(__dirname, '..');
 const scratchRoot = join(root, '.pack-test');
 let scratch: string;
 let installed: string;
+/** The packed package, `listing-limits-<version>.tgz`. */
+let tarball: string;
 
 beforeAll(() => {
   mkdirSync(scratchRoot, { recursive: true });
@@ -39,6 +42,7 @@ beforeAll(() => {
       .filter((p) => !p.startsWith('dist/'))
       .sort(),
   ).toEqual(['CHANGELOG.md', 'LICENSE', 'README.md', 'package.json']);
+  tarball = join(scratch, filename);
   installed = join(scratch, 'node_modules', 'listing-limits');
   mkdirSync(installed, { recursive: true });
   execFileSync('tar', ['-xzf', join(scratch, filename), '-C', installed, '--strip-components=1']);
@@ -333,5 +337,201 @@ describe('the listing-limits command', () => {
       stderr: 'listing-limits: --listing must be A or B; got "C" (see listing-limits --help)\n',
     });
     expect(served.requests).toBe(3);
+  });
+});
+
+describe('what a new user meets, through the packed package', () => {
+  /** Runs `code` as a script of the consumer: as CommonJS (`.cjs`, with require) and as an ES module (`.mjs`). */
+  const both = (name: string, code: (load: (specifier: string) => string) => string) => [
+    script(`${name}.cjs`, `(async () => {${code((s) => `require('${s}')`)}})();`),
+    script(
+      `${name}.mjs`,
+      code((s) => `(await import('${s}'))`),
+    ),
+  ];
+
+  it('listings by what they list: servers and bots, with hints that name the right listing', () => {
+    const code = (load: (specifier: string) => string) => `
+      const { listingLimits, ListingLimitsError } = ${load('listing-limits')};
+      const express = ${load('express')};
+      const app = (express.default ?? express)();
+      app.use(listingLimits('bots'));
+      app.get('/v1/statistics', (req, res) => res.json(req.rateLimit));
+      const hints = ['bot', 'B ', 'listing-b', 'server'].map((name) => {
+        try { listingLimits(name); } catch (e) { return e instanceof ListingLimitsError && e.message.split('? ')[0].split('. ').pop(); }
+      });
+      const server = app.listen(0, async () => {
+        const res = await fetch('http://127.0.0.1:' + server.address().port + '/v1/statistics');
+        console.log(res.headers.get('ratelimit-policy'), JSON.stringify(hints));
+        server.close();
+      });`;
+    const expected =
+      '"GET /v1/statistics";q=5;w=1 ' +
+      '["Did you mean `bots` (listing B)?","Did you mean `B` (bots)?","Did you mean `B` (bots)?","Did you mean `servers` (listing A)?"]';
+    expect(both('names', code)).toEqual([expected, expected]);
+  });
+
+  it('the factory mounted uncalled answers with an error that says to call it; a mount path its table starts with is warned', () => {
+    const code = (load: (specifier: string) => string) => `
+      const { listingLimits } = ${load('listing-limits')};
+      const express = ${load('express')};
+      const warnings = [];
+      process.on('warning', (w) => warnings.push(w.code));
+      const app = (express.default ?? express)();
+      app.use('/v1', listingLimits('B'));
+      app.use('/uncalled', listingLimits);
+      app.get('/v1/bots', (req, res) => res.json({}));
+      app.use((error, req, res, next) => res.status(500).json({ code: error.code }));
+      const server = app.listen(0, async () => {
+        const url = 'http://127.0.0.1:' + server.address().port;
+        const mounted = await fetch(url + '/v1/bots');
+        const uncalled = await (await fetch(url + '/uncalled/v1/bots')).json();
+        await new Promise((resolve) => setImmediate(resolve));
+        console.log(mounted.status, mounted.headers.get('ratelimit'), uncalled.code, JSON.stringify(warnings));
+        server.close();
+      });`;
+    const expected = '200 null ERR_NOT_CALLED ["LISTING_LIMITS_MOUNT_PATH"]';
+    expect(both('mistakes', code)).toEqual([expected, expected]);
+  });
+
+  it('headers in draft 7, read by ratelimit-header-parser, and problem details on request', () => {
+    const code = (load: (specifier: string) => string) => `
+      const { listingLimits } = ${load('listing-limits')};
+      const { parseRateLimit } = ${load('ratelimit-header-parser')};
+      const express = ${load('express')};
+      const app = (express.default ?? express)();
+      app.use(listingLimits('B', { headers: 'draft-7' }));
+      app.get('/v1/bots/:id', (req, res) => res.json({}));
+      const server = app.listen(0, async () => {
+        const url = 'http://127.0.0.1:' + server.address().port + '/v1/bots/1';
+        const first = await fetch(url);
+        const { limit, remaining, used } = parseRateLimit(first);
+        await fetch(url);
+        const refused = await fetch(url, { headers: { Accept: 'application/problem+json' } });
+        const problem = await refused.json();
+        console.log(limit, remaining, used, refused.headers.get('content-type'), problem.type, JSON.stringify(problem['violated-policies']));
+        server.close();
+      });`;
+    const expected =
+      '2 1 1 application/problem+json https://iana.org/assignments/http-problem-types#quota-exceeded ["GET /v1/bots/:id"]';
+    expect(both('drafts', code)).toEqual([expected, expected]);
+  });
+
+  it('errors of the ES module copy and of the CommonJS copy are instances of each other', () => {
+    const out = script(
+      'brands.cjs',
+      `(async () => {
+        const copies = [require('listing-limits'), await import('listing-limits')];
+        const clients = [require('listing-limits/client'), await import('listing-limits/client')];
+        const make = [
+          (m) => new m.ListingLimitsError('ERR_INVALID_OPTION', 'options.x', 'is wrong.'),
+          (m) => new m.StoreUnavailableError('open'),
+        ];
+        const results = [copies[0].ListingLimitsError === copies[1].ListingLimitsError];
+        for (const [a, b] of [[0, 1], [1, 0]]) {
+          results.push(make[0](copies[a]) instanceof copies[b].ListingLimitsError);
+          results.push(make[1](copies[a]) instanceof copies[b].StoreUnavailableError);
+          results.push(make[1](copies[a]) instanceof copies[b].ListingLimitsError);
+          results.push(new clients[a].ListingClientError('ERR_BANNED', 'GET /v1/bots', 'x') instanceof clients[b].ListingClientError);
+        }
+        console.log(JSON.stringify(results));
+      })();`,
+    );
+    expect(out).toBe('[false,true,true,false,true,true,true,false,true]');
+  });
+});
+
+describe('a fresh install of the packed package, outside the project, as an app installs it from the registry', () => {
+  /** Folders of apps made under the system's temporary folder, where the project's node_modules cannot answer. */
+  const apps: string[] = [];
+  afterAll(() => apps.forEach((dir) => rmSync(dir, { recursive: true, force: true })));
+
+  /** Installs `specs` into a new app with npm, from its cache when it can, and lists what it installed. */
+  const install = (specs: string[]) => {
+    const dir = mkdtempSync(join(tmpdir(), 'listing-limits-app-'));
+    apps.push(dir);
+    writeFileSync(join(dir, 'package.json'), '{ "name": "app", "private": true }\n');
+    execFileSync(
+      'npm',
+      ['install', '--prefer-offline', '--no-audit', '--no-fund', '--ignore-scripts', '--loglevel=error', ...specs],
+      { cwd: dir, encoding: 'utf8' },
+    );
+    const lock = JSON.parse(readFileSync(join(dir, 'node_modules', '.package-lock.json'), 'utf8')) as {
+      packages: Record<string, { version: string }>;
+    };
+    const packages = Object.entries(lock.packages).map(
+      ([path, { version }]) => `${path.slice(path.lastIndexOf('node_modules/') + 'node_modules/'.length)}@${version}`,
+    );
+    return { dir, packages };
+  };
+  let express: ReturnType<typeof install>;
+  let ours: ReturnType<typeof install>;
+  beforeAll(() => {
+    express = install(['express@5']);
+    ours = install(['express@5', tarball]);
+  }, 120_000);
+
+  it("pulls in what the middleware needs and nothing of the pages' or the progress bar's: at most express-rate-limit's count plus those", () => {
+    const added = ours.packages.filter((p) => !express.packages.includes(p)).map((p) => p.slice(0, p.lastIndexOf('@')));
+    // ipaddr.js 2 beside Express's own ipaddr.js 1; structured-headers reads the fields for the client and verify.
+    expect(added.sort()).toEqual([
+      'fastest-levenshtein',
+      'ipaddr.js',
+      'listing-limits',
+      'lru-cache',
+      'rate-limiter-flexible',
+      'structured-headers',
+    ]);
+    const erl = install(['express@5', 'express-rate-limit']);
+    const pkg = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8'));
+    const middlewareNeeds = [
+      'rate-limiter-flexible',
+      'lru-cache',
+      'ipaddr.js',
+      'path-to-regexp',
+      'fastest-levenshtein',
+    ];
+    expect(
+      Object.keys(pkg.dependencies)
+        .filter((name) => middlewareNeeds.includes(name))
+        .sort(),
+    ).toEqual([...middlewareNeeds].sort());
+    expect(ours.packages.length).toBeLessThanOrEqual(erl.packages.length + middlewareNeeds.length);
+  }, 120_000);
+
+  it('names what listing-limits/pages needs, at once, to require() and to import', () => {
+    const message =
+      'listing-limits/pages needs helmet, csrf-csrf, cookie-parser, which your app installs (optional peer ' +
+      'dependencies of listing-limits); missing: helmet, csrf-csrf, cookie-parser. Install them: npm install ' +
+      'helmet@^8.3.0 csrf-csrf@^4.0.3 cookie-parser@^1.4.7';
+    const run = (file: string, code: string) => {
+      writeFileSync(join(ours.dir, file), code);
+      return execFileSync(process.execPath, [file], { cwd: ours.dir, encoding: 'utf8' }).trim();
+    };
+    const show = `console.log(error.code + ' ' + error.message)`;
+    expect(run('pages.cjs', `try { require('listing-limits/pages'); } catch (error) { ${show} }`)).toBe(
+      `ERR_MISSING_PEER_DEPENDENCY ${message}`,
+    );
+    expect(run('pages.mjs', `try { await import('listing-limits/pages'); } catch (error) { ${show} }`)).toBe(
+      `ERR_MISSING_PEER_DEPENDENCY ${message}`,
+    );
+    // The pages' versions in the message are those package.json asks for.
+    const pkg = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8'));
+    for (const name of ['helmet', 'csrf-csrf', 'cookie-parser']) {
+      expect(message).toContain(`${name}@${pkg.peerDependencies[name]}`);
+      expect(pkg.peerDependenciesMeta[name]).toEqual({ optional: true });
+    }
+  });
+
+  it('runs the listing-limits command without cli-progress, as npx does', () => {
+    const bin = join(ours.dir, 'node_modules', '.bin', 'listing-limits');
+    expect(execFileSync(bin, ['--help'], { encoding: 'utf8' })).toBe(USAGE);
+    const plan = JSON.parse(
+      execFileSync(bin, ['verify', 'http://127.0.0.1:1', '--listing', 'bots', '--dry-run', '--json'], {
+        encoding: 'utf8',
+      }),
+    ) as { endpoints: { endpoint: string }[] };
+    expect(plan.endpoints.map((e) => e.endpoint)).toEqual(listings.B.map((row) => `${row.method} ${row.path}`));
+    expect(ours.packages.some((p) => p.startsWith('cli-progress@'))).toBe(false);
   });
 });

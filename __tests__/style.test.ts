@@ -5,7 +5,7 @@ import { join } from 'node:path';
 const root = join(__dirname, '..');
 const { printWidth } = JSON.parse(readFileSync(join(root, '.prettierrc.json'), 'utf8')) as { printWidth: number };
 
-it.each(readdirSync(join(root, 'lib'), { recursive: true, encoding: 'utf8' }).filter((name) => name.endsWith('.ts')))(
+it.each(readdirSync(join(root, 'lib'), { recursive: true, encoding: 'utf8' }).filter((name) => /\.c?ts$/.test(name)))(
   `lib/%s has no line longer than the configured width`,
   (name) => {
     const long = readFileSync(join(root, 'lib', name), 'utf8')

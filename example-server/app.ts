@@ -2,7 +2,8 @@
 import express, { type Express, type RequestHandler } from 'express';
 import { Registry } from 'prom-client';
 import { type ListingName, listingLimits, listings, type Store, type WindowKind } from '../lib/index.js';
-import { isListingName, listingNames } from '../lib/listings.js';
+import { listingChoices, listingHint, listingOf } from '../lib/listing-names.js';
+import type { ListingFamily } from '../lib/listings.js';
 import { limitsAdmin, limitsRequestPage } from '../lib/pages.js';
 import { type Bot, type ExampleData, generateData, type Server } from './data.js';
 import { errorHandler, HttpError, notFound } from './errors.js';
@@ -20,8 +21,8 @@ import { parsePage, parseStats } from './validate.js';
 
 /** Options of {@link createExampleApp}. */
 export interface ExampleAppOptions {
-  /** The API to serve: a listing's name, e.g. `'A'` (servers) or `'B'` (bots). */
-  listing: ListingName;
+  /** The API to serve: a listing's name, `'A'` or `'servers'`, `'B'` or `'bots'`. */
+  listing: ListingName | ListingFamily;
   /** Where the limiter keeps its counters; give each app its own. Default: `memoryStore()`. */
   store?: Store;
   /** Receives one access-log line per request, e.g. `console.log`. Default: no log. */
@@ -73,14 +74,17 @@ function serveEntries<T extends Server | Bot>(
   });
 }
 
-function checkOptions(options: unknown): ExampleAppOptions {
+function checkOptions(options: unknown): ExampleAppOptions & { listing: ListingName } {
   if (typeof options !== 'object' || options === null) {
     throw new TypeError('createExampleApp: options must be an object such as { listing: "B" }.');
   }
   const { listing, log, adminToken } = options as Partial<ExampleAppOptions>;
-  if (!isListingName(listing)) {
-    const names = new Intl.ListFormat('en', { type: 'disjunction' }).format(listingNames.map((n) => JSON.stringify(n)));
-    throw new TypeError(`createExampleApp: options.listing must be ${names}; got ${JSON.stringify(listing)}.`);
+  const name = listingOf(listing);
+  if (!name) {
+    const hint = typeof listing === 'string' ? listingHint(listing) : '';
+    throw new TypeError(
+      `createExampleApp: options.listing must be ${listingChoices()}; got ${JSON.stringify(listing)}.${hint}`,
+    );
   }
   if (log !== undefined && typeof log !== 'function') {
     throw new TypeError('createExampleApp: options.log must be a function that takes one line.');
@@ -88,7 +92,7 @@ function checkOptions(options: unknown): ExampleAppOptions {
   if (adminToken !== undefined && (typeof adminToken !== 'string' || adminToken.length < 16)) {
     throw new TypeError('createExampleApp: options.adminToken must be a string of at least 16 characters.');
   }
-  return options as ExampleAppOptions;
+  return { ...(options as ExampleAppOptions), listing: name };
 }
 
 /** The routes of each listing that has example data, after the statistics and users of every listing. */

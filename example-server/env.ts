@@ -1,7 +1,8 @@
 // Start-up settings of the example server, read from the environment; a bad value is a one-line error naming its variable.
 import Redis from 'ioredis';
 import { type ListingName, memoryStore, redisStore, type Store, type WindowKind } from '../lib/index.js';
-import { isListingName, listingNames } from '../lib/listings.js';
+import { listingChoices, listingHint, listingOf } from '../lib/listing-names.js';
+import { listingNames } from '../lib/listings.js';
 
 /** A setting that cannot work: the process prints the message alone and exits with code 1. */
 export class StartupError extends Error {
@@ -72,16 +73,18 @@ function port(env: Env, name: string, fallback: number): number {
 }
 
 /**
- * LISTING (a listing's name, e.g. `B`; unset: every listing), PORT (with LISTING; default the listing's
+ * LISTING (a listing's name, e.g. `B` or `bots`; unset: every listing), PORT (with LISTING; default the listing's
  * {@link DEFAULT_PORTS}), PORT_<listing> (without LISTING, e.g. PORT_A), HOST (default 127.0.0.1), LOG
  * (`1` or `0`, default `1`), WINDOW (`fixed` or `sliding`, default `fixed`) and ADMIN_TOKEN (the operator's page's
  * token, 16 characters or more; unset: no page).
  */
 export function startupFromEnv(env: Env): Startup {
-  const listing = read(env, 'LISTING');
-  if (listing !== undefined && !isListingName(listing)) {
+  const given = read(env, 'LISTING');
+  const listing = listingOf(given);
+  if (given !== undefined && !listing) {
     throw new StartupError(
-      `LISTING must be ${either(listingNames)} (unset starts every listing); got ${JSON.stringify(listing)}.`,
+      `LISTING must be ${listingChoices(false)} (unset starts every listing); got ${JSON.stringify(given)}.` +
+        listingHint(given),
     );
   }
   const log = read(env, 'LOG') ?? '1';
@@ -99,7 +102,7 @@ export function startupFromEnv(env: Env): Startup {
   }
 
   let listeners: Listener[];
-  if (listing !== undefined) {
+  if (listing) {
     for (const name of PORT_VARIABLES) {
       if (read(env, name) !== undefined) {
         throw new StartupError(`${name} is read only when every listing starts; with LISTING=${listing}, set PORT.`);

@@ -3,6 +3,7 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { createExampleApp, PAGES } from './app.js';
 import { type ListingName, listings } from '../lib/index.js';
+import { listingFamilies } from '../lib/listings.js';
 import { type Listener, StartupError, type StoreChoice, startupFromEnv, storeFromEnv } from './env.js';
 
 /**
@@ -13,7 +14,7 @@ function example(listing: ListingName): { path: string; family: string } {
   const rows = listings[listing];
   const row = rows.find((r) => r.method === 'GET' && r.path.includes('/:')) ?? rows[0];
   const path = (row?.path ?? '/').replace(/:\w+/g, '1');
-  return { path, family: path.split('/')[2] ?? listing };
+  return { path, family: listingFamilies[listing] };
 }
 
 /** Why listening failed, said in terms of the variable to change. */

@@ -1,5 +1,5 @@
 // Shared validation helpers: coded errors naming the field, unknown keys with "did you mean", values shown safely.
-import { closest } from 'fastest-levenshtein';
+import { closest, distance } from 'fastest-levenshtein';
 import { MAX_DURATION_MS } from './durations.js';
 import { ListingLimitsError, type ListingLimitsErrorCode } from './errors.js';
 
@@ -9,13 +9,16 @@ const LONGEST_SHOWN = 60;
 
 /**
  * A value as an error message shows it: strings and data as JSON (so `'5'` reads `"5"`), functions and classes by
- * their kind and name (never their source), and anything long cut short.
+ * their kind and name (never their source), instances of a class by their class (never their private fields), and
+ * anything long cut short.
  */
 export function show(value: unknown): string {
   if (typeof value === 'function') {
     const name = value.name ? ` ${value.name}` : '';
     return /^class[\s{]/.test(Function.prototype.toString.call(value)) ? `the class${name}` : `the function${name}`;
   }
+  const instanceOf = className(value);
+  if (instanceOf !== undefined) return `an instance of ${instanceOf || 'an anonymous class'}`;
   if (value === undefined) return 'undefined';
   if (typeof value === 'bigint') return `${value}n`;
   if (typeof value === 'symbol') return value.toString();
@@ -105,12 +108,35 @@ export class Checker {
   }
 }
 
-/** The choice closest to `value`, ignoring case, when it is close enough to be a typo. */
+/** The choice closest to `value`, ignoring case, when it is close enough to be a typo (see typoOf). */
 export function suggestion(value: string, choices: readonly string[]): string | undefined {
   const exact = choices.find((c) => c.toLowerCase() === value.toLowerCase());
   if (exact) return exact;
   if (value.length < 3) return undefined;
-  return closest(value, choices as string[]);
+  return typoOf(value, choices);
+}
+
+/**
+ * The name of the class of an object that is neither plain data (an object literal, an array) nor a Date, '' for an
+ * anonymous class; undefined for anything else.
+ */
+export function className(value: unknown): string | undefined {
+  if (typeof value !== 'object' || value === null || Array.isArray(value) || value instanceof Date) return undefined;
+  const proto: unknown = Object.getPrototypeOf(value);
+  if (proto === Object.prototype || proto === null) return undefined;
+  const name: unknown = (proto as { constructor?: { name?: unknown } }).constructor?.name;
+  return typeof name === 'string' ? name : '';
+}
+
+/** The choice that `value` is a typo of (half its letters or fewer differ, case aside); else undefined. */
+export function typoOf(value: string, choices: readonly string[]): string | undefined {
+  const lower = value.toLowerCase();
+  const best = closest(
+    lower,
+    choices.map((choice) => choice.toLowerCase()),
+  );
+  const at = choices.findIndex((choice) => choice.toLowerCase() === best);
+  return distance(lower, best) <= Math.max(Math.floor(best.length / 2), 1) ? choices[at] : undefined;
 }
 
 export function isPlainObject(value: unknown): value is Record<string, unknown> {

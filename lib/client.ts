@@ -2,22 +2,22 @@
 import { compile, pathToRegexp } from 'path-to-regexp';
 import { Checker, isPlainObject, show, suggestion } from './check.js';
 import { ListingClientError } from './errors.js';
-import type { EndpointRow, ListingName } from './listings.js';
+import type { EndpointRow, ListingFamily, ListingName } from './listings.js';
 import { MAX_TIMER_MS, Pacer, type Ticket, type WaitEvent, type WaitReason } from './pacing.js';
 import { readServerLimits, retryAfterMs, type ServerLimit } from './server-limits.js';
 import { checkTable, endpointsOf } from './table.js';
 
 export { ListingClientError, type ListingClientErrorCode, ListingLimitsError } from './errors.js';
-export type { EndpointRow, ListingName } from './listings.js';
+export type { EndpointRow, ListingFamily, ListingName } from './listings.js';
 export type { WaitEvent, WaitReason };
 
 /** Options of {@link listingClient}. */
 export interface ListingClientOptions {
   /**
-   * The table the API enforces: `'A'`, `'B'` or rows of your own, as for `listingLimits`; one method and path may
-   * have several rows, each with its own `windowMs`. Required.
+   * The table the API enforces: `'A'` (or `'servers'`), `'B'` (or `'bots'`) or rows of your own, as for
+   * `listingLimits`; one method and path may have several rows, each with its own `windowMs`. Required.
    */
-  listing: ListingName | readonly EndpointRow[];
+  listing: ListingName | ListingFamily | readonly EndpointRow[];
   /** Where the API is served, e.g. `https://api.example.org`: each path is appended to it. Required. */
   baseUrl: string | URL;
   /** The `Authorization` value sent with every call. Default: none (the server counts the calls by IP address). */

@@ -2,7 +2,8 @@
 import { parseArgs } from 'node:util';
 import { closest, distance } from 'fastest-levenshtein';
 import { ListingLimitsError } from './errors.js';
-import { isListingName, listingNames } from './listings.js';
+import { listingHint, listingOf } from './listing-names.js';
+import { listingNames } from './listings.js';
 import type { WindowKind } from './windows.js';
 import { planVerification, type VerifyOptions, type VerifyPlan, type VerifyReport, verifyContract } from './verify.js';
 import { type Output, progressOn, seconds } from './verify/progress.js';
@@ -120,14 +121,6 @@ function checkTokens(tokens: NonNullable<ReturnType<typeof parseArgs>['tokens']>
   }
 }
 
-/** The listing a mistyped name means: the same name in another case, or one a typo away from it. */
-function meantListing(given: string): string | undefined {
-  const lower = given.toLowerCase();
-  const names = listingNames.map((name) => name.toLowerCase());
-  const best = closest(lower, names);
-  return distance(lower, best) <= Math.floor(best.length / 3) ? listingNames[names.indexOf(best)] : undefined;
-}
-
 function parse(argv: readonly string[]): Parsed {
   let parsed;
   try {
@@ -155,12 +148,10 @@ function parse(argv: readonly string[]): Parsed {
   if (baseUrl === undefined) throw new UsageError('verify needs <base-url>, e.g. http://127.0.0.1:3000');
   if (extra !== undefined) throw new UsageError(`unexpected argument ${JSON.stringify(extra)}`);
   if (typeof listing !== 'string') throw new UsageError(`--listing is required: ${eitherListing}`);
-  if (!isListingName(listing)) {
-    const meant = meantListing(listing);
-    throw new UsageError(
-      `--listing must be ${eitherListing}; got ${JSON.stringify(listing)}` +
-        (meant ? `. Did you mean \`${meant}\`?` : ''),
-    );
+  const named = listingOf(listing);
+  if (!named) {
+    const hint = listingHint(listing);
+    throw new UsageError(`--listing must be ${eitherListing}; got ${JSON.stringify(listing)}${hint && `.${hint}`}`);
   }
 
   const params: Record<string, string[]> = {};
@@ -187,7 +178,7 @@ function parse(argv: readonly string[]): Parsed {
   }
   const options: VerifyOptions = {
     baseUrl,
-    listing,
+    listing: named,
     ...(values.token !== undefined && { token: values.token }),
     ...(values['other-token'] !== undefined && { otherToken: values['other-token'] }),
     ...(values.only !== undefined && { only: values.only }),

@@ -5,6 +5,7 @@ import type { CompiledEndpoint } from './endpoint.js';
 import { retryAfterSeconds } from './headers.js';
 import type { Client } from './identify.js';
 import type { Outcome } from './metrics.js';
+import { bannedProblemBody, PROBLEM_JSON, quotaExceededBody, wantsProblem } from './problems.js';
 import type { Deadline } from './waiting.js';
 
 /** Where a request stands: still going through the steps, let through, or answered by a step. */
@@ -38,6 +39,7 @@ export interface Context {
 export type Step = (ctx: Context) => void | Promise<void>;
 
 const MESSAGE = 'You are sending too many requests, please slow down';
+const BANNED_MESSAGE = 'You are banned from this API for circumventing its rate limits';
 
 /** The 429 body of the original service, which its clients parse, with the seconds to wait. */
 export function limitedBody(retryAfter: number): string {
@@ -52,23 +54,45 @@ export const UNAVAILABLE_BODY =
 
 /** The 403 of a banned client: when the ban ends, and the seconds until then. */
 export function bannedBody(until: number, retryAfter: number): string {
-  const message = 'You are banned from this API for circumventing its rate limits';
   const end = new Date(until).toISOString();
-  return `{"success":false,"code":403,"message":"${message}","bannedUntil":"${end}","retryAfter":${retryAfter}}`;
+  return `{"success":false,"code":403,"message":"${BANNED_MESSAGE}","bannedUntil":"${end}","retryAfter":${retryAfter}}`;
 }
 
-export function sendJson(ctx: Context, status: number, body: string, retryAfter?: number): void {
+export function sendJson(
+  ctx: Context,
+  status: number,
+  body: string,
+  retryAfter?: number,
+  type = 'application/json; charset=utf-8',
+): void {
   const { res } = ctx;
   ctx.state = ANSWERED;
   res.statusCode = status;
   if (retryAfter !== undefined) res.setHeader('Retry-After', String(retryAfter));
-  res.setHeader('Content-Type', 'application/json; charset=utf-8');
+  res.setHeader('Content-Type', type);
   res.end(body);
 }
 
-/** Answers 403 to a client banned until `until` (epoch ms). */
+/** The names of the policies a refused request is over, as the RateLimit fields name them. */
+function violatedPolicies({ endpoint, counts }: Context): string[] {
+  if (!counts) return [endpoint.headers.bucket];
+  return endpoint.limits.filter((limit, i) => (counts[i] as Count).count > limit.limit).map((l) => l.headers.bucket);
+}
+
+/** Answers 429 to a request over the limit: the body of the original service, or problem details when asked for. */
+export function answerLimited(ctx: Context, retryAfter: number): void {
+  if (wantsProblem(ctx.req)) {
+    const body = quotaExceededBody(MESSAGE, violatedPolicies(ctx), retryAfter);
+    sendJson(ctx, 429, body, retryAfter, PROBLEM_JSON);
+  } else sendJson(ctx, 429, limitedBody(retryAfter), retryAfter);
+}
+
+/** Answers 403 to a client banned until `until` (epoch ms): problem details when the request asks for them. */
 export function answerBanned(ctx: Context, until: number): void {
   const retryAfter = retryAfterSeconds(until - Date.now());
   ctx.outcome = 'banned';
-  sendJson(ctx, 403, bannedBody(until, retryAfter), retryAfter);
+  if (wantsProblem(ctx.req)) {
+    const body = bannedProblemBody(BANNED_MESSAGE, new Date(until).toISOString(), retryAfter);
+    sendJson(ctx, 403, body, retryAfter, PROBLEM_JSON);
+  } else sendJson(ctx, 403, bannedBody(until, retryAfter), retryAfter);
 }

@@ -1,5 +1,23 @@
 // The package's errors: bad configuration (a stable `code` and the field at fault), and a store that could not count.
 
+/**
+ * `instanceof` for the package's error classes, true across copies of the package (an app that loads it both as an
+ * ES module and as CommonJS has two of each class): an instance carries its class's brand, a symbol every copy
+ * shares, on its prototype. A subclass of an app's own is tested as usual.
+ */
+function branded(target: unknown, own: unknown, brand: symbol, value: unknown): boolean {
+  if (target !== own) return Function.prototype[Symbol.hasInstance].call(target, value);
+  return typeof value === 'object' && value !== null && (value as { [brand]?: unknown })[brand] === true;
+}
+
+function brandOf<T extends { prototype: object }>(cls: T, brand: symbol): void {
+  Object.defineProperty(cls.prototype, brand, { value: true });
+}
+
+const LIMITS_BRAND = Symbol.for('listing-limits.ListingLimitsError');
+const STORE_BRAND = Symbol.for('listing-limits.StoreUnavailableError');
+const CLIENT_BRAND = Symbol.for('listing-limits.ListingClientError');
+
 /** Stable codes of {@link ListingLimitsError}. */
 export type ListingLimitsErrorCode =
   | 'ERR_UNKNOWN_LISTING'
@@ -7,7 +25,8 @@ export type ListingLimitsErrorCode =
   | 'ERR_DUPLICATE_ROW'
   | 'ERR_UNKNOWN_OPTION'
   | 'ERR_INVALID_OPTION'
-  | 'ERR_UNSUPPORTED_STORE';
+  | 'ERR_UNSUPPORTED_STORE'
+  | 'ERR_NOT_CALLED';
 
 /**
  * Thrown by `listingLimits()`, the stores and `verifyContract()` when their configuration cannot work, naming the
@@ -26,7 +45,13 @@ export class ListingLimitsError extends Error {
     this.code = code;
     this.field = field;
   }
+
+  /** True for a ListingLimitsError of any copy of the package, ES module or CommonJS. */
+  static override [Symbol.hasInstance](value: unknown): boolean {
+    return branded(this, ListingLimitsError, LIMITS_BRAND, value);
+  }
 }
+brandOf(ListingLimitsError, LIMITS_BRAND);
 
 /** What the middleware does with a request that its store could not count. */
 export type StoreFailureMode = 'open' | 'closed';
@@ -45,7 +70,13 @@ export class StoreUnavailableError extends Error {
     this.name = 'StoreUnavailableError';
     this.mode = mode;
   }
+
+  /** True for a StoreUnavailableError of any copy of the package, ES module or CommonJS. */
+  static override [Symbol.hasInstance](value: unknown): boolean {
+    return branded(this, StoreUnavailableError, STORE_BRAND, value);
+  }
 }
+brandOf(StoreUnavailableError, STORE_BRAND);
 
 /** Stable codes of {@link RuntimeStateError}. */
 export type RuntimeStateErrorCode = 'ERR_FOREIGN_ENTRY' | 'ERR_STATE_LOST' | 'ERR_STATE_WRITE';
@@ -113,4 +144,10 @@ export class ListingClientError extends Error {
     this.bannedUntil = details.bannedUntil;
     this.body = details.body;
   }
+
+  /** True for a ListingClientError of any copy of the package, ES module or CommonJS. */
+  static override [Symbol.hasInstance](value: unknown): boolean {
+    return branded(this, ListingClientError, CLIENT_BRAND, value);
+  }
 }
+brandOf(ListingClientError, CLIENT_BRAND);

@@ -1,7 +1,7 @@
 // Extended limits for approved clients (rule 6): option `grants`, compiled into the step that picks a client's limits.
 import ipaddr from 'ipaddr.js';
 import { Lookups } from './lookups.js';
-import { type Checker, show } from './check.js';
+import { type Checker, show, typoOf } from './check.js';
 import { type Context, PASSED, type Step } from './context.js';
 import { type CompiledEndpoint, compileEndpoint } from './endpoint.js';
 import type { Client, IpKey } from './identify.js';
@@ -15,6 +15,7 @@ import type { Grant, ListingLimitsOptions } from './types.js';
 import type { Waiting } from './waiting.js';
 
 const UNLIMITED = 'unlimited';
+const grantFields = ['multiplier', 'rows'];
 
 type Limited = Exclude<Grant, typeof UNLIMITED>;
 
@@ -48,6 +49,8 @@ export function checkGrant(check: Checker, grant: unknown, at: string, table: Gr
   const { shapes, maxLimit } = table;
   if (grant === UNLIMITED) return grant;
   const keys = typeof grant === 'object' && grant !== null ? Object.keys(grant) : [];
+  const meant = keys.length === 1 && !grantFields.includes(keys[0] as string) && typoOf(keys[0] as string, grantFields);
+  if (meant) check.fail('ERR_UNKNOWN_OPTION', `${at}.${keys[0]}`, `is not a grant field. Did you mean \`${meant}\`?`);
   if (keys.length !== 1 || (keys[0] !== 'multiplier' && keys[0] !== 'rows')) {
     check.invalid(at, `must be 'unlimited', { multiplier } or { rows }; got ${show(grant)}.`);
   }

@@ -8,7 +8,15 @@ export {
   type StoreFailureMode,
   StoreUnavailableError,
 } from './errors.js';
-export { type EndpointRow, type ListingName, listings, type Method } from './listings.js';
+export type { HeaderSyntax } from './headers.js';
+export {
+  type EndpointRow,
+  type ListingFamily,
+  listingFamilies,
+  type ListingName,
+  listings,
+  type Method,
+} from './listings.js';
 export { listingLimits } from './middleware.js';
 export { type RedisClient, type RedisFailureMode, type RedisStoreOptions, redisStore } from './redis.js';
 export {

@@ -48,6 +48,18 @@ export const listings = Object.freeze({
 /** The name of a listing of the contract. */
 export type ListingName = keyof typeof listings;
 
+/**
+ * What each listing lists, as the contract names its two families: another name for the listing, accepted wherever
+ * a listing is named (`listingLimits('bots')` is `listingLimits('B')`).
+ */
+export const listingFamilies = Object.freeze({ A: 'servers', B: 'bots' } as const satisfies Record<
+  ListingName,
+  string
+>);
+
+/** What a listing lists: `'servers'` (listing A) or `'bots'` (listing B). */
+export type ListingFamily = (typeof listingFamilies)[ListingName];
+
 /** The names of the contract's listings, in the order of `listings`. */
 export const listingNames: readonly ListingName[] = Object.freeze(Object.keys(listings) as ListingName[]);
 

@@ -3,9 +3,9 @@ import type { NextFunction, Request, Response } from 'express';
 import {
   ANSWERED,
   answerBanned,
+  answerLimited,
   type Context,
   GOING,
-  limitedBody,
   PASSED,
   sendJson,
   type Step,
@@ -14,13 +14,14 @@ import {
 } from './context.js';
 import type { Count } from './counter.js';
 import type { CompiledEndpoint, CompiledLimit } from './endpoint.js';
-import { StoreUnavailableError } from './errors.js';
-import { retryAfterSeconds, setLimitsHeaders, setRateLimitHeaders } from './headers.js';
+import { ListingLimitsError, StoreUnavailableError } from './errors.js';
+import { retryAfterSeconds } from './headers.js';
 import { observe } from './hooks.js';
 import { link } from './linked.js';
 import { NO_ENDPOINT } from './metrics.js';
 import { type Client, REJECTED } from './identify.js';
-import type { EndpointRow, ListingName } from './listings.js';
+import type { EndpointRow, ListingFamily, ListingName } from './listings.js';
+import { mountWarning } from './mount.js';
 import { type Config, configure } from './options.js';
 import type { ClientRef, Grant, ListingLimitsMiddleware, ListingLimitsOptions, RateLimitInfo } from './types.js';
 import type { Deadline } from './waiting.js';
@@ -261,9 +262,11 @@ function respond(ctx: Context, config: Config): void {
   req.rateLimit = info;
   // With another limiter's headers on the response, Retry-After points no earlier than the most restrictive one.
   let waitMs = msLeft;
-  if (config.headers) {
-    if (ctx.counts) waitMs = setLimitsHeaders(res, endpoint.limits, ctx.counts, now);
-    else waitMs = setRateLimitHeaders(res, endpoint.headers, remaining, msLeft, now);
+  const { headers } = config;
+  if (headers) {
+    const { key } = ctx.client;
+    if (ctx.counts) waitMs = headers.several(res, endpoint.limits, ctx.counts, now, key);
+    else waitMs = headers.one(res, endpoint.headers, remaining, msLeft, now, key);
   }
   if (allowed) {
     ctx.state = PASSED;
@@ -295,7 +298,7 @@ function respond(ctx: Context, config: Config): void {
     }
     return;
   }
-  sendJson(ctx, 429, limitedBody(retryAfter), retryAfter);
+  answerLimited(ctx, retryAfter);
 }
 
 /** Warns once that clients behind a proxy share one counter: requests carry X-Forwarded-For, `trust proxy` is off. */
@@ -313,20 +316,40 @@ function forwardedWarning(): (req: Request) => void {
   };
 }
 
+/** What `listingLimits` does when Express calls it as middleware: it passes each request an error that says so. */
+function uncalled(next: NextFunction): never {
+  next(
+    new ListingLimitsError(
+      'ERR_NOT_CALLED',
+      'listingLimits',
+      'was given to app.use() itself, so Express calls it with each request; call it and mount what it returns: ' +
+        "app.use(listingLimits('B', options)).",
+    ),
+  );
+  return undefined as never;
+}
+
 /**
- * Express middleware that enforces a limits table: listing `'A'` or `'B'` of the contract, or custom rows.
+ * Express middleware that enforces a limits table: listing `'A'` (`'servers'`) or `'B'` (`'bots'`) of the contract,
+ * or custom rows.
  * Validates everything at once and throws a `ListingLimitsError` naming the field when the configuration
  * cannot work. Requests that match no row pass through untouched.
  */
 export function listingLimits(
-  listing: ListingName | readonly EndpointRow[],
+  listing: ListingName | ListingFamily | readonly EndpointRow[],
   options?: ListingLimitsOptions,
 ): ListingLimitsMiddleware {
+  // `app.use(listingLimits)`: Express calls the factory itself with each request, and its `next` third.
+  // eslint-disable-next-line prefer-rest-params
+  const next: unknown = arguments[2];
+  if (typeof next === 'function' && typeof listing === 'object' && listing !== null && !Array.isArray(listing))
+    return uncalled(next as NextFunction);
   const config = configure(listing, options);
   const steps = compileSteps(config);
   const siteSteps = compileSiteSteps(config);
   const { bans, registry } = config;
   const warn = forwardedWarning();
+  const mounted = mountWarning(config.paths);
   // The requests this instance has counted, so that mounting it twice on one request path counts once. A WeakSet
   // rather than a mark on `req`: a new property on Node's request object slows every request down.
   const counted = new WeakSet<Request>();
@@ -337,6 +360,7 @@ export function listingLimits(
       if (siteSteps && (registry.anyBan(Date.now()) || registry.ready)) {
         return proceed(new RequestContext(req, res, next, NO_ROW, NO_ENDPOINT), siteSteps, 0, config);
       }
+      mounted(req);
       return next();
     }
     if (counted.has(req)) return next();

@@ -1,10 +1,11 @@
 // Options of listingLimits(): checked, then compiled by each feature's module into the steps of the request path.
 import type { Request } from 'express';
 import { Bans, banScope, checkBan } from './bans.js';
-import { Checker, show } from './check.js';
+import { Checker, className, show } from './check.js';
 import type { Step } from './context.js';
 import { type CompiledEndpoint, compileEndpoint } from './endpoint.js';
 import { checkGrant, compileGrants } from './grants.js';
+import { compileHeaders, type HeaderWriter } from './headers.js';
 import { type OnError, reporter } from './hooks.js';
 import { compileIdentify, compileIpKey, type Identify, identifyOptions } from './identify.js';
 import type { Linked } from './linked.js';
@@ -45,9 +46,12 @@ const optionNames = [
  */
 export interface Config {
   readonly match: (method: string, path: string) => CompiledEndpoint | undefined;
+  /** The paths of the table's endpoints. */
+  readonly paths: readonly string[];
   readonly identify: Identify;
   readonly skip: ((req: Request) => boolean | Promise<boolean>) | undefined;
-  readonly headers: boolean;
+  /** Sets the rate-limit headers of a counted response; undefined with `headers: false`. */
+  readonly headers: HeaderWriter | undefined;
   readonly handler: LimitHandler | undefined;
   readonly bans: Bans | undefined;
   /** Bans and grants as the store's runtime state has them, with the methods that change them. */
@@ -86,6 +90,15 @@ function checkStore(store: unknown): Store {
       'options.store',
       'is the redisStore function itself; call it with your client: `redisStore(client)`.',
     );
+  if (typeof (store as { consume?: unknown } | null)?.consume === 'function') {
+    const limiter = className(store) || 'RateLimiterMemory';
+    check.invalid(
+      'options.store',
+      `is a ${limiter}, one limiter; a store makes a limiter for each counter of the table. Use memoryStore() or ` +
+        `redisStore(client), or a function that makes one: \`(counter) => new ${limiter}({ keyPrefix: ` +
+        'counter.name, points: counter.limit, duration: counter.windowMs / 1000 })`.',
+    );
+  }
   if (typeof store !== 'function') {
     check.invalid(
       'options.store',
@@ -128,8 +141,7 @@ export function configure(listing: unknown, options: unknown): Config {
   const metrics = registryOfMetrics && new Metrics(table.map((endpoint) => endpoint.name));
   const given = checkStore(o.store);
   const store = metrics ? metrics.timed(given) : given;
-  if (o.headers !== undefined && typeof o.headers !== 'boolean')
-    check.invalid('options.headers', `must be true or false; got ${show(o.headers)}.`);
+  const headers = compileHeaders(check, o.headers);
   const cacheMs = o.cacheMs === undefined ? 60_000 : check.ms(o.cacheMs, 'options.cacheMs');
   const shadow =
     (o.mode === undefined ? 'enforce' : check.oneOf(o.mode, ['enforce', 'shadow'], 'options.mode')) === 'shadow';
@@ -167,9 +179,10 @@ export function configure(listing: unknown, options: unknown): Config {
         value: endpoints[i] as CompiledEndpoint,
       })),
     ),
+    paths: table.map((endpoint) => endpoint.path),
     identify,
     skip: fn(o.skip, 'options.skip', '(req) => boolean'),
-    headers: o.headers ?? true,
+    headers,
     handler: fn(o.handler, 'options.handler', '(req, res, next, info) => void'),
     bans,
     registry,

@@ -1,7 +1,8 @@
 // A limits table: a listing's name or custom rows, checked row by row, and when two rows are one endpoint.
 import { METHODS } from 'node:http';
-import { type Checker, show, suggestion } from './check.js';
-import { type EndpointRow, type ListingName, listingNames, listings } from './listings.js';
+import { type Checker, show } from './check.js';
+import { listingChoices, listingHint, listingOf } from './listing-names.js';
+import { type EndpointRow, listings } from './listings.js';
 import { compilePath } from './match.js';
 import type { Limit } from './windows.js';
 
@@ -113,8 +114,8 @@ export function endpointsOf(rows: readonly EndpointRow[]): TableEndpoint[] {
 }
 
 /**
- * A listing: the name of one of the contract's tables, or custom rows; with `several`, custom rows may give one
- * endpoint several limits, each with its own window. Errors name `field`.
+ * A listing: the name of one of the contract's tables (its letter or what it lists), or custom rows; with `several`,
+ * custom rows may give one endpoint several limits, each with its own window. Errors name `field`.
  */
 export function checkTable(
   check: Checker,
@@ -122,18 +123,21 @@ export function checkTable(
   field = 'listing',
   several = false,
 ): readonly EndpointRow[] {
-  const names = listingNames.map((name) => JSON.stringify(name)).join(', ');
   if (typeof listing === 'string') {
-    if (Object.hasOwn(listings, listing)) return listings[listing as ListingName];
-    const near = suggestion(listing, listingNames);
+    const name = listingOf(listing);
+    if (name) return listings[name];
     check.fail(
       'ERR_UNKNOWN_LISTING',
       field,
-      `${show(listing)} is not a listing. Use ${names} or an array of rows.${near ? ` Did you mean \`${near}\`?` : ''}`,
+      `${show(listing)} is not a listing. Use ${listingChoices()}, or an array of rows.${listingHint(listing)}`,
     );
   }
   if (!Array.isArray(listing) || listing.length === 0) {
-    check.fail('ERR_UNKNOWN_LISTING', field, `must be ${names} or a non-empty array of rows; got ${show(listing)}.`);
+    check.fail(
+      'ERR_UNKNOWN_LISTING',
+      field,
+      `must be ${listingChoices()}, or a non-empty array of rows; got ${show(listing)}.`,
+    );
   }
   return checkRows(check, listing, field, several);
 }

@@ -1,5 +1,6 @@
 // The public types of listingLimits(): its options, what it tells handlers and hooks, and the middleware it returns.
 import type { NextFunction, Request, RequestHandler, Response } from 'express';
+import type { HeaderSyntax } from './headers.js';
 import type { EndpointRow } from './listings.js';
 import type { MetricsRegistry } from './metrics.js';
 import type { Store, WindowKind } from './stores.js';
@@ -295,10 +296,15 @@ export interface ListingLimitsOptions {
   /** Requests for which it returns true are neither counted nor given headers. Sync or async. Default: none skipped. */
   skip?: (req: Request) => boolean | Promise<boolean>;
   /**
-   * Whether counted responses carry the `RateLimit`, `RateLimit-Policy` and `X-RateLimit-*` headers.
-   * `Retry-After` is sent on every default 429 regardless. Default: `true`.
+   * Whether counted responses carry the `RateLimit`, `RateLimit-Policy` and `X-RateLimit-*` headers, and the syntax
+   * of the IETF `RateLimit` and `RateLimit-Policy` fields: `'draft-10'` (or `true`) as
+   * draft-ietf-httpapi-ratelimit-headers-10 writes them (`"GET /v1/bots";r=24;t=60`); `'draft-7'` or `'draft-8'`
+   * exactly as express-rate-limit's `standardHeaders` of the same name writes them (`limit=25, remaining=24,
+   * reset=60`, which its ratelimit-header-parser reads; `"GET /v1/bots"; r=24; t=60` with a partition key, a hash of
+   * the client's key, in the policy); `false` for none. The legacy `X-RateLimit-*` fields come with each draft.
+   * `Retry-After` is sent on every default 429 regardless. Default: `true` (`'draft-10'`).
    */
-  headers?: boolean;
+  headers?: boolean | HeaderSyntax;
   /** Answers a request over the limit instead of the default JSON 429. Default: the JSON 429 of the contract. */
   handler?: LimitHandler;
   /**

@@ -1,6 +1,6 @@
 // The operator's page: grant requests to decide, grants and bans to change, the audit trail and the last hour.
 import type { NextFunction, Request, Response, Router } from 'express';
-import { Checker, show } from '../check.js';
+import { Checker, isPlainObject, show } from '../check.js';
 import { ListingLimitsError } from '../errors.js';
 import type { Store } from '../stores.js';
 import type {
@@ -435,6 +435,22 @@ function grantOf(check: Checker, choice: string, multiplier: string, asked: Gran
   return check.invalid('grant', `must be one of the choices; got ${show(choice)}.`);
 }
 
+/** A secret as an error message shows it: never its value, only its length. */
+function secretShown(value: string): string {
+  return value === '' ? 'an empty string' : `a string of ${value.length} character${value.length === 1 ? '' : 's'}`;
+}
+
+/** The admin token of `{ token }`: at least 16 characters; one read from an unset variable is told so. */
+function checkAdminToken(check: Checker, token: unknown): string {
+  if (typeof token === 'string' && token.length >= 16) return token;
+  const got = typeof token === 'string' ? secretShown(token) : show(token);
+  const unset =
+    token === undefined || token === ''
+      ? ' If it is read from an environment variable (process.env.ADMIN_TOKEN), set that variable to a secret.'
+      : '';
+  return check.invalid('options.authorize.token', `must be a string of at least 16 characters; got ${got}.${unset}`);
+}
+
 /**
  * The operator's page, as an Express router: `app.use('/admin/limits', limitsAdmin(limits, { authorize }))`. Every
  * route is behind `authorize`, every form that changes something carries a CSRF token, and the page sets a strict
@@ -450,11 +466,16 @@ export function limitsAdmin(limits: ListingLimitsMiddleware, options: AdminPageO
   let adminToken: string | undefined;
   const given = o.authorize as AdminPageOptions['authorize'] | undefined;
   if (typeof given === 'function') authorize = given;
-  else if (typeof given === 'object' && given !== null && Object.keys(given).join() === 'token') {
-    if (typeof given.token !== 'string' || given.token.length < 16)
-      check.invalid('options.authorize.token', 'must be a string of at least 16 characters.');
-    adminToken = given.token;
+  else if (isPlainObject(given)) {
+    check.unknownKeys(given, ['token'], (k) => `options.authorize.${k}`, 'a field of authorize');
+    adminToken = checkAdminToken(check, given.token);
     authorize = () => false;
+  } else if (typeof given === 'string') {
+    check.invalid(
+      'options.authorize',
+      `is ${secretShown(given)}; give an admin token as { token }: ` +
+        '`authorize: { token: process.env.ADMIN_TOKEN }`, or a function (req) => boolean.',
+    );
   } else {
     check.invalid(
       'options.authorize',

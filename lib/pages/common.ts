@@ -1,7 +1,6 @@
 // What both pages share: their options' checks, security headers, bodies, the limiter of their forms, errors.
 import { randomBytes } from 'node:crypto';
 import express, { type Request, type RequestHandler, type Response, type Router } from 'express';
-import helmet from 'helmet';
 import { type Checker, isPlainObject, show } from '../check.js';
 import type { IpKey } from '../identify.js';
 import { type Linked, linkedOf } from '../linked.js';
@@ -10,8 +9,12 @@ import type { EndpointRow } from '../listings.js';
 import type { CounterSpec, Store } from '../stores.js';
 import type { ListingLimitsMiddleware } from '../types.js';
 import { serveCss, serveJs } from './assets.js';
+import { helmet, missing } from './peers.cjs';
 import { type Html, markup, page } from './html.js';
 import { sameOrigin } from './origin.js';
+
+// Importing the pages without their peer dependencies fails here, at once, naming the packages to install.
+if (missing) throw missing;
 
 /** The largest form body the pages read, and the most fields. */
 export const BODY_LIMIT = '16kb';

@@ -1,8 +1,7 @@
 // Cookies of a page: its form session, the operator's login session, and CSRF tokens derived from the session in use.
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
-import cookieParser from 'cookie-parser';
-import { doubleCsrf } from 'csrf-csrf';
 import type { CookieOptions, Request, RequestHandler, Response } from 'express';
+import { cookieParser, doubleCsrf } from './peers.cjs';
 
 /** The form field that carries the CSRF token. */
 export const CSRF_FIELD = '_csrf';

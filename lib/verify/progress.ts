@@ -1,5 +1,6 @@
 // The command's progress on stderr: on a terminal a line per endpoint updated in place, elsewhere a line per event.
-import { MultiBar, type SingleBar } from 'cli-progress';
+import type { MultiBar as ProgressBars, SingleBar } from 'cli-progress';
+import { MultiBar } from './progress-bar.cjs';
 import type { VerifyEvent, VerifyPlan, WaitReason } from './types.js';
 
 /** Where the command writes: the process's streams, or stand-ins in tests. */
@@ -29,9 +30,12 @@ export function seconds(ms: number): string {
   return `${Math.floor(total / 60)} min${rest ? ` ${rest} s` : ''}`;
 }
 
-/** Progress for `plan` on `stream`: bars on a terminal, lines elsewhere (CI logs, files). */
+/**
+ * Progress for `plan` on `stream`: bars on a terminal, when cli-progress (an optional peer dependency) is installed;
+ * lines elsewhere (CI logs, files) and without it.
+ */
 export function progressOn(stream: Output, plan: VerifyPlan): Progress {
-  return stream.isTTY ? new Bars(stream, plan) : new Lines(stream);
+  return stream.isTTY && MultiBar ? new Bars(MultiBar, stream, plan) : new Lines(stream);
 }
 
 /** One line per event, each naming its endpoint: endpoints probed together interleave their lines. */
@@ -67,12 +71,12 @@ interface Line {
  * it, and what it is doing. The lines stay on the terminal when the run is over.
  */
 class Bars implements Progress {
-  private readonly bars: MultiBar;
+  private readonly bars: ProgressBars;
   private readonly lines = new Map<string, Line>();
   private readonly timer: ReturnType<typeof setInterval>;
 
-  constructor(stream: Output, plan: VerifyPlan) {
-    this.bars = new MultiBar({
+  constructor(Multi: NonNullable<typeof MultiBar>, stream: Output, plan: VerifyPlan) {
+    this.bars = new Multi({
       stream: stream as NodeJS.WritableStream,
       format: '{endpoint}  [{bar}] {value}/{total} s  {status}',
       barsize: 20,

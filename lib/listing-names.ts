@@ -1,0 +1,47 @@
+// What a listing may be called (its letter, `B`, or what it lists, `bots`), and the listing a mistyped name means.
+import { distance } from 'fastest-levenshtein';
+import { type ListingName, listingFamilies, listingNames } from './listings.js';
+
+/** Every name a listing answers to: its letter and what it lists. */
+const byName: ReadonlyMap<string, ListingName> = new Map(
+  listingNames.flatMap((name) => [
+    [name, name],
+    [listingFamilies[name], name],
+  ]),
+);
+
+/** The listing a name means, exactly as written (`'B'`, `'bots'`); undefined for anything else. */
+export function listingOf(name: unknown): ListingName | undefined {
+  return typeof name === 'string' ? byName.get(name) : undefined;
+}
+
+/** The listings' names as messages list them: `"A" or "servers", "B" or "bots"` (`quote` false: no quotes). */
+export function listingChoices(quote = true): string {
+  const q = (name: string) => (quote ? JSON.stringify(name) : name);
+  return listingNames.map((name) => `${q(name)} or ${q(listingFamilies[name])}`).join(', ');
+}
+
+/**
+ * What a mistyped listing name means, as a hint: `Did you mean \`bots\` (listing B)?`, or '' when it is not close to
+ * one listing's name. Case and spaces are ignored, and so is a leading `listing` (`'listing-b'`, `'Listing B'`); what
+ * it lists may be a typo away (`'bot'`, `'srevers'`), its letter may not. Two listings equally close give no hint.
+ */
+export function listingHint(given: string): string {
+  const word = given
+    .trim()
+    .toLowerCase()
+    .replace(/^listing[\s_-]*/, '');
+  if (word === '') return '';
+  const letter = listingNames.find((name) => name.toLowerCase() === word);
+  if (letter) return ` Did you mean \`${letter}\` (${listingFamilies[letter]})?`;
+  let best: ListingName | undefined;
+  let bestDistance = Infinity;
+  for (const name of listingNames) {
+    const family = listingFamilies[name];
+    const d = distance(word, family);
+    if (d > Math.floor(family.length / 3)) continue;
+    if (d < bestDistance) [best, bestDistance] = [name, d];
+    else if (d === bestDistance) best = undefined;
+  }
+  return best ? ` Did you mean \`${listingFamilies[best]}\` (listing ${best})?` : '';
+}
