@@ -1,6 +1,7 @@
 // The Redis store against real Redis servers: client kinds, keys, round trips, every failure mode, recovery, and a cluster.
 import { PROBE_EVERY_MS } from '../lib/waiting';
 import type { Server } from 'node:http';
+import { GlideClient } from '@valkey/valkey-glide';
 import Redis from 'ioredis';
 import { createClient } from 'redis';
 import request from 'supertest';
@@ -10,6 +11,7 @@ import { createApp } from './helpers/app';
 import {
   describeRedis,
   describeRedisServer,
+  glideClient,
   ioredisClient,
   RedisCluster,
   RedisServer,
@@ -49,15 +51,21 @@ function get(server: Server, authorization?: string, deadlineMs = counting.timeo
 const outcome = (res: request.Response) => `${res.status} ${res.headers['x-ratelimit-remaining'] ?? '-'}`;
 
 /** Waits until `condition()`, for up to 20 s: a bound for a hang, not a speed the machine must keep up. */
-async function until(condition: () => boolean, what: string): Promise<void> {
-  for (let i = 0; i < 1000 && !condition(); i++) await new Promise((resolve) => setTimeout(resolve, 20));
-  if (!condition()) throw new Error(`timed out waiting until ${what}`);
+async function until(condition: () => boolean | Promise<boolean>, what: string): Promise<void> {
+  for (let i = 0; i < 1000 && !(await condition()); i++) await new Promise((resolve) => setTimeout(resolve, 20));
+  if (!(await condition())) throw new Error(`timed out waiting until ${what}`);
 }
 
 /** A connected client of one kind, and how to tell it is ready and close it. */
 interface Connection {
   readonly client: Parameters<typeof redisStore>[0];
-  ready(): boolean;
+  /** Whether the client is connected; GLIDE, which does not tell, is asked with a PING. */
+  ready(): boolean | Promise<boolean>;
+  /**
+   * Whether its commands wait for a Redis that is down, as for one that hangs (GLIDE: it cannot tell the store it is
+   * not connected), instead of failing at once.
+   */
+  readonly waitsWhileDown?: boolean;
   close(): Promise<void>;
 }
 
@@ -76,6 +84,18 @@ const clientKinds: [string, (url: string) => Promise<Connection>][] = [
       client.on('error', () => {});
       await client.connect();
       return { client, ready: () => client.isReady, close: async () => client.destroy() };
+    },
+  ],
+  [
+    'GLIDE',
+    async (url) => {
+      const client = await glideClient(url);
+      const ready = () =>
+        client.customCommand(['PING']).then(
+          () => true,
+          () => false,
+        );
+      return { client, ready, waitsWhileDown: true, close: async () => client.close() };
     },
   ],
 ];
@@ -139,11 +159,12 @@ describe('redisStore: bad configuration fails at creation, naming the field', ()
 
   it.each([
     ['undefined', undefined, 'got undefined.'],
-    ['a plain object', {}, 'got an object that is neither.'],
+    ['a plain object', {}, 'got an object that is none of these.'],
     ['a URL', 'redis://127.0.0.1:6379', 'got "redis://127.0.0.1:6379".'],
   ])('rejects %s as the client', (_name, client, got) => {
     expect(() => redisStore(client as never)).toThrow(
-      `redisStore: client must be an ioredis client or Cluster, or a node-redis (v4 or later) client; ${got}`,
+      'redisStore: client must be an ioredis (or iovalkey) client or Cluster, a node-redis (v4 or later) client or ' +
+        `cluster, or a Valkey GLIDE GlideClient or GlideClusterClient; ${got}`,
     );
   });
 });
@@ -222,7 +243,9 @@ describeRedis('redisStore', () => {
       const info =
         client instanceof Redis
           ? String(await client.client('INFO'))
-          : await (client as ReturnType<typeof createClient>).clientInfo().then((i) => `addr=${i.addr}`);
+          : client instanceof GlideClient
+            ? String(await client.customCommand(['CLIENT', 'INFO']))
+            : await (client as ReturnType<typeof createClient>).clientInfo().then((i) => `addr=${i.addr}`);
       const address = /addr=(\S+)/.exec(info)?.[1];
       const monitor = await inspect.monitor();
       const seen: { source: string; command: string }[] = [];
@@ -380,8 +403,10 @@ describeRedisServer('redisStore when Redis fails', () => {
         await recover(server);
         await until(() => connections.every((c) => c.ready()), 'the clients have reconnected');
         // A Redis that hung opened the breaker of the instance that waited for it: it probes Redis again after
-        // PROBE_EVERY_MS (a Redis that was down needs no wait: its failures were immediate).
-        if (failure.startsWith('paused')) await new Promise((resolve) => setTimeout(resolve, PROBE_EVERY_MS + 50));
+        // PROBE_EVERY_MS (a Redis that was down needs no wait, unless the client waited for it: other clients'
+        // failures were immediate).
+        const waited = failure.startsWith('paused') || connections[0]?.waitsWhileDown === true;
+        if (waited) await new Promise((resolve) => setTimeout(resolve, PROBE_EVERY_MS + 50));
         const after = 'Bot after-the-outage';
         expect([
           outcome(await get(one as Server, after)),

@@ -5,7 +5,15 @@ import { createClient } from 'redis';
 import request from 'supertest';
 import { type EndpointRow, type ListingLimitsMiddleware, type ListingLimitsOptions, redisStore } from '../lib';
 import { createApp } from './helpers/app';
-import { describeRedisServer, ioredisClient, RedisCluster, RedisServer, scanKeys, scriptRuns } from './helpers/redis';
+import {
+  describeRedisServer,
+  glideClient,
+  ioredisClient,
+  RedisCluster,
+  RedisServer,
+  scanKeys,
+  scriptRuns,
+} from './helpers/redis';
 import { useFakeClock } from './helpers/stores';
 
 const SECOND = 1000;
@@ -77,6 +85,19 @@ const connections: [string, () => Promise<Connection>][] = [
         [server],
         client,
         () => client.destroy(),
+        () => server.close(),
+      );
+    },
+  ],
+  [
+    'Valkey GLIDE',
+    async () => {
+      const server = await RedisServer.start();
+      const client = await glideClient(server.url);
+      return connection(
+        [server],
+        client,
+        () => client.close(),
         () => server.close(),
       );
     },

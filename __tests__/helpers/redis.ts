@@ -5,6 +5,7 @@ import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
+import { GlideClient, GlideClusterClient, Logger } from '@valkey/valkey-glide';
 import Redis, { Cluster } from 'ioredis';
 import { inCI, redisMissing, redisUrl, serverMissing } from './redis-env';
 
@@ -119,6 +120,17 @@ export async function ioredisClient(url: string): Promise<Redis> {
   return client;
 }
 
+/**
+ * A Valkey GLIDE client to `url`, connected. Its requests may wait 10 s (GLIDE's default is 250 ms), so that a busy
+ * machine never fails one the test counts on; the store's `timeoutMs` bounds each request's wait for it anyway.
+ * GLIDE's log, which writes every error Redis answers to stdout, is off: the tests judge by what the store does.
+ */
+export async function glideClient(url: string): Promise<GlideClient> {
+  Logger.setLoggerConfig('off');
+  const { hostname, port } = new URL(url);
+  return GlideClient.createClient({ addresses: [{ host: hostname, port: Number(port) }], requestTimeout: 10_000 });
+}
+
 /** Every key under `pattern`, by SCAN (never KEYS). */
 export async function scanKeys(client: Redis, pattern: string): Promise<string[]> {
   const keys: string[] = [];
@@ -168,6 +180,12 @@ export class RedisCluster {
       await new Promise((resolve) => setTimeout(resolve, 50));
     }
     throw new Error('The Redis Cluster did not reach cluster_state:ok.');
+  }
+
+  /** A GLIDE cluster client to this cluster, connected, set up as {@link glideClient} is. */
+  async glideClient(): Promise<GlideClusterClient> {
+    Logger.setLoggerConfig('off');
+    return GlideClusterClient.createClient({ addresses: this.nodes, requestTimeout: 10_000 });
   }
 
   /** An ioredis Cluster client to this cluster, connected. */
