@@ -267,3 +267,43 @@ describeRedisServer('sliding windows and several limits while Redis is down', ()
     expect(statuses).toEqual(expected);
   });
 });
+
+describeRedisServer('sliding windows and several limits while Redis hangs', () => {
+  let redis: RedisServer;
+  let client: Redis;
+  let server: Server | undefined;
+  beforeAll(async () => {
+    redis = await RedisServer.start();
+    client = await ioredisClient(redis.url);
+  }, 30_000);
+  afterAll(async () => {
+    client?.disconnect();
+    await redis?.close();
+  });
+  afterEach(() => {
+    server?.close();
+    redis.resume();
+  });
+
+  it.each([
+    ['a sliding window', { window: 'sliding' }, [row(25, 60 * SECOND)]],
+    ['several limits', {}, [row(25, 60 * SECOND), row(30, 120 * SECOND)]],
+  ] as const)(
+    '%s: of 30 requests whose deadlines end together, each counted in memory reads its own count',
+    async (_name, options, listing) => {
+      const store = redisStore(client, { prefix: 'hanging', timeoutMs: 500, onFailure: 'memory' });
+      const app = createApp({ listing, options: { store, ...options } }).listen(0);
+      server = app;
+      redis.pause();
+      const answers = await Promise.all(
+        Array.from({ length: 30 }, () => request(app).get('/v1/bots').set('Authorization', 'Bot one').timeout(10_000)),
+      );
+      const passed = answers.filter((res) => res.status === 200);
+      expect(passed).toHaveLength(25);
+      expect(answers.filter((res) => res.status === 429)).toHaveLength(5);
+      // One request per count: 24 left after the first, 0 after the 25th.
+      const left = passed.map((res) => Number(res.headers['x-ratelimit-remaining'])).sort((a, b) => a - b);
+      expect(left).toEqual(Array.from({ length: 25 }, (_, i) => i));
+    },
+  );
+});
