@@ -4,6 +4,7 @@ import type { Server } from 'node:http';
 import { GlideClient } from '@valkey/valkey-glide';
 import Redis from 'ioredis';
 import { createClient } from 'redis';
+import { RateLimiterRes } from 'rate-limiter-flexible';
 import request from 'supertest';
 import { type EndpointRow, ListingLimitsError, type RedisFailureMode, redisStore, type Store } from '../lib';
 import { tokenKey } from '../lib/keys';
@@ -271,6 +272,61 @@ describeRedis('redisStore', () => {
       expect(seen.filter((s) => s.source === 'lua').map((s) => s.command)).toEqual(
         Array.from({ length: 2 }, () => ['set', 'incr', 'pttl']).flat(),
       );
+    });
+
+    it("its limiters are rate-limiter-flexible limiters on the hits' keys: get, set, consume, penalty, reward, block, delete", async () => {
+      const prefix = freshPrefix();
+      const limiter = redisStore(await open(), { prefix, ...counting })({ name: 'GET /x', limit: 3, windowMs: 60_000 });
+      const counts = limiter as unknown as { count(key: string): Promise<{ count: number; resetAt: number }> };
+      const key = `${prefix}:GET /x:k`;
+      /** A result as compared, and its time left, which must be within the window it was given. */
+      const seen = (result: RateLimiterRes | null, windowMs = 60_000) => {
+        if (result === null) return null;
+        expect(result.msBeforeNext).toBeGreaterThan(0);
+        expect(result.msBeforeNext).toBeLessThanOrEqual(windowMs);
+        return `${result.consumedPoints}/${result.remainingPoints}`;
+      };
+      const refused = (promise: Promise<RateLimiterRes>) =>
+        promise.then(
+          () => 'passed',
+          (rejection: unknown) => (rejection instanceof RateLimiterRes ? `refused ${seen(rejection)}` : rejection),
+        );
+      expect(seen(await limiter.get('k'))).toBeNull();
+      expect((await counts.count('k')).count).toBe(1);
+      expect(seen(await limiter.get('k'))).toBe('1/2');
+      await limiter.set('k', 2, 30);
+      expect([seen(await limiter.get('k'), 30_000), await inspect.get(key)]).toEqual(['2/1', '2']);
+      expect(seen(await limiter.consume('k'), 30_000)).toBe('3/0');
+      expect(await refused(limiter.consume('k'))).toBe('refused 4/0');
+      expect(seen(await limiter.penalty('k', 2), 30_000)).toBe('6/0');
+      expect(seen(await limiter.reward('k', 4), 30_000)).toBe('2/1');
+      expect(await limiter.delete('k')).toBe(true);
+      expect(await limiter.delete('k')).toBe(false);
+      expect([seen(await limiter.get('k')), await inspect.exists(key)]).toEqual([null, 0]);
+      await limiter.block('k', 10);
+      expect([seen(await limiter.get('k'), 10_000), await inspect.get(key)]).toEqual(['4/0', '4']);
+    });
+
+    it('bans by rule and tokens per address, read and forgotten through the store: unban lets the address back', async () => {
+      const ban = { after: 1, within: 60_000, duration: 600_000, tokensPerIp: 2 };
+      const app = createApp({
+        listing: [row],
+        options: { store: redisStore(await open(), { prefix: freshPrefix(), ...counting }), ban },
+      });
+      const server = app.listen(0, '127.0.0.1');
+      servers.push(server);
+      const statuses = async (tokens: string[]) => {
+        const out: number[] = [];
+        for (const token of tokens) out.push((await get(server, token)).status);
+        return out;
+      };
+      // A third token from one address bans the address; a token it presented before is read, over the count too.
+      expect(await statuses(['Bot t1', 'Bot t2', 'Bot t3', 'Bot t1'])).toEqual([200, 200, 403, 403]);
+      expect(await app.locals.limiter.unban({ ip: '127.0.0.1' })).toBe(true);
+      // Its token count forgotten: the tokens it presented are served again, and a new one counts from one.
+      expect(await statuses(['Bot t1', 'Bot t2', 'Bot t4'])).toEqual([200, 200, 200]);
+      // The second refusal in the window bans the token (after: 1 counts the first).
+      expect(await statuses(['Bot t1', 'Bot t1', 'Bot t1'])).toEqual([429, 403, 403]);
     });
   });
 
