@@ -5,6 +5,7 @@ import type { GrantRequestInput } from '../lib';
 import { tokenKey } from '../lib/keys';
 import { PROBE_EVERY_MS } from '../lib/waiting';
 import { describeRedisServer, ioredisClient, RedisServer } from './helpers/redis';
+import { type ClientPackage, withClients } from './helpers/redis-env';
 import {
   burst,
   call,
@@ -34,12 +35,16 @@ const options: InstanceOptions = {
 const windows = ['fixed', 'sliding'] as const;
 type Window = (typeof windows)[number];
 
-const kinds: [string, ClientKind][] = [
-  ['ioredis', 'ioredis'],
-  ['node-redis', 'node-redis'],
-  ['iovalkey', 'iovalkey'],
-  ['Valkey GLIDE', 'glide'],
-];
+/** The client kinds whose package loads here (all of them under CI): see withClients. */
+const kinds = withClients<[string, ClientKind & ClientPackage]>(
+  [
+    ['ioredis', 'ioredis'],
+    ['node-redis', 'node-redis'],
+    ['iovalkey', 'iovalkey'],
+    ['Valkey GLIDE', 'glide'],
+  ],
+  ([, kind]) => kind,
+);
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 

@@ -3,6 +3,7 @@
 import Redis from 'ioredis';
 import { tokenKey } from '../lib/keys';
 import { describeRedisServer, RedisCluster, scanKeys } from './helpers/redis';
+import { type ClientPackage, withClients } from './helpers/redis-env';
 import {
   burst,
   call,
@@ -27,11 +28,15 @@ const options: InstanceOptions = {
 const windows = ['fixed', 'sliding'] as const;
 type Window = (typeof windows)[number];
 
-const kinds: [string, ClientKind][] = [
-  ['an ioredis Cluster', 'ioredis-cluster'],
-  ['a node-redis cluster', 'node-redis-cluster'],
-  ['a Valkey GLIDE GlideClusterClient', 'glide-cluster'],
-];
+/** The client kinds whose package loads here (all of them under CI): see withClients. */
+const kinds = withClients<[string, ClientKind, ClientPackage]>(
+  [
+    ['an ioredis Cluster', 'ioredis-cluster', 'ioredis'],
+    ['a node-redis cluster', 'node-redis-cluster', 'node-redis'],
+    ['a Valkey GLIDE GlideClusterClient', 'glide-cluster', 'glide'],
+  ],
+  ([, , made]) => made,
+);
 
 describeRedisServer('a Redis Cluster of three masters, two app instances in separate processes', () => {
   let lib: ReturnType<typeof compileLib> | undefined;

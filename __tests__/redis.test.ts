@@ -1,13 +1,13 @@
 // The Redis store against real Redis servers: client kinds, keys, round trips, every failure mode, recovery, and a cluster.
 import { PROBE_EVERY_MS } from '../lib/waiting';
 import type { Server } from 'node:http';
-import { GlideClient } from '@valkey/valkey-glide';
 import Redis from 'ioredis';
 import { createClient } from 'redis';
 import { RateLimiterRes } from 'rate-limiter-flexible';
 import request from 'supertest';
 import { type EndpointRow, ListingLimitsError, type RedisFailureMode, redisStore, type Store } from '../lib';
 import { tokenKey } from '../lib/keys';
+import type { GlideClient } from '@valkey/valkey-glide';
 import { createApp } from './helpers/app';
 import {
   describeRedis,
@@ -20,6 +20,7 @@ import {
   scriptRuns,
   startRedis,
 } from './helpers/redis';
+import { type ClientPackage, withClients } from './helpers/redis-env';
 
 /** One endpoint with a long window, so that real time never ends it during a test. */
 const row: EndpointRow = { method: 'GET', path: '/v1/things/:id', limit: 2, windowMs: 60_000 };
@@ -70,36 +71,40 @@ interface Connection {
   close(): Promise<void>;
 }
 
-const clientKinds: [string, (url: string) => Promise<Connection>][] = [
+/** The client kinds whose package loads here (all of them under CI): see withClients. */
+const clientKinds = withClients<[string, (url: string) => Promise<Connection>]>(
   [
-    'ioredis',
-    async (url) => {
-      const client = await ioredisClient(url);
-      return { client, ready: () => client.status === 'ready', close: async () => client.disconnect() };
-    },
+    [
+      'ioredis',
+      async (url) => {
+        const client = await ioredisClient(url);
+        return { client, ready: () => client.status === 'ready', close: async () => client.disconnect() };
+      },
+    ],
+    [
+      'node-redis',
+      async (url) => {
+        const client = createClient({ url, socket: { reconnectStrategy: 50 } });
+        client.on('error', () => {});
+        await client.connect();
+        return { client, ready: () => client.isReady, close: async () => client.destroy() };
+      },
+    ],
+    [
+      'GLIDE',
+      async (url) => {
+        const client = await glideClient(url);
+        const ready = () =>
+          client.customCommand(['PING']).then(
+            () => true,
+            () => false,
+          );
+        return { client, ready, waitsWhileDown: true, close: async () => client.close() };
+      },
+    ],
   ],
-  [
-    'node-redis',
-    async (url) => {
-      const client = createClient({ url, socket: { reconnectStrategy: 50 } });
-      client.on('error', () => {});
-      await client.connect();
-      return { client, ready: () => client.isReady, close: async () => client.destroy() };
-    },
-  ],
-  [
-    'GLIDE',
-    async (url) => {
-      const client = await glideClient(url);
-      const ready = () =>
-        client.customCommand(['PING']).then(
-          () => true,
-          () => false,
-        );
-      return { client, ready, waitsWhileDown: true, close: async () => client.close() };
-    },
-  ],
-];
+  ([kind]) => (kind === 'GLIDE' ? 'glide' : (kind as ClientPackage)),
+);
 
 describe('redisStore: bad configuration fails at creation, naming the field', () => {
   const client = new Redis({ lazyConnect: true }); // never connects: only its kind is looked at
@@ -244,8 +249,8 @@ describeRedis('redisStore', () => {
       const info =
         client instanceof Redis
           ? String(await client.client('INFO'))
-          : client instanceof GlideClient
-            ? String(await client.customCommand(['CLIENT', 'INFO']))
+          : 'customCommand' in client
+            ? String(await (client as GlideClient).customCommand(['CLIENT', 'INFO']))
             : await (client as ReturnType<typeof createClient>).clientInfo().then((i) => `addr=${i.addr}`);
       const address = /addr=(\S+)/.exec(info)?.[1];
       const monitor = await inspect.monitor();

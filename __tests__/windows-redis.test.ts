@@ -14,6 +14,7 @@ import {
   scanKeys,
   scriptRuns,
 } from './helpers/redis';
+import { withClients } from './helpers/redis-env';
 import { useFakeClock } from './helpers/stores';
 
 const SECOND = 1000;
@@ -60,62 +61,66 @@ function connection(
   };
 }
 
-const connections: [string, () => Promise<Connection>][] = [
+/** The connections whose client package loads here (all of them under CI): see withClients. */
+const connections = withClients<[string, () => Promise<Connection>]>(
   [
-    'ioredis',
-    async () => {
-      const server = await RedisServer.start();
-      const client = await ioredisClient(server.url);
-      return connection(
-        [server],
-        client,
-        () => client.disconnect(),
-        () => server.close(),
-      );
-    },
+    [
+      'ioredis',
+      async () => {
+        const server = await RedisServer.start();
+        const client = await ioredisClient(server.url);
+        return connection(
+          [server],
+          client,
+          () => client.disconnect(),
+          () => server.close(),
+        );
+      },
+    ],
+    [
+      'node-redis',
+      async () => {
+        const server = await RedisServer.start();
+        const client = createClient({ url: server.url });
+        client.on('error', () => {});
+        await client.connect();
+        return connection(
+          [server],
+          client,
+          () => client.destroy(),
+          () => server.close(),
+        );
+      },
+    ],
+    [
+      'Valkey GLIDE',
+      async () => {
+        const server = await RedisServer.start();
+        const client = await glideClient(server.url);
+        return connection(
+          [server],
+          client,
+          () => client.close(),
+          () => server.close(),
+        );
+      },
+    ],
+    [
+      'an ioredis Cluster of three masters',
+      async () => {
+        const cluster = await RedisCluster.start(3);
+        const client = await cluster.client();
+        return connection(
+          cluster.servers,
+          client,
+          () => client.disconnect(),
+          () => cluster.close(),
+        );
+      },
+    ],
   ],
-  [
-    'node-redis',
-    async () => {
-      const server = await RedisServer.start();
-      const client = createClient({ url: server.url });
-      client.on('error', () => {});
-      await client.connect();
-      return connection(
-        [server],
-        client,
-        () => client.destroy(),
-        () => server.close(),
-      );
-    },
-  ],
-  [
-    'Valkey GLIDE',
-    async () => {
-      const server = await RedisServer.start();
-      const client = await glideClient(server.url);
-      return connection(
-        [server],
-        client,
-        () => client.close(),
-        () => server.close(),
-      );
-    },
-  ],
-  [
-    'an ioredis Cluster of three masters',
-    async () => {
-      const cluster = await RedisCluster.start(3);
-      const client = await cluster.client();
-      return connection(
-        cluster.servers,
-        client,
-        () => client.disconnect(),
-        () => cluster.close(),
-      );
-    },
-  ],
-];
+  ([name]) => (name === 'Valkey GLIDE' ? 'glide' : name === 'node-redis' ? 'node-redis' : 'ioredis'),
+);
 
 /** An endpoint of one row, or of a burst limit and a longer cap. */
 const row = (limit: number, windowMs = SECOND): EndpointRow => ({ method: 'GET', path: '/v1/bots', limit, windowMs });
