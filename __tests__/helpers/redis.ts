@@ -5,6 +5,8 @@ import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
+import { createRequire } from 'node:module';
+import type * as Glide from '@valkey/valkey-glide';
 import type { GlideClient, GlideClusterClient } from '@valkey/valkey-glide';
 import Redis, { Cluster } from 'ioredis';
 import { inCI, redisMissing, redisUrl, serverMissing } from './redis-env';
@@ -120,14 +122,16 @@ export async function ioredisClient(url: string): Promise<Redis> {
   return client;
 }
 
+/** GLIDE, loaded only when asked for: a run without it skips (or, under CI, fails) only the tests that use it. */
+const glide = () => createRequire(__filename)('@valkey/valkey-glide') as typeof Glide;
+
 /**
  * A Valkey GLIDE client to `url`, connected. Its requests may wait 10 s (GLIDE's default is 250 ms), so that a busy
  * machine never fails one the test counts on; the store's `timeoutMs` bounds each request's wait for it anyway.
  * GLIDE's log, which writes every error Redis answers to stdout, is off: the tests judge by what the store does.
  */
 export async function glideClient(url: string): Promise<GlideClient> {
-  // Loaded only here: a run without GLIDE skips (or, under CI, fails) only the tests that use it.
-  const { GlideClient, Logger } = await import('@valkey/valkey-glide');
+  const { GlideClient, Logger } = glide();
   Logger.setLoggerConfig('off');
   const { hostname, port } = new URL(url);
   return GlideClient.createClient({ addresses: [{ host: hostname, port: Number(port) }], requestTimeout: 10_000 });
@@ -186,7 +190,7 @@ export class RedisCluster {
 
   /** A GLIDE cluster client to this cluster, connected, set up as {@link glideClient} is. */
   async glideClient(): Promise<GlideClusterClient> {
-    const { GlideClusterClient, Logger } = await import('@valkey/valkey-glide');
+    const { GlideClusterClient, Logger } = glide();
     Logger.setLoggerConfig('off');
     return GlideClusterClient.createClient({ addresses: this.nodes, requestTimeout: 10_000 });
   }
