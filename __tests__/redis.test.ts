@@ -5,7 +5,14 @@ import Redis from 'ioredis';
 import { createClient } from 'redis';
 import { RateLimiterRes } from 'rate-limiter-flexible';
 import request from 'supertest';
-import { type EndpointRow, ListingLimitsError, type RedisFailureMode, redisStore, type Store } from '../lib';
+import {
+  type EndpointRow,
+  listingLimits,
+  ListingLimitsError,
+  type RedisFailureMode,
+  redisStore,
+  type Store,
+} from '../lib';
 import { tokenKey } from '../lib/keys';
 import type { GlideClient } from '@valkey/valkey-glide';
 import { createApp } from './helpers/app';
@@ -310,6 +317,28 @@ describeRedis('redisStore', () => {
       expect([seen(await limiter.get('k')), await inspect.exists(key)]).toEqual([null, 0]);
       await limiter.block('k', 10);
       expect([seen(await limiter.get('k'), 10_000), await inspect.get(key)]).toEqual(['4/0', '4']);
+    });
+
+    it('reads a runtime state another writer filled with hostile fields and values as every client does', async () => {
+      const prefix = freshPrefix();
+      const record = `${prefix}:{runtime}:record`;
+      // Names that are something else on a plain object, bytes that are not UTF-8, a field that is not a record.
+      await inspect.hset(record, '__proto__', '{"x":1}', 'constructor', 'banned!', '#seq', 'nine');
+      await inspect.hset(record, Buffer.from([...Buffer.from('ban:t:'), 0xff]), Buffer.from([0xff, 0xfe, 0x00]));
+      const limits = listingLimits([row], { store: redisStore(await open(), { prefix, ...counting }) });
+      try {
+        const foreign = await limits.foreign();
+        // Each listed as stored, for an operator to remove: none taken for a record, nor for the state's own fields.
+        expect(foreign.map((f) => [f.field, f.text, f.problem])).toEqual([
+          ['__proto__', '{"x":1}', 'is of a kind this version does not know ("__proto_")'],
+          ['ban:t:\ufffd', '\ufffd\ufffd\u0000', 'is not JSON'],
+          ['constructor', 'banned!', 'is of a kind this version does not know ("constructo")'],
+        ]);
+        expect(await limits.ban({ token: 'Bot after-the-junk' }, { duration: 60_000 })).toBe(true);
+        expect((await limits.bans()).map((b) => b.key)).toEqual([tokenKey('Bot after-the-junk')]);
+      } finally {
+        limits.close();
+      }
     });
 
     it('bans by rule and tokens per address, read and forgotten through the store: unban lets the address back', async () => {

@@ -8,7 +8,7 @@ import type { Count, CountsAsync } from './counter.js';
  * to the node of its slot in a cluster. Typed loosely, so that the package is not needed to compile.
  */
 interface GlideLike {
-  customCommand(args: string[]): Promise<unknown>;
+  customCommand(args: string[], options: { decoder: number }): Promise<unknown>;
 }
 
 /** Whether the client is a GLIDE client: both kinds have `customCommand` and `invokeScript`, which no other has. */
@@ -17,18 +17,28 @@ export function isGlideClient(client: object): boolean {
   return typeof c.customCommand === 'function' && typeof c.invokeScript === 'function';
 }
 
-/** One command; what it answers in the shapes the store reads: text for bytes (a client that decodes to Buffers). */
+/** One command; what it answers in the shapes the store reads, text as strings. */
 export type Send = (args: string[]) => Promise<unknown>;
+
+/**
+ * GLIDE's `Decoder.Bytes`: replies as Buffers, read as UTF-8 here as ioredis and node-redis read them. Its
+ * `Decoder.String` fails a whole reply that holds bytes that are not UTF-8, so that one foreign entry in the
+ * runtime state would keep the state from being read.
+ */
+const BYTES = 0;
 
 function plain(value: unknown): unknown {
   if (Buffer.isBuffer(value)) return value.toString();
   if (Array.isArray(value)) return value.map(plain);
+  if (typeof value === 'object' && value !== null && 'key' in value && 'value' in value) {
+    return { key: plain(value.key), value: plain(value.value) };
+  }
   return value;
 }
 
 export function sendOf(client: unknown): Send {
   const glide = client as GlideLike;
-  return (args) => glide.customCommand(args).then(plain);
+  return (args) => glide.customCommand(args, { decoder: BYTES }).then(plain);
 }
 
 /**
@@ -52,11 +62,11 @@ export function glideScript(send: Send, lua: string, sha = createHash('sha1').up
 }
 
 /**
- * A hash as a plain record, from whichever shape GLIDE gives HGETALL: `{ key, value }` pairs (RESP3, the default),
- * a flat list (RESP2), or an object. A record without a prototype, so that no field a foreign writer chose
- * (`__proto__`) is anything but a field.
+ * A hash as a plain record, from whichever shape a client gives HGETALL: `{ key, value }` pairs (GLIDE with RESP3,
+ * its default), a flat list (GLIDE with RESP2, node-redis asked for one), or an object. A record without a prototype,
+ * so that no field a foreign writer chose (`__proto__`) is anything but a field.
  */
-function record(answer: unknown): Record<string, string> {
+export function hashRecord(answer: unknown): Record<string, string> {
   const out = Object.create(null) as Record<string, string>;
   if (Array.isArray(answer)) {
     for (let i = 0; i < answer.length; i++) {
@@ -78,7 +88,7 @@ export function glideCommands(send: Send) {
     hget: (key: string, field: string) => send(['HGET', key, field]).then((v) => (v === null ? null : String(v))),
     hset: (key: string, field: string, value: string) => send(['HSET', key, field, value]),
     hmget: (key: string, fields: string[]) => send(['HMGET', key, ...fields]).then(texts),
-    hgetall: (key: string) => send(['HGETALL', key]).then(record),
+    hgetall: (key: string) => send(['HGETALL', key]).then(hashRecord),
     zrangebyscore: (key: string, min: string, max: string) =>
       send(['ZRANGEBYSCORE', key, min, max]).then((v) => texts(v) as string[]),
     lrange: (key: string) => send(['LRANGE', key, '0', '-1']).then((v) => texts(v) as string[]),

@@ -3,7 +3,7 @@ import { createHash } from 'node:crypto';
 import { RateLimiterRedis } from 'rate-limiter-flexible';
 import { Checker, show } from './check.js';
 import type { Count, CountsAsync } from './counter.js';
-import { GlideLimiter, glideCommands, glideScript, isGlideClient, sendOf } from './glide.js';
+import { GlideLimiter, glideCommands, glideScript, hashRecord, isGlideClient, sendOf } from './glide.js';
 import {
   CHANGES_KEPT,
   ENDED_PER_CHANGE,
@@ -193,6 +193,9 @@ interface NodeRedisLike {
 
 const notReady = () => Promise.reject(new Error('the Redis client is not connected'));
 
+/** RESP3's type byte of a map, `%`, by which node-redis maps a reply type to what it makes of it. */
+const MAP_TYPE = 0x25;
+
 /**
  * A script run by node-redis: EVALSHA, and EVAL when Redis does not have the script yet. While the client is not
  * connected it fails at once, unless `queued` (the runtime state's changes, which wait in the client's queue as its
@@ -331,7 +334,7 @@ if not epoch then
   epoch = ARGV[8]
   redis.call('hset', record, '#epoch', epoch)
 end
-local seq = tonumber(redis.call('hget', record, '#seq') or '0')
+local seq = tonumber(redis.call('hget', record, '#seq') or '0') or 0
 local before = redis.call('hget', record, field)
 local ending = redis.call('zscore', ends, field)
 local active = before and (not ending or tonumber(ending) > now)
@@ -445,7 +448,11 @@ function commandsOf(client: unknown, kind: ClientKind): StateCommands {
       lRem(key: string, count: number, value: string): Promise<number>;
       hVals(key: string): Promise<string[]>;
       hDel(key: string, fields: string[]): Promise<unknown>;
+      withTypeMapping?(mapping: Record<number, unknown>): { hGetAll(key: string): Promise<unknown> };
     };
+    // node-redis makes a hash a plain object, where a field named `__proto__` would vanish: read as a list where it
+    // can (v5 on), its replies of type map (RESP3's `%`, its RESP_TYPES.MAP) mapped to arrays.
+    const asList = redis.withTypeMapping?.call(redis, { [MAP_TYPE]: Array });
     const change = nodeRedisScript(redis, CHANGE_SCRIPT, CHANGE_SHA, true);
     const putRequest = nodeRedisScript(redis, PUT_REQUEST_SCRIPT, PUT_REQUEST_SHA, true);
     return {
@@ -454,7 +461,7 @@ function commandsOf(client: unknown, kind: ClientKind): StateCommands {
       hget: (key, field) => redis.hGet(key, field),
       hset: (key, field, value) => redis.hSet(key, field, value),
       hmget: (key, fields) => redis.hmGet(key, fields),
-      hgetall: (key) => redis.hGetAll(key),
+      hgetall: (key) => (asList ? asList.hGetAll(key).then(hashRecord) : redis.hGetAll(key)),
       zrangebyscore: (key, min, max) => redis.zRangeByScore(key, min, max),
       lrange: (key) => redis.lRange(key, 0, -1),
       lrem: (key, value) => redis.lRem(key, 1, value),
