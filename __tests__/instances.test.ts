@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import request from 'supertest';
 import { describeRedisServer, RedisCluster, RedisServer } from './helpers/redis';
+import { withClients } from './helpers/redis-env';
 
 const root = join(__dirname, '..');
 
@@ -31,7 +32,7 @@ const outage: StoreSetup = { timeoutMs: 2000, onFailure: 'memory' };
 const deadline = (setup: StoreSetup) => setup.timeoutMs + 5000;
 
 /** The Redis client an instance uses. */
-type Client = 'ioredis' | 'node-redis' | 'cluster';
+type Client = 'ioredis' | 'node-redis' | 'glide' | 'cluster';
 
 interface Instance {
   readonly child: ChildProcessWithoutNullStreams;
@@ -131,7 +132,9 @@ describeRedisServer('two app instances in separate processes, sharing one Redis'
     expect(tally(statuses)).toEqual({ 200: 25, 429: 50 });
   }, 60_000);
 
-  it.each(['ioredis', 'node-redis', 'cluster'] as const)(
+  it.each(
+    withClients(['ioredis', 'node-redis', 'glide', 'cluster'] as const, (c) => (c === 'cluster' ? 'ioredis' : c)),
+  )(
     'with the store defaults, three instances on %s and a busy CPU: of bursts of 300, exactly the limit passes',
     async (client) => {
       // The defaults (200 ms, the memory fallback) on a loaded machine, with apps that burn 10 ms per answer: an

@@ -86,19 +86,35 @@ it('loads with import', () => {
   ).toBe(expected);
 });
 
-it('loads no Redis client package by itself: the user chooses ioredis or redis and passes the client in', () => {
+it('loads no Redis client package by itself: the user chooses ioredis, iovalkey, redis or GLIDE and passes it in', () => {
+  // What a process has loaded: CommonJS files (ES modules import CommonJS packages into the same cache) and native
+  // libraries, such as GLIDE's binary.
+  const loaded = `Object.keys(require.cache).concat(process.report.getReport().sharedObjects)
+    .filter((p) => /node_modules[\\/](ioredis|iovalkey|redis|@redis|@valkey)[\\/]/.test(p))`;
   expect(
     script(
       'no-redis.cjs',
       `const { redisStore } = require('listing-limits');
-       const loaded = Object.keys(require.cache).filter((p) => /node_modules[\\\\/](ioredis|redis|@redis)[\\\\/]/.test(p));
-       console.log(typeof redisStore, JSON.stringify(loaded));`,
+       console.log(typeof redisStore, JSON.stringify(${loaded}));`,
+    ),
+  ).toBe('function []');
+  expect(
+    script(
+      'no-redis.mjs',
+      `import { redisStore } from 'listing-limits';
+       import { createRequire } from 'node:module';
+       const require = createRequire(import.meta.url);
+       console.log(typeof redisStore, JSON.stringify(${loaded}));`,
     ),
   ).toBe('function []');
   const pkg = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8'));
   const required = Object.keys({ ...pkg.dependencies, ...pkg.peerDependencies });
   expect(required).not.toContain('ioredis');
   expect(required).not.toContain('redis');
+  // GLIDE is an optional peer: npm checks its version when the app has it, and installs nothing when not.
+  expect(pkg.peerDependencies['@valkey/valkey-glide']).toBe('^2.0.0');
+  expect(pkg.peerDependenciesMeta['@valkey/valkey-glide']).toEqual({ optional: true });
+  expect(pkg.dependencies['@valkey/valkey-glide']).toBeUndefined();
 });
 
 it('exports only import, require, types and default conditions', () => {

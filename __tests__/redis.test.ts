@@ -3,13 +3,23 @@ import { PROBE_EVERY_MS } from '../lib/waiting';
 import type { Server } from 'node:http';
 import Redis from 'ioredis';
 import { createClient } from 'redis';
+import { RateLimiterRes } from 'rate-limiter-flexible';
 import request from 'supertest';
-import { type EndpointRow, ListingLimitsError, type RedisFailureMode, redisStore, type Store } from '../lib';
+import {
+  type EndpointRow,
+  listingLimits,
+  ListingLimitsError,
+  type RedisFailureMode,
+  redisStore,
+  type Store,
+} from '../lib';
 import { tokenKey } from '../lib/keys';
+import type { GlideClient } from '@valkey/valkey-glide';
 import { createApp } from './helpers/app';
 import {
   describeRedis,
   describeRedisServer,
+  glideClient,
   ioredisClient,
   RedisCluster,
   RedisServer,
@@ -17,6 +27,7 @@ import {
   scriptRuns,
   startRedis,
 } from './helpers/redis';
+import { type ClientPackage, withClients } from './helpers/redis-env';
 
 /** One endpoint with a long window, so that real time never ends it during a test. */
 const row: EndpointRow = { method: 'GET', path: '/v1/things/:id', limit: 2, windowMs: 60_000 };
@@ -49,36 +60,58 @@ function get(server: Server, authorization?: string, deadlineMs = counting.timeo
 const outcome = (res: request.Response) => `${res.status} ${res.headers['x-ratelimit-remaining'] ?? '-'}`;
 
 /** Waits until `condition()`, for up to 20 s: a bound for a hang, not a speed the machine must keep up. */
-async function until(condition: () => boolean, what: string): Promise<void> {
-  for (let i = 0; i < 1000 && !condition(); i++) await new Promise((resolve) => setTimeout(resolve, 20));
-  if (!condition()) throw new Error(`timed out waiting until ${what}`);
+async function until(condition: () => boolean | Promise<boolean>, what: string): Promise<void> {
+  for (let i = 0; i < 1000 && !(await condition()); i++) await new Promise((resolve) => setTimeout(resolve, 20));
+  if (!(await condition())) throw new Error(`timed out waiting until ${what}`);
 }
 
 /** A connected client of one kind, and how to tell it is ready and close it. */
 interface Connection {
   readonly client: Parameters<typeof redisStore>[0];
-  ready(): boolean;
+  /** Whether the client is connected; GLIDE, which does not tell, is asked with a PING. */
+  ready(): boolean | Promise<boolean>;
+  /**
+   * Whether its commands wait for a Redis that is down, as for one that hangs (GLIDE: it cannot tell the store it is
+   * not connected), instead of failing at once.
+   */
+  readonly waitsWhileDown?: boolean;
   close(): Promise<void>;
 }
 
-const clientKinds: [string, (url: string) => Promise<Connection>][] = [
+/** The client kinds whose package loads here (all of them under CI): see withClients. */
+const clientKinds = withClients<[string, (url: string) => Promise<Connection>]>(
   [
-    'ioredis',
-    async (url) => {
-      const client = await ioredisClient(url);
-      return { client, ready: () => client.status === 'ready', close: async () => client.disconnect() };
-    },
+    [
+      'ioredis',
+      async (url) => {
+        const client = await ioredisClient(url);
+        return { client, ready: () => client.status === 'ready', close: async () => client.disconnect() };
+      },
+    ],
+    [
+      'node-redis',
+      async (url) => {
+        const client = createClient({ url, socket: { reconnectStrategy: 50 } });
+        client.on('error', () => {});
+        await client.connect();
+        return { client, ready: () => client.isReady, close: async () => client.destroy() };
+      },
+    ],
+    [
+      'GLIDE',
+      async (url) => {
+        const client = await glideClient(url);
+        const ready = () =>
+          client.customCommand(['PING']).then(
+            () => true,
+            () => false,
+          );
+        return { client, ready, waitsWhileDown: true, close: async () => client.close() };
+      },
+    ],
   ],
-  [
-    'node-redis',
-    async (url) => {
-      const client = createClient({ url, socket: { reconnectStrategy: 50 } });
-      client.on('error', () => {});
-      await client.connect();
-      return { client, ready: () => client.isReady, close: async () => client.destroy() };
-    },
-  ],
-];
+  ([kind]) => (kind === 'GLIDE' ? 'glide' : (kind as ClientPackage)),
+);
 
 describe('redisStore: bad configuration fails at creation, naming the field', () => {
   const client = new Redis({ lazyConnect: true }); // never connects: only its kind is looked at
@@ -139,11 +172,12 @@ describe('redisStore: bad configuration fails at creation, naming the field', ()
 
   it.each([
     ['undefined', undefined, 'got undefined.'],
-    ['a plain object', {}, 'got an object that is neither.'],
+    ['a plain object', {}, 'got an object that is none of these.'],
     ['a URL', 'redis://127.0.0.1:6379', 'got "redis://127.0.0.1:6379".'],
   ])('rejects %s as the client', (_name, client, got) => {
     expect(() => redisStore(client as never)).toThrow(
-      `redisStore: client must be an ioredis client or Cluster, or a node-redis (v4 or later) client; ${got}`,
+      'redisStore: client must be an ioredis (or iovalkey) client or Cluster, a node-redis (v4 or later) client or ' +
+        `cluster, or a Valkey GLIDE GlideClient or GlideClusterClient; ${got}`,
     );
   });
 });
@@ -222,7 +256,9 @@ describeRedis('redisStore', () => {
       const info =
         client instanceof Redis
           ? String(await client.client('INFO'))
-          : await (client as ReturnType<typeof createClient>).clientInfo().then((i) => `addr=${i.addr}`);
+          : 'customCommand' in client
+            ? String(await (client as GlideClient).customCommand(['CLIENT', 'INFO']))
+            : await (client as ReturnType<typeof createClient>).clientInfo().then((i) => `addr=${i.addr}`);
       const address = /addr=(\S+)/.exec(info)?.[1];
       const monitor = await inspect.monitor();
       const seen: { source: string; command: string }[] = [];
@@ -248,6 +284,83 @@ describeRedis('redisStore', () => {
       expect(seen.filter((s) => s.source === 'lua').map((s) => s.command)).toEqual(
         Array.from({ length: 2 }, () => ['set', 'incr', 'pttl']).flat(),
       );
+    });
+
+    it("its limiters are rate-limiter-flexible limiters on the hits' keys: get, set, consume, penalty, reward, block, delete", async () => {
+      const prefix = freshPrefix();
+      const limiter = redisStore(await open(), { prefix, ...counting })({ name: 'GET /x', limit: 3, windowMs: 60_000 });
+      const counts = limiter as unknown as { count(key: string): Promise<{ count: number; resetAt: number }> };
+      const key = `${prefix}:GET /x:k`;
+      /** A result as compared, and its time left, which must be within the window it was given. */
+      const seen = (result: RateLimiterRes | null, windowMs = 60_000) => {
+        if (result === null) return null;
+        expect(result.msBeforeNext).toBeGreaterThan(0);
+        expect(result.msBeforeNext).toBeLessThanOrEqual(windowMs);
+        return `${result.consumedPoints}/${result.remainingPoints}`;
+      };
+      const refused = (promise: Promise<RateLimiterRes>) =>
+        promise.then(
+          () => 'passed',
+          (rejection: unknown) => (rejection instanceof RateLimiterRes ? `refused ${seen(rejection)}` : rejection),
+        );
+      expect(seen(await limiter.get('k'))).toBeNull();
+      expect((await counts.count('k')).count).toBe(1);
+      expect(seen(await limiter.get('k'))).toBe('1/2');
+      await limiter.set('k', 2, 30);
+      expect([seen(await limiter.get('k'), 30_000), await inspect.get(key)]).toEqual(['2/1', '2']);
+      expect(seen(await limiter.consume('k'), 30_000)).toBe('3/0');
+      expect(await refused(limiter.consume('k'))).toBe('refused 4/0');
+      expect(seen(await limiter.penalty('k', 2), 30_000)).toBe('6/0');
+      expect(seen(await limiter.reward('k', 4), 30_000)).toBe('2/1');
+      expect(await limiter.delete('k')).toBe(true);
+      expect(await limiter.delete('k')).toBe(false);
+      expect([seen(await limiter.get('k')), await inspect.exists(key)]).toEqual([null, 0]);
+      await limiter.block('k', 10);
+      expect([seen(await limiter.get('k'), 10_000), await inspect.get(key)]).toEqual(['4/0', '4']);
+    });
+
+    it('reads a runtime state another writer filled with hostile fields and values as every client does', async () => {
+      const prefix = freshPrefix();
+      const record = `${prefix}:{runtime}:record`;
+      // Names that are something else on a plain object, bytes that are not UTF-8, a field that is not a record.
+      await inspect.hset(record, '__proto__', '{"x":1}', 'constructor', 'banned!', '#seq', 'nine');
+      await inspect.hset(record, Buffer.from([...Buffer.from('ban:t:'), 0xff]), Buffer.from([0xff, 0xfe, 0x00]));
+      const limits = listingLimits([row], { store: redisStore(await open(), { prefix, ...counting }) });
+      try {
+        const foreign = await limits.foreign();
+        // Each listed as stored, for an operator to remove: none taken for a record, nor for the state's own fields.
+        expect(foreign.map((f) => [f.field, f.text, f.problem])).toEqual([
+          ['__proto__', '{"x":1}', 'is of a kind this version does not know ("__proto_")'],
+          ['ban:t:\ufffd', '\ufffd\ufffd\u0000', 'is not JSON'],
+          ['constructor', 'banned!', 'is of a kind this version does not know ("constructo")'],
+        ]);
+        expect(await limits.ban({ token: 'Bot after-the-junk' }, { duration: 60_000 })).toBe(true);
+        expect((await limits.bans()).map((b) => b.key)).toEqual([tokenKey('Bot after-the-junk')]);
+      } finally {
+        limits.close();
+      }
+    });
+
+    it('bans by rule and tokens per address, read and forgotten through the store: unban lets the address back', async () => {
+      const ban = { after: 1, within: 60_000, duration: 600_000, tokensPerIp: 2 };
+      const app = createApp({
+        listing: [row],
+        options: { store: redisStore(await open(), { prefix: freshPrefix(), ...counting }), ban },
+      });
+      const server = app.listen(0, '127.0.0.1');
+      servers.push(server);
+      const statuses = async (tokens: string[]) => {
+        const out: number[] = [];
+        for (const token of tokens) out.push((await get(server, token)).status);
+        return out;
+      };
+      // A third token from one address bans the address; a token it presented before is read, over the count too.
+      expect(await statuses(['Bot t1', 'Bot t2', 'Bot t3', 'Bot t1'])).toEqual([200, 200, 403, 403]);
+      expect(await app.locals.limiter.unban({ ip: '127.0.0.1' })).toBe(true);
+      // Its token count forgotten: the tokens it presented are served again, and a new one counts from one.
+      expect(await statuses(['Bot t1', 'Bot t2', 'Bot t4'])).toEqual([200, 200, 200]);
+      // The second refusal in the window bans the token (after: 1 counts the first).
+      expect(await statuses(['Bot t1', 'Bot t1', 'Bot t1'])).toEqual([429, 403, 403]);
     });
   });
 
@@ -380,8 +493,10 @@ describeRedisServer('redisStore when Redis fails', () => {
         await recover(server);
         await until(() => connections.every((c) => c.ready()), 'the clients have reconnected');
         // A Redis that hung opened the breaker of the instance that waited for it: it probes Redis again after
-        // PROBE_EVERY_MS (a Redis that was down needs no wait: its failures were immediate).
-        if (failure.startsWith('paused')) await new Promise((resolve) => setTimeout(resolve, PROBE_EVERY_MS + 50));
+        // PROBE_EVERY_MS (a Redis that was down needs no wait, unless the client waited for it: other clients'
+        // failures were immediate).
+        const waited = failure.startsWith('paused') || connections[0]?.waitsWhileDown === true;
+        if (waited) await new Promise((resolve) => setTimeout(resolve, PROBE_EVERY_MS + 50));
         const after = 'Bot after-the-outage';
         expect([
           outcome(await get(one as Server, after)),

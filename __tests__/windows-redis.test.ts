@@ -5,7 +5,16 @@ import { createClient } from 'redis';
 import request from 'supertest';
 import { type EndpointRow, type ListingLimitsMiddleware, type ListingLimitsOptions, redisStore } from '../lib';
 import { createApp } from './helpers/app';
-import { describeRedisServer, ioredisClient, RedisCluster, RedisServer, scanKeys, scriptRuns } from './helpers/redis';
+import {
+  describeRedisServer,
+  glideClient,
+  ioredisClient,
+  RedisCluster,
+  RedisServer,
+  scanKeys,
+  scriptRuns,
+} from './helpers/redis';
+import { withClients } from './helpers/redis-env';
 import { useFakeClock } from './helpers/stores';
 
 const SECOND = 1000;
@@ -52,49 +61,66 @@ function connection(
   };
 }
 
-const connections: [string, () => Promise<Connection>][] = [
+/** The connections whose client package loads here (all of them under CI): see withClients. */
+const connections = withClients<[string, () => Promise<Connection>]>(
   [
-    'ioredis',
-    async () => {
-      const server = await RedisServer.start();
-      const client = await ioredisClient(server.url);
-      return connection(
-        [server],
-        client,
-        () => client.disconnect(),
-        () => server.close(),
-      );
-    },
+    [
+      'ioredis',
+      async () => {
+        const server = await RedisServer.start();
+        const client = await ioredisClient(server.url);
+        return connection(
+          [server],
+          client,
+          () => client.disconnect(),
+          () => server.close(),
+        );
+      },
+    ],
+    [
+      'node-redis',
+      async () => {
+        const server = await RedisServer.start();
+        const client = createClient({ url: server.url });
+        client.on('error', () => {});
+        await client.connect();
+        return connection(
+          [server],
+          client,
+          () => client.destroy(),
+          () => server.close(),
+        );
+      },
+    ],
+    [
+      'Valkey GLIDE',
+      async () => {
+        const server = await RedisServer.start();
+        const client = await glideClient(server.url);
+        return connection(
+          [server],
+          client,
+          () => client.close(),
+          () => server.close(),
+        );
+      },
+    ],
+    [
+      'an ioredis Cluster of three masters',
+      async () => {
+        const cluster = await RedisCluster.start(3);
+        const client = await cluster.client();
+        return connection(
+          cluster.servers,
+          client,
+          () => client.disconnect(),
+          () => cluster.close(),
+        );
+      },
+    ],
   ],
-  [
-    'node-redis',
-    async () => {
-      const server = await RedisServer.start();
-      const client = createClient({ url: server.url });
-      client.on('error', () => {});
-      await client.connect();
-      return connection(
-        [server],
-        client,
-        () => client.destroy(),
-        () => server.close(),
-      );
-    },
-  ],
-  [
-    'an ioredis Cluster of three masters',
-    async () => {
-      const cluster = await RedisCluster.start(3);
-      const client = await cluster.client();
-      return connection(
-        cluster.servers,
-        client,
-        () => client.disconnect(),
-        () => cluster.close(),
-      );
-    },
-  ],
-];
+  ([name]) => (name === 'Valkey GLIDE' ? 'glide' : name === 'node-redis' ? 'node-redis' : 'ioredis'),
+);
 
 /** An endpoint of one row, or of a burst limit and a longer cap. */
 const row = (limit: number, windowMs = SECOND): EndpointRow => ({ method: 'GET', path: '/v1/bots', limit, windowMs });
@@ -245,4 +271,44 @@ describeRedisServer('sliding windows and several limits while Redis is down', ()
     for (let i = 0; i < 3; i++) statuses.push((await request(server).get('/v1/bots')).status);
     expect(statuses).toEqual(expected);
   });
+});
+
+describeRedisServer('sliding windows and several limits while Redis hangs', () => {
+  let redis: RedisServer;
+  let client: Redis;
+  let server: Server | undefined;
+  beforeAll(async () => {
+    redis = await RedisServer.start();
+    client = await ioredisClient(redis.url);
+  }, 30_000);
+  afterAll(async () => {
+    client?.disconnect();
+    await redis?.close();
+  });
+  afterEach(() => {
+    server?.close();
+    redis.resume();
+  });
+
+  it.each([
+    ['a sliding window', { window: 'sliding' }, [row(25, 60 * SECOND)]],
+    ['several limits', {}, [row(25, 60 * SECOND), row(30, 120 * SECOND)]],
+  ] as const)(
+    '%s: of 30 requests whose deadlines end together, each counted in memory reads its own count',
+    async (_name, options, listing) => {
+      const store = redisStore(client, { prefix: 'hanging', timeoutMs: 500, onFailure: 'memory' });
+      const app = createApp({ listing, options: { store, ...options } }).listen(0);
+      server = app;
+      redis.pause();
+      const answers = await Promise.all(
+        Array.from({ length: 30 }, () => request(app).get('/v1/bots').set('Authorization', 'Bot one').timeout(10_000)),
+      );
+      const passed = answers.filter((res) => res.status === 200);
+      expect(passed).toHaveLength(25);
+      expect(answers.filter((res) => res.status === 429)).toHaveLength(5);
+      // One request per count: 24 left after the first, 0 after the 25th.
+      const left = passed.map((res) => Number(res.headers['x-ratelimit-remaining'])).sort((a, b) => a - b);
+      expect(left).toEqual(Array.from({ length: 25 }, (_, i) => i));
+    },
+  );
 });

@@ -221,17 +221,16 @@ export class Limits {
       deadline,
       this.#fallback,
       () => store.count(key),
-      (fallback) => fallback.countNow(key),
+      // A copy of the memory fallback's live state, taken at once: the requests whose deadlines end together fall
+      // back in one turn, and each must read its own count, not the last one's.
+      (fallback) => fallback.countNow(key).map(({ count, resetAt }) => ({ count, resetAt })),
     ).then((counts) => {
       // Refused until every limit that refused it frees a request.
       let until = 0;
       counts.forEach((count, i) => {
         if (count.count > (this.spec.limits[i] as Limit).limit) until = Math.max(until, count.resetAt);
       });
-      // A copy: the memory fallback answers with its live state.
-      if (until > 0) {
-        this.#refused.remember(key, { counts: counts.map(({ count, resetAt }) => ({ count, resetAt })), until });
-      }
+      if (until > 0) this.#refused.remember(key, { counts, until });
       return counts;
     });
   }

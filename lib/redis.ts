@@ -3,6 +3,7 @@ import { createHash } from 'node:crypto';
 import { RateLimiterRedis } from 'rate-limiter-flexible';
 import { Checker, show } from './check.js';
 import type { Count, CountsAsync } from './counter.js';
+import { GlideLimiter, glideCommands, glideScript, hashRecord, isGlideClient, sendOf } from './glide.js';
 import {
   CHANGES_KEPT,
   ENDED_PER_CHANGE,
@@ -16,12 +17,11 @@ import type { Store, StoreFailurePolicy } from './stores.js';
 import type { CountsLimitsAsync, LimitsSpec } from './windows.js';
 
 /**
- * An ioredis `Redis` or `Cluster` client, or a node-redis (v4 or later) client. Typed loosely, so that neither
- * package is needed to compile: the package loads neither, it only uses the client it is given.
+ * An ioredis (or iovalkey) `Redis` or `Cluster` client, a node-redis (v4 or later) client or cluster, or a Valkey
+ * GLIDE `GlideClient` or `GlideClusterClient`. Typed loosely, so that none of these packages is needed to compile:
+ * the package loads none of them, it only uses the client it is given.
  */
-export interface RedisClient {
-  eval(...args: never[]): unknown;
-}
+export type RedisClient = { eval(...args: never[]): unknown } | { customCommand(...args: never[]): unknown };
 
 /** What a request gets when Redis cannot count it: see {@link RedisStoreOptions.onFailure}. */
 export type RedisFailureMode = StoreFailurePolicy['onFailure'];
@@ -52,8 +52,13 @@ const optionNames = ['prefix', 'timeoutMs', 'onFailure'] as const;
 const failureModes: readonly RedisFailureMode[] = ['memory', 'open', 'closed'];
 const check: Checker = new Checker('redisStore');
 
-/** Whether the client is node-redis, which rate-limiter-flexible must be told; ioredis is the other kind it takes. */
-function isNodeRedis(client: unknown): boolean {
+/**
+ * The package that made the client: ioredis (or iovalkey, its fork: one API), node-redis, which rate-limiter-flexible
+ * must be told, or Valkey GLIDE, whose commands the store sends itself ({@link glideCommands}).
+ */
+type ClientKind = 'ioredis' | 'node-redis' | 'glide';
+
+function kindOf(client: unknown): ClientKind {
   if (typeof client === 'function') {
     check.invalid(
       'client',
@@ -62,7 +67,8 @@ function isNodeRedis(client: unknown): boolean {
   }
   const c = client as Record<string, unknown> | null;
   if (typeof c === 'object' && c !== null) {
-    if (typeof c.defineCommand === 'function') return false;
+    if (isGlideClient(c)) return 'glide';
+    if (typeof c.defineCommand === 'function') return 'ioredis';
     if (typeof c.isOpen === 'boolean' && typeof c.eval === 'function') {
       const listeners = c.listenerCount as ((event: string) => number) | undefined;
       if (typeof listeners === 'function' && listeners.call(c, 'error') === 0) {
@@ -72,13 +78,14 @@ function isNodeRedis(client: unknown): boolean {
             "Add client.on('error', ...) before calling redisStore().",
         );
       }
-      return true;
+      return 'node-redis';
     }
   }
-  const got = typeof client === 'object' && client !== null ? 'an object that is neither' : show(client);
+  const got = typeof client === 'object' && client !== null ? 'an object that is none of these' : show(client);
   return check.invalid(
     'client',
-    `must be an ioredis client or Cluster, or a node-redis (v4 or later) client; got ${got}.`,
+    'must be an ioredis (or iovalkey) client or Cluster, a node-redis (v4 or later) client or cluster, or a ' +
+      `Valkey GLIDE GlideClient or GlideClusterClient; got ${got}.`,
   );
 }
 
@@ -186,6 +193,9 @@ interface NodeRedisLike {
 
 const notReady = () => Promise.reject(new Error('the Redis client is not connected'));
 
+/** RESP3's type byte of a map, `%`, by which node-redis maps a reply type to what it makes of it. */
+const MAP_TYPE = 0x25;
+
 /**
  * A script run by node-redis: EVALSHA, and EVAL when Redis does not have the script yet. While the client is not
  * connected it fails at once, unless `queued` (the runtime state's changes, which wait in the client's queue as its
@@ -204,12 +214,16 @@ function nodeRedisScript(redis: NodeRedisLike, script: string, sha: string, queu
 
 /**
  * How one client runs hits: with ioredis a command defined once (EVALSHA, loading the script when Redis lacks it),
- * with node-redis EVALSHA with a fallback to EVAL. Each hit is sent when it is asked for, in the order of every
- * other call of the store, so that the store's order of commands is the order the requests asked in. While the
- * client is not connected, hits fail at once instead of queueing.
+ * with node-redis and GLIDE EVALSHA with a fallback to EVAL. Each hit is sent when it is asked for, in the order of
+ * every other call of the store, so that the store's order of commands is the order the requests asked in. While
+ * the client is not connected, hits fail at once instead of queueing (GLIDE does not tell: its hits wait for it).
  */
-function hitsOf(client: unknown, nodeRedis: boolean): Hit {
-  if (nodeRedis) {
+function hitsOf(client: unknown, kind: ClientKind): Hit {
+  if (kind === 'glide') {
+    const run = glideScript(sendOf(client), HIT_SCRIPT, HIT_SHA);
+    return (key, seconds) => run([key], [String(seconds)]) as Promise<[unknown, unknown]>;
+  }
+  if (kind === 'node-redis') {
     const run = nodeRedisScript(client as NodeRedisLike, HIT_SCRIPT, HIT_SHA);
     return (key, seconds) => run([key], [String(seconds)]) as Promise<[unknown, unknown]>;
   }
@@ -222,8 +236,14 @@ function hitsOf(client: unknown, nodeRedis: boolean): Hit {
 }
 
 /** Runs LIMITS_SCRIPT on one client, as {@link hitsOf} runs hits: keys, then arguments; answers its flat array. */
-function limitsRunOf(client: unknown, nodeRedis: boolean): (keys: string[], args: string[]) => Promise<unknown[]> {
-  if (nodeRedis) {
+function limitsRunOf(client: unknown, kind: ClientKind): (keys: string[], args: string[]) => Promise<unknown[]> {
+  if (kind === 'glide') {
+    return glideScript(sendOf(client), LIMITS_SCRIPT, LIMITS_SHA) as (
+      keys: string[],
+      args: string[],
+    ) => Promise<unknown[]>;
+  }
+  if (kind === 'node-redis') {
     return nodeRedisScript(client as NodeRedisLike, LIMITS_SCRIPT, LIMITS_SHA) as (
       keys: string[],
       args: string[],
@@ -314,7 +334,7 @@ if not epoch then
   epoch = ARGV[8]
   redis.call('hset', record, '#epoch', epoch)
 end
-local seq = tonumber(redis.call('hget', record, '#seq') or '0')
+local seq = tonumber(redis.call('hget', record, '#seq') or '0') or 0
 local before = redis.call('hget', record, field)
 local ending = redis.call('zscore', ends, field)
 local active = before and (not ending or tonumber(ending) > now)
@@ -385,7 +405,15 @@ const CHANGE_SHA = createHash('sha1').update(CHANGE_SCRIPT).digest('hex');
 const PUT_REQUEST_SHA = createHash('sha1').update(PUT_REQUEST_SCRIPT).digest('hex');
 const PUT_RESULTS = ['full', 'conflict', 'done'] as const;
 
-/** The commands the runtime state needs of a client, the same for ioredis and node-redis. */
+/** The scripts of the store, for the test that every script declares the keys it touches. @internal */
+export const SCRIPTS = {
+  hit: HIT_SCRIPT,
+  limits: LIMITS_SCRIPT,
+  change: CHANGE_SCRIPT,
+  putRequest: PUT_REQUEST_SCRIPT,
+} as const;
+
+/** The commands the runtime state needs of a client, the same for every kind. */
 interface StateCommands {
   change(keys: string[], args: string[]): Promise<unknown>;
   putRequest(keys: string[], args: string[]): Promise<unknown>;
@@ -400,8 +428,16 @@ interface StateCommands {
   hdel(key: string, fields: string[]): Promise<unknown>;
 }
 
-function commandsOf(client: unknown, nodeRedis: boolean): StateCommands {
-  if (nodeRedis) {
+function commandsOf(client: unknown, kind: ClientKind): StateCommands {
+  if (kind === 'glide') {
+    const send = sendOf(client);
+    return {
+      change: glideScript(send, CHANGE_SCRIPT, CHANGE_SHA),
+      putRequest: glideScript(send, PUT_REQUEST_SCRIPT, PUT_REQUEST_SHA),
+      ...glideCommands(send),
+    };
+  }
+  if (kind === 'node-redis') {
     const redis = client as NodeRedisLike & {
       hGet(key: string, field: string): Promise<string | null>;
       hSet(key: string, field: string, value: string): Promise<unknown>;
@@ -412,7 +448,11 @@ function commandsOf(client: unknown, nodeRedis: boolean): StateCommands {
       lRem(key: string, count: number, value: string): Promise<number>;
       hVals(key: string): Promise<string[]>;
       hDel(key: string, fields: string[]): Promise<unknown>;
+      withTypeMapping?(mapping: Record<number, unknown>): { hGetAll(key: string): Promise<unknown> };
     };
+    // node-redis makes a hash a plain object, where a field named `__proto__` would vanish: read as a list where it
+    // can (v5 on), its replies of type map (RESP3's `%`, its RESP_TYPES.MAP) mapped to arrays.
+    const asList = redis.withTypeMapping?.call(redis, { [MAP_TYPE]: Array });
     const change = nodeRedisScript(redis, CHANGE_SCRIPT, CHANGE_SHA, true);
     const putRequest = nodeRedisScript(redis, PUT_REQUEST_SCRIPT, PUT_REQUEST_SHA, true);
     return {
@@ -421,7 +461,7 @@ function commandsOf(client: unknown, nodeRedis: boolean): StateCommands {
       hget: (key, field) => redis.hGet(key, field),
       hset: (key, field, value) => redis.hSet(key, field, value),
       hmget: (key, fields) => redis.hmGet(key, fields),
-      hgetall: (key) => redis.hGetAll(key),
+      hgetall: (key) => (asList ? asList.hGetAll(key).then(hashRecord) : redis.hGetAll(key)),
       zrangebyscore: (key, min, max) => redis.zRangeByScore(key, min, max),
       lrange: (key) => redis.lRange(key, 0, -1),
       lrem: (key, value) => redis.lRem(key, 1, value),
@@ -614,28 +654,34 @@ function redisState(redis: StateCommands, prefix: string): RuntimeState {
  * process is busy does not count, up to 5 × `timeoutMs`); while Redis fails, requests
  * are handled as `onFailure` says, and counting returns to Redis by itself once the client has reconnected.
  *
- * The client is yours to create, connect and close; give it an `'error'` listener, as both Redis packages ask
- * (a node-redis client without one is refused, since it would crash the process when Redis goes away).
+ * The client is yours to create, connect and close; give an ioredis or node-redis client an `'error'` listener, as
+ * both packages ask (a node-redis client without one is refused, since it would crash the process when Redis goes
+ * away). A GLIDE client has no events, and needs none.
  */
 export function redisStore(client: RedisClient, options?: RedisStoreOptions): Store {
-  const useRedisPackage = isNodeRedis(client);
+  const kind = kindOf(client);
   const { prefix, timeoutMs, onFailure } = checkOptions(options);
-  const hits = hitsOf(client, useRedisPackage);
-  const store = (counter: Parameters<Store>[0]) =>
-    new RedisLimiter(
+  const hits = hitsOf(client, kind);
+  const store = (counter: Parameters<Store>[0]) => {
+    const keyPrefix = `${prefix}:${counter.name}`;
+    const points = counter.limit;
+    const duration = counter.windowMs / 1000;
+    if (kind === 'glide') return new GlideLimiter({ keyPrefix, points, duration }, client, hits);
+    return new RedisLimiter(
       {
         storeClient: client,
-        useRedisPackage,
+        useRedisPackage: kind === 'node-redis',
         // While the client is reconnecting, fail at once instead of queueing commands that would only time out.
         rejectIfRedisNotReady: true,
-        keyPrefix: `${prefix}:${counter.name}`,
-        points: counter.limit,
-        duration: counter.windowMs / 1000,
+        keyPrefix,
+        points,
+        duration,
       },
       hits,
     );
-  const state = redisState(commandsOf(client, useRedisPackage), prefix);
-  const runLimits = limitsRunOf(client, useRedisPackage);
+  };
+  const state = redisState(commandsOf(client, kind), prefix);
+  const runLimits = limitsRunOf(client, kind);
   const limits = (counter: LimitsSpec) => new RedisLimits(prefix, counter, runLimits);
   return Object.assign(store, { failure: { timeoutMs, onFailure }, state, limits });
 }

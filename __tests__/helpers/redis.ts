@@ -1,10 +1,13 @@
 // Real Redis for the tests: redis-server on a free port (or REDIS_URL), stopped and paused at will, and a local cluster.
 import { type ChildProcess, execFile, spawn } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
+import { createRequire } from 'node:module';
+import type * as Glide from '@valkey/valkey-glide';
+import type { GlideClient, GlideClusterClient } from '@valkey/valkey-glide';
 import Redis, { Cluster } from 'ioredis';
 import { inCI, redisMissing, redisUrl, serverMissing } from './redis-env';
 
@@ -119,6 +122,21 @@ export async function ioredisClient(url: string): Promise<Redis> {
   return client;
 }
 
+/** GLIDE, loaded only when asked for: a run without it skips (or, under CI, fails) only the tests that use it. */
+const glide = () => createRequire(__filename)('@valkey/valkey-glide') as typeof Glide;
+
+/**
+ * A Valkey GLIDE client to `url`, connected. Its requests may wait 10 s (GLIDE's default is 250 ms), so that a busy
+ * machine never fails one the test counts on; the store's `timeoutMs` bounds each request's wait for it anyway.
+ * GLIDE's log, which writes every error Redis answers to stdout, is off: the tests judge by what the store does.
+ */
+export async function glideClient(url: string): Promise<GlideClient> {
+  const { GlideClient, Logger } = glide();
+  Logger.setLoggerConfig('off');
+  const { hostname, port } = new URL(url);
+  return GlideClient.createClient({ addresses: [{ host: hostname, port: Number(port) }], requestTimeout: 10_000 });
+}
+
 /** Every key under `pattern`, by SCAN (never KEYS). */
 export async function scanKeys(client: Redis, pattern: string): Promise<string[]> {
   const keys: string[] = [];
@@ -170,6 +188,13 @@ export class RedisCluster {
     throw new Error('The Redis Cluster did not reach cluster_state:ok.');
   }
 
+  /** A GLIDE cluster client to this cluster, connected, set up as {@link glideClient} is. */
+  async glideClient(): Promise<GlideClusterClient> {
+    const { GlideClusterClient, Logger } = glide();
+    Logger.setLoggerConfig('off');
+    return GlideClusterClient.createClient({ addresses: this.nodes, requestTimeout: 10_000 });
+  }
+
   /** An ioredis Cluster client to this cluster, connected. */
   async client(): Promise<Cluster> {
     const client = new Cluster(this.nodes, { clusterRetryStrategy: () => 50 });
@@ -180,6 +205,101 @@ export class RedisCluster {
 
   async close(): Promise<void> {
     await Promise.all(this.servers.map((s) => s.close()));
+  }
+}
+
+/**
+ * A master, a replica and three sentinels (`redis-server <config> --sentinel`) that watch it as `primary`, with a
+ * quorum of two and `down-after-milliseconds` of `downAfterMs`: killing the master makes them promote the replica.
+ */
+export class RedisSentinels {
+  private constructor(
+    readonly master: RedisServer,
+    readonly replica: RedisServer,
+    private readonly sentinels: readonly { port: number; process: ChildProcess; dir: string }[],
+    readonly downAfterMs: number,
+  ) {}
+
+  static async start(downAfterMs = 1000): Promise<RedisSentinels> {
+    const master = await RedisServer.start();
+    const replica = await RedisServer.start(['--replicaof', '127.0.0.1', String(master.port)]);
+    const sentinels: { port: number; process: ChildProcess; dir: string }[] = [];
+    const group = new RedisSentinels(master, replica, sentinels, downAfterMs);
+    try {
+      for (let i = 0; i < 3; i++) sentinels.push(await group.startSentinel());
+      await group.waitUntilWatched();
+      return group;
+    } catch (error) {
+      await group.close();
+      throw error;
+    }
+  }
+
+  /** The sentinels' URLs, comma-separated. */
+  get urls(): string {
+    return this.sentinels.map((s) => `redis://127.0.0.1:${s.port}`).join(',');
+  }
+
+  private async startSentinel(): Promise<{ port: number; process: ChildProcess; dir: string }> {
+    const port = await freePort();
+    const dir = mkdtempSync(join(tmpdir(), 'listing-limits-sentinel-'));
+    // Sentinel rewrites its configuration file: one of its own, in its own dir.
+    const config = join(dir, 'sentinel.conf');
+    const lines = [`port ${port}`, 'bind 127.0.0.1', `dir ${dir}`];
+    lines.push(`sentinel monitor primary 127.0.0.1 ${this.master.port} 2`);
+    lines.push(`sentinel down-after-milliseconds primary ${this.downAfterMs}`);
+    writeFileSync(config, `${lines.join('\n')}\n`);
+    const child = spawn('redis-server', [config, '--sentinel'], { stdio: ['ignore', 'pipe', 'pipe'] });
+    let log = '';
+    await new Promise<void>((resolve, reject) => {
+      const onData = (chunk: Buffer) => {
+        log += chunk.toString();
+        if (log.includes('+monitor master primary')) {
+          child.stdout.off('data', onData);
+          resolve();
+        }
+      };
+      child.stdout.on('data', onData);
+      child.stderr.on('data', (chunk: Buffer) => (log += chunk.toString()));
+      child.once('error', reject);
+      child.once('exit', (code) => reject(new Error(`redis-server --sentinel exited with ${code}:\n${log}`)));
+    });
+    child.stdout.resume();
+    return { port, process: child, dir };
+  }
+
+  /** Until every sentinel knows the two others and the replica, in sync: a failover can be agreed on and done. */
+  private async waitUntilWatched(): Promise<void> {
+    const ask = (port: number, ...command: string[]) =>
+      run('redis-cli', ['-p', String(port), ...command]).then((r) => r.stdout);
+    // Sentinels find each other by the hello messages they publish on the master every 2 s: a bound for a hang.
+    for (let attempt = 0; attempt < 500; attempt++) {
+      const known = await Promise.all(
+        this.sentinels.map(async ({ port }) => {
+          const others = await ask(port, 'sentinel', 'sentinels', 'primary');
+          const replicas = await ask(port, 'sentinel', 'replicas', 'primary');
+          return (others.match(/^name$/gm) ?? []).length === 2 && replicas.includes(String(this.replica.port));
+        }),
+      );
+      const synced = (await ask(this.replica.port, 'info', 'replication')).includes('master_link_status:up');
+      if (known.every(Boolean) && synced) return;
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+    throw new Error('The sentinels did not come to know each other and the replica.');
+  }
+
+  async close(): Promise<void> {
+    await Promise.all(
+      this.sentinels.map(async ({ process: child, dir }) => {
+        if (child.exitCode === null && child.signalCode === null) {
+          const exited = new Promise((resolve) => child.once('exit', resolve));
+          child.kill('SIGKILL');
+          await exited;
+        }
+        rmSync(dir, { recursive: true, force: true });
+      }),
+    );
+    await Promise.all([this.master.close(), this.replica.close()]);
   }
 }
 

@@ -1,0 +1,164 @@
+// App instances in processes of their own (store-instance.js), through any Redis client kind, and what they answer.
+import { type ChildProcessWithoutNullStreams, execFileSync, spawn } from 'node:child_process';
+import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { join } from 'node:path';
+import { createInterface } from 'node:readline';
+import type Redis from 'ioredis';
+
+const root = join(__dirname, '..', '..');
+
+/** A client kind of redis-clients.js. */
+export type ClientKind =
+  | 'ioredis'
+  | 'iovalkey'
+  | 'node-redis'
+  | 'glide'
+  | 'ioredis-cluster'
+  | 'node-redis-cluster'
+  | 'glide-cluster'
+  | 'ioredis-sentinel';
+
+export interface InstanceOptions {
+  readonly rows: readonly { method: string; path: string; limit: number; windowMs: number }[];
+  readonly timeoutMs: number;
+  readonly onFailure: 'memory' | 'open' | 'closed';
+}
+
+export interface Instance {
+  readonly child: ChildProcessWithoutNullStreams;
+  readonly url: string;
+  /** How many times its client said it is (again) connected. */
+  readies(): number;
+  /** The codes of the errors its onError was told, in order. */
+  readonly errors: string[];
+  stderr(): string;
+}
+
+/** lib/ compiled to CommonJS, inside the project so that it resolves the project's packages: once per test file. */
+export function compileLib(name: string): { readonly dir: string; remove(): void } {
+  mkdirSync(join(root, '.pack-test'), { recursive: true });
+  const dir = mkdtempSync(join(root, '.pack-test', `${name}-`));
+  const tsc = require.resolve('typescript/bin/tsc');
+  execFileSync(process.execPath, [tsc, '-p', 'tsconfig.build.json', '--outDir', dir, '--declaration', 'false'], {
+    cwd: root,
+  });
+  return { dir, remove: () => rmSync(dir, { recursive: true, force: true }) };
+}
+
+/** Starts an instance; resolves once it listens and its client has said it is connected. */
+export async function startInstance(
+  lib: string,
+  kind: ClientKind,
+  target: string,
+  prefix: string,
+  options: InstanceOptions,
+): Promise<Instance> {
+  const script = join(__dirname, 'store-instance.js');
+  const child = spawn(process.execPath, [script, lib, kind, target, prefix, JSON.stringify(options)], { cwd: root });
+  let stderr = '';
+  let readies = 0;
+  const errors: string[] = [];
+  child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+  const port = await new Promise<number>((resolve, reject) => {
+    let listening: number | undefined;
+    createInterface({ input: child.stdout }).on('line', (line) => {
+      const message = JSON.parse(line) as { port?: number; redis?: string; error?: { code: string } };
+      if (message.error) errors.push(message.error.code);
+      if (message.redis === 'ready') readies++;
+      if (message.port) listening = message.port;
+      if (listening !== undefined && readies > 0) resolve(listening);
+    });
+    child.once('exit', (code) => reject(new Error(`instance exited with ${code} before it was ready:\n${stderr}`)));
+  });
+  return { child, url: `http://127.0.0.1:${port}`, readies: () => readies, errors, stderr: () => stderr };
+}
+
+/** Ends instances (closing their standard input), once they have exited. */
+export async function stopInstances(instances: readonly Instance[]): Promise<void> {
+  await Promise.all(
+    instances.map((i) => {
+      if (i.child.exitCode !== null || i.child.signalCode !== null) return undefined;
+      const exited = new Promise((resolve) => i.child.once('exit', resolve));
+      i.child.stdin.end();
+      return exited;
+    }),
+  );
+}
+
+/** Calls a runtime method of an instance (`limits[method](...args)`, e.g. `requests.file`); resolves its result. */
+export async function call(instance: Instance, method: string, ...args: unknown[]): Promise<unknown> {
+  const res = await fetch(`${instance.url}/control/${method}`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify(args),
+    signal: AbortSignal.timeout(20_000),
+  });
+  const answer = (await res.json()) as { result?: unknown; error?: string };
+  if (answer.error !== undefined) throw new Error(`${method}: ${answer.error}`);
+  return answer.result;
+}
+
+/**
+ * A GET of `token` to `path`: its status and the limit its headers show (none for an unlimited or banned client).
+ * Answered within `deadlineMs` (a bound for a hang, not a speed the machine must keep up), or the test fails.
+ */
+export async function get(
+  instance: Instance,
+  path: string,
+  token: string,
+  deadlineMs = 20_000,
+): Promise<{ status: number; limit: string | null }> {
+  const res = await fetch(`${instance.url}${path}`, {
+    headers: { authorization: token },
+    signal: AbortSignal.timeout(deadlineMs),
+  });
+  await res.arrayBuffer();
+  return { status: res.status, limit: res.headers.get('x-ratelimit-limit') };
+}
+
+/** The status of {@link get}. */
+export const send = async (instance: Instance, path: string, token: string, deadlineMs?: number): Promise<number> =>
+  (await get(instance, path, token, deadlineMs)).status;
+
+/** `count` requests of `token` to `path` sent at once, alternating between `instances`: their statuses, tallied. */
+export async function burst(
+  instances: readonly Instance[],
+  count: number,
+  path: string,
+  token: string,
+  deadlineMs?: number,
+): Promise<Record<number, number>> {
+  const statuses = await Promise.all(
+    Array.from({ length: count }, (_, i) => send(instances[i % instances.length] as Instance, path, token, deadlineMs)),
+  );
+  return statuses.reduce<Record<number, number>>((t, s) => ({ ...t, [s]: (t[s] ?? 0) + 1 }), {});
+}
+
+/**
+ * Waits until `condition()` holds, asking every 20 ms: it must hold within `ms` of `from` (performance.now()), the
+ * bound the README promises. Gives up after 20 s, a bound for a hang; resolves how long it took.
+ */
+export async function within(
+  from: number,
+  ms: number,
+  what: string,
+  condition: () => Promise<boolean>,
+): Promise<number> {
+  while (!(await condition())) {
+    if (performance.now() - from > 20_000) throw new Error(`never: ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+  const took = performance.now() - from;
+  if (took > ms) throw new Error(`${what}: took ${Math.round(took)} ms, more than ${ms}`);
+  return took;
+}
+
+/** Scripts a Redis server has run to the end, without an error (EVAL and EVALSHA; a NOSCRIPT is no run). */
+export async function scriptsRun(redis: Redis): Promise<number> {
+  const info = String(await redis.info('commandstats'));
+  let runs = 0;
+  for (const [, calls, failed] of info.matchAll(/^cmdstat_eval(?:sha)?:calls=(\d+),.*failed_calls=(\d+)/gm)) {
+    runs += Number(calls) - Number(failed);
+  }
+  return runs;
+}
