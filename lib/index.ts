@@ -34,6 +34,7 @@ export type {
   BanOptions,
   ChangeEvent,
   ClientKind,
+  EndpointUsage,
   ClientRef,
   ForeignEntry,
   Grant,

@@ -171,11 +171,44 @@ end
 return answer`;
 const LIMITS_SHA = createHash('sha1').update(LIMITS_SCRIPT).digest('hex');
 
+/**
+ * The state of an endpoint's limits for one client, read without counting (LIMITS_SCRIPT's first half): KEYS and
+ * ARGV as LIMITS_SCRIPT's. A sliding limit's requests that left the window are dropped, as a request would drop them.
+ * Answers each limit's count and the milliseconds until it frees a request (0 with none counted).
+ */
+const PEEK_SCRIPT = `local t = redis.call('time')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local sliding = ARGV[1] == 's'
+local answer = {}
+for i = 1, #KEYS do
+  local key, window = KEYS[i], tonumber(ARGV[2 * i + 1])
+  local count, wait = 0, 0
+  if sliding then
+    local from = now - window
+    local oldest = redis.call('lindex', key, 0)
+    while oldest and tonumber(oldest) <= from do
+      redis.call('lpop', key)
+      oldest = redis.call('lindex', key, 0)
+    end
+    count = redis.call('llen', key)
+    if oldest then wait = tonumber(oldest) + window - now end
+  else
+    count = tonumber(redis.call('get', key) or '0')
+    local ttl = redis.call('pttl', key)
+    if count > 0 and ttl > 0 then wait = ttl else count = 0 end
+  end
+  answer[2 * i - 1], answer[2 * i] = count, wait
+end
+return answer`;
+const PEEK_SHA = createHash('sha1').update(PEEK_SCRIPT).digest('hex');
+/** Forgets a client's keys of an endpoint's limits; answers how many there were. */
+const FORGET_SCRIPT = `return redis.call('del', unpack(KEYS))`;
+const FORGET_SHA = createHash('sha1').update(FORGET_SCRIPT).digest('hex');
+
 interface IoRedisLike {
   status?: string;
   defineCommand(name: string, definition: { numberOfKeys?: number; lua: string }): void;
   listingLimitsHit?: (key: string, seconds: number) => Promise<[unknown, unknown]>;
-  listingLimitsLimits?: (...keysThenArgs: (string | number)[]) => Promise<unknown[]>;
 }
 
 interface NodeRedisLike {
@@ -221,20 +254,36 @@ function hitsOf(client: unknown, nodeRedis: boolean): Hit {
   return (key, seconds) => (redis.status === 'ready' ? hit.call(redis, key, seconds) : notReady());
 }
 
-/** Runs LIMITS_SCRIPT on one client, as {@link hitsOf} runs hits: keys, then arguments; answers its flat array. */
-function limitsRunOf(client: unknown, nodeRedis: boolean): (keys: string[], args: string[]) => Promise<unknown[]> {
-  if (nodeRedis) {
-    return nodeRedisScript(client as NodeRedisLike, LIMITS_SCRIPT, LIMITS_SHA) as (
-      keys: string[],
-      args: string[],
-    ) => Promise<unknown[]>;
-  }
+/** The scripts of an endpoint's limits, each run as {@link hitsOf} runs hits: keys, then arguments. */
+interface LimitsScripts {
+  readonly count: (keys: string[], args: string[]) => Promise<unknown[]>;
+  readonly peek: (keys: string[], args: string[]) => Promise<unknown[]>;
+  readonly forget: (keys: string[]) => Promise<unknown>;
+}
+
+/** A script with a variable number of keys, on one client; while the client is not connected, it fails at once. */
+function scriptOf(client: unknown, nodeRedis: boolean, name: string, lua: string, sha: string) {
+  if (nodeRedis)
+    return nodeRedisScript(client as NodeRedisLike, lua, sha) as (k: string[], a: string[]) => Promise<unknown[]>;
   const redis = client as IoRedisLike;
+  const commands = redis as unknown as Record<
+    string,
+    ((...args: (string | number)[]) => Promise<unknown[]>) | undefined
+  >;
   // Defined without a number of keys: each call gives it first, as endpoints have one key per limit.
-  if (typeof redis.listingLimitsLimits !== 'function')
-    redis.defineCommand('listingLimitsLimits', { lua: LIMITS_SCRIPT });
-  const run = redis.listingLimitsLimits as NonNullable<IoRedisLike['listingLimitsLimits']>;
-  return (keys, args) => (redis.status === 'ready' ? run.call(redis, keys.length, ...keys, ...args) : notReady());
+  if (typeof commands[name] !== 'function') redis.defineCommand(name, { lua });
+  const run = commands[name] as (...args: (string | number)[]) => Promise<unknown[]>;
+  return (keys: string[], args: string[]) =>
+    redis.status === 'ready' ? run.call(redis, keys.length, ...keys, ...args) : notReady();
+}
+
+function limitsScriptsOf(client: unknown, nodeRedis: boolean): LimitsScripts {
+  const forget = scriptOf(client, nodeRedis, 'listingLimitsForget', FORGET_SCRIPT, FORGET_SHA);
+  return {
+    count: scriptOf(client, nodeRedis, 'listingLimitsLimits', LIMITS_SCRIPT, LIMITS_SHA),
+    peek: scriptOf(client, nodeRedis, 'listingLimitsPeek', PEEK_SCRIPT, PEEK_SHA),
+    forget: (keys) => forget(keys, []),
+  };
 }
 
 /**
@@ -251,7 +300,7 @@ class RedisLimits implements CountsLimitsAsync {
   constructor(
     prefix: string,
     spec: LimitsSpec,
-    private readonly run: (keys: string[], args: string[]) => Promise<unknown[]>,
+    private readonly scripts: LimitsScripts,
   ) {
     const kind = spec.window === 'sliding' ? 's' : 'f';
     this.#prefix = `${prefix}:${spec.name}:{`;
@@ -259,15 +308,32 @@ class RedisLimits implements CountsLimitsAsync {
     this.#args = [kind, ...spec.limits.flatMap(({ limit, windowMs }) => [String(limit), String(windowMs)])];
   }
 
+  #keys(key: string): string[] {
+    return this.#suffixes.map((suffix) => this.#prefix + key + suffix);
+  }
+
   count(key: string): Promise<readonly Count[]> {
-    const keys = this.#suffixes.map((suffix) => this.#prefix + key + suffix);
-    return this.run(keys, this.#args as string[]).then((answer) => {
+    return this.scripts.count(this.#keys(key), this.#args as string[]).then((answer) => {
       const now = Date.now();
       return this.#suffixes.map((_, i) => ({
         count: Number(answer[2 * i]),
         resetAt: now + Number(answer[2 * i + 1]),
       }));
     });
+  }
+
+  peek(key: string): Promise<readonly Count[]> {
+    return this.scripts.peek(this.#keys(key), this.#args as string[]).then((answer) => {
+      const now = Date.now();
+      return this.#suffixes.map((_, i) => {
+        const count = Number(answer[2 * i]);
+        return { count, resetAt: count > 0 ? now + Number(answer[2 * i + 1]) : 0 };
+      });
+    });
+  }
+
+  reset(key: string): Promise<boolean> {
+    return this.scripts.forget(this.#keys(key)).then((deleted) => Number(deleted) > 0);
   }
 }
 
@@ -635,7 +701,7 @@ export function redisStore(client: RedisClient, options?: RedisStoreOptions): St
       hits,
     );
   const state = redisState(commandsOf(client, useRedisPackage), prefix);
-  const runLimits = limitsRunOf(client, useRedisPackage);
-  const limits = (counter: LimitsSpec) => new RedisLimits(prefix, counter, runLimits);
+  const scripts = limitsScriptsOf(client, useRedisPackage);
+  const limits = (counter: LimitsSpec) => new RedisLimits(prefix, counter, scripts);
   return Object.assign(store, { failure: { timeoutMs, onFailure }, state, limits });
 }

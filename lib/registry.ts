@@ -1,5 +1,5 @@
 // Bans, grants and lost records of the store's runtime state: this instance's cache of them, and their changes.
-import { createHash } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import type { Request } from 'express';
 import ipaddr from 'ipaddr.js';
 import { Checker, isPlainObject, MAX_DURATION_MS, show } from './check.js';
@@ -15,10 +15,15 @@ import {
   type CheckGrant,
   checkGrantRecord,
   checkLost,
+  checkReset,
+  checkSession,
+  type EndedLogin,
+  type EpochRecord,
   type GrantRecord,
   LONGEST_TEXT,
   type LostEntry,
   Problem,
+  type ResetRecord,
   type Stored,
 } from './records.js';
 import {
@@ -51,6 +56,8 @@ export interface RegistryContext {
   readonly report: OnError;
   /** The longest the first read of the state holds requests up (the store's `timeoutMs`, else a second). */
   readonly firstReadMs: number;
+  /** Told the key of each reset of a client's counters this instance reads (its own included). */
+  readonly onReset?: (key: string) => void;
 }
 
 /** Where this instance keeps the records of a kind, by the id of their field. */
@@ -170,6 +177,10 @@ export class Registry {
   readonly #grants = new SweptMap<Stored<GrantRecord>>((grant) => grant.until ?? Infinity);
   /** Field of the record lost → the lost record. */
   readonly #lost = new SweptMap<Stored<LostEntry>>((lost) => endOf(lost.record));
+  /** `epoch` → the epoch of the operators' logins; a login's id → that login, ended by its logout. */
+  readonly #logins = new SweptMap<Stored<EpochRecord | EndedLogin>>((r) => ('until' in r ? r.until : Infinity));
+  /** Client key → the last reset of its counters. */
+  readonly #resets = new SweptMap<Stored<ResetRecord>>((reset) => reset.until);
   /**
    * Field → an entry of the records that is not a record this instance applies: its text as shown, and its SHA-1,
    * by which it is removed only as it was read.
@@ -193,7 +204,18 @@ export class Registry {
     this.#shared = state !== undefined;
     this.#context = context;
     const bans = (id: string) => (id.startsWith('addr:') ? this.#addressBans : this.#bans);
-    // The kinds of record, by the prefix of their field: a new kind is a check, a cache and a line here.
+    // A reset read is told at once: the counters' remembered refusals of the client are stale from then on.
+    const resets: KindCache = {
+      get: (id) => this.#resets.get(id),
+      add: (id, record, now) => {
+        this.#resets.add(id, record as Stored<ResetRecord>, now);
+        context.onReset?.(id);
+      },
+      delete: (id) => this.#resets.delete(id),
+    };
+    // The kinds of record, by the prefix of their field: a new kind is a check, a cache and a line here. Logins and
+    // resets are no operator's ban or grant: a store that loses them loses nothing to restore (logins then end, as
+    // their epoch is gone).
     this.#kinds = new Map<string, Kind>([
       ['ban', { check: checkBan, cache: bans, operators: (ban) => (ban as BanRecord).by === 'operator' }],
       [
@@ -212,6 +234,8 @@ export class Registry {
           operators: () => true,
         },
       ],
+      ['session', { check: checkSession, cache: () => this.#logins, operators: () => false }],
+      ['reset', { check: checkReset, cache: () => resets, operators: () => false }],
     ]);
   }
 
@@ -308,6 +332,8 @@ export class Registry {
     }
     this.#grants.clear();
     this.#lost.clear();
+    this.#logins.clear();
+    this.#resets.clear();
     this.#foreign.clear();
     this.#bansEnd = 0;
     for (const cache of [this.#bans, this.#addressBans]) {
@@ -605,6 +631,65 @@ export class Registry {
       undefined,
     );
     return result.changed;
+  }
+
+  /** The epoch of the operators' logins, as far as this instance knows; undefined while the store has none. */
+  loginEpoch(): string | undefined {
+    const record = this.#logins.get('epoch');
+    return record && 'epoch' in record ? record.epoch : undefined;
+  }
+
+  /** Whether the login `id` was ended by its logout, as far as this instance knows. */
+  loginEnded(id: string): boolean {
+    const record = id === 'epoch' ? undefined : this.#logins.get(id);
+    return record !== undefined && 'until' in record && record.until > Date.now();
+  }
+
+  /** The epoch a login is made in now: the store's, or a new one when it has none (its first login, or after a loss). */
+  async loginsEpoch(): Promise<string> {
+    const epoch = this.loginEpoch();
+    if (epoch !== undefined) return epoch;
+    return this.#newEpoch('absent');
+  }
+
+  /** Ends every login made before, on every instance: a new epoch. */
+  endLogins(): Promise<string> {
+    return this.#newEpoch('always');
+  }
+
+  async #newEpoch(when: 'absent' | 'always'): Promise<string> {
+    const now = Date.now();
+    const record: EpochRecord = { epoch: randomBytes(16).toString('base64url'), since: now };
+    const change = { field: 'session:epoch', value: JSON.stringify(record), endsAt: null, when, event: undefined };
+    const result = await this.#write({ ...change, now });
+    // Another instance's epoch, written first, is the one: the store answers it.
+    const stored = result.stored === undefined ? undefined : (JSON.parse(result.stored) as Partial<EpochRecord>);
+    return typeof stored?.epoch === 'string' ? stored.epoch : record.epoch;
+  }
+
+  /** Ends one login on every instance, until `until`, when it would have ended by itself. */
+  async endLogin(id: string, until: number): Promise<void> {
+    const now = Date.now();
+    if (until <= now) return;
+    const record: EndedLogin = { id, endedAt: now, until };
+    const change = { field: `session:${id}`, value: JSON.stringify(record), endsAt: until, when: 'always' } as const;
+    await this.#write({ ...change, event: undefined, now });
+  }
+
+  /**
+   * Tells every instance that a client's counters were cleared, so that each forgets the refusals it remembers of
+   * it; kept for `windowMs`, the longest window a remembered refusal can last.
+   */
+  async resetClient(key: string, windowMs: number): Promise<void> {
+    const at = Date.now();
+    const record: ResetRecord = { key, at, until: at + windowMs };
+    const change = {
+      field: `reset:${key}`,
+      value: JSON.stringify(record),
+      endsAt: record.until,
+      when: 'always',
+    } as const;
+    await this.#write({ ...change, event: undefined, now: at });
   }
 
   /** Reads what changed in the store now (a custom store's state is this process's: nothing to read). */

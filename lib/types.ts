@@ -263,6 +263,32 @@ export interface GrantRequests {
   decline(id: string, reason: string): Promise<GrantRequest>;
 }
 
+/**
+ * A client's state on one limit of one endpoint, as `usage()` reads it: without counting a request, on the counter
+ * it counts on now.
+ */
+export interface EndpointUsage {
+  /** The table's endpoint, `<METHOD> <path>`. */
+  readonly endpoint: string;
+  /**
+   * The counter the client counts on: the endpoint's name, or its grant's variant (`GET /v1/bots/:id (x10)`);
+   * undefined for a client granted removal of limits, which is not counted.
+   */
+  readonly counter: string | undefined;
+  /** Requests allowed per window (`Infinity` with removal of limits). */
+  readonly limit: number;
+  readonly windowMs: number;
+  /** Requests counted in the window now. */
+  readonly used: number;
+  /** Requests left in the window now: `limit - used`. */
+  readonly remaining: number;
+  /**
+   * When the window frees a request: the end of a fixed window, or when the oldest request counted leaves a sliding
+   * one; undefined when none is counted.
+   */
+  readonly resetTime: Date | undefined;
+}
+
 /** The last hour of requests through one middleware in this process, as the operator's page shows it. */
 export interface TrafficSummary {
   /** Allowed and refused requests per endpoint of the table (`(none)`: banned requests that matched no row). */
@@ -417,6 +443,17 @@ export interface ListingLimitsMiddleware extends RequestHandler {
   removeForeign(id: string): Promise<boolean>;
   /** Stops reading bans and grants from the store in the background (the Redis store's refresh). */
   close(): void;
+  /**
+   * The client's counters on every limit of every endpoint, in table order, read without counting: the requests
+   * used and left in the window, and when it frees one. A granted client's are those of its grant (a runtime grant,
+   * a grant of the `grants` option, or a `grants` function's answer kept for its key).
+   */
+  usage(client: ClientRef): Promise<EndpointUsage[]>;
+  /**
+   * Clears the client's counters, on every endpoint or on `endpoint` (`<METHOD> <path>` as in the table), its grants'
+   * included; every instance forgets the refusals it remembers of it. Resolves whether one had a request counted.
+   */
+  reset(client: ClientRef, endpoint?: string): Promise<boolean>;
   /** The grant requests of rule 6, in the store's state. */
   readonly requests: GrantRequests;
   /**
