@@ -198,33 +198,53 @@ describe('a login lasts sessionMs from the moment it is made', () => {
   const id = 'AAAAAAAAAAAAAAAAAAAAAA';
   const HOUR = 3600_000;
 
+  /** The part of a real login's cookie that binds it to the admin token and the logins' epoch. */
+  const boundOf = (cookie: string | undefined) => /\.\d{13}\.([\w-]{22})\./.exec(decodeURIComponent(cookie ?? ''))?.[1];
+
   it.each([
-    { what: 'issued a minute ago', cookie: (now: number) => signed(`${id}.${now - 60_000}`), status: 200 },
+    {
+      what: 'issued a minute ago',
+      cookie: (now: number, b: string) => signed(`${id}.${now - 60_000}.${b}`),
+      status: 200,
+    },
     {
       what: 'issued 8 hours ago, the default sessionMs',
-      cookie: (now: number) => signed(`${id}.${now - 8 * HOUR}`),
+      cookie: (now: number, b: string) => signed(`${id}.${now - 8 * HOUR}.${b}`),
       status: 303,
     },
     {
       what: 'issued 2 minutes ahead of this clock',
-      cookie: (now: number) => signed(`${id}.${now + 120_000}`),
+      cookie: (now: number, b: string) => signed(`${id}.${now + 120_000}.${b}`),
       status: 303,
     },
     {
       what: 'of the form of an expiry time and an id',
-      cookie: (now: number) => signed(`${now + HOUR}.${id}`),
+      cookie: (now: number, b: string) => signed(`${now + HOUR}.${id}.${b}`),
+      status: 303,
+    },
+    { what: 'without what it is bound to', cookie: (now: number) => signed(`${id}.${now - 60_000}`), status: 303 },
+    {
+      what: 'bound to something else',
+      cookie: (now: number) => signed(`${id}.${now - 60_000}.${'B'.repeat(22)}`),
       status: 303,
     },
     {
       what: 'signed with another secret',
-      cookie: (now: number) => signed(`${id}.${now - 60_000}`, `${SECRET}-other`),
+      cookie: (now: number, b: string) => signed(`${id}.${now - 60_000}.${b}`, `${SECRET}-other`),
       status: 303,
     },
-    { what: 'unsigned', cookie: (now: number) => `listing-limits.admin=${id}.${now - 60_000}`, status: 303 },
-    { what: 'with a short id', cookie: (now: number) => signed(`AAAA.${now - 60_000}`), status: 303 },
+    {
+      what: 'unsigned',
+      cookie: (now: number, b: string) => `listing-limits.admin=${id}.${now - 60_000}.${b}`,
+      status: 303,
+    },
+    { what: 'with a short id', cookie: (now: number, b: string) => signed(`AAAA.${now - 60_000}.${b}`), status: 303 },
   ])('a login cookie $what: $status', async ({ cookie, status }) => {
     const { app } = pagesApp(undefined, { secret: SECRET });
-    await request(app).get('/admin/limits/').set('Cookie', cookie(Date.now())).expect(status);
+    // A login made on the page, for the epoch of the logins and what a login is bound to.
+    const bound = boundOf((await loggedIn(app)).cookies['listing-limits.admin']) as string;
+    expect(bound).toMatch(/^[\w-]{22}$/);
+    await request(app).get('/admin/limits/').set('Cookie', cookie(Date.now(), bound)).expect(status);
   });
 
   it('ends when sessionMs has passed since it was made, by the clock (Date faked)', async () => {
@@ -267,6 +287,68 @@ describe('a login lasts sessionMs from the moment it is made', () => {
     const issued = Number(/\.(\d{13})\./.exec(cookie)?.[1]);
     await new Promise((resolve) => setTimeout(resolve, issued + 1000 - Date.now() + 5));
     await agent.get('/admin/limits/').expect(303).expect('Location', '/admin/limits/login');
+  });
+});
+
+describe('a login the server ended is refused, its cookie replayed or not', () => {
+  /** The page with a login cookie: 200 while its login is in force, else the way to the login form. */
+  const page = (app: Express, cookie: string | undefined) =>
+    request(app)
+      .get('/admin/limits/')
+      .set('Cookie', cookie ?? '')
+      .then((res) => (res.status === 200 ? 200 : `${res.status} ${res.headers.location}`));
+  const OUT = '303 /admin/limits/login';
+
+  it('a logout ends its login: a copy of its cookie kept before is refused, another login is not', async () => {
+    const { app } = pagesApp();
+    const [mine, other] = [await loggedIn(app), await loggedIn(app)];
+    const kept = mine.cookies['listing-limits.admin'];
+    await mine.agent
+      .post('/admin/limits/logout')
+      .type('form')
+      .send({ _csrf: csrfOf(mine.page.text) })
+      .expect(303);
+    expect([await page(app, kept), await page(app, other.cookies['listing-limits.admin'])]).toEqual([OUT, 200]);
+  });
+
+  it('"Log out everywhere" ends every login made before it; a login after it holds', async () => {
+    const { app } = pagesApp();
+    const [a, b] = [await loggedIn(app), await loggedIn(app)];
+    expect(flat(a.page.text)).toContain(
+      '<form method="post" action="/admin/limits/logout/everywhere" class="inline" data-confirm="End the login of every operator, on every instance?">',
+    );
+    await a.agent
+      .post('/admin/limits/logout/everywhere')
+      .type('form')
+      .send({ _csrf: csrfOf(a.page.text) })
+      .expect(303)
+      .expect('Location', '/admin/limits/login');
+    expect([
+      await page(app, a.cookies['listing-limits.admin']),
+      await page(app, b.cookies['listing-limits.admin']),
+    ]).toEqual([OUT, OUT]);
+    const c = await loggedIn(app);
+    expect(await page(app, c.cookies['listing-limits.admin'])).toBe(200);
+  });
+
+  it('"Log out everywhere" needs the CSRF token of the login', async () => {
+    const { app } = pagesApp();
+    const a = await loggedIn(app);
+    const form = await request(app).get('/admin/limits/login').expect(200);
+    await a.agent
+      .post('/admin/limits/logout/everywhere')
+      .type('form')
+      .send({ _csrf: csrfOf(form.text) })
+      .expect(403);
+    expect(await page(app, a.cookies['listing-limits.admin'])).toBe(200);
+  });
+
+  it('a new ADMIN_TOKEN ends the logins of the old one, with the same secret and store', async () => {
+    const store = memoryStore();
+    const before = pagesApp(undefined, { store, secret: SECRET });
+    const cookie = (await loggedIn(before.app)).cookies['listing-limits.admin'];
+    const after = pagesApp(undefined, { store, secret: SECRET, admin: { authorize: { token: `${ADMIN}-new` } } });
+    expect([await page(before.app, cookie), await page(after.app, cookie)]).toEqual([200, OUT]);
   });
 });
 

@@ -633,18 +633,25 @@ function redisState(redis: StateCommands, prefix: string): RuntimeState {
     follow(apply) {
       let known: Position | undefined;
       let reading = 0;
-      // Reads run one after another: a sync() reads after every read begun before it.
+      // Reads run one after another: a sync() reads after every read begun before it. The calls made while a read
+      // waits for its turn share it, so that however many ask at once, at most two reads are under way.
       let last: Promise<void> = Promise.resolve();
+      let waiting: Promise<void> | undefined;
       const sync = () => {
+        if (waiting) return waiting;
         reading++;
         const next = last
-          .then(() => read(known))
+          .then(() => {
+            waiting = undefined;
+            return read(known);
+          })
           .then((read) => {
             if (!read) return;
             known = read[1];
             apply(read[0]);
           })
           .finally(() => reading--);
+        waiting = next;
         last = next.catch(() => {});
         return next;
       };

@@ -1,4 +1,5 @@
 // The operator's page: grant requests to decide, grants and bans to change, the audit trail and the last hour.
+import { createHmac } from 'node:crypto';
 import type { NextFunction, Request, Response, Router } from 'express';
 import { Checker, show } from '../check.js';
 import { ListingLimitsError } from '../errors.js';
@@ -28,7 +29,7 @@ import {
 } from './common.js';
 import { grantText, when } from './describe.js';
 import { type Html, markup } from './html.js';
-import { CSRF_FIELD, sameToken, sessions } from './session.js';
+import { CSRF_FIELD, type LoginSession, sameToken, sessions } from './session.js';
 
 /** Decides whether a request may use the operator's page. Sync or async. */
 export type Authorize = (req: Request) => boolean | Promise<boolean>;
@@ -334,9 +335,17 @@ async function dashboard(v: View, limits: ListingLimitsMiddleware, loginForm: bo
   const decided = requests.filter((r) => r.status !== 'pending').slice(0, 10);
   const done = typeof v.req.query.done === 'string' ? DONE[v.req.query.done] : undefined;
   const logout = loginForm
-    ? markup`<form method="post" action="${v.base}/logout">
-        ${v.csrf}<button type="submit" class="plain">Log out</button>
-      </form>`
+    ? markup`<form method="post" action="${v.base}/logout" class="inline">
+          ${v.csrf}<button type="submit" class="plain">Log out</button>
+        </form>
+        <form
+          method="post"
+          action="${v.base}/logout/everywhere"
+          class="inline"
+          data-confirm="End the login of every operator, on every instance?"
+        >
+          ${v.csrf}<button type="submit" class="plain">Log out everywhere</button>
+        </form>`
     : '';
   return markup`<nav>
       <p>
@@ -475,7 +484,21 @@ export function limitsAdmin(limits: ListingLimitsMiddleware, options: AdminPageO
   // Counting the last hour starts now.
   l.traffic();
 
-  const cookies = sessions(secret, 'admin', sessionMs);
+  // A login is bound to the admin token and to the logins' epoch in the store's runtime state: a new token, or a new
+  // epoch ("log out everywhere"), ends every login made before; a logout ends its own, on every instance.
+  const { registry } = linked;
+  const boundTo = (epoch: string) =>
+    createHmac('sha256', secret)
+      .update(`listing-limits admin login\n${epoch}\n${adminToken ?? ''}`)
+      .digest('base64url')
+      .slice(0, 22);
+  const inForce = async (login: LoginSession) => {
+    // What another instance changed a moment ago (a logout, a new epoch) holds here from this request on.
+    await registry.sync();
+    const epoch = registry.loginEpoch();
+    return epoch !== undefined && !registry.loginEnded(login.id) && sameToken(login.bound, boundTo(epoch));
+  };
+  const cookies = sessions(secret, 'admin', sessionMs, inForce);
   const router = secureRouter();
   router.use(...cookies.start);
   const view = (req: Request, res: Response): View => ({
@@ -511,12 +534,16 @@ export function limitsAdmin(limits: ListingLimitsMiddleware, options: AdminPageO
       formLimiter([{ method: 'POST', path: '/login', ...logins }], 'admin', store ?? linked.store, linked.ipOf),
     );
     router.get('/login', (req, res) => loginPage(req, res, 200));
-    router.post('/login', (req, res) => {
-      if (!cookies.valid(req)) return refuseForgery(req, res);
-      if (!sameToken(field(req.body, 'token'), token)) return loginPage(req, res, 401, 'Wrong admin token.');
-      cookies.logIn(req, res);
-      res.redirect(303, `${req.baseUrl}/`);
-    });
+    router.post(
+      '/login',
+      handle(async (req, res) => {
+        if (!cookies.valid(req)) return refuseForgery(req, res);
+        if (!sameToken(field(req.body, 'token'), token)) return loginPage(req, res, 401, 'Wrong admin token.');
+        await registry.sync();
+        cookies.logIn(req, res, boundTo(await registry.loginsEpoch()));
+        res.redirect(303, `${req.baseUrl}/`);
+      }),
+    );
   }
 
   // Every route from here on is the operators'.
@@ -622,10 +649,24 @@ export function limitsAdmin(limits: ListingLimitsMiddleware, options: AdminPageO
     action(async (req) => ((await l.removeForeign(field(req.body, 'id'))) ? 'removed' : 'none')),
   );
   if (adminToken !== undefined) {
-    router.post('/logout', (req, res) => {
-      cookies.logOut(req, res);
-      res.redirect(303, `${req.baseUrl}/login`);
-    });
+    router.post(
+      '/logout',
+      handle(async (req, res) => {
+        const login = cookies.login(req);
+        // Ended in the store, so that a copy of its cookie is refused on every instance too.
+        if (login) await registry.endLogin(login.id, login.issuedAt + sessionMs);
+        cookies.logOut(req, res);
+        res.redirect(303, `${req.baseUrl}/login`);
+      }),
+    );
+    router.post(
+      '/logout/everywhere',
+      handle(async (req, res) => {
+        await registry.endLogins();
+        cookies.logOut(req, res);
+        res.redirect(303, `${req.baseUrl}/login`);
+      }),
+    );
   }
   return router;
 }
