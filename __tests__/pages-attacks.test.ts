@@ -22,6 +22,14 @@ const pagesApp = pagesAppPerTest();
 const SECRET = 'a-secret-of-at-least-32-characters-0001';
 const FORGED = 'This form did not come from this page, or has expired.';
 const ban = { by: 'ip', value: '203.0.113.9', duration: '3600' };
+/** A request as `limits.requests.file()` takes it, for filling the store. */
+const requestInput = {
+  token: valid.token,
+  ask: { multiplier: 10 },
+  proof: { kind: 'bot' as const, servers: 120_000, shards: 120, link: 'https://example.com/bot' },
+  contact: 'ops@example.com',
+  reason: 'We serve a great many servers.',
+};
 
 /** The cookies of `cookies` as one request's `Cookie` header. */
 const cookieHeader = (cookies: Record<string, string | undefined>) => Object.values(cookies).join('; ');
@@ -391,17 +399,63 @@ describe('the forms’ limiters count networks as the middleware does', () => {
       .expect(303);
   });
 
-  it('filing from one IPv6 /64: 5 requests are filed, then the sixth is refused', async () => {
+  it('filing from one IPv6 /64: 3 requests are kept pending, 2 more tried, then the address is limited', async () => {
+    const { app, limits } = behindProxy();
+    const file = await contactForm(app);
+    const answers: string[] = [];
+    for (let i = 1; i <= 6; i++) {
+      const res = await file({ ...valid, token: `Bot rotating-${i}` }).set('X-Forwarded-For', `2001:db8:7:7::${i}`);
+      const text = flat(res.text);
+      answers.push(
+        `${res.status}${text.includes('Your network has as many requests pending') ? ' pending' : ''}` +
+          `${text.includes('Too many attempts from your address') ? ' limited' : ''}`,
+      );
+    }
+    expect(answers).toEqual(['303', '303', '303', '429 pending', '429 pending', '429 limited']);
+    expect((await limits.requests.list()).map((r) => r.network)).toEqual(Array(3).fill('ip:2001:db8:7:7::/64'));
+  });
+});
+
+describe('the request store cannot be filled against legitimate requesters', () => {
+  const behindProxy = () =>
+    pagesApp(undefined, {
+      contact: { submissions: { limit: 100, windowMs: 3_600_000 } },
+      setup: (app) => app.set('trust proxy', true),
+    });
+
+  it('a token with 2 requests pending is told so (429), with nothing filed', async () => {
     const { app, limits } = behindProxy();
     const file = await contactForm(app);
     const statuses: number[] = [];
-    for (let i = 1; i <= 6; i++) {
-      const res = await file({ ...valid, token: `Bot rotating-${i}` }).set('X-Forwarded-For', `2001:db8:7:7::${i}`);
-      statuses.push(res.status);
-    }
-    expect(statuses).toEqual([303, 303, 303, 303, 303, 429]);
-    expect((await limits.requests.list()).length).toBe(5);
+    for (let i = 1; i <= 3; i++) statuses.push((await file(valid).set('X-Forwarded-For', `10.${i}.0.1`)).status);
+    expect(statuses).toEqual([303, 303, 429]);
+    const res = await file(valid).set('X-Forwarded-For', '10.9.0.1');
+    expect(flat(res.text)).toContain(
+      '<p class="alert" role="alert">Your token has as many requests pending as it may. Wait for an operator’s ' +
+        'decision (check it with the id you were given), or for a request to expire after 30 days.</p>',
+    );
+    expect((await limits.requests.counts()).pending).toBe(2);
   });
+
+  it('a newcomer from a fresh network files into a full store; the flood of one /48 loses its oldest', async () => {
+    const { app, limits } = behindProxy();
+    for (let i = 0; i < 10_000; i++) {
+      await limits.requests.file({
+        ...requestInput,
+        token: `Bot flood-${i}`,
+        ip: `2001:db8:f00d:${i.toString(16)}::1`,
+      });
+    }
+    const res = await (
+      await contactForm(app)
+    )({ ...valid, token: 'Bot newcomer-0001' }).set('X-Forwarded-For', '198.51.100.7');
+    expect(res.status).toBe(303);
+    const id = /id=([\w-]+)/.exec(res.headers.location as string)?.[1] as string;
+    expect([(await limits.requests.get(id))?.network, await limits.requests.counts()]).toEqual([
+      'ip:198.51.100.0/24',
+      { pending: 10_000, decided: 0 },
+    ]);
+  }, 60_000);
 });
 
 describe('nothing secret leaves the pages', () => {

@@ -7,7 +7,8 @@ export type ListingLimitsErrorCode =
   | 'ERR_DUPLICATE_ROW'
   | 'ERR_UNKNOWN_OPTION'
   | 'ERR_INVALID_OPTION'
-  | 'ERR_UNSUPPORTED_STORE';
+  | 'ERR_UNSUPPORTED_STORE'
+  | 'ERR_TOO_MANY_PENDING';
 
 /**
  * Thrown by `listingLimits()`, the stores and `verifyContract()` when their configuration cannot work, naming the

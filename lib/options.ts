@@ -186,7 +186,7 @@ export function configure(listing: unknown, options: unknown): Config {
     report,
     metrics,
     waiting,
-    requests: new GrantRequests(store.state?.requests, registry, rows),
+    requests: new GrantRequests(store.state?.requests, registry, rows, o.ipv6Subnet ?? 64),
     traffic,
     linked: { store: given, ipOf, registry, traffic },
     usage,

@@ -119,6 +119,25 @@ function digest(value: string): string {
   return createHash('sha256').update(value).digest('base64url').slice(0, 16);
 }
 
+/** Where a page of `limit` rows from `offset` starts in a list of `total`: the last page's start, past the last. */
+function pageStart(offset: number, limit: number, total: number): number {
+  return offset < total || total === 0 ? offset : Math.floor((total - 1) / limit) * limit;
+}
+
+function activeBan(ban: Stored<BanRecord>): ActiveBan {
+  return { ...plain(ban), since: new Date(ban.since), until: new Date(ban.until) };
+}
+
+function activeGrant(grant: Stored<GrantRecord>): ActiveGrant {
+  return {
+    key: grant.key,
+    grant: grant.grant,
+    since: new Date(grant.since),
+    until: grant.until === null ? undefined : new Date(grant.until),
+    note: grant.note ?? undefined,
+  };
+}
+
 function eventText(event: ChangeEvent): string {
   return JSON.stringify({ ...event, at: event.at.getTime(), until: event.until?.getTime() });
 }
@@ -699,27 +718,60 @@ export class Registry {
 
   /** The bans in force, rules' and operators', as the store has them now. */
   async bans(): Promise<ActiveBan[]> {
-    await this.sync();
-    const now = Date.now();
-    return [...this.#bans.values(), ...this.#addressBans.values()]
-      .filter((ban) => ban.until > now)
-      .sort(byTimeAndKey)
-      .map((ban) => ({ ...plain(ban), since: new Date(ban.since), until: new Date(ban.until) }));
+    return (await this.bansPage(0, Infinity)).bans;
   }
 
   async grants(): Promise<ActiveGrant[]> {
+    return (await this.grantsPage(0, Infinity)).grants;
+  }
+
+  #activeBans(): Stored<BanRecord>[] {
+    const now = Date.now();
+    const active: Stored<BanRecord>[] = [];
+    for (const cache of [this.#bans, this.#addressBans])
+      for (const ban of cache.values()) if (ban.until > now) active.push(ban);
+    return active;
+  }
+
+  #activeGrants(): Stored<GrantRecord>[] {
+    const now = Date.now();
+    const active: Stored<GrantRecord>[] = [];
+    for (const grant of this.#grants.values()) if (grant.until === null || grant.until > now) active.push(grant);
+    return active;
+  }
+
+  /**
+   * Bans in force from `offset` (or, past the last, from the start of the last `limit` of them), at most `limit`, in
+   * the order of `bans()`; where they start, and how many are in force.
+   */
+  async bansPage(offset: number, limit: number): Promise<{ total: number; offset: number; bans: ActiveBan[] }> {
+    await this.sync();
+    const active = this.#activeBans().sort(byTimeAndKey);
+    const from = pageStart(offset, limit, active.length);
+    return { total: active.length, offset: from, bans: active.slice(from, from + limit).map(activeBan) };
+  }
+
+  /** Grants in force, as {@link bansPage} pages the bans. */
+  async grantsPage(offset: number, limit: number): Promise<{ total: number; offset: number; grants: ActiveGrant[] }> {
+    await this.sync();
+    const active = this.#activeGrants().sort(byTimeAndKey);
+    const from = pageStart(offset, limit, active.length);
+    return { total: active.length, offset: from, grants: active.slice(from, from + limit).map(activeGrant) };
+  }
+
+  /** The bans in force of one client key: its own, and for an `ip:` key its address's. */
+  async bansOf(key: string): Promise<ActiveBan[]> {
     await this.sync();
     const now = Date.now();
-    return [...this.#grants.values()]
-      .filter((grant) => grant.until === null || grant.until > now)
-      .sort(byTimeAndKey)
-      .map((grant) => ({
-        key: grant.key,
-        grant: grant.grant,
-        since: new Date(grant.since),
-        until: grant.until === null ? undefined : new Date(grant.until),
-        note: grant.note ?? undefined,
-      }));
+    const found = [this.#bans.get(key), this.#addressBans.get(addressBan(key))];
+    return found.filter((ban): ban is Stored<BanRecord> => ban !== undefined && ban.until > now).map(activeBan);
+  }
+
+  /** The runtime grant in force of one client key. */
+  async grantOfKey(key: string): Promise<ActiveGrant | undefined> {
+    await this.sync();
+    const grant = this.#grants.get(key);
+    return grant && (grant.until === null || grant.until > Date.now()) ? activeGrant(grant) : undefined;
   }
 
   /** The operators' bans and grants the store lost, oldest loss first. */
