@@ -580,9 +580,8 @@ if ARGV[1] == 'page' then
   end
 else
   local of = ARGV[2] .. '\\n' .. ARGV[3]
-  for i, m in ipairs(redis.call('zrevrangebylex', BY, '(' .. of .. '\\11', '[' .. of .. '\\n', 'LIMIT', 0, tonumber(ARGV[4]))) do
-    ids[i] = lastPart(m)
-  end
+  local found = redis.call('zrevrangebylex', BY, '(' .. of .. '\\11', '[' .. of .. '\\n', 'LIMIT', 0, tonumber(ARGV[4]))
+  for i, m in ipairs(found) do ids[i] = lastPart(m) end
 end
 for _, id in ipairs(ids) do answer[#answer + 1] = redis.call('hget', R, id) or '' end
 return answer`;

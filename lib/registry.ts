@@ -664,7 +664,7 @@ export class Registry {
     return record !== undefined && 'until' in record && record.until > Date.now();
   }
 
-  /** The epoch a login is made in now: the store's, or a new one when it has none (its first login, or after a loss). */
+  /** The epoch a login is made in now: the store's, or a new one when it has none (a first login, or after a loss). */
   async loginsEpoch(): Promise<string> {
     const epoch = this.loginEpoch();
     if (epoch !== undefined) return epoch;

@@ -82,7 +82,8 @@ export function keyText(v: View, key: string): Html {
 
 /** The hidden fields of a form that changes something: its CSRF token, and the client page to come back to. */
 export function hidden(v: View): Html {
-  return markup`${v.csrf}${v.client === undefined ? '' : markup`<input type="hidden" name="back" value="${v.client}" />`}`;
+  const back = v.client === undefined ? '' : markup`<input type="hidden" name="back" value="${v.client}" />`;
+  return markup`${v.csrf}${back}`;
 }
 
 /**
@@ -214,7 +215,8 @@ export function banRow(v: View, b: ActiveBan): Html {
     <td>${when(b.until)}</td>
     <td>
       <form method="post" action="${v.base}/bans/lift">
-        ${hidden(v)}<input type="hidden" name="key" value="${b.key}" /> <button type="submit" class="plain">Lift</button>
+        ${hidden(v)}<input type="hidden" name="key" value="${b.key}" />
+        <button type="submit" class="plain">Lift</button>
       </form>
     </td>
   </tr>`;
@@ -230,10 +232,12 @@ export function lostRow(v: View, l: LostRecord): Html {
     <td>${when(l.lostAt)}</td>
     <td>
       <form method="post" action="${v.base}/lost/restore" class="inline" data-confirm="Apply this record again?">
-        ${hidden(v)}<input type="hidden" name="id" value="${l.id}" /> <button type="submit" class="plain">Restore</button>
+        ${hidden(v)}<input type="hidden" name="id" value="${l.id}" />
+        <button type="submit" class="plain">Restore</button>
       </form>
       <form method="post" action="${v.base}/lost/dismiss" class="inline">
-        ${hidden(v)}<input type="hidden" name="id" value="${l.id}" /> <button type="submit" class="plain">Dismiss</button>
+        ${hidden(v)}<input type="hidden" name="id" value="${l.id}" />
+        <button type="submit" class="plain">Dismiss</button>
       </form>
     </td>
   </tr>`;
@@ -246,7 +250,8 @@ export function foreignRow(v: View, f: ForeignEntry): Html {
     <td>${f.problem}</td>
     <td>
       <form method="post" action="${v.base}/foreign/remove" data-confirm="Remove this entry from the store?">
-        ${hidden(v)}<input type="hidden" name="id" value="${f.id}" /> <button type="submit" class="danger">Remove</button>
+        ${hidden(v)}<input type="hidden" name="id" value="${f.id}" />
+        <button type="submit" class="danger">Remove</button>
       </form>
     </td>
   </tr>`;
@@ -258,13 +263,14 @@ export function foreignRow(v: View, f: ForeignEntry): Html {
  */
 export function attention(v: View, lost: readonly LostRecord[], foreign: readonly ForeignEntry[]): Html | '' {
   if (lost.length === 0 && foreign.length === 0) return '';
+  const cut = lost.length > PER_PAGE || foreign.length > PER_PAGE;
   return markup`<section id="state" aria-labelledby="state-h">
     <h2 id="state-h">The store's state: lost records (${lost.length}) and foreign entries (${foreign.length})</h2>
     <p class="hint">
       Lost records are operators' bans and grants the store lost (a restart, a flush, a failover): none applies until
       restored. Foreign entries were written by something else and are skipped by every instance.
     </p>
-    ${lost.length > PER_PAGE || foreign.length > PER_PAGE ? markup`<p class="hint">The first ${PER_PAGE} of each are shown.</p>` : ''}
+    ${cut ? markup`<p class="hint">The first ${PER_PAGE} of each are shown.</p>` : ''}
     ${table(
       ['Client', 'Record', 'Lost', ''],
       lost.slice(0, PER_PAGE).map((l) => lostRow(v, l)),
