@@ -16,7 +16,7 @@ import {
   type PagesAppOptions,
   valid,
 } from './helpers/pages';
-import { describeRedisServer, RedisServer } from './helpers/redis';
+import { describeRedis, describeRedisServer, RedisServer, redisForBlock } from './helpers/redis';
 
 const pagesApp = pagesAppPerTest();
 const SECRET = 'a-secret-of-at-least-32-characters-0001';
@@ -564,5 +564,48 @@ describeRedisServer('a store that fails while a request is filed', () => {
     const shown = `${inspect(error, { depth: 10, showHidden: true })} ${JSON.stringify(error)}`;
     for (const secret of [contact, reason, 'requester-token', 'private']) expect(shown).not.toContain(secret);
     expect(limits.requests.supported).toBe(true);
+  });
+});
+
+describeRedis('logins in a Redis that loses its data', () => {
+  const redis = redisForBlock();
+  const keys = (prefix: string) => ['record', 'changes', 'ends'].map((k) => `${prefix}:{runtime}:${k}`);
+
+  it.each([
+    ['flushed', async () => async (prefix: string) => void (await redis.client.del(...keys(prefix)))],
+    [
+      'replaced by a copy from before "Log out everywhere" (a failover to a replica behind)',
+      async (prefix: string) => {
+        const copy = await Promise.all(keys(prefix).map((k) => redis.client.dumpBuffer(k)));
+        return async () => {
+          await redis.client.del(...keys(prefix));
+          await Promise.all(keys(prefix).map((k, i) => (copy[i] ? redis.client.restore(k, 0, copy[i]) : undefined)));
+        };
+      },
+    ],
+  ])('a login ends when the state is %s', async (_what, before) => {
+    const prefix = `logins-${process.pid}-${Math.random().toString(36).slice(2)}`;
+    const { app } = pagesApp(undefined, { store: redisStore(redis.client, { prefix, timeoutMs: 5000 }) });
+    const first = await loggedIn(app);
+    const lose = await before(prefix);
+    // Logged out everywhere: the copy taken before still has the epoch the first login was made in.
+    await first.agent
+      .post('/admin/limits/logout/everywhere')
+      .type('form')
+      .send({ _csrf: csrfOf(first.page.text) })
+      .expect(303);
+    const second = await loggedIn(app);
+    await lose(prefix);
+    const cookie = (l: typeof first) => l.cookies['listing-limits.admin'] as string;
+    for (const login of [first, second]) {
+      await request(app)
+        .get('/admin/limits/')
+        .set('Cookie', cookie(login))
+        .expect(303)
+        .expect('Location', '/admin/limits/login');
+    }
+    // A new login holds.
+    const again = await loggedIn(app);
+    await request(app).get('/admin/limits/').set('Cookie', cookie(again)).expect(200);
   });
 });

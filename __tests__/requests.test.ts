@@ -257,6 +257,34 @@ describeRedis('redis store', () => {
     expect(stored).toContain(`"key":"${tokenKey(TOKEN)}"`);
     expect(stored).not.toContain('requester-token');
   });
+
+  it('skips what something else left in the requests’ keys: never an error, never a request it did not file', async () => {
+    const prefix = `requests-${process.pid}-foreign`;
+    const at = (key: string) => `${prefix}:{runtime}:${key}`;
+    const l = listingLimits(rows, { store: redisStore(redis.client, { prefix, timeoutMs: 5000 }) });
+    try {
+      const filed = await l.requests.file({ ...input, ip: '203.0.113.9' });
+      const r = redis.client;
+      await r.hset(at('requests'), 'junk-1', 'not json', 'junk-2', '{"id":"junk-2"}');
+      await r.zadd(at('requests:pending'), 0, 'junk-1', 1, 'junk-2', 2, 'no-record');
+      await r.zadd(at('requests:pending-ends'), 9e15, 'junk-1');
+      await r.hset(at('requests:meta'), 'junk-1', 'garbage', 'junk-2', '1\npending\n\n\n');
+      await r.zadd(at('requests:groups'), 1e9, 'ip:evil');
+      await r.zadd(at('requests:by'), 0, `k\n${tokenKey(TOKEN)}\nnot a sequence`);
+      expect((await l.requests.list()).map((q) => q.id)).toEqual([filed.id]);
+      expect((await l.requests.find({ token: TOKEN })).map((q) => q.id)).toEqual([filed.id]);
+      for (const id of ['junk-1', 'junk-2', 'no-record']) {
+        await expect(l.requests.decline(id, 'no')).rejects.toThrow(`limits.requests.decline: id is no request's id`);
+        expect(await l.requests.get(id)).toBeUndefined();
+      }
+      // Filing, deciding and reading go on as before.
+      const next = await l.requests.file({ ...input, token: `${TOKEN}-2`, ip: '203.0.113.10' });
+      await l.requests.decline(next.id, 'no');
+      expect((await l.requests.list()).map((q) => q.id)).toEqual([filed.id, next.id]);
+    } finally {
+      l.close();
+    }
+  });
 });
 
 describe('bad input', () => {

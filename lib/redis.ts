@@ -711,7 +711,7 @@ function redisState(redis: StateCommands, prefix: string): RuntimeState {
     for (const [field, value] of Object.entries(all)) if (!field.startsWith('#')) records.set(field, value);
     const replaced = known?.epoch !== undefined && (epoch !== known.epoch || seq < known.seq || copy !== known.copy);
     return [
-      { kind: replaced ? 'replaced' : 'whole', epoch, seq, records },
+      { kind: replaced ? 'replaced' : 'whole', epoch, seq, records, copy },
       { epoch, seq, copy },
     ];
   };
@@ -734,7 +734,7 @@ function redisState(redis: StateCommands, prefix: string): RuntimeState {
     const values = fields.length > 0 ? await redis.hmget(record, fields) : [];
     const records = new Map(fields.map((f, i) => [f, values[i] ?? null]));
     return [
-      { kind: 'changes', epoch, seq, records },
+      { kind: 'changes', epoch, seq, records, copy },
       { epoch, seq, copy },
     ];
   };

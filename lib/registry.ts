@@ -209,8 +209,9 @@ export class Registry {
   readonly #kinds: ReadonlyMap<string, Kind>;
   /** When the last ban this instance has seen ends: past it (or with none), no request needs a look at the bans. */
   #bansEnd = 0;
-  /** The epoch and sequence number of the last update applied. */
+  /** The epoch, copy mark and sequence number of the last update applied. */
   #epoch: string | undefined;
+  #copy: string | undefined;
   #seq = 0;
   #loaded = false;
   #follower: Follower | undefined;
@@ -288,6 +289,7 @@ export class Registry {
     if (update.kind !== 'changes') this.#reset();
     for (const [field, json] of update.records) this.#put(field, json, update.seq);
     this.#epoch = update.epoch;
+    this.#copy = update.copy;
     this.#seq = update.seq;
     this.#loaded = true;
     if (known) this.#replaced(known, update).catch((error: unknown) => this.#context.report(error, undefined));
@@ -650,6 +652,14 @@ export class Registry {
       undefined,
     );
     return result.changed;
+  }
+
+  /**
+   * Which state this instance follows: its epoch and copy mark, both new when the store loses its data or a copy
+   * behind it takes its place. Logins are bound to it, so that none outlives a state that was replaced.
+   */
+  stateId(): string {
+    return `${this.#epoch ?? ''}/${this.#copy ?? ''}`;
   }
 
   /** The epoch of the operators' logins, as far as this instance knows; undefined while the store has none. */

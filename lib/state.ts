@@ -64,6 +64,8 @@ export interface StateUpdate {
   /** The store's sequence number the update brings the follower to. */
   readonly seq: number;
   readonly records: ReadonlyMap<string, string | null>;
+  /** The mark of a copy behind the state that took its place (a failover): another after each; undefined for none. */
+  readonly copy?: string;
 }
 
 /** How an instance follows the state: updates come by themselves; `sync()` reads what changed now. */

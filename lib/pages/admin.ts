@@ -110,12 +110,13 @@ export function limitsAdmin(limits: ListingLimitsMiddleware, options: AdminPageO
   // Counting the last hour starts now.
   l.traffic();
 
-  // A login is bound to the admin token and to the logins' epoch in the store's runtime state: a new token, or a new
-  // epoch ("log out everywhere"), ends every login made before; a logout ends its own, on every instance.
+  // A login is bound to the admin token, to the logins' epoch and to the store's state: a new token, a new epoch
+  // ("log out everywhere") or a state that replaced the one it was made in (lost, or a copy behind it) ends every login
+  // made before; a logout ends its own, on every instance.
   const { registry } = linked;
   const boundTo = (epoch: string) =>
     createHmac('sha256', secret)
-      .update(`listing-limits admin login\n${epoch}\n${adminToken ?? ''}`)
+      .update(`listing-limits admin login\n${epoch}\n${registry.stateId()}\n${adminToken ?? ''}`)
       .digest('base64url')
       .slice(0, 22);
   const inForce = async (login: LoginSession) => {
@@ -167,7 +168,8 @@ export function limitsAdmin(limits: ListingLimitsMiddleware, options: AdminPageO
         if (!cookies.valid(req)) return refuseForgery(req, res);
         if (!sameToken(field(req.body, 'token'), token)) return loginPage(req, res, 401, 'Wrong admin token.');
         await registry.sync();
-        cookies.logIn(req, res, boundTo(await registry.loginsEpoch()));
+        const epoch = await registry.loginsEpoch();
+        cookies.logIn(req, res, boundTo(epoch));
         res.redirect(303, `${req.baseUrl}/`);
       }),
     );
