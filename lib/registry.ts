@@ -119,6 +119,29 @@ function digest(value: string): string {
   return createHash('sha256').update(value).digest('base64url').slice(0, 16);
 }
 
+/**
+ * The first `n` of `items` in the lists' order (oldest first, then by key), sorted: each item is compared with the
+ * last kept and put in place only when it comes before, so that the first page of 10,000 costs about 10,000
+ * comparisons, not a sort of them all.
+ */
+function first<T extends { since: number; key: string }>(items: readonly T[], n: number): T[] {
+  if (n >= items.length) return [...items].sort(byTimeAndKey);
+  const kept: T[] = [];
+  for (const item of items) {
+    if (kept.length === n && byTimeAndKey(item, kept[n - 1] as T) >= 0) continue;
+    let lo = 0;
+    let hi = kept.length;
+    while (lo < hi) {
+      const mid = (lo + hi) >>> 1;
+      if (byTimeAndKey(kept[mid] as T, item) <= 0) lo = mid + 1;
+      else hi = mid;
+    }
+    kept.splice(lo, 0, item);
+    if (kept.length > n) kept.pop();
+  }
+  return kept;
+}
+
 /** Where a page of `limit` rows from `offset` starts in a list of `total`: the last page's start, past the last. */
 function pageStart(offset: number, limit: number, total: number): number {
   return offset < total || total === 0 ? offset : Math.floor((total - 1) / limit) * limit;
@@ -756,17 +779,17 @@ export class Registry {
    */
   async bansPage(offset: number, limit: number): Promise<{ total: number; offset: number; bans: ActiveBan[] }> {
     await this.sync();
-    const active = this.#activeBans().sort(byTimeAndKey);
+    const active = this.#activeBans();
     const from = pageStart(offset, limit, active.length);
-    return { total: active.length, offset: from, bans: active.slice(from, from + limit).map(activeBan) };
+    return { total: active.length, offset: from, bans: first(active, from + limit).slice(from).map(activeBan) };
   }
 
   /** Grants in force, as {@link bansPage} pages the bans. */
   async grantsPage(offset: number, limit: number): Promise<{ total: number; offset: number; grants: ActiveGrant[] }> {
     await this.sync();
-    const active = this.#activeGrants().sort(byTimeAndKey);
+    const active = this.#activeGrants();
     const from = pageStart(offset, limit, active.length);
-    return { total: active.length, offset: from, grants: active.slice(from, from + limit).map(activeGrant) };
+    return { total: active.length, offset: from, grants: first(active, from + limit).slice(from).map(activeGrant) };
   }
 
   /** The bans in force of one client key: its own, and for an `ip:` key its address's. */
