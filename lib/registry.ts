@@ -229,6 +229,8 @@ export class Registry {
    */
   readonly #foreign = new Map<string, { readonly shown: string; readonly sha1: string; readonly problem: string }>();
   readonly #reported = new Set<string>();
+  /** Entries of the history as `foreign()` judged them (undefined: a change), at most twice the history's. */
+  readonly #judged = new Map<string, string | undefined>();
   readonly #kinds: ReadonlyMap<string, Kind>;
   /** When the last ban this instance has seen ends: past it (or with none), no request needs a look at the bans. */
   #bansEnd = 0;
@@ -886,13 +888,18 @@ export class Registry {
   }
 
   #eventProblem(json: string): string | undefined {
+    // Each load of the operator's page looks at the whole history: an entry is judged once.
+    if (this.#judged.has(json)) return this.#judged.get(json);
+    let problem: string | undefined;
     try {
       checkEvent(json);
-      return undefined;
     } catch (error) {
       if (!(error instanceof Problem)) throw error;
-      return error.message;
+      problem = error.message;
     }
+    if (this.#judged.size >= 2 * HISTORY_MAX) this.#judged.clear();
+    this.#judged.set(json, problem);
+    return problem;
   }
 
   /** The changes, newest first: since a time, at most `limit` of them. Entries that are not changes are skipped. */
