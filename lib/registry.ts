@@ -783,7 +783,13 @@ export class Registry {
     await this.sync();
     const active = this.#activeBans();
     const from = pageStart(offset, limit, active.length);
-    return { total: active.length, offset: from, bans: first(active, from + limit).slice(from).map(activeBan) };
+    return {
+      total: active.length,
+      offset: from,
+      bans: first(active, from + limit)
+        .slice(from)
+        .map(activeBan),
+    };
   }
 
   /** Grants in force, as {@link bansPage} pages the bans. */
@@ -791,7 +797,13 @@ export class Registry {
     await this.sync();
     const active = this.#activeGrants();
     const from = pageStart(offset, limit, active.length);
-    return { total: active.length, offset: from, grants: first(active, from + limit).slice(from).map(activeGrant) };
+    return {
+      total: active.length,
+      offset: from,
+      grants: first(active, from + limit)
+        .slice(from)
+        .map(activeGrant),
+    };
   }
 
   /** The bans in force of one client key: its own, and for an `ip:` key its address's. */
