@@ -7,6 +7,7 @@ import type { Store } from '../stores.js';
 import type { Grant, ListingLimitsMiddleware } from '../types.js';
 import { clientPage } from './client.js';
 import {
+  bare,
   checkLimits,
   checkRate,
   checkSecret,
@@ -120,8 +121,9 @@ export function limitsAdmin(limits: ListingLimitsMiddleware, options: AdminPageO
       .digest('base64url')
       .slice(0, 22);
   const inForce = async (login: LoginSession) => {
-    // What another instance changed a moment ago (a logout, a new epoch) holds here from this request on.
-    await registry.sync();
+    // What another instance changed a moment ago (a logout, a new epoch) holds here from this request on. A store
+    // that fails goes to the app's error handler as every error of the pages does: bare.
+    await registry.sync().catch((error: unknown) => Promise.reject(bare(error)));
     const epoch = registry.loginEpoch();
     return epoch !== undefined && !registry.loginEnded(login.id) && sameToken(login.bound, boundTo(epoch));
   };

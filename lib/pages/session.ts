@@ -3,7 +3,6 @@ import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import cookieParser from 'cookie-parser';
 import { doubleCsrf } from 'csrf-csrf';
 import type { CookieOptions, Request, RequestHandler, Response } from 'express';
-import { bare } from './common.js';
 
 /** The form field that carries the CSRF token. */
 export const CSRF_FIELD = '_csrf';
@@ -24,7 +23,10 @@ export interface LoginSession {
   readonly bound: string;
 }
 
-/** Whether a login, signed and within its lifetime, is still in force: not ended, nor of another token or epoch. */
+/**
+ * Whether a login, signed and within its lifetime, is still in force: not ended, nor of another token or epoch. What
+ * it rejects with goes to the app's error handler as it is.
+ */
 export type InForce = (login: LoginSession) => boolean | Promise<boolean>;
 
 export interface Sessions {
@@ -116,7 +118,7 @@ export function sessions(secret: string, name: string, lifetimeMs?: number, inFo
     if (!login || !inForce) return done(login !== undefined);
     Promise.resolve()
       .then(() => inForce(login))
-      .then(done, (error: unknown) => next(bare(error)));
+      .then(done, (error: unknown) => next(error));
   };
   return {
     start: [cookieParser(secret), start],
