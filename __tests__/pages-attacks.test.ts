@@ -423,6 +423,13 @@ describe('the request store cannot be filled against legitimate requesters', () 
       setup: (app) => app.set('trust proxy', true),
     });
 
+  it('an address that is none (X-Forwarded-For: garbage) files without a network, under its token’s limit', async () => {
+    const { app, limits } = behindProxy();
+    const file = await contactForm(app);
+    for (const status of [303, 303, 429]) await file(valid).set('X-Forwarded-For', 'not-an-address').expect(status);
+    expect((await limits.requests.list()).map((r) => r.network)).toEqual([undefined, undefined]);
+  });
+
   it('a token with 2 requests pending is told so (429), with nothing filed', async () => {
     const { app, limits } = behindProxy();
     const file = await contactForm(app);

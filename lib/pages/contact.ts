@@ -1,5 +1,6 @@
 // The contact page of rule 6: a client asks for extended limits with proof of its size, and checks its request later.
 import type { Request, Response, Router } from 'express';
+import ipaddr from 'ipaddr.js';
 import { Checker } from '../check.js';
 import type { EndpointRow } from '../listings.js';
 import type { Store } from '../stores.js';
@@ -320,7 +321,8 @@ export function limitsRequestPage(limits: ListingLimitsMiddleware, options?: Req
       if (!input) return sendPage(res, 400, title, requestForm(req, rows, form, errors, csrf(req, res)), req);
       let filed: GrantRequest;
       try {
-        filed = await l.requests.file(req.ip ? { ...input, ip: req.ip } : input);
+        // An address that is none (a header a proxy passed on as it came) is no network: the token's limit holds.
+        filed = await l.requests.file(req.ip && ipaddr.isValid(req.ip) ? { ...input, ip: req.ip } : input);
       } catch (error) {
         if (!(error instanceof ListingLimitsError)) throw error;
         // As many pending as its token or its network may have: a refusal that says why, with nothing to correct.
