@@ -64,7 +64,6 @@ function suite(makeStore: () => Store) {
     const page = await request(app).get('/admin/limits/').expect(200);
     expect(read() - before).toBe(50);
     const size = Buffer.byteLength(page.text);
-    console.log('SIZE', size);
     expect([size < ONE_MIB, size]).toEqual([true, size]);
     const text = flat(page.text);
     expect(text).toContain('<h2 id="requests-h">Pending grant requests (10000)</h2>');

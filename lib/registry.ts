@@ -1,4 +1,4 @@
-// Bans, grants and lost records of the store's runtime state: this instance's cache of them, and their changes.
+// The records of the store's runtime state (bans, grants, lost records, logins, resets): this instance's cache of them.
 import { createHash, randomBytes } from 'node:crypto';
 import type { Request } from 'express';
 import ipaddr from 'ipaddr.js';
@@ -200,12 +200,12 @@ interface Known {
 }
 
 /**
- * The bans, grants and lost records of one middleware. The store's runtime state holds them, one record each, and
- * numbers every change; this instance keeps a cache of them that follows those changes (at once with the memory
- * store, every 250 ms with the Redis store, reading only what changed), and the request path reads only the
- * cache, synchronously. A change made here is written to the store first and applies here when the store has it;
- * only a rule's ban applies here at once (the requests in flight with the one that banned must find it), and stays
- * here alone when the store cannot be written.
+ * The bans, grants, lost records, logins and resets of one middleware. The store's runtime state holds them, one
+ * record each, and numbers every change; this instance keeps a cache of them that follows those changes (at once
+ * with the memory store, every 250 ms with the Redis store, reading only what changed), and the request path reads
+ * only the cache, synchronously. A change made here is written to the store first and applies here when the store
+ * has it; only a rule's ban applies here at once (the requests in flight with the one that banned must find it), and
+ * stays here alone when the store cannot be written.
  */
 export class Registry {
   readonly #state: RuntimeState;
