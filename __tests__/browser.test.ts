@@ -2,8 +2,10 @@
 import { mkdirSync, mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import type { Express } from 'express';
 import type { Browser, BrowserContext, Page, Response } from 'playwright-core';
 import { createExampleApp } from '../example-server/app';
+import type { ListingLimitsMiddleware } from '../lib';
 import { tokenKey } from '../lib/keys';
 import { describeBrowser, launchChromium } from './helpers/browser';
 import { type Served, serve } from './helpers/serve';
@@ -37,6 +39,7 @@ const unlabelled = (page: Page) =>
 
 describeBrowser('the pages in Chromium, over the example server', () => {
   let browser: Browser;
+  let example: Express;
   let served: Served;
   let evil: Served;
   const contexts: BrowserContext[] = [];
@@ -48,7 +51,8 @@ describeBrowser('the pages in Chromium, over the example server', () => {
 
   beforeAll(async () => {
     browser = await launchChromium();
-    served = await serve(createExampleApp({ listing: 'B', adminToken: ADMIN }));
+    example = createExampleApp({ listing: 'B', adminToken: ADMIN });
+    served = await serve(example);
     // Another origin of the same site (another port), whose page posts a form to the operator's page by itself, with
     // the CSRF token of the public login form and that form's cookies, which it plants (cookies tell no ports apart).
     evil = await serve((_req, res) => {
@@ -72,7 +76,7 @@ describeBrowser('the pages in Chromium, over the example server', () => {
     await evil?.close();
   });
 
-  it('files a request, is approved ×10, gets the limits; a ban refuses the token everywhere until lifted', async () => {
+  it('files a request, is approved ×10, gets the limits; a ban refuses the token everywhere until lifted; the operator pages through the requests and finds the client by its token', async () => {
     const requester = await (await context()).newPage();
     await requester.goto(`${served.url}/limits/request`);
     await requester.fill('#token', TOKEN);
@@ -209,6 +213,58 @@ describeBrowser('the pages in Chromium, over the example server', () => {
     expect(await operator.textContent('[role="alert"]')).toContain('This form did not come from this page');
     await operator.goto(`${served.url}/admin/limits/`);
     expect(await operator.textContent('#bans-h')).toBe('Active bans (0)');
+
+    // More pending requests than a page shows: the page shows 50 of them, and the next page the rest.
+    const limits = example.locals.limiter as ListingLimitsMiddleware;
+    for (let i = 0; i < 55; i++) {
+      await limits.requests.file({
+        token: `Bot queued-${i}`,
+        ask: { multiplier: 2 },
+        proof: { kind: 'server', members: 1000 + i, link: 'https://example.com/queued' },
+        contact: 'queue@example.com',
+        reason: `Queued request number ${i}.`,
+        ip: `2001:db8:${i.toString(16)}::1`,
+      });
+    }
+    await operator.goto(`${served.url}/admin/limits/`);
+    expect(await operator.textContent('#requests-h')).toBe('Pending grant requests (56)');
+    expect(await operator.locator('#requests article.card').count()).toBe(50);
+    expect(await operator.textContent('#requests .pager')).toBe('Page 1 of 2 (56 in all) · Next →');
+    await submit(operator, '#requests .pager a:text("Next →")');
+    expect(operator.url()).toBe(`${served.url}/admin/limits/?requests=2#requests`);
+    expect(await operator.locator('#requests article.card').count()).toBe(6);
+    expect(await operator.textContent('#requests .pager')).toBe('Page 2 of 2 (56 in all) · ← Previous');
+
+    // The operator finds the client by its token: its page, whose address carries only the token's hash.
+    await operator.selectOption('#search-by', 'token');
+    await operator.fill('#search-value', TOKEN);
+    await submit(operator, 'form[role="search"] button');
+    expect(operator.url()).toBe(`${served.url}/admin/limits/client?key=${encodeURIComponent(tokenKey(TOKEN))}`);
+    expect(await operator.textContent('#client-h')).toBe(`Client ${tokenKey(TOKEN)}`);
+    const bots = operator.locator('#client tr:has(td:text-is("GET /v1/bots/:id"))');
+    expect(await bots.locator('td').allInnerTexts()).toEqual([
+      'GET /v1/bots/:id',
+      'GET /v1/bots/:id (x10)',
+      '1 s',
+      expect.stringMatching(/^[0-9]+$/),
+      expect.stringMatching(/^[0-9]+ of 20$/),
+      expect.any(String),
+      'Reset',
+    ]);
+    expect(await operator.textContent('#grants tbody td:nth-child(2)')).toBe('every limit ×10');
+    expect(await operator.textContent('#requests-h')).toBe('Grant requests (0 pending)');
+    expect(await operator.locator('#requests tbody tr').count()).toBe(1);
+    expect(await operator.locator('#audit tbody tr').count()).toBe(3);
+    expect(await operator.content()).not.toContain('requester-token');
+    await operator.screenshot({ path: join(shots, 'client-page.png'), fullPage: true });
+    operator.once('dialog', (dialog) => void dialog.accept());
+    await submit(operator, 'form[action$="/client/reset"][data-confirm] button');
+    expect(await operator.textContent('p.notice')).toBe('The client’s counters are cleared.');
+    expect(await bots.locator('td:nth-child(4)').textContent()).toBe('0');
+    // The client's page fits a phone's width, and labels every input.
+    await operator.setViewportSize({ width: 375, height: 800 });
+    expect([await fitsWidth(operator), await unlabelled(operator)]).toEqual([true, []]);
+    await operator.setViewportSize({ width: 1000, height: 900 });
 
     // A wrong admin token is refused, and after 10 attempts from the address (the operator's one included), limited.
     const stranger = await (await context()).newPage();

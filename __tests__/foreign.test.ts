@@ -72,15 +72,15 @@ const records: { name: string; field: string; text: string; problem: string }[] 
   },
   {
     name: 'a lost record of no known kind',
-    field: `lost:session:${KEY}`,
-    text: JSON.stringify({ field: `session:${KEY}`, record: {}, lostAt: NOW }),
-    problem: `keeps a record of no known kind: "session:${KEY}"`,
+    field: `lost:quota:${KEY}`,
+    text: JSON.stringify({ field: `quota:${KEY}`, record: {}, lostAt: NOW }),
+    problem: `keeps a record of no known kind: "quota:${KEY}"`,
   },
   {
     name: 'a kind this version does not know',
-    field: `session:${KEY}`,
+    field: `quota:${KEY}`,
     text: '{"epoch":3}',
-    problem: 'is of a kind this version does not know ("session")',
+    problem: 'is of a kind this version does not know ("quota")',
   },
 ];
 

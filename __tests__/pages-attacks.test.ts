@@ -16,12 +16,20 @@ import {
   type PagesAppOptions,
   valid,
 } from './helpers/pages';
-import { describeRedisServer, RedisServer } from './helpers/redis';
+import { describeRedis, describeRedisServer, RedisServer, redisForBlock } from './helpers/redis';
 
 const pagesApp = pagesAppPerTest();
 const SECRET = 'a-secret-of-at-least-32-characters-0001';
 const FORGED = 'This form did not come from this page, or has expired.';
 const ban = { by: 'ip', value: '203.0.113.9', duration: '3600' };
+/** A request as `limits.requests.file()` takes it, for filling the store. */
+const requestInput = {
+  token: valid.token,
+  ask: { multiplier: 10 },
+  proof: { kind: 'bot' as const, servers: 120_000, shards: 120, link: 'https://example.com/bot' },
+  contact: 'ops@example.com',
+  reason: 'We serve a great many servers.',
+};
 
 /** The cookies of `cookies` as one request's `Cookie` header. */
 const cookieHeader = (cookies: Record<string, string | undefined>) => Object.values(cookies).join('; ');
@@ -198,33 +206,53 @@ describe('a login lasts sessionMs from the moment it is made', () => {
   const id = 'AAAAAAAAAAAAAAAAAAAAAA';
   const HOUR = 3600_000;
 
+  /** The part of a real login's cookie that binds it to the admin token and the logins' epoch. */
+  const boundOf = (cookie: string | undefined) => /\.\d{13}\.([\w-]{22})\./.exec(decodeURIComponent(cookie ?? ''))?.[1];
+
   it.each([
-    { what: 'issued a minute ago', cookie: (now: number) => signed(`${id}.${now - 60_000}`), status: 200 },
+    {
+      what: 'issued a minute ago',
+      cookie: (now: number, b: string) => signed(`${id}.${now - 60_000}.${b}`),
+      status: 200,
+    },
     {
       what: 'issued 8 hours ago, the default sessionMs',
-      cookie: (now: number) => signed(`${id}.${now - 8 * HOUR}`),
+      cookie: (now: number, b: string) => signed(`${id}.${now - 8 * HOUR}.${b}`),
       status: 303,
     },
     {
       what: 'issued 2 minutes ahead of this clock',
-      cookie: (now: number) => signed(`${id}.${now + 120_000}`),
+      cookie: (now: number, b: string) => signed(`${id}.${now + 120_000}.${b}`),
       status: 303,
     },
     {
       what: 'of the form of an expiry time and an id',
-      cookie: (now: number) => signed(`${now + HOUR}.${id}`),
+      cookie: (now: number, b: string) => signed(`${now + HOUR}.${id}.${b}`),
+      status: 303,
+    },
+    { what: 'without what it is bound to', cookie: (now: number) => signed(`${id}.${now - 60_000}`), status: 303 },
+    {
+      what: 'bound to something else',
+      cookie: (now: number) => signed(`${id}.${now - 60_000}.${'B'.repeat(22)}`),
       status: 303,
     },
     {
       what: 'signed with another secret',
-      cookie: (now: number) => signed(`${id}.${now - 60_000}`, `${SECRET}-other`),
+      cookie: (now: number, b: string) => signed(`${id}.${now - 60_000}.${b}`, `${SECRET}-other`),
       status: 303,
     },
-    { what: 'unsigned', cookie: (now: number) => `listing-limits.admin=${id}.${now - 60_000}`, status: 303 },
-    { what: 'with a short id', cookie: (now: number) => signed(`AAAA.${now - 60_000}`), status: 303 },
+    {
+      what: 'unsigned',
+      cookie: (now: number, b: string) => `listing-limits.admin=${id}.${now - 60_000}.${b}`,
+      status: 303,
+    },
+    { what: 'with a short id', cookie: (now: number, b: string) => signed(`AAAA.${now - 60_000}.${b}`), status: 303 },
   ])('a login cookie $what: $status', async ({ cookie, status }) => {
     const { app } = pagesApp(undefined, { secret: SECRET });
-    await request(app).get('/admin/limits/').set('Cookie', cookie(Date.now())).expect(status);
+    // A login made on the page, for the epoch of the logins and what a login is bound to.
+    const bound = boundOf((await loggedIn(app)).cookies['listing-limits.admin']) as string;
+    expect(bound).toMatch(/^[\w-]{22}$/);
+    await request(app).get('/admin/limits/').set('Cookie', cookie(Date.now(), bound)).expect(status);
   });
 
   it('ends when sessionMs has passed since it was made, by the clock (Date faked)', async () => {
@@ -270,6 +298,68 @@ describe('a login lasts sessionMs from the moment it is made', () => {
   });
 });
 
+describe('a login the server ended is refused, its cookie replayed or not', () => {
+  /** The page with a login cookie: 200 while its login is in force, else the way to the login form. */
+  const page = (app: Express, cookie: string | undefined) =>
+    request(app)
+      .get('/admin/limits/')
+      .set('Cookie', cookie ?? '')
+      .then((res) => (res.status === 200 ? 200 : `${res.status} ${res.headers.location}`));
+  const OUT = '303 /admin/limits/login';
+
+  it('a logout ends its login: a copy of its cookie kept before is refused, another login is not', async () => {
+    const { app } = pagesApp();
+    const [mine, other] = [await loggedIn(app), await loggedIn(app)];
+    const kept = mine.cookies['listing-limits.admin'];
+    await mine.agent
+      .post('/admin/limits/logout')
+      .type('form')
+      .send({ _csrf: csrfOf(mine.page.text) })
+      .expect(303);
+    expect([await page(app, kept), await page(app, other.cookies['listing-limits.admin'])]).toEqual([OUT, 200]);
+  });
+
+  it('"Log out everywhere" ends every login made before it; a login after it holds', async () => {
+    const { app } = pagesApp();
+    const [a, b] = [await loggedIn(app), await loggedIn(app)];
+    expect(flat(a.page.text)).toContain(
+      '<form method="post" action="/admin/limits/logout/everywhere" class="inline" data-confirm="End the login of every operator, on every instance?">',
+    );
+    await a.agent
+      .post('/admin/limits/logout/everywhere')
+      .type('form')
+      .send({ _csrf: csrfOf(a.page.text) })
+      .expect(303)
+      .expect('Location', '/admin/limits/login');
+    expect([
+      await page(app, a.cookies['listing-limits.admin']),
+      await page(app, b.cookies['listing-limits.admin']),
+    ]).toEqual([OUT, OUT]);
+    const c = await loggedIn(app);
+    expect(await page(app, c.cookies['listing-limits.admin'])).toBe(200);
+  });
+
+  it('"Log out everywhere" needs the CSRF token of the login', async () => {
+    const { app } = pagesApp();
+    const a = await loggedIn(app);
+    const form = await request(app).get('/admin/limits/login').expect(200);
+    await a.agent
+      .post('/admin/limits/logout/everywhere')
+      .type('form')
+      .send({ _csrf: csrfOf(form.text) })
+      .expect(403);
+    expect(await page(app, a.cookies['listing-limits.admin'])).toBe(200);
+  });
+
+  it('a new ADMIN_TOKEN ends the logins of the old one, with the same secret and store', async () => {
+    const store = memoryStore();
+    const before = pagesApp(undefined, { store, secret: SECRET });
+    const cookie = (await loggedIn(before.app)).cookies['listing-limits.admin'];
+    const after = pagesApp(undefined, { store, secret: SECRET, admin: { authorize: { token: `${ADMIN}-new` } } });
+    expect([await page(before.app, cookie), await page(after.app, cookie)]).toEqual([200, OUT]);
+  });
+});
+
 describe('the forms’ limiters count networks as the middleware does', () => {
   const behindProxy = (more: PagesAppOptions = {}) =>
     pagesApp(undefined, { ...more, setup: (app) => app.set('trust proxy', true) });
@@ -309,17 +399,70 @@ describe('the forms’ limiters count networks as the middleware does', () => {
       .expect(303);
   });
 
-  it('filing from one IPv6 /64: 5 requests are filed, then the sixth is refused', async () => {
+  it('filing from one IPv6 /64: 3 requests are kept pending, 2 more tried, then the address is limited', async () => {
+    const { app, limits } = behindProxy();
+    const file = await contactForm(app);
+    const answers: string[] = [];
+    for (let i = 1; i <= 6; i++) {
+      const res = await file({ ...valid, token: `Bot rotating-${i}` }).set('X-Forwarded-For', `2001:db8:7:7::${i}`);
+      const text = flat(res.text);
+      answers.push(
+        `${res.status}${text.includes('Your network has as many requests pending') ? ' pending' : ''}` +
+          `${text.includes('Too many attempts from your address') ? ' limited' : ''}`,
+      );
+    }
+    expect(answers).toEqual(['303', '303', '303', '429 pending', '429 pending', '429 limited']);
+    expect((await limits.requests.list()).map((r) => r.network)).toEqual(Array(3).fill('ip:2001:db8:7:7::/64'));
+  });
+});
+
+describe('the request store cannot be filled against legitimate requesters', () => {
+  const behindProxy = () =>
+    pagesApp(undefined, {
+      contact: { submissions: { limit: 100, windowMs: 3_600_000 } },
+      setup: (app) => app.set('trust proxy', true),
+    });
+
+  it('an address that is none (X-Forwarded-For: garbage) files without a network, under its token’s limit', async () => {
+    const { app, limits } = behindProxy();
+    const file = await contactForm(app);
+    for (const status of [303, 303, 429]) await file(valid).set('X-Forwarded-For', 'not-an-address').expect(status);
+    expect((await limits.requests.list()).map((r) => r.network)).toEqual([undefined, undefined]);
+  });
+
+  it('a token with 2 requests pending is told so (429), with nothing filed', async () => {
     const { app, limits } = behindProxy();
     const file = await contactForm(app);
     const statuses: number[] = [];
-    for (let i = 1; i <= 6; i++) {
-      const res = await file({ ...valid, token: `Bot rotating-${i}` }).set('X-Forwarded-For', `2001:db8:7:7::${i}`);
-      statuses.push(res.status);
-    }
-    expect(statuses).toEqual([303, 303, 303, 303, 303, 429]);
-    expect((await limits.requests.list()).length).toBe(5);
+    for (let i = 1; i <= 3; i++) statuses.push((await file(valid).set('X-Forwarded-For', `10.${i}.0.1`)).status);
+    expect(statuses).toEqual([303, 303, 429]);
+    const res = await file(valid).set('X-Forwarded-For', '10.9.0.1');
+    expect(flat(res.text)).toContain(
+      '<p class="alert" role="alert">Your token has as many requests pending as it may. Wait for an operator’s ' +
+        'decision (check it with the id you were given), or for a request to expire after 30 days.</p>',
+    );
+    expect((await limits.requests.counts()).pending).toBe(2);
   });
+
+  it('a newcomer from a fresh network files into a full store; the flood of one /48 loses its oldest', async () => {
+    const { app, limits } = behindProxy();
+    for (let i = 0; i < 10_000; i++) {
+      await limits.requests.file({
+        ...requestInput,
+        token: `Bot flood-${i}`,
+        ip: `2001:db8:f00d:${i.toString(16)}::1`,
+      });
+    }
+    const res = await (
+      await contactForm(app)
+    )({ ...valid, token: 'Bot newcomer-0001' }).set('X-Forwarded-For', '198.51.100.7');
+    expect(res.status).toBe(303);
+    const id = /id=([\w-]+)/.exec(res.headers.location as string)?.[1] as string;
+    expect([(await limits.requests.get(id))?.network, await limits.requests.counts()]).toEqual([
+      'ip:198.51.100.0/24',
+      { pending: 10_000, decided: 0 },
+    ]);
+  }, 60_000);
 });
 
 describe('nothing secret leaves the pages', () => {
@@ -428,5 +571,48 @@ describeRedisServer('a store that fails while a request is filed', () => {
     const shown = `${inspect(error, { depth: 10, showHidden: true })} ${JSON.stringify(error)}`;
     for (const secret of [contact, reason, 'requester-token', 'private']) expect(shown).not.toContain(secret);
     expect(limits.requests.supported).toBe(true);
+  });
+});
+
+describeRedis('logins in a Redis that loses its data', () => {
+  const redis = redisForBlock();
+  const keys = (prefix: string) => ['record', 'changes', 'ends'].map((k) => `${prefix}:{runtime}:${k}`);
+
+  it.each([
+    ['flushed', async () => async (prefix: string) => void (await redis.client.del(...keys(prefix)))],
+    [
+      'replaced by a copy from before "Log out everywhere" (a failover to a replica behind)',
+      async (prefix: string) => {
+        const copy = await Promise.all(keys(prefix).map((k) => redis.client.dumpBuffer(k)));
+        return async () => {
+          await redis.client.del(...keys(prefix));
+          await Promise.all(keys(prefix).map((k, i) => (copy[i] ? redis.client.restore(k, 0, copy[i]) : undefined)));
+        };
+      },
+    ],
+  ])('a login ends when the state is %s', async (_what, before) => {
+    const prefix = `logins-${process.pid}-${Math.random().toString(36).slice(2)}`;
+    const { app } = pagesApp(undefined, { store: redisStore(redis.client, { prefix, timeoutMs: 5000 }) });
+    const first = await loggedIn(app);
+    const lose = await before(prefix);
+    // Logged out everywhere: the copy taken before still has the epoch the first login was made in.
+    await first.agent
+      .post('/admin/limits/logout/everywhere')
+      .type('form')
+      .send({ _csrf: csrfOf(first.page.text) })
+      .expect(303);
+    const second = await loggedIn(app);
+    await lose(prefix);
+    const cookie = (l: typeof first) => l.cookies['listing-limits.admin'] as string;
+    for (const login of [first, second]) {
+      await request(app)
+        .get('/admin/limits/')
+        .set('Cookie', cookie(login))
+        .expect(303)
+        .expect('Location', '/admin/limits/login');
+    }
+    // A new login holds.
+    const again = await loggedIn(app);
+    await request(app).get('/admin/limits/').set('Cookie', cookie(again)).expect(200);
   });
 });

@@ -1,4 +1,4 @@
-// The pages' limiters shared by two app instances in separate processes through one Redis, by network not address.
+// The pages of app instances in separate processes on one Redis: limiters by network, logins the server ends.
 import { type ChildProcessWithoutNullStreams, execFileSync, spawn } from 'node:child_process';
 import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
@@ -19,9 +19,11 @@ interface Instance {
   stderr(): string;
 }
 
-async function startInstance(lib: string, redisUrl: string, prefix: string): Promise<Instance> {
+const ADMIN = 'admin-token-of-both-instances';
+
+async function startInstance(lib: string, redisUrl: string, prefix: string, token = ADMIN): Promise<Instance> {
   const script = join(__dirname, 'helpers', 'pages-instance.js');
-  const child = spawn(process.execPath, [script, lib, redisUrl, prefix, SECRET], { cwd: root });
+  const child = spawn(process.execPath, [script, lib, redisUrl, prefix, SECRET, token], { cwd: root });
   let stderr = '';
   child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
   const port = await new Promise<number>((resolve, reject) => {
@@ -38,14 +40,16 @@ async function startInstance(lib: string, redisUrl: string, prefix: string): Pro
   return { child, url: `http://127.0.0.1:${port}`, stderr: () => stderr };
 }
 
-const tally = (statuses: number[]) =>
-  statuses.reduce<Record<number, number>>((t, s) => ({ ...t, [s]: (t[s] ?? 0) + 1 }), {});
+const tally = (answers: (number | string)[]) =>
+  answers.reduce<Record<string, number>>((t, s) => ({ ...t, [s]: (t[s] ?? 0) + 1 }), {});
 
 describeRedisServer('the pages of two instances in two processes, on one Redis', () => {
   let lib: string;
   let redis: RedisServer;
   let client: Redis;
   let pair: Instance[] = [];
+  /** Instances a test starts besides the pair. */
+  let more: Instance[] = [];
   let n = 0;
 
   beforeAll(async () => {
@@ -67,14 +71,15 @@ describeRedisServer('the pages of two instances in two processes, on one Redis',
 
   afterEach(async () => {
     await Promise.all(
-      pair.map((i) => {
+      [...pair, ...more].map((i) => {
         const exited = new Promise((resolve) => i.child.once('exit', resolve));
         i.child.stdin.end();
         return exited;
       }),
     );
-    expect(pair.map((i) => i.stderr())).toEqual(['', '']);
+    expect([...pair, ...more].map((i) => i.stderr())).toEqual([...pair, ...more].map(() => ''));
     pair = [];
+    more = [];
   });
 
   afterAll(async () => {
@@ -122,7 +127,7 @@ describeRedisServer('the pages of two instances in two processes, on one Redis',
     60_000,
   );
 
-  it('of 12 simultaneous requests filed from one IPv6 /64 over both instances, 5 are filed', async () => {
+  it('of 12 simultaneous requests from one IPv6 /64 over both instances, 5 are tried and 3 kept pending', async () => {
     const { _csrf, cookie } = await form('/limits/request');
     const answers = await Promise.all(
       Array.from({ length: 12 }, (_, i) =>
@@ -135,7 +140,86 @@ describeRedisServer('the pages of two instances in two processes, on one Redis',
           .timeout(DEADLINE_MS),
       ),
     );
-    expect(tally(answers.map((res) => res.status))).toEqual({ 303: 5, 429: 7 });
-    expect(await client.hlen(`pages-${n}:{runtime}:requests`)).toBe(5);
+    // The limiter of both lets 5 through; of those, the store keeps the 3 a network may have pending.
+    const what = (res: request.Response) =>
+      res.status === 303
+        ? 'filed'
+        : res.text.includes('Your network has as many requests pending')
+          ? 'pending'
+          : res.text.includes('Too many attempts from your address')
+            ? 'limited'
+            : String(res.status);
+    expect(tally(answers.map(what))).toEqual({ filed: 3, pending: 2, limited: 7 });
+    expect(await client.hlen(`pages-${n}:{runtime}:requests`)).toBe(3);
+  }, 60_000);
+
+  /** A login on an instance: its cookies (the login's among them) and the page's CSRF token. */
+  async function logIn(instance: Instance, token = ADMIN): Promise<{ cookie: string; _csrf: string }> {
+    const form = await request(instance.url).get('/admin/limits/login').expect(200);
+    const login = await request(instance.url)
+      .post('/admin/limits/login')
+      .set('Cookie', Object.values(cookiesOf(form)).join('; '))
+      .type('form')
+      .send({ token, _csrf: csrfOf(form.text) })
+      .expect(303);
+    const cookies = { ...cookiesOf(form), ...cookiesOf(login) };
+    const page = await request(instance.url)
+      .get('/admin/limits/')
+      .set('Cookie', Object.values(cookies).join('; '))
+      .expect(200);
+    return { cookie: Object.values({ ...cookies, ...cookiesOf(page) }).join('; '), _csrf: csrfOf(page.text) };
+  }
+
+  /** What an instance answers to the operator's page with a cookie: 200, or where it sends the browser. */
+  const page = (instance: Instance, cookie: string) =>
+    request(instance.url)
+      .get('/admin/limits/')
+      .set('Cookie', cookie)
+      .timeout(DEADLINE_MS)
+      .then((res) => (res.status === 200 ? 200 : `${res.status} ${res.headers.location}`));
+  const OUT = '303 /admin/limits/login';
+
+  it('a logout on one instance ends the login on the other at once: its cookie, replayed there, is refused', async () => {
+    const [a, b] = pair as [Instance, Instance];
+    const login = await logIn(a);
+    const other = await logIn(b);
+    expect(await page(b, login.cookie)).toBe(200);
+    await request(a.url)
+      .post('/admin/limits/logout')
+      .set('Cookie', login.cookie)
+      .type('form')
+      .send({ _csrf: login._csrf })
+      .expect(303);
+    // The next request, with no wait: instance b reads what changed before it judges the login.
+    expect([await page(b, login.cookie), await page(a, login.cookie), await page(b, other.cookie)]).toEqual([
+      OUT,
+      OUT,
+      200,
+    ]);
+  }, 60_000);
+
+  it('"Log out everywhere" on one instance ends every login on both; a login after it holds on both', async () => {
+    const [a, b] = pair as [Instance, Instance];
+    const [first, second] = [await logIn(a), await logIn(b)];
+    await request(b.url)
+      .post('/admin/limits/logout/everywhere')
+      .set('Cookie', second.cookie)
+      .type('form')
+      .send({ _csrf: second._csrf })
+      .expect(303);
+    const answers = [first, second].flatMap((l) => [a, b].map((i) => page(i, l.cookie)));
+    expect(await Promise.all(answers)).toEqual([OUT, OUT, OUT, OUT]);
+    const third = await logIn(a);
+    expect([await page(a, third.cookie), await page(b, third.cookie)]).toEqual([200, 200]);
+  }, 60_000);
+
+  it('an instance started with a new ADMIN_TOKEN refuses the logins of the old one, same secret and Redis', async () => {
+    const [a] = pair as [Instance, Instance];
+    const old = await logIn(a);
+    const renewed = await startInstance(lib, redis.url, `pages-${n}`, `${ADMIN}-renewed`);
+    more.push(renewed);
+    expect([await page(renewed, old.cookie), await page(a, old.cookie)]).toEqual([OUT, 200]);
+    const fresh = await logIn(renewed, `${ADMIN}-renewed`);
+    expect([await page(renewed, fresh.cookie), await page(a, fresh.cookie)]).toEqual([200, OUT]);
   }, 60_000);
 });

@@ -19,6 +19,20 @@ const names = new Map(Object.entries(scripts).map(([name, lua]) => [sha1(lua), n
  * expiry, requests left in a sliding window, refused and allowed limits, records ending and trimmed changes, a
  * request hash that is full, and so on. `setup` commands run before.
  */
+const requestKeys = [
+  'requests',
+  'requests-seq',
+  'requests:pending',
+  'requests:pending-ends',
+  'requests:decided',
+  'requests:decided-ends',
+  'requests:pending-by',
+  'requests:by',
+  'requests:groups',
+  'requests:group-by',
+  'requests:meta',
+].map((name) => `q:{r}:${name}`);
+
 const runs: { script: string; setup?: string[][]; keys: string[]; args: string[] }[] = [
   { script: 'hit', keys: ['h:1'], args: ['60'] },
   { script: 'hit', setup: [['SET', 'h:2', '7']], keys: ['h:2'], args: ['60'] },
@@ -45,14 +59,35 @@ const runs: { script: string; setup?: string[][]; keys: string[]; args: string[]
     keys: ['s:{r}:record', 's:{r}:changes', 's:{r}:ends', 's:{r}:history'],
     args,
   })),
+  { script: 'peek', keys: ['l:{a}:f1', 'l:{a}:f2'], args: ['f', '1', '1000', '5', '60000'] },
+  { script: 'peek', setup: [['SET', 'l:{a}:f3', '2']], keys: ['l:{a}:f3'], args: ['f', '1', '1000'] },
+  {
+    script: 'peek',
+    setup: [['RPUSH', 'l:{b}:s3', '1', String(Date.now() + 60_000)]],
+    keys: ['l:{b}:s3'],
+    args: ['s', '1', '1000'],
+  },
+  { script: 'forget', keys: ['l:{a}:f1', 'l:{b}:s1'], args: [] },
   ...[
-    // id, value, expected, max
-    ['r1', '{"a":1}', '', '10'],
-    ['r1', '{"a":1}', '', '10'],
-    ['r2', '{"a":2}', '', '1'],
-    ['r1', '{"seq":9,"a":3}', '{"seq":1,"a":1}', '10'],
-    ['r1', '{"a":4}', 'not-it', '10'],
-  ].map((args) => ({ script: 'putRequest', keys: ['q:{r}:requests', 'q:{r}:requests-seq'], args })),
+    // file: id, value, client key, network, group, end, now, pending per key, per network, most kept, ended per call
+    ['file', 'r1', '{"a":1}', 'k1', 'n1', 'g1', '1000', '0', '2', '3', '3', '10'],
+    ['file', 'r1', '{"a":1}', 'k1', 'n1', 'g1', '1000', '0', '2', '3', '3', '10'],
+    ['file', 'r2', '{"a":2}', 'k1', '', 'g1', '9000', '0', '2', '3', '3', '10'],
+    ['file', 'r3', '{"a":3}', 'k1', 'n1', 'g1', '9000', '0', '2', '3', '3', '10'],
+    ['file', 'r4', '{"a":4}', 'k2', 'n1', 'g2', '9000', '0', '2', '1', '3', '10'],
+    ['file', 'r5', '{"a":5}', 'k3', 'n3', 'g3', '9000', '0', '2', '3', '2', '0'],
+    ['file', 'r6', '{"a":6}', 'k4', 'n4', 'g4', '9000', '5000', '2', '3', '2', '0'],
+    ['file', 'r7', '{"a":7}', 'k5', 'n5', 'g5', '9000', '5000', '2', '3', '1', '0'],
+    // put: id, value, expected, status, client key, network, group, end, now, ended per call
+    ['put', 'r7', '{"a":8}', 'not-it', 'decided', 'k5', 'n5', 'g5', '9000', '5000', '10'],
+    ['put', 'r7', '{"seq":9,"a":8}', '{"seq":8,"a":7}', 'decided', 'k5', 'n5', 'g5', '1000', '5000', '10'],
+  ].map((args) => ({ script: 'changeRequests', keys: requestKeys, args })),
+  ...[
+    ['page', 'pending', '0', '10', '0'],
+    ['page', 'decided', '0', '10', '0'],
+    ['page', 'pending', '0', '0', '0'],
+    ['find', 'k', 'k5', '10'],
+  ].map((args) => ({ script: 'readRequests', keys: requestKeys, args })),
   { script: 'read', keys: ['g:1'], args: [] },
   { script: 'read', setup: [['SET', 'g:1', '3', 'EX', '60']], keys: ['g:1'], args: [] },
   { script: 'consume', keys: ['c:1'], args: ['2', '60'] },

@@ -109,7 +109,7 @@ function contract(makeStore: () => Store) {
     await later(a);
     const b = await l.requests.file({ ...input, ask: 'unlimited' });
     await later(b);
-    const c = await l.requests.file(input);
+    const c = await l.requests.file({ ...input, token: `${TOKEN}-c` });
     await l.requests.decline(b.id, 'no');
     expect((await l.requests.list()).map((r) => r.id)).toEqual([a.id, c.id, b.id]);
   });
@@ -119,7 +119,7 @@ function contract(makeStore: () => Store) {
     try {
       const l = make();
       const filed: string[] = [];
-      for (let i = 0; i < 6; i++) filed.push((await l.requests.file(input)).id);
+      for (let i = 0; i < 6; i++) filed.push((await l.requests.file({ ...input, token: `${TOKEN}-${i}` })).id);
       await l.requests.decline(filed[4] as string, 'no');
       await l.requests.approve(filed[1] as string, { multiplier: 2 });
       await l.requests.decline(filed[3] as string, 'no');
@@ -130,6 +130,101 @@ function contract(makeStore: () => Store) {
     } finally {
       jest.useRealTimers();
     }
+  });
+
+  describe('a store that cannot be filled against legitimate requesters', () => {
+    beforeEach(() => useFakeClock());
+    afterEach(() => jest.useRealTimers());
+    const DAY = 24 * 3600_000;
+
+    it('a pending request no operator decides expires after 30 days: gone for its requester, the lists and the counts', async () => {
+      const l = make();
+      const filed = await l.requests.file({ ...input, ip: '203.0.113.9' });
+      jest.setSystemTime(T0 + 30 * DAY - 1);
+      expect([(await l.requests.status(filed.id, TOKEN))?.status, await l.requests.counts()]).toEqual([
+        'pending',
+        { pending: 1, decided: 0 },
+      ]);
+      jest.setSystemTime(T0 + 30 * DAY);
+      expect(await l.requests.status(filed.id, TOKEN)).toBeUndefined();
+      expect(await l.requests.get(filed.id)).toBeUndefined();
+      expect([await l.requests.list(), await l.requests.counts()]).toEqual([[], { pending: 0, decided: 0 }]);
+      await expect(l.requests.decline(filed.id, 'late')).rejects.toThrow("id is no request's id");
+      // Its requester may file again, as many as before.
+      for (let i = 0; i < 2; i++) await l.requests.file({ ...input, ip: '203.0.113.9' });
+    });
+
+    it('a client key has 2 requests pending at the most; a decision makes room', async () => {
+      const l = make();
+      const [a] = [await l.requests.file(input), await l.requests.file(input)];
+      const refused = await l.requests.file(input).catch((e: unknown) => e);
+      expect(refused).toMatchObject({
+        code: 'ERR_TOO_MANY_PENDING',
+        field: 'input.token',
+        message:
+          "limits.requests.file: input.token has 2 requests pending already: wait for an operator's decision, or " +
+          'for one to expire.',
+      });
+      await l.requests.decline((a as { id: string }).id, 'no');
+      await l.requests.file(input);
+      expect(await l.requests.counts()).toEqual({ pending: 2, decided: 1 });
+    });
+
+    it.each([
+      [
+        'an IPv6 /64',
+        ['2001:db8:1:2::1', '2001:db8:1:2::2', '2001:db8:1:2:ffff::3'],
+        '2001:db8:1:2:0:1::4',
+        '2001:db8:1:3::1',
+      ],
+      ['an IPv4 /24', ['203.0.113.1', '203.0.113.2', '::ffff:203.0.113.3'], '203.0.113.200', '203.0.114.1'],
+    ])('%s has 3 requests pending at the most, whatever its tokens', async (_what, addresses, fourth, other) => {
+      const l = make();
+      for (const [i, ip] of addresses.entries()) await l.requests.file({ ...input, token: `Bot net-${i}`, ip });
+      const refused = await l.requests.file({ ...input, token: 'Bot net-3', ip: fourth }).catch((e: unknown) => e);
+      expect(refused).toMatchObject({ code: 'ERR_TOO_MANY_PENDING', field: 'input.ip' });
+      const filed = await l.requests.file({ ...input, token: 'Bot net-4', ip: other });
+      expect(filed.network).toBe(other.includes(':') ? 'ip:2001:db8:1:3::/64' : 'ip:203.0.114.0/24');
+    });
+
+    it('full, the store drops the oldest request of the group that has the most, never a newcomer from a fresh network', async () => {
+      const l = make();
+      // Five requesters from five networks, then a flood of 10,100 from as many /64s of one /48.
+      const early: string[] = [];
+      for (let i = 0; i < 5; i++)
+        early.push((await l.requests.file({ ...input, token: `Bot early-${i}`, ip: `10.${i}.0.1` })).id);
+      const flood: string[] = [];
+      for (let i = 0; i < 10_100; i++) {
+        const ip = `2001:db8:f00d:${i.toString(16)}::1`;
+        flood.push((await l.requests.file({ ...input, token: `Bot flood-${i}`, ip })).id);
+      }
+      const late = await l.requests.file({ ...input, token: 'Bot newcomer', ip: '198.51.100.7' });
+      expect(await l.requests.counts()).toEqual({ pending: 10_000, decided: 0 });
+      for (const id of [...early, late.id]) expect((await l.requests.get(id))?.status).toBe('pending');
+      // 10,106 filed, 10,000 kept: the flood lost its own 106 oldest, in the order they were filed.
+      const kept = await Promise.all(flood.slice(0, 107).map((id) => l.requests.get(id)));
+      expect(kept.map((r) => r !== undefined)).toEqual([...Array(106).fill(false), true]);
+      expect((await l.requests.list({ limit: 6 })).map((r) => r.id)).toEqual([...early, flood[106]]);
+    }, 120_000);
+
+    it('pages the pending requests, and finds a client’s by token, key or address', async () => {
+      const l = make();
+      const ids: string[] = [];
+      for (let i = 0; i < 7; i++)
+        ids.push((await l.requests.file({ ...input, token: `Bot page-${i}`, ip: `10.0.${i}.1` })).id);
+      await l.requests.decline(ids[2] as string, 'no');
+      const page = async (options: object) => (await l.requests.list(options)).map((r) => ids.indexOf(r.id));
+      expect(await page({ status: 'pending', offset: 2, limit: 3 })).toEqual([3, 4, 5]);
+      expect(await page({ offset: 4, limit: 3 })).toEqual([5, 6, 2]);
+      expect(await page({ status: 'decided' })).toEqual([2]);
+      const of = async (client: object) => (await l.requests.find(client as never)).map((r) => ids.indexOf(r.id));
+      expect(await of({ token: 'Bot page-4' })).toEqual([4]);
+      expect(await of({ key: tokenKey('Bot page-2') })).toEqual([2]);
+      expect(await of({ ip: '10.0.5.200' })).toEqual([5]);
+      expect(await of({ key: 'ip:10.0.6.9' })).toEqual([6]);
+      await expect(l.requests.list({ limit: 1001 })).rejects.toMatchObject({ field: 'options.limit' });
+      await expect(l.requests.list({ status: 'done' as never })).rejects.toMatchObject({ field: 'options.status' });
+    });
   });
 }
 
@@ -145,13 +240,50 @@ describeRedis('redis store', () => {
     const l = listingLimits(rows, { store: redisStore(redis.client, { prefix }) });
     const filed = await l.requests.file(input);
     l.close();
-    expect(await scanKeys(redis.client, `${prefix}:*`)).toEqual([
-      `${prefix}:{runtime}:requests`,
-      `${prefix}:{runtime}:requests-seq`,
-    ]);
+    expect(await scanKeys(redis.client, `${prefix}:*`)).toEqual(
+      [
+        'requests',
+        'requests-seq',
+        'requests:by',
+        'requests:group-by',
+        'requests:groups',
+        'requests:meta',
+        'requests:pending',
+        'requests:pending-by',
+        'requests:pending-ends',
+      ].map((key) => `${prefix}:{runtime}:${key}`),
+    );
     const stored = await redis.client.hget(`${prefix}:{runtime}:requests`, filed.id);
     expect(stored).toContain(`"key":"${tokenKey(TOKEN)}"`);
     expect(stored).not.toContain('requester-token');
+  });
+
+  it('skips what something else left in the requests’ keys: never an error, never a request it did not file', async () => {
+    const prefix = `requests-${process.pid}-foreign`;
+    const at = (key: string) => `${prefix}:{runtime}:${key}`;
+    const l = listingLimits(rows, { store: redisStore(redis.client, { prefix, timeoutMs: 5000 }) });
+    try {
+      const filed = await l.requests.file({ ...input, ip: '203.0.113.9' });
+      const r = redis.client;
+      await r.hset(at('requests'), 'junk-1', 'not json', 'junk-2', '{"id":"junk-2"}');
+      await r.zadd(at('requests:pending'), 0, 'junk-1', 1, 'junk-2', 2, 'no-record');
+      await r.zadd(at('requests:pending-ends'), 9e15, 'junk-1');
+      await r.hset(at('requests:meta'), 'junk-1', 'garbage', 'junk-2', '1\npending\n\n\n');
+      await r.zadd(at('requests:groups'), 1e9, 'ip:evil');
+      await r.zadd(at('requests:by'), 0, `k\n${tokenKey(TOKEN)}\nnot a sequence`);
+      expect((await l.requests.list()).map((q) => q.id)).toEqual([filed.id]);
+      expect((await l.requests.find({ token: TOKEN })).map((q) => q.id)).toEqual([filed.id]);
+      for (const id of ['junk-1', 'junk-2', 'no-record']) {
+        await expect(l.requests.decline(id, 'no')).rejects.toThrow(`limits.requests.decline: id is no request's id`);
+        expect(await l.requests.get(id)).toBeUndefined();
+      }
+      // Filing, deciding and reading go on as before.
+      const next = await l.requests.file({ ...input, token: `${TOKEN}-2`, ip: '203.0.113.10' });
+      await l.requests.decline(next.id, 'no');
+      expect((await l.requests.list()).map((q) => q.id)).toEqual([filed.id, next.id]);
+    } finally {
+      l.close();
+    }
   });
 });
 

@@ -1,4 +1,5 @@
-// `npm run bench`: HTTP throughput against bare Express and express-rate-limit, own cost, memory, bans at scale.
+// `npm run bench`: HTTP throughput against bare Express and express-rate-limit, own cost, memory, bans at scale,
+// the operator's page at scale.
 // Writes bench/results/latest.json and bench/results/chart.svg. Settings: BENCH_ROUNDS, BENCH_DURATION (s),
 // BENCH_WARMUP (s, load before each measured run), BENCH_CONNECTIONS.
 const { execFileSync } = require('node:child_process');
@@ -9,6 +10,7 @@ const { runHttp } = require('./http.js');
 const { runMemory } = require('./memory.js');
 const { runMicro } = require('./micro.js');
 const { runBans, report: bansReport } = require('./bans.js');
+const { runPages, report: pagesReport } = require('./pages.js');
 
 const settings = {
   rounds: Number(process.env.BENCH_ROUNDS ?? 5),
@@ -134,9 +136,13 @@ async function main() {
   log('\nBans (in process, mocked requests)');
   for (const line of bansReport(bans)) log(line);
 
+  const pages = await runPages();
+  log("\nThe operator's page (over HTTP, timed in the server)");
+  for (const line of pagesReport(pages)) log(line);
+
   const results = join(__dirname, 'results');
   mkdirSync(results, { recursive: true });
-  const report = { date: new Date().toISOString(), machine, settings, http, micro, memory, bans };
+  const report = { date: new Date().toISOString(), machine, settings, http, micro, memory, bans, pages };
   writeFileSync(join(results, 'latest.json'), `${JSON.stringify(report, null, 2)}\n`);
   writeFileSync(join(results, 'chart.svg'), chart(http.summary));
   log('\nWrote bench/results/latest.json and bench/results/chart.svg');

@@ -145,6 +145,8 @@ export function createExampleApp(options: ExampleAppOptions): Express {
     metrics.metrics().then((text) => res.type(metrics.contentType).send(text), next);
   });
   const limits = listingLimits(listing, { store, metrics, window });
+  // For the app's own code and tests: its bans, grants, requests and counters.
+  app.locals.limiter = limits;
   // The pages keep grant requests in the store: a custom store without runtime state has none.
   const pages = limits.requests.supported;
   // Before the limiter, so that no ban (of an address an operator shares, say) locks the operators out.

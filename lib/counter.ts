@@ -161,6 +161,17 @@ export class Counter {
     return this.#call(deadline, () => write(this.#limiter), write);
   }
 
+  /** Whether the limiter can read a key without counting and forget it (every rate-limiter-flexible limiter can). */
+  get readable(): boolean {
+    const l = this.#limiter as Partial<RateLimiterAbstract>;
+    return typeof l.get === 'function' && typeof l.delete === 'function';
+  }
+
+  /** Forgets the refusal remembered for `key`: the store's count of it was cleared, here or by another instance. */
+  forget(key: string): void {
+    this.#refused.forget(key);
+  }
+
   /** Forgets `key`, and its remembered refusal; true when it had a window. */
   delete(key: string, deadline?: Deadline): Promise<boolean> {
     this.#refused.forget(key);
@@ -238,5 +249,39 @@ export class Limits {
   /** How many keys this counter remembers as refused. */
   get refusals(): number {
     return this.#refused.size;
+  }
+
+  /** Whether the store's counter can read a key without counting and forget it. */
+  get readable(): boolean {
+    return typeof this.#store.peek === 'function' && typeof this.#store.reset === 'function';
+  }
+
+  /** Each limit's state for `key`, read without counting (a count of 0 for a limit with none counted). */
+  get(key: string): Promise<readonly Count[]> {
+    const store = this.#store as { peek(key: string): readonly Count[] | Promise<readonly Count[]> };
+    return within(
+      this.#waiting,
+      undefined,
+      this.#fallback,
+      () => Promise.resolve().then(() => store.peek(key)),
+      (fallback) => fallback.peek(key),
+    );
+  }
+
+  /** Forgets `key` on every limit, and its remembered refusal; true when it had a request counted. */
+  delete(key: string): Promise<boolean> {
+    this.#refused.forget(key);
+    const store = this.#store as { reset(key: string): boolean | Promise<boolean> };
+    return within(
+      this.#waiting,
+      undefined,
+      this.#fallback,
+      () => Promise.resolve().then(() => store.reset(key)),
+      (fallback) => fallback.reset(key),
+    );
+  }
+
+  forget(key: string): void {
+    this.#refused.forget(key);
   }
 }

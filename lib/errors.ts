@@ -26,7 +26,8 @@ export type ListingLimitsErrorCode =
   | 'ERR_UNKNOWN_OPTION'
   | 'ERR_INVALID_OPTION'
   | 'ERR_UNSUPPORTED_STORE'
-  | 'ERR_NOT_CALLED';
+  | 'ERR_NOT_CALLED'
+  | 'ERR_TOO_MANY_PENDING';
 
 /**
  * Thrown by `listingLimits()`, the stores and `verifyContract()` when their configuration cannot work, naming the

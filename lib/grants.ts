@@ -91,6 +91,20 @@ function isAddress(key: string): boolean {
   return ipaddr.isValid(key);
 }
 
+/** Grants compiled: the step of the request path, and what reading a client's counters without a request needs. */
+export interface CompiledGrants {
+  readonly step: Step;
+  /**
+   * The grant of a client known without a request: a runtime grant, a grant of the `grants` option by token or
+   * address, or the answer of a `grants` function kept for its key; undefined when none is known.
+   */
+  known(client: Client): Grant | undefined;
+  /** The endpoint a limited grant counts a client on: the table's, or a variant of it made once. */
+  variant(base: CompiledEndpoint, grant: Exclude<Grant, 'unlimited'>): CompiledEndpoint;
+  /** The variants of an endpoint made so far, one per distinct grant that counted on it. */
+  variantsOf(base: CompiledEndpoint): CompiledEndpoint[];
+}
+
 /**
  * Compiles grants into the step that moves a granted client onto its own endpoint (or lets an unlimited one
  * through): a grant made at runtime first, then the `grants` option. Granted endpoints are made once per distinct
@@ -109,7 +123,7 @@ export function compileGrants(
     cacheMs: number;
     registry: Registry;
   },
-): Step {
+): CompiledGrants {
   const { grants } = options;
   if (
     grants !== undefined &&
@@ -145,9 +159,11 @@ export function compileGrants(
   };
 
   let find: (client: Client, ctx: Context) => Grant | undefined | Promise<Grant | undefined> = () => undefined;
+  let known: (client: Client) => Grant | undefined = () => undefined;
   if (typeof grants === 'function') {
     // Answers are kept per client key, and concurrent requests of one client share one call.
     const answers = new Lookups<Grant | undefined>(context.cacheMs);
+    known = (client) => answers.peek(client.key);
     find = (client, ctx) =>
       answers.get(client.key, async () => {
         const answer = await grants({ key: client.key, token: client.token, ip: ctx.req.ip }, ctx.req);
@@ -164,6 +180,7 @@ export function compileGrants(
     find = (client) =>
       (client.tokenKey !== undefined ? byToken.get(client.tokenKey) : undefined) ??
       (byAddress.size > 0 ? byAddress.get(client.ip) : undefined);
+    known = find as (client: Client) => Grant | undefined;
   }
 
   const apply = (ctx: Context, grant: Grant | undefined) => {
@@ -174,10 +191,15 @@ export function compileGrants(
     } else ctx.endpoint = variant(ctx.endpoint, grant);
   };
   const { registry } = context;
-  return (ctx) => {
-    const grant = registry.grantOf(ctx.client) ?? find(ctx.client, ctx);
-    if (grant instanceof Promise) return grant.then((g) => apply(ctx, g));
-    apply(ctx, grant);
+  return {
+    step: (ctx) => {
+      const grant = registry.grantOf(ctx.client) ?? find(ctx.client, ctx);
+      if (grant instanceof Promise) return grant.then((g) => apply(ctx, g));
+      apply(ctx, grant);
+    },
+    known: (client) => registry.grantOf(client) ?? known(client),
+    variant,
+    variantsOf: (base) => [...variants.values()].filter((v) => v.name.startsWith(`${base.name} (`)),
   };
 }
 

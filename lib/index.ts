@@ -42,6 +42,7 @@ export type {
   BanOptions,
   ChangeEvent,
   ClientKind,
+  EndpointUsage,
   ClientRef,
   ForeignEntry,
   Grant,

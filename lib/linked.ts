@@ -1,6 +1,8 @@
-// What a middleware tells the pages built on it: the store it counts in, and how it groups client addresses.
+// What a middleware tells the pages built on it: its store, how it groups addresses, its records and its traffic.
 import type { IpKey } from './identify.js';
+import type { Registry } from './registry.js';
 import type { Store } from './stores.js';
+import type { Traffic } from './traffic.js';
 
 /** Where the link sits on the middleware: one symbol for every copy of the package (ESM and CommonJS alike). */
 const LINK = Symbol.for('listing-limits.linked');
@@ -10,6 +12,10 @@ export interface Linked {
   readonly store: Store;
   /** The key of a client address as the middleware counts it: IPv4-mapped folded, IPv6 by `ipv6Subnet`. */
   readonly ipOf: IpKey;
+  /** Its cache of the store's runtime state: a client's ban and grant, pages of them, the operators' logins. */
+  readonly registry: Registry;
+  /** The last hour of this instance, per client. */
+  readonly traffic: Traffic;
 }
 
 /** Puts the link on `middleware`, out of sight of its enumerable fields. */

@@ -18,6 +18,11 @@ export class Lookups<T> {
     this.#answers = new LRUCache({ max: KEPT, ttl: ttlMs, ttlResolution: 0, perf: Date });
   }
 
+  /** The kept answer for `key`, if there is one; nothing is asked. */
+  peek(key: string): T | undefined {
+    return this.#answers.get(key)?.value;
+  }
+
   /** The kept answer for `key` at once, or `ask()`'s answer (shared with every request waiting for it). */
   get(key: string, ask: () => T | Promise<T>): T | Promise<T> {
     const kept = this.#answers.get(key);

@@ -389,6 +389,8 @@ export function listingLimits(
     foreign: () => registry.foreign(),
     removeForeign: (id: string) => registry.removeForeign(id),
     close: () => registry.close(),
+    usage: (client: ClientRef) => config.usage.of(client),
+    reset: (client: ClientRef, endpoint?: string) => config.usage.reset(client, endpoint),
     requests: config.requests,
     traffic: () => {
       config.traffic.on = true;

@@ -17,6 +17,7 @@ import { GrantRequests } from './requests.js';
 import { memoryStore, type Store } from './stores.js';
 import { checkTable, endpointsOf, rowShape } from './table.js';
 import { Traffic } from './traffic.js';
+import { Usage } from './usage.js';
 import type { LimitHandler, ListingLimitsOptions } from './types.js';
 import type { EndpointRow } from './listings.js';
 import { Waiting } from './waiting.js';
@@ -71,6 +72,8 @@ export interface Config {
   readonly traffic: Traffic;
   /** What the pages built on the middleware count with: its store, unwrapped by metrics, and its address keys. */
   readonly linked: Linked;
+  /** A client's counters read and cleared without a request. */
+  readonly usage: Usage;
 }
 
 const check: Checker = new Checker('listingLimits');
@@ -167,10 +170,13 @@ export function configure(listing: unknown, options: unknown): Config {
     onChange: o.onChange,
     report,
     firstReadMs: store.failure?.timeoutMs ?? 1000,
+    onReset: (key) => usage.forget(key),
   });
   const bans = ban && new Bans(check, store, ban, { shadow, onBan: o.onBan, report, waiting }, registry);
-  const grant = compileGrants(check, o, { store, window, waiting, paths, table: grantTable, ipOf, cacheMs, registry });
+  const grants = compileGrants(check, o, { store, window, waiting, paths, table: grantTable, ipOf, cacheMs, registry });
+  const usage = new Usage(endpoints, grants, registry);
   if (metrics) metrics.register(check, registryOfMetrics as NonNullable<typeof registryOfMetrics>, registry);
+  const traffic = new Traffic(endpoints.map((e) => e.name));
   return {
     match: compileMatcher(
       table.map((endpoint, i) => ({
@@ -187,14 +193,15 @@ export function configure(listing: unknown, options: unknown): Config {
     bans,
     registry,
     site,
-    grant,
+    grant: grants.step,
     shadow,
     onLimit: o.onLimit,
     report,
     metrics,
     waiting,
-    requests: new GrantRequests(store.state?.requests, registry, rows),
-    traffic: new Traffic(endpoints.map((e) => e.name)),
-    linked: { store: given, ipOf },
+    requests: new GrantRequests(store.state?.requests, registry, rows, o.ipv6Subnet ?? 64),
+    traffic,
+    linked: { store: given, ipOf, registry, traffic },
+    usage,
   };
 }

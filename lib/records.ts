@@ -1,4 +1,4 @@
-// The kinds of record in the runtime state (bans, grants, lost records), their checks, and the history's entries.
+// The kinds of record in the runtime state (bans, grants, lost records, logins, resets), their checks, the history's.
 import { Checker, isPlainObject, MAX_DURATION_MS, show } from './check.js';
 import { ListingLimitsError } from './errors.js';
 import { checkRow } from './table.js';
@@ -33,6 +33,33 @@ export interface LostEntry {
   readonly record: BanRecord | GrantRecord;
   /** When an instance found it lost (epoch ms). */
   readonly lostAt: number;
+}
+
+/**
+ * The epoch of the operators' logins, `session:epoch`: a login is bound to the epoch it was made in, and a new epoch
+ * ("log out everywhere") ends every login made before.
+ */
+export interface EpochRecord {
+  /** Random: a login's cookie carries a MAC of it. */
+  readonly epoch: string;
+  readonly since: number;
+}
+
+/** A login ended by its logout, `session:<login id>`, kept until the login would have ended by itself. */
+export interface EndedLogin {
+  readonly id: string;
+  readonly endedAt: number;
+  readonly until: number;
+}
+
+/**
+ * A client's counters cleared by `reset()`, `reset:<client key>`: every instance forgets the refusals it remembers
+ * of the client. Kept until the longest window of the table has passed.
+ */
+export interface ResetRecord {
+  readonly key: string;
+  readonly at: number;
+  readonly until: number;
 }
 
 /** A record as the state stores it: with the store's sequence number of its last change. */
@@ -154,6 +181,32 @@ export function checkLost(id: string, text: string, checkGrant: CheckGrant): Sto
   else if (lostField.startsWith('grant:')) checked = grantOf(record, checkGrant);
   else return problem(`keeps a record of no known kind: ${show(lostField)}`);
   return { field: lostField, record: checked, lostAt: field(o, 'lostAt', isTime, 'a time in epoch ms'), seq: seqOf(o) };
+}
+
+/** The login id of `session:<id>`: 16 random bytes, base64url. */
+const LOGIN_ID = /^[\w-]{22}$/;
+
+/** The epoch of the logins (`session:epoch`), or a login ended by its logout (`session:<login id>`). */
+export function checkSession(id: string, text: string): Stored<EpochRecord | EndedLogin> {
+  const o = objectOf(text);
+  if (id === 'epoch') {
+    const epoch = field<string>(o, 'epoch', (v) => typeof v === 'string' && LOGIN_ID.test(v), 'a random id');
+    return { epoch, since: field(o, 'since', isTime, 'a time in epoch ms'), seq: seqOf(o) };
+  }
+  if (!LOGIN_ID.test(id)) problem(`is no login's id: ${show(id)}`);
+  const endedAt = field<number>(o, 'endedAt', isTime, 'a time in epoch ms');
+  const until = field<number>(o, 'until', isTime, 'a time in epoch ms');
+  if (until - endedAt > MAX_DURATION_MS) problem(`"until" must be at most one year after "endedAt"`);
+  return { id: field(o, 'id', (v) => v === id, show(id)), endedAt, until, seq: seqOf(o) };
+}
+
+/** A reset of a client's counters, `reset:<client key>`. */
+export function checkReset(id: string, text: string): Stored<ResetRecord> {
+  const o = objectOf(text);
+  const at = field<number>(o, 'at', isTime, 'a time in epoch ms');
+  const until = field<number>(o, 'until', isTime, 'a time in epoch ms');
+  if (until <= at || until - at > MAX_DURATION_MS) problem(`"until" must be after "at", by at most one year`);
+  return { key: field(o, 'key', (v) => v === id, show(id)), at, until, seq: seqOf(o) };
 }
 
 /** A grant of a history entry: its shape only, as the table may have changed since. */

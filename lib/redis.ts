@@ -13,6 +13,7 @@ import {
   stamped,
   type StateUpdate,
 } from './state.js';
+import { ENDED_PER_CALL, type RequestRecords } from './request-store.js';
 import type { Store, StoreFailurePolicy } from './stores.js';
 import type { CountsLimitsAsync, LimitsSpec } from './windows.js';
 
@@ -178,11 +179,44 @@ end
 return answer`;
 const LIMITS_SHA = createHash('sha1').update(LIMITS_SCRIPT).digest('hex');
 
+/**
+ * The state of an endpoint's limits for one client, read without counting (LIMITS_SCRIPT's first half): KEYS and
+ * ARGV as LIMITS_SCRIPT's. A sliding limit's requests that left the window are dropped, as a request would drop them.
+ * Answers each limit's count and the milliseconds until it frees a request (0 with none counted).
+ */
+const PEEK_SCRIPT = `local t = redis.call('time')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local sliding = ARGV[1] == 's'
+local answer = {}
+for i = 1, #KEYS do
+  local key, window = KEYS[i], tonumber(ARGV[2 * i + 1])
+  local count, wait = 0, 0
+  if sliding then
+    local from = now - window
+    local oldest = redis.call('lindex', key, 0)
+    while oldest and tonumber(oldest) <= from do
+      redis.call('lpop', key)
+      oldest = redis.call('lindex', key, 0)
+    end
+    count = redis.call('llen', key)
+    if oldest then wait = tonumber(oldest) + window - now end
+  else
+    count = tonumber(redis.call('get', key) or '0')
+    local ttl = redis.call('pttl', key)
+    if count > 0 and ttl > 0 then wait = ttl else count = 0 end
+  end
+  answer[2 * i - 1], answer[2 * i] = count, wait
+end
+return answer`;
+const PEEK_SHA = createHash('sha1').update(PEEK_SCRIPT).digest('hex');
+/** Forgets a client's keys of an endpoint's limits; answers how many there were. */
+const FORGET_SCRIPT = `return redis.call('del', unpack(KEYS))`;
+const FORGET_SHA = createHash('sha1').update(FORGET_SCRIPT).digest('hex');
+
 interface IoRedisLike {
   status?: string;
   defineCommand(name: string, definition: { numberOfKeys?: number; lua: string }): void;
   listingLimitsHit?: (key: string, seconds: number) => Promise<[unknown, unknown]>;
-  listingLimitsLimits?: (...keysThenArgs: (string | number)[]) => Promise<unknown[]>;
 }
 
 interface NodeRedisLike {
@@ -235,26 +269,38 @@ function hitsOf(client: unknown, kind: ClientKind): Hit {
   return (key, seconds) => (redis.status === 'ready' ? hit.call(redis, key, seconds) : notReady());
 }
 
-/** Runs LIMITS_SCRIPT on one client, as {@link hitsOf} runs hits: keys, then arguments; answers its flat array. */
-function limitsRunOf(client: unknown, kind: ClientKind): (keys: string[], args: string[]) => Promise<unknown[]> {
-  if (kind === 'glide') {
-    return glideScript(sendOf(client), LIMITS_SCRIPT, LIMITS_SHA) as (
-      keys: string[],
-      args: string[],
-    ) => Promise<unknown[]>;
-  }
-  if (kind === 'node-redis') {
-    return nodeRedisScript(client as NodeRedisLike, LIMITS_SCRIPT, LIMITS_SHA) as (
-      keys: string[],
-      args: string[],
-    ) => Promise<unknown[]>;
-  }
+/** The scripts of an endpoint's limits, each run as {@link hitsOf} runs hits: keys, then arguments. */
+interface LimitsScripts {
+  readonly count: (keys: string[], args: string[]) => Promise<unknown[]>;
+  readonly peek: (keys: string[], args: string[]) => Promise<unknown[]>;
+  readonly forget: (keys: string[]) => Promise<unknown>;
+}
+
+/** A script with a variable number of keys, on one client; while the client is not connected, it fails at once. */
+function scriptOf(client: unknown, kind: ClientKind, name: string, lua: string, sha: string) {
+  if (kind === 'glide')
+    return glideScript(sendOf(client), lua, sha) as (k: string[], a: string[]) => Promise<unknown[]>;
+  if (kind === 'node-redis')
+    return nodeRedisScript(client as NodeRedisLike, lua, sha) as (k: string[], a: string[]) => Promise<unknown[]>;
   const redis = client as IoRedisLike;
+  const commands = redis as unknown as Record<
+    string,
+    ((...args: (string | number)[]) => Promise<unknown[]>) | undefined
+  >;
   // Defined without a number of keys: each call gives it first, as endpoints have one key per limit.
-  if (typeof redis.listingLimitsLimits !== 'function')
-    redis.defineCommand('listingLimitsLimits', { lua: LIMITS_SCRIPT });
-  const run = redis.listingLimitsLimits as NonNullable<IoRedisLike['listingLimitsLimits']>;
-  return (keys, args) => (redis.status === 'ready' ? run.call(redis, keys.length, ...keys, ...args) : notReady());
+  if (typeof commands[name] !== 'function') redis.defineCommand(name, { lua });
+  const run = commands[name] as (...args: (string | number)[]) => Promise<unknown[]>;
+  return (keys: string[], args: string[]) =>
+    redis.status === 'ready' ? run.call(redis, keys.length, ...keys, ...args) : notReady();
+}
+
+function limitsScriptsOf(client: unknown, kind: ClientKind): LimitsScripts {
+  const forget = scriptOf(client, kind, 'listingLimitsForget', FORGET_SCRIPT, FORGET_SHA);
+  return {
+    count: scriptOf(client, kind, 'listingLimitsLimits', LIMITS_SCRIPT, LIMITS_SHA),
+    peek: scriptOf(client, kind, 'listingLimitsPeek', PEEK_SCRIPT, PEEK_SHA),
+    forget: (keys) => forget(keys, []),
+  };
 }
 
 /**
@@ -271,7 +317,7 @@ class RedisLimits implements CountsLimitsAsync {
   constructor(
     prefix: string,
     spec: LimitsSpec,
-    private readonly run: (keys: string[], args: string[]) => Promise<unknown[]>,
+    private readonly scripts: LimitsScripts,
   ) {
     const kind = spec.window === 'sliding' ? 's' : 'f';
     this.#prefix = `${prefix}:${spec.name}:{`;
@@ -279,15 +325,32 @@ class RedisLimits implements CountsLimitsAsync {
     this.#args = [kind, ...spec.limits.flatMap(({ limit, windowMs }) => [String(limit), String(windowMs)])];
   }
 
+  #keys(key: string): string[] {
+    return this.#suffixes.map((suffix) => this.#prefix + key + suffix);
+  }
+
   count(key: string): Promise<readonly Count[]> {
-    const keys = this.#suffixes.map((suffix) => this.#prefix + key + suffix);
-    return this.run(keys, this.#args as string[]).then((answer) => {
+    return this.scripts.count(this.#keys(key), this.#args as string[]).then((answer) => {
       const now = Date.now();
       return this.#suffixes.map((_, i) => ({
         count: Number(answer[2 * i]),
         resetAt: now + Number(answer[2 * i + 1]),
       }));
     });
+  }
+
+  peek(key: string): Promise<readonly Count[]> {
+    return this.scripts.peek(this.#keys(key), this.#args as string[]).then((answer) => {
+      const now = Date.now();
+      return this.#suffixes.map((_, i) => {
+        const count = Number(answer[2 * i]);
+        return { count, resetAt: count > 0 ? now + Number(answer[2 * i + 1]) : 0 };
+      });
+    });
+  }
+
+  reset(key: string): Promise<boolean> {
+    return this.scripts.forget(this.#keys(key)).then((deleted) => Number(deleted) > 0);
   }
 }
 
@@ -384,39 +447,184 @@ if not active then before = false end
 return {applies and 1 or 0, before or '', stored or '', seq, epoch}`;
 
 /**
- * A grant request written when it holds the value expected (a new one: when it is absent and the hash has room), so
- * that two operators deciding one request at once cannot both succeed; the value takes the next sequence number of
- * the requests (KEYS[2]) as its JSON's first member, unless it has one. Answers 1 (written), 0 (another value) or -1
- * (full).
+ * The grant requests' Redis keys, in the order every request script takes them (all on the runtime hash tag): the
+ * records (a hash), the sequence number, the pending ones and the decided ones (sorted sets by sequence number) and
+ * their ends (sorted sets by end), two lexicographic indexes (pending ones by client key and network; every one by
+ * client key and network, then sequence number), the groups (a sorted set of how many each has), every one by group
+ * then sequence number (lexicographic), and each one's index entries (a hash).
  */
-const PUT_REQUEST_SCRIPT = `local current = redis.call('hget', KEYS[1], ARGV[1])
-if ARGV[3] == '' then
-  if current then return 0 end
-  if redis.call('hlen', KEYS[1]) >= tonumber(ARGV[4]) then return -1 end
-elseif current ~= ARGV[3] then return 0 end
-local value = ARGV[2]
-if string.sub(value, 1, 7) ~= '{"seq":' then
-  value = '{"seq":' .. redis.call('incr', KEYS[2]) .. ',' .. string.sub(value, 2)
+const REQUEST_KEYS = [
+  'requests',
+  'requests-seq',
+  'requests:pending',
+  'requests:pending-ends',
+  'requests:decided',
+  'requests:decided-ends',
+  'requests:pending-by',
+  'requests:by',
+  'requests:groups',
+  'requests:group-by',
+  'requests:meta',
+] as const;
+
+/** What the request scripts share: the keys, and the id at the end of an index entry. */
+const REQUEST_COMMON = `local R, SEQ, P, PE, D, DE, PB, BY, G, GB, M =
+  KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7], KEYS[8], KEYS[9], KEYS[10], KEYS[11]
+local function lastPart(member) return string.match(member, '([^\\n]*)$') end
+`;
+
+/** How the change script indexes and removes one request. */
+const REQUEST_INDEXING = `local function pad(seq) return string.format('%016d', seq) end
+local function index(id, seq, status, key, net, group, ends)
+  local s = pad(seq)
+  if status == 'pending' then
+    redis.call('zadd', P, seq, id)
+    redis.call('zadd', PE, ends, id)
+    redis.call('zadd', PB, 0, 'k\\n' .. key .. '\\n' .. id)
+    if net ~= '' then redis.call('zadd', PB, 0, 'n\\n' .. net .. '\\n' .. id) end
+  else
+    redis.call('zadd', D, seq, id)
+    redis.call('zadd', DE, ends, id)
+  end
+  redis.call('zadd', BY, 0, 'k\\n' .. key .. '\\n' .. s .. '\\n' .. id)
+  if net ~= '' then redis.call('zadd', BY, 0, 'n\\n' .. net .. '\\n' .. s .. '\\n' .. id) end
+  redis.call('zadd', GB, 0, group .. '\\n' .. s .. '\\n' .. id)
+  redis.call('zincrby', G, 1, group)
+  redis.call('hset', M, id, seq .. '\\n' .. status .. '\\n' .. key .. '\\n' .. net .. '\\n' .. group)
 end
-redis.call('hset', KEYS[1], ARGV[1], value)
-return 1`;
+local function unindex(id)
+  local meta = redis.call('hget', M, id)
+  if not meta then return end
+  redis.call('hdel', M, id)
+  local seq, _, key, net, group = string.match(meta, '^(%d+)\\n(%l+)\\n([^\\n]*)\\n([^\\n]*)\\n([^\\n]*)$')
+  if not seq then return end
+  local s = pad(tonumber(seq))
+  for _, z in ipairs({P, PE, D, DE}) do redis.call('zrem', z, id) end
+  redis.call('zrem', PB, 'k\\n' .. key .. '\\n' .. id, 'n\\n' .. net .. '\\n' .. id)
+  redis.call('zrem', BY, 'k\\n' .. key .. '\\n' .. s .. '\\n' .. id, 'n\\n' .. net .. '\\n' .. s .. '\\n' .. id)
+  redis.call('zrem', GB, group .. '\\n' .. s .. '\\n' .. id)
+  if tonumber(redis.call('zincrby', G, -1, group)) <= 0 then redis.call('zrem', G, group) end
+end
+local function remove(id)
+  unindex(id)
+  redis.call('hdel', R, id)
+end
+`;
+
+/**
+ * A change of the grant requests, every step O(log n) in the requests kept. ARGV[1] is the change:
+ *
+ * `file`, id, value (without seq), client key, network ('' for none), group, end, now, pending per key, pending per
+ * network, most kept, ended dropped per call: files a new pending request unless its key or its network has as many
+ * pending as it may (their ended ones dropped first); with the most kept, one is dropped first (an ended one, else
+ * the oldest of the group with the most); answers 'done', 'key', 'network' or 'conflict' (the id is taken).
+ *
+ * `put`, id, value, expected, status, client key, network, group, end, now, ended dropped per call: writes `value`
+ * over `expected` (a decision, or one undone), with the next sequence number unless it has one; answers the text
+ * written, or '' when the request holds another value.
+ */
+const REQUEST_CHANGE_SCRIPT = `${REQUEST_COMMON}${REQUEST_INDEXING}local function dropEnded(now, n)
+  for _, z in ipairs({PE, DE}) do
+    for _, id in ipairs(redis.call('zrangebyscore', z, '-inf', now, 'LIMIT', 0, n)) do remove(id) end
+  end
+end
+local function stamp(value)
+  local seq = string.match(value, '^{"seq":(%d+),')
+  if seq then return value, tonumber(seq) end
+  seq = redis.call('incr', SEQ)
+  return '{"seq":' .. seq .. ',' .. string.sub(value, 2), seq
+end
+if ARGV[1] == 'put' then
+  local id = ARGV[2]
+  if redis.call('hget', R, id) ~= ARGV[4] then return '' end
+  local stored, seq = stamp(ARGV[3])
+  unindex(id)
+  redis.call('hset', R, id, stored)
+  index(id, seq, ARGV[5], ARGV[6], ARGV[7], ARGV[8], tonumber(ARGV[9]))
+  dropEnded(tonumber(ARGV[10]), tonumber(ARGV[11]))
+  return stored
+end
+local id, value, key, net, group = ARGV[2], ARGV[3], ARGV[4], ARGV[5], ARGV[6]
+local ends, now = tonumber(ARGV[7]), tonumber(ARGV[8])
+dropEnded(now, tonumber(ARGV[12]))
+if redis.call('hexists', R, id) == 1 then return 'conflict' end
+local function pendingOf(kind, value)
+  local n = 0
+  local of = kind .. '\\n' .. value
+  for _, m in ipairs(redis.call('zrangebylex', PB, '[' .. of .. '\\n', '(' .. of .. '\\11')) do
+    local pending = lastPart(m)
+    local ending = redis.call('zscore', PE, pending)
+    if ending and tonumber(ending) <= now then remove(pending) else n = n + 1 end
+  end
+  return n
+end
+if pendingOf('k', key) >= tonumber(ARGV[9]) then return 'key' end
+if net ~= '' and pendingOf('n', net) >= tonumber(ARGV[10]) then return 'network' end
+local function dropOne()
+  for _, z in ipairs({PE, DE}) do
+    local ended = redis.call('zrangebyscore', z, '-inf', now, 'LIMIT', 0, 1)[1]
+    if ended then
+      remove(ended)
+      return true
+    end
+  end
+  local top = redis.call('zrevrange', G, 0, 0)[1]
+  if not top then return false end
+  local oldest = redis.call('zrangebylex', GB, '[' .. top .. '\\n', '(' .. top .. '\\11', 'LIMIT', 0, 1)[1]
+  if oldest then remove(lastPart(oldest)) else redis.call('zrem', G, top) end
+  return true
+end
+while redis.call('hlen', R) >= tonumber(ARGV[11]) and dropOne() do end
+local stored, seq = stamp(value)
+redis.call('hset', R, id, stored)
+index(id, seq, 'pending', key, net, group, ends)
+return 'done'`;
+
+/**
+ * Reads of the grant requests, a page at a time. ARGV[1] is the read: `page`, status, offset, limit, now: how many
+ * of that status are kept and not ended, then the rows from `offset` (pending ones oldest change first, past the
+ * ended ones, which are the oldest; decided ones newest first); `find`, 'k' or 'n', client key or network, limit:
+ * its requests, newest change first.
+ */
+const REQUEST_READ_SCRIPT = `${REQUEST_COMMON}local ids, answer = {}, {}
+if ARGV[1] == 'page' then
+  local z, ze = P, PE
+  if ARGV[2] == 'decided' then z, ze = D, DE end
+  local ended = redis.call('zcount', ze, '-inf', ARGV[5])
+  local offset, limit = tonumber(ARGV[3]), tonumber(ARGV[4])
+  answer[1] = redis.call('zcard', z) - ended
+  if limit > 0 then
+    if ARGV[2] == 'decided' then ids = redis.call('zrevrange', z, offset, offset + limit - 1)
+    else ids = redis.call('zrange', z, ended + offset, ended + offset + limit - 1) end
+  end
+else
+  local of = ARGV[2] .. '\\n' .. ARGV[3]
+  local found = redis.call('zrevrangebylex', BY, '(' .. of .. '\\11', '[' .. of .. '\\n', 'LIMIT', 0, tonumber(ARGV[4]))
+  for i, m in ipairs(found) do ids[i] = lastPart(m) end
+end
+for _, id in ipairs(ids) do answer[#answer + 1] = redis.call('hget', R, id) or '' end
+return answer`;
 
 const CHANGE_SHA = createHash('sha1').update(CHANGE_SCRIPT).digest('hex');
-const PUT_REQUEST_SHA = createHash('sha1').update(PUT_REQUEST_SCRIPT).digest('hex');
-const PUT_RESULTS = ['full', 'conflict', 'done'] as const;
+const REQUEST_CHANGE_SHA = createHash('sha1').update(REQUEST_CHANGE_SCRIPT).digest('hex');
+const REQUEST_READ_SHA = createHash('sha1').update(REQUEST_READ_SCRIPT).digest('hex');
 
 /** The scripts of the store, for the test that every script declares the keys it touches. @internal */
 export const SCRIPTS = {
   hit: HIT_SCRIPT,
   limits: LIMITS_SCRIPT,
+  peek: PEEK_SCRIPT,
+  forget: FORGET_SCRIPT,
   change: CHANGE_SCRIPT,
-  putRequest: PUT_REQUEST_SCRIPT,
+  changeRequests: REQUEST_CHANGE_SCRIPT,
+  readRequests: REQUEST_READ_SCRIPT,
 } as const;
 
 /** The commands the runtime state needs of a client, the same for every kind. */
 interface StateCommands {
   change(keys: string[], args: string[]): Promise<unknown>;
-  putRequest(keys: string[], args: string[]): Promise<unknown>;
+  changeRequests(keys: string[], args: string[]): Promise<unknown>;
+  readRequests(keys: string[], args: string[]): Promise<unknown>;
   hget(key: string, field: string): Promise<string | null>;
   hset(key: string, field: string, value: string): Promise<unknown>;
   hmget(key: string, fields: string[]): Promise<(string | null)[]>;
@@ -433,7 +641,8 @@ function commandsOf(client: unknown, kind: ClientKind): StateCommands {
     const send = sendOf(client);
     return {
       change: glideScript(send, CHANGE_SCRIPT, CHANGE_SHA),
-      putRequest: glideScript(send, PUT_REQUEST_SCRIPT, PUT_REQUEST_SHA),
+      changeRequests: glideScript(send, REQUEST_CHANGE_SCRIPT, REQUEST_CHANGE_SHA),
+      readRequests: glideScript(send, REQUEST_READ_SCRIPT, REQUEST_READ_SHA),
       ...glideCommands(send),
     };
   }
@@ -454,10 +663,10 @@ function commandsOf(client: unknown, kind: ClientKind): StateCommands {
     // can (v5 on), its replies of type map (RESP3's `%`, its RESP_TYPES.MAP) mapped to arrays.
     const asList = redis.withTypeMapping?.call(redis, { [MAP_TYPE]: Array });
     const change = nodeRedisScript(redis, CHANGE_SCRIPT, CHANGE_SHA, true);
-    const putRequest = nodeRedisScript(redis, PUT_REQUEST_SCRIPT, PUT_REQUEST_SHA, true);
     return {
       change,
-      putRequest,
+      changeRequests: nodeRedisScript(redis, REQUEST_CHANGE_SCRIPT, REQUEST_CHANGE_SHA, true),
+      readRequests: nodeRedisScript(redis, REQUEST_READ_SCRIPT, REQUEST_READ_SHA, true),
       hget: (key, field) => redis.hGet(key, field),
       hset: (key, field, value) => redis.hSet(key, field, value),
       hmget: (key, fields) => redis.hmGet(key, fields),
@@ -482,7 +691,8 @@ function commandsOf(client: unknown, kind: ClientKind): StateCommands {
   };
   return {
     change: ioRedisScript(redis, 'listingLimitsChange', CHANGE_SCRIPT),
-    putRequest: ioRedisScript(redis, 'listingLimitsPutRequest', PUT_REQUEST_SCRIPT),
+    changeRequests: ioRedisScript(redis, 'listingLimitsChangeRequests', REQUEST_CHANGE_SCRIPT),
+    readRequests: ioRedisScript(redis, 'listingLimitsReadRequests', REQUEST_READ_SCRIPT),
     hget: (key, field) => redis.hget(key, field),
     hset: (key, field, value) => redis.hset(key, field, value),
     hmget: (key, fields) => redis.hmget(key, ...fields),
@@ -533,8 +743,6 @@ function redisState(redis: StateCommands, prefix: string): RuntimeState {
   const changes = `${prefix}:{runtime}:changes`;
   const ends = `${prefix}:{runtime}:ends`;
   const history = `${prefix}:{runtime}:history`;
-  const requests = `${prefix}:{runtime}:requests`;
-  const requestsSeq = `${prefix}:{runtime}:requests-seq`;
 
   type Position = { readonly epoch: string | undefined; readonly seq: number; readonly copy: string | undefined };
   const whole = async (known: Position | undefined): Promise<[StateUpdate, Position]> => {
@@ -546,7 +754,7 @@ function redisState(redis: StateCommands, prefix: string): RuntimeState {
     for (const [field, value] of Object.entries(all)) if (!field.startsWith('#')) records.set(field, value);
     const replaced = known?.epoch !== undefined && (epoch !== known.epoch || seq < known.seq || copy !== known.copy);
     return [
-      { kind: replaced ? 'replaced' : 'whole', epoch, seq, records },
+      { kind: replaced ? 'replaced' : 'whole', epoch, seq, records, copy },
       { epoch, seq, copy },
     ];
   };
@@ -569,7 +777,7 @@ function redisState(redis: StateCommands, prefix: string): RuntimeState {
     const values = fields.length > 0 ? await redis.hmget(record, fields) : [];
     const records = new Map(fields.map((f, i) => [f, values[i] ?? null]));
     return [
-      { kind: 'changes', epoch, seq, records },
+      { kind: 'changes', epoch, seq, records, copy },
       { epoch, seq, copy },
     ];
   };
@@ -607,18 +815,25 @@ function redisState(redis: StateCommands, prefix: string): RuntimeState {
     follow(apply) {
       let known: Position | undefined;
       let reading = 0;
-      // Reads run one after another: a sync() reads after every read begun before it.
+      // Reads run one after another: a sync() reads after every read begun before it. The calls made while a read
+      // waits for its turn share it, so that however many ask at once, at most two reads are under way.
       let last: Promise<void> = Promise.resolve();
+      let waiting: Promise<void> | undefined;
       const sync = () => {
+        if (waiting) return waiting;
         reading++;
         const next = last
-          .then(() => read(known))
+          .then(() => {
+            waiting = undefined;
+            return read(known);
+          })
           .then((read) => {
             if (!read) return;
             known = read[1];
             apply(read[0]);
           })
           .finally(() => reading--);
+        waiting = next;
         last = next.catch(() => {});
         return next;
       };
@@ -631,17 +846,53 @@ function redisState(redis: StateCommands, prefix: string): RuntimeState {
     },
     history: () => redis.lrange(history),
     removeHistory: async (entry) => (await redis.lrem(history, entry)) > 0,
-    requests: {
-      put: async (id, value, expected, max) => {
-        const answer = await redis.putRequest([requests, requestsSeq], [id, value, expected ?? '', String(max)]);
-        return PUT_RESULTS[Number(answer) + 1] ?? 'full';
-      },
-      get: (id) => redis.hget(requests, id).then((value) => value ?? undefined),
-      all: () => redis.hvals(requests),
-      remove: async (ids) => {
-        if (ids.length > 0) await redis.hdel(requests, [...ids]);
-      },
+    requests: requestsOf(redis, prefix),
+  };
+}
+
+/** The grant requests in Redis: each change one script, each read one script, every step O(log n). */
+function requestsOf(redis: StateCommands, prefix: string): RequestRecords {
+  const keys = REQUEST_KEYS.map((key) => `${prefix}:{runtime}:${key}`);
+  const read = async (args: string[]) => ((await redis.readRequests(keys, args)) as unknown[]).map(String);
+  const texts = (values: string[]) => values.filter((value) => value !== '');
+  return {
+    file: async (id, value, meta, bounds, now) => {
+      const answer = await redis.changeRequests(keys, [
+        'file',
+        id,
+        value,
+        meta.key,
+        meta.network,
+        meta.group,
+        String(meta.endsAt),
+        String(now),
+        String(bounds.perKey),
+        String(bounds.perNetwork),
+        String(bounds.max),
+        String(ENDED_PER_CALL),
+      ]);
+      const result = String(answer);
+      return result === 'done' || result === 'key' || result === 'network' ? result : 'conflict';
     },
+    put: async (id, value, expected, meta, now) => {
+      const args = [meta.status, meta.key, meta.network, meta.group, String(meta.endsAt)];
+      const answer = await redis.changeRequests(keys, [
+        'put',
+        id,
+        value,
+        expected,
+        ...args,
+        String(now),
+        String(ENDED_PER_CALL),
+      ]);
+      return answer === '' || answer === null ? undefined : String(answer);
+    },
+    get: (id) => redis.hget(keys[0] as string, id).then((value) => value ?? undefined),
+    page: async (status, offset, limit, now) => {
+      const [total, ...values] = await read(['page', status, String(offset), String(limit), String(now)]);
+      return { total: Math.max(Number(total), 0), values: texts(values) };
+    },
+    find: async (by, value, limit) => texts(await read(['find', by === 'key' ? 'k' : 'n', value, String(limit)])),
   };
 }
 
@@ -681,7 +932,7 @@ export function redisStore(client: RedisClient, options?: RedisStoreOptions): St
     );
   };
   const state = redisState(commandsOf(client, kind), prefix);
-  const runLimits = limitsRunOf(client, kind);
-  const limits = (counter: LimitsSpec) => new RedisLimits(prefix, counter, runLimits);
+  const scripts = limitsScriptsOf(client, kind);
+  const limits = (counter: LimitsSpec) => new RedisLimits(prefix, counter, scripts);
   return Object.assign(store, { failure: { timeoutMs, onFailure }, state, limits });
 }

@@ -1,5 +1,5 @@
-// Bans, grants and lost records of the store's runtime state: this instance's cache of them, and their changes.
-import { createHash } from 'node:crypto';
+// The records of the store's runtime state (bans, grants, lost records, logins, resets): this instance's cache of them.
+import { createHash, randomBytes } from 'node:crypto';
 import type { Request } from 'express';
 import ipaddr from 'ipaddr.js';
 import { Checker, isPlainObject, MAX_DURATION_MS, show } from './check.js';
@@ -15,10 +15,15 @@ import {
   type CheckGrant,
   checkGrantRecord,
   checkLost,
+  checkReset,
+  checkSession,
+  type EndedLogin,
+  type EpochRecord,
   type GrantRecord,
   LONGEST_TEXT,
   type LostEntry,
   Problem,
+  type ResetRecord,
   type Stored,
 } from './records.js';
 import {
@@ -51,6 +56,8 @@ export interface RegistryContext {
   readonly report: OnError;
   /** The longest the first read of the state holds requests up (the store's `timeoutMs`, else a second). */
   readonly firstReadMs: number;
+  /** Told the key of each reset of a client's counters this instance reads (its own included). */
+  readonly onReset?: (key: string) => void;
 }
 
 /** Where this instance keeps the records of a kind, by the id of their field. */
@@ -112,6 +119,48 @@ function digest(value: string): string {
   return createHash('sha256').update(value).digest('base64url').slice(0, 16);
 }
 
+/**
+ * The first `n` of `items` in the lists' order (oldest first, then by key), sorted: each item is compared with the
+ * last kept and put in place only when it comes before, so that the first page of 10,000 costs about 10,000
+ * comparisons, not a sort of them all.
+ */
+function first<T extends { since: number; key: string }>(items: readonly T[], n: number): T[] {
+  if (n >= items.length) return [...items].sort(byTimeAndKey);
+  const kept: T[] = [];
+  for (const item of items) {
+    if (kept.length === n && byTimeAndKey(item, kept[n - 1] as T) >= 0) continue;
+    let lo = 0;
+    let hi = kept.length;
+    while (lo < hi) {
+      const mid = (lo + hi) >>> 1;
+      if (byTimeAndKey(kept[mid] as T, item) <= 0) lo = mid + 1;
+      else hi = mid;
+    }
+    kept.splice(lo, 0, item);
+    if (kept.length > n) kept.pop();
+  }
+  return kept;
+}
+
+/** Where a page of `limit` rows from `offset` starts in a list of `total`: the last page's start, past the last. */
+function pageStart(offset: number, limit: number, total: number): number {
+  return offset < total || total === 0 ? offset : Math.floor((total - 1) / limit) * limit;
+}
+
+function activeBan(ban: Stored<BanRecord>): ActiveBan {
+  return { ...plain(ban), since: new Date(ban.since), until: new Date(ban.until) };
+}
+
+function activeGrant(grant: Stored<GrantRecord>): ActiveGrant {
+  return {
+    key: grant.key,
+    grant: grant.grant,
+    since: new Date(grant.since),
+    until: grant.until === null ? undefined : new Date(grant.until),
+    note: grant.note ?? undefined,
+  };
+}
+
 function eventText(event: ChangeEvent): string {
   return JSON.stringify({ ...event, at: event.at.getTime(), until: event.until?.getTime() });
 }
@@ -151,12 +200,12 @@ interface Known {
 }
 
 /**
- * The bans, grants and lost records of one middleware. The store's runtime state holds them, one record each, and
- * numbers every change; this instance keeps a cache of them that follows those changes (at once with the memory
- * store, every 250 ms with the Redis store, reading only what changed), and the request path reads only the
- * cache, synchronously. A change made here is written to the store first and applies here when the store has it;
- * only a rule's ban applies here at once (the requests in flight with the one that banned must find it), and stays
- * here alone when the store cannot be written.
+ * The bans, grants, lost records, logins and resets of one middleware. The store's runtime state holds them, one
+ * record each, and numbers every change; this instance keeps a cache of them that follows those changes (at once
+ * with the memory store, every 250 ms with the Redis store, reading only what changed), and the request path reads
+ * only the cache, synchronously. A change made here is written to the store first and applies here when the store
+ * has it; only a rule's ban applies here at once (the requests in flight with the one that banned must find it), and
+ * stays here alone when the store cannot be written.
  */
 export class Registry {
   readonly #state: RuntimeState;
@@ -170,17 +219,24 @@ export class Registry {
   readonly #grants = new SweptMap<Stored<GrantRecord>>((grant) => grant.until ?? Infinity);
   /** Field of the record lost → the lost record. */
   readonly #lost = new SweptMap<Stored<LostEntry>>((lost) => endOf(lost.record));
+  /** `epoch` → the epoch of the operators' logins; a login's id → that login, ended by its logout. */
+  readonly #logins = new SweptMap<Stored<EpochRecord | EndedLogin>>((r) => ('until' in r ? r.until : Infinity));
+  /** Client key → the last reset of its counters. */
+  readonly #resets = new SweptMap<Stored<ResetRecord>>((reset) => reset.until);
   /**
    * Field → an entry of the records that is not a record this instance applies: its text as shown, and its SHA-1,
    * by which it is removed only as it was read.
    */
   readonly #foreign = new Map<string, { readonly shown: string; readonly sha1: string; readonly problem: string }>();
   readonly #reported = new Set<string>();
+  /** Entries of the history as `foreign()` judged them (undefined: a change), at most twice the history's. */
+  readonly #judged = new Map<string, string | undefined>();
   readonly #kinds: ReadonlyMap<string, Kind>;
   /** When the last ban this instance has seen ends: past it (or with none), no request needs a look at the bans. */
   #bansEnd = 0;
-  /** The epoch and sequence number of the last update applied. */
+  /** The epoch, copy mark and sequence number of the last update applied. */
   #epoch: string | undefined;
+  #copy: string | undefined;
   #seq = 0;
   #loaded = false;
   #follower: Follower | undefined;
@@ -193,7 +249,18 @@ export class Registry {
     this.#shared = state !== undefined;
     this.#context = context;
     const bans = (id: string) => (id.startsWith('addr:') ? this.#addressBans : this.#bans);
-    // The kinds of record, by the prefix of their field: a new kind is a check, a cache and a line here.
+    // A reset read is told at once: the counters' remembered refusals of the client are stale from then on.
+    const resets: KindCache = {
+      get: (id) => this.#resets.get(id),
+      add: (id, record, now) => {
+        this.#resets.add(id, record as Stored<ResetRecord>, now);
+        context.onReset?.(id);
+      },
+      delete: (id) => this.#resets.delete(id),
+    };
+    // The kinds of record, by the prefix of their field: a new kind is a check, a cache and a line here. Logins and
+    // resets are no operator's ban or grant: a store that loses them loses nothing to restore (logins then end, as
+    // their epoch is gone).
     this.#kinds = new Map<string, Kind>([
       ['ban', { check: checkBan, cache: bans, operators: (ban) => (ban as BanRecord).by === 'operator' }],
       [
@@ -212,6 +279,8 @@ export class Registry {
           operators: () => true,
         },
       ],
+      ['session', { check: checkSession, cache: () => this.#logins, operators: () => false }],
+      ['reset', { check: checkReset, cache: () => resets, operators: () => false }],
     ]);
   }
 
@@ -245,6 +314,7 @@ export class Registry {
     if (update.kind !== 'changes') this.#reset();
     for (const [field, json] of update.records) this.#put(field, json, update.seq);
     this.#epoch = update.epoch;
+    this.#copy = update.copy;
     this.#seq = update.seq;
     this.#loaded = true;
     if (known) this.#replaced(known, update).catch((error: unknown) => this.#context.report(error, undefined));
@@ -308,6 +378,8 @@ export class Registry {
     }
     this.#grants.clear();
     this.#lost.clear();
+    this.#logins.clear();
+    this.#resets.clear();
     this.#foreign.clear();
     this.#bansEnd = 0;
     for (const cache of [this.#bans, this.#addressBans]) {
@@ -607,6 +679,73 @@ export class Registry {
     return result.changed;
   }
 
+  /**
+   * Which state this instance follows: its epoch and copy mark, both new when the store loses its data or a copy
+   * behind it takes its place. Logins are bound to it, so that none outlives a state that was replaced.
+   */
+  stateId(): string {
+    return `${this.#epoch ?? ''}/${this.#copy ?? ''}`;
+  }
+
+  /** The epoch of the operators' logins, as far as this instance knows; undefined while the store has none. */
+  loginEpoch(): string | undefined {
+    const record = this.#logins.get('epoch');
+    return record && 'epoch' in record ? record.epoch : undefined;
+  }
+
+  /** Whether the login `id` was ended by its logout, as far as this instance knows. */
+  loginEnded(id: string): boolean {
+    const record = id === 'epoch' ? undefined : this.#logins.get(id);
+    return record !== undefined && 'until' in record && record.until > Date.now();
+  }
+
+  /** The epoch a login is made in now: the store's, or a new one when it has none (a first login, or after a loss). */
+  async loginsEpoch(): Promise<string> {
+    const epoch = this.loginEpoch();
+    if (epoch !== undefined) return epoch;
+    return this.#newEpoch('absent');
+  }
+
+  /** Ends every login made before, on every instance: a new epoch. */
+  endLogins(): Promise<string> {
+    return this.#newEpoch('always');
+  }
+
+  async #newEpoch(when: 'absent' | 'always'): Promise<string> {
+    const now = Date.now();
+    const record: EpochRecord = { epoch: randomBytes(16).toString('base64url'), since: now };
+    const change = { field: 'session:epoch', value: JSON.stringify(record), endsAt: null, when, event: undefined };
+    const result = await this.#write({ ...change, now });
+    // Another instance's epoch, written first, is the one: the store answers it.
+    const stored = result.stored === undefined ? undefined : (JSON.parse(result.stored) as Partial<EpochRecord>);
+    return typeof stored?.epoch === 'string' ? stored.epoch : record.epoch;
+  }
+
+  /** Ends one login on every instance, until `until`, when it would have ended by itself. */
+  async endLogin(id: string, until: number): Promise<void> {
+    const now = Date.now();
+    if (until <= now) return;
+    const record: EndedLogin = { id, endedAt: now, until };
+    const change = { field: `session:${id}`, value: JSON.stringify(record), endsAt: until, when: 'always' } as const;
+    await this.#write({ ...change, event: undefined, now });
+  }
+
+  /**
+   * Tells every instance that a client's counters were cleared, so that each forgets the refusals it remembers of
+   * it; kept for `windowMs`, the longest window a remembered refusal can last.
+   */
+  async resetClient(key: string, windowMs: number): Promise<void> {
+    const at = Date.now();
+    const record: ResetRecord = { key, at, until: at + windowMs };
+    const change = {
+      field: `reset:${key}`,
+      value: JSON.stringify(record),
+      endsAt: record.until,
+      when: 'always',
+    } as const;
+    await this.#write({ ...change, event: undefined, now: at });
+  }
+
   /** Reads what changed in the store now (a custom store's state is this process's: nothing to read). */
   async sync(): Promise<void> {
     if (this.#shared) await this.#follower?.sync();
@@ -614,27 +753,72 @@ export class Registry {
 
   /** The bans in force, rules' and operators', as the store has them now. */
   async bans(): Promise<ActiveBan[]> {
-    await this.sync();
-    const now = Date.now();
-    return [...this.#bans.values(), ...this.#addressBans.values()]
-      .filter((ban) => ban.until > now)
-      .sort(byTimeAndKey)
-      .map((ban) => ({ ...plain(ban), since: new Date(ban.since), until: new Date(ban.until) }));
+    return (await this.bansPage(0, Infinity)).bans;
   }
 
   async grants(): Promise<ActiveGrant[]> {
+    return (await this.grantsPage(0, Infinity)).grants;
+  }
+
+  #activeBans(): Stored<BanRecord>[] {
+    const now = Date.now();
+    const active: Stored<BanRecord>[] = [];
+    for (const cache of [this.#bans, this.#addressBans])
+      for (const ban of cache.values()) if (ban.until > now) active.push(ban);
+    return active;
+  }
+
+  #activeGrants(): Stored<GrantRecord>[] {
+    const now = Date.now();
+    const active: Stored<GrantRecord>[] = [];
+    for (const grant of this.#grants.values()) if (grant.until === null || grant.until > now) active.push(grant);
+    return active;
+  }
+
+  /**
+   * Bans in force from `offset` (or, past the last, from the start of the last `limit` of them), at most `limit`, in
+   * the order of `bans()`; where they start, and how many are in force.
+   */
+  async bansPage(offset: number, limit: number): Promise<{ total: number; offset: number; bans: ActiveBan[] }> {
+    await this.sync();
+    const active = this.#activeBans();
+    const from = pageStart(offset, limit, active.length);
+    return {
+      total: active.length,
+      offset: from,
+      bans: first(active, from + limit)
+        .slice(from)
+        .map(activeBan),
+    };
+  }
+
+  /** Grants in force, as {@link bansPage} pages the bans. */
+  async grantsPage(offset: number, limit: number): Promise<{ total: number; offset: number; grants: ActiveGrant[] }> {
+    await this.sync();
+    const active = this.#activeGrants();
+    const from = pageStart(offset, limit, active.length);
+    return {
+      total: active.length,
+      offset: from,
+      grants: first(active, from + limit)
+        .slice(from)
+        .map(activeGrant),
+    };
+  }
+
+  /** The bans in force of one client key: its own, and for an `ip:` key its address's. */
+  async bansOf(key: string): Promise<ActiveBan[]> {
     await this.sync();
     const now = Date.now();
-    return [...this.#grants.values()]
-      .filter((grant) => grant.until === null || grant.until > now)
-      .sort(byTimeAndKey)
-      .map((grant) => ({
-        key: grant.key,
-        grant: grant.grant,
-        since: new Date(grant.since),
-        until: grant.until === null ? undefined : new Date(grant.until),
-        note: grant.note ?? undefined,
-      }));
+    const found = [this.#bans.get(key), this.#addressBans.get(addressBan(key))];
+    return found.filter((ban): ban is Stored<BanRecord> => ban !== undefined && ban.until > now).map(activeBan);
+  }
+
+  /** The runtime grant in force of one client key. */
+  async grantOfKey(key: string): Promise<ActiveGrant | undefined> {
+    await this.sync();
+    const grant = this.#grants.get(key);
+    return grant && (grant.until === null || grant.until > Date.now()) ? activeGrant(grant) : undefined;
   }
 
   /** The operators' bans and grants the store lost, oldest loss first. */
@@ -716,13 +900,18 @@ export class Registry {
   }
 
   #eventProblem(json: string): string | undefined {
+    // Each load of the operator's page looks at the whole history: an entry is judged once.
+    if (this.#judged.has(json)) return this.#judged.get(json);
+    let problem: string | undefined;
     try {
       checkEvent(json);
-      return undefined;
     } catch (error) {
       if (!(error instanceof Problem)) throw error;
-      return error.message;
+      problem = error.message;
     }
+    if (this.#judged.size >= 2 * HISTORY_MAX) this.#judged.clear();
+    this.#judged.set(json, problem);
+    return problem;
   }
 
   /** The changes, newest first: since a time, at most `limit` of them. Entries that are not changes are skipped. */

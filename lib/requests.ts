@@ -1,16 +1,30 @@
 // Grant requests of rule 6: filed by clients with proof of their size, kept in the store's state, decided by operators.
 import { randomBytes } from 'node:crypto';
+import ipaddr from 'ipaddr.js';
 import { Checker, isPlainObject, show } from './check.js';
 import { tokenKey } from './keys.js';
 import type { EndpointRow } from './listings.js';
 import type { Registry } from './registry.js';
-import type { RequestRecords } from './state.js';
+import type { RequestMeta, RequestPlace, RequestRecords } from './request-store.js';
 import type { Grant, GrantProof, GrantRequest, GrantRequestInput, GrantRequests as Requests } from './types.js';
 
-/** Requests kept at the most; a new one is refused beyond that, until decided ones age out. */
+const DAY_MS = 24 * 3600_000;
+/**
+ * Requests kept at the most. A new one is never refused for want of room: an ended one is dropped, else the oldest
+ * of the group (IPv6 /48, IPv4 /16) that has the most.
+ */
 export const REQUESTS_MAX = 10_000;
+/** How long a request no operator decided stays pending: 30 days, after which it is dropped. */
+export const PENDING_KEPT_MS = 30 * DAY_MS;
 /** How long a decided request stays readable by its requester: 30 days. */
-export const DECIDED_KEPT_MS = 30 * 24 * 3600_000;
+export const DECIDED_KEPT_MS = 30 * DAY_MS;
+/** Pending requests one client key may have at once. */
+export const PENDING_PER_CLIENT = 2;
+/** Pending requests one network (IPv4 /24, IPv6 by `ipv6Subnet`) may have at once. */
+export const PENDING_PER_NETWORK = 3;
+/** Requests `list()` and `find()` answer at the most, and by default. */
+const LIST_MAX = 1000;
+const LIST_DEFAULT = 50;
 const LONGEST_TOKEN = 4096;
 const LONGEST_CONTACT = 200;
 const LONGEST_REASON = 2000;
@@ -32,6 +46,9 @@ interface RequestRecord {
   readonly granted: Grant | null;
   readonly until: number | null;
   readonly answer: string | null;
+  /** The network it was filed from, '' for none; and the wider group it counts in when the store is full. */
+  readonly network: string;
+  readonly group: string;
   /** The order of its last change, which the store assigns when it writes it: 0 for one written without. */
   readonly seq?: number;
 }
@@ -42,9 +59,48 @@ function serialise(record: RequestRecord): string {
   return JSON.stringify(rest);
 }
 
-/** The store's order of two requests' last changes: by their sequence numbers, then (written without one) by time. */
-function byChange(a: RequestRecord, b: RequestRecord): number {
-  return (a.seq ?? 0) - (b.seq ?? 0) || (a.decidedAt ?? a.at) - (b.decidedAt ?? b.at) || (a.id < b.id ? -1 : 1);
+/** When the store drops a request: 30 days after it was filed, while pending; 30 days after its decision. */
+function endOf(r: RequestRecord): number {
+  return r.decidedAt === null ? r.at + PENDING_KEPT_MS : r.decidedAt + DECIDED_KEPT_MS;
+}
+
+function metaOf(r: RequestRecord): RequestMeta {
+  return {
+    key: r.key,
+    network: r.network,
+    group: r.group,
+    status: r.status === 'pending' ? 'pending' : 'decided',
+    endsAt: endOf(r),
+  };
+}
+
+/** The bits of `bytes` past the first `bits` cleared. */
+function masked(bytes: number[], bits: number): number[] {
+  return bytes.map((byte, i) => {
+    const keep = Math.min(Math.max(bits - 8 * i, 0), 8);
+    return byte & (0xff << (8 - keep)) & 0xff;
+  });
+}
+
+/**
+ * The network and group of an address, as requests are counted: IPv4 (IPv4-mapped too) by /24 and /16; IPv6 by
+ * `ipv6Subnet` (a /64 when it is `false`, as one subscriber has a whole /64) and by /48 (or the subnet, if shorter).
+ */
+export function placeOf(ip: string, subnet: number | false): Omit<RequestPlace, 'key'> {
+  let address = ipaddr.parse(ip);
+  if (address.kind() === 'ipv6' && (address as ipaddr.IPv6).isIPv4MappedAddress())
+    address = (address as ipaddr.IPv6).toIPv4Address();
+  const bytes = address.toByteArray();
+  const [bits, wide] = address.kind() === 'ipv4' ? [24, 16] : [subnet === false ? 64 : subnet, 48];
+  const of = (n: number) => `ip:${ipaddr.fromByteArray(masked(bytes, n)).toString()}/${n}`;
+  return { network: of(bits), group: of(Math.min(bits, wide)) };
+}
+
+/** The address of an `ip:` key (`ip:203.0.113.9`, `ip:2001:db8::/64`), or undefined for another key. */
+function addressOfKey(key: string): string | undefined {
+  if (!key.startsWith('ip:')) return undefined;
+  const address = key.slice(3).split('/')[0] ?? '';
+  return ipaddr.isValid(address) ? address : undefined;
 }
 
 /** The part of a token shown to operators and requesters: its last 4 characters, none of a short one. */
@@ -104,6 +160,7 @@ function publicOf(r: RequestRecord): GrantRequest {
   return {
     id: r.id,
     key: r.key,
+    network: r.network || undefined,
     tokenEnd: r.tokenEnd,
     ask: r.ask,
     proof: r.proof,
@@ -123,7 +180,9 @@ function parse(json: string | undefined): RequestRecord | undefined {
   try {
     const r = JSON.parse(json) as RequestRecord;
     if (r.seq !== undefined && !Number.isSafeInteger(r.seq)) return undefined;
-    return typeof r.id === 'string' && typeof r.key === 'string' ? r : undefined;
+    const times = [r.at, r.decidedAt ?? 0].every((t) => Number.isSafeInteger(t));
+    const place = typeof r.network === 'string' && typeof r.group === 'string';
+    return typeof r.id === 'string' && typeof r.key === 'string' && times && place ? r : undefined;
   } catch {
     return undefined;
   }
@@ -132,17 +191,24 @@ function parse(json: string | undefined): RequestRecord | undefined {
 /**
  * The grant requests of one middleware, in its store's state, so that every instance sees them. A request's token is
  * hashed at once; only its last 4 characters are kept, for display. Every change is a compare-and-set: a request is
- * decided once.
+ * decided once. Every call reads or writes a few requests, however many are kept.
  */
 export class GrantRequests implements Requests {
   readonly #records: RequestRecords | undefined;
   readonly #registry: Registry;
+  readonly #subnet: number | false;
   /** The rows of the table, which a request for specific endpoints names. */
   readonly endpoints: readonly EndpointRow[];
 
-  constructor(records: RequestRecords | undefined, registry: Registry, rows: readonly EndpointRow[]) {
+  constructor(
+    records: RequestRecords | undefined,
+    registry: Registry,
+    rows: readonly EndpointRow[],
+    ipv6Subnet: number | false,
+  ) {
     this.#records = records;
     this.#registry = registry;
+    this.#subnet = ipv6Subnet;
     this.endpoints = rows;
   }
 
@@ -160,16 +226,23 @@ export class GrantRequests implements Requests {
     );
   }
 
-  /** Files a pending request. Throws ListingLimitsError naming the field of `input` at fault. */
+  /**
+   * Files a pending request. Throws ListingLimitsError naming the field of `input` at fault, and with code
+   * `ERR_TOO_MANY_PENDING` (`input.token`, `input.ip`) when its client or its network has as many pending as it may.
+   */
   async file(input: GrantRequestInput): Promise<GrantRequest> {
     const check: Checker = new Checker('limits.requests.file');
-    const i = check.options(input, 'input', '{ token, ask, proof, contact, reason }');
-    check.unknownKeys(i, ['token', 'ask', 'proof', 'contact', 'reason'], (k) => `input.${k}`);
+    const i = check.options(input, 'input', '{ token, ask, proof, contact, reason, ip }');
+    check.unknownKeys(i, ['token', 'ask', 'proof', 'contact', 'reason', 'ip'], (k) => `input.${k}`);
     if (typeof i.token !== 'string' || i.token === '' || i.token.length > LONGEST_TOKEN)
       check.invalid('input.token', `must be a non-empty string of at most ${LONGEST_TOKEN} characters.`);
+    if (i.ip !== undefined && (typeof i.ip !== 'string' || !ipaddr.isValid(i.ip)))
+      check.invalid('input.ip', `must be an IP address; got ${show(i.ip)}.`);
+    const key = tokenKey(i.token);
+    const place = i.ip === undefined ? { network: '', group: key } : placeOf(i.ip as string, this.#subnet);
     const record: RequestRecord = {
       id: randomBytes(9).toString('base64url'),
-      key: tokenKey(i.token),
+      key,
       tokenEnd: tokenEnd(i.token),
       ask: this.#registry.checkGrant(check, i.ask, 'input.ask'),
       proof: checkProof(check, i.proof),
@@ -181,59 +254,130 @@ export class GrantRequests implements Requests {
       granted: null,
       until: null,
       answer: null,
+      ...place,
     };
-    const done = await this.#state(check).put(record.id, serialise(record), null, REQUESTS_MAX);
-    if (done !== 'done') {
+    const bounds = { perKey: PENDING_PER_CLIENT, perNetwork: PENDING_PER_NETWORK, max: REQUESTS_MAX };
+    const done = await this.#state(check).file(record.id, serialise(record), metaOf(record), bounds, record.at);
+    if (done === 'key') {
       check.fail(
-        'ERR_UNSUPPORTED_STORE',
-        'options.store',
-        `keeps ${REQUESTS_MAX} requests already: decide some first.`,
+        'ERR_TOO_MANY_PENDING',
+        'input.token',
+        `has ${PENDING_PER_CLIENT} requests pending already: wait for an operator's decision, or for one to expire.`,
       );
     }
+    if (done === 'network') {
+      check.fail(
+        'ERR_TOO_MANY_PENDING',
+        'input.ip',
+        `is of a network that has ${PENDING_PER_NETWORK} requests pending already: wait for an operator's ` +
+          'decision, or for one to expire.',
+      );
+    }
+    if (done !== 'done') throw new Error('limits.requests.file: the store has a request of this id already.');
     return publicOf(record);
   }
 
   /** A request as its requester may see it: only with the token it was filed with; else undefined. */
   async status(id: string, token: string): Promise<GrantRequest | undefined> {
     if (typeof id !== 'string' || typeof token !== 'string' || id === '' || id.length > 64) return undefined;
-    const record = parse(await this.#state(new Checker('limits.requests.status')).get(id));
+    const record = await this.#read(new Checker('limits.requests.status'), id);
     return record && record.key === tokenKey(token) ? publicOf(record) : undefined;
   }
 
-  /** Every request: pending ones first, oldest first, then decided ones, newest first. Old decided ones are dropped. */
-  async list(): Promise<GrantRequest[]> {
-    const state = this.#state(new Checker('limits.requests.list'));
-    const now = Date.now();
-    const records: RequestRecord[] = [];
-    const old: string[] = [];
-    for (const json of await state.all()) {
-      const r = parse(json);
-      if (!r) continue;
-      if (r.decidedAt !== null && now - r.decidedAt > DECIDED_KEPT_MS) old.push(r.id);
-      else records.push(r);
+  /** A request by its id, for operators; undefined when there is none (or it has ended). */
+  async get(id: string): Promise<GrantRequest | undefined> {
+    if (typeof id !== 'string' || id === '' || id.length > 64) return undefined;
+    const record = await this.#read(new Checker('limits.requests.get'), id);
+    return record && publicOf(record);
+  }
+
+  async #read(check: Checker, id: string): Promise<RequestRecord | undefined> {
+    const record = parse(await this.#state(check).get(id));
+    return record && endOf(record) > Date.now() ? record : undefined;
+  }
+
+  /** The requests of texts as stored, ended ones left out. */
+  #visible(values: readonly string[], now: number): GrantRequest[] {
+    const out: GrantRequest[] = [];
+    for (const value of values) {
+      const record = parse(value);
+      if (record && endOf(record) > now) out.push(publicOf(record));
     }
-    if (old.length > 0) await state.remove(old);
-    // In the order the store wrote them, never by the clock: two requests filed in one millisecond keep theirs.
-    const pending = records.filter((r) => r.status === 'pending').sort(byChange);
-    const decided = records.filter((r) => r.status !== 'pending').sort((a, b) => byChange(b, a));
-    return [...pending, ...decided].map(publicOf);
+    return out;
+  }
+
+  #page(
+    check: Checker,
+    options: unknown,
+  ): { status: 'pending' | 'decided' | undefined; offset: number; limit: number } {
+    const o = check.options(options, 'options', '{ status, offset, limit }');
+    check.unknownKeys(o, ['status', 'offset', 'limit'], (k) => `options.${k}`);
+    const status = o.status === undefined ? undefined : check.oneOf(o.status, ['pending', 'decided'], 'options.status');
+    let offset = 0;
+    if (o.offset !== undefined) {
+      if (typeof o.offset !== 'number' || !Number.isSafeInteger(o.offset) || o.offset < 0)
+        check.invalid('options.offset', `must be a whole number from 0; got ${show(o.offset)}.`);
+      offset = o.offset;
+    }
+    const limit = o.limit === undefined ? LIST_DEFAULT : check.count(o.limit, 'options.limit');
+    if (limit > LIST_MAX) check.invalid('options.limit', `must be at most ${LIST_MAX}; got ${limit}.`);
+    return { status, offset, limit };
+  }
+
+  /**
+   * A page of the requests: pending ones (in the order they were filed) then decided ones (newest decision first),
+   * or those of one `status`; from `offset`, at most `limit` (default 50, at most 1000).
+   */
+  async list(options?: { status?: 'pending' | 'decided'; offset?: number; limit?: number }): Promise<GrantRequest[]> {
+    const check = new Checker('limits.requests.list');
+    const { status, offset, limit } = this.#page(check, options);
+    const state = this.#state(check);
+    const now = Date.now();
+    if (status !== undefined) return this.#visible((await state.page(status, offset, limit, now)).values, now);
+    const pending = await state.page('pending', offset, limit, now);
+    const listed = this.#visible(pending.values, now);
+    if (listed.length >= limit) return listed;
+    const from = Math.max(offset - pending.total, 0);
+    const decided = await state.page('decided', from, limit - listed.length, now);
+    return [...listed, ...this.#visible(decided.values, now)];
+  }
+
+  /** How many requests are pending, and how many decided ones are kept. */
+  async counts(): Promise<{ pending: number; decided: number }> {
+    const state = this.#state(new Checker('limits.requests.counts'));
+    const now = Date.now();
+    const [pending, decided] = await Promise.all([state.page('pending', 0, 0, now), state.page('decided', 0, 0, now)]);
+    return { pending: pending.total, decided: decided.total };
+  }
+
+  /**
+   * The requests of a client, newest change first, at most `limit` (default 50): of its token's key for `{ token }`
+   * or a `t:` key, of its network for `{ ip }` or an `ip:` key.
+   */
+  async find(client: unknown, options?: { limit?: number }): Promise<GrantRequest[]> {
+    const check = new Checker('limits.requests.find');
+    const { key } = this.#registry.keyOf(check, client);
+    const { limit } = this.#page(check, options);
+    const address = addressOfKey(key);
+    const [by, value] = address === undefined ? ['key', key] : ['network', placeOf(address, this.#subnet).network];
+    return this.#visible(await this.#state(check).find(by as 'key' | 'network', value, limit), Date.now());
   }
 
   async #pending(check: Checker, id: unknown): Promise<{ record: RequestRecord; json: string }> {
     if (typeof id !== 'string' || id === '') check.invalid('id', `must be a request's id; got ${show(id)}.`);
     const json = await this.#state(check).get(id);
     const record = parse(json);
-    if (!record || json === undefined) return check.invalid('id', `is no request's id; got ${show(id)}.`);
+    if (!record || json === undefined || endOf(record) <= Date.now())
+      return check.invalid('id', `is no request's id; got ${show(id)}.`);
     if (record.status !== 'pending') check.invalid('id', `names a request already ${record.status}.`);
     return { record, json };
   }
 
   /** Writes a decision over the request as read; resolves the text the store wrote (with its sequence number). */
   async #decide(check: Checker, json: string, decided: RequestRecord): Promise<string> {
-    const state = this.#state(check);
-    const done = await state.put(decided.id, serialise(decided), json, REQUESTS_MAX);
-    if (done !== 'done') check.invalid('id', 'names a request another operator decided meanwhile.');
-    return (await state.get(decided.id)) ?? '';
+    const written = await this.#state(check).put(decided.id, serialise(decided), json, metaOf(decided), Date.now());
+    if (written === undefined) check.invalid('id', 'names a request another operator decided meanwhile.');
+    return written;
   }
 
   /**
@@ -251,8 +395,8 @@ export class GrantRequests implements Requests {
       const note = options?.note ?? `request ${record.id}`;
       await this.#registry.grant({ key: record.key }, checked, { until: until ?? undefined, note });
     } catch (error) {
-      // The grant could not be given (a bad `until`): the request is pending again.
-      await this.#records?.put(record.id, json, value, REQUESTS_MAX);
+      // The grant could not be given (a bad `until`): the request is pending again, as it was.
+      await this.#records?.put(record.id, json, value, metaOf(record), Date.now());
       throw error;
     }
     return publicOf(approved);

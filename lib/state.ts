@@ -1,6 +1,9 @@
 // The runtime state of a store: records numbered by the store's sequence, and how instances follow them.
 import { createHash, randomBytes } from 'node:crypto';
+import { MemoryRequests, type RequestRecords } from './request-store.js';
 import { SweptMap } from './swept.js';
+
+export type { RequestRecords };
 
 /** Changes kept in the history at the most; the oldest go first beyond that. */
 export const HISTORY_MAX = 1000;
@@ -61,6 +64,8 @@ export interface StateUpdate {
   /** The store's sequence number the update brings the follower to. */
   readonly seq: number;
   readonly records: ReadonlyMap<string, string | null>;
+  /** The mark of a copy behind the state that took its place (a failover): another after each; undefined for none. */
+  readonly copy?: string;
 }
 
 /** How an instance follows the state: updates come by themselves; `sync()` reads what changed now. */
@@ -109,52 +114,6 @@ export function sha1(text: string): string {
 /** A new epoch: random, so that no two states that started from nothing share one. */
 export function newEpoch(): string {
   return randomBytes(9).toString('base64url');
-}
-
-/** What {@link RequestRecords.put} did: wrote the record, found another value than expected, or found no room. */
-export type PutResult = 'done' | 'conflict' | 'full';
-
-/**
- * Grant requests by id, one JSON object each, each change atomic: what the contact page files and operators decide.
- * The store numbers every write: a request's `seq` (its object's first member) is the order of its last change.
- */
-export interface RequestRecords {
-  /**
-   * Sets `id` to `value` when it holds `expected` now; with `expected` null, when `id` is absent and fewer than `max`
-   * records are kept. `value` is written with the store's next sequence number as its first member, unless it has one
-   * already (a request put back as it was).
-   */
-  put(id: string, value: string, expected: string | null, max: number): Promise<PutResult>;
-  get(id: string): Promise<string | undefined>;
-  all(): Promise<string[]>;
-  remove(ids: readonly string[]): Promise<void>;
-}
-
-/** The grant requests of the memory store, in this process. */
-export class MemoryRequests implements RequestRecords {
-  readonly #records = new Map<string, string>();
-  #seq = 0;
-
-  put(id: string, value: string, expected: string | null, max: number): Promise<PutResult> {
-    const current = this.#records.get(id);
-    if (expected === null ? current !== undefined : current !== expected) return Promise.resolve('conflict');
-    if (expected === null && this.#records.size >= max) return Promise.resolve('full');
-    this.#records.set(id, value.startsWith(SEQ) ? value : stamped(value, ++this.#seq));
-    return Promise.resolve('done');
-  }
-
-  get(id: string): Promise<string | undefined> {
-    return Promise.resolve(this.#records.get(id));
-  }
-
-  all(): Promise<string[]> {
-    return Promise.resolve([...this.#records.values()]);
-  }
-
-  remove(ids: readonly string[]): Promise<void> {
-    for (const id of ids) this.#records.delete(id);
-    return Promise.resolve();
-  }
 }
 
 /** A record as the memory state keeps it. */

@@ -56,6 +56,14 @@ export class Traffic {
     minute.refused.set(kept, (minute.refused.get(kept) ?? 0) + 1);
   }
 
+  /** How often `key` was refused in the last 60 minutes (0 for a client counted among the others). */
+  refusalsOf(key: string, now = Date.now()): number {
+    const since = Math.floor(now / MINUTE_MS) - MINUTES + 1;
+    let n = 0;
+    for (const minute of this.#ring) if (minute && minute.at >= since) n += minute.refused.get(key) ?? 0;
+    return n;
+  }
+
   /** The last 60 minutes: every endpoint of the table, and the `top` clients refused most often. */
   summary(top = 10, now = Date.now()): TrafficSummary {
     const since = Math.floor(now / MINUTE_MS) - MINUTES + 1;

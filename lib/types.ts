@@ -217,6 +217,11 @@ export interface GrantRequestInput {
   /** Where the operators answer, e.g. an e-mail address. */
   readonly contact: string;
   readonly reason: string;
+  /**
+   * The requester's address (the contact page gives `req.ip`): only its network is kept, and a network may have
+   * only a few requests pending. Without it, only the token's are limited.
+   */
+  readonly ip?: string;
 }
 
 /** A grant request, as operators list it and its requester checks it. */
@@ -225,6 +230,11 @@ export interface GrantRequest {
   readonly id: string;
   /** The key of the client (`t:<hash>`), never the token. */
   readonly key: string;
+  /**
+   * The network it was filed from (`ip:203.0.113.0/24`, `ip:2001:db8:1:2::/64`), never the address itself; undefined
+   * for a request filed without an address.
+   */
+  readonly network: string | undefined;
   /** The token's last 4 characters (none for a token shorter than 12), for display. */
   readonly tokenEnd: string;
   readonly ask: Grant;
@@ -245,23 +255,70 @@ export interface GrantRequest {
 /**
  * The grant requests of rule 6, kept in the store's runtime state (so every instance sees them). Bad input throws a
  * `ListingLimitsError` naming the field; a custom store without runtime state throws one with code
- * `ERR_UNSUPPORTED_STORE`.
+ * `ERR_UNSUPPORTED_STORE`. A pending request no operator decides is dropped after 30 days, a decided one 30 days
+ * after its decision.
  */
 export interface GrantRequests {
   /** Whether the store keeps grant requests (the memory and Redis stores do). */
   readonly supported: boolean;
   /** The rows of the table, which a request for specific endpoints names. */
   readonly endpoints: readonly EndpointRow[];
-  /** Files a pending request. */
+  /**
+   * Files a pending request. A client key may have 2 pending at once, a network 3 (`ERR_TOO_MANY_PENDING`); with
+   * 10,000 kept, an ended one is dropped to make room, else the oldest of the group (IPv6 /48, IPv4 /16) that has the
+   * most.
+   */
   file(input: GrantRequestInput): Promise<GrantRequest>;
   /** A request, only for the token it was filed with; else undefined. */
   status(id: string, token: string): Promise<GrantRequest | undefined>;
-  /** Every request: pending ones first (oldest first), then decided ones (newest first), for 30 days. */
-  list(): Promise<GrantRequest[]>;
+  /** A request by its id, for operators; else undefined. */
+  get(id: string): Promise<GrantRequest | undefined>;
+  /**
+   * A page of the requests: pending ones (in the order they were filed) then decided ones (newest decision first),
+   * or those of one `status`; from `offset` (default 0), at most `limit` (default 50, at most 1000).
+   */
+  list(options?: {
+    readonly status?: 'pending' | 'decided';
+    readonly offset?: number;
+    readonly limit?: number;
+  }): Promise<GrantRequest[]>;
+  /** How many requests are pending, and how many decided ones are kept. */
+  counts(): Promise<{ pending: number; decided: number }>;
+  /**
+   * The requests of a client, newest change first, at most `limit` (default 50, at most 1000): of its token for
+   * `{ token }` or a `t:` key, of its network for `{ ip }` or an `ip:` key.
+   */
+  find(client: ClientRef, options?: { readonly limit?: number }): Promise<GrantRequest[]>;
   /** Approves a pending request: its client is given `grant` until `until` (or until revoked). */
   approve(id: string, grant: Grant, options?: { until?: Date | number; note?: string }): Promise<GrantRequest>;
   /** Declines a pending request, with the reason its requester sees. */
   decline(id: string, reason: string): Promise<GrantRequest>;
+}
+
+/**
+ * A client's state on one limit of one endpoint, as `usage()` reads it: without counting a request, on the counter
+ * it counts on now.
+ */
+export interface EndpointUsage {
+  /** The table's endpoint, `<METHOD> <path>`. */
+  readonly endpoint: string;
+  /**
+   * The counter the client counts on: the endpoint's name, or its grant's variant (`GET /v1/bots/:id (x10)`);
+   * undefined for a client granted removal of limits, which is not counted.
+   */
+  readonly counter: string | undefined;
+  /** Requests allowed per window (`Infinity` with removal of limits). */
+  readonly limit: number;
+  readonly windowMs: number;
+  /** Requests counted in the window now. */
+  readonly used: number;
+  /** Requests left in the window now: `limit - used`. */
+  readonly remaining: number;
+  /**
+   * When the window frees a request: the end of a fixed window, or when the oldest request counted leaves a sliding
+   * one; undefined when none is counted.
+   */
+  readonly resetTime: Date | undefined;
 }
 
 /** The last hour of requests through one middleware in this process, as the operator's page shows it. */
@@ -423,6 +480,17 @@ export interface ListingLimitsMiddleware extends RequestHandler {
   removeForeign(id: string): Promise<boolean>;
   /** Stops reading bans and grants from the store in the background (the Redis store's refresh). */
   close(): void;
+  /**
+   * The client's counters on every limit of every endpoint, in table order, read without counting: the requests
+   * used and left in the window, and when it frees one. A granted client's are those of its grant (a runtime grant,
+   * a grant of the `grants` option, or a `grants` function's answer kept for its key).
+   */
+  usage(client: ClientRef): Promise<EndpointUsage[]>;
+  /**
+   * Clears the client's counters, on every endpoint or on `endpoint` (`<METHOD> <path>` as in the table), its grants'
+   * included; every instance forgets the refusals it remembers of it. Resolves whether one had a request counted.
+   */
+  reset(client: ClientRef, endpoint?: string): Promise<boolean>;
   /** The grant requests of rule 6, in the store's state. */
   readonly requests: GrantRequests;
   /**

@@ -41,12 +41,23 @@ export interface CountsLimitsNow {
   readonly countsNow: true;
   /** Counts a request on every limit when each allows it, on none when one refuses; each limit's state in order. */
   countNow(key: string): readonly Count[];
+  /**
+   * Each limit's state for `key` without counting a request: the requests counted in its window now, and when it
+   * frees one (0 for a limit with none counted). Optional: `usage()` needs it.
+   */
+  peek?(key: string): readonly Count[];
+  /** Forgets `key` on every limit; returns whether it had a request counted. Optional: `reset()` needs it. */
+  reset?(key: string): boolean;
 }
 
 /** A counter of several limits that counts in a shared store, one atomic command per request (the Redis store). */
 export interface CountsLimitsAsync {
   readonly countsAsync: true;
   count(key: string): Promise<readonly Count[]>;
+  /** As {@link CountsLimitsNow.peek}. Optional: `usage()` needs it. */
+  peek?(key: string): Promise<readonly Count[]>;
+  /** As {@link CountsLimitsNow.reset}. Optional: `reset()` needs it. */
+  reset?(key: string): Promise<boolean>;
 }
 
 /** What a store's `limits` factory returns. */
@@ -72,6 +83,9 @@ class Entry {
     this.slots = Array.from({ length: n }, () => new Slot());
   }
 }
+
+/** The state of a limit with nothing counted. */
+const none: Count = Object.freeze({ count: 0, resetAt: 0 });
 
 /** Times a sliding slot lets pile up before the front of its array is cut off. */
 const COMPACT_AFTER = 32;
@@ -142,6 +156,37 @@ export class MemoryLimits implements CountsLimitsNow {
       if (empty > entry.endsAt) entry.endsAt = empty;
     }
     return slots;
+  }
+
+  /** Each limit's state for `key`, read without counting: a new array. */
+  peek(key: string): readonly Count[] {
+    const now = Date.now();
+    const entry = this.#entries.get(key);
+    return this.#limits.map(({ limit, windowMs }, i) => {
+      const slot = entry?.slots[i];
+      if (!slot) return { count: 0, resetAt: 0 };
+      if (!this.#sliding)
+        return now < slot.resetAt ? { count: Math.min(slot.count, limit), resetAt: slot.resetAt } : none;
+      const from = now - windowMs;
+      const { times } = slot;
+      // The first time counted after `from`, by bisection: times are in order.
+      let lo = slot.head;
+      let hi = times.length;
+      while (lo < hi) {
+        const mid = (lo + hi) >>> 1;
+        if ((times[mid] as number) <= from) lo = mid + 1;
+        else hi = mid;
+      }
+      const count = times.length - lo;
+      return count === 0 ? none : { count, resetAt: (times[lo] as number) + windowMs };
+    });
+  }
+
+  /** Forgets `key`; returns whether it had a request counted in a window that has not ended. */
+  reset(key: string): boolean {
+    const counted = this.peek(key).some((count) => count.count > 0);
+    this.#entries.delete(key);
+    return counted;
   }
 }
 

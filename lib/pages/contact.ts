@@ -1,5 +1,6 @@
 // The contact page of rule 6: a client asks for extended limits with proof of its size, and checks its request later.
 import type { Request, Response, Router } from 'express';
+import ipaddr from 'ipaddr.js';
 import { Checker } from '../check.js';
 import type { EndpointRow } from '../listings.js';
 import type { Store } from '../stores.js';
@@ -320,18 +321,20 @@ export function limitsRequestPage(limits: ListingLimitsMiddleware, options?: Req
       if (!input) return sendPage(res, 400, title, requestForm(req, rows, form, errors, csrf(req, res)), req);
       let filed: GrantRequest;
       try {
-        filed = await l.requests.file(input);
+        // An address that is none (a header a proxy passed on as it came) is no network: the token's limit holds.
+        filed = await l.requests.file(req.ip && ipaddr.isValid(req.ip) ? { ...input, ip: req.ip } : input);
       } catch (error) {
         if (!(error instanceof ListingLimitsError)) throw error;
-        // A value the limits cannot take (a multiplier beyond what sliding windows keep): the form, naming its field.
-        if (error.code !== 'ERR_UNSUPPORTED_STORE') {
-          const refused = refusal(error);
-          return sendPage(res, 400, title, requestForm(req, rows, form, refused, csrf(req, res)), req);
+        // As many pending as its token or its network may have: a refusal that says why, with nothing to correct.
+        if (error.code === 'ERR_TOO_MANY_PENDING') {
+          const who = error.field === 'input.ip' ? 'Your network has' : 'Your token has';
+          const many = markup`<p class="alert" role="alert">${who} as many requests pending as it may. Wait for an
+            operator’s decision (check it with the id you were given), or for a request to expire after 30 days.</p>`;
+          return sendPage(res, 429, title, many, req);
         }
-        // The store keeps as many requests as it may: a refusal that says so, not an error of the app.
-        const full = markup`<p class="alert" role="alert">No more requests can be taken now. Please try again
-          later.</p>`;
-        return sendPage(res, 503, title, full, req);
+        // A value the limits cannot take (a multiplier beyond what sliding windows keep): the form, naming its field.
+        const refused = refusal(error);
+        return sendPage(res, 400, title, requestForm(req, rows, form, refused, csrf(req, res)), req);
       }
       res.redirect(303, `${req.baseUrl}/status?id=${encodeURIComponent(filed.id)}&filed=1`);
     }),

@@ -9,8 +9,8 @@ export const CSRF_FIELD = '_csrf';
 const CLOCK_SKEW_MS = 60_000;
 /** A session id: 16 random bytes, base64url. */
 const ID = /^[\w-]{22}$/;
-/** A login cookie's value: `<session id>.<issue time, epoch ms>`. */
-const LOGIN_VALUE = /^([\w-]{22})\.(\d{13})$/;
+/** A login cookie's value: `<session id>.<issue time, epoch ms>.<what it is bound to>`. */
+const LOGIN_VALUE = /^([\w-]{22})\.(\d{13})\.([\w-]{22})$/;
 
 /** A login in force, as its signed cookie carries it. */
 export interface LoginSession {
@@ -18,7 +18,15 @@ export interface LoginSession {
   readonly id: string;
   /** When the login was made, epoch ms: a login ends `sessionMs` later. */
   readonly issuedAt: number;
+  /** What the login is bound to (a MAC of the admin token and the logins' epoch): a login in force has it right. */
+  readonly bound: string;
 }
+
+/**
+ * Whether a login, signed and within its lifetime, is still in force: not ended, nor of another token or epoch. What
+ * it rejects with goes to the app's error handler as it is.
+ */
+export type InForce = (login: LoginSession) => boolean | Promise<boolean>;
 
 export interface Sessions {
   /** Reads the cookies, and gives a browser without a valid form session a new one. */
@@ -27,10 +35,15 @@ export interface Sessions {
   token(req: Request, res: Response): string;
   /** Whether a state-changing request carries a CSRF token of its own session. */
   valid(req: Request): boolean;
-  /** The request's login in force: signed, of the right shape, issued no more than `lifetimeMs` ago. */
+  /**
+   * The request's login in force: signed, of the right shape, issued no more than `lifetimeMs` ago, and in force as
+   * `inForce` says.
+   */
   login(req: Request): LoginSession | undefined;
-  /** Starts a new login session (a new id: the tokens of the page before are no good after it). */
-  logIn(req: Request, res: Response): void;
+  /**
+   * Starts a new login session (a new id: the tokens of the page before are no good after it), bound to `bound`.
+   */
+  logIn(req: Request, res: Response, bound: string): void;
   logOut(req: Request, res: Response): void;
 }
 
@@ -54,11 +67,11 @@ interface Read {
 
 /**
  * The sessions of one page, whose cookies are named `listing-limits.<name>…`: a form session (a random id in a
- * signed cookie) for a browser without a login, and, when `lifetimeMs` is given, the login session of the operator.
- * A CSRF token is bound to the login session when there is one, else to the form session: a token of the login form,
- * of another login or of another browser is no good for an operator's action.
+ * signed cookie) for a browser without a login, and, when `lifetimeMs` is given, the login session of the operator,
+ * taken only while `inForce` says it is. A CSRF token is bound to the login session when there is one, else to the
+ * form session: a token of the login form, of another login or of another browser is no good for an operator's action.
  */
-export function sessions(secret: string, name: string, lifetimeMs?: number): Sessions {
+export function sessions(secret: string, name: string, lifetimeMs?: number, inForce?: InForce): Sessions {
   const FORM = `listing-limits.${name}-form`;
   const LOGIN = `listing-limits.${name}`;
   // What each request's cookies hold: a WeakMap rather than a property on `req`.
@@ -88,7 +101,7 @@ export function sessions(secret: string, name: string, lifetimeMs?: number): Ses
     const issuedAt = Number(match[2]);
     const now = Date.now();
     if (issuedAt > now + CLOCK_SKEW_MS || now - issuedAt >= lifetimeMs) return undefined;
-    return { id: match[1] as string, issuedAt };
+    return { id: match[1] as string, issuedAt, bound: match[3] as string };
   };
   const start: RequestHandler = (req, res, next) => {
     let form = signedCookie(req, FORM);
@@ -96,18 +109,26 @@ export function sessions(secret: string, name: string, lifetimeMs?: number): Ses
       form = randomBytes(16).toString('base64url');
       res.cookie(FORM, form, { ...cookieOptions(req), signed: true });
     }
-    read.set(req, { form, login: loginOf(req) });
-    next();
+    const login = loginOf(req);
+    const done = (inForceNow: boolean) => {
+      read.set(req, { form, login: inForceNow ? login : undefined });
+      next();
+    };
+    if (!login || !inForce) return done(login !== undefined);
+    Promise.resolve()
+      .then(() => inForce(login))
+      .then(done, (error: unknown) => next(error));
   };
   return {
     start: [cookieParser(secret), start],
     token: (req, res) => csrf.generateCsrfToken(req, res, { overwrite: false, cookieOptions: cookieOptions(req) }),
     valid: (req) => csrf.validateRequest(req),
     login: (req) => read.get(req)?.login,
-    logIn(req, res) {
+    logIn(req, res, bound) {
       if (lifetimeMs === undefined) throw new Error(`listing-limits.${name} has no login sessions`);
-      const session: LoginSession = { id: randomBytes(16).toString('base64url'), issuedAt: Date.now() };
-      res.cookie(LOGIN, `${session.id}.${session.issuedAt}`, { ...cookieOptions(req, lifetimeMs), signed: true });
+      const session: LoginSession = { id: randomBytes(16).toString('base64url'), issuedAt: Date.now(), bound };
+      const value = `${session.id}.${session.issuedAt}.${bound}`;
+      res.cookie(LOGIN, value, { ...cookieOptions(req, lifetimeMs), signed: true });
       // The rest of this request (the page it may render) is of the new session.
       read.set(req, { form: read.get(req)?.form ?? '', login: session });
     },

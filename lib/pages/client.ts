@@ -1,0 +1,132 @@
+// A client's page on the operator's page: its counters now, its refusals, ban, grant, requests and changes.
+import { ListingLimitsError } from '../errors.js';
+import { HISTORY_MAX } from '../state.js';
+import type { Linked } from '../linked.js';
+import type { EndpointUsage, ListingLimitsMiddleware } from '../types.js';
+import { when } from './describe.js';
+import { type Html, markup } from './html.js';
+import { doneNotice, searchForm } from './dashboard.js';
+import {
+  BAN_DURATIONS,
+  banRow,
+  decidedRow,
+  eventRow,
+  grantRow,
+  hidden,
+  options,
+  PER_PAGE,
+  requestCard,
+  table,
+  type View,
+} from './rows.js';
+
+function usageRow(v: View, u: EndpointUsage): Html {
+  const left = u.counter === undefined ? 'not counted (removal of limits)' : `${u.remaining} of ${u.limit}`;
+  return markup`<tr>
+    <td>${u.endpoint}</td>
+    <td>${u.counter ?? ''}</td>
+    <td>${u.windowMs / 1000} s</td>
+    <td>${u.used}</td>
+    <td>${left}</td>
+    <td>${u.resetTime ? when(u.resetTime) : ''}</td>
+    <td>
+      <form method="post" action="${v.base}/client/reset" class="inline">
+        ${hidden(v)}<input type="hidden" name="endpoint" value="${u.endpoint}" />
+        <button type="submit" class="plain">Reset</button>
+      </form>
+    </td>
+  </tr>`;
+}
+
+/** The counters of the client now, read without counting, with a reset per endpoint and for all. */
+async function counters(v: View, limits: ListingLimitsMiddleware, key: string): Promise<Html> {
+  let usage: EndpointUsage[];
+  try {
+    usage = await limits.usage({ key });
+  } catch (error) {
+    if (!(error instanceof ListingLimitsError)) throw error;
+    return markup`<p class="hint">${error.message}</p>`;
+  }
+  return markup`${table(
+    ['Endpoint', 'Counter', 'Window', 'Used', 'Left', 'Frees one at', ''],
+    usage.map((u) => usageRow(v, u)),
+    'No endpoint.',
+  )}
+    <form method="post" action="${v.base}/client/reset" data-confirm="Clear every counter of this client?">
+      ${hidden(v)}<button type="submit" class="plain">Reset every counter</button>
+    </form>`;
+}
+
+/**
+ * The page of one client key (`t:…`, `ip:…`, a custom key, or a network `ip:…/24` of requests): bounded whatever
+ * the store holds, as a client has at most a ban of its own and one of its address, one grant, and the lists are
+ * cut to PER_PAGE.
+ */
+export async function clientPage(v: View, key: string, limits: ListingLimitsMiddleware, linked: Linked): Promise<Html> {
+  const { registry, traffic } = linked;
+  const [usage, bans, grant, requests, history] = await Promise.all([
+    counters(v, limits, key),
+    registry.bansOf(key),
+    registry.grantOfKey(key),
+    limits.requests.find({ key }, { limit: PER_PAGE }),
+    limits.history({ limit: HISTORY_MAX }),
+  ]);
+  const pending = requests.filter((r) => r.status === 'pending');
+  const decided = requests.filter((r) => r.status !== 'pending');
+  const changes = history.filter((e) => e.key === key).slice(0, PER_PAGE);
+  const refusals = traffic.refusalsOf(key);
+  return markup`<nav>
+      <p><a href="${v.base}/">← Back to every request, grant and ban</a></p>
+    </nav>
+    ${searchForm(v)} ${doneNotice(v)}
+    <section id="client" aria-labelledby="client-h">
+      <h2 id="client-h">Client <code>${key}</code></h2>
+      <p>Refused ${refusals} time${refusals === 1 ? '' : 's'} in the last hour on this instance.</p>
+      <h3>Counters now</h3>
+      ${usage}
+    </section>
+    <section id="bans" aria-labelledby="bans-h">
+      <h2 id="bans-h">Bans in force (${bans.length})</h2>
+      ${table(
+        ['Client', 'Kind', 'Reason', 'By', 'Since', 'Until', ''],
+        bans.map((b) => banRow(v, b)),
+        'No ban is in force.',
+      )}
+      <h3>Ban this client</h3>
+      <form method="post" action="${v.base}/bans/new" class="inline" data-confirm="Ban this client?">
+        ${hidden(v)}<input type="hidden" name="by" value="key" /><input type="hidden" name="value" value="${key}" />
+        <label for="ban-reason">Reason</label>
+        <input type="text" id="ban-reason" name="reason" maxlength="500" />
+        <label for="ban-duration">For</label>
+        <select id="ban-duration" name="duration">
+          ${options(BAN_DURATIONS, '86400')}
+        </select>
+        <button type="submit" class="danger">Ban</button>
+      </form>
+    </section>
+    <section id="grants" aria-labelledby="grants-h">
+      <h2 id="grants-h">Grant in force</h2>
+      ${table(
+        ['Client', 'Grant', 'Since', 'Until', 'Note', 'Change'],
+        grant ? [grantRow(v, grant)] : [],
+        'No runtime grant is in force.',
+      )}
+    </section>
+    <section id="requests" aria-labelledby="requests-h">
+      <h2 id="requests-h">Grant requests (${pending.length} pending)</h2>
+      ${pending.map((r) => requestCard(v, r))}
+      ${table(
+        ['Id', 'Client', 'Asked', 'Decision', 'Decided'],
+        decided.map((r) => decidedRow(v, r)),
+        'No decided request.',
+      )}
+    </section>
+    <section id="audit" aria-labelledby="audit-h">
+      <h2 id="audit-h">Changes</h2>
+      ${table(
+        ['When', 'Action', 'Client', 'By', 'Details'],
+        changes.map((e) => eventRow(v, e)),
+        'No change of this client.',
+      )}
+    </section>`;
+}

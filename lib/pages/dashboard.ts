@@ -1,0 +1,183 @@
+// The operator's page: a page of each list (requests, grants, bans), the store's state, the last hour, the changes.
+import type { Linked } from '../linked.js';
+import type { ListingLimitsMiddleware } from '../types.js';
+import { trafficChart } from './chart.js';
+import { type Html, markup } from './html.js';
+import {
+  attention,
+  BAN_DURATIONS,
+  banRow,
+  decidedRow,
+  DONE,
+  eventRow,
+  grantRow,
+  keyText,
+  lastPage,
+  options,
+  pager,
+  PER_PAGE,
+  requestCard,
+  table,
+  type View,
+} from './rows.js';
+
+/** Which page of each list a load shows: `?requests=2&grants=1&bans=3`, counted from 1. */
+function pageOf(v: View, param: string): number {
+  const value = v.req.query[param];
+  const n = typeof value === 'string' && /^\d{1,6}$/.test(value) ? Number(value) : 1;
+  return Math.max(n, 1);
+}
+
+/** The notice of an action done, in fixed words: `?done=<what>`. */
+export function doneNotice(v: View): Html | '' {
+  const done = typeof v.req.query.done === 'string' ? DONE[v.req.query.done] : undefined;
+  return done ? markup`<p class="notice" role="status">${done}</p>` : '';
+}
+
+/** The form that finds a client's page: by its token (hashed at once, never put in an address), address or key. */
+export function searchForm(v: View): Html {
+  return markup`<form method="post" action="${v.base}/search" class="inline" role="search">
+    ${v.csrf}
+    <label for="search-by">Find a client by</label>
+    <select id="search-by" name="by">
+      <option value="token">Authorization token</option>
+      <option value="ip">IP address</option>
+      <option value="key">Key</option>
+    </select>
+    <label for="search-value">Token, address or key</label>
+    <input type="password" id="search-value" name="value" autocomplete="off" spellcheck="false" required />
+    <button type="submit">Find</button>
+  </form>`;
+}
+
+/**
+ * The operator's page: each list one page of PER_PAGE rows (pending requests, grants, bans), the lost records and
+ * foreign entries (the first PER_PAGE), the last hour and the last PER_PAGE changes. Each list costs a page of
+ * reads, however many the store holds.
+ */
+export async function dashboard(
+  v: View,
+  limits: ListingLimitsMiddleware,
+  linked: Linked,
+  loginForm: boolean,
+): Promise<Html> {
+  const counts = await limits.requests.counts();
+  // A page past the last one shows the last one.
+  const requestsPage = Math.min(pageOf(v, 'requests'), lastPage(counts.pending));
+  const [pending, decided, grants, bans, history, lost, foreign] = await Promise.all([
+    limits.requests.list({ status: 'pending', offset: (requestsPage - 1) * PER_PAGE, limit: PER_PAGE }),
+    limits.requests.list({ status: 'decided', limit: 10 }),
+    linked.registry.grantsPage((pageOf(v, 'grants') - 1) * PER_PAGE, PER_PAGE),
+    linked.registry.bansPage((pageOf(v, 'bans') - 1) * PER_PAGE, PER_PAGE),
+    limits.history({ limit: PER_PAGE }),
+    limits.lost(),
+    limits.foreign(),
+  ]);
+  const traffic = limits.traffic();
+  const logout = loginForm
+    ? markup`<form method="post" action="${v.base}/logout" class="inline">
+          ${v.csrf}<button type="submit" class="plain">Log out</button>
+        </form>
+        <form
+          method="post"
+          action="${v.base}/logout/everywhere"
+          class="inline"
+          data-confirm="End the login of every operator, on every instance?"
+        >
+          ${v.csrf}<button type="submit" class="plain">Log out everywhere</button>
+        </form>`
+    : '';
+  return markup`<nav>
+      <p>
+        <a href="#requests">Requests</a> · <a href="#grants">Grants</a> · <a href="#bans">Bans</a> ·
+        <a href="#traffic">Last hour</a> · <a href="#audit">Audit trail</a>
+      </p>
+      ${logout}
+    </nav>
+    ${searchForm(v)}
+    ${doneNotice(v)}
+    <section id="requests" aria-labelledby="requests-h">
+      <h2 id="requests-h">Pending grant requests (${counts.pending})</h2>
+      ${pending.length ? pending.map((r) => requestCard(v, r)) : markup`<p class="hint">No request is waiting.</p>`}
+      ${pager(v, 'requests', requestsPage, counts.pending)}
+      <h3>Recently decided</h3>
+      ${table(
+        ['Id', 'Client', 'Asked', 'Decision', 'Decided'],
+        decided.map((r) => decidedRow(v, r)),
+        'None yet.',
+      )}
+    </section>
+    <section id="grants" aria-labelledby="grants-h">
+      <h2 id="grants-h">Active grants (${grants.total})</h2>
+      ${table(
+        ['Client', 'Grant', 'Since', 'Until', 'Note', 'Change'],
+        grants.grants.map((g) => grantRow(v, g)),
+        'No grant is in force.',
+      )}
+      ${pager(v, 'grants', grants.offset / PER_PAGE + 1, grants.total)}
+    </section>
+    <section id="bans" aria-labelledby="bans-h">
+      <h2 id="bans-h">Active bans (${bans.total})</h2>
+      ${table(
+        ['Client', 'Kind', 'Reason', 'By', 'Since', 'Until', ''],
+        bans.bans.map((b) => banRow(v, b)),
+        'No ban is in force.',
+      )}
+      ${pager(v, 'bans', bans.offset / PER_PAGE + 1, bans.total)}
+      <h3>Ban a client</h3>
+      <form method="post" action="${v.base}/bans/new" data-confirm="Ban this client?">
+        ${v.csrf}
+        <label for="ban-by">Identify it by</label>
+        <select id="ban-by" name="by">
+          <option value="token">Authorization token</option>
+          <option value="ip">IP address</option>
+        </select>
+        <label for="ban-value">Token or IP address</label>
+        <input type="password" id="ban-value" name="value" autocomplete="off" spellcheck="false" />
+        <label for="ban-reason">Reason</label>
+        <input type="text" id="ban-reason" name="reason" maxlength="500" />
+        <label for="ban-duration">For</label>
+        <select id="ban-duration" name="duration">
+          ${options(BAN_DURATIONS, '86400')}
+        </select>
+        <button type="submit" class="danger">Ban</button>
+      </form>
+    </section>
+    ${attention(v, lost, foreign)}
+    <section id="traffic" aria-labelledby="traffic-h">
+      <h2 id="traffic-h">The last hour on this instance</h2>
+      ${trafficChart(traffic)}
+      ${table(
+        ['Endpoint', 'Allowed', 'Refused'],
+        traffic.endpoints.map(
+          (e) =>
+            markup`<tr>
+              <td>${e.endpoint}</td>
+              <td>${e.allowed}</td>
+              <td>${e.refused}</td>
+            </tr>`,
+        ),
+        'No endpoint.',
+      )}
+      <h3>Clients refused most often</h3>
+      ${table(
+        ['Client', 'Refusals'],
+        traffic.refused.map(
+          (r) =>
+            markup`<tr>
+              <td>${keyText(v, r.key)}</td>
+              <td>${r.count}</td>
+            </tr>`,
+        ),
+        'No client was refused in the last hour.',
+      )}
+    </section>
+    <section id="audit" aria-labelledby="audit-h">
+      <h2 id="audit-h">Audit trail</h2>
+      ${table(
+        ['When', 'Action', 'Client', 'By', 'Details'],
+        history.map((e) => eventRow(v, e)),
+        'No change yet.',
+      )}
+    </section>`;
+}
