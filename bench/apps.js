@@ -5,12 +5,14 @@ const { listingLimits, listings, MAX_SLIDING_LIMIT } = require('../dist/cjs/inde
 
 /**
  * `allowed`: limits no load reaches, so every request passes: 10,000 per second on every row (the most a sliding
- * window keeps; each row gets about a thousand a second); `refused`: the contract's, so nearly all are 429.
+ * window keeps; the load sends a few thousand a second at most); `refused`: one request per minute on every row, so
+ * every answer after a client's first on an endpoint is a 429 (and with Redis, every refusal after the first in a
+ * window is answered from the counter's remembered refusal).
  */
 function table(kind) {
   return kind === 'allowed'
     ? listings.B.map((row) => ({ ...row, limit: MAX_SLIDING_LIMIT, windowMs: 1000 }))
-    : listings.B;
+    : listings.B.map((row) => ({ ...row, limit: 1, windowMs: 60_000 }));
 }
 
 function routes(app, rows, perRoute) {
@@ -35,14 +37,48 @@ function erlFor(row) {
   });
 }
 
+/**
+ * What a middleware cannot avoid costing, each alone before bare Express' routes: an empty middleware; one that adds a
+ * property to `req`, sets the seven rate-limit headers with `res.setHeader`, keeps `req` in a WeakSet, or reads
+ * `req.ip`. The side-by-side ruler measures them on demand (`BENCH_SLICED_PAIRS=ceiling ...`).
+ */
+const seen = new WeakSet();
+const CEILING = {
+  'ceiling-empty': (req, res, next) => next(),
+  'ceiling-property': (req, res, next) => {
+    req.rateLimit = { endpoint: 'GET /v1/bots/:id', limit: 10000, remaining: 9999, resetTime: new Date(0) };
+    next();
+  },
+  'ceiling-headers': (req, res, next) => {
+    res.setHeader('RateLimit-Policy', '"GET /v1/bots/:id";q=10000;w=1');
+    res.setHeader('RateLimit', '"GET /v1/bots/:id";r=9999;t=1');
+    res.setHeader('X-RateLimit-Limit', '10000');
+    res.setHeader('X-RateLimit-Remaining', '9999');
+    res.setHeader('X-RateLimit-Reset', '1795508771');
+    res.setHeader('X-RateLimit-Reset-After', '1');
+    res.setHeader('X-RateLimit-Bucket', 'GET /v1/bots/:id');
+    next();
+  },
+  'ceiling-weakset': (req, res, next) => {
+    if (!seen.has(req)) seen.add(req);
+    next();
+  },
+  'ceiling-ip': (req, res, next) => (req.ip ? next() : next()),
+};
+
+/** The app of a variant; listing-limits' middleware, when there is one, is `app.locals.limits`. */
 function createBenchApp(variant, kind, store, options) {
   const app = express();
   app.disable('x-powered-by');
   const rows = table(kind);
   if (variant === 'bare') routes(app, rows);
   else if (variant === 'express-rate-limit') routes(app, rows, erlFor);
-  else {
-    app.use(listingLimits(rows, { ...options, ...(store ? { store } : {}) }));
+  else if (CEILING[variant]) {
+    app.use(CEILING[variant]);
+    routes(app, rows);
+  } else {
+    app.locals.limits = listingLimits(rows, { ...options, ...(store ? { store } : {}) });
+    app.use(app.locals.limits);
     routes(app, rows);
   }
   return app;

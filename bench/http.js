@@ -31,7 +31,8 @@ function freePort() {
   });
 }
 
-async function startRedis() {
+/** A redis-server of its own on a free port, pinned to CPU `cpu`; undefined without redis-server. */
+async function startRedis(cpu = 0) {
   try {
     execFileSync('redis-server', ['--version'], { stdio: 'ignore' });
   } catch {
@@ -39,9 +40,14 @@ async function startRedis() {
   }
   const port = await freePort();
   const dir = mkdtempSync(join(tmpdir(), 'listing-limits-bench-'));
-  const child = pinned(0, 'redis-server', ['--port', String(port), '--save', '', '--appendonly', 'no', '--dir', dir], {
-    stdio: 'ignore',
-  });
+  const child = pinned(
+    cpu,
+    'redis-server',
+    ['--port', String(port), '--save', '', '--appendonly', 'no', '--dir', dir],
+    {
+      stdio: 'ignore',
+    },
+  );
   await new Promise((resolve) => setTimeout(resolve, 300));
   const Redis = require('ioredis');
   const inspect = new Redis({ port, host: '127.0.0.1' });

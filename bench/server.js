@@ -1,6 +1,9 @@
 // One benchmark server: `node bench/server.js <variant> <allowed|refused> [redis-port]`; prints its port when ready.
+// `-sliding` variants use sliding windows; `-bans-token` and `-bans-ip` have 10,000 other clients banned first, by
+// token or by address.
 const { createBenchApp } = require('./apps.js');
 
+const BANS = 10_000;
 const [variant, kind, redisPort] = process.argv.slice(2);
 let store;
 let redis;
@@ -21,6 +24,7 @@ if (variant.startsWith('listing-limits-redis')) {
     connecting = new Promise((resolve) => redis.once('ready', resolve));
     quit = () => redis.disconnect();
   }
+  // The prefix names the server's process, so that what Redis runs can be told apart per server.
   store = redisStore(redis, { prefix: `bench-${process.pid}` });
 }
 const options =
@@ -29,13 +33,35 @@ const options =
     : variant.endsWith('-sliding')
       ? { window: 'sliding' }
       : undefined;
+
+/** Bans 10,000 clients other than the load's, each for an hour: by token, or by an address of a /64 of its own. */
+async function banOthers(limits, by) {
+  for (let i = 0; i < BANS; i++) {
+    const client = by === 'token' ? { token: `Bot banned-${i}` } : { ip: `2001:db8:${i >> 16}:${i & 0xffff}::1` };
+    await limits.ban(client, { duration: 3_600_000 });
+  }
+  const inForce = (await limits.bans()).length;
+  if (inForce !== BANS) throw new Error(`expected ${BANS} bans in force, found ${inForce}`);
+}
+
 let server;
-connecting.then(() => {
-  server = createBenchApp(variant, kind, store, options).listen(0, '127.0.0.1', () => {
-    process.stdout.write(`${server.address().port}\n`);
-  });
+(async () => {
+  await connecting;
+  const app = createBenchApp(variant.replace(/-bans-(token|ip)$/, ''), kind, store, options);
+  const bans = /-bans-(token|ip)$/.exec(variant);
+  if (bans) await banOthers(app.locals.limits, bans[1]);
+  server = app.listen(0, '127.0.0.1', () => process.stdout.write(`${server.address().port}\n`));
+})().catch((error) => {
+  console.error(error);
+  process.exit(1);
 });
-process.on('SIGTERM', () => {
+
+// With BENCH_PROFILE=<file>, SIGUSR2 starts a CPU profile (after the warm-up) and SIGTERM writes it there.
+const profiling = process.env.BENCH_PROFILE ? require('./profiler.js').profiler(process.env.BENCH_PROFILE) : undefined;
+if (profiling) process.on('SIGUSR2', () => profiling.start());
+
+process.on('SIGTERM', async () => {
+  await profiling?.stop();
   server?.close();
   quit();
   process.exit(0);

@@ -1,0 +1,404 @@
+// The side-by-side ruler: what a variant costs a real Express server next to a reference server, with the machine's
+// drift cancelled. Both servers are pinned to CPU 0 and loaded at the same time by a wrk each on CPU 1; this driver
+// lets only one of them run at a time (SIGSTOP/SIGCONT every 100 ms), so that whatever else the machine does falls
+// on both alike. The figure is the reference's server CPU per request divided by the variant's (every thread, from
+// /proc/PID/task/*/schedstat): 1.00 is free, 0.80 means the variant spends 25% more CPU per request.
+// `npm run bench` runs it; alone: `npm run build && node bench/sliced.js` (writes bench/results/sliced.json).
+// Settings: BENCH_SLICED_ROUNDS (default 3), BENCH_SLICED_DURATION (s of measured load per pair, default 8),
+// BENCH_SLICED_PAIRS (names of the pairs to run, comma-separated, for quick A/B runs).
+const { execFile, execFileSync, spawn } = require('node:child_process');
+const { once } = require('node:events');
+const { mkdirSync, readdirSync, readFileSync, writeFileSync } = require('node:fs');
+const { cpus, loadavg } = require('node:os');
+const { join } = require('node:path');
+const Redis = require('ioredis');
+const { startRedis } = require('./http.js');
+
+const CONNECTIONS = 32;
+const WARMUP_S = 3;
+const SLICE_MS = 100;
+/** One client, one endpoint: an authenticated `GET /v1/bots/:id`, as most of an API's traffic is. */
+const PATH = '/v1/bots/42';
+const AUTHORIZATION = 'Bot bench-token';
+
+/**
+ * What is measured, each a variant against a reference server, both with the same load. The reference is bare
+ * Express for the figures "of bare", express-rate-limit for "× express-rate-limit", fixed windows for sliding ones,
+ * and the same store without bans for bans in force. Sides are `variant@kind`, as `bench/server.js` takes them.
+ */
+const PAIRS = [
+  { name: 'express-rate-limit', reference: 'bare', variant: 'express-rate-limit' },
+  { name: 'memory', reference: 'bare', variant: 'listing-limits-memory' },
+  { name: 'memory vs express-rate-limit', reference: 'express-rate-limit', variant: 'listing-limits-memory' },
+  { name: 'redis', reference: 'bare', variant: 'listing-limits-redis' },
+  { name: 'express-rate-limit refused', reference: 'bare', variant: 'express-rate-limit@refused' },
+  { name: 'memory refused', reference: 'bare', variant: 'listing-limits-memory@refused' },
+  { name: 'redis refused', reference: 'bare', variant: 'listing-limits-redis@refused' },
+  { name: 'memory sliding', reference: 'listing-limits-memory', variant: 'listing-limits-memory-sliding' },
+  {
+    name: 'memory sliding refused',
+    reference: 'listing-limits-memory@refused',
+    variant: 'listing-limits-memory-sliding@refused',
+  },
+  { name: 'redis sliding', reference: 'listing-limits-redis', variant: 'listing-limits-redis-sliding' },
+  {
+    name: 'redis sliding refused',
+    reference: 'listing-limits-redis@refused',
+    variant: 'listing-limits-redis-sliding@refused',
+  },
+  {
+    name: 'memory with 10k banned tokens',
+    reference: 'listing-limits-memory',
+    variant: 'listing-limits-memory-bans-token',
+  },
+  {
+    name: 'memory with 10k banned addresses',
+    reference: 'listing-limits-memory',
+    variant: 'listing-limits-memory-bans-ip',
+  },
+  // Run on demand only (BENCH_SLICED_PAIRS): what single operations cost a middleware, for the profile's reading.
+  ...['empty', 'property', 'headers', 'weakset', 'ip'].map((what) => ({
+    name: `ceiling ${what}`,
+    reference: 'bare',
+    variant: `ceiling-${what}`,
+    onDemand: true,
+  })),
+];
+
+/** The targets, each read from the pairs' medians: a figure, and the least (or most) it may be. */
+// Ratios are shown with three digits, so that a figure just under its target does not read as meeting it.
+const TARGETS = [
+  { target: 'Memory store, allowed: at least 0.88 of bare Express', figure: (m) => m('memory'), atLeast: 0.88 },
+  {
+    target: 'Memory store, allowed: at least 1.10 × express-rate-limit',
+    figure: (m) => m('memory vs express-rate-limit'),
+    atLeast: 1.1,
+  },
+  {
+    target: 'Redis store, allowed, default ioredis client: at least 0.80 of bare Express',
+    figure: (m) => m('redis'),
+    atLeast: 0.8,
+  },
+  { target: 'Memory store, refused: at least 1.0 of bare Express', figure: (m) => m('memory refused'), atLeast: 1 },
+  { target: 'Redis store, refused: at least 1.0 of bare Express', figure: (m) => m('redis refused'), atLeast: 1 },
+  {
+    target: 'Redis store, refused: 0 Redis commands per refusal after the first',
+    figure: (_m, pairs) => pairs['redis refused']?.redis?.perRefusal,
+    atMost: 0,
+    digits: 4,
+  },
+  {
+    target: 'Sliding windows, memory store, allowed: at least 0.95 of fixed',
+    figure: (m) => m('memory sliding'),
+    atLeast: 0.95,
+  },
+  {
+    target: 'Sliding windows, memory store, refused: at least 0.95 of fixed',
+    figure: (m) => m('memory sliding refused'),
+    atLeast: 0.95,
+  },
+  {
+    target: 'Sliding windows, Redis store, allowed: at least 0.95 of fixed',
+    figure: (m) => m('redis sliding'),
+    atLeast: 0.95,
+  },
+  {
+    target: 'Sliding windows, Redis store, refused: at least 0.95 of fixed',
+    figure: (m) => m('redis sliding refused'),
+    atLeast: 0.95,
+  },
+  ...['tokens', 'addresses'].map((by) => ({
+    // The figure of bare with bans in force is this pair's ratio times the figure without: it moves by the difference.
+    target: `Memory store, allowed, 10,000 ${by} of other clients banned: within 0.02 of the figure of bare without`,
+    figure: (m) => {
+      const ratio = m(`memory with 10k banned ${by}`);
+      return ratio === undefined || m('memory') === undefined ? undefined : m('memory') * (1 - ratio);
+    },
+    atMost: 0.02,
+  })),
+];
+
+const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+
+function median(values) {
+  const sorted = [...values].sort((a, b) => a - b);
+  const mid = Math.floor(sorted.length / 2);
+  return sorted.length % 2 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2;
+}
+
+/** What a run needs from the machine: wrk, taskset and two CPUs. Throws an error that says what to install. */
+function checkMachine() {
+  const missing = ['wrk', 'taskset'].filter((command) => {
+    try {
+      execFileSync('sh', ['-c', `command -v ${command}`], { stdio: 'ignore' });
+      return false;
+    } catch {
+      return true;
+    }
+  });
+  if (missing.length > 0) {
+    throw new Error(
+      `bench/sliced.js needs ${missing.join(' and ')} (on Debian: apt-get install ${missing.map((m) => (m === 'taskset' ? 'util-linux' : m)).join(' ')}); ` +
+        'BENCH_PARTS=http,micro,memory,bans,pages runs the rest of the benchmark without it.',
+    );
+  }
+  if (cpus().length < 2) throw new Error('bench/sliced.js needs two CPUs: one for the servers, one for the load.');
+}
+
+/** CPU time a process has used, in nanoseconds, over all its threads (V8's and libuv's included). */
+function cpuNs(pid) {
+  let total = 0;
+  for (const tid of readdirSync(`/proc/${pid}/task`)) {
+    try {
+      total += Number(readFileSync(`/proc/${pid}/task/${tid}/schedstat`, 'utf8').split(' ')[0]);
+    } catch {
+      // A thread that ended between the listing and the read.
+    }
+  }
+  return total;
+}
+
+/** wrk's count of requests, of non-2xx answers and of socket errors. */
+function parseWrk(output) {
+  const number = (pattern) => Number(pattern.exec(output)?.[1] ?? 0);
+  const errors = /Socket errors: connect (\d+), read (\d+), write (\d+), timeout (\d+)/.exec(output);
+  return {
+    requests: number(/(\d+) requests in/),
+    non2xx: number(/Non-2xx or 3xx responses: (\d+)/),
+    socketErrors: errors ? errors.slice(1).reduce((sum, n) => sum + Number(n), 0) : 0,
+  };
+}
+
+function wrk(port, seconds) {
+  const args = ['-c', '1', 'wrk', '-t1', `-c${CONNECTIONS}`, `-d${seconds}s`, '--timeout', '10s'];
+  args.push('-H', `Authorization: ${AUTHORIZATION}`, `http://127.0.0.1:${port}${PATH}`);
+  return new Promise((resolve, reject) =>
+    execFile('taskset', args, { encoding: 'utf8' }, (error, output) =>
+      error ? reject(error) : resolve(parseWrk(output)),
+    ),
+  );
+}
+
+async function startServer(side, redisPort) {
+  const [variant, kind = 'allowed'] = side.split('@');
+  const child = spawn(
+    'taskset',
+    ['-c', '0', process.execPath, join(__dirname, 'server.js'), variant, kind, String(redisPort ?? '')],
+    { stdio: ['ignore', 'pipe', 'inherit'] },
+  );
+  const [chunk] = await once(child.stdout, 'data');
+  // taskset execs the command, so the child's pid is the server's.
+  return { child, pid: child.pid, port: Number(String(chunk).trim()) };
+}
+
+async function stopServer(server) {
+  try {
+    process.kill(server.pid, 'SIGCONT');
+  } catch {
+    // Already gone.
+  }
+  const exited = once(server.child, 'exit');
+  server.child.kill('SIGTERM');
+  await exited;
+}
+
+/**
+ * What Redis runs for each server during the measured load, from MONITOR: a command whose keys are the runtime
+ * state's (`{runtime}`) is the state's periodic read, any other is a request's.
+ */
+async function watchRedis(port, pids) {
+  const client = new Redis({ port, host: '127.0.0.1' });
+  const monitor = await client.monitor();
+  const counts = Object.fromEntries(pids.map((pid) => [pid, { requests: 0, state: 0 }]));
+  monitor.on('monitor', (_time, args, source) => {
+    if (source === 'lua') return; // a command a script ran: the script itself is counted
+    const keys = args.slice(1).map(String);
+    const pid = pids.find((p) => keys.some((k) => k.startsWith(`bench-${p}:`)));
+    if (pid === undefined) return;
+    if (keys.some((k) => k.includes(':{runtime}:'))) counts[pid].state++;
+    else counts[pid].requests++;
+  });
+  return {
+    stop: async () => {
+      await sleep(100); // the last commands' lines
+      monitor.disconnect();
+      client.disconnect();
+      return counts;
+    },
+  };
+}
+
+/** One measurement of a pair: both servers loaded at once, one running at a time. */
+async function measure(pair, duration, redisPort) {
+  const reference = await startServer(pair.reference, redisPort);
+  const variant = await startServer(pair.variant, redisPort);
+  const usesRedis = [pair.reference, pair.variant].some((side) => side.includes('redis'));
+  try {
+    // JIT, caches and counters warm; with the `refused` table, each server's first refusal happens here. Both at
+    // once, sharing CPU 0, so that neither goes faster than the measured load (the allowed table's limits stay out
+    // of reach).
+    await Promise.all([wrk(reference.port, WARMUP_S), wrk(variant.port, WARMUP_S)]);
+    const watch = usesRedis ? await watchRedis(redisPort, [reference.pid, variant.pid]) : undefined;
+    process.kill(variant.pid, 'SIGSTOP');
+    const before = [cpuNs(reference.pid), cpuNs(variant.pid)];
+    const loads = Promise.all([wrk(reference.port, duration), wrk(variant.port, duration)]);
+    let running = reference;
+    let paused = variant;
+    const timer = setInterval(() => {
+      process.kill(running.pid, 'SIGSTOP');
+      process.kill(paused.pid, 'SIGCONT');
+      [running, paused] = [paused, running];
+    }, SLICE_MS);
+    const [ref, mine] = await loads;
+    clearInterval(timer);
+    process.kill(paused.pid, 'SIGCONT');
+    const after = [cpuNs(reference.pid), cpuNs(variant.pid)];
+    const commands = await watch?.stop();
+    const side = (load, i, server) => ({
+      ...load,
+      cpuUsPerRequest: (after[i] - before[i]) / 1000 / load.requests,
+      redisCommands: commands?.[server.pid],
+    });
+    const a = side(ref, 0, reference);
+    const b = side(mine, 1, variant);
+    return { ratio: a.cpuUsPerRequest / b.cpuUsPerRequest, reference: a, variant: b };
+  } finally {
+    await stopServer(reference);
+    await stopServer(variant);
+  }
+}
+
+/** Whether a side's answers are what its table promises: all 2xx when allowed, none once refused. */
+function unexpected(sideName, side) {
+  const refused = sideName.endsWith('@refused');
+  const wrong = refused ? side.requests - side.non2xx : side.non2xx;
+  const problems = [];
+  if (wrong > 0) problems.push(`${wrong} ${refused ? '2xx' : 'non-2xx'} answers`);
+  if (side.socketErrors > 0) problems.push(`${side.socketErrors} socket errors`);
+  return problems.length ? `${sideName}: ${problems.join(', ')}` : undefined;
+}
+
+async function runSliced({
+  rounds = Number(process.env.BENCH_SLICED_ROUNDS ?? 3),
+  duration = Number(process.env.BENCH_SLICED_DURATION ?? 8),
+  log = (line) => process.stdout.write(`${line}\n`),
+} = {}) {
+  checkMachine();
+  let pairs = PAIRS.filter((p) => !p.onDemand);
+  if (process.env.BENCH_SLICED_PAIRS) {
+    // Names of pairs; `ceiling` runs every ceiling pair.
+    const names = process.env.BENCH_SLICED_PAIRS.split(',');
+    pairs = PAIRS.filter((p) => names.includes(p.name) || (p.onDemand && names.includes('ceiling')));
+  }
+  const redis = await startRedis(1);
+  if (!redis) {
+    log('redis-server not found: the Redis pairs are left out of this run.');
+    pairs = pairs.filter((p) => !`${p.reference} ${p.variant}`.includes('redis'));
+  }
+  const loadAverage = [loadavg()];
+  const runs = [];
+  try {
+    for (let round = 1; round <= rounds; round++) {
+      // Alternate the order each round, so that no pair always runs first or last.
+      for (const pair of round % 2 ? pairs : [...pairs].reverse()) {
+        const run = { round, pair: pair.name, ...(await measure(pair, duration, redis?.port)) };
+        run.problems = [unexpected(pair.reference, run.reference), unexpected(pair.variant, run.variant)].filter(
+          Boolean,
+        );
+        runs.push(run);
+        const commands = (side) =>
+          side.redisCommands
+            ? `, Redis: ${side.redisCommands.requests} request commands, ${side.redisCommands.state} state reads`
+            : '';
+        log(
+          `round ${round} ${pair.name.padEnd(32)} ${run.ratio.toFixed(3)}  (${run.variant.cpuUsPerRequest.toFixed(0)} µs/req vs ` +
+            `${run.reference.cpuUsPerRequest.toFixed(0)}; ${run.variant.requests} and ${run.reference.requests} requests` +
+            `${commands(run.variant)})${run.problems.length ? `  UNEXPECTED: ${run.problems.join('; ')}` : ''}`,
+        );
+      }
+      loadAverage.push(loadavg());
+    }
+  } finally {
+    redis?.stop();
+  }
+
+  const summary = {};
+  for (const pair of pairs) {
+    const mine = runs.filter((r) => r.pair === pair.name);
+    const entry = {
+      reference: pair.reference,
+      variant: pair.variant,
+      ratio: median(mine.map((r) => r.ratio)),
+      rounds: mine.map((r) => r.ratio),
+      cpuUsPerRequest: median(mine.map((r) => r.variant.cpuUsPerRequest)),
+      referenceCpuUsPerRequest: median(mine.map((r) => r.reference.cpuUsPerRequest)),
+      problems: mine.flatMap((r) => r.problems),
+    };
+    if (pair.variant.includes('redis')) {
+      const requests = mine.reduce((n, r) => n + r.variant.requests, 0);
+      const own = mine.reduce((n, r) => n + (r.variant.redisCommands?.requests ?? 0), 0);
+      const state = mine.reduce((n, r) => n + (r.variant.redisCommands?.state ?? 0), 0);
+      // Every measured request of a refused side is a refusal after its client's first (that one is in the warm-up).
+      entry.redis = { requests, commands: own, stateReads: state, perRequest: own / requests };
+      if (pair.variant.endsWith('@refused')) entry.redis.perRefusal = own / requests;
+    }
+    summary[pair.name] = entry;
+  }
+  const m = (name) => summary[name]?.ratio;
+  const targets = TARGETS.map(({ target, figure, atLeast, atMost, digits = 3 }) => {
+    const value = figure(m, summary);
+    const met = value === undefined ? null : atLeast !== undefined ? value >= atLeast : value <= atMost;
+    return { target, value: value ?? null, met, digits };
+  });
+  return {
+    settings: { rounds, duration, warmup: WARMUP_S, connections: CONNECTIONS, sliceMs: SLICE_MS, path: PATH },
+    loadAverage,
+    runs,
+    summary,
+    targets,
+  };
+}
+
+/** The lines `npm run bench` prints. */
+function report(results) {
+  const lines = [];
+  for (const [name, s] of Object.entries(results.summary)) {
+    const redis = s.redis
+      ? `, Redis ${s.redis.perRequest.toFixed(4)} commands/req (+${s.redis.stateReads} state reads in all)`
+      : '';
+    lines.push(
+      `${name.padEnd(32)} ${s.ratio.toFixed(3)} of ${s.reference}  (rounds ${s.rounds.map((r) => r.toFixed(3)).join(', ')}; ` +
+        `${s.cpuUsPerRequest.toFixed(0)} vs ${s.referenceCpuUsPerRequest.toFixed(0)} µs/req${redis})` +
+        (s.problems.length ? `  UNEXPECTED: ${s.problems.join('; ')}` : ''),
+    );
+  }
+  lines.push('', 'Targets (medians of the rounds):');
+  for (const t of results.targets) {
+    const value = t.value === null ? 'not measured' : t.value.toFixed(t.digits);
+    lines.push(`${t.met === null ? '-     ' : t.met ? 'met   ' : 'MISSED'} ${value.padStart(7)}  ${t.target}`);
+  }
+  const load = results.loadAverage.map((l) => l[0].toFixed(2)).join(', ');
+  lines.push('', `Load average (1 min) at the start and after each round: ${load}`);
+  return lines;
+}
+
+module.exports = { runSliced, report };
+
+if (require.main === module) {
+  runSliced().then(
+    (results) => {
+      for (const line of ['', ...report(results)]) process.stdout.write(`${line}\n`);
+      const dir = join(__dirname, 'results');
+      mkdirSync(dir, { recursive: true });
+      writeFileSync(
+        join(dir, 'sliced.json'),
+        `${JSON.stringify({ date: new Date().toISOString(), ...results }, null, 2)}\n`,
+      );
+      process.stdout.write('Wrote bench/results/sliced.json\n');
+    },
+    (error) => {
+      console.error(error);
+      process.exit(1);
+    },
+  );
+}
