@@ -14,7 +14,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import ts from 'typescript';
 import { type EndpointRow, listings } from '../lib';
-import { USAGE } from '../lib/command';
+import { USAGE } from '../lib/verify/command';
 import { createApp } from './helpers/app';
 import { type Served, serve } from './helpers/serve';
 import { useFakeWindows } from './helpers/stores';

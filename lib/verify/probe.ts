@@ -1,5 +1,5 @@
 // One endpoint's probe: the requests and waits that check it, as steps a runner carries out against a server.
-import type { Limit, WindowKind } from '../windows.js';
+import type { Limit, WindowKind } from '../stores/memory/windows.js';
 import { Counted, marginMs, type Span } from './counted.js';
 import { type Answer, checkFields, checkRetryAfter, type Expectation, FIELDS, fieldsOf } from './fields.js';
 import { Findings, requests, shown, tenths } from './findings.js';
