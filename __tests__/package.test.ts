@@ -207,7 +207,9 @@ describe('type declarations', () => {
   it('publish no internal type: the compiled configuration and the request context stay out', () => {
     for (const dir of ['cjs', 'esm']) {
       const folder = join(installed, 'dist', dir);
-      const declarations = readdirSync(folder).filter((name) => name.endsWith('.d.ts'));
+      const declarations = readdirSync(folder, { recursive: true, encoding: 'utf8' }).filter((name) =>
+        name.endsWith('.d.ts'),
+      );
       expect(declarations.length).toBeGreaterThan(5);
       for (const name of declarations) {
         const text = readFileSync(join(folder, name), 'utf8');

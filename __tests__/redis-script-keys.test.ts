@@ -5,7 +5,7 @@ import type Redis from 'ioredis';
 import request from 'supertest';
 import { listingLimits, redisStore } from '../lib';
 import { GLIDE_SCRIPTS } from '../lib/stores/redis/glide';
-import { SCRIPTS } from '../lib/stores/redis/store';
+import { SCRIPTS } from '../lib/stores/redis/scripts';
 import { createApp } from './helpers/app';
 import { describeRedisServer, glideClient, ioredisClient, RedisServer } from './helpers/redis';
 import { withClients } from './helpers/redis-env';

@@ -27,13 +27,13 @@ export {
   type Limit,
   type LimitsCounter,
   type LimitsSpec,
-  memoryStore,
   type RuntimeState,
   type Store,
   type StoreFailurePolicy,
   type WindowKind,
 } from './stores/store.js';
-export { MAX_SLIDING_LIMIT } from './stores/memory/windows.js';
+export { MAX_SLIDING_LIMIT } from './stores/limits.js';
+export { memoryStore } from './stores/memory/store.js';
 export type {
   ActiveBan,
   ActiveGrant,

@@ -1,95 +1,30 @@
 // listingClient(): calls a listing API paced by the contract's table, so that the server never has to refuse it.
 import { compile, pathToRegexp } from 'path-to-regexp';
-import { Checker, isPlainObject, show, suggestion } from '../shared/check.js';
+import { isPlainObject, show, suggestion } from '../shared/check.js';
 import { ListingClientError } from '../shared/errors.js';
-import type { EndpointRow, ListingFamily, ListingName } from '../contract/listings.js';
 import { MAX_TIMER_MS, Pacer, type Ticket, type WaitEvent, type WaitReason } from './pacing.js';
-import { readServerLimits, retryAfterMs, type ServerLimit } from '../contract/read-headers.js';
+import { readServerLimits, retryAfterMs } from '../contract/read-headers.js';
 import { checkTable, endpointsOf } from '../contract/table.js';
+import { answered, type Answer, delay, exchange, spentResetMs, serverMessage, abortable } from './exchange.js';
+import {
+  type CallOptions,
+  check,
+  checkBaseUrl,
+  checkCache,
+  checkFunction,
+  checkToken,
+  type ListingClient,
+  type ListingClientOptions,
+  optionNames,
+  type Params,
+  wholeMs,
+} from './options.js';
 
 export { ListingClientError, type ListingClientErrorCode, ListingLimitsError } from '../shared/errors.js';
 export type { EndpointRow, ListingFamily, ListingName } from '../contract/listings.js';
 export type { WaitEvent, WaitReason };
+export type { CallOptions, ListingClient, ListingClientOptions, Params } from './options.js';
 
-/** Options of {@link listingClient}. */
-export interface ListingClientOptions {
-  /**
-   * The table the API enforces: `'A'` (or `'servers'`), `'B'` (or `'bots'`) or rows of your own, as for
-   * `listingLimits`; one method and path may have several rows, each with its own `windowMs`. Required.
-   */
-  listing: ListingName | ListingFamily | readonly EndpointRow[];
-  /** Where the API is served, e.g. `https://api.example.org`: each path is appended to it. Required. */
-  baseUrl: string | URL;
-  /** The `Authorization` value sent with every call. Default: none (the server counts the calls by IP address). */
-  token?: string | undefined;
-  /** The fetch that sends requests. Default: the global `fetch`. */
-  fetch?: typeof fetch;
-  /**
-   * A call that would wait longer than this many milliseconds for its turn, by the table, the server's answers or a
-   * `Retry-After`, rejects at once (`ERR_WAIT_TOO_LONG`); `0` lets no call wait. At most 2147483647.
-   * Default: `60000`, or the table's longest window when that is longer.
-   */
-  maxWaitMs?: number;
-  /**
-   * Milliseconds a request may take, from its send to the end of its answer's body: then it is aborted
-   * (`ERR_TIMEOUT`); a GET is sent again within `retries`, a POST never. Default: `30000`.
-   */
-  timeoutMs?: number;
-  /**
-   * Milliseconds to keep GET answers, by path shape of the table: `{ '/v1/bots/:id': 5000 }`; `0` keeps none.
-   * Default: `60000` for the list endpoints (`/v1/bots`, `/v1/servers`), `0` for the others.
-   */
-  cache?: Readonly<Record<string, number>>;
-  /** `report()` sends a changed body at the latest this many milliseconds after the last send. Default: `60000`. */
-  reportIntervalMs?: number;
-  /** Told each time a call has to wait before it is sent, and why. Default: none. */
-  onWait?: (event: WaitEvent) => void;
-  /** Receives the errors of the sends that `report()` makes in the background. Default: they are dropped. */
-  onError?: (error: unknown) => void;
-  /** Retries of a call refused with 429, and of a GET that met a network error, a timeout or a 5xx. Default: `2`. */
-  retries?: number;
-}
-
-/** Options of one call. */
-export interface CallOptions {
-  /** Cancels the call: it rejects with the signal's reason. */
-  signal?: AbortSignal;
-}
-
-/** Path parameters of the shape (encoded into the path) and any others (sent as the query string). */
-export type Params = Readonly<Record<string, string | number>>;
-
-/** What {@link listingClient} returns. */
-export interface ListingClient {
-  /** `GET` on a path shape of the table, e.g. `get('/v1/bots/:id', { id: '42' })`: the parsed JSON answer. */
-  get<T = unknown>(pathShape: string, params?: Params, options?: CallOptions): Promise<T>;
-  /** `POST` of `body` as JSON on a path shape of the table: the parsed JSON answer. */
-  post<T = unknown>(pathShape: string, params: Params, body: unknown, options?: CallOptions): Promise<T>;
-  /**
-   * Posts `body` in the background, rule 7's way: only the latest body per URL is kept, and it is sent on every
-   * 5th change or once `reportIntervalMs` has passed since the last send, never faster than the POST row allows.
-   */
-  report(pathShape: string, params: Params, body: unknown): void;
-  /** Sends the pending reports and resolves when every call made so far is done. Later calls reject (`ERR_CLOSED`). */
-  close(): Promise<void>;
-}
-
-const SOURCE = 'listingClient';
-const optionNames = [
-  'listing',
-  'baseUrl',
-  'token',
-  'fetch',
-  'maxWaitMs',
-  'timeoutMs',
-  'cache',
-  'reportIntervalMs',
-  'onWait',
-  'onError',
-  'retries',
-] as const;
-const LIST_PATHS = new Set(['/v1/bots', '/v1/servers']);
-const LIST_CACHE_MS = 60_000;
 const MAX_WAIT_MS = 60_000;
 const TIMEOUT_MS = 30_000;
 /** GET answers kept at the most; the least recently used go first. */
@@ -98,10 +33,6 @@ const MAX_RETRIES = 10;
 /** The first backoff of a GET after a network error, a timeout or a 5xx; each retry doubles it, less up to half. */
 const BACKOFF_MS = 500;
 const CHANGES_PER_REPORT = 5;
-/** The largest answer body read: a server that sends more is cut off (`ERR_TOO_LARGE`). */
-const MAX_BODY_BYTES = 16 * 1024 * 1024;
-/** How much of a server's message an error repeats. */
-const MESSAGE_CHARS = 200;
 /** The latest time a `Date` can hold. */
 const MAX_DATE_MS = 8.64e15;
 
@@ -125,182 +56,6 @@ interface Report {
   timer: ReturnType<typeof setTimeout> | undefined;
   readonly endpoint: Endpoint;
   readonly url: string;
-}
-
-/** A server's answer, read whole. */
-interface Answer {
-  readonly res: Response;
-  readonly body: unknown;
-}
-
-const check: Checker = new Checker(SOURCE);
-
-function checkBaseUrl(value: unknown): string {
-  let url: URL | undefined;
-  try {
-    url = typeof value === 'string' || value instanceof URL ? new URL(value) : undefined;
-  } catch {
-    url = undefined;
-  }
-  if (!url || (url.protocol !== 'http:' && url.protocol !== 'https:') || url.search || url.hash) {
-    const given = show(value instanceof URL ? String(value) : value);
-    check.invalid('options.baseUrl', `must be an http or https URL without query or fragment; got ${given}.`);
-  }
-  return `${url.origin}${url.pathname.replace(/\/+$/, '')}`;
-}
-
-function checkToken(value: unknown): string | undefined {
-  if (value === undefined) return undefined;
-  if (typeof value !== 'string' || !/^[\x21-\x7e]([\x20-\x7e]*[\x21-\x7e])?$/.test(value)) {
-    check.invalid(
-      'options.token',
-      'must be a non-empty header value of printable ASCII, without spaces at either end.',
-    );
-  }
-  return value;
-}
-
-function checkFunction<T>(value: unknown, field: string, fallback: T): T {
-  if (value === undefined) return fallback;
-  if (typeof value !== 'function') check.invalid(`options.${field}`, `must be a function; got ${show(value)}.`);
-  return value as T;
-}
-
-function wholeMs(value: unknown, field: string, least: number, most: number): number {
-  if (typeof value === 'number' && Number.isSafeInteger(value) && value >= least && value <= most) return value;
-  return check.invalid(field, `must be a whole number from ${least} to ${most}; got ${show(value)}.`);
-}
-
-function checkCache(value: unknown, rows: readonly EndpointRow[]): Map<string, number> {
-  const shapes = rows.filter((row) => row.method === 'GET').map((row) => row.path);
-  const cache = new Map(shapes.map((path) => [path, LIST_PATHS.has(path) ? LIST_CACHE_MS : 0]));
-  if (value === undefined) return cache;
-  if (!isPlainObject(value))
-    check.invalid('options.cache', `must be an object of milliseconds by path shape; got ${show(value)}.`);
-  for (const [shape, ms] of Object.entries(value)) {
-    const field = `options.cache[${JSON.stringify(shape)}]`;
-    if (!cache.has(shape)) {
-      const near = suggestion(shape, shapes);
-      check.invalid(field, `is not the path of a GET row of the table.${near ? ` Did you mean \`${near}\`?` : ''}`);
-    }
-    cache.set(shape, wholeMs(ms, field, 0, 24 * 3600 * 1000));
-  }
-  return cache;
-}
-
-/** An answer's body, at most MAX_BODY_BYTES: JSON when it says so, else text; `undefined` when empty. */
-async function bodyOf(res: Response, name: string): Promise<unknown> {
-  let text = '';
-  if (res.body) {
-    const reader = res.body.getReader();
-    const decoder = new TextDecoder();
-    let size = 0;
-    for (;;) {
-      const { done, value } = await reader.read();
-      if (done) break;
-      size += value.byteLength;
-      if (size > MAX_BODY_BYTES) {
-        reader.cancel().catch(() => {});
-        throw new ListingClientError('ERR_TOO_LARGE', name, `answered a body over ${MAX_BODY_BYTES} bytes.`, {
-          status: res.status,
-        });
-      }
-      text += decoder.decode(value, { stream: true });
-    }
-    text += decoder.decode();
-  }
-  if (text === '') return undefined;
-  if (!/\bjson\b/i.test(res.headers.get('Content-Type') ?? '')) return text;
-  try {
-    return JSON.parse(text) as unknown;
-  } catch {
-    return text;
-  }
-}
-
-/** What the server said in an answer's body (its `message`, else its text), cut short, on one line. */
-function serverMessage(body: unknown): string | undefined {
-  const text = isPlainObject(body) && typeof body.message === 'string' ? body.message : body;
-  if (typeof text !== 'string') return undefined;
-  const line = text.replace(/\p{Cc}+/gu, ' ').trim();
-  if (line === '') return undefined;
-  return line.length > MESSAGE_CHARS ? `${line.slice(0, MESSAGE_CHARS)}…` : line;
-}
-
-/** ` (429: <the server's message>)`, for the errors of an answer. */
-function answered(status: number, body: unknown): string {
-  const message = serverMessage(body);
-  return message === undefined ? ` (answered ${status})` : ` (answered ${status}: ${message})`;
-}
-
-/** Resolves after `ms`; the timer keeps the process alive, as the call that waits on it does. */
-function delay(ms: number, signal: AbortSignal | undefined): Promise<void> {
-  return new Promise((done, fail) => {
-    if (signal?.aborted) return fail(signal.reason);
-    const onAbort = () => {
-      clearTimeout(timer);
-      fail(signal?.reason);
-    };
-    const timer = setTimeout(
-      () => {
-        signal?.removeEventListener('abort', onAbort);
-        done();
-      },
-      Math.min(ms, MAX_TIMER_MS),
-    );
-    signal?.addEventListener('abort', onAbort, { once: true });
-  });
-}
-
-/** Settles with `promise`, or rejects with the signal's reason as soon as it aborts. */
-function abortable<T>(promise: Promise<T>, signal: AbortSignal | undefined): Promise<T> {
-  if (!signal) return promise;
-  if (signal.aborted) return Promise.reject(signal.reason as Error);
-  return new Promise<T>((done, fail) => {
-    const onAbort = () => fail(signal.reason);
-    signal.addEventListener('abort', onAbort, { once: true });
-    promise.then(done, fail).finally(() => signal.removeEventListener('abort', onAbort));
-  });
-}
-
-/**
- * Sends one request and reads its answer whole, within `timeoutMs`: the request is aborted then, and the call
- * settles even if `send` ignores its signal. Rejects with the caller's signal's reason, or a ListingClientError.
- */
-async function exchange(
-  send: typeof fetch,
-  url: string,
-  init: RequestInit,
-  signal: AbortSignal | undefined,
-  timeoutMs: number,
-  name: string,
-): Promise<Answer> {
-  const controller = new AbortController();
-  const onAbort = () => controller.abort(signal?.reason);
-  signal?.addEventListener('abort', onAbort, { once: true });
-  const timeout = new ListingClientError('ERR_TIMEOUT', name, `had no whole answer within ${timeoutMs} ms.`);
-  const timer = setTimeout(() => controller.abort(timeout), timeoutMs);
-  try {
-    const res = await abortable(
-      Promise.resolve().then(() => send(url, { ...init, signal: controller.signal })),
-      controller.signal,
-    );
-    return { res, body: await abortable(bodyOf(res, name), controller.signal) };
-  } catch (error) {
-    if (signal?.aborted) throw signal.reason;
-    if (controller.signal.aborted) throw timeout;
-    if (error instanceof ListingClientError) throw error;
-    throw new ListingClientError('ERR_NETWORK', name, `the request failed: ${String(error)}`, { cause: error });
-  } finally {
-    clearTimeout(timer);
-    signal?.removeEventListener('abort', onAbort);
-  }
-}
-
-/** The longest reset among the limits an answer says are spent: what a 429 without `Retry-After` asks. */
-function spentResetMs(limits: readonly ServerLimit[] | undefined): number | undefined {
-  const resets = (limits ?? []).filter((limit) => limit.remaining === 0).map((limit) => limit.resetMs);
-  return resets.length === 0 ? undefined : Math.max(...resets);
 }
 
 /**

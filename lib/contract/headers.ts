@@ -2,7 +2,7 @@
 import { createHash } from 'node:crypto';
 import type { ServerResponse } from 'node:http';
 import type { Checker } from '../shared/check.js';
-import { remembered } from '../limiter/keys.js';
+import { remembered } from '../shared/remembered.js';
 
 /** The drafts whose syntax the IETF fields may follow; draft 7 and draft 8 as express-rate-limit writes them. */
 export const headerSyntaxes = ['draft-7', 'draft-8', 'draft-10'] as const;

@@ -1,6 +1,6 @@
 // What an answer says of its endpoint's limits: the IETF RateLimit fields (structured-field parser), else legacy ones.
 import { isInnerList, type Item, parseList } from 'structured-headers';
-import { MAX_DURATION_MS } from '../shared/durations.js';
+import { MAX_DURATION_MS } from '../shared/check.js';
 
 /** The server's view of one limit of an endpoint, as far as an answer tells it. */
 export interface ServerLimit {

@@ -4,7 +4,7 @@ import { type Checker, show } from '../shared/check.js';
 import { listingChoices, listingHint, listingOf } from './listing-names.js';
 import { type EndpointRow, listings } from './listings.js';
 import { compilePath } from './match.js';
-import type { Limit } from '../stores/memory/windows.js';
+import type { Limit } from './limit.js';
 
 const rowFields = ['method', 'path', 'limit', 'windowMs'] as const;
 

@@ -5,7 +5,7 @@ import { type HeaderTemplate, headerTemplate } from '../contract/headers.js';
 import { show } from '../shared/check.js';
 import type { CounterSpec, Store } from '../stores/store.js';
 import type { Waiting } from '../stores/waiting.js';
-import type { Limit, WindowKind } from '../stores/memory/windows.js';
+import type { Limit, WindowKind } from '../contract/limit.js';
 
 /** One limit of an endpoint, with the header strings of its policy. */
 export interface CompiledLimit extends Limit {

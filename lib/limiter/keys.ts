@@ -1,7 +1,6 @@
 // Who a request is counted for: a hash of its Authorization value, or else its client IP (IPv6 grouped by subnet).
 import { createHash } from 'node:crypto';
 import ipaddr from 'ipaddr.js';
-import { LRUCache } from 'lru-cache';
 
 /**
  * Hash of a credential, used in its place in every storage key: a shared store never holds the token itself.
@@ -49,20 +48,4 @@ function canonicalIPv4(ip: string): string {
   return ip;
 }
 
-/**
- * `fn` with its last `max` results remembered: hashing a token or parsing an IPv6 address costs more than the
- * rest of the request path, and a client sends the same value again and again.
- */
-export function remembered(fn: (value: string) => string, max = 10_000): (value: string) => string {
-  const cache = new LRUCache<string, string>({ max });
-  return (value) => {
-    // Long values are not kept: a flood of huge tokens must not fill memory.
-    if (value.length > 256) return fn(value);
-    let result = cache.get(value);
-    if (result === undefined) {
-      result = fn(value);
-      cache.set(value, result);
-    }
-    return result;
-  };
-}
+export { remembered } from '../shared/remembered.js';

@@ -14,14 +14,16 @@ import { checkMetrics, Metrics } from './observe/metrics.js';
 import { redisStore } from '../stores/redis/store.js';
 import { Registry } from './rules/registry.js';
 import { GrantRequests } from './rules/requests.js';
-import { memoryStore, type Store } from '../stores/store.js';
+import type { Store } from '../stores/store.js';
+import { memoryStore } from '../stores/memory/store.js';
 import { checkTable, endpointsOf, rowShape } from '../contract/table.js';
 import { Traffic } from './observe/traffic.js';
 import { Usage } from './observe/usage.js';
 import type { LimitHandler, ListingLimitsOptions } from './types.js';
 import type { EndpointRow } from '../contract/listings.js';
 import { Waiting } from '../stores/waiting.js';
-import { MAX_SLIDING_LIMIT, type WindowKind } from '../stores/memory/windows.js';
+import { type WindowKind } from '../contract/limit.js';
+import { MAX_SLIDING_LIMIT } from '../stores/limits.js';
 
 const optionNames = [
   'store',

@@ -1,9 +1,9 @@
 // Shared validation helpers: coded errors naming the field, unknown keys with "did you mean", values shown safely.
 import { closest, distance } from 'fastest-levenshtein';
-import { MAX_DURATION_MS } from './durations.js';
 import { ListingLimitsError, type ListingLimitsErrorCode } from './errors.js';
 
-export { MAX_DURATION_MS };
+/** The longest window, ban or block the package accepts: one year, in milliseconds. */
+export const MAX_DURATION_MS = 365 * 24 * 3600 * 1000;
 
 const LONGEST_SHOWN = 60;
 

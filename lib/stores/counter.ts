@@ -4,7 +4,9 @@ import { StoreUnavailableError } from '../shared/errors.js';
 import { type CountsNow, MemoryLimiter } from './memory/limiter.js';
 import type { CounterSpec } from './store.js';
 import { BREAKER_OPEN, type Deadline, PASSED, TIMED_OUT, type Waiting } from './waiting.js';
-import { type Count, type Limit, type LimitsCounter, type LimitsSpec, MemoryLimits } from './memory/windows.js';
+import { type Limit } from '../contract/limit.js';
+import { type Count, type LimitsCounter, type LimitsSpec } from './limits.js';
+import { MemoryLimits } from './memory/windows.js';
 
 export type { Count };
 

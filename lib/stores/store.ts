@@ -1,19 +1,11 @@
 // Stores: factories that give each counter the rate-limiter-flexible limiter that keeps it.
 import type { RateLimiterAbstract } from 'rate-limiter-flexible';
-import { MemoryLimiter } from './memory/limiter.js';
-import { MemoryState, type RuntimeState } from './state.js';
-import { type LimitsCounter, type LimitsSpec, MemoryLimits } from './memory/windows.js';
+import { type RuntimeState } from './state.js';
+import { type LimitsCounter, type LimitsSpec } from './limits.js';
 
 export type { RuntimeState };
-export type {
-  Count,
-  CountsLimitsAsync,
-  CountsLimitsNow,
-  Limit,
-  LimitsCounter,
-  LimitsSpec,
-  WindowKind,
-} from './memory/windows.js';
+export type { Limit, WindowKind } from '../contract/limit.js';
+export type { Count, CountsLimitsAsync, CountsLimitsNow, LimitsCounter, LimitsSpec } from './limits.js';
 
 /** What a store is asked for: one counter, with its limit per window. */
 export interface CounterSpec {
@@ -53,14 +45,3 @@ export type Store = ((counter: CounterSpec) => RateLimiterAbstract) & {
   readonly state?: RuntimeState;
   readonly limits?: (counter: LimitsSpec) => LimitsCounter;
 };
-
-/**
- * The default store: counters in this process's memory, one map per counter, each entry forgotten when its window
- * ends. Counters are not shared between processes; bans and grants made at runtime are shared by the middlewares
- * that use this store.
- */
-export function memoryStore(): Store {
-  const store = (counter: CounterSpec) =>
-    new MemoryLimiter({ points: counter.limit, duration: counter.windowMs / 1000, keyPrefix: '' });
-  return Object.assign(store, { state: new MemoryState(), limits: (counter: LimitsSpec) => new MemoryLimits(counter) });
-}

@@ -4,8 +4,9 @@ import { closest, distance } from 'fastest-levenshtein';
 import { ListingLimitsError } from '../shared/errors.js';
 import { listingHint, listingOf } from '../contract/listing-names.js';
 import { listingNames } from '../contract/listings.js';
-import type { WindowKind } from '../stores/memory/windows.js';
-import { planVerification, type VerifyOptions, type VerifyPlan, type VerifyReport, verifyContract } from '../verify.js';
+import type { WindowKind } from '../contract/limit.js';
+import { planVerification, verifyContract } from './run.js';
+import type { VerifyOptions, VerifyPlan, VerifyReport } from './types.js';
 import { type Output, progressOn, seconds } from './progress.js';
 
 export type { Output };

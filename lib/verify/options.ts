@@ -5,7 +5,7 @@ import { compile, pathToRegexp } from 'path-to-regexp';
 import { Checker } from '../shared/check.js';
 import { listingNames } from '../contract/listings.js';
 import { checkTable, endpointsOf, rowShape } from '../contract/table.js';
-import type { Limit, WindowKind } from '../stores/memory/windows.js';
+import type { Limit, WindowKind } from '../contract/limit.js';
 import type { VerifyEvent, VerifyOptions } from './types.js';
 
 export const SOURCE = 'verifyContract';

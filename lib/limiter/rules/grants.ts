@@ -10,7 +10,7 @@ import type { Registry } from './registry.js';
 import type { Store } from '../../stores/store.js';
 import { checkRow, refuseDuplicates, rowShape } from '../../contract/table.js';
 import type { EndpointRow } from '../../contract/listings.js';
-import type { Limit, WindowKind } from '../../stores/memory/windows.js';
+import type { Limit, WindowKind } from '../../contract/limit.js';
 import type { Grant, ListingLimitsOptions } from '../types.js';
 import type { Waiting } from '../../stores/waiting.js';
 

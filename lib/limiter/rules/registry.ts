@@ -1,203 +1,42 @@
 // The records of the store's runtime state (bans, grants, lost records, logins, resets): this instance's cache of them.
-import { createHash, randomBytes } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
 import type { Request } from 'express';
 import ipaddr from 'ipaddr.js';
 import { Checker, isPlainObject, MAX_DURATION_MS, show } from '../../shared/check.js';
 import { RuntimeStateError } from '../../shared/errors.js';
-import { observe, type OnError } from '../../shared/hooks.js';
-import type { Client, IpKey } from '../identify.js';
 import { tokenKey } from '../keys.js';
 import {
   addressBan,
   type BanRecord,
-  checkBan,
   checkEvent,
-  type CheckGrant,
-  checkGrantRecord,
-  checkLost,
-  checkReset,
-  checkSession,
   type EndedLogin,
   type EpochRecord,
   type GrantRecord,
   LONGEST_TEXT,
-  type LostEntry,
   Problem,
   type ResetRecord,
   type Stored,
 } from './records.js';
-import {
-  type ChangeResult,
-  type Follower,
-  HISTORY_MAX,
-  MemoryState,
-  type RecordChange,
-  type RuntimeState,
-  sha1,
-  type StateUpdate,
-} from '../../stores/state.js';
-import { SweptMap } from '../../shared/swept.js';
+import { HISTORY_MAX } from '../../stores/state.js';
 import type { ActiveBan, ActiveGrant, ChangeEvent, ClientKind, ForeignEntry, Grant, LostRecord } from '../types.js';
+import { RecordCache } from './record-cache.js';
+import {
+  digest,
+  text,
+  kindOf,
+  banEvent,
+  eventOf,
+  grantEvent,
+  pageStart,
+  first,
+  activeBan,
+  activeGrant,
+  endOf,
+  isBan,
+  shown,
+} from './record-views.js';
 
 export { addressBan, type BanRecord };
-
-/** Foreign entries of the records kept in view for `foreign()` at the most; beyond, the oldest go. */
-const FOREIGN_KEPT = 1000;
-/** Foreign entries remembered as told to `onError`, so that each is told once; beyond, the oldest go. */
-const REPORTED_KEPT = 10_000;
-/** The longest text of a foreign entry shown. */
-const SHOWN_TEXT = 200;
-
-/** What the registry needs of the other features: how addresses are keyed, and how a grant is checked. */
-export interface RegistryContext {
-  readonly ipOf: IpKey;
-  readonly checkGrant: CheckGrant;
-  readonly onChange: ((event: ChangeEvent, req: Request | undefined) => unknown) | undefined;
-  readonly report: OnError;
-  /** The longest the first read of the state holds requests up (the store's `timeoutMs`, else a second). */
-  readonly firstReadMs: number;
-  /** Told the key of each reset of a client's counters this instance reads (its own included). */
-  readonly onReset?: (key: string) => void;
-}
-
-/** Where this instance keeps the records of a kind, by the id of their field. */
-interface KindCache {
-  get(id: string): { readonly seq: number } | undefined;
-  add(id: string, record: { readonly seq: number }, now: number): unknown;
-  delete(id: string): boolean;
-}
-
-/** A kind of record: how an entry of it is checked, and where this instance keeps its records. */
-interface Kind {
-  check(id: string, text: string): { readonly seq: number };
-  cache(id: string): KindCache;
-  /** Whether a record of it is an operator's: kept as a lost record when the store loses it. */
-  operators(record: unknown): boolean;
-}
-
-function kindOf(key: string): ClientKind {
-  return key.startsWith('t:') ? 'token' : key.startsWith('ip:') ? 'ip' : 'custom';
-}
-
-function text(check: Checker, value: unknown, field: string): string | undefined {
-  if (value === undefined) return undefined;
-  if (typeof value !== 'string' || value === '' || value.length > LONGEST_TEXT) {
-    check.invalid(field, `must be a non-empty string of at most ${LONGEST_TEXT} characters; got ${show(value)}.`);
-  }
-  return value;
-}
-
-/** The order of the lists: oldest first, then by key. */
-function byTimeAndKey(a: { since: number; key: string }, b: { since: number; key: string }): number {
-  return a.since - b.since || (a.key < b.key ? -1 : a.key > b.key ? 1 : 0);
-}
-
-function endOf(record: BanRecord | GrantRecord): number {
-  return record.until ?? Infinity;
-}
-
-function isBan(record: BanRecord | GrantRecord): record is BanRecord {
-  return 'by' in record;
-}
-
-/** A record as the store is given it: without the sequence number the store adds. */
-function plain<R extends object>(record: Stored<R> | R): R {
-  const { seq: _seq, ...rest } = record as R & { seq?: number };
-  return rest as R;
-}
-
-function sameRecord(a: object, b: object): boolean {
-  return JSON.stringify(plain(a)) === JSON.stringify(plain(b));
-}
-
-/** A text as the lists show it: cut to SHOWN_TEXT characters. */
-function shown(json: string): string {
-  return json.length > SHOWN_TEXT ? `${json.slice(0, SHOWN_TEXT)}…` : json;
-}
-
-function digest(value: string): string {
-  return createHash('sha256').update(value).digest('base64url').slice(0, 16);
-}
-
-/**
- * The first `n` of `items` in the lists' order (oldest first, then by key), sorted: each item is compared with the
- * last kept and put in place only when it comes before, so that the first page of 10,000 costs about 10,000
- * comparisons, not a sort of them all.
- */
-function first<T extends { since: number; key: string }>(items: readonly T[], n: number): T[] {
-  if (n >= items.length) return [...items].sort(byTimeAndKey);
-  const kept: T[] = [];
-  for (const item of items) {
-    if (kept.length === n && byTimeAndKey(item, kept[n - 1] as T) >= 0) continue;
-    let lo = 0;
-    let hi = kept.length;
-    while (lo < hi) {
-      const mid = (lo + hi) >>> 1;
-      if (byTimeAndKey(kept[mid] as T, item) <= 0) lo = mid + 1;
-      else hi = mid;
-    }
-    kept.splice(lo, 0, item);
-    if (kept.length > n) kept.pop();
-  }
-  return kept;
-}
-
-/** Where a page of `limit` rows from `offset` starts in a list of `total`: the last page's start, past the last. */
-function pageStart(offset: number, limit: number, total: number): number {
-  return offset < total || total === 0 ? offset : Math.floor((total - 1) / limit) * limit;
-}
-
-function activeBan(ban: Stored<BanRecord>): ActiveBan {
-  return { ...plain(ban), since: new Date(ban.since), until: new Date(ban.until) };
-}
-
-function activeGrant(grant: Stored<GrantRecord>): ActiveGrant {
-  return {
-    key: grant.key,
-    grant: grant.grant,
-    since: new Date(grant.since),
-    until: grant.until === null ? undefined : new Date(grant.until),
-    note: grant.note ?? undefined,
-  };
-}
-
-function eventText(event: ChangeEvent): string {
-  return JSON.stringify({ ...event, at: event.at.getTime(), until: event.until?.getTime() });
-}
-
-/** A change with nothing of it but the action, client and time set. */
-function eventOf(action: ChangeEvent['action'], key: string, kind: ClientKind, at: number): ChangeEvent {
-  return {
-    action,
-    key,
-    kind,
-    by: 'operator',
-    at: new Date(at),
-    reason: undefined,
-    until: undefined,
-    grant: undefined,
-    note: undefined,
-  };
-}
-
-function banEvent(ban: BanRecord): ChangeEvent {
-  const event = eventOf('ban', ban.key, ban.kind, ban.since);
-  return { ...event, by: ban.by, reason: ban.reason, until: new Date(ban.until) };
-}
-
-function grantEvent(grant: GrantRecord): ChangeEvent {
-  const event = eventOf('grant', grant.key, kindOf(grant.key), grant.since);
-  const until = grant.until === null ? undefined : new Date(grant.until);
-  return { ...event, until, grant: grant.grant, note: grant.note ?? undefined };
-}
-
-/** What this instance knew when the state it followed was replaced. */
-interface Known {
-  readonly epoch: string | undefined;
-  readonly seq: number;
-  readonly records: ReadonlyMap<string, Stored<BanRecord | GrantRecord | LostEntry>>;
-  readonly foreign: ReadonlySet<string>;
-}
 
 /**
  * The bans, grants, lost records, logins and resets of one middleware. The store's runtime state holds them, one
@@ -207,328 +46,10 @@ interface Known {
  * has it; only a rule's ban applies here at once (the requests in flight with the one that banned must find it), and
  * stays here alone when the store cannot be written.
  */
-export class Registry {
-  readonly #state: RuntimeState;
-  /** False for a store with no runtime state of its own: the cache then holds this process's rule bans only. */
-  readonly #shared: boolean;
-  readonly #context: RegistryContext;
-  /** Client key → ban. Ended bans stay until swept or replaced; each check reads the end. */
-  readonly #bans = new SweptMap<Stored<BanRecord>>((ban) => ban.until);
-  /** `addr:<address key>` → ban of an address: apart, so that no request reads its address while none is banned. */
-  readonly #addressBans = new SweptMap<Stored<BanRecord>>((ban) => ban.until);
-  readonly #grants = new SweptMap<Stored<GrantRecord>>((grant) => grant.until ?? Infinity);
-  /** Field of the record lost → the lost record. */
-  readonly #lost = new SweptMap<Stored<LostEntry>>((lost) => endOf(lost.record));
-  /** `epoch` → the epoch of the operators' logins; a login's id → that login, ended by its logout. */
-  readonly #logins = new SweptMap<Stored<EpochRecord | EndedLogin>>((r) => ('until' in r ? r.until : Infinity));
-  /** Client key → the last reset of its counters. */
-  readonly #resets = new SweptMap<Stored<ResetRecord>>((reset) => reset.until);
-  /**
-   * Field → an entry of the records that is not a record this instance applies: its text as shown, and its SHA-1,
-   * by which it is removed only as it was read.
-   */
-  readonly #foreign = new Map<string, { readonly shown: string; readonly sha1: string; readonly problem: string }>();
-  readonly #reported = new Set<string>();
-  /** Entries of the history as `foreign()` judged them (undefined: a change), at most twice the history's. */
-  readonly #judged = new Map<string, string | undefined>();
-  readonly #kinds: ReadonlyMap<string, Kind>;
-  /** When the last ban this instance has seen ends: past it (or with none), no request needs a look at the bans. */
-  #bansEnd = 0;
-  /** The epoch, copy mark and sequence number of the last update applied. */
-  #epoch: string | undefined;
-  #copy: string | undefined;
-  #seq = 0;
-  #loaded = false;
-  #follower: Follower | undefined;
-  #ready: Promise<void> | undefined;
-  /** Entries of the records parsed and checked by this instance, in all: what the cost tests count. @internal */
-  parsed = 0;
-
-  constructor(state: RuntimeState | undefined, context: RegistryContext) {
-    this.#state = state ?? new MemoryState();
-    this.#shared = state !== undefined;
-    this.#context = context;
-    const bans = (id: string) => (id.startsWith('addr:') ? this.#addressBans : this.#bans);
-    // A reset read is told at once: the counters' remembered refusals of the client are stale from then on.
-    const resets: KindCache = {
-      get: (id) => this.#resets.get(id),
-      add: (id, record, now) => {
-        this.#resets.add(id, record as Stored<ResetRecord>, now);
-        context.onReset?.(id);
-      },
-      delete: (id) => this.#resets.delete(id),
-    };
-    // The kinds of record, by the prefix of their field: a new kind is a check, a cache and a line here. Logins and
-    // resets are no operator's ban or grant: a store that loses them loses nothing to restore (logins then end, as
-    // their epoch is gone).
-    this.#kinds = new Map<string, Kind>([
-      ['ban', { check: checkBan, cache: bans, operators: (ban) => (ban as BanRecord).by === 'operator' }],
-      [
-        'grant',
-        {
-          check: (id, json) => checkGrantRecord(id, json, context.checkGrant),
-          cache: () => this.#grants,
-          operators: () => true,
-        },
-      ],
-      [
-        'lost',
-        {
-          check: (id, json) => checkLost(id, json, context.checkGrant),
-          cache: () => this.#lost,
-          operators: () => true,
-        },
-      ],
-      ['session', { check: checkSession, cache: () => this.#logins, operators: () => false }],
-      ['reset', { check: checkReset, cache: () => resets, operators: () => false }],
-    ]);
-  }
-
-  /** Starts following the state: once the middleware is made, so that a configuration that fails leaves nothing. */
-  start(): void {
-    if (this.#follower) return;
-    this.#follower = this.#state.follow((update) => this.#apply(update));
-    if (this.#loaded) return;
-    let timer: ReturnType<typeof setTimeout> | undefined;
-    const bound = new Promise<void>((resolve) => {
-      timer = setTimeout(resolve, this.#context.firstReadMs);
-      timer.unref?.();
-    });
-    const first = this.#follower.sync().catch(() => {});
-    this.#ready = Promise.race([first, bound]).then(() => {
-      clearTimeout(timer);
-      this.#ready = undefined;
-    });
-  }
-
-  /**
-   * Until the state has been read once (or `firstReadMs` has passed): the first read, which a request waits for
-   * before its bans are checked.
-   */
-  get ready(): Promise<void> | undefined {
-    return this.#ready;
-  }
-
-  #apply(update: StateUpdate): void {
-    const known = update.kind === 'replaced' ? this.#known() : undefined;
-    if (update.kind !== 'changes') this.#reset();
-    for (const [field, json] of update.records) this.#put(field, json, update.seq);
-    this.#epoch = update.epoch;
-    this.#copy = update.copy;
-    this.#seq = update.seq;
-    this.#loaded = true;
-    if (known) this.#replaced(known, update).catch((error: unknown) => this.#context.report(error, undefined));
-  }
-
-  /** Applies one field's text as read at sequence number `readAt` (null: no record). */
-  #put(field: string, json: string | null, readAt: number): void {
-    if (field.startsWith('#')) return;
-    const colon = field.indexOf(':');
-    const kind = colon > 0 ? this.#kinds.get(field.slice(0, colon)) : undefined;
-    const id = field.slice(colon + 1);
-    this.#foreign.delete(field);
-    if (json === null) {
-      const cache = kind?.cache(id);
-      const cached = cache?.get(id);
-      // A version this instance wrote after that read stays.
-      if (cached !== undefined && cached.seq > readAt) return;
-      cache?.delete(id);
-      return;
-    }
-    if (!kind)
-      return this.#skip(field, json, `is of a kind this version does not know (${show(field.slice(0, colon))})`);
-    const cache = kind.cache(id);
-    let record: { readonly seq: number };
-    try {
-      this.parsed++;
-      record = kind.check(id, json);
-    } catch (error) {
-      if (!(error instanceof Problem)) throw error;
-      cache.delete(id);
-      return this.#skip(field, json, error.message);
-    }
-    const cached = cache.get(id);
-    if (cached !== undefined && cached.seq > record.seq) return;
-    cache.add(id, record, Date.now());
-    if (field.startsWith('ban:')) this.#bansEnd = Math.max(this.#bansEnd, (record as Stored<BanRecord>).until);
-  }
-
-  /** Keeps a foreign entry in view and tells `onError` of it, once. */
-  #skip(field: string, json: string, problem: string): void {
-    if (this.#foreign.size >= FOREIGN_KEPT) this.#foreign.delete(this.#foreign.keys().next().value as string);
-    this.#foreign.set(field, { shown: shown(json), sha1: sha1(json), problem });
-    this.#foreignFound(`record ${field}`, json, problem);
-  }
-
-  #foreignFound(entry: string, json: string, problem: string): void {
-    const id = `${entry}\n${digest(json)}`;
-    if (this.#reported.has(id)) return;
-    if (this.#reported.size >= REPORTED_KEPT) this.#reported.delete(this.#reported.values().next().value as string);
-    this.#reported.add(id);
-    const message = `the store's runtime state has a foreign entry, skipped: ${entry} ${problem}.`;
-    this.#context.report(new RuntimeStateError('ERR_FOREIGN_ENTRY', message, { entry }), undefined);
-  }
-
-  /** Empties the cache, but for the rule's bans that only this instance has (the store could not be written). */
-  #reset(): void {
-    for (const cache of [this.#bans, this.#addressBans]) {
-      const local = [...cache].filter(([, ban]) => ban.seq < 0);
-      cache.clear();
-      for (const [id, ban] of local) cache.set(id, ban);
-    }
-    this.#grants.clear();
-    this.#lost.clear();
-    this.#logins.clear();
-    this.#resets.clear();
-    this.#foreign.clear();
-    this.#bansEnd = 0;
-    for (const cache of [this.#bans, this.#addressBans]) {
-      for (const ban of cache.values()) this.#bansEnd = Math.max(this.#bansEnd, ban.until);
-    }
-  }
-
-  #known(): Known {
-    const records = new Map<string, Stored<BanRecord | GrantRecord | LostEntry>>();
-    for (const [id, ban] of this.#bans) records.set(`ban:${id}`, ban);
-    for (const [id, ban] of this.#addressBans) records.set(`ban:${id}`, ban);
-    for (const [id, grant] of this.#grants) records.set(`grant:${id}`, grant);
-    for (const [id, lost] of this.#lost) records.set(`lost:${id}`, lost);
-    return { epoch: this.#epoch, seq: this.#seq, records, foreign: new Set(this.#foreign.keys()) };
-  }
-
-  /**
-   * The state was replaced: the store lost its data (a restart without persistence, a flush, a failover to an empty
-   * replica), or a copy behind it took its place. The new state is the truth; what this instance knew and it lacks is
-   * never written back, since it may have been lifted meanwhile. An operator's ban or grant the store lost is kept
-   * as a lost record, for an operator to restore or dismiss; a rule's ban is gone. A copy behind the state (the same
-   * epoch) may bring back records that were removed after it: those whose sequence number this instance had passed
-   * without holding them are removed again.
-   */
-  async #replaced(known: Known, update: StateUpdate): Promise<void> {
-    const now = Date.now();
-    const copy = known.epoch === update.epoch;
-    const lost: Stored<LostEntry>[] = [];
-    let ruleBans = 0;
-    for (const [field, record] of known.records) {
-      if (record.seq < 0) continue;
-      const entry = 'field' in record ? record : { field, record, lostAt: now, seq: record.seq };
-      if (endOf(entry.record) <= now) continue;
-      const json = update.records.get(field);
-      if (json !== undefined && json !== null) {
-        const kind = this.#kinds.get(field.slice(0, field.indexOf(':')));
-        const id = field.slice(field.indexOf(':') + 1);
-        const current = kind?.cache(id).get(id);
-        // Kept: the same version (or a newer one) on a copy; the same record written again after a loss.
-        const same = copy ? current && current.seq >= record.seq : current && sameRecord(current, record);
-        if (same) continue;
-      }
-      if ('field' in record || this.#kinds.get(field.slice(0, field.indexOf(':')))?.operators(record)) lost.push(entry);
-      else ruleBans++;
-    }
-    const stale: [string, string][] = [];
-    if (copy) {
-      for (const [field, json] of update.records) {
-        if (json === null || known.records.has(field) || known.foreign.has(field)) continue;
-        const seq = Number(/^\{"seq":(\d+),/.exec(json)?.[1] ?? 0);
-        if (seq <= known.seq) stale.push([field, json]);
-      }
-    }
-    for (const [field, json] of stale) {
-      await this.#write({ field, value: null, endsAt: null, when: { sha1: sha1(json) }, event: undefined, now });
-    }
-    for (const entry of lost) {
-      const value = JSON.stringify({ field: entry.field, record: plain(entry.record), lostAt: entry.lostAt });
-      const endsAt = endOf(entry.record) === Infinity ? null : endOf(entry.record);
-      // Several instances may find the same record lost: the first one's lost record stays.
-      await this.#write({ field: `lost:${entry.field}`, value, endsAt, when: 'absent', event: undefined, now });
-    }
-    if (lost.length + ruleBans + stale.length === 0) return;
-    const what = copy ? 'replaced by a copy that is behind it (a failover)' : 'lost (a restart, a flush or a failover)';
-    const parts: string[] = [];
-    if (lost.length > 0)
-      parts.push(`${lost.length} ban(s) and grant(s) of operators are kept as lost records, to restore or dismiss`);
-    if (ruleBans > 0) parts.push(`${ruleBans} ban(s) by rule are gone`);
-    if (stale.length > 0) parts.push(`${stale.length} record(s) lifted before came back with it and are removed again`);
-    const message = `the store's runtime state was ${what}: ${parts.join('; ')}.`;
-    this.#context.report(new RuntimeStateError('ERR_STATE_LOST', message), undefined);
-  }
-
-  /** Writes a change; the cache takes the store's answer (or, when the state's epoch changed, reads it whole). */
-  async #write(change: RecordChange): Promise<ChangeResult> {
-    const result = await this.#state.change(change);
-    if (result.epoch !== this.#epoch) {
-      await this.#follower?.sync().catch(() => {});
-      if (this.#follower) return result;
-    }
-    this.#put(change.field, result.stored ?? null, result.seq);
-    return result;
-  }
-
-  /** Writes a change of a ban or grant, with its history entry, and tells `onChange` when it applied. */
-  async #change(
-    change: Omit<RecordChange, 'event' | 'now'>,
-    event: ChangeEvent,
-    req: Request | undefined,
-  ): Promise<ChangeResult> {
-    const result = await this.#write({ ...change, event: eventText(event), now: event.at.getTime() });
-    if (result.changed) observe(this.#context.onChange, event, req, this.#context.report);
-    return result;
-  }
-
-  /** How many bans are in force, as far as this instance knows. */
-  activeBans(): number {
-    const now = Date.now();
-    let n = 0;
-    for (const cache of [this.#bans, this.#addressBans]) for (const ban of cache.values()) if (ban.until > now) n++;
-    return n;
-  }
-
-  /** How many runtime grants are in force, as far as this instance knows. */
-  activeGrants(): number {
-    const now = Date.now();
-    let n = 0;
-    for (const grant of this.#grants.values()) if (grant.until === null || grant.until > now) n++;
-    return n;
-  }
-
-  /** Whether any ban may be in force: false means no request needs identifying for bans. */
-  anyBan(now: number): boolean {
-    return this.#bansEnd > now && (this.#bans.size > 0 || this.#addressBans.size > 0);
-  }
-
-  /** The end of the ban that holds for `client` (its own, or its address's), or undefined. */
-  bannedUntil(client: Client, now: number): number | undefined {
-    if (!this.anyBan(now)) return undefined;
-    const own = this.#bans.get(client.key);
-    let until = own && own.until > now ? own.until : undefined;
-    if (this.#addressBans.size > 0) {
-      const address = this.#addressBans.get(addressBan(client.ip));
-      if (address && address.until > now) until = Math.max(until ?? 0, address.until);
-    }
-    return until;
-  }
-
-  /** Whether the ban stored as `banKey` is in force, as far as this instance knows. */
-  banned(banKey: string, now: number): boolean {
-    const ban = (banKey.startsWith('addr:') ? this.#addressBans : this.#bans).get(banKey);
-    return ban !== undefined && ban.until > now;
-  }
-
-  /**
-   * The grant given at runtime to the client as identified: by its key (its token's, its address's for a client
-   * counted by address, or a custom key), else by its address. A token that `authenticate` refused is not the
-   * client's key, so a grant of that token does not apply.
-   */
-  grantOf(client: Client): Grant | undefined {
-    if (this.#grants.size === 0) return undefined;
-    const now = Date.now();
-    const found = this.#grants.get(client.key) ?? (client.kind === 'ip' ? undefined : this.#grants.get(client.ip));
-    return found && (found.until === null || found.until > now) ? found.grant : undefined;
-  }
-
+export class Registry extends RecordCache {
   /** Checks a grant as `grant()` does. Throws ListingLimitsError naming `field`. */
   checkGrant(check: Checker, grant: unknown, field: string): Grant {
-    return this.#context.checkGrant(check, grant, field);
+    return this._context.checkGrant(check, grant, field);
   }
 
   /** The key of a client named as an operator knows it. Throws ListingLimitsError naming the field. */
@@ -548,7 +69,7 @@ export class Registry {
     if (field === 'token') return { key: tokenKey(value), kind: 'token', address: false };
     if (field === 'ip') {
       if (!ipaddr.isValid(value)) check.invalid('client.ip', `must be an IP address; got ${show(value)}.`);
-      return { key: this.#context.ipOf(value), kind: 'ip', address: true };
+      return { key: this._context.ipOf(value), kind: 'ip', address: true };
     }
     if (value.length > LONGEST_TEXT)
       check.invalid('client.key', `must be at most ${LONGEST_TEXT} characters; got ${value.length}.`);
@@ -556,7 +77,7 @@ export class Registry {
   }
 
   #writable(check: Checker): void {
-    if (!this.#shared) {
+    if (!this._shared) {
       check.fail(
         'ERR_UNSUPPORTED_STORE',
         'options.store',
@@ -572,9 +93,9 @@ export class Registry {
    * ban the store could not take stays here alone until it ends, and the failure goes to `onError`.
    */
   ruleBan(banKey: string, ban: BanRecord, req: Request): Promise<boolean> {
-    (banKey.startsWith('addr:') ? this.#addressBans : this.#bans).add(banKey, { ...ban, seq: -1 }, ban.since);
-    this.#bansEnd = Math.max(this.#bansEnd, ban.until);
-    return this.#change(
+    (banKey.startsWith('addr:') ? this._addressBans : this._bans).add(banKey, { ...ban, seq: -1 }, ban.since);
+    this._bansEnd = Math.max(this._bansEnd, ban.until);
+    return this._change(
       { field: `ban:${banKey}`, value: JSON.stringify(ban), endsAt: ban.until, when: 'absent' },
       banEvent(ban),
       req,
@@ -582,7 +103,7 @@ export class Registry {
       (result) => result.changed,
       (error: unknown) => {
         const message = `a rule's ban of ${ban.key} could not be written to the store; it holds on this instance only.`;
-        this.#context.report(new RuntimeStateError('ERR_STATE_WRITE', message, { cause: error }), req);
+        this._context.report(new RuntimeStateError('ERR_STATE_WRITE', message, { cause: error }), req);
         return false;
       },
     );
@@ -600,7 +121,7 @@ export class Registry {
     const since = Date.now();
     const ban: BanRecord = { key, kind, reason, since, until: since + duration, by: 'operator' };
     const field = `ban:${address ? addressBan(key) : key}`;
-    await this.#change(
+    await this._change(
       { field, value: JSON.stringify(ban), endsAt: ban.until, when: 'always' },
       banEvent(ban),
       undefined,
@@ -613,7 +134,7 @@ export class Registry {
     const at = Date.now();
     let lifted = false;
     for (const banKey of [key, addressBan(key)]) {
-      const cache = banKey.startsWith('addr:') ? this.#addressBans : this.#bans;
+      const cache = banKey.startsWith('addr:') ? this._addressBans : this._bans;
       const known = cache.get(banKey);
       // A rule's ban only this instance has: the store cannot lift it.
       if (known && known.seq < 0) {
@@ -621,7 +142,7 @@ export class Registry {
         if (known.until > at) lifted = true;
       }
       const event = eventOf('unban', key, known?.kind ?? (banKey === key ? kindOf(key) : 'ip'), at);
-      const result = await this.#change(
+      const result = await this._change(
         { field: `ban:${banKey}`, value: null, endsAt: null, when: 'always' },
         event,
         undefined,
@@ -640,7 +161,7 @@ export class Registry {
   async grant(client: unknown, grant: unknown, options: unknown): Promise<boolean> {
     const check = new Checker('limits.grant');
     const { key } = this.keyOf(check, client);
-    const checked = this.#context.checkGrant(check, grant, 'grant');
+    const checked = this._context.checkGrant(check, grant, 'grant');
     const o = check.options(options, 'options', '{ until, note }');
     check.unknownKeys(o, ['until', 'note'], (k) => `options.${k}`);
     const since = Date.now();
@@ -658,7 +179,7 @@ export class Registry {
     const note = text(check, o.note, 'options.note') ?? null;
     this.#writable(check);
     const record: GrantRecord = { key, grant: checked, since, until, note };
-    await this.#change(
+    await this._change(
       { field: `grant:${key}`, value: JSON.stringify(record), endsAt: until, when: 'always' },
       grantEvent(record),
       undefined,
@@ -671,7 +192,7 @@ export class Registry {
     const { key, kind } = this.keyOf(check, client);
     this.#writable(check);
     const event = eventOf('revoke', key, kind, Date.now());
-    const result = await this.#change(
+    const result = await this._change(
       { field: `grant:${key}`, value: null, endsAt: null, when: 'always' },
       event,
       undefined,
@@ -684,18 +205,18 @@ export class Registry {
    * behind it takes its place. Logins are bound to it, so that none outlives a state that was replaced.
    */
   stateId(): string {
-    return `${this.#epoch ?? ''}/${this.#copy ?? ''}`;
+    return `${this._epoch ?? ''}/${this._copy ?? ''}`;
   }
 
   /** The epoch of the operators' logins, as far as this instance knows; undefined while the store has none. */
   loginEpoch(): string | undefined {
-    const record = this.#logins.get('epoch');
+    const record = this._logins.get('epoch');
     return record && 'epoch' in record ? record.epoch : undefined;
   }
 
   /** Whether the login `id` was ended by its logout, as far as this instance knows. */
   loginEnded(id: string): boolean {
-    const record = id === 'epoch' ? undefined : this.#logins.get(id);
+    const record = id === 'epoch' ? undefined : this._logins.get(id);
     return record !== undefined && 'until' in record && record.until > Date.now();
   }
 
@@ -715,7 +236,7 @@ export class Registry {
     const now = Date.now();
     const record: EpochRecord = { epoch: randomBytes(16).toString('base64url'), since: now };
     const change = { field: 'session:epoch', value: JSON.stringify(record), endsAt: null, when, event: undefined };
-    const result = await this.#write({ ...change, now });
+    const result = await this._write({ ...change, now });
     // Another instance's epoch, written first, is the one: the store answers it.
     const stored = result.stored === undefined ? undefined : (JSON.parse(result.stored) as Partial<EpochRecord>);
     return typeof stored?.epoch === 'string' ? stored.epoch : record.epoch;
@@ -727,7 +248,7 @@ export class Registry {
     if (until <= now) return;
     const record: EndedLogin = { id, endedAt: now, until };
     const change = { field: `session:${id}`, value: JSON.stringify(record), endsAt: until, when: 'always' } as const;
-    await this.#write({ ...change, event: undefined, now });
+    await this._write({ ...change, event: undefined, now });
   }
 
   /**
@@ -743,12 +264,12 @@ export class Registry {
       endsAt: record.until,
       when: 'always',
     } as const;
-    await this.#write({ ...change, event: undefined, now: at });
+    await this._write({ ...change, event: undefined, now: at });
   }
 
   /** Reads what changed in the store now (a custom store's state is this process's: nothing to read). */
   async sync(): Promise<void> {
-    if (this.#shared) await this.#follower?.sync();
+    if (this._shared) await this._follower?.sync();
   }
 
   /** The bans in force, rules' and operators', as the store has them now. */
@@ -763,7 +284,7 @@ export class Registry {
   #activeBans(): Stored<BanRecord>[] {
     const now = Date.now();
     const active: Stored<BanRecord>[] = [];
-    for (const cache of [this.#bans, this.#addressBans])
+    for (const cache of [this._bans, this._addressBans])
       for (const ban of cache.values()) if (ban.until > now) active.push(ban);
     return active;
   }
@@ -771,7 +292,7 @@ export class Registry {
   #activeGrants(): Stored<GrantRecord>[] {
     const now = Date.now();
     const active: Stored<GrantRecord>[] = [];
-    for (const grant of this.#grants.values()) if (grant.until === null || grant.until > now) active.push(grant);
+    for (const grant of this._grants.values()) if (grant.until === null || grant.until > now) active.push(grant);
     return active;
   }
 
@@ -810,14 +331,14 @@ export class Registry {
   async bansOf(key: string): Promise<ActiveBan[]> {
     await this.sync();
     const now = Date.now();
-    const found = [this.#bans.get(key), this.#addressBans.get(addressBan(key))];
+    const found = [this._bans.get(key), this._addressBans.get(addressBan(key))];
     return found.filter((ban): ban is Stored<BanRecord> => ban !== undefined && ban.until > now).map(activeBan);
   }
 
   /** The runtime grant in force of one client key. */
   async grantOfKey(key: string): Promise<ActiveGrant | undefined> {
     await this.sync();
-    const grant = this.#grants.get(key);
+    const grant = this._grants.get(key);
     return grant && (grant.until === null || grant.until > Date.now()) ? activeGrant(grant) : undefined;
   }
 
@@ -825,7 +346,7 @@ export class Registry {
   async lost(): Promise<LostRecord[]> {
     await this.sync();
     const now = Date.now();
-    return [...this.#lost.values()]
+    return [...this._lost.values()]
       .filter((lost) => endOf(lost.record) > now)
       .sort((a, b) => a.lostAt - b.lostAt || (a.field < b.field ? -1 : 1))
       .map((lost): LostRecord => {
@@ -842,14 +363,14 @@ export class Registry {
   /** Applies again an operator's ban or grant the store lost; resolves false when it has ended or is gone. */
   async restoreLost(id: unknown): Promise<boolean> {
     await this.sync();
-    const lost = typeof id === 'string' ? this.#lost.get(id) : undefined;
+    const lost = typeof id === 'string' ? this._lost.get(id) : undefined;
     if (!lost) return false;
     const now = Date.now();
     const record = lost.record;
     if (endOf(record) > now) {
       const value = JSON.stringify(record);
       const event = isBan(record) ? banEvent(record) : grantEvent(record);
-      await this.#change(
+      await this._change(
         { field: lost.field, value, endsAt: record.until, when: 'always' },
         { ...event, at: new Date(now) },
         undefined,
@@ -863,16 +384,16 @@ export class Registry {
   async dismissLost(id: unknown): Promise<boolean> {
     if (typeof id !== 'string' || id === '') return false;
     const change = { field: `lost:${id}`, value: null, endsAt: null, when: 'always', event: undefined } as const;
-    return (await this.#write({ ...change, now: Date.now() })).changed;
+    return (await this._write({ ...change, now: Date.now() })).changed;
   }
 
   /** The entries of the store's runtime state this instance skips, records first, then the history's. */
   async foreign(): Promise<ForeignEntry[]> {
     await this.sync();
-    const entries: ForeignEntry[] = [...this.#foreign]
+    const entries: ForeignEntry[] = [...this._foreign]
       .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
       .map(([field, { shown: text, problem }]) => ({ id: `record ${field}`, place: 'record', field, text, problem }));
-    for (const json of await this.#state.history()) {
+    for (const json of await this._state.history()) {
       const problem = this.#eventProblem(json);
       if (problem !== undefined)
         entries.push({ id: `history ${digest(json)}`, place: 'history', field: undefined, text: shown(json), problem });
@@ -885,23 +406,23 @@ export class Registry {
     if (typeof id !== 'string') return false;
     if (id.startsWith('record ')) {
       const field = id.slice('record '.length);
-      const found = this.#foreign.get(field);
+      const found = this._foreign.get(field);
       if (!found) return false;
       const change = { field, value: null, endsAt: null, when: { sha1: found.sha1 }, event: undefined };
-      const removed = (await this.#write({ ...change, now: Date.now() })).changed;
-      if (removed) this.#foreign.delete(field);
+      const removed = (await this._write({ ...change, now: Date.now() })).changed;
+      if (removed) this._foreign.delete(field);
       return removed;
     }
     if (id.startsWith('history ')) {
-      const json = (await this.#state.history()).find((entry) => `history ${digest(entry)}` === id);
-      return json !== undefined && this.#eventProblem(json) !== undefined && this.#state.removeHistory(json);
+      const json = (await this._state.history()).find((entry) => `history ${digest(entry)}` === id);
+      return json !== undefined && this.#eventProblem(json) !== undefined && this._state.removeHistory(json);
     }
     return false;
   }
 
   #eventProblem(json: string): string | undefined {
     // Each load of the operator's page looks at the whole history: an entry is judged once.
-    if (this.#judged.has(json)) return this.#judged.get(json);
+    if (this._judged.has(json)) return this._judged.get(json);
     let problem: string | undefined;
     try {
       checkEvent(json);
@@ -909,8 +430,8 @@ export class Registry {
       if (!(error instanceof Problem)) throw error;
       problem = error.message;
     }
-    if (this.#judged.size >= 2 * HISTORY_MAX) this.#judged.clear();
-    this.#judged.set(json, problem);
+    if (this._judged.size >= 2 * HISTORY_MAX) this._judged.clear();
+    this._judged.set(json, problem);
     return problem;
   }
 
@@ -925,13 +446,13 @@ export class Registry {
     const since = given as number | undefined;
     const limit = o.limit === undefined ? HISTORY_MAX : check.count(o.limit, 'options.limit');
     const events: ChangeEvent[] = [];
-    for (const json of await this.#state.history()) {
+    for (const json of await this._state.history()) {
       let event: ChangeEvent;
       try {
         event = checkEvent(json);
       } catch (error) {
         if (!(error instanceof Problem)) throw error;
-        this.#foreignFound('history', json, error.message);
+        this._foreignFound('history', json, error.message);
         continue;
       }
       if (since !== undefined && event.at.getTime() < since) break;
@@ -943,7 +464,7 @@ export class Registry {
 
   /** Stops following the state (the Redis store's reads). */
   close(): void {
-    this.#follower?.stop();
-    this.#follower = undefined;
+    this._follower?.stop();
+    this._follower = undefined;
   }
 }

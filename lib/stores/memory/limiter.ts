@@ -1,6 +1,6 @@
 // The memory store's limiter: fixed windows in a map this package owns, with no timer per key.
 import { type RateLimiterAbstract, RateLimiterCompatibleAbstract, RateLimiterRes } from 'rate-limiter-flexible';
-import { MAX_DURATION_MS } from '../../shared/durations.js';
+import { MAX_DURATION_MS } from '../../shared/check.js';
 import { Checker, show } from '../../shared/check.js';
 import { SweptMap } from '../../shared/swept.js';
 
