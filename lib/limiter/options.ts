@@ -86,7 +86,8 @@ function fn<T>(value: T, field: string, shape: string): T {
   return value;
 }
 
-function checkStore(store: unknown): Store {
+/** The `store` option (the pages' too, with their own checker): memoryStore() when it is not given. */
+export function checkStore(store: unknown, check: Checker = new Checker('listingLimits')): Store {
   if (store === undefined) return memoryStore();
   if (store === memoryStore)
     check.invalid('options.store', 'is the memoryStore function itself; call it: `memoryStore()`.');

@@ -11,7 +11,6 @@ import {
   checkLimits,
   checkRate,
   checkSecret,
-  checkStore,
   field,
   formLimiter,
   handle,
@@ -19,6 +18,7 @@ import {
   secureRouter,
   sendPage,
 } from './common.js';
+import { checkStore } from '../limiter/options.js';
 import { dashboard } from './dashboard.js';
 import { markup } from './html.js';
 import { BAN_DURATIONS, clientPath, DAY_MS, EXPIRIES, type View } from './rows.js';
@@ -122,7 +122,7 @@ export function limitsAdmin(limits: ListingLimitsMiddleware, options: AdminPageO
   const secret = checkSecret(check, o.secret);
   const sessionMs = o.sessionMs === undefined ? 8 * 3600_000 : check.ms(o.sessionMs, 'options.sessionMs');
   const logins = checkRate(check, o.logins, 'options.logins', { limit: 10, windowMs: 900_000 });
-  const store = checkStore(check, o.store);
+  const store = o.store === undefined ? linked.store : checkStore(o.store, check);
   if (!l.requests.supported)
     check.fail(
       'ERR_UNSUPPORTED_STORE',
@@ -181,9 +181,7 @@ export function limitsAdmin(limits: ListingLimitsMiddleware, options: AdminPageO
         req,
       );
     authorize = (req) => cookies.login(req) !== undefined;
-    router.use(
-      formLimiter([{ method: 'POST', path: '/login', ...logins }], 'admin', store ?? linked.store, linked.ipOf),
-    );
+    router.use(formLimiter([{ method: 'POST', path: '/login', ...logins }], 'admin', store, linked.ipOf));
     router.get('/login', (req, res) => loginPage(req, res, 200));
     router.post(
       '/login',

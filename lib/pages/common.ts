@@ -46,13 +46,6 @@ export function checkRate(
   };
 }
 
-/** The store of a form's limiter, when one is given: as listingLimits checks it. */
-export function checkStore(check: Checker, store: unknown): Store | undefined {
-  if (store !== undefined && typeof store !== 'function')
-    check.invalid('options.store', `must be a store such as memoryStore() or redisStore(client); got ${show(store)}.`);
-  return store as Store | undefined;
-}
-
 /** The secret of a page's signed cookies and CSRF tokens: 32 characters or more; random for this process if unset. */
 export function checkSecret(check: Checker, secret: unknown): string {
   if (secret === undefined) return randomBytes(32).toString('base64url');

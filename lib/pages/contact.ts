@@ -10,7 +10,6 @@ import {
   checkLimits,
   checkRate,
   checkSecret,
-  checkStore,
   field,
   formLimiter,
   handle,
@@ -18,6 +17,7 @@ import {
   secureRouter,
   sendPage,
 } from './common.js';
+import { checkStore } from '../limiter/options.js';
 import { grantText, perWindow, when } from './describe.js';
 import { type Html, markup } from './html.js';
 import { CSRF_FIELD, sessions } from './session.js';
@@ -284,7 +284,7 @@ export function limitsRequestPage(limits: ListingLimitsMiddleware, options?: Req
   const cookies = sessions(checkSecret(check, o.secret), 'contact');
   const submissions = checkRate(check, o.submissions, 'options.submissions', { limit: 5, windowMs: 3_600_000 });
   const checks = checkRate(check, o.checks, 'options.checks', { limit: 30, windowMs: 900_000 });
-  const store = checkStore(check, o.store) ?? linked.store;
+  const store = o.store === undefined ? linked.store : checkStore(o.store, check);
   if (!l.requests.supported)
     check.fail(
       'ERR_UNSUPPORTED_STORE',
