@@ -20,7 +20,16 @@ import {
 import { checkStore } from '../limiter/options.js';
 import { grantText, perWindow, when } from './describe.js';
 import { type Html, markup } from './html.js';
+import { DAY_MS } from './rows.js';
 import { CSRF_FIELD, sessions } from './session.js';
+import {
+  LARGEST_COUNT,
+  LONGEST_CONTACT,
+  LONGEST_LINK,
+  LONGEST_REASON,
+  LONGEST_TOKEN,
+  PENDING_KEPT_MS,
+} from '../limiter/rules/requests.js';
 
 /** Options of {@link limitsRequestPage}. */
 export interface RequestPageOptions {
@@ -43,9 +52,9 @@ export interface RequestPageOptions {
   secret?: string;
 }
 
+/** The form's own bounds of what it asks; a request's texts and counts are bounded as `requests.file()` bounds them. */
 const LARGEST_MULTIPLIER = 1000;
 const LARGEST_LIMIT = 1e9;
-const LARGEST_COUNT = 1e12;
 
 /** The form as typed: every value a string, kept to fill the form again when it is refused (never the token). */
 type Form = Record<string, string>;
@@ -67,7 +76,7 @@ function validate(
 ): { errors: Errors; input?: GrantRequestInput } {
   const errors: Errors = {};
   if (token.trim() === '') errors.token = 'Enter the Authorization token your client sends.';
-  else if (token.length > 4096) errors.token = 'This token is too long (4096 characters at most).';
+  else if (token.length > LONGEST_TOKEN) errors.token = `This token is too long (${LONGEST_TOKEN} characters at most).`;
 
   let ask: GrantRequestInput['ask'] | undefined;
   if (form.ask === 'unlimited') ask = 'unlimited';
@@ -99,7 +108,7 @@ function validate(
   } catch {
     url = undefined;
   }
-  if (!url || (url.protocol !== 'https:' && url.protocol !== 'http:') || link.length > 500)
+  if (!url || (url.protocol !== 'https:' && url.protocol !== 'http:') || link.length > LONGEST_LINK)
     errors.link = 'Enter a link (https://…) where the size of your service can be checked.';
   if (form.kind === 'bot') {
     const servers = wholeNumber(form.servers ?? '', LARGEST_COUNT);
@@ -114,11 +123,11 @@ function validate(
   } else errors.kind = 'Say whether your service is a bot or a server.';
 
   const contact = (form.contact ?? '').trim();
-  if (!/^[^\s@<>"]+@[^\s@<>"]+\.[^\s@<>"]+$/.test(contact) || contact.length > 200)
+  if (!/^[^\s@<>"]+@[^\s@<>"]+\.[^\s@<>"]+$/.test(contact) || contact.length > LONGEST_CONTACT)
     errors.contact = 'Enter an e-mail address where we can answer you.';
   const reason = (form.reason ?? '').trim();
-  if (reason.length < 10 || reason.length > 2000)
-    errors.reason = 'Tell us why you need more, in 10 to 2000 characters.';
+  if (reason.length < 10 || reason.length > LONGEST_REASON)
+    errors.reason = `Tell us why you need more, in 10 to ${LONGEST_REASON} characters.`;
 
   if (Object.keys(errors).length > 0 || !ask || !proof) return { errors };
   return { errors, input: { token, ask, proof, contact, reason } };
@@ -230,7 +239,7 @@ ${input(form, errors, 'link', 'Link to check it', 'url', 'A public page where th
 </fieldset>
 ${input(form, errors, 'contact', 'Contact e-mail', 'email')}
 <label for="reason">Why you need more</label>${state(errors, 'reason').message}
-<textarea id="reason" name="reason" maxlength="2000"${state(errors, 'reason').attrs}>${form.reason ?? ''}</textarea>
+<textarea id="reason" name="reason" maxlength="${LONGEST_REASON}"${state(errors, 'reason').attrs}>${form.reason ?? ''}</textarea>
 <button type="submit">Send the request</button>
 </form>
 <p><a href="${req.baseUrl}/status">Check a request you filed</a></p>`;
@@ -329,7 +338,7 @@ export function limitsRequestPage(limits: ListingLimitsMiddleware, options?: Req
         if (error.code === 'ERR_TOO_MANY_PENDING') {
           const who = error.field === 'input.ip' ? 'Your network has' : 'Your token has';
           const many = markup`<p class="alert" role="alert">${who} as many requests pending as it may. Wait for an
-            operator’s decision (check it with the id you were given), or for a request to expire after 30 days.</p>`;
+            operator’s decision (check it with the id you were given), or for a request to expire after ${PENDING_KEPT_MS / DAY_MS} days.</p>`;
           return sendPage(res, 429, title, many, req);
         }
         // A value the limits cannot take (a multiplier beyond what sliding windows keep): the form, naming its field.

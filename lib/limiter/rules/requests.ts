@@ -25,12 +25,13 @@ export const PENDING_PER_NETWORK = 3;
 /** Requests `list()` and `find()` answer at the most, and by default. */
 const LIST_MAX = 1000;
 const LIST_DEFAULT = 50;
-const LONGEST_TOKEN = 4096;
-const LONGEST_CONTACT = 200;
-const LONGEST_REASON = 2000;
-const LONGEST_LINK = 500;
+/** The longest texts of a request, in characters: the contact page's form holds to them too. */
+export const LONGEST_TOKEN = 4096;
+export const LONGEST_CONTACT = 200;
+export const LONGEST_REASON = 2000;
+export const LONGEST_LINK = 500;
 /** The largest count a proof may state. */
-const LARGEST_COUNT = 1e12;
+export const LARGEST_COUNT = 1e12;
 
 interface RequestRecord {
   readonly id: string;
