@@ -1,7 +1,6 @@
 // Records as the registry shows them: keys and kinds, pages of bans and grants, changes as events, foreign text.
 import { createHash } from 'node:crypto';
-import { type Checker, show } from '../../shared/check.js';
-import { type BanRecord, type GrantRecord, LONGEST_TEXT, type Stored } from './records.js';
+import { type BanRecord, type GrantRecord, type Stored } from './records.js';
 import type { ActiveBan, ActiveGrant, ChangeEvent, ClientKind } from '../types.js';
 
 /** The longest text of a foreign entry shown. */
@@ -9,14 +8,6 @@ const SHOWN_TEXT = 200;
 
 export function kindOf(key: string): ClientKind {
   return key.startsWith('t:') ? 'token' : key.startsWith('ip:') ? 'ip' : 'custom';
-}
-
-export function text(check: Checker, value: unknown, field: string): string | undefined {
-  if (value === undefined) return undefined;
-  if (typeof value !== 'string' || value === '' || value.length > LONGEST_TEXT) {
-    check.invalid(field, `must be a non-empty string of at most ${LONGEST_TEXT} characters; got ${show(value)}.`);
-  }
-  return value;
 }
 
 /** The order of the lists: oldest first, then by key. */

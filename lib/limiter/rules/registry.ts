@@ -9,6 +9,7 @@ import {
   addressBan,
   type BanRecord,
   checkEvent,
+  checkText,
   type EndedLogin,
   type EpochRecord,
   type GrantRecord,
@@ -22,7 +23,6 @@ import type { ActiveBan, ActiveGrant, ChangeEvent, ClientKind, ForeignEntry, Gra
 import { RecordCache } from './record-cache.js';
 import {
   digest,
-  text,
   kindOf,
   banEvent,
   eventOf,
@@ -116,7 +116,7 @@ export class Registry extends RecordCache {
     const o = check.options(options, 'options', '{ duration, reason }');
     check.unknownKeys(o, ['duration', 'reason'], (k) => `options.${k}`);
     const duration = check.seconds(o.duration, 'options.duration');
-    const reason = text(check, o.reason, 'options.reason') ?? 'operator';
+    const reason = o.reason === undefined ? 'operator' : checkText(check, o.reason, 'options.reason');
     this.#writable(check);
     const since = Date.now();
     const ban: BanRecord = { key, kind, reason, since, until: since + duration, by: 'operator' };
@@ -176,7 +176,7 @@ export class Registry extends RecordCache {
       }
       until = at as number;
     }
-    const note = text(check, o.note, 'options.note') ?? null;
+    const note = o.note === undefined ? null : checkText(check, o.note, 'options.note');
     this.#writable(check);
     const record: GrantRecord = { key, grant: checked, since, until, note };
     await this._change(

@@ -4,6 +4,7 @@ import ipaddr from 'ipaddr.js';
 import { Checker, isPlainObject, show } from '../../shared/check.js';
 import { tokenKey } from '../keys.js';
 import type { EndpointRow } from '../../contract/listings.js';
+import { checkText, objectOf, Problem } from './records.js';
 import type { Registry } from './registry.js';
 import type { RequestMeta, RequestPlace, RequestRecords } from '../../stores/request-store.js';
 import type { Grant, GrantProof, GrantRequest, GrantRequestInput, GrantRequests as Requests } from '../types.js';
@@ -109,12 +110,6 @@ export function tokenEnd(token: string): string {
   return token.length >= 12 ? token.slice(-4) : '';
 }
 
-function text(check: Checker, value: unknown, field: string, longest: number): string {
-  if (typeof value !== 'string' || value.trim() === '' || value.length > longest)
-    check.invalid(field, `must be a non-empty string of at most ${longest} characters; got ${show(value)}.`);
-  return value.trim();
-}
-
 function count(check: Checker, value: unknown, field: string): number {
   if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < 0 || value > LARGEST_COUNT)
     check.invalid(field, `must be a whole number from 0 to ${LARGEST_COUNT}; got ${show(value)}.`);
@@ -123,7 +118,7 @@ function count(check: Checker, value: unknown, field: string): number {
 
 /** An http(s) URL: the page links to it, so nothing else (`javascript:`) may get through. */
 function link(check: Checker, value: unknown, field: string): string {
-  const raw = text(check, value, field, LONGEST_LINK);
+  const raw = checkText(check, value, field, LONGEST_LINK, true);
   let url: URL | undefined;
   try {
     url = new URL(raw);
@@ -176,17 +171,20 @@ function publicOf(r: RequestRecord): GrantRequest {
   };
 }
 
+/** A request as stored, or undefined for a text that is none (read as the records are). */
 function parse(json: string | undefined): RequestRecord | undefined {
   if (json === undefined) return undefined;
+  let r: RequestRecord;
   try {
-    const r = JSON.parse(json) as RequestRecord;
-    if (r.seq !== undefined && !Number.isSafeInteger(r.seq)) return undefined;
-    const times = [r.at, r.decidedAt ?? 0].every((t) => Number.isSafeInteger(t));
-    const place = typeof r.network === 'string' && typeof r.group === 'string';
-    return typeof r.id === 'string' && typeof r.key === 'string' && times && place ? r : undefined;
-  } catch {
+    r = objectOf(json) as unknown as RequestRecord;
+  } catch (error) {
+    if (!(error instanceof Problem)) throw error;
     return undefined;
   }
+  if (r.seq !== undefined && !Number.isSafeInteger(r.seq)) return undefined;
+  const times = [r.at, r.decidedAt ?? 0].every((t) => Number.isSafeInteger(t));
+  const place = typeof r.network === 'string' && typeof r.group === 'string';
+  return typeof r.id === 'string' && typeof r.key === 'string' && times && place ? r : undefined;
 }
 
 /**
@@ -247,8 +245,8 @@ export class GrantRequests implements Requests {
       tokenEnd: tokenEnd(i.token),
       ask: this.#registry.checkGrant(check, i.ask, 'input.ask'),
       proof: checkProof(check, i.proof),
-      contact: text(check, i.contact, 'input.contact', LONGEST_CONTACT),
-      reason: text(check, i.reason, 'input.reason', LONGEST_REASON),
+      contact: checkText(check, i.contact, 'input.contact', LONGEST_CONTACT, true),
+      reason: checkText(check, i.reason, 'input.reason', LONGEST_REASON, true),
       at: Date.now(),
       status: 'pending',
       decidedAt: null,
@@ -406,7 +404,7 @@ export class GrantRequests implements Requests {
   /** Declines a pending request, with the reason its requester sees. */
   async decline(id: string, reason: string): Promise<GrantRequest> {
     const check: Checker = new Checker('limits.requests.decline');
-    const answer = text(check, reason, 'reason', LONGEST_REASON);
+    const answer = checkText(check, reason, 'reason', LONGEST_REASON, true);
     const { record, json } = await this.#pending(check, id);
     const declined: RequestRecord = { ...record, status: 'declined', decidedAt: Date.now(), answer };
     await this.#decide(check, json, declined);
