@@ -13,7 +13,7 @@ import { compileMatcher } from '../contract/match.js';
 import { checkMetrics, Metrics } from './observe/metrics.js';
 import { redisStore } from '../stores/redis/store.js';
 import { Registry } from './rules/registry.js';
-import { GrantRequests } from './rules/requests.js';
+import { GrantRequests } from './rules/grant-requests.js';
 import type { Store } from '../stores/store.js';
 import { memoryStore } from '../stores/memory/store.js';
 import { checkTable, endpointsOf, rowShape } from '../contract/table.js';

@@ -29,7 +29,7 @@ import {
   LONGEST_REASON,
   LONGEST_TOKEN,
   PENDING_KEPT_MS,
-} from '../limiter/rules/requests.js';
+} from '../limiter/rules/grant-requests.js';
 
 /** Options of {@link limitsRequestPage}. */
 export interface RequestPageOptions {
