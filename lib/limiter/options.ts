@@ -12,7 +12,7 @@ import type { Linked } from './linked.js';
 import { compileMatcher } from '../contract/match.js';
 import { checkMetrics, Metrics } from './observe/metrics.js';
 import { redisStore } from '../stores/redis/store.js';
-import { Registry } from './rules/registry.js';
+import { RuntimeRecords } from './rules/runtime-records.js';
 import { GrantRequests } from './rules/grant-requests.js';
 import type { Store } from '../stores/store.js';
 import { memoryStore } from '../stores/memory/store.js';
@@ -58,7 +58,7 @@ export interface Config {
   readonly handler: LimitHandler | undefined;
   readonly bans: Bans | undefined;
   /** Bans and grants as the store's runtime state has them, with the methods that change them. */
-  readonly registry: Registry;
+  readonly registry: RuntimeRecords;
   /** Whether bans are enforced on requests that match no row too. */
   readonly site: boolean;
   readonly grant: Step;
@@ -167,7 +167,7 @@ export function configure(listing: unknown, options: unknown): Config {
     rows,
     maxLimit: window === 'sliding' ? MAX_SLIDING_LIMIT : undefined,
   };
-  const registry = new Registry(store.state, {
+  const records = new RuntimeRecords(store.state, {
     ipOf,
     checkGrant: (checker, grant, field) => checkGrant(checker, grant, field, grantTable),
     onChange: o.onChange,
@@ -175,10 +175,10 @@ export function configure(listing: unknown, options: unknown): Config {
     firstReadMs: store.failure?.timeoutMs ?? 1000,
     onReset: (key) => usage.forget(key),
   });
-  const bans = ban && new Bans(check, store, ban, { shadow, onBan: o.onBan, report, waiting }, registry);
-  const grants = compileGrants(check, o, { store, window, waiting, paths, table: grantTable, ipOf, cacheMs, registry });
-  const usage = new Usage(endpoints, grants, registry);
-  if (metrics) metrics.register(check, registryOfMetrics as NonNullable<typeof registryOfMetrics>, registry);
+  const bans = ban && new Bans(check, store, ban, { shadow, onBan: o.onBan, report, waiting }, records);
+  const grants = compileGrants(check, o, { store, window, waiting, paths, table: grantTable, ipOf, cacheMs, records });
+  const usage = new Usage(endpoints, grants, records);
+  if (metrics) metrics.register(check, registryOfMetrics as NonNullable<typeof registryOfMetrics>, records);
   const traffic = new Traffic(endpoints.map((e) => e.name));
   return {
     match: compileMatcher(
@@ -194,7 +194,7 @@ export function configure(listing: unknown, options: unknown): Config {
     headers,
     handler: fn(o.handler, 'options.handler', '(req, res, next, info) => void'),
     bans,
-    registry,
+    registry: records,
     site,
     grant: grants.step,
     shadow,
@@ -202,9 +202,9 @@ export function configure(listing: unknown, options: unknown): Config {
     report,
     metrics,
     waiting,
-    requests: new GrantRequests(store.state?.requests, registry, rows, o.ipv6Subnet ?? 64),
+    requests: new GrantRequests(store.state?.requests, records, rows, o.ipv6Subnet ?? 64),
     traffic,
-    linked: { store: given, ipOf, registry, traffic },
+    linked: { store: given, ipOf, records, traffic },
     usage,
   };
 }

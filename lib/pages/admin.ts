@@ -135,18 +135,18 @@ export function limitsAdmin(limits: ListingLimitsMiddleware, options: AdminPageO
   // A login is bound to the admin token, to the logins' epoch and to the store's state: a new token, a new epoch
   // ("log out everywhere") or a state that replaced the one it was made in (lost, or a copy behind it) ends every login
   // made before; a logout ends its own, on every instance.
-  const { registry } = linked;
+  const { records } = linked;
   const boundTo = (epoch: string) =>
     createHmac('sha256', secret)
-      .update(`listing-limits admin login\n${epoch}\n${registry.stateId()}\n${adminToken ?? ''}`)
+      .update(`listing-limits admin login\n${epoch}\n${records.stateId()}\n${adminToken ?? ''}`)
       .digest('base64url')
       .slice(0, 22);
   const inForce = async (login: LoginSession) => {
     // What another instance changed a moment ago (a logout, a new epoch) holds here from this request on. A store
     // that fails goes to the app's error handler as every error of the pages does: bare.
-    await registry.sync().catch((error: unknown) => Promise.reject(bare(error)));
-    const epoch = registry.loginEpoch();
-    return epoch !== undefined && !registry.loginEnded(login.id) && sameToken(login.bound, boundTo(epoch));
+    await records.sync().catch((error: unknown) => Promise.reject(bare(error)));
+    const epoch = records.loginEpoch();
+    return epoch !== undefined && !records.loginEnded(login.id) && sameToken(login.bound, boundTo(epoch));
   };
   const cookies = sessions(secret, 'admin', sessionMs, inForce);
   const router = secureRouter();
@@ -188,8 +188,8 @@ export function limitsAdmin(limits: ListingLimitsMiddleware, options: AdminPageO
       handle(async (req, res) => {
         if (!cookies.valid(req)) return refuseForgery(req, res);
         if (!sameToken(field(req.body, 'token'), token)) return loginPage(req, res, 401, 'Wrong admin token.');
-        await registry.sync();
-        const epoch = await registry.loginsEpoch();
+        await records.sync();
+        const epoch = await records.loginsEpoch();
         cookies.logIn(req, res, boundTo(epoch));
         res.redirect(303, `${req.baseUrl}/`);
       }),
@@ -232,7 +232,7 @@ export function limitsAdmin(limits: ListingLimitsMiddleware, options: AdminPageO
 
   /** The key of a client as a form or an address gives it (`key`), checked as `limits` checks a `{ key }`. */
   const keyOf = (check: Checker, value: unknown) =>
-    registry.keyOf(check, { key: typeof value === 'string' ? value : '' }).key;
+    records.keyOf(check, { key: typeof value === 'string' ? value : '' }).key;
 
   router.get(
     '/client',
@@ -274,7 +274,7 @@ export function limitsAdmin(limits: ListingLimitsMiddleware, options: AdminPageO
         const check = new Checker('limitsAdmin');
         const by = check.oneOf(field(req.body, 'by'), ['token', 'ip', 'key'], 'by');
         const value = field(req.body, 'value').trim();
-        const { key } = registry.keyOf(check, { [by]: value });
+        const { key } = records.keyOf(check, { [by]: value });
         res.redirect(303, clientPath(req.baseUrl, key));
       } catch (error) {
         if (!(error instanceof ListingLimitsError)) throw error;
@@ -316,7 +316,7 @@ export function limitsAdmin(limits: ListingLimitsMiddleware, options: AdminPageO
     '/grants/expiry',
     action(async (req, check) => {
       const key = field(req.body, 'key');
-      const grant = await registry.grantOfKey(key);
+      const grant = await records.grantOfKey(key);
       if (!grant) return 'none';
       await l.grant({ key }, grant.grant, { until: expiryOf(check, field(req.body, 'expiry')), note: grant.note });
       return 'expiry';
@@ -357,7 +357,7 @@ export function limitsAdmin(limits: ListingLimitsMiddleware, options: AdminPageO
       handle(async (req, res) => {
         const login = cookies.login(req);
         // Ended in the store, so that a copy of its cookie is refused on every instance too.
-        if (login) await registry.endLogin(login.id, login.issuedAt + sessionMs);
+        if (login) await records.endLogin(login.id, login.issuedAt + sessionMs);
         cookies.logOut(req, res);
         res.redirect(303, `${req.baseUrl}/login`);
       }),
@@ -365,7 +365,7 @@ export function limitsAdmin(limits: ListingLimitsMiddleware, options: AdminPageO
     router.post(
       '/logout/everywhere',
       handle(async (req, res) => {
-        await registry.endLogins();
+        await records.endLogins();
         cookies.logOut(req, res);
         res.redirect(303, `${req.baseUrl}/login`);
       }),

@@ -63,11 +63,11 @@ async function counters(v: View, limits: ListingLimitsMiddleware, key: string): 
  * cut to PER_PAGE.
  */
 export async function clientPage(v: View, key: string, limits: ListingLimitsMiddleware, linked: Linked): Promise<Html> {
-  const { registry, traffic } = linked;
+  const { records, traffic } = linked;
   const [usage, bans, grant, requests, history] = await Promise.all([
     counters(v, limits, key),
-    registry.bansOf(key),
-    registry.grantOfKey(key),
+    records.bansOf(key),
+    records.grantOfKey(key),
     limits.requests.find({ key }, { limit: PER_PAGE }),
     limits.history({ limit: HISTORY_MAX }),
   ]);

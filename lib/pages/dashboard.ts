@@ -67,8 +67,8 @@ export async function dashboard(
   const [pending, decided, grants, bans, history, lost, foreign] = await Promise.all([
     limits.requests.list({ status: 'pending', offset: (requestsPage - 1) * PER_PAGE, limit: PER_PAGE }),
     limits.requests.list({ status: 'decided', limit: 10 }),
-    linked.registry.grantsPage((pageOf(v, 'grants') - 1) * PER_PAGE, PER_PAGE),
-    linked.registry.bansPage((pageOf(v, 'bans') - 1) * PER_PAGE, PER_PAGE),
+    linked.records.grantsPage((pageOf(v, 'grants') - 1) * PER_PAGE, PER_PAGE),
+    linked.records.bansPage((pageOf(v, 'bans') - 1) * PER_PAGE, PER_PAGE),
     limits.history({ limit: PER_PAGE }),
     limits.lost(),
     limits.foreign(),

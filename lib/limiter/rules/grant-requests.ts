@@ -5,7 +5,7 @@ import { Checker, isPlainObject, show } from '../../shared/check.js';
 import { tokenKey } from '../keys.js';
 import type { EndpointRow } from '../../contract/listings.js';
 import { checkText, objectOf, Problem } from './records.js';
-import type { Registry } from './registry.js';
+import type { RuntimeRecords } from './runtime-records.js';
 import type { GrantRequestMeta, GrantRequestPlace, GrantRequestStore } from '../../stores/grant-request-store.js';
 import type {
   Grant,
@@ -200,19 +200,19 @@ function parse(json: string | undefined): StoredGrantRequest | undefined {
  */
 export class GrantRequests implements PublicGrantRequests {
   readonly #store: GrantRequestStore | undefined;
-  readonly #registry: Registry;
+  readonly #records: RuntimeRecords;
   readonly #subnet: number | false;
   /** The rows of the table, which a request for specific endpoints names. */
   readonly endpoints: readonly EndpointRow[];
 
   constructor(
     store: GrantRequestStore | undefined,
-    registry: Registry,
+    records: RuntimeRecords,
     rows: readonly EndpointRow[],
     ipv6Subnet: number | false,
   ) {
     this.#store = store;
-    this.#registry = registry;
+    this.#records = records;
     this.#subnet = ipv6Subnet;
     this.endpoints = rows;
   }
@@ -249,7 +249,7 @@ export class GrantRequests implements PublicGrantRequests {
       id: randomBytes(9).toString('base64url'),
       key,
       tokenEnd: tokenEnd(i.token),
-      ask: this.#registry.checkGrant(check, i.ask, 'input.ask'),
+      ask: this.#records.checkGrant(check, i.ask, 'input.ask'),
       proof: checkProof(check, i.proof),
       contact: checkText(check, i.contact, 'input.contact', LONGEST_CONTACT, true),
       reason: checkText(check, i.reason, 'input.reason', LONGEST_REASON, true),
@@ -361,7 +361,7 @@ export class GrantRequests implements PublicGrantRequests {
    */
   async find(client: unknown, options?: { limit?: number }): Promise<GrantRequest[]> {
     const check = new Checker('limits.requests.find');
-    const { key } = this.#registry.keyOf(check, client);
+    const { key } = this.#records.keyOf(check, client);
     const { limit } = this.#page(check, options);
     const address = addressOfKey(key);
     const [by, value] = address === undefined ? ['key', key] : ['network', placeOf(address, this.#subnet).network];
@@ -391,7 +391,7 @@ export class GrantRequests implements PublicGrantRequests {
    */
   async approve(id: string, grant: Grant, options?: { until?: Date | number; note?: string }): Promise<GrantRequest> {
     const check: Checker = new Checker('limits.requests.approve');
-    const checked = this.#registry.checkGrant(check, grant, 'grant');
+    const checked = this.#records.checkGrant(check, grant, 'grant');
     const { record, json } = await this.#pending(check, id);
     const until = options?.until instanceof Date ? options.until.getTime() : (options?.until ?? null);
     const approved: StoredGrantRequest = {
@@ -404,7 +404,7 @@ export class GrantRequests implements PublicGrantRequests {
     const value = await this.#decide(check, json, approved);
     try {
       const note = options?.note ?? `request ${record.id}`;
-      await this.#registry.grant({ key: record.key }, checked, { until: until ?? undefined, note });
+      await this.#records.grant({ key: record.key }, checked, { until: until ?? undefined, note });
     } catch (error) {
       // The grant could not be given (a bad `until`): the request is pending again, as it was.
       await this.#store?.put(record.id, json, value, metaOf(record), Date.now());

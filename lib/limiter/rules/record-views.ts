@@ -1,4 +1,4 @@
-// Records as the registry shows them: keys and kinds, pages of bans and grants, changes as events, foreign text.
+// Records as the runtime records show them: keys and kinds, pages of bans and grants, changes as events, foreign text.
 import { createHash } from 'node:crypto';
 import { type BanRecord, type GrantRecord, type Stored } from './records.js';
 import type { ActiveBan, ActiveGrant, ChangeEvent, ClientKind } from '../types.js';

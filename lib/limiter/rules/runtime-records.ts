@@ -46,7 +46,7 @@ export { addressBan, type BanRecord };
  * has it; only a rule's ban applies here at once (the requests in flight with the one that banned must find it), and
  * stays here alone when the store cannot be written.
  */
-export class Registry extends RecordCache {
+export class RuntimeRecords extends RecordCache {
   /** Checks a grant as `grant()` does. Throws ListingLimitsError naming `field`. */
   checkGrant(check: Checker, grant: unknown, field: string): Grant {
     return this._context.checkGrant(check, grant, field);
