@@ -112,9 +112,9 @@ function failed(ctx: RequestContext, error: unknown, config: Config): void {
 
 /** Refuses a banned client (or address), as far as this instance knows: from its cache of the store's bans. */
 function refuseBanned(config: Config): (ctx: Context) => boolean {
-  const { registry } = config;
+  const { records } = config;
   return (ctx) => {
-    const until = registry.bannedUntil(ctx.client, Date.now());
+    const until = records.bannedUntil(ctx.client, Date.now());
     if (until === undefined) return false;
     answerBanned(ctx, until);
     return true;
@@ -125,13 +125,13 @@ const ignore = () => {};
 
 /**
  * Until this instance has read the store's runtime state once (just after it starts), a request waits for that read
- * before its bans are checked, within its deadline (or the registry's bound on that read, for a store without a
+ * before its bans are checked, within its deadline (or the runtime records' bound on that read, for a store without a
  * failure policy): a banned client is refused from the first request.
  */
 function readyStep(config: Config): Step {
-  const { registry, waiting } = config;
+  const { records, waiting } = config;
   return (ctx) => {
-    const ready = registry.ready;
+    const ready = records.ready;
     if (!ready || !waiting) return ready;
     ctx.deadline ??= waiting.start();
     return ctx.deadline.race(ready).then(ignore, ignore);
@@ -347,7 +347,7 @@ export function listingLimits(
   const config = configure(listing, options);
   const steps = compileSteps(config);
   const siteSteps = compileSiteSteps(config);
-  const { bans, registry } = config;
+  const { bans, records } = config;
   const warn = forwardedWarning();
   const mounted = mountWarning(config.paths);
   // The requests this instance has counted, so that mounting it twice on one request path counts once. A WeakSet
@@ -357,7 +357,7 @@ export function listingLimits(
   const middleware = function listingLimitsMiddleware(req: Request, res: Response, next: NextFunction) {
     const endpoint = config.match(req.method, req.path);
     if (!endpoint) {
-      if (siteSteps && (registry.anyBan(Date.now()) || registry.ready)) {
+      if (siteSteps && (records.anyBan(Date.now()) || records.ready)) {
         return proceed(new RequestContext(req, res, next, NO_ROW, NO_ENDPOINT), siteSteps, 0, config);
       }
       mounted(req);
@@ -368,30 +368,30 @@ export function listingLimits(
     warn(req);
     proceed(new RequestContext(req, res, next, endpoint, endpoint.name), steps, 0, config);
   };
-  registry.start();
+  records.start();
   const limits = Object.assign(middleware, {
     ban: (client: ClientRef, banOptions: { duration: number; reason?: string }) =>
-      registry.banClient(client, banOptions),
+      records.banClient(client, banOptions),
     unban: async (client: ClientRef | string) => {
-      const key = registry.unbanKey(client);
-      const [lifted] = await Promise.all([registry.unban(key), bans?.forget(key)]);
+      const key = records.unbanKey(client);
+      const [lifted] = await Promise.all([records.unban(key), bans?.forget(key)]);
       return lifted;
     },
-    bans: () => registry.bans(),
+    bans: () => records.bans(),
     grant: (client: ClientRef, grant: Grant, grantOptions?: { until?: Date | number; note?: string }) =>
-      registry.grant(client, grant, grantOptions),
-    revoke: (client: ClientRef) => registry.revoke(client),
-    grants: () => registry.grants(),
-    history: (historyOptions?: { since?: Date | number; limit?: number }) => registry.history(historyOptions),
-    lost: () => registry.lost(),
-    restoreLost: (id: string) => registry.restoreLost(id),
-    dismissLost: (id: string) => registry.dismissLost(id),
-    foreign: () => registry.foreign(),
-    removeForeign: (id: string) => registry.removeForeign(id),
-    close: () => registry.close(),
+      records.grant(client, grant, grantOptions),
+    revoke: (client: ClientRef) => records.revoke(client),
+    grants: () => records.grants(),
+    history: (historyOptions?: { since?: Date | number; limit?: number }) => records.history(historyOptions),
+    lost: () => records.lost(),
+    restoreLost: (id: string) => records.restoreLost(id),
+    dismissLost: (id: string) => records.dismissLost(id),
+    foreign: () => records.foreign(),
+    removeForeign: (id: string) => records.removeForeign(id),
+    close: () => records.close(),
     usage: (client: ClientRef) => config.usage.of(client),
     reset: (client: ClientRef, endpoint?: string) => config.usage.reset(client, endpoint),
-    requests: config.requests,
+    requests: config.grantRequests,
     traffic: () => {
       config.traffic.on = true;
       return config.traffic.summary();

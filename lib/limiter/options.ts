@@ -58,7 +58,7 @@ export interface Config {
   readonly handler: LimitHandler | undefined;
   readonly bans: Bans | undefined;
   /** Bans and grants as the store's runtime state has them, with the methods that change them. */
-  readonly registry: RuntimeRecords;
+  readonly records: RuntimeRecords;
   /** Whether bans are enforced on requests that match no row too. */
   readonly site: boolean;
   readonly grant: Step;
@@ -69,7 +69,7 @@ export interface Config {
   /** How requests wait for a store that declares a failure policy: one deadline each, and a breaker. */
   readonly waiting: Waiting | undefined;
   /** Grant requests (rule 6), in the store's state. */
-  readonly requests: GrantRequests;
+  readonly grantRequests: GrantRequests;
   /** The last hour of traffic, counted once the operator's page asks for it. */
   readonly traffic: Traffic;
   /** What the pages built on the middleware count with: its store, unwrapped by metrics, and its address keys. */
@@ -194,7 +194,7 @@ export function configure(listing: unknown, options: unknown): Config {
     headers,
     handler: fn(o.handler, 'options.handler', '(req, res, next, info) => void'),
     bans,
-    registry: records,
+    records,
     site,
     grant: grants.step,
     shadow,
@@ -202,7 +202,7 @@ export function configure(listing: unknown, options: unknown): Config {
     report,
     metrics,
     waiting,
-    requests: new GrantRequests(store.state?.requests, records, rows, o.ipv6Subnet ?? 64),
+    grantRequests: new GrantRequests(store.state?.requests, records, rows, o.ipv6Subnet ?? 64),
     traffic,
     linked: { store: given, ipOf, records, traffic },
     usage,
