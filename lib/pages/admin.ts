@@ -8,12 +8,13 @@ import type { Grant, ListingLimitsMiddleware } from '../limiter/types.js';
 import { clientPage } from './client.js';
 import {
   bare,
-  checkLimits,
+  checkMiddleware,
   checkRate,
   checkSecret,
   field,
   formLimiter,
   handle,
+  needGrantRequests,
   refuseForgery,
   secureRouter,
   sendPage,
@@ -93,9 +94,9 @@ function checkAdminToken(check: Checker, token: unknown): string {
  * Content-Security-Policy. Throws a `ListingLimitsError` naming the field when an option cannot work, and always
  * without `authorize`.
  */
-export function limitsAdmin(limits: ListingLimitsMiddleware, options: AdminPageOptions): Router {
+export function limitsAdmin(middleware: ListingLimitsMiddleware, options: AdminPageOptions): Router {
   const check: Checker = new Checker('limitsAdmin');
-  const { limits: l, linked } = checkLimits(check, limits);
+  const linked = checkMiddleware(check, middleware);
   const o = check.options(options, 'options', '{ authorize }');
   check.unknownKeys(o, ['authorize', 'secret', 'store', 'logins', 'sessionMs'], (k) => `options.${k}`);
   let authorize: Authorize;
@@ -123,14 +124,9 @@ export function limitsAdmin(limits: ListingLimitsMiddleware, options: AdminPageO
   const sessionMs = o.sessionMs === undefined ? 8 * 3600_000 : check.ms(o.sessionMs, 'options.sessionMs');
   const logins = checkRate(check, o.logins, 'options.logins', { limit: 10, windowMs: 900_000 });
   const store = o.store === undefined ? linked.store : checkStore(o.store, check);
-  if (!l.requests.supported)
-    check.fail(
-      'ERR_UNSUPPORTED_STORE',
-      'limits',
-      'has a store that keeps no grant requests: use memoryStore() or redisStore().',
-    );
+  needGrantRequests(check, middleware);
   // Counting the last hour starts now.
-  l.traffic();
+  middleware.traffic();
 
   // A login is bound to the admin token, to the logins' epoch and to the store's state: a new token, a new epoch
   // ("log out everywhere") or a state that replaced the one it was made in (lost, or a copy behind it) ends every login
@@ -215,7 +211,13 @@ export function limitsAdmin(limits: ListingLimitsMiddleware, options: AdminPageO
     '/',
     handle(async (req, res) => {
       const v = view(req, res);
-      sendPage(res, 200, 'Rate limits: operators', await dashboard(v, l, linked, adminToken !== undefined), req);
+      sendPage(
+        res,
+        200,
+        'Rate limits: operators',
+        await dashboard(v, middleware, linked, adminToken !== undefined),
+        req,
+      );
     }),
   );
 
@@ -230,7 +232,7 @@ export function limitsAdmin(limits: ListingLimitsMiddleware, options: AdminPageO
       req,
     );
 
-  /** The key of a client as a form or an address gives it (`key`), checked as `limits` checks a `{ key }`. */
+  /** The key of a client as a form or an address gives it (`key`), checked as the middleware checks a `{ key }`. */
   const keyOf = (check: Checker, value: unknown) =>
     records.keyOf(check, { key: typeof value === 'string' ? value : '' }).key;
 
@@ -244,7 +246,7 @@ export function limitsAdmin(limits: ListingLimitsMiddleware, options: AdminPageO
         if (!(error instanceof ListingLimitsError)) throw error;
         return notDone(req, res, error);
       }
-      sendPage(res, 200, 'Rate limits: a client', await clientPage(view(req, res, key), key, l, linked), req);
+      sendPage(res, 200, 'Rate limits: a client', await clientPage(view(req, res, key), key, middleware, linked), req);
     }),
   );
 
@@ -286,7 +288,7 @@ export function limitsAdmin(limits: ListingLimitsMiddleware, options: AdminPageO
     '/client/reset',
     action(async (req) => {
       const endpoint = field(req.body, 'endpoint');
-      await l.reset({ key: field(req.body, 'back') }, endpoint === '' ? undefined : endpoint);
+      await middleware.reset({ key: field(req.body, 'back') }, endpoint === '' ? undefined : endpoint);
       return 'reset';
     }),
   );
@@ -295,22 +297,22 @@ export function limitsAdmin(limits: ListingLimitsMiddleware, options: AdminPageO
     '/requests/approve',
     action(async (req, check) => {
       const id = field(req.body, 'id');
-      const asked = (await l.requests.get(id))?.ask;
+      const asked = (await middleware.requests.get(id))?.ask;
       const grant = grantOf(check, field(req.body, 'grant'), field(req.body, 'multiplier'), asked);
-      await l.requests.approve(id, grant, { until: expiryOf(check, field(req.body, 'expiry')) });
+      await middleware.requests.approve(id, grant, { until: expiryOf(check, field(req.body, 'expiry')) });
       return 'approved';
     }),
   );
   router.post(
     '/requests/decline',
     action(async (req) => {
-      await l.requests.decline(field(req.body, 'id'), field(req.body, 'reason'));
+      await middleware.requests.decline(field(req.body, 'id'), field(req.body, 'reason'));
       return 'declined';
     }),
   );
   router.post(
     '/grants/revoke',
-    action(async (req) => ((await l.revoke({ key: field(req.body, 'key') })) ? 'revoked' : 'none')),
+    action(async (req) => ((await middleware.revoke({ key: field(req.body, 'key') })) ? 'revoked' : 'none')),
   );
   router.post(
     '/grants/expiry',
@@ -318,13 +320,16 @@ export function limitsAdmin(limits: ListingLimitsMiddleware, options: AdminPageO
       const key = field(req.body, 'key');
       const grant = await records.grantOfKey(key);
       if (!grant) return 'none';
-      await l.grant({ key }, grant.grant, { until: expiryOf(check, field(req.body, 'expiry')), note: grant.note });
+      await middleware.grant({ key }, grant.grant, {
+        until: expiryOf(check, field(req.body, 'expiry')),
+        note: grant.note,
+      });
       return 'expiry';
     }),
   );
   router.post(
     '/bans/lift',
-    action(async (req) => ((await l.unban(field(req.body, 'key'))) ? 'lifted' : 'none')),
+    action(async (req) => ((await middleware.unban(field(req.body, 'key'))) ? 'lifted' : 'none')),
   );
   router.post(
     '/bans/new',
@@ -335,21 +340,21 @@ export function limitsAdmin(limits: ListingLimitsMiddleware, options: AdminPageO
       if (!seconds) check.invalid('duration', 'must be one of the choices.');
       const reason = field(req.body, 'reason').trim() || undefined;
       const client = by === 'token' ? { token: value } : by === 'ip' ? { ip: value } : { key: value };
-      await l.ban(client, { duration: Number(seconds) * 1000, reason });
+      await middleware.ban(client, { duration: Number(seconds) * 1000, reason });
       return 'banned';
     }),
   );
   router.post(
     '/lost/restore',
-    action(async (req) => ((await l.restoreLost(field(req.body, 'id'))) ? 'restored' : 'none')),
+    action(async (req) => ((await middleware.restoreLost(field(req.body, 'id'))) ? 'restored' : 'none')),
   );
   router.post(
     '/lost/dismiss',
-    action(async (req) => ((await l.dismissLost(field(req.body, 'id'))) ? 'removed' : 'none')),
+    action(async (req) => ((await middleware.dismissLost(field(req.body, 'id'))) ? 'removed' : 'none')),
   );
   router.post(
     '/foreign/remove',
-    action(async (req) => ((await l.removeForeign(field(req.body, 'id'))) ? 'removed' : 'none')),
+    action(async (req) => ((await middleware.removeForeign(field(req.body, 'id'))) ? 'removed' : 'none')),
   );
   if (adminToken !== undefined) {
     router.post(

@@ -39,10 +39,10 @@ function usageRow(v: View, u: EndpointUsage): Html {
 }
 
 /** The counters of the client now, read without counting, with a reset per endpoint and for all. */
-async function counters(v: View, limits: ListingLimitsMiddleware, key: string): Promise<Html> {
+async function counters(v: View, middleware: ListingLimitsMiddleware, key: string): Promise<Html> {
   let usage: EndpointUsage[];
   try {
-    usage = await limits.usage({ key });
+    usage = await middleware.usage({ key });
   } catch (error) {
     if (!(error instanceof ListingLimitsError)) throw error;
     return markup`<p class="hint">${error.message}</p>`;
@@ -62,14 +62,19 @@ async function counters(v: View, limits: ListingLimitsMiddleware, key: string): 
  * the store holds, as a client has at most a ban of its own and one of its address, one grant, and the lists are
  * cut to PER_PAGE.
  */
-export async function clientPage(v: View, key: string, limits: ListingLimitsMiddleware, linked: Linked): Promise<Html> {
+export async function clientPage(
+  v: View,
+  key: string,
+  middleware: ListingLimitsMiddleware,
+  linked: Linked,
+): Promise<Html> {
   const { records, traffic } = linked;
   const [usage, bans, grant, requests, history] = await Promise.all([
-    counters(v, limits, key),
+    counters(v, middleware, key),
     records.bansOf(key),
     records.grantOfKey(key),
-    limits.requests.find({ key }, { limit: PER_PAGE }),
-    limits.history({ limit: HISTORY_MAX }),
+    middleware.requests.find({ key }, { limit: PER_PAGE }),
+    middleware.history({ limit: HISTORY_MAX }),
   ]);
   const pending = requests.filter((r) => r.status === 'pending');
   const decided = requests.filter((r) => r.status !== 'pending');

@@ -20,14 +20,27 @@ if (missing) throw missing;
 export const BODY_LIMIT = '16kb';
 export const FIELDS_LIMIT = 200;
 
-/** Checks that `limits` is what listingLimits() returned; answers it with what it tells its pages. */
-export function checkLimits(check: Checker, limits: unknown): { limits: ListingLimitsMiddleware; linked: Linked } {
-  const l = limits as { grant?: unknown; requests?: unknown } | null;
-  const linked = linkedOf(limits);
-  if (!linked || typeof l?.grant !== 'function' || typeof l.requests !== 'object') {
-    check.invalid('limits', `must be the middleware listingLimits() returned; got ${show(limits)}.`);
+/**
+ * Checks that the page's first argument (`limits` in its errors) is the middleware listingLimits() returned; answers
+ * what the middleware tells its pages.
+ */
+export function checkMiddleware(check: Checker, middleware: unknown): Linked {
+  const m = middleware as { grant?: unknown; requests?: unknown } | null;
+  const linked = linkedOf(middleware);
+  if (!linked || typeof m?.grant !== 'function' || typeof m.requests !== 'object') {
+    check.invalid('limits', `must be the middleware listingLimits() returned; got ${show(middleware)}.`);
   }
-  return { limits: limits as ListingLimitsMiddleware, linked };
+  return linked;
+}
+
+/** Refuses a middleware whose store keeps no grant requests (a custom store): both pages need them. */
+export function needGrantRequests(check: Checker, middleware: ListingLimitsMiddleware): void {
+  if (!middleware.requests.supported)
+    check.fail(
+      'ERR_UNSUPPORTED_STORE',
+      'limits',
+      'has a store that keeps no grant requests: use memoryStore() or redisStore().',
+    );
 }
 
 /** A `{ limit, windowMs }` option of a form's limiter. */

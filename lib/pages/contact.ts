@@ -7,12 +7,13 @@ import type { Store } from '../stores/store.js';
 import type { GrantProof, GrantRequest, GrantRequestInput, ListingLimitsMiddleware } from '../limiter/types.js';
 import { ListingLimitsError } from '../shared/errors.js';
 import {
-  checkLimits,
+  checkMiddleware,
   checkRate,
   checkSecret,
   field,
   formLimiter,
   handle,
+  needGrantRequests,
   refuseForgery,
   secureRouter,
   sendPage,
@@ -285,22 +286,17 @@ function statusOf(r: GrantRequest): Html {
  * `limits`, for the operators' page to decide; its requester checks it with its id and token. Submissions carry a
  * CSRF token; submissions and checks are limited per client address with this package's own middleware.
  */
-export function limitsRequestPage(limits: ListingLimitsMiddleware, options?: RequestPageOptions): Router {
+export function limitsRequestPage(middleware: ListingLimitsMiddleware, options?: RequestPageOptions): Router {
   const check: Checker = new Checker('limitsRequestPage');
-  const { limits: l, linked } = checkLimits(check, limits);
+  const linked = checkMiddleware(check, middleware);
   const o = check.options(options, 'options', '{ store, submissions, checks }');
   check.unknownKeys(o, ['store', 'submissions', 'checks', 'secret'], (k) => `options.${k}`);
   const cookies = sessions(checkSecret(check, o.secret), 'contact');
   const submissions = checkRate(check, o.submissions, 'options.submissions', { limit: 5, windowMs: 3_600_000 });
   const checks = checkRate(check, o.checks, 'options.checks', { limit: 30, windowMs: 900_000 });
   const store = o.store === undefined ? linked.store : checkStore(o.store, check);
-  if (!l.requests.supported)
-    check.fail(
-      'ERR_UNSUPPORTED_STORE',
-      'limits',
-      'has a store that keeps no grant requests: use memoryStore() or redisStore().',
-    );
-  const rows = l.requests.endpoints;
+  needGrantRequests(check, middleware);
+  const rows = middleware.requests.endpoints;
 
   const router = secureRouter();
   router.use(...cookies.start);
@@ -331,7 +327,7 @@ export function limitsRequestPage(limits: ListingLimitsMiddleware, options?: Req
       let filed: GrantRequest;
       try {
         // An address that is none (a header a proxy passed on as it came) is no network: the token's limit holds.
-        filed = await l.requests.file(req.ip && ipaddr.isValid(req.ip) ? { ...input, ip: req.ip } : input);
+        filed = await middleware.requests.file(req.ip && ipaddr.isValid(req.ip) ? { ...input, ip: req.ip } : input);
       } catch (error) {
         if (!(error instanceof ListingLimitsError)) throw error;
         // As many pending as its token or its network may have: a refusal that says why, with nothing to correct.
@@ -341,7 +337,7 @@ export function limitsRequestPage(limits: ListingLimitsMiddleware, options?: Req
             operator’s decision (check it with the id you were given), or for a request to expire after ${PENDING_KEPT_MS / DAY_MS} days.</p>`;
           return sendPage(res, 429, title, many, req);
         }
-        // A value the limits cannot take (a multiplier beyond what sliding windows keep): the form, naming its field.
+        // A value the middleware refuses (a multiplier beyond what sliding windows keep): the form, naming its field.
         const refused = refusal(error);
         return sendPage(res, 400, title, requestForm(req, rows, form, refused, csrf(req, res)), req);
       }
@@ -365,7 +361,7 @@ export function limitsRequestPage(limits: ListingLimitsMiddleware, options?: Req
     '/status',
     handle(async (req: Request, res: Response) => {
       const id = field(req.body, 'id').trim();
-      const found = await l.requests.status(id, field(req.body, 'token'));
+      const found = await middleware.requests.status(id, field(req.body, 'token'));
       if (!found) {
         const message = markup`<p class="alert" role="alert">No request has this id for this token.</p>`;
         return sendPage(res, 404, 'Your request', statusForm(req, id, message), req);

@@ -57,23 +57,23 @@ export function searchForm(v: View): Html {
  */
 export async function dashboard(
   v: View,
-  limits: ListingLimitsMiddleware,
+  middleware: ListingLimitsMiddleware,
   linked: Linked,
   loginForm: boolean,
 ): Promise<Html> {
-  const counts = await limits.requests.counts();
+  const counts = await middleware.requests.counts();
   // A page past the last one shows the last one.
   const requestsPage = Math.min(pageOf(v, 'requests'), lastPage(counts.pending));
   const [pending, decided, grants, bans, history, lost, foreign] = await Promise.all([
-    limits.requests.list({ status: 'pending', offset: (requestsPage - 1) * PER_PAGE, limit: PER_PAGE }),
-    limits.requests.list({ status: 'decided', limit: 10 }),
+    middleware.requests.list({ status: 'pending', offset: (requestsPage - 1) * PER_PAGE, limit: PER_PAGE }),
+    middleware.requests.list({ status: 'decided', limit: 10 }),
     linked.records.grantsPage((pageOf(v, 'grants') - 1) * PER_PAGE, PER_PAGE),
     linked.records.bansPage((pageOf(v, 'bans') - 1) * PER_PAGE, PER_PAGE),
-    limits.history({ limit: PER_PAGE }),
-    limits.lost(),
-    limits.foreign(),
+    middleware.history({ limit: PER_PAGE }),
+    middleware.lost(),
+    middleware.foreign(),
   ]);
-  const traffic = limits.traffic();
+  const traffic = middleware.traffic();
   const logout = loginForm
     ? markup`<form method="post" action="${v.base}/logout" class="inline">
           ${v.csrf}<button type="submit" class="plain">Log out</button>
