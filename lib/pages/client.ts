@@ -7,13 +7,12 @@ import { when } from './describe.js';
 import { type Html, markup } from './html.js';
 import { doneNotice, searchForm } from './dashboard.js';
 import {
-  BAN_DURATIONS,
+  banFields,
   banRow,
   decidedRow,
   eventRow,
   grantRow,
   hidden,
-  options,
   PER_PAGE,
   requestCard,
   table,
@@ -100,13 +99,7 @@ export async function clientPage(
       <h3>Ban this client</h3>
       <form method="post" action="${v.base}/bans/new" class="inline" data-confirm="Ban this client?">
         ${hidden(v)}<input type="hidden" name="by" value="key" /><input type="hidden" name="value" value="${key}" />
-        <label for="ban-reason">Reason</label>
-        <input type="text" id="ban-reason" name="reason" maxlength="500" />
-        <label for="ban-duration">For</label>
-        <select id="ban-duration" name="duration">
-          ${options(BAN_DURATIONS, '86400')}
-        </select>
-        <button type="submit" class="danger">Ban</button>
+        ${banFields()}
       </form>
     </section>
     <section id="grants" aria-labelledby="grants-h">

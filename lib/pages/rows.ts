@@ -205,6 +205,17 @@ export function grantRow(v: View, g: ActiveGrant): Html {
   </tr>`;
 }
 
+/** The fields of a form that bans a client, after the client's: the reason, for how long, and the button. */
+export function banFields(): Html {
+  return markup`<label for="ban-reason">Reason</label>
+        <input type="text" id="ban-reason" name="reason" maxlength="500" />
+        <label for="ban-duration">For</label>
+        <select id="ban-duration" name="duration">
+          ${options(BAN_DURATIONS, '86400')}
+        </select>
+        <button type="submit" class="danger">Ban</button>`;
+}
+
 export function banRow(v: View, b: ActiveBan): Html {
   return markup`<tr>
     <td>${keyText(v, b.key)}</td>
