@@ -56,10 +56,9 @@ class RequestContext implements Context {
   ) {}
 }
 
-/** Counts a request that is done in the metrics, when there are metrics and it was counted. */
+/** Counts a request that is done, once, for the metrics and the last hour, when either is kept and it was counted. */
 function measured(ctx: RequestContext, config: Config): void {
-  if (config.metrics && ctx.outcome) config.metrics.request(ctx.row, ctx.outcome);
-  if (config.traffic.on && ctx.outcome) config.traffic.count(ctx.row, ctx.outcome, ctx.client);
+  if (config.traffic.counting && ctx.outcome) config.traffic.count(ctx.row, ctx.outcome, ctx.client);
 }
 
 /** The endpoint of a request that matches no row: the steps it goes through never read it. */

@@ -143,8 +143,13 @@ export function configure(listing: unknown, options: unknown): Config {
   const window = checkWindow(o.window, rows);
   const table = endpointsOf(rows);
   const registryOfMetrics = checkMetrics(check, o.metrics);
+  // Each request done is counted once, into the metrics' totals and the last hour alike.
+  const traffic = new Traffic(
+    table.map((endpoint) => endpoint.name),
+    registryOfMetrics !== undefined,
+  );
   // The metrics time the store from its first counter on.
-  const metrics = registryOfMetrics && new Metrics(table.map((endpoint) => endpoint.name));
+  const metrics = registryOfMetrics && new Metrics(traffic);
   const given = checkStore(o.store);
   const store = metrics ? metrics.timed(given) : given;
   const headers = compileHeaders(check, o.headers);
@@ -179,7 +184,6 @@ export function configure(listing: unknown, options: unknown): Config {
   const grants = compileGrants(check, o, { store, window, waiting, paths, table: grantTable, ipOf, cacheMs, records });
   const usage = new Usage(endpoints, grants, records);
   if (metrics) metrics.register(check, registryOfMetrics as NonNullable<typeof registryOfMetrics>, records);
-  const traffic = new Traffic(endpoints.map((e) => e.name));
   return {
     match: compileMatcher(
       table.map((endpoint, i) => ({
