@@ -152,7 +152,7 @@ function refusal(error: ListingLimitsError): Errors {
 }
 
 /** Attributes and message of a field: `aria-invalid` and `aria-describedby` pointing at its message. */
-function state(errors: Errors, name: string): { attrs: Html; message: Html } {
+function fieldError(errors: Errors, name: string): { attrs: Html; message: Html } {
   const error = errors[name];
   if (!error) return { attrs: markup``, message: markup`` };
   return {
@@ -162,7 +162,7 @@ function state(errors: Errors, name: string): { attrs: Html; message: Html } {
 }
 
 function input(form: Form, errors: Errors, name: string, label: string, type: string, hint?: string): Html {
-  const { attrs, message } = state(errors, name);
+  const { attrs, message } = fieldError(errors, name);
   const extra = type === 'number' ? markup` min="0" step="1" inputmode="numeric"` : markup``;
   return markup`<label for="${name}">${label}</label>${hint ? markup`<p class="hint">${hint}</p>` : ''}${message}
     <input type="${type}" id="${name}" name="${name}" value="${form[name] ?? ''}" ${extra}${attrs} />`;
@@ -191,10 +191,10 @@ function requestForm(req: Request, rows: readonly EndpointRow[], form: Form, err
             ${names.map((name) => markup`<li><a href="#${anchor(name)}">${errors[name]}</a></li>`)}
           </ul>
         </div>`;
-  const token = state(errors, 'token');
-  const rowsState = state(errors, 'rows');
-  const askState = state(errors, 'ask');
-  const kindState = state(errors, 'kind');
+  const tokenError = fieldError(errors, 'token');
+  const rowsError = fieldError(errors, 'rows');
+  const askError = fieldError(errors, 'ask');
+  const kindError = fieldError(errors, 'kind');
   return markup`${summary}<form class="card" method="post" action="${req.baseUrl}/" novalidate>
     ${csrf}
 <p>Rule 6 of the rate-limit contract: extended limits, or removal of limits, may be granted on request, with
@@ -203,9 +203,9 @@ approval, when you prove the size of your service. An operator reads every reque
 <p class="hint">The value your client sends in <code>Authorization</code>. It is hashed at once and never stored or
 shown; only its last 4 characters are kept, so that you can recognise it.${
     names.length > 0 ? ' For your safety it is not filled in again: enter it once more.' : ''
-  }</p>${token.message}
-<input type="password" id="token" name="token" autocomplete="off" spellcheck="false"${token.attrs}>
-<fieldset${askState.attrs}><legend>What you ask for</legend>${askState.message}
+  }</p>${tokenError.message}
+<input type="password" id="token" name="token" autocomplete="off" spellcheck="false"${tokenError.attrs}>
+<fieldset${askError.attrs}><legend>What you ask for</legend>${askError.message}
 ${radio(form, 'ask', 'multiplier', 'Every limit multiplied')}
 ${radio(form, 'ask', 'endpoints', 'Higher limits on some endpoints')}
 ${radio(form, 'ask', 'unlimited', 'Removal of limits')}
@@ -213,7 +213,7 @@ ${radio(form, 'ask', 'unlimited', 'Removal of limits')}
   ${input(form, errors, 'multiplier', 'Multiplier', 'text', 'e.g. 10 for ten times every limit.')}
 </div>
 <div data-when-ask="endpoints"><p class="hint">The limit you want per window, for the endpoints you need; leave the
-others empty.</p>${rowsState.message}<div class="rows">${rows.map(
+others empty.</p>${rowsError.message}<div class="rows">${rows.map(
     (row, i) =>
       markup`<label for="limit_${i}"
           >${row.method} ${row.path} <span class="hint">(now ${perWindow(row.limit, row.windowMs)})</span></label
@@ -226,11 +226,11 @@ others empty.</p>${rowsState.message}<div class="rows">${rows.map(
           step="1"
           inputmode="numeric"
           value="${form[`limit_${i}`] ?? ''}"
-          ${rowsState.attrs}
+          ${rowsError.attrs}
         />`,
   )}</div></div>
 </fieldset>
-<fieldset${kindState.attrs}><legend>Proof of size</legend>${kindState.message}
+<fieldset${kindError.attrs}><legend>Proof of size</legend>${kindError.message}
 ${radio(form, 'kind', 'bot', 'A bot')}
 ${radio(form, 'kind', 'server', 'A server')}
 <div data-when-kind="bot">${input(form, errors, 'servers', 'Servers the bot is in', 'number')}
@@ -239,8 +239,8 @@ ${input(form, errors, 'shards', 'Shard count', 'number')}</div>
 ${input(form, errors, 'link', 'Link to check it', 'url', 'A public page where the numbers can be seen.')}
 </fieldset>
 ${input(form, errors, 'contact', 'Contact e-mail', 'email')}
-<label for="reason">Why you need more</label>${state(errors, 'reason').message}
-<textarea id="reason" name="reason" maxlength="${LONGEST_REASON}"${state(errors, 'reason').attrs}>${form.reason ?? ''}</textarea>
+<label for="reason">Why you need more</label>${fieldError(errors, 'reason').message}
+<textarea id="reason" name="reason" maxlength="${LONGEST_REASON}"${fieldError(errors, 'reason').attrs}>${form.reason ?? ''}</textarea>
 <button type="submit">Send the request</button>
 </form>
 <p><a href="${req.baseUrl}/status">Check a request you filed</a></p>`;

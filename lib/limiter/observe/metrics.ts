@@ -60,7 +60,7 @@ export class Metrics {
   #cachedRefusals = 0;
   readonly #metrics: readonly Metric[];
   /** Where the gauges read the bans and grants in force. */
-  #state: { activeBans(): number; activeGrants(): number } | undefined;
+  #inForce: { activeBans(): number; activeGrants(): number } | undefined;
 
   constructor(requests: RequestTotals) {
     this.#metrics = [
@@ -77,10 +77,10 @@ export class Metrics {
         },
       ),
       new Metric('listing_limits_active_bans', 'Bans in force, of the rules and of operators.', 'gauge', () => [
-        { value: this.#state?.activeBans() ?? 0, labels: {} },
+        { value: this.#inForce?.activeBans() ?? 0, labels: {} },
       ]),
       new Metric('listing_limits_active_grants', 'Grants made at runtime and in force.', 'gauge', () => [
-        { value: this.#state?.activeGrants() ?? 0, labels: {} },
+        { value: this.#inForce?.activeGrants() ?? 0, labels: {} },
       ]),
       new Metric(
         'listing_limits_store_duration_seconds',
@@ -98,8 +98,8 @@ export class Metrics {
   }
 
   /** Registers the metrics: last, once every other option is known to work, so that a failed start leaves none. */
-  register(check: Checker, registry: MetricsRegistry, state: { activeBans(): number; activeGrants(): number }): void {
-    this.#state = state;
+  register(check: Checker, registry: MetricsRegistry, inForce: { activeBans(): number; activeGrants(): number }): void {
+    this.#inForce = inForce;
     try {
       for (const metric of this.#metrics) registry.registerMetric(metric as never);
     } catch (error) {

@@ -50,7 +50,7 @@ export class Usage {
   }
 
   /**
-   * The client's state on each limit of each endpoint of the table, in table order, read without counting: on the
+   * The client's usage of each limit of each endpoint of the table, in table order, read without counting: on the
    * counter it counts on now (the table's, or its grant's variant).
    */
   async of(client: unknown): Promise<EndpointUsage[]> {

@@ -123,7 +123,7 @@ export class Bans {
     if (client.kind !== 'token') return;
     const seen = (this.#seen as Counter).hit(`${client.ip}|${client.key}`, this.#deadline(ctx));
     if (!(seen instanceof Promise)) return this.#tokensOf(ctx, seen.count === 1);
-    return seen.then((state) => this.#tokensOf(ctx, state.count === 1));
+    return seen.then((hit) => this.#tokensOf(ctx, hit.count === 1));
   };
 
   #tokensOf(ctx: Context, first: boolean): void | Promise<void> {
@@ -131,12 +131,12 @@ export class Bans {
     const ip = ctx.client.ip;
     if (first) {
       const counted = tokens.hit(ip, ctx.deadline);
-      if (counted instanceof Promise) return counted.then((state) => this.#tokenDecision(ctx, state.count, true));
+      if (counted instanceof Promise) return counted.then((hit) => this.#tokenDecision(ctx, hit.count, true));
       return this.#tokenDecision(ctx, counted.count, true);
     }
     // In this process's memory everything is decided in order: the cache knows every ban decided before.
     if (tokens.now) return this.#shadow ? undefined : void this.refuseBanned(ctx);
-    return tokens.get(ip, ctx.deadline).then((state) => this.#tokenDecision(ctx, state?.count ?? 0, false));
+    return tokens.get(ip, ctx.deadline).then((read) => this.#tokenDecision(ctx, read?.count ?? 0, false));
   }
 
   #tokenDecision(ctx: Context, n: number, hit: boolean): void {
@@ -160,7 +160,7 @@ export class Bans {
       if (!this.#shadow && this.refuseBanned(ctx)) return;
       this.#ban(ctx, client.key, client.key, client.kind, 'limit', n === after);
     };
-    return counted instanceof Promise ? counted.then((state) => decide(state.count)) : decide(counted.count);
+    return counted instanceof Promise ? counted.then((hit) => decide(hit.count)) : decide(counted.count);
   }
 
   /**
