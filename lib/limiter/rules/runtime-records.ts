@@ -27,8 +27,7 @@ import {
   banEvent,
   eventOf,
   grantEvent,
-  pageStart,
-  first,
+  page,
   activeBan,
   activeGrant,
   endOf,
@@ -302,29 +301,15 @@ export class RuntimeRecords extends RecordCache {
    */
   async bansPage(offset: number, limit: number): Promise<{ total: number; offset: number; bans: ActiveBan[] }> {
     await this.sync();
-    const active = this.#activeBans();
-    const from = pageStart(offset, limit, active.length);
-    return {
-      total: active.length,
-      offset: from,
-      bans: first(active, from + limit)
-        .slice(from)
-        .map(activeBan),
-    };
+    const { total, from, rows } = page(this.#activeBans(), offset, limit, activeBan);
+    return { total, offset: from, bans: rows };
   }
 
   /** Grants in force, as {@link bansPage} pages the bans. */
   async grantsPage(offset: number, limit: number): Promise<{ total: number; offset: number; grants: ActiveGrant[] }> {
     await this.sync();
-    const active = this.#activeGrants();
-    const from = pageStart(offset, limit, active.length);
-    return {
-      total: active.length,
-      offset: from,
-      grants: first(active, from + limit)
-        .slice(from)
-        .map(activeGrant),
-    };
+    const { total, from, rows } = page(this.#activeGrants(), offset, limit, activeGrant);
+    return { total, offset: from, grants: rows };
   }
 
   /** The bans in force of one client key: its own, and for an `ip:` key its address's. */
