@@ -195,6 +195,7 @@ function requestForm(req: Request, rows: readonly EndpointRow[], form: Form, err
   const rowsError = fieldError(errors, 'rows');
   const askError = fieldError(errors, 'ask');
   const kindError = fieldError(errors, 'kind');
+  const reasonError = fieldError(errors, 'reason');
   return markup`${summary}<form class="card" method="post" action="${req.baseUrl}/" novalidate>
     ${csrf}
 <p>Rule 6 of the rate-limit contract: extended limits, or removal of limits, may be granted on request, with
@@ -239,8 +240,8 @@ ${input(form, errors, 'shards', 'Shard count', 'number')}</div>
 ${input(form, errors, 'link', 'Link to check it', 'url', 'A public page where the numbers can be seen.')}
 </fieldset>
 ${input(form, errors, 'contact', 'Contact e-mail', 'email')}
-<label for="reason">Why you need more</label>${fieldError(errors, 'reason').message}
-<textarea id="reason" name="reason" maxlength="${LONGEST_REASON}"${fieldError(errors, 'reason').attrs}>${form.reason ?? ''}</textarea>
+<label for="reason">Why you need more</label>${reasonError.message}
+<textarea id="reason" name="reason" maxlength="${LONGEST_REASON}"${reasonError.attrs}>${form.reason ?? ''}</textarea>
 <button type="submit">Send the request</button>
 </form>
 <p><a href="${req.baseUrl}/status">Check a request you filed</a></p>`;
@@ -333,8 +334,9 @@ export function limitsRequestPage(middleware: ListingLimitsMiddleware, options?:
         // As many pending as its token or its network may have: a refusal that says why, with nothing to correct.
         if (error.code === 'ERR_TOO_MANY_PENDING') {
           const who = error.field === 'input.ip' ? 'Your network has' : 'Your token has';
+          const kept = `${PENDING_KEPT_MS / DAY_MS} days`;
           const many = markup`<p class="alert" role="alert">${who} as many requests pending as it may. Wait for an
-            operator’s decision (check it with the id you were given), or for a request to expire after ${PENDING_KEPT_MS / DAY_MS} days.</p>`;
+            operator’s decision (check it with the id you were given), or for a request to expire after ${kept}.</p>`;
           return sendPage(res, 429, title, many, req);
         }
         // A value the middleware refuses (a multiplier beyond what sliding windows keep): the form, naming its field.
