@@ -30,7 +30,7 @@ export interface CompiledEndpoint {
 }
 
 /** What an endpoint is compiled from: its name, its window kind, and its limits. */
-export interface EndpointSpec {
+interface EndpointSpec {
   readonly name: string;
   readonly window: WindowKind;
   readonly limits: readonly Limit[];

@@ -17,8 +17,8 @@ import { sameOrigin } from './origin.js';
 if (missing) throw missing;
 
 /** The largest form body the pages read, and the most fields. */
-export const BODY_LIMIT = '16kb';
-export const FIELDS_LIMIT = 200;
+const BODY_LIMIT = '16kb';
+const FIELDS_LIMIT = 200;
 
 /** Checks that `limits` is what listingLimits() returned; answers it with what it tells its pages. */
 export function checkLimits(check: Checker, limits: unknown): { limits: ListingLimitsMiddleware; linked: Linked } {

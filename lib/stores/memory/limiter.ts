@@ -23,7 +23,7 @@ export interface CountsNow {
 }
 
 /** Options of {@link MemoryLimiter}: rate-limiter-flexible's limiter options, less those it does not support. */
-export interface MemoryLimiterOptions {
+interface MemoryLimiterOptions {
   /** Points a key may consume in one window. Required. */
   points: number;
   /**

@@ -25,7 +25,7 @@ class Entry {
 }
 
 /** The state of a limit with nothing counted. */
-export const none: Count = Object.freeze({ count: 0, resetAt: 0 });
+const none: Count = Object.freeze({ count: 0, resetAt: 0 });
 
 /** Times a sliding slot lets pile up before the front of its array is cut off. */
 const COMPACT_AFTER = 32;

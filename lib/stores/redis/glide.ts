@@ -18,7 +18,7 @@ export function isGlideClient(client: object): boolean {
 }
 
 /** One command; what it answers in the shapes the store reads, text as strings. */
-export type Send = (args: string[]) => Promise<unknown>;
+type Send = (args: string[]) => Promise<unknown>;
 
 /**
  * GLIDE's `Decoder.Bytes`: replies as Buffers, read as UTF-8 here as ioredis and node-redis read them. Its

@@ -198,13 +198,13 @@ export const REQUEST_KEYS = [
 ] as const;
 
 /** What the request scripts share: the keys, and the id at the end of an index entry. */
-export const REQUEST_COMMON = `local R, SEQ, P, PE, D, DE, PB, BY, G, GB, M =
+const REQUEST_COMMON = `local R, SEQ, P, PE, D, DE, PB, BY, G, GB, M =
   KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7], KEYS[8], KEYS[9], KEYS[10], KEYS[11]
 local function lastPart(member) return string.match(member, '([^\\n]*)$') end
 `;
 
 /** How the change script indexes and removes one request. */
-export const REQUEST_INDEXING = `local function pad(seq) return string.format('%016d', seq) end
+const REQUEST_INDEXING = `local function pad(seq) return string.format('%016d', seq) end
 local function index(id, seq, status, key, net, group, ends)
   local s = pad(seq)
   if status == 'pending' then

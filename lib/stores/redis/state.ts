@@ -13,7 +13,7 @@ import { type StateCommands } from './clients.js';
 import { REQUEST_KEYS } from './scripts.js';
 
 /** How often each instance reads what changed in the runtime state: a change reaches every instance within this. */
-export const REFRESH_MS = 250;
+const REFRESH_MS = 250;
 
 /**
  * Fields of the records' hash that are the state's own, not records (their names start with `#`). `#copy` is marked
@@ -21,10 +21,10 @@ export const REFRESH_MS = 250;
  * that every instance reads that copy whole as a replaced state, even one that reads it only after new changes have
  * brought the sequence number past where it was.
  */
-export const META = ['#epoch', '#seq', '#floor', '#copy'];
+const META = ['#epoch', '#seq', '#floor', '#copy'];
 
 /** A number the state keeps, or 0 for none (or for a value that is not one). */
-export function counted(value: string | null | undefined): number {
+function counted(value: string | null | undefined): number {
   const n = Number(value ?? 0);
   return Number.isSafeInteger(n) && n >= 0 ? n : 0;
 }
@@ -150,7 +150,7 @@ export function redisState(redis: StateCommands, prefix: string): RuntimeState {
 }
 
 /** The grant requests in Redis: each change one script, each read one script, every step O(log n). */
-export function requestsOf(redis: StateCommands, prefix: string): RequestRecords {
+function requestsOf(redis: StateCommands, prefix: string): RequestRecords {
   const keys = REQUEST_KEYS.map((key) => `${prefix}:{runtime}:${key}`);
   const read = async (args: string[]) => ((await redis.readRequests(keys, args)) as unknown[]).map(String);
   const texts = (values: string[]) => values.filter((value) => value !== '');
