@@ -1,7 +1,22 @@
-// The README's limits tables are the data of lib/listings.ts, row for row.
-import { readFileSync } from 'node:fs';
-import { join } from 'node:path';
-import { listings } from '../lib';
+// The manual's facts are the code's: the limits tables are the data of lib/listings.ts, the options tables list every
+// option of the public types, the example server's settings every variable it reads, the pages' headers are quoted as
+// sent, and every relative link and anchor of README.md and docs/*.md leads somewhere.
+import { existsSync, readFileSync, statSync } from 'node:fs';
+import { dirname, join, relative } from 'node:path';
+import express from 'express';
+import request from 'supertest';
+import ts from 'typescript';
+import { listingLimits, listings } from '../lib';
+import { limitsRequestPage } from '../lib/pages';
+import { startupFromEnv, storeFromEnv } from '../example-server/env';
+import { anchors, codeNames, inlineCode, links, manual, type Page, root, tableRows } from './helpers/manual';
+
+const pages = manual();
+const page = (path: string): Page => {
+  const found = pages.find((p) => p.path === path);
+  if (!found) throw new Error(`the manual has no page ${path}`);
+  return found;
+};
 
 function duration(windowMs: number): string {
   const seconds = windowMs / 1000;
@@ -9,23 +24,211 @@ function duration(windowMs: number): string {
   return `${n} ${unit}${n === 1 ? '' : 's'}`;
 }
 
-const readme = readFileSync(join(__dirname, '..', 'README.md'), 'utf8');
-
-/** The cells of each body row of the table between `<!-- limits:X -->` and `<!-- /limits:X -->`. */
-function readmeRows(listing: string): string[][] {
-  const between = new RegExp(`<!-- limits:${listing} -->\\n([\\s\\S]*?)\\n<!-- /limits:${listing} -->`).exec(readme);
-  if (!between?.[1]) throw new Error(`README has no table between <!-- limits:${listing} --> markers`);
-  const lines = between[1].split('\n').slice(2); // after the header row and the separator
-  return lines.map((line) =>
-    line
-      .split('|')
-      .slice(1, -1)
-      .map((cell) => cell.trim()),
-  );
-}
-
 it.each(['A', 'B'] as const)('README shows listing %s exactly as the data says', (listing) => {
-  expect(readmeRows(listing)).toEqual(
+  expect(tableRows(page('README.md'), `limits:${listing}`)).toEqual(
     listings[listing].map((r) => [r.method, `\`${r.path}\``, String(r.limit), duration(r.windowMs)]),
   );
+});
+
+describe('links', () => {
+  const all = pages.flatMap(links);
+  const external = /^(?:https?:|mailto:)/;
+
+  it('finds them: the guides linked from the README, the README from every guide', () => {
+    const targets = new Set(all.filter((l) => l.page === 'README.md').map((l) => l.target.split('#')[0]));
+    for (const { path } of pages.filter((p) => p.path !== 'README.md')) {
+      expect([path, targets.has(path)]).toEqual([path, true]);
+      const back = all.filter((l) => l.page === path && l.target.startsWith('../README.md'));
+      expect([path, back.length > 0]).toEqual([path, true]);
+    }
+  });
+
+  it('every relative link leads to a file of the repository, and every #anchor to a heading of its page', () => {
+    const broken = all.flatMap(({ page: from, line, target }) => {
+      if (external.test(target)) return [];
+      const [path = '', anchor] = target.split('#');
+      const file = path === '' ? join(root, from) : join(root, dirname(from), decodeURIComponent(path));
+      const at = `${from}:${line}: ${target}`;
+      if (relative(root, file).startsWith('..')) return [`${at} leads out of the repository`];
+      if (!existsSync(file)) return [`${at}: no such file`];
+      if (anchor === undefined) return [];
+      if (!file.endsWith('.md') || statSync(file).isDirectory()) return [`${at}: an anchor in a page that is no .md`];
+      return anchors(readFileSync(file, 'utf8')).has(anchor) ? [] : [`${at}: no heading makes #${anchor}`];
+    });
+    expect(broken).toEqual([]);
+    expect(all.filter((l) => !external.test(l.target)).length).toBeGreaterThan(100);
+  });
+
+  it('every page lists its sections: each `##` heading is linked from the page itself', () => {
+    const unlisted = pages.flatMap(({ path, text }) => {
+      const listed = new Set(links({ path, text }).map((l) => l.target));
+      return [...anchors(text.split('\n').filter((line) => /^## /.test(line)).join('\n'))]
+        .filter((anchor) => anchor !== 'contents' && !listed.has(`#${anchor}`))
+        .map((anchor) => `${path}: #${anchor}`);
+    });
+    expect(unlisted).toEqual([]);
+  });
+
+  it('keeps the problem type `banned` under the README heading its URI points to', () => {
+    expect(anchors(page('README.md').text)).toContain('problem-type-banned');
+  });
+});
+
+describe('options tables', () => {
+  /** The names of the properties of each type, read from the package's entry points as a user's compiler reads them. */
+  function properties(types: Record<string, string>): Record<string, string[]> {
+    const name = join(root, '__manual-types.ts');
+    const code = Object.entries(types)
+      .map(([type, from]) => `import type { ${type} } from '${from}'; export type ${type}_ = ${type};`)
+      .join('\n');
+    const options: ts.CompilerOptions = {
+      strict: true,
+      noEmit: true,
+      skipLibCheck: true,
+      module: ts.ModuleKind.ESNext,
+      moduleResolution: ts.ModuleResolutionKind.Bundler,
+      types: ['node'],
+      paths: {
+        'listing-limits': [join(root, 'lib', 'index.ts')],
+        'listing-limits/verify': [join(root, 'lib', 'verify.ts')],
+        'listing-limits/client': [join(root, 'lib', 'client.ts')],
+        'listing-limits/pages': [join(root, 'lib', 'pages.ts')],
+      },
+    };
+    const host = ts.createCompilerHost(options);
+    const { fileExists, readFile, getSourceFile } = host;
+    host.fileExists = (file) => file === name || fileExists.call(host, file);
+    host.readFile = (file) => (file === name ? code : readFile.call(host, file));
+    host.getSourceFile = (file, version, ...rest) =>
+      file === name ? ts.createSourceFile(file, code, version, true) : getSourceFile.call(host, file, version, ...rest);
+    const program = ts.createProgram([name], options, host);
+    const checker = program.getTypeChecker();
+    const source = program.getSourceFile(name) as ts.SourceFile;
+    const exported = checker.getExportsOfModule(checker.getSymbolAtLocation(source) as ts.Symbol);
+    return Object.fromEntries(
+      Object.keys(types).map((type) => {
+        const symbol = exported.find((s) => s.name === `${type}_`);
+        if (!symbol) throw new Error(`no type ${type}`);
+        const declared = checker.getDeclaredTypeOfSymbol(symbol);
+        // A union of string literals (an error code) gives its members; an object type its properties.
+        const names = declared.isUnion()
+          ? declared.types.map((t) => (t.isStringLiteral() ? t.value : checker.typeToString(t)))
+          : checker.getPropertiesOfType(declared).map((p) => p.name);
+        return [type, names.sort()];
+      }),
+    );
+  }
+
+  const types = properties({
+    ListingLimitsOptions: 'listing-limits',
+    BanOptions: 'listing-limits',
+    RedisStoreOptions: 'listing-limits',
+    ListingLimitsErrorCode: 'listing-limits',
+    RuntimeStateErrorCode: 'listing-limits',
+    ListingLimitsMiddleware: 'listing-limits',
+    AdminPageOptions: 'listing-limits/pages',
+    RequestPageOptions: 'listing-limits/pages',
+    ListingClientOptions: 'listing-limits/client',
+    ListingClientErrorCode: 'listing-limits/client',
+    VerifyOptions: 'listing-limits/verify',
+    ExampleAppOptions: './example-server/app.js',
+  });
+  const firstColumn = (path: string, table: string) =>
+    tableRows(page(path), table)
+      .flatMap(([first = '']) => codeNames(first))
+      .sort();
+
+  it.each([
+    ['docs/middleware.md', 'ListingLimitsOptions'],
+    ['docs/stores.md', 'RedisStoreOptions'],
+    ['docs/pages.md', 'AdminPageOptions'],
+    ['docs/pages.md', 'RequestPageOptions'],
+    ['docs/client.md', 'ListingClientOptions'],
+    ['docs/verify.md', 'VerifyOptions'],
+    ['docs/example-server.md', 'ExampleAppOptions'],
+  ])('%s lists every option of %s, and no other', (path, type) => {
+    expect(firstColumn(path, `options:${type}`)).toEqual(types[type]);
+  });
+
+  it("the README's overview names every option of listingLimits", () => {
+    expect(firstColumn('README.md', 'options-overview')).toEqual(types.ListingLimitsOptions);
+  });
+
+  it.each([
+    ['README.md', 'options-overview'],
+    ['docs/middleware.md', 'options:ListingLimitsOptions'],
+  ])('%s names every field of `ban`', (path, table) => {
+    const row = tableRows(page(path), table).find(([first]) => first === '`ban`');
+    const named = new Set(codeNames(row?.join(' ') ?? '').flatMap((code) => code.match(/\w+/g) ?? []));
+    expect((types.BanOptions as string[]).filter((field) => !named.has(field))).toEqual([]);
+  });
+
+  it('docs/middleware.md has every ListingLimitsError code in its table, and no other', () => {
+    expect(firstColumn('docs/middleware.md', 'error-codes')).toEqual(types.ListingLimitsErrorCode);
+  });
+
+  it.each([
+    ['docs/middleware.md', 'RuntimeStateErrorCode'],
+    ['docs/client.md', 'ListingClientErrorCode'],
+    ['docs/middleware.md', 'ListingLimitsMiddleware'],
+  ])('%s names every member of %s', (path, type) => {
+    const named = new Set(inlineCode(page(path)).flatMap((code) => code.match(/\w+/g) ?? []));
+    expect((types[type] as string[]).filter((member) => !named.has(member))).toEqual([]);
+  });
+});
+
+describe("the example server's settings", () => {
+  /** Every variable the example server reads at start-up, whatever the others say. */
+  function variablesRead(): string[] {
+    const read = new Set<string>();
+    const recording = (env: Record<string, string>) =>
+      new Proxy(env, {
+        get: (target, name) => {
+          if (typeof name === 'string') read.add(name);
+          return target[name as string];
+        },
+      });
+    for (const env of [{}, { LISTING: 'B' }]) startupFromEnv(recording(env));
+    storeFromEnv(recording({}));
+    return [...read].sort();
+  }
+
+  it('reads the environment only through startupFromEnv and storeFromEnv', () => {
+    const main = readFileSync(join(root, 'example-server', 'main.ts'), 'utf8');
+    expect(main.match(/process\.env\b.{0,1}/g)).toEqual(['process.env)', 'process.env)']);
+    expect(main).toContain('startupFromEnv(process.env)');
+    expect(main).toContain('storeFromEnv(process.env)');
+  });
+
+  it('docs/example-server.md lists every variable it reads, and no other', () => {
+    const documented = tableRows(page('docs/example-server.md'), 'settings')
+      .flatMap(([first = '']) => codeNames(first))
+      .sort();
+    expect(documented).toEqual(variablesRead());
+    expect(documented).toContain('WINDOW');
+  });
+});
+
+describe("the pages' headers", () => {
+  let headers: Record<string, string>;
+  beforeAll(async () => {
+    const limits = listingLimits('B');
+    const app = express().use('/limits/request', limitsRequestPage(limits));
+    headers = (await request(app).get('/limits/request').expect(200)).headers as Record<string, string>;
+    limits.close();
+  });
+
+  it('docs/security.md quotes every security header exactly as the contact page sends it', () => {
+    const transport = ['content-type', 'content-length', 'etag', 'date', 'connection', 'set-cookie'];
+    const sent = Object.entries(headers)
+      .filter(([name]) => !transport.includes(name))
+      .map(([name, value]) => [name, value])
+      .sort();
+    const quoted = tableRows(page('docs/security.md'), 'pages-headers')
+      .map(([name = '', value = '']) => [codeNames(name)[0]?.toLowerCase(), codeNames(value)[0]])
+      .sort();
+    expect(quoted).toEqual(sent);
+    expect(headers['strict-transport-security']).toBe('max-age=31536000; includeSubDomains');
+    expect(headers['x-powered-by']).toBeUndefined();
+  });
 });
