@@ -6,10 +6,11 @@ import { dirname, join, relative } from 'node:path';
 import express from 'express';
 import request from 'supertest';
 import ts from 'typescript';
-import { listingLimits, listings } from '../lib';
+import { type EndpointRow, listingLimits, type ListingLimitsMiddleware, listings } from '../lib';
 import { limitsRequestPage } from '../lib/pages';
 import { startupFromEnv, storeFromEnv } from '../example-server/env';
-import { anchors, codeNames, inlineCode, links, manual, type Page, root, tableRows } from './helpers/manual';
+import { anchors, codeNames, fences, inlineCode, links, manual, type Page, root, tableRows } from './helpers/manual';
+import { T0, useFakeClock } from './helpers/stores';
 
 const pages = manual();
 const page = (path: string): Page => {
@@ -62,7 +63,14 @@ describe('links', () => {
   it('every page lists its sections: each `##` heading is linked from the page itself', () => {
     const unlisted = pages.flatMap(({ path, text }) => {
       const listed = new Set(links({ path, text }).map((l) => l.target));
-      return [...anchors(text.split('\n').filter((line) => /^## /.test(line)).join('\n'))]
+      return [
+        ...anchors(
+          text
+            .split('\n')
+            .filter((line) => /^## /.test(line))
+            .join('\n'),
+        ),
+      ]
         .filter((anchor) => anchor !== 'contents' && !listed.has(`#${anchor}`))
         .map((anchor) => `${path}: #${anchor}`);
     });
@@ -181,7 +189,7 @@ describe("the example server's settings", () => {
   /** Every variable the example server reads at start-up, whatever the others say. */
   function variablesRead(): string[] {
     const read = new Set<string>();
-    const recording = (env: Record<string, string>) =>
+    const recording = (env: Readonly<Record<string, string | undefined>>) =>
       new Proxy(env, {
         get: (target, name) => {
           if (typeof name === 'string') read.add(name);
@@ -230,5 +238,95 @@ describe("the pages' headers", () => {
     expect(quoted).toEqual(sent);
     expect(headers['strict-transport-security']).toBe('max-age=31536000; includeSubDomains');
     expect(headers['x-powered-by']).toBeUndefined();
+  });
+});
+
+describe("the manual's answers are the middleware's, at 2026-01-01T00:00:00Z", () => {
+  let made: ListingLimitsMiddleware[] = [];
+  const limiter = (...args: Parameters<typeof listingLimits>) => {
+    const limits = listingLimits(...args);
+    made.push(limits);
+    return limits;
+  };
+  beforeEach(useFakeClock);
+  afterEach(() => {
+    for (const limits of made) limits.close();
+    made = [];
+    jest.useRealTimers();
+  });
+
+  const bursts: readonly EndpointRow[] = [
+    { method: 'GET', path: '/v1/bots', limit: 2, windowMs: 1000 },
+    { method: 'GET', path: '/v1/bots', limit: 3, windowMs: 10_000 },
+  ];
+  /** Each HTTP sample of the manual, by its first line: the app, and the requests of which the last one answers it. */
+  const cases: Record<string, { app: () => express.Express; path: string; requests: number; token?: string }> = {
+    'RateLimit-Policy: "GET /v1/bots";q=25;w=60': {
+      app: () => express().use(limiter('B')),
+      path: '/v1/bots',
+      requests: 1,
+    },
+    'RateLimit-Policy: "GET /v1/bots/:botId";q=3;w=60, "GET /v1/bots/:id";q=2;w=1': {
+      app: () =>
+        express()
+          .use(limiter([{ method: 'GET', path: '/v1/bots/:botId', limit: 3, windowMs: 60_000 }]))
+          .use(limiter('B')),
+      path: '/v1/bots/1',
+      requests: 1,
+    },
+    'RateLimit-Policy: "GET /v1/bots per 1s";q=2;w=1, "GET /v1/bots per 10s";q=3;w=10': {
+      app: () => express().use(limiter(bursts)),
+      path: '/v1/bots',
+      requests: 2,
+    },
+    'RateLimit-Policy: "GET /v1/bots/:id (x10)";q=20;w=1': {
+      app: () => express().use(limiter('B', { grants: { 'Bot partner-token': { multiplier: 10 } } })),
+      path: '/v1/bots/1',
+      requests: 1,
+      token: 'Bot partner-token',
+    },
+  };
+  const samples = pages.flatMap(fences).filter((fence) => fence.lang === 'http');
+
+  it('has a case for every HTTP sample', () => {
+    expect(samples.map((fence) => fence.code.split('\n')[0]).sort()).toEqual(Object.keys(cases).sort());
+  });
+
+  it.each(samples.map((fence) => [`${fence.page}:${fence.line}`, fence] as const))('%s', async (_at, fence) => {
+    const { app, path, requests, token } = cases[fence.code.split('\n')[0] as string] ?? {};
+    if (!app || !path || !requests) throw new Error('no case');
+    const server = app();
+    let res: request.Response | undefined;
+    for (let i = 0; i < requests; i++) {
+      const req = request(server).get(path);
+      res = await (token ? req.set('Authorization', token) : req);
+    }
+    const lines = fence.code.trimEnd().split('\n');
+    expect(
+      lines.map((line) => `${line.slice(0, line.indexOf(':'))}: ${res?.get(line.slice(0, line.indexOf(':')))}`),
+    ).toEqual(lines);
+  });
+
+  it("the README's bodies of a refusal and of a ban", async () => {
+    const limits = limiter('B');
+    const app = express().use(limits);
+    const readme = page('README.md').text;
+    for (let i = 0; i < 25; i++) await request(app).get('/v1/bots');
+    jest.setSystemTime(T0 + 18_000);
+    const refused = await request(app).get('/v1/bots').expect(429);
+    expect(readme).toContain(`\n${refused.text}\n`);
+    expect(refused.text).toContain('"retryAfter":42');
+
+    for (let i = 0; i < 3; i++) await request(app).get('/v1/bots/1').set('Accept', 'application/problem+json');
+    const problem = await request(app).get('/v1/bots/1').set('Accept', 'application/problem+json').expect(429);
+    expect(readme).toContain(`\n${problem.text}\n`);
+
+    jest.setSystemTime(T0);
+    await limits.ban({ token: 'Bot scraper-token' }, { duration: 600_000 });
+    for (const accept of ['application/json', 'application/problem+json']) {
+      const banned = await request(app).get('/v1/bots').set('Authorization', 'Bot scraper-token').set('Accept', accept);
+      expect([banned.status, banned.get('Retry-After')]).toEqual([403, '600']);
+      expect(readme).toContain(`\n${banned.text}\n`);
+    }
   });
 });

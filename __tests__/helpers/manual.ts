@@ -115,11 +115,11 @@ export function tableRows(page: Page, name: string): string[][] {
     .split('\n')
     .slice(2) // after the header row and the separator
     .map((line) =>
+      // Split on the pipes that are not escaped (`\|` within a cell).
       line
-        .replace(/\\\|/g, '\u0000')
-        .split('|')
+        .split(/(?<!\\)\|/)
         .slice(1, -1)
-        .map((cell) => cell.replace(/\u0000/g, '|').trim()),
+        .map((cell) => cell.replace(/\\\|/g, '|').trim()),
     );
 }
 
