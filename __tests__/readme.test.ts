@@ -219,10 +219,12 @@ describe("the example server's settings", () => {
 
 describe("the pages' headers", () => {
   let headers: Record<string, string>;
+  let asset: Record<string, string>;
   beforeAll(async () => {
     const limits = listingLimits('B');
     const app = express().use('/limits/request', limitsRequestPage(limits));
     headers = (await request(app).get('/limits/request').expect(200)).headers as Record<string, string>;
+    asset = (await request(app).get('/limits/request/assets/pages.css').expect(200)).headers as Record<string, string>;
     limits.close();
   });
 
@@ -238,6 +240,17 @@ describe("the pages' headers", () => {
     expect(quoted).toEqual(sent);
     expect(headers['strict-transport-security']).toBe('max-age=31536000; includeSubDomains');
     expect(headers['x-powered-by']).toBeUndefined();
+  });
+
+  it('the static files get the same headers, but are cached for an hour', () => {
+    const same = (all: Record<string, string>) =>
+      tableRows(page('docs/security.md'), 'pages-headers')
+        .map(([name = '']) => (codeNames(name)[0] ?? '').toLowerCase())
+        .filter((name) => name !== 'cache-control')
+        .map((name) => [name, all[name]]);
+    expect(same(asset)).toEqual(same(headers));
+    expect(asset['cache-control']).toBe('public, max-age=3600');
+    expect(page('docs/security.md').text).toContain('`public, max-age=3600`');
   });
 });
 
