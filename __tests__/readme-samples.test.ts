@@ -4,7 +4,7 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import ts from 'typescript';
-import { type Fence, fences, manual, root } from './helpers/manual';
+import { entryPoints, type Fence, fences, manual, root } from './helpers/manual';
 
 /**
  * What a fragment may use without declaring it, named in a comment just before its block:
@@ -85,12 +85,7 @@ function check(
     // The verify sample is a test: it uses Jest's globals.
     types: ['node', 'jest'],
     // The package's own sources stand for the published types, so that a fresh clone needs no build.
-    paths: {
-      'listing-limits': [join(root, 'lib', 'index.ts')],
-      'listing-limits/verify': [join(root, 'lib', 'verify.ts')],
-      'listing-limits/client': [join(root, 'lib', 'client.ts')],
-      'listing-limits/pages': [join(root, 'lib', 'pages.ts')],
-    },
+    paths: entryPoints,
   };
   // At the repository's root whatever their page, so that `./example-server/app.js` and node_modules resolve as from
   // a clone, as the samples say.

@@ -9,7 +9,18 @@ import ts from 'typescript';
 import { type EndpointRow, listingLimits, type ListingLimitsMiddleware, listings } from '../lib';
 import { limitsRequestPage } from '../lib/pages';
 import { startupFromEnv, storeFromEnv } from '../example-server/env';
-import { anchors, codeNames, fences, inlineCode, links, manual, type Page, root, tableRows } from './helpers/manual';
+import {
+  anchors,
+  codeNames,
+  entryPoints,
+  fences,
+  inlineCode,
+  links,
+  manual,
+  type Page,
+  root,
+  tableRows,
+} from './helpers/manual';
 import { T0, useFakeClock } from './helpers/stores';
 
 const pages = manual();
@@ -96,12 +107,7 @@ describe('options tables', () => {
       module: ts.ModuleKind.ESNext,
       moduleResolution: ts.ModuleResolutionKind.Bundler,
       types: ['node'],
-      paths: {
-        'listing-limits': [join(root, 'lib', 'index.ts')],
-        'listing-limits/verify': [join(root, 'lib', 'verify.ts')],
-        'listing-limits/client': [join(root, 'lib', 'client.ts')],
-        'listing-limits/pages': [join(root, 'lib', 'pages.ts')],
-      },
+      paths: entryPoints,
     };
     const host = ts.createCompilerHost(options);
     const { fileExists, readFile, getSourceFile } = host;

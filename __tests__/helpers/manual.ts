@@ -4,6 +4,17 @@ import { join } from 'node:path';
 
 export const root = join(__dirname, '..', '..');
 
+/**
+ * The package's entry points as the samples import them, mapped to their sources (the compiler's `paths`), so that the
+ * samples compile against the published types without a build.
+ */
+export const entryPoints: Readonly<Record<string, string[]>> = {
+  'listing-limits': [join(root, 'lib', 'index.ts')],
+  'listing-limits/verify': [join(root, 'lib', 'verify.ts')],
+  'listing-limits/client': [join(root, 'lib', 'client.ts')],
+  'listing-limits/pages': [join(root, 'lib', 'pages.ts')],
+};
+
 /** One page of the manual: its path from the repository's root (`README.md`, `docs/stores.md`) and its text. */
 export interface Page {
   readonly path: string;
