@@ -1,4 +1,4 @@
-// The manual's facts are the code's: the limits tables are the data of lib/listings.ts, the options tables list every
+// The manual's facts are the code's: the limits tables are the data of `listings`, the options tables list every
 // option of the public types, the example server's settings every variable it reads, the pages' headers and the
 // HTTP samples and bodies are quoted as sent, and every relative link and anchor of README.md and docs/*.md leads
 // somewhere.

@@ -1,13 +1,13 @@
 // What both pages share: their options' checks, security headers, bodies, the limiter of their forms, errors.
 import { randomBytes } from 'node:crypto';
 import express, { type Request, type RequestHandler, type Response, type Router } from 'express';
-import { type Checker, isPlainObject, show } from '../check.js';
-import type { IpKey } from '../identify.js';
-import { type Linked, linkedOf } from '../linked.js';
-import { listingLimits } from '../middleware.js';
-import type { EndpointRow } from '../listings.js';
-import type { CounterSpec, Store } from '../stores.js';
-import type { ListingLimitsMiddleware } from '../types.js';
+import { type Checker, isPlainObject, show } from '../shared/check.js';
+import type { IpKey } from '../limiter/identify.js';
+import { type Linked, linkedOf } from '../limiter/linked.js';
+import { listingLimits } from '../limiter/middleware.js';
+import type { EndpointRow } from '../contract/listings.js';
+import type { CounterSpec, Store } from '../stores/store.js';
+import type { ListingLimitsMiddleware } from '../limiter/types.js';
 import { serveCss, serveJs } from './assets.js';
 import { helmet, missing } from './peers.cjs';
 import { type Html, markup, page } from './html.js';
