@@ -98,8 +98,13 @@ describe('options tables', () => {
   /** The names of the properties of each type, read from the package's entry points as a user's compiler reads them. */
   function properties(types: Record<string, string>): Record<string, string[]> {
     const name = join(root, '__manual-types.ts');
+    // A module's exported type by name, or a type expression when the module exports no name for it.
     const code = Object.entries(types)
-      .map(([type, from]) => `import type { ${type} } from '${from}'; export type ${type}_ = ${type};`)
+      .map(([type, from]) =>
+        from.includes('(')
+          ? `export type ${type}_ = ${from};`
+          : `import type { ${type} } from '${from}'; export type ${type}_ = ${type};`,
+      )
       .join('\n');
     const options: ts.CompilerOptions = {
       strict: true,
@@ -146,7 +151,7 @@ describe('options tables', () => {
     ListingClientOptions: 'listing-limits/client',
     ListingClientErrorCode: 'listing-limits/client',
     VerifyOptions: 'listing-limits/verify',
-    ExampleAppOptions: './example-server/app.js',
+    ExampleAppOptions: "Parameters<typeof import('./example-server/app.js').createExampleApp>[0]",
   });
   const firstColumn = (path: string, table: string) =>
     tableRows(page(path), table)
