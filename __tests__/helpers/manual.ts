@@ -97,7 +97,7 @@ export function anchors(text: string): Set<string> {
 }
 
 /** A link of the page's prose, `[text](target)` or `![alt](target)`, with its line. */
-export interface Link {
+interface Link {
   readonly page: string;
   readonly line: number;
   readonly target: string;
