@@ -3,24 +3,11 @@ import { type RateLimiterAbstract, RateLimiterCompatibleAbstract, RateLimiterRes
 import { MAX_DURATION_MS } from '../../shared/check.js';
 import { Checker, show } from '../../shared/check.js';
 import { SweptMap } from '../../shared/swept.js';
+import type { CountsNow } from '../adapter.js';
+import type { Count } from '../limits.js';
+import type { CounterCapabilities, StoreCounter } from '../store.js';
 
 const MAX_SECONDS = MAX_DURATION_MS / 1000;
-
-/** A key's counter, as {@link MemoryLimiter.countNow} returns it. */
-export interface MemoryCount {
-  /** Points consumed in the current window: rate-limiter-flexible's `consumedPoints`. */
-  readonly count: number;
-  /** When the current window ends, in epoch milliseconds; `Infinity` for a window that never ends. */
-  readonly resetAt: number;
-}
-
-/** A store's limiter that can count a request synchronously, without a promise or an allocation. */
-export interface CountsNow {
-  /** Declares the capability. */
-  readonly countsNow: true;
-  /** Counts one point for `key` and returns the key's counter; see {@link MemoryLimiter.countNow}. */
-  countNow(key: string): MemoryCount;
-}
 
 /** Options of {@link MemoryLimiter}: rate-limiter-flexible's limiter options, less those it does not support. */
 export interface MemoryLimiterOptions {
@@ -43,7 +30,7 @@ export interface MemoryLimiterOptions {
 }
 
 /** A key's counter. Updated in place, so that counting a request allocates nothing. */
-class Entry implements MemoryCount {
+class Entry implements Count {
   count: number;
   resetAt: number;
 
@@ -92,15 +79,21 @@ function keyOf(key: string | number): string {
  *
  * Its methods resolve and reject as RateLimiterMemory's do, except: `blockDuration` and `execEvenly` are not
  * supported (the constructor refuses them), `get()` resolves null once a window has ended, and there is no
- * `dump()`/`restore()`.
+ * `dump()`/`restore()`. As a counter of the store contract, it counts with `count()` and reads with `peek()` and
+ * `reset()`, each at once.
  *
  * rate-limiter-flexible declares `RateLimiterAbstract` in its types but does not export it, so this class extends
  * the exported `RateLimiterCompatibleAbstract`, which its wrappers (RateLimiterUnion, RLWrapperTimeouts, an
  * `insuranceLimiter`) accept, and implements every member `RateLimiterAbstract` declares.
  */
-export class MemoryLimiter extends RateLimiterCompatibleAbstract implements RateLimiterAbstract, CountsNow {
+export class MemoryLimiter
+  extends RateLimiterCompatibleAbstract
+  implements RateLimiterAbstract, CountsNow, StoreCounter<Count>
+{
   /** This limiter counts synchronously with {@link MemoryLimiter.countNow}. */
   readonly countsNow = true;
+  /** As a counter of the store contract: it counts now, and reads and forgets keys. */
+  readonly capabilities: CounterCapabilities = { countsNow: true, reads: true };
   /** Used by `getKey()` only: each limiter has a map of its own, so the prefix changes nothing counted. */
   override readonly keyPrefix: string;
   #points = 0;
@@ -199,7 +192,12 @@ export class MemoryLimiter extends RateLimiterCompatibleAbstract implements Rate
    * The returned object is the live counter, not a copy, so that counting allocates nothing: read its fields at
    * once, before the next call on this limiter changes them.
    */
-  countNow(key: string): MemoryCount {
+  countNow(key: string): Count {
+    return this.count(key);
+  }
+
+  /** {@link MemoryLimiter.countNow}, as the store contract counts. */
+  count(key: string): Count {
     const now = Date.now();
     const entry = this.#entries.get(key);
     if (entry !== undefined && now < entry.resetAt) {
@@ -278,11 +276,22 @@ export class MemoryLimiter extends RateLimiterCompatibleAbstract implements Rate
 
   /** Forgets the key; resolves true when it had a counter whose window had not ended. */
   override delete(key: string | number): Promise<boolean> {
-    const k = keyOf(key);
-    const entry = this.#entries.get(k);
-    if (entry === undefined) return Promise.resolve(false);
-    this.#entries.delete(k);
-    return Promise.resolve(Date.now() < entry.resetAt);
+    return Promise.resolve(this.reset(keyOf(key)));
+  }
+
+  /** The key's count, read without counting: a copy; undefined when it has none or its window has ended. */
+  peek(key: string): Count | undefined {
+    const entry = this.#entries.get(key);
+    if (entry === undefined || entry.resetAt <= Date.now()) return undefined;
+    return { count: entry.count, resetAt: entry.resetAt };
+  }
+
+  /** Forgets the key; true when it had a counter whose window had not ended. */
+  reset(key: string): boolean {
+    const entry = this.#entries.get(key);
+    if (entry === undefined) return false;
+    this.#entries.delete(key);
+    return Date.now() < entry.resetAt;
   }
 
   /** What consume, penalty and reward do: add to the current window, or start one with the points. */
