@@ -23,7 +23,7 @@ export interface MemoryLimiterOptions {
    * not change what is counted. Default: `'rlflx'`.
    */
   keyPrefix?: string;
-  /** Not supported (block a key with `block()`): only 0 is accepted. Default: `0`. */
+  /** Not supported: only 0 is accepted. Default: `0`. */
   blockDuration?: 0;
   /** Not supported: only false is accepted. Default: `false`. */
   execEvenly?: false;
@@ -79,7 +79,8 @@ function keyOf(key: string | number): string {
  *
  * Its methods resolve and reject as RateLimiterMemory's do, except: `blockDuration` and `execEvenly` are not
  * supported (the constructor refuses them), `get()` resolves null once a window has ended, and there is no
- * `dump()`/`restore()`. As a counter of the store contract, it counts with `count()` and reads with `peek()` and
+ * `penalty()`, `reward()`, `block()` (they throw, as rate-limiter-flexible's abstract limiter does), `dump()` or
+ * `restore()`. As a counter of the store contract, it counts with `count()` and reads with `peek()` and
  * `reset()`, each at once.
  *
  * rate-limiter-flexible declares `RateLimiterAbstract` in its types but does not export it, so this class extends
@@ -117,7 +118,7 @@ export class MemoryLimiter
     if (typeof keyPrefix !== 'string') check.invalid('keyPrefix', `must be a string; got ${show(keyPrefix)}.`);
     this.keyPrefix = keyPrefix;
     if (blockDuration !== undefined && blockDuration !== 0) {
-      check.invalid('blockDuration', 'is not supported by the memory store; block keys with block() instead.');
+      check.invalid('blockDuration', 'is not supported by the memory store.');
     }
     if (execEvenly !== undefined && execEvenly !== false) {
       check.invalid('execEvenly', 'is not supported by the memory store.');
@@ -153,8 +154,8 @@ export class MemoryLimiter
   }
 
   /**
-   * Not supported: the constructor refuses any value but 0, and the limiter never blocks on its own (block keys with
-   * `block()`). rate-limiter-flexible may copy a limiter's value here when this one is its `insuranceLimiter`.
+   * Not supported: the constructor refuses any value but 0, and the limiter never blocks on its own.
+   * rate-limiter-flexible may copy a limiter's value here when this one is its `insuranceLimiter`.
    */
   override blockDuration = 0;
   /** Not supported: the constructor refuses any value but false, and calls are never delayed. */
@@ -175,7 +176,10 @@ export class MemoryLimiter
     return this.keyPrefix.length > 0 ? `${this.keyPrefix}:${key}` : String(key);
   }
 
-  /** The key of a stored key: `getKey()` undone. */
+  /**
+   * The key of a stored key: `getKey()` undone. Kept because `RateLimiterAbstract`, what a store's factory returns,
+   * declares it.
+   */
   parseKey(rlKey: string): string {
     return this.keyPrefix.length > 0 ? rlKey.substring(this.keyPrefix.length + 1) : rlKey;
   }
@@ -226,24 +230,6 @@ export class MemoryLimiter
     return result.consumedPoints > this.points ? Promise.reject(result) : Promise.resolve(result);
   }
 
-  /** Adds points to the key's counter, whatever its count; resolves with the result. */
-  override penalty(key: string | number, points = 1, options?: { customDuration?: number }): Promise<RateLimiterRes> {
-    try {
-      return Promise.resolve(this.#add(keyOf(key), points, options?.customDuration));
-    } catch (error) {
-      return Promise.reject(error);
-    }
-  }
-
-  /** Takes points off the key's counter; resolves with the result. */
-  override reward(key: string | number, points = 1, options?: { customDuration?: number }): Promise<RateLimiterRes> {
-    try {
-      return Promise.resolve(this.#add(keyOf(key), -points, options?.customDuration));
-    } catch (error) {
-      return Promise.reject(error);
-    }
-  }
-
   /** Resolves with the key's counter (`isFirstInDuration` false), or null when it has none or its window has ended. */
   override get(key: string | number): Promise<RateLimiterRes | null> {
     const k = keyOf(key);
@@ -266,14 +252,6 @@ export class MemoryLimiter
     return this.#put(keyOf(key), points, secDuration, 'set(): secDuration');
   }
 
-  /**
-   * Blocks the key for `secDuration` seconds (0: until deleted; negative: the limiter's duration) by setting its
-   * consumed points to `points + 1`. Rejects with a RangeError for a duration over one year.
-   */
-  override block(key: string | number, secDuration: number): Promise<RateLimiterRes> {
-    return this.#put(keyOf(key), this.points + 1, secDuration, 'block(): secDuration');
-  }
-
   /** Forgets the key; resolves true when it had a counter whose window had not ended. */
   override delete(key: string | number): Promise<boolean> {
     return Promise.resolve(this.reset(keyOf(key)));
@@ -294,7 +272,7 @@ export class MemoryLimiter
     return Date.now() < entry.resetAt;
   }
 
-  /** What consume, penalty and reward do: add to the current window, or start one with the points. */
+  /** What consume does: add to the current window, or start one with the points. */
   #add(key: string, points: number, customDuration: number | undefined): RateLimiterRes {
     const now = Date.now();
     const entry = this.#entries.get(key);
