@@ -27,7 +27,7 @@ export interface CountsAsync {
 const check: Checker = new Checker('listingLimits');
 
 /** A rate-limiter-flexible result as a count: its consumed points, and when its window ends. */
-export function countOf(result: RateLimiterRes): Count {
+function countOf(result: RateLimiterRes): Count {
   return { count: result.consumedPoints, resetAt: Date.now() + Math.max(result.msBeforeNext, 0) };
 }
 

@@ -119,7 +119,7 @@ class RedisLimits implements CountsLimitsAsync, StoreCounter<readonly Count[]> {
 }
 
 /** What the Redis store's counters can do: count in one command, and read and forget keys. */
-export const ASYNC: CounterCapabilities = { countsNow: false, reads: true };
+const ASYNC: CounterCapabilities = { countsNow: false, reads: true };
 
 /** rate-limiter-flexible's Redis limiter, whose hits run the store's own script in one command. */
 class RedisLimiter extends RateLimiterRedis implements CountsAsync, StoreCounter<Count> {
