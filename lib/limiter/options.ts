@@ -176,7 +176,7 @@ export function configure(listing: unknown, options: unknown): Config {
     firstReadMs: store.failure?.timeoutMs ?? 1000,
     onReset: (key) => usage.forget(key),
   });
-  const bans = ban && new Bans(check, store, ban, { shadow, onBan: o.onBan, report, waiting }, registry);
+  const bans = ban && new Bans(store, ban, { shadow, onBan: o.onBan, report, waiting }, registry);
   const grants = compileGrants(check, o, { store, window, waiting, paths, table: grantTable, ipOf, cacheMs, registry });
   const usage = new Usage(endpoints, grants, registry);
   if (metrics) metrics.register(check, registryOfMetrics as NonNullable<typeof registryOfMetrics>, registry);

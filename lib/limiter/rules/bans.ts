@@ -63,7 +63,6 @@ export class Bans {
   readonly #registry: Registry;
 
   constructor(
-    check: Checker,
     store: StoreContract,
     options: BanOptions,
     mode: { shadow: boolean; onBan: ListingLimitsOptions['onBan']; report: OnError; waiting: Waiting | undefined },
