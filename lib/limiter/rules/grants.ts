@@ -7,7 +7,7 @@ import { type CompiledEndpoint, compileEndpoint } from '../endpoint.js';
 import type { Client, IpKey } from '../identify.js';
 import { tokenKey } from '../keys.js';
 import type { Registry } from './registry.js';
-import type { Store } from '../../stores/store.js';
+import type { StoreContract } from '../../stores/store.js';
 import { checkRow, refuseDuplicates, rowShape } from '../../contract/table.js';
 import type { EndpointRow } from '../../contract/listings.js';
 import type { Limit, WindowKind } from '../../contract/limit.js';
@@ -114,7 +114,7 @@ export function compileGrants(
   check: Checker,
   options: ListingLimitsOptions,
   context: {
-    store: Store;
+    store: StoreContract;
     window: WindowKind;
     waiting: Waiting | undefined;
     paths: ReadonlyMap<string, string>;
