@@ -51,8 +51,6 @@ class RequestContext implements Context {
   /** When the shown limit's window ends (epoch ms), as answered. */
   resetAt = 0;
   #rateLimit: RateLimitInfo | undefined = undefined;
-  prev: Entry | undefined = undefined;
-  readonly owner: unknown = undefined;
 
   constructor(
     readonly req: Request,
@@ -61,6 +59,10 @@ class RequestContext implements Context {
     public endpoint: CompiledEndpoint,
     /** The table's endpoint, whatever grant moves the request onto: the `endpoint` label of the metrics. */
     readonly row: string,
+    /** The request's entry before this one: another middleware's, or an assignment to `req.rateLimit`. */
+    readonly prev: Entry | undefined,
+    /** The middleware that took the request: its configuration. */
+    readonly owner: unknown,
   ) {}
 
   /** `req.rateLimit`, made when first read: most requests' is never read. */
@@ -275,8 +277,6 @@ function respond(ctx: RequestContext, config: Config): void {
   // The counter may change after this request (the memory store's is updated in place): its values are kept.
   ctx.remaining = remaining;
   ctx.resetAt = count.resetAt;
-  ctx.prev = entryOf(req, res);
-  addEntry(req, res, ctx);
   // Set on the request itself where no accessor reads the entries, or where the request has one of its own.
   if (!readsEntries(req, res) || Object.prototype.hasOwnProperty.call(req, 'rateLimit'))
     req.rateLimit = rateLimitOf(ctx);
@@ -371,23 +371,24 @@ export function listingLimits(
   const { bans, registry } = config;
   const warn = forwardedWarning();
   const mounted = mountWarning(config.paths);
-  // The requests this instance has counted, so that mounting it twice on one request path counts once. A WeakSet
-  // rather than a mark on `req`: a new property on Node's request object slows every request down.
-  const counted = new WeakSet<Request>();
 
   const middleware = function listingLimitsMiddleware(req: Request, res: Response, next: NextFunction) {
     const endpoint = config.match(req.method, req.path);
     if (!endpoint) {
       if (siteSteps && (registry.anyBan(Date.now()) || registry.ready)) {
-        return proceed(new RequestContext(req, res, next, NO_ROW, NO_ENDPOINT), siteSteps, 0, config);
+        const site = new RequestContext(req, res, next, NO_ROW, NO_ENDPOINT, undefined, undefined);
+        return proceed(site, siteSteps, 0, config);
       }
       mounted(req);
       return next();
     }
-    if (counted.has(req)) return next();
-    counted.add(req);
+    // The request's entries: mounted twice on one request path, the middleware counts it once.
+    const prev = entryOf(req, res);
+    for (let entry = prev; entry !== undefined; entry = entry.prev) if (entry.owner === config) return next();
     warn(req);
-    proceed(new RequestContext(req, res, next, endpoint, endpoint.name), steps, 0, config);
+    const ctx = new RequestContext(req, res, next, endpoint, endpoint.name, prev, config);
+    addEntry(req, res, ctx);
+    proceed(ctx, steps, 0, config);
   };
   registry.start();
   const limits = Object.assign(middleware, {
