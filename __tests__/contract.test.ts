@@ -340,6 +340,35 @@ describe.each(storeCases)('$name', (store) => {
       expect(Object.keys(over.headers).filter((h) => /ratelimit|retry-after/.test(h))).toEqual(['retry-after']);
     });
 
+    it.each<[string, (a: ReturnType<typeof express>) => void]>([
+      ["trust proxy off: the socket's address", () => {}],
+      ['trust proxy on: X-Forwarded-For', (a) => a.set('trust proxy', true)],
+      [
+        "an app's own req.ip",
+        (a) =>
+          Object.defineProperty(a.request, 'ip', {
+            get(this: { get(name: string): string | undefined }) {
+              return this.get('x-client-ip');
+            },
+          }),
+      ],
+    ])('bans a client of a token by its address as req.ip gives it, %s', async (name, setup) => {
+      const off = name.startsWith('trust proxy off');
+      const server = app({ listing: 'B', setup });
+      const limiter = server.locals.limiter as ReturnType<typeof listingLimits>;
+      const get = (ip: string) =>
+        request(server)
+          .get('/v1/bots/1')
+          .set('Authorization', `Bot ${ip}`)
+          .set('X-Forwarded-For', ip)
+          .set('X-Client-IP', ip);
+      await get('203.0.113.9').expect(200);
+      await limiter.ban({ ip: off ? '127.0.0.1' : '203.0.113.9' }, { duration: 60_000 });
+      await get('203.0.113.9').expect(403);
+      await get('203.0.113.8').expect(off ? 403 : 200);
+      limiter.close();
+    });
+
     it('groups IPv6 clients by /64 by default, and by the configured prefix', async () => {
       const setup = (a: { set(k: string, v: unknown): unknown }) => a.set('trust proxy', true);
       const get = (server: Parameters<typeof request>[0], ip: string) =>
