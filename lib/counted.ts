@@ -42,7 +42,23 @@ class Assigned implements Entry {
 
 type Locals = { [ENTRY]?: Entry };
 
-/** The entries of requests whose response has no `res.locals` (not Express's): the request is in the map. */
+/**
+ * Who took a request whose response has no `res.locals` (not Express'), whose `req.rateLimit` is set on the request
+ * itself. A weak map's values are kept by the garbage collector as long as their keys, at a cost: a mark is small
+ * and holds nothing of the request.
+ */
+class Mark implements Entry {
+  constructor(
+    readonly prev: Entry | undefined,
+    readonly owner: unknown,
+  ) {}
+
+  rateLimit(): unknown {
+    return UNSET;
+  }
+}
+
+/** The marks of requests whose response has no `res.locals`. */
 const elsewhere = new WeakMap<object, Entry>();
 
 function localsOf(res: object | undefined): Locals | undefined {
@@ -60,7 +76,7 @@ export function entryOf(req: object, res: object): Entry | undefined {
 export function addEntry(req: object, res: object, entry: Entry): void {
   const locals = localsOf(res);
   if (locals) locals[ENTRY] = entry;
-  else elsewhere.set(req, entry);
+  else elsewhere.set(req, new Mark(entry.prev, entry.owner));
 }
 
 function shownBy(entry: Entry | undefined): unknown {
