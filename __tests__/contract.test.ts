@@ -1,4 +1,5 @@
 // The contract, end to end over HTTP: one suite, run for every store and both Express majors.
+import { createServer } from 'node:http';
 import type { RequestHandler } from 'express';
 import { rateLimit } from 'express-rate-limit';
 import request from 'supertest';
@@ -285,6 +286,27 @@ describe.each(storeCases)('$name', (store) => {
         expect(first.headers['ratelimit']).toBe('"GET /v1/bots/:id";r=1;t=1, "GET /v1/bots/:id";r=4;t=60');
         await request(server).get('/v1/bots/1').expect(200);
         await request(server).get('/v1/bots/1').expect(429);
+      });
+      it('without Express (node:http): is set on the request itself, and a request called through twice counts once', async () => {
+        const limiter = listingLimits('B', { store: store.make() });
+        const server = createServer((req, res) => {
+          const plain = Object.assign(req, { path: new URL(req.url ?? '/', 'http://x').pathname }) as typeof req & {
+            path: string;
+            rateLimit?: unknown;
+          };
+          const answer = () =>
+            res.end(JSON.stringify({ own: Object.hasOwn(plain, 'rateLimit'), rateLimit: plain.rateLimit ?? null }));
+          limiter(plain as never, res as never, () => limiter(plain as never, res as never, answer));
+        });
+        const get = () => request(server).get('/v1/bots/1').set('Authorization', 'Bot plain');
+        const first = await get().expect(200);
+        expect(first.headers['x-ratelimit-remaining']).toBe('1');
+        expect(JSON.parse(first.text)).toMatchObject({
+          own: true,
+          rateLimit: { endpoint: 'GET /v1/bots/:id', remaining: 1 },
+        });
+        await get().expect(200);
+        await get().expect(429);
       });
     });
 
