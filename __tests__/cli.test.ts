@@ -1,9 +1,9 @@
 // The `listing-limits verify` command line, run in this process against real servers with a fake clock.
 import { stripVTControlCharacters } from 'node:util';
-import type * as Command from '../lib/command';
-import { type CliContext, runCli, USAGE } from '../lib/command';
+import type * as Command from '../lib/verify/command';
+import { type CliContext, runCli, USAGE } from '../lib/verify/command';
 import { listings } from '../lib';
-import type * as Listings from '../lib/listings';
+import type * as Listings from '../lib/contract/listings';
 import { type EndpointPlan, planVerification, type VerifyReport } from '../lib/verify';
 import { progressOn } from '../lib/verify/progress';
 import { createExampleApp } from '../example-server/app';
@@ -482,23 +482,22 @@ describe('arguments', () => {
   });
 });
 
-describe('a third listing in lib/listings.ts', () => {
+describe('a third listing in lib/contract/listings.ts', () => {
   /** The command module loaded against listings with a table C added, as a new listing would be: one data block. */
   function commandWithListingC(): typeof Command {
     let command: typeof Command | undefined;
     jest.isolateModules(() => {
-      jest.doMock('../lib/listings', () => {
-        const actual = jest.requireActual<typeof Listings>('../lib/listings');
+      jest.doMock('../lib/contract/listings', () => {
+        const actual = jest.requireActual<typeof Listings>('../lib/contract/listings');
         const extended = { ...actual.listings, C: actual.listings.A };
         return {
           ...actual,
           listings: extended,
           listingNames: Object.keys(extended),
           listingFamilies: { ...actual.listingFamilies, C: 'emojis' },
-          isListingName: (value: unknown) => typeof value === 'string' && Object.hasOwn(extended, value),
         };
       });
-      command = jest.requireActual<typeof Command>('../lib/command');
+      command = jest.requireActual<typeof Command>('../lib/verify/command');
     });
     return command as typeof Command;
   }

@@ -1,5 +1,5 @@
 // What the client reads from an answer's rate-limit fields: every policy, and nothing malformed or absurd.
-import { readServerLimits, retryAfterMs } from '../lib/server-limits';
+import { readServerLimits, retryAfterMs } from '../lib/contract/read-headers';
 
 const NOW = Date.UTC(2026, 0, 1);
 

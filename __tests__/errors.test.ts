@@ -5,13 +5,13 @@ import { RateLimiterMemory } from 'rate-limiter-flexible';
 import request from 'supertest';
 import { ListingLimitsError, listingLimits, StoreUnavailableError } from '../lib';
 import { ListingClientError } from '../lib/client';
-import type * as Errors from '../lib/errors';
+import type * as Errors from '../lib/shared/errors';
 
 /** A second copy of lib/errors, as a second module system loads it: classes of their own. */
 function otherCopy(): typeof Errors {
   let copy: typeof Errors | undefined;
   jest.isolateModules(() => {
-    copy = jest.requireActual<typeof Errors>('../lib/errors');
+    copy = jest.requireActual<typeof Errors>('../lib/shared/errors');
   });
   return copy as typeof Errors;
 }

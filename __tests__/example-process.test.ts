@@ -8,8 +8,8 @@ import request from 'supertest';
 import type * as App from '../example-server/app';
 import type * as Env from '../example-server/env';
 import { DEFAULT_HOST, DEFAULT_PORTS, startupFromEnv, storeFromEnv } from '../example-server/env';
-import type * as Listings from '../lib/listings';
-import { tokenKey } from '../lib/keys';
+import type * as Listings from '../lib/contract/listings';
+import { tokenKey } from '../lib/limiter/keys';
 import { describeRedis, redisForBlock, scanKeys } from './helpers/redis';
 
 const root = join(__dirname, '..');
@@ -296,12 +296,12 @@ describe('settings from the environment', () => {
     expect(startupFromEnv(env).listeners).toEqual(listeners);
   });
 
-  it('a third table in lib/listings.ts starts with the others, on the next port, without another edit', async () => {
+  it('a third table in lib/contract/listings.ts starts with the others, on the next port, without another edit', async () => {
     let env: typeof Env | undefined;
     let app: typeof App | undefined;
     jest.isolateModules(() => {
-      jest.doMock('../lib/listings', () => {
-        const actual = jest.requireActual<typeof Listings>('../lib/listings');
+      jest.doMock('../lib/contract/listings', () => {
+        const actual = jest.requireActual<typeof Listings>('../lib/contract/listings');
         const extended = {
           ...actual.listings,
           C: [{ method: 'GET', path: '/v1/things/:id', limit: 1, windowMs: 1000 }],
@@ -311,7 +311,6 @@ describe('settings from the environment', () => {
           listings: extended,
           listingNames: Object.keys(extended),
           listingFamilies: { ...actual.listingFamilies, C: 'things' },
-          isListingName: (value: unknown) => typeof value === 'string' && Object.hasOwn(extended, value),
         };
       });
       env = jest.requireActual<typeof Env>('../example-server/env');

@@ -7,9 +7,9 @@ import { parseRateLimit } from 'ratelimit-header-parser';
 import { isInnerList, type Item, parseList } from 'structured-headers';
 import request from 'supertest';
 import { type EndpointRow, type ListingLimitsOptions, ListingLimitsError, listingLimits, listings } from '../lib';
-import { tokenKey } from '../lib/keys';
-import { headerTemplate, headerWriter, partitionKey } from '../lib/headers';
-import { readServerLimits } from '../lib/server-limits';
+import { tokenKey } from '../lib/limiter/keys';
+import { headerTemplate, headerWriter, partitionKey } from '../lib/contract/headers';
+import { readServerLimits } from '../lib/contract/read-headers';
 import { T0, useFakeClock } from './helpers/stores';
 
 beforeEach(useFakeClock);

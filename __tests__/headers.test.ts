@@ -3,7 +3,7 @@ import { ServerResponse } from 'node:http';
 import express from 'express';
 import request from 'supertest';
 import { listingLimits } from '../lib';
-import { headerTemplate, headerWriter, retryAfterSeconds, secondsUntil, sfString } from '../lib/headers';
+import { headerTemplate, headerWriter, retryAfterSeconds, secondsUntil, sfString } from '../lib/contract/headers';
 import { T0, useFakeClock } from './helpers/stores';
 
 describe('seconds until the window ends', () => {

@@ -3,7 +3,7 @@ import express5 from 'express';
 import type Redis from 'ioredis';
 import request from 'supertest';
 import { type EndpointRow, listingLimits, type ListingLimitsMiddleware, redisStore, RuntimeStateError } from '../lib';
-import { tokenKey } from '../lib/keys';
+import { tokenKey } from '../lib/limiter/keys';
 import { limitsAdmin } from '../lib/pages';
 import { describeRedis, ioredisClient, redisForBlock } from './helpers/redis';
 

@@ -1,6 +1,6 @@
 // Which row a request belongs to: cases as data, as the Express router would route them.
 import { type EndpointRow, listings } from '../lib';
-import { compileMatcher } from '../lib/match';
+import { compileMatcher } from '../lib/contract/match';
 
 const matcherOf = (rows: readonly EndpointRow[]) =>
   compileMatcher(rows.map((row) => ({ method: row.method, path: row.path, value: `${row.method} ${row.path}` })));

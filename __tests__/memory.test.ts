@@ -1,8 +1,8 @@
 // MemoryLimiter: rate-limiter-flexible's method contracts on a fake clock, long windows, the sweep, and no timers.
 import { RateLimiterRes, RateLimiterUnion } from 'rate-limiter-flexible';
 import { ListingLimitsError } from '../lib';
-import { MAX_DURATION_MS } from '../lib/durations';
-import { MemoryLimiter } from '../lib/memory';
+import { MAX_DURATION_MS } from '../lib/shared/check';
+import { MemoryLimiter } from '../lib/stores/memory/limiter';
 import { T0, useFakeClock } from './helpers/stores';
 
 const SECOND = 1000;

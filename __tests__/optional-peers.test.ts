@@ -2,7 +2,7 @@
 // and the pages name the packages to install (the packed package without them: package.test.ts).
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import type * as Command from '../lib/command';
+import type * as Command from '../lib/verify/command';
 import { missing, PAGES_PEERS, peersError } from '../lib/pages/peers.cjs';
 import { createApp } from './helpers/app';
 import { serverPerTest } from './helpers/serve';
@@ -16,7 +16,7 @@ it('the command on a terminal without cli-progress writes each wait as a line', 
   let command: typeof Command | undefined;
   jest.isolateModules(() => {
     jest.doMock('../lib/verify/progress-bar.cjs', () => ({ MultiBar: undefined }));
-    command = jest.requireActual<typeof Command>('../lib/command');
+    command = jest.requireActual<typeof Command>('../lib/verify/command');
   });
   const served = await start(createApp({ listing: 'A' }));
   let stderr = '';

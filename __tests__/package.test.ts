@@ -14,7 +14,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import ts from 'typescript';
 import { type EndpointRow, listings } from '../lib';
-import { USAGE } from '../lib/command';
+import { USAGE } from '../lib/verify/command';
 import { createApp } from './helpers/app';
 import { type Served, serve } from './helpers/serve';
 import { useFakeWindows } from './helpers/stores';
@@ -207,7 +207,9 @@ describe('type declarations', () => {
   it('publish no internal type: the compiled configuration and the request context stay out', () => {
     for (const dir of ['cjs', 'esm']) {
       const folder = join(installed, 'dist', dir);
-      const declarations = readdirSync(folder).filter((name) => name.endsWith('.d.ts'));
+      const declarations = readdirSync(folder, { recursive: true, encoding: 'utf8' }).filter((name) =>
+        name.endsWith('.d.ts'),
+      );
       expect(declarations.length).toBeGreaterThan(5);
       for (const name of declarations) {
         const text = readFileSync(join(folder, name), 'utf8');

@@ -1,8 +1,8 @@
 // The operator's page whatever the store holds: a page of each list, a client's page found by token, address or key.
 import request from 'supertest';
 import { type GrantRequestInput, memoryStore, redisStore, type Store } from '../lib';
-import { tokenKey } from '../lib/keys';
-import type { RequestRecords } from '../lib/request-store';
+import { tokenKey } from '../lib/limiter/keys';
+import type { RequestRecords } from '../lib/stores/request-store';
 import { csrfOf, flat, pagesAppPerTest, TOKEN } from './helpers/pages';
 import { describeRedis, redisForBlock } from './helpers/redis';
 

@@ -1,4 +1,4 @@
-// The README's limits tables are the data of lib/listings.ts, row for row.
+// The README's limits tables are the data of lib/contract/listings.ts, row for row.
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { listings } from '../lib';

@@ -1,5 +1,5 @@
 // The Redis store against real Redis servers: client kinds, keys, round trips, every failure mode, recovery, and a cluster.
-import { PROBE_EVERY_MS } from '../lib/waiting';
+import { PROBE_EVERY_MS } from '../lib/stores/waiting';
 import type { Server } from 'node:http';
 import Redis from 'ioredis';
 import { createClient } from 'redis';
@@ -13,7 +13,7 @@ import {
   redisStore,
   type Store,
 } from '../lib';
-import { tokenKey } from '../lib/keys';
+import { tokenKey } from '../lib/limiter/keys';
 import type { GlideClient } from '@valkey/valkey-glide';
 import { createApp } from './helpers/app';
 import {

@@ -2,7 +2,7 @@
 import { RateLimiterMemory } from 'rate-limiter-flexible';
 import request from 'supertest';
 import { type EndpointRow, redisStore } from '../lib';
-import { Counter, REMEMBERED_REFUSALS } from '../lib/counter';
+import { Counter, REMEMBERED_REFUSALS } from '../lib/stores/counter';
 import { createApp } from './helpers/app';
 import { describeRedis, redisForBlock, scriptRuns } from './helpers/redis';
 import { T0, useFakeClock } from './helpers/stores';

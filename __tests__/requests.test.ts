@@ -10,8 +10,8 @@ import {
   redisStore,
   type Store,
 } from '../lib';
-import { tokenKey } from '../lib/keys';
-import { OTHER_CLIENTS, Traffic } from '../lib/traffic';
+import { tokenKey } from '../lib/limiter/keys';
+import { OTHER_CLIENTS, Traffic } from '../lib/limiter/observe/traffic';
 import { createApp } from './helpers/app';
 import { describeRedis, redisForBlock, scanKeys } from './helpers/redis';
 import { T0, useFakeClock } from './helpers/stores';

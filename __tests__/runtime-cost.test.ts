@@ -1,9 +1,9 @@
 // What a ban costs, counted rather than timed: store commands and records parsed, the same with 0, 1,000 and 10,000 bans.
 import type Redis from 'ioredis';
 import { memoryStore, redisStore, type RuntimeState } from '../lib';
-import { Checker } from '../lib/check';
-import { compileIpKey } from '../lib/identify';
-import { type BanRecord, Registry } from '../lib/registry';
+import { Checker } from '../lib/shared/check';
+import { compileIpKey } from '../lib/limiter/identify';
+import { type BanRecord, Registry } from '../lib/limiter/rules/registry';
 import { commandCalls, describeRedis, ioredisClient, startRedis } from './helpers/redis';
 
 const T0 = Date.UTC(2026, 0, 1);

@@ -1,7 +1,7 @@
 // The memory store: one MemoryLimiter per endpoint, which the middleware counts with synchronously.
 import request from 'supertest';
 import { memoryStore, type Store } from '../lib';
-import { MemoryLimiter } from '../lib/memory';
+import { MemoryLimiter } from '../lib/stores/memory/limiter';
 import { createApp } from './helpers/app';
 import { useFakeClock, useFakeWindows } from './helpers/stores';
 

@@ -12,7 +12,7 @@ import {
   type Store,
   type WindowKind,
 } from '../lib';
-import { MemoryLimits } from '../lib/windows';
+import { MemoryLimits } from '../lib/stores/memory/windows';
 import { createApp } from './helpers/app';
 import { describeRedis, redisForBlock } from './helpers/redis';
 

@@ -2,7 +2,7 @@
 import fc from 'fast-check';
 import request from 'supertest';
 import { type EndpointRow, type ListingLimitsOptions, memoryStore } from '../lib';
-import { MemoryLimits } from '../lib/windows';
+import { MemoryLimits } from '../lib/stores/memory/windows';
 import { createApp } from './helpers/app';
 import { storeCases, T0, useFakeWindows } from './helpers/stores';
 

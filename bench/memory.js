@@ -29,7 +29,7 @@ async function bytesPerCounter(n, limiter) {
  * keys (at most the counter's bound) each refused once, through a counter on rate-limiter-flexible's memory limiter.
  */
 async function bytesPerRefusal(n) {
-  const { Counter, REMEMBERED_REFUSALS } = require('../dist/cjs/counter.js');
+  const { Counter, REMEMBERED_REFUSALS } = require('../dist/cjs/stores/counter.js');
   const count = Math.min(n, REMEMBERED_REFUSALS);
   const counter = new Counter(
     { name: 'GET /v1/bots', limit: 1, windowMs: 60_000 },

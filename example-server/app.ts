@@ -2,8 +2,8 @@
 import express, { type Express, type RequestHandler } from 'express';
 import { Registry } from 'prom-client';
 import { type ListingName, listingLimits, listings, type Store, type WindowKind } from '../lib/index.js';
-import { listingChoices, listingHint, listingOf } from '../lib/listing-names.js';
-import type { ListingFamily } from '../lib/listings.js';
+import { listingChoices, listingHint, listingOf } from '../lib/contract/listing-names.js';
+import type { ListingFamily } from '../lib/contract/listings.js';
 import { limitsAdmin, limitsRequestPage } from '../lib/pages.js';
 import { type Bot, type ExampleData, generateData, type Server } from './data.js';
 import { errorHandler, HttpError, notFound } from './errors.js';
@@ -20,7 +20,7 @@ import {
 import { parsePage, parseStats } from './validate.js';
 
 /** Options of {@link createExampleApp}. */
-export interface ExampleAppOptions {
+interface ExampleAppOptions {
   /** The API to serve: a listing's name, `'A'` or `'servers'`, `'B'` or `'bots'`. */
   listing: ListingName | ListingFamily;
   /** Where the limiter keeps its counters; give each app its own. Default: `memoryStore()`. */

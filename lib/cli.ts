@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 // The `listing-limits` executable: runs the command line with this process's arguments and streams.
-import { runCli } from './command.js';
+import { runCli } from './verify/command.js';
 
 runCli(process.argv.slice(2), { stdout: process.stdout, stderr: process.stderr }).then(
   (code) => {

@@ -1,5 +1,5 @@
 // The public surface of listing-limits.
-export { MAX_DURATION_MS } from './check.js';
+export { MAX_DURATION_MS } from './shared/check.js';
 export {
   ListingLimitsError,
   type ListingLimitsErrorCode,
@@ -7,8 +7,8 @@ export {
   type RuntimeStateErrorCode,
   type StoreFailureMode,
   StoreUnavailableError,
-} from './errors.js';
-export type { HeaderSyntax } from './headers.js';
+} from './shared/errors.js';
+export type { HeaderSyntax } from './contract/headers.js';
 export {
   type EndpointRow,
   type ListingFamily,
@@ -16,9 +16,9 @@ export {
   type ListingName,
   listings,
   type Method,
-} from './listings.js';
-export { listingLimits } from './middleware.js';
-export { type RedisClient, type RedisFailureMode, type RedisStoreOptions, redisStore } from './redis.js';
+} from './contract/listings.js';
+export { listingLimits } from './limiter/middleware.js';
+export { type RedisClient, type RedisFailureMode, type RedisStoreOptions, redisStore } from './stores/redis/store.js';
 export {
   type Count,
   type CounterSpec,
@@ -27,13 +27,13 @@ export {
   type Limit,
   type LimitsCounter,
   type LimitsSpec,
-  memoryStore,
   type RuntimeState,
   type Store,
   type StoreFailurePolicy,
   type WindowKind,
-} from './stores.js';
-export { MAX_SLIDING_LIMIT } from './windows.js';
+} from './stores/store.js';
+export { MAX_SLIDING_LIMIT } from './stores/limits.js';
+export { memoryStore } from './stores/memory/store.js';
 export type {
   ActiveBan,
   ActiveGrant,
@@ -60,4 +60,4 @@ export type {
   OnBan,
   RateLimitInfo,
   TrafficSummary,
-} from './types.js';
+} from './limiter/types.js';

@@ -1,10 +1,10 @@
 // The operator's page: its options, its login, and its routes (the page, a client's page, every action's form).
 import { createHmac } from 'node:crypto';
 import type { NextFunction, Request, Response, Router } from 'express';
-import { Checker, isPlainObject, show } from '../check.js';
-import { ListingLimitsError } from '../errors.js';
-import type { Store } from '../stores.js';
-import type { Grant, ListingLimitsMiddleware } from '../types.js';
+import { Checker, isPlainObject, show } from '../shared/check.js';
+import { ListingLimitsError } from '../shared/errors.js';
+import type { Store } from '../stores/store.js';
+import type { Grant, ListingLimitsMiddleware } from '../limiter/types.js';
 import { clientPage } from './client.js';
 import {
   bare,

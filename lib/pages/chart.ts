@@ -1,5 +1,5 @@
 // The last hour of traffic as a small SVG chart (no script), with the same numbers in a table.
-import type { TrafficSummary } from '../types.js';
+import type { TrafficSummary } from '../limiter/types.js';
 import { type Html, markup } from './html.js';
 
 const WIDTH = 640;

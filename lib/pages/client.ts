@@ -1,8 +1,8 @@
 // A client's page on the operator's page: its counters now, its refusals, ban, grant, requests and changes.
-import { ListingLimitsError } from '../errors.js';
-import { HISTORY_MAX } from '../state.js';
-import type { Linked } from '../linked.js';
-import type { EndpointUsage, ListingLimitsMiddleware } from '../types.js';
+import { ListingLimitsError } from '../shared/errors.js';
+import { HISTORY_MAX } from '../stores/state.js';
+import type { Linked } from '../limiter/linked.js';
+import type { EndpointUsage, ListingLimitsMiddleware } from '../limiter/types.js';
 import { when } from './describe.js';
 import { type Html, markup } from './html.js';
 import { doneNotice, searchForm } from './dashboard.js';

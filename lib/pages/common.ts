@@ -1,13 +1,13 @@
 // What both pages share: their options' checks, security headers, bodies, the limiter of their forms, errors.
 import { randomBytes } from 'node:crypto';
 import express, { type Request, type RequestHandler, type Response, type Router } from 'express';
-import { type Checker, isPlainObject, show } from '../check.js';
-import type { IpKey } from '../identify.js';
-import { type Linked, linkedOf } from '../linked.js';
-import { listingLimits } from '../middleware.js';
-import type { EndpointRow } from '../listings.js';
-import type { CounterSpec, Store } from '../stores.js';
-import type { ListingLimitsMiddleware } from '../types.js';
+import { type Checker, isPlainObject, show } from '../shared/check.js';
+import type { IpKey } from '../limiter/identify.js';
+import { type Linked, linkedOf } from '../limiter/linked.js';
+import { listingLimits } from '../limiter/middleware.js';
+import type { EndpointRow } from '../contract/listings.js';
+import type { CounterSpec, Store } from '../stores/store.js';
+import type { ListingLimitsMiddleware } from '../limiter/types.js';
 import { serveCss, serveJs } from './assets.js';
 import { helmet, missing } from './peers.cjs';
 import { type Html, markup, page } from './html.js';
@@ -17,8 +17,8 @@ import { sameOrigin } from './origin.js';
 if (missing) throw missing;
 
 /** The largest form body the pages read, and the most fields. */
-export const BODY_LIMIT = '16kb';
-export const FIELDS_LIMIT = 200;
+const BODY_LIMIT = '16kb';
+const FIELDS_LIMIT = 200;
 
 /** Checks that `limits` is what listingLimits() returned; answers it with what it tells its pages. */
 export function checkLimits(check: Checker, limits: unknown): { limits: ListingLimitsMiddleware; linked: Linked } {

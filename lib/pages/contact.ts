@@ -1,11 +1,11 @@
 // The contact page of rule 6: a client asks for extended limits with proof of its size, and checks its request later.
 import type { Request, Response, Router } from 'express';
 import ipaddr from 'ipaddr.js';
-import { Checker } from '../check.js';
-import type { EndpointRow } from '../listings.js';
-import type { Store } from '../stores.js';
-import type { GrantProof, GrantRequest, GrantRequestInput, ListingLimitsMiddleware } from '../types.js';
-import { ListingLimitsError } from '../errors.js';
+import { Checker } from '../shared/check.js';
+import type { EndpointRow } from '../contract/listings.js';
+import type { Store } from '../stores/store.js';
+import type { GrantProof, GrantRequest, GrantRequestInput, ListingLimitsMiddleware } from '../limiter/types.js';
+import { ListingLimitsError } from '../shared/errors.js';
 import {
   checkLimits,
   checkRate,

@@ -1,6 +1,6 @@
 // The operator's page: a page of each list (requests, grants, bans), the store's state, the last hour, the changes.
-import type { Linked } from '../linked.js';
-import type { ListingLimitsMiddleware } from '../types.js';
+import type { Linked } from '../limiter/linked.js';
+import type { ListingLimitsMiddleware } from '../limiter/types.js';
 import { trafficChart } from './chart.js';
 import { type Html, markup } from './html.js';
 import {

@@ -1,6 +1,6 @@
 // Words for what the pages show: grants, durations and dates, the same on the contact page and the operator's.
-import type { EndpointRow } from '../listings.js';
-import type { Grant } from '../types.js';
+import type { EndpointRow } from '../contract/listings.js';
+import type { Grant } from '../limiter/types.js';
 
 export function perWindow(limit: number, windowMs: number): string {
   return `${limit} per ${windowMs / 1000} s`;

@@ -1,5 +1,5 @@
 // What a server that honours an endpoint's limits has counted for one client, known from when requests went and came.
-import type { Limit, WindowKind } from '../windows.js';
+import type { Limit, WindowKind } from '../contract/limit.js';
 
 /** When a request was sent and when its answer came: the server counted it somewhere in between. */
 export interface Span {

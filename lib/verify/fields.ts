@@ -1,6 +1,6 @@
 // Checks an answer's rate-limit fields and Retry-After against the rows of the endpoint it was counted on.
 import { isInnerList, type Item, parseList } from 'structured-headers';
-import type { Limit } from '../windows.js';
+import type { Limit } from '../contract/limit.js';
 import { type Findings, shown } from './findings.js';
 
 /** A response, as far as the checks need it. */

@@ -2,13 +2,13 @@
 import { randomBytes } from 'node:crypto';
 import { closest } from 'fastest-levenshtein';
 import { compile, pathToRegexp } from 'path-to-regexp';
-import { Checker } from '../check.js';
-import { listingNames } from '../listings.js';
-import { checkTable, endpointsOf, rowShape } from '../table.js';
-import type { Limit, WindowKind } from '../windows.js';
+import { Checker } from '../shared/check.js';
+import { listingNames } from '../contract/listings.js';
+import { checkTable, endpointsOf, rowShape } from '../contract/table.js';
+import type { Limit, WindowKind } from '../contract/limit.js';
 import type { VerifyEvent, VerifyOptions } from './types.js';
 
-export const SOURCE = 'verifyContract';
+const SOURCE = 'verifyContract';
 const windowKinds = ['fixed', 'sliding'] as const satisfies readonly WindowKind[];
 const optionNames = [
   'baseUrl',

@@ -1,94 +1,25 @@
 // One endpoint's probe: the requests and waits that check it, as steps a runner carries out against a server.
-import type { Limit, WindowKind } from '../windows.js';
-import { Counted, marginMs, type Span } from './counted.js';
+import type { Limit, WindowKind } from '../contract/limit.js';
+import { marginMs } from './counted.js';
 import { type Answer, checkFields, checkRetryAfter, type Expectation, FIELDS, fieldsOf } from './fields.js';
 import { Findings, requests, shown, tenths } from './findings.js';
 import type { Settings, Target } from './options.js';
-import type { EndpointReport, WaitReason, WindowSeen } from './types.js';
+import {
+  Banned,
+  type Burst,
+  Client,
+  type FirstWindow,
+  type Probing,
+  type Reply,
+  RequestFailed,
+  type Row,
+  type Shared,
+  type Step,
+  UNKNOWN,
+} from './steps.js';
+import type { WaitReason, WindowSeen } from './types.js';
 
-/** What a probe asks its runner to do next. */
-export type Step =
-  | { readonly kind: 'send'; readonly path: string; readonly authorization: string | undefined }
-  | { readonly kind: 'wait'; readonly ms: number; readonly reason: WaitReason };
-
-/** What the runner gives back: the response to a request, or why none came; nothing after a wait. */
-export type Reply =
-  { readonly status: number; readonly headers: Headers; readonly at: number } | { readonly failed: string } | undefined;
-
-/** A probe under way: it yields steps, is given their replies, and returns the endpoint's report. */
-export type Probing = Generator<Step, EndpointReport, Reply>;
-
-/** What the probes of one run share. */
-export interface Shared {
-  /** Whether a probe has seen the server ban this client: from then on, every 403 is that ban. */
-  banned: boolean;
-}
-
-/** A request that got no response: the endpoint cannot be probed further. */
-class RequestFailed extends Error {}
-
-/** A 403 of a server that banned this client: the endpoint is not probed further. */
-class Banned extends Error {}
-
-/** One row of the endpoint, with what the probe derives from it. */
-interface Row {
-  readonly index: number;
-  readonly limit: number;
-  readonly windowMs: number;
-  readonly seconds: number;
-  /** How far from the window's end requests are kept. */
-  readonly margin: number;
-  /** What opens the findings of this row: nothing for an endpoint of one row, else `3 per 10 s: `. */
-  readonly label: string;
-}
-
-/** A client's counter as both kinds of window count it: they differ only once a window has ended. */
-class Client {
-  readonly counted: Record<WindowKind, Counted>;
-
-  constructor(limits: readonly Limit[], graceMs: number) {
-    this.counted = { fixed: new Counted(limits, 'fixed', graceMs), sliding: new Counted(limits, 'sliding', graceMs) };
-  }
-
-  record(answer: Answer): void {
-    const passed = answer.status !== 429;
-    this.counted.fixed.record(answer, passed);
-    this.counted.sliding.record(answer, passed);
-  }
-
-  /** What a server counting windows of `kind` tells in the fields of `answer` (recorded already). */
-  expect(kind: WindowKind, answer: Span): Expectation {
-    const counted = this.counted[kind];
-    return { counts: counted.limits.map((_limit, i) => counted.count(i, answer)), shown: counted.shown(answer) };
-  }
-}
-
-/** Fields checked without a count: the policy, windows and formats only. */
-const UNKNOWN: Expectation = { counts: [], shown: undefined };
-
-/** The first row's first window, as the probe across its end needs it. */
-interface FirstWindow {
-  /** When its opening request was sent, and that request. */
-  readonly start: number;
-  readonly opening: Answer;
-  /** The request over the limit, and its Retry-After when usable. */
-  readonly refused: Answer;
-  readonly retryAfter: number | undefined;
-  /** When the rest of the limit began to be sent from the window's middle, and when the last of it was answered. */
-  readonly beforeStart: number;
-  readonly beforeEnd: number;
-  /** How many requests to send after the window's end: as many as a fixed window lets pass. */
-  readonly fits: number;
-  /** Whether the requests across the window's end can tell its kind. */
-  readonly kindProbe: boolean;
-}
-
-/** The requests of a burst: how many passed before the first 429, which ends it. */
-interface Burst {
-  readonly passed: number;
-  readonly answers: readonly Answer[];
-  readonly refused?: Answer;
-}
+export type { Probing, Reply, Shared, Step } from './steps.js';
 
 /**
  * One endpoint's probe. Its first row (of several, the one of the shortest window) gets one request at the start of

@@ -1,6 +1,6 @@
 // The verifier's public types: its options, the events it tells as it goes, its plan and its report.
-import type { EndpointRow, ListingFamily, ListingName } from '../listings.js';
-import type { Limit, WindowKind } from '../windows.js';
+import type { EndpointRow, ListingFamily, ListingName } from '../contract/listings.js';
+import type { Limit, WindowKind } from '../contract/limit.js';
 
 /** Options of {@link verifyContract} and {@link planVerification}. */
 export interface VerifyOptions {

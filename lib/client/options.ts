@@ -1,0 +1,139 @@
+// Options of listingClient(): their public types, and their checks, made once when the client is created.
+import { Checker, isPlainObject, show, suggestion } from '../shared/check.js';
+import type { EndpointRow, ListingFamily, ListingName } from '../contract/listings.js';
+import { type WaitEvent } from './pacing.js';
+
+/** Options of {@link listingClient}. */
+export interface ListingClientOptions {
+  /**
+   * The table the API enforces: `'A'` (or `'servers'`), `'B'` (or `'bots'`) or rows of your own, as for
+   * `listingLimits`; one method and path may have several rows, each with its own `windowMs`. Required.
+   */
+  listing: ListingName | ListingFamily | readonly EndpointRow[];
+  /** Where the API is served, e.g. `https://api.example.org`: each path is appended to it. Required. */
+  baseUrl: string | URL;
+  /** The `Authorization` value sent with every call. Default: none (the server counts the calls by IP address). */
+  token?: string | undefined;
+  /** The fetch that sends requests. Default: the global `fetch`. */
+  fetch?: typeof fetch;
+  /**
+   * A call that would wait longer than this many milliseconds for its turn, by the table, the server's answers or a
+   * `Retry-After`, rejects at once (`ERR_WAIT_TOO_LONG`); `0` lets no call wait. At most 2147483647.
+   * Default: `60000`, or the table's longest window when that is longer.
+   */
+  maxWaitMs?: number;
+  /**
+   * Milliseconds a request may take, from its send to the end of its answer's body: then it is aborted
+   * (`ERR_TIMEOUT`); a GET is sent again within `retries`, a POST never. Default: `30000`.
+   */
+  timeoutMs?: number;
+  /**
+   * Milliseconds to keep GET answers, by path shape of the table: `{ '/v1/bots/:id': 5000 }`; `0` keeps none.
+   * Default: `60000` for the list endpoints (`/v1/bots`, `/v1/servers`), `0` for the others.
+   */
+  cache?: Readonly<Record<string, number>>;
+  /** `report()` sends a changed body at the latest this many milliseconds after the last send. Default: `60000`. */
+  reportIntervalMs?: number;
+  /** Told each time a call has to wait before it is sent, and why. Default: none. */
+  onWait?: (event: WaitEvent) => void;
+  /** Receives the errors of the sends that `report()` makes in the background. Default: they are dropped. */
+  onError?: (error: unknown) => void;
+  /** Retries of a call refused with 429, and of a GET that met a network error, a timeout or a 5xx. Default: `2`. */
+  retries?: number;
+}
+
+/** Options of one call. */
+export interface CallOptions {
+  /** Cancels the call: it rejects with the signal's reason. */
+  signal?: AbortSignal;
+}
+
+/** Path parameters of the shape (encoded into the path) and any others (sent as the query string). */
+export type Params = Readonly<Record<string, string | number>>;
+
+/** What {@link listingClient} returns. */
+export interface ListingClient {
+  /** `GET` on a path shape of the table, e.g. `get('/v1/bots/:id', { id: '42' })`: the parsed JSON answer. */
+  get<T = unknown>(pathShape: string, params?: Params, options?: CallOptions): Promise<T>;
+  /** `POST` of `body` as JSON on a path shape of the table: the parsed JSON answer. */
+  post<T = unknown>(pathShape: string, params: Params, body: unknown, options?: CallOptions): Promise<T>;
+  /**
+   * Posts `body` in the background, rule 7's way: only the latest body per URL is kept, and it is sent on every
+   * 5th change or once `reportIntervalMs` has passed since the last send, never faster than the POST row allows.
+   */
+  report(pathShape: string, params: Params, body: unknown): void;
+  /** Sends the pending reports and resolves when every call made so far is done. Later calls reject (`ERR_CLOSED`). */
+  close(): Promise<void>;
+}
+
+const SOURCE = 'listingClient';
+export const optionNames = [
+  'listing',
+  'baseUrl',
+  'token',
+  'fetch',
+  'maxWaitMs',
+  'timeoutMs',
+  'cache',
+  'reportIntervalMs',
+  'onWait',
+  'onError',
+  'retries',
+] as const;
+const LIST_PATHS = new Set(['/v1/bots', '/v1/servers']);
+const LIST_CACHE_MS = 60_000;
+
+export const check: Checker = new Checker(SOURCE);
+
+export function checkBaseUrl(value: unknown): string {
+  let url: URL | undefined;
+  try {
+    url = typeof value === 'string' || value instanceof URL ? new URL(value) : undefined;
+  } catch {
+    url = undefined;
+  }
+  if (!url || (url.protocol !== 'http:' && url.protocol !== 'https:') || url.search || url.hash) {
+    const given = show(value instanceof URL ? String(value) : value);
+    check.invalid('options.baseUrl', `must be an http or https URL without query or fragment; got ${given}.`);
+  }
+  return `${url.origin}${url.pathname.replace(/\/+$/, '')}`;
+}
+
+export function checkToken(value: unknown): string | undefined {
+  if (value === undefined) return undefined;
+  if (typeof value !== 'string' || !/^[\x21-\x7e]([\x20-\x7e]*[\x21-\x7e])?$/.test(value)) {
+    check.invalid(
+      'options.token',
+      'must be a non-empty header value of printable ASCII, without spaces at either end.',
+    );
+  }
+  return value;
+}
+
+export function checkFunction<T>(value: unknown, field: string, fallback: T): T {
+  if (value === undefined) return fallback;
+  if (typeof value !== 'function') check.invalid(`options.${field}`, `must be a function; got ${show(value)}.`);
+  return value as T;
+}
+
+export function wholeMs(value: unknown, field: string, least: number, most: number): number {
+  if (typeof value === 'number' && Number.isSafeInteger(value) && value >= least && value <= most) return value;
+  return check.invalid(field, `must be a whole number from ${least} to ${most}; got ${show(value)}.`);
+}
+
+export function checkCache(value: unknown, rows: readonly EndpointRow[]): Map<string, number> {
+  const shapes = rows.filter((row) => row.method === 'GET').map((row) => row.path);
+  const cache = new Map(shapes.map((path) => [path, LIST_PATHS.has(path) ? LIST_CACHE_MS : 0]));
+  if (value === undefined) return cache;
+  if (!isPlainObject(value))
+    check.invalid('options.cache', `must be an object of milliseconds by path shape; got ${show(value)}.`);
+  for (const [shape, ms] of Object.entries(value)) {
+    const field = `options.cache[${JSON.stringify(shape)}]`;
+    if (!cache.has(shape)) {
+      const near = suggestion(shape, shapes);
+      check.invalid(field, `is not the path of a GET row of the table.${near ? ` Did you mean \`${near}\`?` : ''}`);
+    }
+    cache.set(shape, wholeMs(ms, field, 0, 24 * 3600 * 1000));
+  }
+  return cache;
+}

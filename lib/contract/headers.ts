@@ -1,0 +1,175 @@
+// The rate-limit response headers: the IETF RateLimit fields (in the syntax of draft 10, 8 or 7) and legacy ones.
+import { createHash } from 'node:crypto';
+import type { ServerResponse } from 'node:http';
+import type { Checker } from '../shared/check.js';
+import { remembered } from '../shared/remembered.js';
+
+/** The drafts whose syntax the IETF fields may follow; draft 7 and draft 8 as express-rate-limit writes them. */
+export const headerSyntaxes = ['draft-7', 'draft-8', 'draft-10'] as const;
+
+/** The syntax of the IETF `RateLimit` and `RateLimit-Policy` fields: the draft it follows. */
+export type HeaderSyntax = (typeof headerSyntaxes)[number];
+
+/** What the header writer needs of a limit, computed once when the middleware is created: each syntax's strings. */
+export interface HeaderTemplate {
+  /** `"<name>";q=<limit>;w=<window seconds>`, the whole RateLimit-Policy value of draft 10. */
+  readonly policy: string;
+  /** `"<name>";r=`, the start of every RateLimit value of draft 10. */
+  readonly ratelimitPrefix: string;
+  /** Draft 7: `<limit>;w=<window seconds>`, and `limit=<limit>, remaining=`, the start of every RateLimit value. */
+  readonly draft7: { readonly policy: string; readonly prefix: string };
+  /**
+   * Draft 8: `"<name>"; q=<limit>; w=<window seconds>; pk=:`, which the partition key and a `:` end, and
+   * `"<name>"; r=`, the start of every RateLimit value.
+   */
+  readonly draft8: { readonly policy: string; readonly prefix: string };
+  readonly limit: string;
+  readonly bucket: string;
+}
+
+/** Quotes a string as a Structured Field sf-string (RFC 9651 §3.3.3). */
+export function sfString(value: string): string {
+  return `"${value.replace(/[\\"]/g, '\\$&')}"`;
+}
+
+export function headerTemplate(name: string, limit: number, windowMs: number): HeaderTemplate {
+  const quoted = sfString(name);
+  const w = windowMs / 1000;
+  return {
+    policy: `${quoted};q=${limit};w=${w}`,
+    ratelimitPrefix: `${quoted};r=`,
+    draft7: { policy: `${limit};w=${w}`, prefix: `limit=${limit}, remaining=` },
+    draft8: { policy: `${quoted}; q=${limit}; w=${w}; pk=:`, prefix: `${quoted}; r=` },
+    limit: String(limit),
+    bucket: name,
+  };
+}
+
+/**
+ * The partition key of draft 8, as express-rate-limit writes it: the first 12 hex digits of the SHA-256 of the
+ * client's key, in base64. The client's key is a hash of its token, or its address: neither is sent as it is.
+ */
+export function partitionKey(key: string): string {
+  return Buffer.from(createHash('sha256').update(key).digest('hex').slice(0, 12)).toString('base64');
+}
+
+/** Whole seconds until `msBeforeNext` has passed, rounded up. */
+export function secondsUntil(msBeforeNext: number): number {
+  return Math.ceil(Math.max(msBeforeNext, 0) / 1000);
+}
+
+/** Retry-After in whole seconds: rounded up, and at least 1 so that a client never retries at once. */
+export function retryAfterSeconds(msBeforeNext: number): number {
+  return Math.max(secondsUntil(msBeforeNext), 1);
+}
+
+/** What a syntax writes of one limit: its RateLimit-Policy member, and its RateLimit value. */
+interface Syntax {
+  policy(template: HeaderTemplate, key: string): string;
+  item(template: HeaderTemplate, remaining: number, seconds: number): string;
+  /** Whether `RateLimit` is a list of every policy (drafts 8 and 10), or shows one, the most restrictive (draft 7). */
+  readonly list: boolean;
+}
+
+/** What a syntax writes; draft 8 remembers the partition keys of its last 10,000 clients, a hash each. */
+function syntaxOf(syntax: HeaderSyntax): Syntax {
+  switch (syntax) {
+    case 'draft-10':
+      return {
+        policy: (t) => t.policy,
+        item: (t, remaining, seconds) => `${t.ratelimitPrefix}${remaining};t=${seconds}`,
+        list: true,
+      };
+    case 'draft-8': {
+      const pk = remembered(partitionKey);
+      return {
+        policy: (t, key) => `${t.draft8.policy}${pk(key)}:`,
+        item: (t, remaining, seconds) => `${t.draft8.prefix}${remaining}; t=${seconds}`,
+        list: true,
+      };
+    }
+    case 'draft-7':
+      return {
+        policy: (t) => t.draft7.policy,
+        item: (t, remaining, seconds) => `${t.draft7.prefix}${remaining}, reset=${seconds}`,
+        list: false,
+      };
+  }
+}
+
+/**
+ * Sets every rate-limit header of a counted response, for the client of key `key`. Returns the milliseconds until
+ * the reset the legacy fields show, which `Retry-After` must not point before.
+ */
+export type SetHeaders = (
+  res: ServerResponse,
+  template: HeaderTemplate,
+  remaining: number,
+  msBeforeNext: number,
+  now: number,
+  key: string,
+) => number;
+
+/** Sets the headers of an endpoint of several limits, each limit's as {@link SetHeaders} stacks them. */
+export type SetLimitsHeaders = (
+  res: ServerResponse,
+  limits: readonly { readonly limit: number; readonly headers: HeaderTemplate }[],
+  counts: readonly { readonly count: number; readonly resetAt: number }[],
+  now: number,
+  key: string,
+) => number;
+
+/** The header writer of a syntax, made once per middleware. */
+export interface HeaderWriter {
+  readonly one: SetHeaders;
+  readonly several: SetLimitsHeaders;
+}
+
+/**
+ * The header writer of a syntax. Where another limiter has already set the fields on this response, its policies
+ * stay: each policy is appended to RateLimit-Policy; the legacy fields (and, in draft 7, `RateLimit`) show the most
+ * restrictive limiter (fewest requests remaining, then the latest reset); in drafts 8 and 10 `RateLimit` lists every
+ * limiter's item.
+ */
+export function headerWriter(syntax: HeaderSyntax): HeaderWriter {
+  const { policy: policyOf, item: itemOf, list } = syntaxOf(syntax);
+  const one: SetHeaders = (res, template, remaining, msBeforeNext, now, key) => {
+    const ms = Math.max(msBeforeNext, 0);
+    const item = itemOf(template, remaining, secondsUntil(ms));
+    const policy = policyOf(template, key);
+    const policies = res.getHeader('RateLimit-Policy');
+    if (policies === undefined) {
+      res.setHeader('RateLimit-Policy', policy);
+      res.setHeader('RateLimit', item);
+    } else {
+      res.setHeader('RateLimit-Policy', `${String(policies)}, ${policy}`);
+      if (list) res.setHeader('RateLimit', `${String(res.getHeader('RateLimit'))}, ${item}`);
+      const before = Number(res.getHeader('X-RateLimit-Remaining'));
+      const beforeMs = Number(res.getHeader('X-RateLimit-Reset-After')) * 1000;
+      if (before < remaining || (before === remaining && beforeMs >= ms)) return beforeMs;
+      if (!list) res.setHeader('RateLimit', item);
+    }
+    res.setHeader('X-RateLimit-Limit', template.limit);
+    res.setHeader('X-RateLimit-Remaining', String(remaining));
+    res.setHeader('X-RateLimit-Reset', String(Math.ceil((now + ms) / 1000)));
+    res.setHeader('X-RateLimit-Reset-After', String(ms / 1000));
+    res.setHeader('X-RateLimit-Bucket', template.bucket);
+    return ms;
+  };
+  const several: SetLimitsHeaders = (res, limits, counts, now, key) => {
+    let waitMs = 0;
+    limits.forEach(({ limit, headers }, i) => {
+      const { count, resetAt } = counts[i] as { count: number; resetAt: number };
+      waitMs = one(res, headers, count > limit ? 0 : limit - count, resetAt - now, now, key);
+    });
+    return waitMs;
+  };
+  return { one, several };
+}
+
+/** The writer of option `headers`: `true` (draft 10), a draft's name, or `false` for none (undefined). */
+export function compileHeaders(check: Checker, value: unknown): HeaderWriter | undefined {
+  if (value === undefined || value === true) return headerWriter('draft-10');
+  if (value === false) return undefined;
+  return headerWriter(check.oneOf(value, headerSyntaxes, 'options.headers'));
+}

@@ -1,0 +1,124 @@
+// Finds a request's row the way Express routes: path-to-regexp matchers, case-insensitive, optional trailing slash.
+import { parse, pathToRegexp } from 'path-to-regexp';
+
+interface Candidate<T> {
+  readonly order: number;
+  readonly regexp: RegExp;
+  readonly value: T;
+}
+
+/** Rows whose path is whole segments of text or single parameters, indexed by segment count and parameter positions. */
+interface Shape<T> {
+  /** For each segment, whether it is a parameter. */
+  readonly isParam: readonly boolean[];
+  /** Rows by their spelled path: `/` + segments, lower case, `PARAM` for each parameter. */
+  readonly rows: Map<string, Candidate<T>>;
+}
+
+interface MethodIndex<T> {
+  readonly exact: Map<string, Candidate<T>>;
+  readonly shapes: Map<number, Shape<T>[]>;
+  /** Paths with optional groups, wildcards or parameters inside a segment: tested one by one. */
+  readonly others: Candidate<T>[];
+}
+
+interface Route<T> {
+  readonly method: string;
+  readonly path: string;
+  readonly value: T;
+}
+
+/** Marks a parameter segment; no request path contains it, since a URL cannot carry a NUL byte. */
+const PARAM = '\0';
+const SPELLED_PARAM = `/${PARAM}`;
+
+/**
+ * The matcher of a path, as Express 4 and 5 route by default: case-insensitive, one optional trailing slash,
+ * parameters of one or more characters other than `/`. Throws path-to-regexp's error for an unparseable path.
+ */
+export function compilePath(path: string): RegExp {
+  return pathToRegexp(path, { sensitive: false, trailing: true, end: true }).regexp;
+}
+
+/** The path's segments, lower case, with `PARAM` for each parameter; undefined when the path is not that simple. */
+function simpleSegments(path: string): string[] | undefined {
+  let spelled = '';
+  for (const token of parse(path).tokens) {
+    if (token.type === 'text') spelled += token.value;
+    else if (token.type === 'param') spelled += PARAM;
+    else return undefined;
+  }
+  if (!spelled.startsWith('/')) return undefined;
+  const segments = spelled.slice(1).toLowerCase().split('/');
+  const simple = segments.every((s) => s !== '' && (s === PARAM || !s.includes(PARAM)));
+  return simple ? segments : undefined;
+}
+
+function getOrAdd<K, V>(map: Map<K, V>, key: K, make: () => V): V {
+  let value = map.get(key);
+  if (value === undefined) {
+    value = make();
+    map.set(key, value);
+  }
+  return value;
+}
+
+function indexRoute<T>(index: MethodIndex<T>, candidate: Candidate<T>, path: string): void {
+  const segments = simpleSegments(path);
+  if (!segments) {
+    index.others.push(candidate);
+    return;
+  }
+  const spelled = `/${segments.join('/')}`;
+  const isParam = segments.map((s) => s === PARAM);
+  if (!isParam.includes(true)) {
+    index.exact.set(spelled, candidate);
+    return;
+  }
+  const shapes = getOrAdd(index.shapes, segments.length, (): Shape<T>[] => []);
+  let shape = shapes.find((s) => s.isParam.join() === isParam.join());
+  if (!shape) {
+    shape = { isParam, rows: new Map() };
+    shapes.push(shape);
+  }
+  shape.rows.set(spelled, candidate);
+}
+
+/**
+ * Compiles routes into one lookup `(method, path) => value`. Only rows that could match are tested: static
+ * paths by one map lookup, parameter paths by one lookup per distinct shape. Where several rows match, the
+ * first in table order wins. `HEAD` looks up `GET` rows, as Express serves HEAD with the GET handler.
+ */
+export function compileMatcher<T>(routes: readonly Route<T>[]): (method: string, path: string) => T | undefined {
+  const byMethod = new Map<string, MethodIndex<T>>();
+  routes.forEach((route, order) => {
+    const index = getOrAdd(byMethod, route.method, (): MethodIndex<T> => ({
+      exact: new Map(),
+      shapes: new Map(),
+      others: [],
+    }));
+    indexRoute(index, { order, regexp: compilePath(route.path), value: route.value }, route.path);
+  });
+
+  return (method, path) => {
+    const index = byMethod.get(method === 'HEAD' ? 'GET' : method);
+    if (!index || path.charCodeAt(0) !== 47 /* / */) return undefined;
+    const trimmed = path.length > 1 && path.charCodeAt(path.length - 1) === 47 ? path.slice(0, -1) : path;
+    const lower = trimmed.toLowerCase();
+    let best = index.exact.get(lower);
+    if (best && !best.regexp.test(path)) best = undefined;
+    if (index.shapes.size > 0) {
+      const segments = lower.split('/'); // segments[0] is the empty string before the leading slash
+      for (const shape of index.shapes.get(segments.length - 1) ?? []) {
+        let key = '';
+        for (let i = 1; i < segments.length; i++) key += shape.isParam[i - 1] ? SPELLED_PARAM : `/${segments[i]}`;
+        const candidate = shape.rows.get(key);
+        if (candidate && (!best || candidate.order < best.order) && candidate.regexp.test(path)) best = candidate;
+      }
+    }
+    for (const candidate of index.others) {
+      if ((!best || candidate.order < best.order) && candidate.regexp.test(path)) best = candidate;
+    }
+    return best?.value;
+  };
+}

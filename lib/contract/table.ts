@@ -1,0 +1,143 @@
+// A limits table: a listing's name or custom rows, checked row by row, and when two rows are one endpoint.
+import { METHODS } from 'node:http';
+import { type Checker, show } from '../shared/check.js';
+import { listingChoices, listingHint, listingOf } from './listing-names.js';
+import { type EndpointRow, listings } from './listings.js';
+import { compilePath } from './match.js';
+import type { Limit } from './limit.js';
+
+const rowFields = ['method', 'path', 'limit', 'windowMs'] as const;
+
+/**
+ * What makes two rows one endpoint: the method and the path as the router matches it, so paths that differ only
+ * in letter case or in parameter names (`/v1/bots/:id`, `/V1/Bots/:botId`) are the same.
+ */
+export function rowShape(row: Pick<EndpointRow, 'method' | 'path'>): string {
+  return `${row.method} ${compilePath(row.path).source.toLowerCase()}`;
+}
+
+/** Checks one row; errors name `at` (e.g. `listing[2]`) and its fields. */
+export function checkRow(check: Checker, row: unknown, at: string): EndpointRow {
+  if (typeof row !== 'object' || row === null || Array.isArray(row)) {
+    check.fail('ERR_INVALID_ROW', at, `must be an object { method, path, limit, windowMs }; got ${show(row)}.`);
+  }
+  check.unknownKeys(row, rowFields, (key) => `${at}.${key}`, 'a row field');
+  const { method, path, limit, windowMs } = row as Record<string, unknown>;
+  if (typeof method !== 'string' || !METHODS.includes(method)) {
+    check.fail(
+      'ERR_INVALID_ROW',
+      `${at}.method`,
+      `must be an upper-case HTTP method such as "GET"; got ${show(method)}.`,
+    );
+  }
+  if (method === 'HEAD')
+    check.fail('ERR_INVALID_ROW', `${at}.method`, 'cannot be "HEAD": HEAD requests are counted on the GET row.');
+  if (typeof path !== 'string' || !/^\/[\x20-\x7e]*$/.test(path)) {
+    check.fail(
+      'ERR_INVALID_ROW',
+      `${at}.path`,
+      `must be a path of printable ASCII starting with "/"; got ${show(path)}.`,
+    );
+  }
+  try {
+    compilePath(path);
+  } catch (error) {
+    check.fail('ERR_INVALID_ROW', `${at}.path`, `is not a valid path-to-regexp path: ${(error as Error).message}`);
+  }
+  return {
+    method,
+    path,
+    limit: check.count(limit, `${at}.limit`, 'ERR_INVALID_ROW'),
+    windowMs: check.seconds(windowMs, `${at}.windowMs`, 'ERR_INVALID_ROW'),
+  };
+}
+
+/**
+ * Refuses two rows for one endpoint (see rowShape), or, with `several`, two rows for one endpoint with the same
+ * window: an endpoint may then have several limits, each with its own window.
+ */
+export function refuseDuplicates(check: Checker, rows: readonly EndpointRow[], field: string, several: boolean): void {
+  const seen = new Map<string, number>();
+  rows.forEach((row, i) => {
+    const shape = several ? `${rowShape(row)} ${row.windowMs}` : rowShape(row);
+    const first = seen.get(shape);
+    if (first !== undefined) {
+      const why = several
+        ? 'one method and path may have several rows, each with a different windowMs.'
+        : 'one method and path may have only one row.';
+      check.fail(
+        'ERR_DUPLICATE_ROW',
+        `${field}[${i}]`,
+        `repeats ${field}[${first}] (${row.method} ${row.path}): ${why}`,
+      );
+    }
+    seen.set(shape, i);
+  });
+}
+
+/** Checks rows and refuses two rows for one endpoint, or, with `several`, two with one window (refuseDuplicates). */
+function checkRows(check: Checker, value: unknown, field: string, several = false): readonly EndpointRow[] {
+  if (!Array.isArray(value) || value.length === 0) {
+    check.fail(
+      'ERR_INVALID_ROW',
+      field,
+      `must be a non-empty array of rows { method, path, limit, windowMs }; got ${show(value)}.`,
+    );
+  }
+  const rows = value.map((row, i) => checkRow(check, row, `${field}[${i}]`));
+  refuseDuplicates(check, rows, field, several);
+  return rows;
+}
+
+/** An endpoint of a table: its first row's method and path, and the limits of all its rows in table order. */
+interface TableEndpoint {
+  readonly method: string;
+  readonly path: string;
+  /** `<METHOD> <path>`: the counter's name, and the endpoint's in headers and hooks. */
+  readonly name: string;
+  readonly limits: readonly Limit[];
+}
+
+/** The endpoints of checked rows: rows of one method and path are one endpoint, in the order of its first row. */
+export function endpointsOf(rows: readonly EndpointRow[]): TableEndpoint[] {
+  const byShape = new Map<string, { method: string; path: string; name: string; limits: Limit[] }>();
+  for (const row of rows) {
+    const shape = rowShape(row);
+    let endpoint = byShape.get(shape);
+    if (!endpoint) {
+      endpoint = { method: row.method, path: row.path, name: `${row.method} ${row.path}`, limits: [] };
+      byShape.set(shape, endpoint);
+    }
+    endpoint.limits.push({ limit: row.limit, windowMs: row.windowMs });
+  }
+  return [...byShape.values()];
+}
+
+/**
+ * A listing: the name of one of the contract's tables (its letter or what it lists), or custom rows; with `several`,
+ * custom rows may give one endpoint several limits, each with its own window. Errors name `field`.
+ */
+export function checkTable(
+  check: Checker,
+  listing: unknown,
+  field = 'listing',
+  several = false,
+): readonly EndpointRow[] {
+  if (typeof listing === 'string') {
+    const name = listingOf(listing);
+    if (name) return listings[name];
+    check.fail(
+      'ERR_UNKNOWN_LISTING',
+      field,
+      `${show(listing)} is not a listing. Use ${listingChoices()}, or an array of rows.${listingHint(listing)}`,
+    );
+  }
+  if (!Array.isArray(listing) || listing.length === 0) {
+    check.fail(
+      'ERR_UNKNOWN_LISTING',
+      field,
+      `must be ${listingChoices()}, or a non-empty array of rows; got ${show(listing)}.`,
+    );
+  }
+  return checkRows(check, listing, field, several);
+}

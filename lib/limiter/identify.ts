@@ -1,0 +1,155 @@
+// Who a request is counted for: options `key`, `authenticate`, `invalidToken` and `ipv6Subnet`, checked and compiled.
+import { IncomingMessage } from 'node:http';
+import type { Request } from 'express';
+import type { Checker } from '../shared/check.js';
+import { ipKey, remembered, tokenKey } from './keys.js';
+import { Lookups } from '../shared/lookups.js';
+import type { ClientKind, ListingLimitsOptions } from './types.js';
+
+/** The client of a request: its storage key, how it was found, and the keys of its address and token. */
+export interface Client {
+  /** Storage key: `t:<sha256 of the token>`, `ip:<address>`, or what the `key` option returned. */
+  readonly key: string;
+  readonly kind: ClientKind;
+  /** `ip:<address>`: the key of the client's address, whatever `key` is. */
+  readonly ip: string;
+  /** The Authorization value, when there was one that identifies the client (not one `authenticate` refused). */
+  readonly token: string | undefined;
+  /** `t:<sha256 of the token>`, when there was such a token. */
+  readonly tokenKey: string | undefined;
+}
+
+/** A client identified by its token; its address is read only when asked (Express 5 computes `req.ip` per read). */
+class TokenClient implements Client {
+  readonly kind = 'token';
+  #ip: string | undefined;
+
+  constructor(
+    readonly key: string,
+    readonly token: string,
+    private readonly req: Request,
+    private readonly ipOf: IpKey,
+  ) {}
+
+  get tokenKey(): string {
+    return this.key;
+  }
+
+  get ip(): string {
+    this.#ip ??= this.ipOf(addressOf(this.req));
+    return this.#ip;
+  }
+}
+
+/** Whether requests of a prototype read `req.ip` from Express' own getter: not one of the app's, nor the request's. */
+const expressIp = new WeakMap<object, boolean>();
+
+function readsExpressIp(proto: object): boolean {
+  let known = expressIp.get(proto);
+  if (known === undefined) {
+    let owner: object | null = proto;
+    while (owner !== null && !Object.prototype.hasOwnProperty.call(owner, 'ip')) owner = Object.getPrototypeOf(owner);
+    const getter = owner && Object.getOwnPropertyDescriptor(owner, 'ip')?.get;
+    known = getter?.name === 'ip' && Object.getPrototypeOf(owner) === IncomingMessage.prototype;
+    expressIp.set(proto, known);
+  }
+  return known;
+}
+
+/**
+ * `req.ip`. With `trust proxy` off, Express' getter gives the socket's address after parsing X-Forwarded-For on each
+ * read: the address is read from the socket then, where `req.ip` is Express' own.
+ */
+function addressOf(req: Request): string | undefined {
+  const proto = Object.getPrototypeOf(req) as object | null;
+  if (
+    proto !== null &&
+    req.app?.get('trust proxy') === false &&
+    readsExpressIp(proto) &&
+    !Object.prototype.hasOwnProperty.call(req, 'ip')
+  ) {
+    return req.socket?.remoteAddress;
+  }
+  return req.ip;
+}
+
+/** What identification answers when `invalidToken: 'reject'` refuses a token that `authenticate` did not accept. */
+export const REJECTED = Symbol('token rejected');
+
+export type Identify = (req: Request) => Client | typeof REJECTED | Promise<Client | typeof REJECTED>;
+
+export const identifyOptions = ['key', 'authenticate', 'invalidToken', 'ipv6Subnet'] as const;
+
+/** Keys of IP addresses, as counting groups them. */
+export type IpKey = (ip: string | undefined) => string;
+
+export function compileIpKey(check: Checker, options: ListingLimitsOptions): IpKey {
+  const subnet = options.ipv6Subnet ?? 64;
+  if (subnet !== false && !(Number.isInteger(subnet) && subnet >= 1 && subnet <= 128)) {
+    check.invalid('options.ipv6Subnet', `must be an integer from 1 to 128, or false; got ${JSON.stringify(subnet)}.`);
+  }
+  const known = remembered((ip) => ipKey(ip, subnet));
+  return (ip) => (ip ? known(ip) : ipKey(undefined, subnet));
+}
+
+/**
+ * Compiles the identification of clients. Returns the client, or REJECTED when `authenticate` refused the token
+ * and `invalidToken` is `'reject'`; without `authenticate`, every token is taken as given. Synchronous unless
+ * `key` or `authenticate` is given.
+ */
+export function compileIdentify(check: Checker, options: ListingLimitsOptions, ipOf: IpKey, cacheMs: number): Identify {
+  const { key, authenticate, invalidToken } = options;
+  if (key !== undefined && typeof key !== 'function')
+    check.invalid('options.key', 'must be a function (req) => string.');
+  if (authenticate !== undefined && typeof authenticate !== 'function') {
+    check.invalid('options.authenticate', 'must be a function (token, req) => boolean.');
+  }
+  if (key && authenticate) {
+    check.invalid(
+      'options.authenticate',
+      'cannot be combined with options.key: authenticate judges Authorization tokens, which a custom key replaces.',
+    );
+  }
+  if (invalidToken !== undefined) check.oneOf(invalidToken, ['ip', 'reject'], 'options.invalidToken');
+  if (invalidToken && !authenticate)
+    check.invalid('options.invalidToken', 'needs options.authenticate, which decides what is invalid.');
+  const hash = remembered(tokenKey);
+
+  if (key) {
+    return async (req) => {
+      const value = await key(req);
+      if (typeof value !== 'string' || value === '') {
+        throw new TypeError(
+          `listingLimits: options.key returned ${JSON.stringify(value)}; it must return a non-empty string.`,
+        );
+      }
+      const token = req.headers.authorization || undefined;
+      return { key: value, kind: 'custom', ip: ipOf(req.ip), token, tokenKey: token && hash(token) };
+    };
+  }
+  if (!authenticate) {
+    return (req) => {
+      const token = req.headers.authorization;
+      if (token) {
+        const hashed = hash(token);
+        return new TokenClient(hashed, token, req, ipOf);
+      }
+      const ip = ipOf(req.ip);
+      return { key: ip, kind: 'ip', ip, token: undefined, tokenKey: undefined };
+    };
+  }
+  // Verdicts are kept briefly, keyed by the token's hash: a flood of one token costs one check.
+  const verdicts = new Lookups<boolean>(cacheMs);
+  const verdict = (hashed: string, token: string, req: Request) =>
+    verdicts.get(hashed, async () => (await authenticate(token, req)) === true);
+  const reject = invalidToken === 'reject';
+  return async (req) => {
+    const token = req.headers.authorization || undefined;
+    const ip = ipOf(req.ip);
+    if (!token) return { key: ip, kind: 'ip', ip, token, tokenKey: undefined };
+    const hashed = hash(token);
+    if (await verdict(hashed, token, req)) return { key: hashed, kind: 'token', ip, token, tokenKey: hashed };
+    // A refused token is not the client: it is counted by its address, and no grant of the token applies to it.
+    return reject ? REJECTED : { key: ip, kind: 'ip', ip, token: undefined, tokenKey: undefined };
+  };
+}

@@ -1,0 +1,199 @@
+// Option `metrics`: counts kept in plain numbers, registered on the app's prom-client Registry as its own metrics.
+import { type Checker, show } from '../../shared/check.js';
+import type { Store } from '../../stores/store.js';
+
+/** What happened to a request, as `listing_limits_requests_total` labels it. */
+export type Outcome = 'allowed' | 'limited' | 'banned' | 'shadow_limited' | 'store_unavailable';
+
+const OUTCOMES: readonly Outcome[] = ['allowed', 'limited', 'banned', 'shadow_limited', 'store_unavailable'];
+
+/** The `endpoint` label of a banned request that matched no row of the table. */
+export const NO_ENDPOINT = '(none)';
+
+/** Upper bounds of the store latency histogram, in seconds: from a local Redis to one at its timeout. */
+const BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1] as const;
+
+/**
+ * What the package needs of a prom-client `Registry` (v14 or later): it is handed metrics that answer `get()` as
+ * prom-client's own do, so prom-client itself is never loaded.
+ */
+export interface MetricsRegistry {
+  registerMetric(metric: never): void;
+}
+
+interface Value {
+  readonly value: number;
+  readonly labels: Readonly<Record<string, string | number>>;
+  readonly metricName?: string;
+}
+
+/** A metric as a Registry reads it: its name, help and type, and its values when asked. */
+class Metric {
+  readonly aggregator = 'sum';
+
+  constructor(
+    readonly name: string,
+    readonly help: string,
+    readonly type: 'counter' | 'gauge' | 'histogram',
+    private readonly values: () => Value[],
+  ) {}
+
+  get(): Promise<{ name: string; help: string; type: string; values: Value[]; aggregator: string }> {
+    const { name, help, type, aggregator } = this;
+    return Promise.resolve({ name, help, type, values: this.values(), aggregator });
+  }
+
+  /** Counts of this package are not reset by `registry.resetMetrics()`: a counter only goes up. */
+  reset(): void {}
+}
+
+/** The metrics of one middleware. */
+export class Metrics {
+  /** Endpoint → outcome → requests. */
+  readonly #requests = new Map<string, Map<Outcome, number>>();
+  readonly #buckets = new Array<number>(BUCKETS.length).fill(0);
+  #latencyCount = 0;
+  #latencySum = 0;
+  #cachedRefusals = 0;
+  readonly #metrics: readonly Metric[];
+  /** Where the gauges read the bans and grants in force. */
+  #state: { activeBans(): number; activeGrants(): number } | undefined;
+
+  constructor(endpoints: readonly string[]) {
+    for (const endpoint of endpoints) this.#outcomes(endpoint);
+    this.#metrics = [
+      new Metric(
+        'listing_limits_requests_total',
+        'Requests through the middleware, by endpoint of the table and outcome.',
+        'counter',
+        () => {
+          const values: Value[] = [];
+          for (const [endpoint, outcomes] of this.#requests) {
+            for (const [outcome, value] of outcomes) values.push({ value, labels: { endpoint, outcome } });
+          }
+          return values;
+        },
+      ),
+      new Metric('listing_limits_active_bans', 'Bans in force, of the rules and of operators.', 'gauge', () => [
+        { value: this.#state?.activeBans() ?? 0, labels: {} },
+      ]),
+      new Metric('listing_limits_active_grants', 'Grants made at runtime and in force.', 'gauge', () => [
+        { value: this.#state?.activeGrants() ?? 0, labels: {} },
+      ]),
+      new Metric(
+        'listing_limits_store_duration_seconds',
+        'Time the store took to answer a call that went to it (counts, ban reads and writes).',
+        'histogram',
+        () => this.#histogram(),
+      ),
+      new Metric(
+        'listing_limits_refusal_cache_hits_total',
+        'Requests refused from the remembered refusals of a shared store, without a store command.',
+        'counter',
+        () => [{ value: this.#cachedRefusals, labels: {} }],
+      ),
+    ];
+  }
+
+  /** Registers the metrics: last, once every other option is known to work, so that a failed start leaves none. */
+  register(check: Checker, registry: MetricsRegistry, state: { activeBans(): number; activeGrants(): number }): void {
+    this.#state = state;
+    try {
+      for (const metric of this.#metrics) registry.registerMetric(metric as never);
+    } catch (error) {
+      check.invalid(
+        'options.metrics',
+        `could not take the metrics (${(error as Error).message}): give each middleware a Registry of its own.`,
+      );
+    }
+  }
+
+  #outcomes(endpoint: string): Map<Outcome, number> {
+    let outcomes = this.#requests.get(endpoint);
+    if (!outcomes) {
+      outcomes = new Map(OUTCOMES.map((o) => [o, 0]));
+      this.#requests.set(endpoint, outcomes);
+    }
+    return outcomes;
+  }
+
+  request(endpoint: string, outcome: Outcome): void {
+    const outcomes = this.#outcomes(endpoint);
+    outcomes.set(outcome, (outcomes.get(outcome) as number) + 1);
+  }
+
+  cachedRefusal(): void {
+    this.#cachedRefusals++;
+  }
+
+  latency(seconds: number): void {
+    this.#latencyCount++;
+    this.#latencySum += seconds;
+    const i = BUCKETS.findIndex((le) => seconds <= le);
+    if (i >= 0) this.#buckets[i] = (this.#buckets[i] as number) + 1;
+  }
+
+  #histogram(): Value[] {
+    const name = 'listing_limits_store_duration_seconds';
+    let cumulative = 0;
+    const values: Value[] = BUCKETS.map((le, i) => {
+      cumulative += this.#buckets[i] as number;
+      return { value: cumulative, labels: { le }, metricName: `${name}_bucket` };
+    });
+    values.push({ value: this.#latencyCount, labels: { le: '+Inf' }, metricName: `${name}_bucket` });
+    values.push({ value: this.#latencySum, labels: {}, metricName: `${name}_sum` });
+    values.push({ value: this.#latencyCount, labels: {}, metricName: `${name}_count` });
+    return values;
+  }
+
+  /**
+   * The store with its calls timed: each limiter method that answers with a promise (a call that went to the store)
+   * is observed in the latency histogram. A synchronous count (the memory store's) is no store call.
+   */
+  timed(store: Store): Store {
+    const timed = (counter: Parameters<Store>[0]) => this.#timedCalls(store(counter));
+    const { limits } = store;
+    return Object.assign(timed, {
+      failure: store.failure,
+      state: store.state,
+      limits: limits && ((counter: Parameters<NonNullable<Store['limits']>>[0]) => this.#timedCalls(limits(counter))),
+    });
+  }
+
+  /** A limiter (or limits counter) whose every method that answers with a promise is observed in the histogram. */
+  #timedCalls<T>(limiter: T): T {
+    if (typeof limiter !== 'object' || limiter === null) return limiter;
+    const wrapped = new Map<PropertyKey, unknown>();
+    // Read on the limiter itself, and its methods called on it: its private fields are its own.
+    return new Proxy(limiter, {
+      get: (target, property) => {
+        const value: unknown = Reflect.get(target, property);
+        if (typeof value !== 'function') return value;
+        let method = wrapped.get(property);
+        if (!method) {
+          method = (...args: unknown[]) => {
+            const start = performance.now();
+            const result: unknown = (value as (...a: unknown[]) => unknown).apply(target, args);
+            if (result instanceof Promise) {
+              const done = () => this.latency((performance.now() - start) / 1000);
+              result.then(done, done);
+            }
+            return result;
+          };
+          wrapped.set(property, method);
+        }
+        return method;
+      },
+    });
+  }
+}
+
+/** Checks the `metrics` option: a prom-client Registry, or undefined. */
+export function checkMetrics(check: Checker, metrics: unknown): MetricsRegistry | undefined {
+  if (metrics === undefined) return undefined;
+  const registry = metrics as Partial<MetricsRegistry> | null;
+  if (typeof registry !== 'object' || registry === null || typeof registry.registerMetric !== 'function') {
+    check.invalid('options.metrics', `must be a prom-client Registry (e.g. \`new Registry()\`); got ${show(metrics)}.`);
+  }
+  return registry as MetricsRegistry;
+}

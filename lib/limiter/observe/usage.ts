@@ -1,0 +1,127 @@
+// A client's counters read and cleared without a request: `limits.usage(client)` and `limits.reset(client)`.
+import { Checker } from '../../shared/check.js';
+import { Counter } from '../../stores/counter.js';
+import type { CompiledEndpoint } from '../endpoint.js';
+import type { CompiledGrants } from '../rules/grants.js';
+import type { Client } from '../identify.js';
+import type { Registry } from '../rules/registry.js';
+import type { EndpointUsage } from '../types.js';
+
+/** Every counter of the endpoint, in order: the table's, then each grant's variant made so far. */
+function countersOf(endpoint: CompiledEndpoint, grants: CompiledGrants): CompiledEndpoint[] {
+  return [endpoint, ...grants.variantsOf(endpoint)];
+}
+
+/**
+ * Reads and clears a client's counters on the endpoints of the table, on every store that can: the memory and
+ * Redis stores, fixed and sliding windows, and any rate-limiter-flexible limiter (`get`, `delete`). A store's
+ * `limits` counter that cannot read without counting (`peek`) or forget (`reset`) is refused with
+ * `ERR_UNSUPPORTED_STORE`.
+ */
+export class Usage {
+  readonly #endpoints: readonly CompiledEndpoint[];
+  readonly #grants: CompiledGrants;
+  readonly #registry: Registry;
+
+  constructor(endpoints: readonly CompiledEndpoint[], grants: CompiledGrants, registry: Registry) {
+    this.#endpoints = endpoints;
+    this.#grants = grants;
+    this.#registry = registry;
+  }
+
+  /** The client as a request of it would be identified, but for its address, which no method call has. */
+  #client(check: Checker, client: unknown): Client {
+    const { key, kind } = this.#registry.keyOf(check, client);
+    const token = kind === 'token' ? (client as { token?: string }).token : undefined;
+    return { key, kind, ip: kind === 'ip' ? key : '', token, tokenKey: kind === 'token' ? key : undefined };
+  }
+
+  #readable(check: Checker, endpoints: readonly CompiledEndpoint[], what: string): void {
+    const refused = endpoints.find((endpoint) => !endpoint.counter.readable);
+    if (refused) {
+      check.fail(
+        'ERR_UNSUPPORTED_STORE',
+        'options.store',
+        `cannot ${what} of ${refused.name}: its counter has no ` +
+          `${refused.counter instanceof Counter ? '`get` and `delete`' : '`peek` and `reset`'}. ` +
+          'Use memoryStore() or redisStore(), or give the store these methods.',
+      );
+    }
+  }
+
+  /**
+   * The client's state on each limit of each endpoint of the table, in table order, read without counting: on the
+   * counter it counts on now (the table's, or its grant's variant).
+   */
+  async of(client: unknown): Promise<EndpointUsage[]> {
+    const check = new Checker('limits.usage');
+    const c = this.#client(check, client);
+    const grant = this.#grants.known(c);
+    const counted = this.#endpoints.map((endpoint) =>
+      grant === undefined || grant === 'unlimited' ? endpoint : this.#grants.variant(endpoint, grant),
+    );
+    if (grant !== 'unlimited') this.#readable(check, counted, "read a client's counters");
+    const rows = await Promise.all(
+      counted.map(async (counter, i): Promise<EndpointUsage[]> => {
+        const endpoint = (this.#endpoints[i] as CompiledEndpoint).name;
+        if (grant === 'unlimited') {
+          return counter.limits.map(({ windowMs }) => ({
+            endpoint,
+            counter: undefined,
+            limit: Infinity,
+            windowMs,
+            used: 0,
+            remaining: Infinity,
+            resetTime: undefined,
+          }));
+        }
+        const read = await counter.counter.get(c.key);
+        const counts = Array.isArray(read) ? read : [read];
+        return counter.limits.map(({ limit, windowMs }, at) => {
+          const count = counts[at];
+          const used = Math.min(count?.count ?? 0, limit);
+          return {
+            endpoint,
+            counter: counter.name,
+            limit,
+            windowMs,
+            used,
+            remaining: limit - used,
+            resetTime: used > 0 && count ? new Date(count.resetAt) : undefined,
+          };
+        });
+      }),
+    );
+    return rows.flat();
+  }
+
+  /**
+   * Clears the client's counters on every endpoint, or on `endpoint` alone (`<METHOD> <path>` as in the table): the
+   * table's counter and every grant's variant of it. Resolves whether one had a request counted.
+   */
+  async reset(client: unknown, endpoint: unknown): Promise<boolean> {
+    const check = new Checker('limits.reset');
+    const { key } = this.#client(check, client);
+    let chosen = this.#endpoints;
+    if (endpoint !== undefined) {
+      const name = check.oneOf(
+        endpoint,
+        this.#endpoints.map((e) => e.name),
+        'endpoint',
+      );
+      chosen = this.#endpoints.filter((e) => e.name === name);
+    }
+    const counters = chosen.flatMap((e) => countersOf(e, this.#grants));
+    this.#readable(check, counters, "clear a client's counters");
+    const cleared = await Promise.all(counters.map((e) => e.counter.delete(key)));
+    // Every instance forgets the refusals it remembers of the client, which would refuse it until its window ended.
+    const longest = Math.max(...counters.flatMap((e) => e.limits.map((l) => l.windowMs)));
+    await this.#registry.resetClient(key, longest);
+    return cleared.some(Boolean);
+  }
+
+  /** Forgets the refusals remembered of `key` on every counter of this instance. */
+  forget(key: string): void {
+    for (const endpoint of this.#endpoints) for (const e of countersOf(endpoint, this.#grants)) e.counter.forget(key);
+  }
+}

@@ -1,0 +1,223 @@
+// The public types of what an operator reads and changes: clients, grants, bans, grant requests, changes, usage.
+import type { EndpointRow } from '../contract/listings.js';
+
+/** How a client was identified. */
+export type ClientKind = 'token' | 'ip' | 'custom';
+
+/**
+ * What an approved client gets instead of the contract's limits: `'unlimited'`; `{ multiplier }`, every limit
+ * multiplied (computed exactly in decimal, rounded down, at least 1); or `{ rows }`, rows that replace the table's
+ * rows of the same method and path (the others keep the table's limits).
+ */
+export type Grant = 'unlimited' | { readonly multiplier: number } | { readonly rows: readonly EndpointRow[] };
+
+/**
+ * A client as an operator knows it: `{ token }`, its Authorization value (hashed at once, never kept); `{ ip }`, its
+ * address (grouped as counting groups it; a ban of an address refuses every request from it); or `{ key }`, its
+ * key as `onBan` and `onLimit` report it.
+ */
+export type ClientRef = { readonly token: string } | { readonly ip: string } | { readonly key: string };
+
+/** An active ban, as `bans()` lists it. */
+export interface ActiveBan {
+  /** The banned client's key (`t:<hash>`, `ip:<address>` or a custom key). */
+  readonly key: string;
+  readonly kind: ClientKind;
+  /** `'limit'` or `'token-rotation'` for a rule's ban; the operator's reason (default `'operator'`) otherwise. */
+  readonly reason: string;
+  readonly since: Date;
+  readonly until: Date;
+  /** `'rule'` for a ban of the `ban` option, `'operator'` for one made with `ban()`. */
+  readonly by: 'rule' | 'operator';
+}
+
+/** An active grant made with `grant()`, as `grants()` lists it. */
+export interface ActiveGrant {
+  readonly key: string;
+  readonly grant: Grant;
+  readonly since: Date;
+  /** When the grant ends; undefined for a grant until revoked. */
+  readonly until: Date | undefined;
+  readonly note: string | undefined;
+}
+
+/** A change of bans or grants, as `history()` lists it and `onChange` is told. */
+export interface ChangeEvent {
+  readonly action: 'ban' | 'unban' | 'grant' | 'revoke';
+  /** The client's key (never a token). */
+  readonly key: string;
+  readonly kind: ClientKind;
+  /** `'rule'` for an automatic ban, `'operator'` for a method call. */
+  readonly by: 'rule' | 'operator';
+  readonly at: Date;
+  /** A ban's reason. */
+  readonly reason: string | undefined;
+  /** When a ban or grant ends. */
+  readonly until: Date | undefined;
+  /** The grant given. */
+  readonly grant: Grant | undefined;
+  /** A grant's note. */
+  readonly note: string | undefined;
+}
+
+/**
+ * An entry of the store's runtime state that no instance of this version applies: written by something else, or by
+ * another version, and not a valid record or history entry here. Skipped, told to `onError` once, and listed by
+ * `foreign()` until removed.
+ */
+export interface ForeignEntry {
+  /** What `removeForeign()` takes. */
+  readonly id: string;
+  /** `'record'`: a field of the records; `'history'`: an entry of the history. */
+  readonly place: 'record' | 'history';
+  /** The record's field (e.g. `ban:t:…`); undefined for a history entry. */
+  readonly field: string | undefined;
+  /** The entry as stored, cut to 200 characters. */
+  readonly text: string;
+  /** Why it is not applied. */
+  readonly problem: string;
+}
+
+/**
+ * An operator's ban or grant that an instance knew and the store lost (a restart without persistence, a flush, a
+ * failover): never applied again by itself, kept for an operator to restore or dismiss until it would have ended.
+ */
+export interface LostRecord {
+  /** What `restoreLost()` and `dismissLost()` take: the record's field. */
+  readonly id: string;
+  readonly kind: 'ban' | 'grant';
+  readonly key: string;
+  /** When an instance found it lost. */
+  readonly lostAt: Date;
+  /** The ban, for `kind: 'ban'`. */
+  readonly ban: ActiveBan | undefined;
+  /** The grant, for `kind: 'grant'`. */
+  readonly grant: ActiveGrant | undefined;
+}
+
+/** The proof of size that rule 6 asks of a request: a bot's servers and shards, or a server's members, with a link. */
+export type GrantProof =
+  | { readonly kind: 'bot'; readonly servers: number; readonly shards: number; readonly link: string }
+  | { readonly kind: 'server'; readonly members: number; readonly link: string };
+
+/** What a client asks for with `requests.file()` (the contact page fills it from its form). */
+export interface GrantRequestInput {
+  /** The client's Authorization value: hashed at once, never kept; only its last 4 characters are. */
+  readonly token: string;
+  /** What is asked: a grant, as `grant()` takes it. */
+  readonly ask: Grant;
+  readonly proof: GrantProof;
+  /** Where the operators answer, e.g. an e-mail address. */
+  readonly contact: string;
+  readonly reason: string;
+  /**
+   * The requester's address (the contact page gives `req.ip`): only its network is kept, and a network may have
+   * only a few requests pending. Without it, only the token's are limited.
+   */
+  readonly ip?: string;
+}
+
+/** A grant request, as operators list it and its requester checks it. */
+export interface GrantRequest {
+  /** The id the requester is given, to check the request's status with its token. */
+  readonly id: string;
+  /** The key of the client (`t:<hash>`), never the token. */
+  readonly key: string;
+  /**
+   * The network it was filed from (`ip:203.0.113.0/24`, `ip:2001:db8:1:2::/64`), never the address itself; undefined
+   * for a request filed without an address.
+   */
+  readonly network: string | undefined;
+  /** The token's last 4 characters (none for a token shorter than 12), for display. */
+  readonly tokenEnd: string;
+  readonly ask: Grant;
+  readonly proof: GrantProof;
+  readonly contact: string;
+  readonly reason: string;
+  readonly at: Date;
+  readonly status: 'pending' | 'approved' | 'declined';
+  readonly decidedAt: Date | undefined;
+  /** The grant given, when approved. */
+  readonly granted: Grant | undefined;
+  /** When the grant given ends; undefined for one until revoked. */
+  readonly until: Date | undefined;
+  /** Why it was declined, as the requester sees it. */
+  readonly answer: string | undefined;
+}
+
+/**
+ * The grant requests of rule 6, kept in the store's runtime state (so every instance sees them). Bad input throws a
+ * `ListingLimitsError` naming the field; a custom store without runtime state throws one with code
+ * `ERR_UNSUPPORTED_STORE`. A pending request no operator decides is dropped after 30 days, a decided one 30 days
+ * after its decision.
+ */
+export interface GrantRequests {
+  /** Whether the store keeps grant requests (the memory and Redis stores do). */
+  readonly supported: boolean;
+  /** The rows of the table, which a request for specific endpoints names. */
+  readonly endpoints: readonly EndpointRow[];
+  /**
+   * Files a pending request. A client key may have 2 pending at once, a network 3 (`ERR_TOO_MANY_PENDING`); with
+   * 10,000 kept, an ended one is dropped to make room, else the oldest of the group (IPv6 /48, IPv4 /16) that has the
+   * most.
+   */
+  file(input: GrantRequestInput): Promise<GrantRequest>;
+  /** A request, only for the token it was filed with; else undefined. */
+  status(id: string, token: string): Promise<GrantRequest | undefined>;
+  /** A request by its id, for operators; else undefined. */
+  get(id: string): Promise<GrantRequest | undefined>;
+  /**
+   * A page of the requests: pending ones (in the order they were filed) then decided ones (newest decision first),
+   * or those of one `status`; from `offset` (default 0), at most `limit` (default 50, at most 1000).
+   */
+  list(options?: {
+    readonly status?: 'pending' | 'decided';
+    readonly offset?: number;
+    readonly limit?: number;
+  }): Promise<GrantRequest[]>;
+  /** How many requests are pending, and how many decided ones are kept. */
+  counts(): Promise<{ pending: number; decided: number }>;
+  /**
+   * The requests of a client, newest change first, at most `limit` (default 50, at most 1000): of its token for
+   * `{ token }` or a `t:` key, of its network for `{ ip }` or an `ip:` key.
+   */
+  find(client: ClientRef, options?: { readonly limit?: number }): Promise<GrantRequest[]>;
+  /** Approves a pending request: its client is given `grant` until `until` (or until revoked). */
+  approve(id: string, grant: Grant, options?: { until?: Date | number; note?: string }): Promise<GrantRequest>;
+  /** Declines a pending request, with the reason its requester sees. */
+  decline(id: string, reason: string): Promise<GrantRequest>;
+}
+
+/**
+ * A client's state on one limit of one endpoint, as `usage()` reads it: without counting a request, on the counter
+ * it counts on now.
+ */
+export interface EndpointUsage {
+  /** The table's endpoint, `<METHOD> <path>`. */
+  readonly endpoint: string;
+  /**
+   * The counter the client counts on: the endpoint's name, or its grant's variant (`GET /v1/bots/:id (x10)`);
+   * undefined for a client granted removal of limits, which is not counted.
+   */
+  readonly counter: string | undefined;
+  /** Requests allowed per window (`Infinity` with removal of limits). */
+  readonly limit: number;
+  readonly windowMs: number;
+  /** Requests counted in the window now. */
+  readonly used: number;
+  /** Requests left in the window now: `limit - used`. */
+  readonly remaining: number;
+  /**
+   * When the window frees a request: the end of a fixed window, or when the oldest request counted leaves a sliding
+   * one; undefined when none is counted.
+   */
+  readonly resetTime: Date | undefined;
+}
+
+/** The last hour of requests through one middleware in this process, as the operator's page shows it. */
+export interface TrafficSummary {
+  /** Allowed and refused requests per endpoint of the table (`(none)`: banned requests that matched no row). */
+  readonly endpoints: readonly { readonly endpoint: string; readonly allowed: number; readonly refused: number }[];
+  /** The clients refused most often (429 or 403), by key, most first. */
+  readonly refused: readonly { readonly key: string; readonly count: number }[];
+}

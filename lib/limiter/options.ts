@@ -1,0 +1,209 @@
+// Options of listingLimits(): checked, then compiled by each feature's module into the steps of the request path.
+import type { Request } from 'express';
+import { Bans, banScope, checkBan } from './rules/bans.js';
+import { Checker, className, show } from '../shared/check.js';
+import type { Step } from './context.js';
+import { type CompiledEndpoint, compileEndpoint } from './endpoint.js';
+import { checkGrant, compileGrants } from './rules/grants.js';
+import { compileHeaders, type HeaderWriter } from '../contract/headers.js';
+import { type OnError, reporter } from '../shared/hooks.js';
+import { compileIdentify, compileIpKey, type Identify, identifyOptions } from './identify.js';
+import type { Linked } from './linked.js';
+import { compileMatcher } from '../contract/match.js';
+import { checkMetrics, Metrics } from './observe/metrics.js';
+import { redisStore } from '../stores/redis/store.js';
+import { Registry } from './rules/registry.js';
+import { GrantRequests } from './rules/requests.js';
+import type { Store } from '../stores/store.js';
+import { memoryStore } from '../stores/memory/store.js';
+import { checkTable, endpointsOf, rowShape } from '../contract/table.js';
+import { Traffic } from './observe/traffic.js';
+import { Usage } from './observe/usage.js';
+import type { LimitHandler, ListingLimitsOptions } from './types.js';
+import type { EndpointRow } from '../contract/listings.js';
+import { Waiting } from '../stores/waiting.js';
+import { type WindowKind } from '../contract/limit.js';
+import { MAX_SLIDING_LIMIT } from '../stores/limits.js';
+
+const optionNames = [
+  'store',
+  'window',
+  ...identifyOptions,
+  'skip',
+  'headers',
+  'handler',
+  'cacheMs',
+  'ban',
+  'onBan',
+  'grants',
+  'mode',
+  'onLimit',
+  'onChange',
+  'metrics',
+  'onError',
+] as const;
+
+/**
+ * Options checked and compiled: everything the request path needs, all fields required.
+ * @internal
+ */
+export interface Config {
+  readonly match: (method: string, path: string) => CompiledEndpoint | undefined;
+  /** The paths of the table's endpoints. */
+  readonly paths: readonly string[];
+  readonly identify: Identify;
+  readonly skip: ((req: Request) => boolean | Promise<boolean>) | undefined;
+  /** Sets the rate-limit headers of a counted response; undefined with `headers: false`. */
+  readonly headers: HeaderWriter | undefined;
+  readonly handler: LimitHandler | undefined;
+  readonly bans: Bans | undefined;
+  /** Bans and grants as the store's runtime state has them, with the methods that change them. */
+  readonly registry: Registry;
+  /** Whether bans are enforced on requests that match no row too. */
+  readonly site: boolean;
+  readonly grant: Step;
+  readonly shadow: boolean;
+  readonly onLimit: ListingLimitsOptions['onLimit'];
+  readonly report: OnError;
+  readonly metrics: Metrics | undefined;
+  /** How requests wait for a store that declares a failure policy: one deadline each, and a breaker. */
+  readonly waiting: Waiting | undefined;
+  /** Grant requests (rule 6), in the store's state. */
+  readonly requests: GrantRequests;
+  /** The last hour of traffic, counted once the operator's page asks for it. */
+  readonly traffic: Traffic;
+  /** What the pages built on the middleware count with: its store, unwrapped by metrics, and its address keys. */
+  readonly linked: Linked;
+  /** A client's counters read and cleared without a request. */
+  readonly usage: Usage;
+}
+
+const check: Checker = new Checker('listingLimits');
+
+function fn<T>(value: T, field: string, shape: string): T {
+  if (value !== undefined && typeof value !== 'function')
+    check.invalid(field, `must be a function ${shape}; got ${show(value)}.`);
+  return value;
+}
+
+function checkStore(store: unknown): Store {
+  if (store === undefined) return memoryStore();
+  if (store === memoryStore)
+    check.invalid('options.store', 'is the memoryStore function itself; call it: `memoryStore()`.');
+  if (store === redisStore)
+    check.invalid(
+      'options.store',
+      'is the redisStore function itself; call it with your client: `redisStore(client)`.',
+    );
+  if (typeof (store as { consume?: unknown } | null)?.consume === 'function') {
+    const limiter = className(store) || 'RateLimiterMemory';
+    check.invalid(
+      'options.store',
+      `is a ${limiter}, one limiter; a store makes a limiter for each counter of the table. Use memoryStore() or ` +
+        `redisStore(client), or a function that makes one: \`(counter) => new ${limiter}({ keyPrefix: ` +
+        'counter.name, points: counter.limit, duration: counter.windowMs / 1000 })`.',
+    );
+  }
+  if (typeof store !== 'function') {
+    check.invalid(
+      'options.store',
+      'must be a store: a function (counter) => rate-limiter-flexible limiter, such as memoryStore(); ' +
+        `got ${show(store)}.`,
+    );
+  }
+  return store as Store;
+}
+
+/** The window kind; a sliding window keeps each request it counts, so its rows' limits are bounded. */
+function checkWindow(value: unknown, rows: readonly EndpointRow[]): WindowKind {
+  const window = value === undefined ? 'fixed' : check.oneOf(value, ['fixed', 'sliding'] as const, 'options.window');
+  if (window === 'sliding') {
+    const i = rows.findIndex((row) => row.limit > MAX_SLIDING_LIMIT);
+    if (i >= 0) {
+      check.fail(
+        'ERR_INVALID_ROW',
+        `listing[${i}].limit`,
+        `must be at most ${MAX_SLIDING_LIMIT} with sliding windows, which keep every request of the window; ` +
+          `got ${(rows[i] as EndpointRow).limit}.`,
+      );
+    }
+  }
+  return window;
+}
+
+/**
+ * Checks the listing and options and compiles everything the request path needs. Throws ListingLimitsError.
+ * @internal
+ */
+export function configure(listing: unknown, options: unknown): Config {
+  const rows = checkTable(check, listing, 'listing', true);
+  const o = check.options(options, 'options', 'of options') as ListingLimitsOptions;
+  check.unknownKeys(o, optionNames, (key) => `options.${key}`);
+  const window = checkWindow(o.window, rows);
+  const table = endpointsOf(rows);
+  const registryOfMetrics = checkMetrics(check, o.metrics);
+  // The metrics time the store from its first counter on.
+  const metrics = registryOfMetrics && new Metrics(table.map((endpoint) => endpoint.name));
+  const given = checkStore(o.store);
+  const store = metrics ? metrics.timed(given) : given;
+  const headers = compileHeaders(check, o.headers);
+  const cacheMs = o.cacheMs === undefined ? 60_000 : check.ms(o.cacheMs, 'options.cacheMs');
+  const shadow =
+    (o.mode === undefined ? 'enforce' : check.oneOf(o.mode, ['enforce', 'shadow'], 'options.mode')) === 'shadow';
+  const report = reporter(fn(o.onError, 'options.onError', '(error, req) => void'));
+  fn(o.onLimit, 'options.onLimit', '(event, req) => void');
+  fn(o.onChange, 'options.onChange', '(event, req) => void');
+
+  const waiting = store.failure && new Waiting(store.failure);
+  const endpoints = table.map(({ name, limits }) => compileEndpoint(check, store, waiting, { name, window, limits }));
+  const ipOf = compileIpKey(check, o);
+  const identify = compileIdentify(check, o, ipOf, cacheMs);
+  const ban = checkBan(check, o);
+  const site = banScope(check, o) === 'site';
+  const paths = new Map(table.map((endpoint) => [rowShape(endpoint), endpoint.name]));
+  const grantTable = {
+    shapes: new Set(paths.keys()),
+    rows,
+    maxLimit: window === 'sliding' ? MAX_SLIDING_LIMIT : undefined,
+  };
+  const registry = new Registry(store.state, {
+    ipOf,
+    checkGrant: (checker, grant, field) => checkGrant(checker, grant, field, grantTable),
+    onChange: o.onChange,
+    report,
+    firstReadMs: store.failure?.timeoutMs ?? 1000,
+    onReset: (key) => usage.forget(key),
+  });
+  const bans = ban && new Bans(check, store, ban, { shadow, onBan: o.onBan, report, waiting }, registry);
+  const grants = compileGrants(check, o, { store, window, waiting, paths, table: grantTable, ipOf, cacheMs, registry });
+  const usage = new Usage(endpoints, grants, registry);
+  if (metrics) metrics.register(check, registryOfMetrics as NonNullable<typeof registryOfMetrics>, registry);
+  const traffic = new Traffic(endpoints.map((e) => e.name));
+  return {
+    match: compileMatcher(
+      table.map((endpoint, i) => ({
+        method: endpoint.method,
+        path: endpoint.path,
+        value: endpoints[i] as CompiledEndpoint,
+      })),
+    ),
+    paths: table.map((endpoint) => endpoint.path),
+    identify,
+    skip: fn(o.skip, 'options.skip', '(req) => boolean'),
+    headers,
+    handler: fn(o.handler, 'options.handler', '(req, res, next, info) => void'),
+    bans,
+    registry,
+    site,
+    grant: grants.step,
+    shadow,
+    onLimit: o.onLimit,
+    report,
+    metrics,
+    waiting,
+    requests: new GrantRequests(store.state?.requests, registry, rows, o.ipv6Subnet ?? 64),
+    traffic,
+    linked: { store: given, ipOf, registry, traffic },
+    usage,
+  };
+}

@@ -1,0 +1,196 @@
+// Bans for circumventing the limits (rule 5): option `ban`, checked and compiled into the steps that ban and refuse.
+import type { Checker } from '../../shared/check.js';
+import { answerBanned, type Context, GOING, type Step } from '../context.js';
+import type { Counter } from '../../stores/counter.js';
+import { counterOf } from '../endpoint.js';
+import { observe, type OnError } from '../../shared/hooks.js';
+import { addressBan, type Registry } from './registry.js';
+import type { Store } from '../../stores/store.js';
+import type { BanInfo, BanOptions, ClientKind, ListingLimitsOptions } from '../types.js';
+import type { Deadline, Waiting } from '../../stores/waiting.js';
+
+const banFields = ['after', 'within', 'duration', 'tokensPerIp', 'tokensWithin', 'scope'] as const;
+
+/** Where bans are enforced: `'site'` (every request through the middleware) unless `ban.scope` says `'table'`. */
+export function banScope(check: Checker, options: ListingLimitsOptions): 'site' | 'table' {
+  const scope = (options.ban as { scope?: unknown } | undefined)?.scope;
+  return scope === undefined ? 'site' : check.oneOf(scope, ['site', 'table'], 'options.ban.scope');
+}
+
+export function checkBan(check: Checker, options: ListingLimitsOptions): BanOptions | undefined {
+  const { ban, onBan } = options;
+  if (onBan !== undefined && typeof onBan !== 'function')
+    check.invalid('options.onBan', 'must be a function (info, req) => void.');
+  if (ban === undefined) {
+    if (onBan) check.invalid('options.onBan', 'needs options.ban, which decides when a client is banned.');
+    return undefined;
+  }
+  const b = check.options(ban, 'options.ban', '{ after, within, duration }');
+  check.unknownKeys(b, banFields, (key) => `options.ban.${key}`);
+  const within = check.seconds(b.within, 'options.ban.within');
+  banScope(check, options);
+  const checked: BanOptions = {
+    after: check.count(b.after, 'options.ban.after'),
+    within,
+    duration: check.seconds(b.duration, 'options.ban.duration'),
+  };
+  if (b.tokensPerIp === undefined) {
+    if (b.tokensWithin !== undefined) check.invalid('options.ban.tokensWithin', 'needs options.ban.tokensPerIp.');
+    return checked;
+  }
+  return {
+    ...checked,
+    tokensPerIp: check.count(b.tokensPerIp, 'options.ban.tokensPerIp'),
+    tokensWithin: b.tokensWithin === undefined ? within : check.seconds(b.tokensWithin, 'options.ban.tokensWithin'),
+  };
+}
+
+/**
+ * The rules that ban (rule 5) of one middleware. A ban is decided from the value an atomic hit returns (the `after`-th
+ * refusal, the token that makes one too many), so requests in flight together cannot all slip past it, and `onBan`
+ * fires for the one request that crossed the threshold. The ban itself is one record of the store's runtime state
+ * (see Registry): in force on this instance from the moment it is decided, and on the others when they read it.
+ */
+export class Bans {
+  readonly #options: BanOptions;
+  readonly #shadow: boolean;
+  readonly #onBan: ListingLimitsOptions['onBan'];
+  readonly #report: OnError;
+  readonly #strikes: Counter;
+  readonly #seen: Counter | undefined;
+  readonly #tokens: Counter | undefined;
+  readonly #waiting: Waiting | undefined;
+  readonly #registry: Registry;
+
+  constructor(
+    check: Checker,
+    store: Store,
+    options: BanOptions,
+    mode: { shadow: boolean; onBan: ListingLimitsOptions['onBan']; report: OnError; waiting: Waiting | undefined },
+    registry: Registry,
+  ) {
+    this.#options = options;
+    this.#registry = registry;
+    this.#shadow = mode.shadow;
+    this.#onBan = mode.onBan;
+    this.#report = mode.report;
+    this.#waiting = mode.waiting;
+    // In shadow mode the counters that lead to bans have names of their own: nothing a shadow instance counts can
+    // make an enforcing instance on the same store ban.
+    const name = (what: string) => `listing-limits ${mode.shadow ? 'shadow ' : ''}${what}`;
+    this.#strikes = counterOf(check, store, mode.waiting, {
+      name: name('strikes'),
+      limit: options.after,
+      windowMs: options.within,
+    });
+    if (options.tokensPerIp !== undefined) {
+      const windowMs = options.tokensWithin ?? options.within;
+      this.#seen = counterOf(check, store, mode.waiting, { name: name('seen-tokens'), limit: 1, windowMs });
+      this.#tokens = counterOf(check, store, mode.waiting, {
+        name: name('tokens-per-ip'),
+        limit: options.tokensPerIp,
+        windowMs,
+      });
+    }
+  }
+
+  /** Whether addresses are banned for presenting too many tokens (`tokensPerIp`). */
+  get countsTokens(): boolean {
+    return this.#tokens !== undefined;
+  }
+
+  /** Whether the client, or its address, is banned as far as this instance knows; answers 403 when it is. */
+  refuseBanned(ctx: Context): boolean {
+    const until = this.#registry.bannedUntil(ctx.client, Date.now());
+    if (until === undefined) return false;
+    answerBanned(ctx, until);
+    return true;
+  }
+
+  #deadline(ctx: Context): Deadline | undefined {
+    if (this.#waiting) ctx.deadline ??= this.#waiting.start();
+    return ctx.deadline;
+  }
+
+  /**
+   * Before counting, with `tokensPerIp`: a token new to its address counts on the address's tokens, any other reads
+   * them; past `tokensPerIp` the address is banned (by the token that is one too many) and the request refused. The
+   * count is not reset by the ban, so the store's order decides: a request whose hit or read follows the banning hit
+   * sees more than `tokensPerIp` and is refused, one before it is not.
+   */
+  readonly tokens: Step = (ctx) => {
+    const { client } = ctx;
+    if (client.kind !== 'token') return;
+    const seen = (this.#seen as Counter).hit(`${client.ip}|${client.key}`, this.#deadline(ctx));
+    if (!(seen instanceof Promise)) return this.#tokensOf(ctx, seen.count === 1);
+    return seen.then((state) => this.#tokensOf(ctx, state.count === 1));
+  };
+
+  #tokensOf(ctx: Context, first: boolean): void | Promise<void> {
+    const tokens = this.#tokens as Counter;
+    const ip = ctx.client.ip;
+    if (first) {
+      const counted = tokens.hit(ip, ctx.deadline);
+      if (counted instanceof Promise) return counted.then((state) => this.#tokenDecision(ctx, state.count, true));
+      return this.#tokenDecision(ctx, counted.count, true);
+    }
+    // In this process's memory everything is decided in order: the cache knows every ban decided before.
+    if (tokens.now) return this.#shadow ? undefined : void this.refuseBanned(ctx);
+    return tokens.get(ip, ctx.deadline).then((state) => this.#tokenDecision(ctx, state?.count ?? 0, false));
+  }
+
+  #tokenDecision(ctx: Context, n: number, hit: boolean): void {
+    const limit = this.#options.tokensPerIp as number;
+    if (n <= limit) return;
+    const ip = ctx.client.ip;
+    this.#ban(ctx, ip, addressBan(ip), 'ip', 'token-rotation', hit && n === limit + 1);
+    if (!this.#shadow && ctx.state === GOING) this.refuseBanned(ctx);
+  }
+
+  /**
+   * After a refusal: the `after`-th refusal within `within` bans the client, and is itself answered as usual; a later
+   * one is refused as banned. The count is not reset by the ban, so the store's order decides which is which.
+   */
+  strike(ctx: Context): void | Promise<void> {
+    const { client } = ctx;
+    const counted = this.#strikes.hit(client.key, this.#deadline(ctx));
+    const decide = (n: number) => {
+      const { after } = this.#options;
+      if (n < after) return;
+      if (!this.#shadow && this.refuseBanned(ctx)) return;
+      this.#ban(ctx, client.key, client.key, client.kind, 'limit', n === after);
+    };
+    return counted instanceof Promise ? counted.then((state) => decide(state.count)) : decide(counted.count);
+  }
+
+  /**
+   * Bans `key` (stored as `banKey`) from now on, unless this instance knows a ban of it in force. Past the threshold
+   * without crossing it (a ban that ended within the count's window, or one another instance decided and this one
+   * has not read yet), the store decides: it keeps a ban in force, else takes this one. `onBan` is told once per
+   * ban: by the request that crossed the threshold, or when the store took the ban. In shadow mode only `onBan` is
+   * told, when the threshold is crossed. The request does not wait for the store.
+   */
+  #ban(ctx: Context, key: string, banKey: string, kind: ClientKind, reason: BanInfo['reason'], crossed: boolean): void {
+    const now = Date.now();
+    const until = now + this.#options.duration;
+    const info = { key, kind, reason, until: new Date(until), shadow: this.#shadow };
+    if (this.#shadow) {
+      if (crossed) observe(this.#onBan, info, ctx.req, this.#report);
+      return;
+    }
+    // Requests in flight together with the one that banned find the ban here and add nothing to it.
+    if (this.#registry.banned(banKey, now)) return;
+    if (crossed) observe(this.#onBan, info, ctx.req, this.#report);
+    const record = { key, kind, reason, since: now, until, by: 'rule' as const };
+    void this.#registry.ruleBan(banKey, record, ctx.req).then((taken) => {
+      if (taken && !crossed) observe(this.#onBan, info, ctx.req, this.#report);
+    });
+  }
+
+  /** Forgets what led to the bans of `key` (its refusals, and its address's token count) on every instance. */
+  async forget(key: string): Promise<void> {
+    const forgotten: Promise<unknown>[] = [this.#strikes.delete(key)];
+    if (this.#tokens) forgotten.push(this.#tokens.delete(key));
+    await Promise.all(forgotten);
+  }
+}

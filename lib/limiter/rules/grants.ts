@@ -1,0 +1,213 @@
+// Extended limits for approved clients (rule 6): option `grants`, compiled into the step that picks a client's limits.
+import ipaddr from 'ipaddr.js';
+import { Lookups } from '../../shared/lookups.js';
+import { type Checker, show, typoOf } from '../../shared/check.js';
+import { type Context, PASSED, type Step } from '../context.js';
+import { type CompiledEndpoint, compileEndpoint } from '../endpoint.js';
+import type { Client, IpKey } from '../identify.js';
+import { tokenKey } from '../keys.js';
+import type { Registry } from './registry.js';
+import type { Store } from '../../stores/store.js';
+import { checkRow, refuseDuplicates, rowShape } from '../../contract/table.js';
+import type { EndpointRow } from '../../contract/listings.js';
+import type { Limit, WindowKind } from '../../contract/limit.js';
+import type { Grant, ListingLimitsOptions } from '../types.js';
+import type { Waiting } from '../../stores/waiting.js';
+
+const UNLIMITED = 'unlimited';
+const grantFields = ['multiplier', 'rows'];
+
+type Limited = Exclude<Grant, typeof UNLIMITED>;
+
+/**
+ * `limit × multiplier`, rounded down, computed on the multiplier's decimal digits as written (`25 × 1.16` is 29,
+ * where floating point says 28.999…), at least 1.
+ */
+function multiplied(limit: number, multiplier: number): number {
+  const [digits = '0', exponent = '0'] = multiplier.toExponential().split('e');
+  const [whole = '0', fraction = ''] = digits.split('.');
+  const scale = Number(exponent) - fraction.length;
+  const product = BigInt(limit) * BigInt(whole + fraction);
+  const exact = scale >= 0 ? product * 10n ** BigInt(scale) : product / 10n ** BigInt(-scale);
+  return Number(exact > BigInt(Number.MAX_SAFE_INTEGER) ? BigInt(Number.MAX_SAFE_INTEGER) : exact < 1n ? 1n : exact);
+}
+
+/** What a grant is checked against: the table's endpoints and rows, and the largest limit its windows can keep. */
+interface GrantTable {
+  /** The endpoints' shapes (see rowShape). */
+  readonly shapes: ReadonlySet<string>;
+  readonly rows: readonly EndpointRow[];
+  /** The largest limit a granted row may have: set for sliding windows, which keep every request of the window. */
+  readonly maxLimit: number | undefined;
+}
+
+/**
+ * Checks a grant, as given in the options or answered by a lookup; replacement rows must replace rows of the table
+ * (several rows of one endpoint, each with its own window, replace all of the endpoint's rows).
+ */
+export function checkGrant(check: Checker, grant: unknown, at: string, table: GrantTable): Grant {
+  const { shapes, maxLimit } = table;
+  if (grant === UNLIMITED) return grant;
+  const keys = typeof grant === 'object' && grant !== null ? Object.keys(grant) : [];
+  const meant = keys.length === 1 && !grantFields.includes(keys[0] as string) && typoOf(keys[0] as string, grantFields);
+  if (meant) check.fail('ERR_UNKNOWN_OPTION', `${at}.${keys[0]}`, `is not a grant field. Did you mean \`${meant}\`?`);
+  if (keys.length !== 1 || (keys[0] !== 'multiplier' && keys[0] !== 'rows')) {
+    check.invalid(at, `must be 'unlimited', { multiplier } or { rows }; got ${show(grant)}.`);
+  }
+  const g = grant as { multiplier?: unknown; rows?: unknown };
+  if (keys[0] === 'multiplier') {
+    if (typeof g.multiplier !== 'number' || !Number.isFinite(g.multiplier) || g.multiplier <= 0) {
+      check.invalid(`${at}.multiplier`, `must be a positive number; got ${show(g.multiplier)}.`);
+    }
+    const largest = maxLimit && Math.max(...table.rows.map((row) => multiplied(row.limit, g.multiplier as number)));
+    if (maxLimit && (largest as number) > maxLimit) {
+      check.invalid(
+        `${at}.multiplier`,
+        `makes a limit of ${largest}; sliding windows keep every request of the window, up to ${maxLimit}.`,
+      );
+    }
+    return { multiplier: g.multiplier };
+  }
+  if (!Array.isArray(g.rows) || g.rows.length === 0)
+    check.invalid(`${at}.rows`, `must be a non-empty array of rows; got ${show(g.rows)}.`);
+  const rows = g.rows.map((raw: unknown, i: number) => {
+    const row = checkRow(check, raw, `${at}.rows[${i}]`);
+    if (!shapes.has(rowShape(row)))
+      check.invalid(`${at}.rows[${i}]`, `(${row.method} ${row.path}) replaces no row of the table.`);
+    if (maxLimit !== undefined && row.limit > maxLimit) {
+      check.invalid(
+        `${at}.rows[${i}].limit`,
+        `must be at most ${maxLimit} with sliding windows, which keep every request of the window; got ${row.limit}.`,
+      );
+    }
+    return row;
+  });
+  refuseDuplicates(check, rows, `${at}.rows`, true);
+  return { rows };
+}
+
+/** Whether a key of the grants map is an IP address (else it is an Authorization value). */
+function isAddress(key: string): boolean {
+  return ipaddr.isValid(key);
+}
+
+/** Grants compiled: the step of the request path, and what reading a client's counters without a request needs. */
+export interface CompiledGrants {
+  readonly step: Step;
+  /**
+   * The grant of a client known without a request: a runtime grant, a grant of the `grants` option by token or
+   * address, or the answer of a `grants` function kept for its key; undefined when none is known.
+   */
+  known(client: Client): Grant | undefined;
+  /** The endpoint a limited grant counts a client on: the table's, or a variant of it made once. */
+  variant(base: CompiledEndpoint, grant: Exclude<Grant, 'unlimited'>): CompiledEndpoint;
+  /** The variants of an endpoint made so far, one per distinct grant that counted on it. */
+  variantsOf(base: CompiledEndpoint): CompiledEndpoint[];
+}
+
+/**
+ * Compiles grants into the step that moves a granted client onto its own endpoint (or lets an unlimited one
+ * through): a grant made at runtime first, then the `grants` option. Granted endpoints are made once per distinct
+ * grant and endpoint, the first time they are used.
+ */
+export function compileGrants(
+  check: Checker,
+  options: ListingLimitsOptions,
+  context: {
+    store: Store;
+    window: WindowKind;
+    waiting: Waiting | undefined;
+    paths: ReadonlyMap<string, string>;
+    table: GrantTable;
+    ipOf: IpKey;
+    cacheMs: number;
+    registry: Registry;
+  },
+): CompiledGrants {
+  const { grants } = options;
+  if (
+    grants !== undefined &&
+    typeof grants !== 'function' &&
+    (typeof grants !== 'object' || grants === null || Array.isArray(grants))
+  ) {
+    check.invalid(
+      'options.grants',
+      `must be an object of grants by token or IP, or a lookup function; got ${show(grants)}.`,
+    );
+  }
+  const { store, window, waiting, ipOf, paths, table } = context;
+  const variants = new Map<string, CompiledEndpoint>();
+  const variant = (base: CompiledEndpoint, grant: Limited): CompiledEndpoint => {
+    let limits: Limit[];
+    let label: string;
+    if ('multiplier' in grant) {
+      limits = base.limits.map(({ limit, windowMs }) => ({ limit: multiplied(limit, grant.multiplier), windowMs }));
+      label = `x${grant.multiplier}`;
+    } else {
+      const rows = grant.rows.filter((r) => paths.get(rowShape(r)) === base.name);
+      if (rows.length === 0) return base;
+      limits = rows.map(({ limit, windowMs }) => ({ limit, windowMs }));
+      label = limits.map(({ limit, windowMs }) => `${limit}/${windowMs / 1000}s`).join(', ');
+    }
+    const name = `${base.name} (${label})`;
+    let found = variants.get(name);
+    if (!found) {
+      found = compileEndpoint(check, store, waiting, { name, window, limits });
+      variants.set(name, found);
+    }
+    return found;
+  };
+
+  let find: (client: Client, ctx: Context) => Grant | undefined | Promise<Grant | undefined> = () => undefined;
+  let known: (client: Client) => Grant | undefined = () => undefined;
+  if (typeof grants === 'function') {
+    // Answers are kept per client key, and concurrent requests of one client share one call.
+    const answers = new Lookups<Grant | undefined>(context.cacheMs);
+    known = (client) => answers.peek(client.key);
+    find = (client, ctx) =>
+      answers.get(client.key, async () => {
+        const answer = await grants({ key: client.key, token: client.token, ip: ctx.req.ip }, ctx.req);
+        return answer === undefined || answer === null ? undefined : checkGrantAtRequest(check, answer, table);
+      });
+  } else if (grants !== undefined) {
+    const byToken = new Map<string, Grant>();
+    const byAddress = new Map<string, Grant>();
+    for (const [who, raw] of Object.entries(grants)) {
+      const grant = checkGrant(check, raw, `options.grants[${JSON.stringify(who)}]`, table);
+      if (isAddress(who)) byAddress.set(ipOf(who), grant);
+      else byToken.set(tokenKey(who), grant);
+    }
+    find = (client) =>
+      (client.tokenKey !== undefined ? byToken.get(client.tokenKey) : undefined) ??
+      (byAddress.size > 0 ? byAddress.get(client.ip) : undefined);
+    known = find as (client: Client) => Grant | undefined;
+  }
+
+  const apply = (ctx: Context, grant: Grant | undefined) => {
+    if (grant === undefined) return;
+    if (grant === UNLIMITED) {
+      ctx.state = PASSED;
+      ctx.outcome = 'allowed';
+    } else ctx.endpoint = variant(ctx.endpoint, grant);
+  };
+  const { registry } = context;
+  return {
+    step: (ctx) => {
+      const grant = registry.grantOf(ctx.client) ?? find(ctx.client, ctx);
+      if (grant instanceof Promise) return grant.then((g) => apply(ctx, g));
+      apply(ctx, grant);
+    },
+    known: (client) => registry.grantOf(client) ?? known(client),
+    variant,
+    variantsOf: (base) => [...variants.values()].filter((v) => v.name.startsWith(`${base.name} (`)),
+  };
+}
+
+/** A lookup's answer that is not a grant is a bug of the app, reported to its error handler with the field named. */
+function checkGrantAtRequest(check: Checker, answer: unknown, table: GrantTable): Grant {
+  try {
+    return checkGrant(check, answer, 'options.grants() result', table);
+  } catch (error) {
+    throw new TypeError((error as Error).message);
+  }
+}

@@ -1,0 +1,401 @@
+// The cache of the store's runtime state one middleware keeps: its records, how it follows the store's changes.
+import type { Request } from 'express';
+import { show } from '../../shared/check.js';
+import { RuntimeStateError } from '../../shared/errors.js';
+import { observe, type OnError } from '../../shared/hooks.js';
+import type { Client, IpKey } from '../identify.js';
+import {
+  addressBan,
+  type BanRecord,
+  checkBan,
+  type CheckGrant,
+  checkGrantRecord,
+  checkLost,
+  checkReset,
+  checkSession,
+  type EndedLogin,
+  type EpochRecord,
+  type GrantRecord,
+  type LostEntry,
+  Problem,
+  type ResetRecord,
+  type Stored,
+} from './records.js';
+import {
+  type ChangeResult,
+  type Follower,
+  MemoryState,
+  type RecordChange,
+  type RuntimeState,
+  sha1,
+  type StateUpdate,
+} from '../../stores/state.js';
+import { SweptMap } from '../../shared/swept.js';
+import type { ChangeEvent, Grant } from '../types.js';
+import { digest, endOf, eventText, plain, sameRecord, shown } from './record-views.js';
+
+/** Foreign entries of the records kept in view for `foreign()` at the most; beyond, the oldest go. */
+const FOREIGN_KEPT = 1000;
+/** Foreign entries remembered as told to `onError`, so that each is told once; beyond, the oldest go. */
+const REPORTED_KEPT = 10_000;
+
+/** What the registry needs of the other features: how addresses are keyed, and how a grant is checked. */
+interface RegistryContext {
+  readonly ipOf: IpKey;
+  readonly checkGrant: CheckGrant;
+  readonly onChange: ((event: ChangeEvent, req: Request | undefined) => unknown) | undefined;
+  readonly report: OnError;
+  /** The longest the first read of the state holds requests up (the store's `timeoutMs`, else a second). */
+  readonly firstReadMs: number;
+  /** Told the key of each reset of a client's counters this instance reads (its own included). */
+  readonly onReset?: (key: string) => void;
+}
+
+/** Where this instance keeps the records of a kind, by the id of their field. */
+interface KindCache {
+  get(id: string): { readonly seq: number } | undefined;
+  add(id: string, record: { readonly seq: number }, now: number): unknown;
+  delete(id: string): boolean;
+}
+
+/** A kind of record: how an entry of it is checked, and where this instance keeps its records. */
+interface Kind {
+  check(id: string, text: string): { readonly seq: number };
+  cache(id: string): KindCache;
+  /** Whether a record of it is an operator's: kept as a lost record when the store loses it. */
+  operators(record: unknown): boolean;
+}
+
+/** What this instance knew when the state it followed was replaced. */
+interface Known {
+  readonly epoch: string | undefined;
+  readonly seq: number;
+  readonly records: ReadonlyMap<string, Stored<BanRecord | GrantRecord | LostEntry>>;
+  readonly foreign: ReadonlySet<string>;
+}
+
+/** The cache of the runtime state that {@link Registry} keeps: its records, and how it follows the store. */
+export class RecordCache {
+  protected readonly _state: RuntimeState;
+  /** False for a store with no runtime state of its own: the cache then holds this process's rule bans only. */
+  protected readonly _shared: boolean;
+  protected readonly _context: RegistryContext;
+  /** Client key → ban. Ended bans stay until swept or replaced; each check reads the end. */
+  protected readonly _bans = new SweptMap<Stored<BanRecord>>((ban) => ban.until);
+  /** `addr:<address key>` → ban of an address: apart, so that no request reads its address while none is banned. */
+  protected readonly _addressBans = new SweptMap<Stored<BanRecord>>((ban) => ban.until);
+  protected readonly _grants = new SweptMap<Stored<GrantRecord>>((grant) => grant.until ?? Infinity);
+  /** Field of the record lost → the lost record. */
+  protected readonly _lost = new SweptMap<Stored<LostEntry>>((lost) => endOf(lost.record));
+  /** `epoch` → the epoch of the operators' logins; a login's id → that login, ended by its logout. */
+  protected readonly _logins = new SweptMap<Stored<EpochRecord | EndedLogin>>((r) =>
+    'until' in r ? r.until : Infinity,
+  );
+  /** Client key → the last reset of its counters. */
+  readonly #resets = new SweptMap<Stored<ResetRecord>>((reset) => reset.until);
+  /**
+   * Field → an entry of the records that is not a record this instance applies: its text as shown, and its SHA-1,
+   * by which it is removed only as it was read.
+   */
+  protected readonly _foreign = new Map<
+    string,
+    { readonly shown: string; readonly sha1: string; readonly problem: string }
+  >();
+  readonly #reported = new Set<string>();
+  /** Entries of the history as `foreign()` judged them (undefined: a change), at most twice the history's. */
+  protected readonly _judged = new Map<string, string | undefined>();
+  readonly #kinds: ReadonlyMap<string, Kind>;
+  /** When the last ban this instance has seen ends: past it (or with none), no request needs a look at the bans. */
+  protected _bansEnd = 0;
+  /** The epoch, copy mark and sequence number of the last update applied. */
+  protected _epoch: string | undefined;
+  protected _copy: string | undefined;
+  #seq = 0;
+  #loaded = false;
+  protected _follower: Follower | undefined;
+  #ready: Promise<void> | undefined;
+  /** Entries of the records parsed and checked by this instance, in all: what the cost tests count. @internal */
+  parsed = 0;
+
+  constructor(state: RuntimeState | undefined, context: RegistryContext) {
+    this._state = state ?? new MemoryState();
+    this._shared = state !== undefined;
+    this._context = context;
+    const bans = (id: string) => (id.startsWith('addr:') ? this._addressBans : this._bans);
+    // A reset read is told at once: the counters' remembered refusals of the client are stale from then on.
+    const resets: KindCache = {
+      get: (id) => this.#resets.get(id),
+      add: (id, record, now) => {
+        this.#resets.add(id, record as Stored<ResetRecord>, now);
+        context.onReset?.(id);
+      },
+      delete: (id) => this.#resets.delete(id),
+    };
+    // The kinds of record, by the prefix of their field: a new kind is a check, a cache and a line here. Logins and
+    // resets are no operator's ban or grant: a store that loses them loses nothing to restore (logins then end, as
+    // their epoch is gone).
+    this.#kinds = new Map<string, Kind>([
+      ['ban', { check: checkBan, cache: bans, operators: (ban) => (ban as BanRecord).by === 'operator' }],
+      [
+        'grant',
+        {
+          check: (id, json) => checkGrantRecord(id, json, context.checkGrant),
+          cache: () => this._grants,
+          operators: () => true,
+        },
+      ],
+      [
+        'lost',
+        {
+          check: (id, json) => checkLost(id, json, context.checkGrant),
+          cache: () => this._lost,
+          operators: () => true,
+        },
+      ],
+      ['session', { check: checkSession, cache: () => this._logins, operators: () => false }],
+      ['reset', { check: checkReset, cache: () => resets, operators: () => false }],
+    ]);
+  }
+
+  /** Starts following the state: once the middleware is made, so that a configuration that fails leaves nothing. */
+  start(): void {
+    if (this._follower) return;
+    this._follower = this._state.follow((update) => this.#apply(update));
+    if (this.#loaded) return;
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const bound = new Promise<void>((resolve) => {
+      timer = setTimeout(resolve, this._context.firstReadMs);
+      timer.unref?.();
+    });
+    const first = this._follower.sync().catch(() => {});
+    this.#ready = Promise.race([first, bound]).then(() => {
+      clearTimeout(timer);
+      this.#ready = undefined;
+    });
+  }
+
+  /**
+   * Until the state has been read once (or `firstReadMs` has passed): the first read, which a request waits for
+   * before its bans are checked.
+   */
+  get ready(): Promise<void> | undefined {
+    return this.#ready;
+  }
+
+  #apply(update: StateUpdate): void {
+    const known = update.kind === 'replaced' ? this.#known() : undefined;
+    if (update.kind !== 'changes') this.#reset();
+    for (const [field, json] of update.records) this.#put(field, json, update.seq);
+    this._epoch = update.epoch;
+    this._copy = update.copy;
+    this.#seq = update.seq;
+    this.#loaded = true;
+    if (known) this.#replaced(known, update).catch((error: unknown) => this._context.report(error, undefined));
+  }
+
+  /** Applies one field's text as read at sequence number `readAt` (null: no record). */
+  #put(field: string, json: string | null, readAt: number): void {
+    if (field.startsWith('#')) return;
+    const colon = field.indexOf(':');
+    const kind = colon > 0 ? this.#kinds.get(field.slice(0, colon)) : undefined;
+    const id = field.slice(colon + 1);
+    this._foreign.delete(field);
+    if (json === null) {
+      const cache = kind?.cache(id);
+      const cached = cache?.get(id);
+      // A version this instance wrote after that read stays.
+      if (cached !== undefined && cached.seq > readAt) return;
+      cache?.delete(id);
+      return;
+    }
+    if (!kind)
+      return this.#skip(field, json, `is of a kind this version does not know (${show(field.slice(0, colon))})`);
+    const cache = kind.cache(id);
+    let record: { readonly seq: number };
+    try {
+      this.parsed++;
+      record = kind.check(id, json);
+    } catch (error) {
+      if (!(error instanceof Problem)) throw error;
+      cache.delete(id);
+      return this.#skip(field, json, error.message);
+    }
+    const cached = cache.get(id);
+    if (cached !== undefined && cached.seq > record.seq) return;
+    cache.add(id, record, Date.now());
+    if (field.startsWith('ban:')) this._bansEnd = Math.max(this._bansEnd, (record as Stored<BanRecord>).until);
+  }
+
+  /** Keeps a foreign entry in view and tells `onError` of it, once. */
+  #skip(field: string, json: string, problem: string): void {
+    if (this._foreign.size >= FOREIGN_KEPT) this._foreign.delete(this._foreign.keys().next().value as string);
+    this._foreign.set(field, { shown: shown(json), sha1: sha1(json), problem });
+    this._foreignFound(`record ${field}`, json, problem);
+  }
+
+  protected _foreignFound(entry: string, json: string, problem: string): void {
+    const id = `${entry}\n${digest(json)}`;
+    if (this.#reported.has(id)) return;
+    if (this.#reported.size >= REPORTED_KEPT) this.#reported.delete(this.#reported.values().next().value as string);
+    this.#reported.add(id);
+    const message = `the store's runtime state has a foreign entry, skipped: ${entry} ${problem}.`;
+    this._context.report(new RuntimeStateError('ERR_FOREIGN_ENTRY', message, { entry }), undefined);
+  }
+
+  /** Empties the cache, but for the rule's bans that only this instance has (the store could not be written). */
+  #reset(): void {
+    for (const cache of [this._bans, this._addressBans]) {
+      const local = [...cache].filter(([, ban]) => ban.seq < 0);
+      cache.clear();
+      for (const [id, ban] of local) cache.set(id, ban);
+    }
+    this._grants.clear();
+    this._lost.clear();
+    this._logins.clear();
+    this.#resets.clear();
+    this._foreign.clear();
+    this._bansEnd = 0;
+    for (const cache of [this._bans, this._addressBans]) {
+      for (const ban of cache.values()) this._bansEnd = Math.max(this._bansEnd, ban.until);
+    }
+  }
+
+  #known(): Known {
+    const records = new Map<string, Stored<BanRecord | GrantRecord | LostEntry>>();
+    for (const [id, ban] of this._bans) records.set(`ban:${id}`, ban);
+    for (const [id, ban] of this._addressBans) records.set(`ban:${id}`, ban);
+    for (const [id, grant] of this._grants) records.set(`grant:${id}`, grant);
+    for (const [id, lost] of this._lost) records.set(`lost:${id}`, lost);
+    return { epoch: this._epoch, seq: this.#seq, records, foreign: new Set(this._foreign.keys()) };
+  }
+
+  /**
+   * The state was replaced: the store lost its data (a restart without persistence, a flush, a failover to an empty
+   * replica), or a copy behind it took its place. The new state is the truth; what this instance knew and it lacks is
+   * never written back, since it may have been lifted meanwhile. An operator's ban or grant the store lost is kept
+   * as a lost record, for an operator to restore or dismiss; a rule's ban is gone. A copy behind the state (the same
+   * epoch) may bring back records that were removed after it: those whose sequence number this instance had passed
+   * without holding them are removed again.
+   */
+  async #replaced(known: Known, update: StateUpdate): Promise<void> {
+    const now = Date.now();
+    const copy = known.epoch === update.epoch;
+    const lost: Stored<LostEntry>[] = [];
+    let ruleBans = 0;
+    for (const [field, record] of known.records) {
+      if (record.seq < 0) continue;
+      const entry = 'field' in record ? record : { field, record, lostAt: now, seq: record.seq };
+      if (endOf(entry.record) <= now) continue;
+      const json = update.records.get(field);
+      if (json !== undefined && json !== null) {
+        const kind = this.#kinds.get(field.slice(0, field.indexOf(':')));
+        const id = field.slice(field.indexOf(':') + 1);
+        const current = kind?.cache(id).get(id);
+        // Kept: the same version (or a newer one) on a copy; the same record written again after a loss.
+        const same = copy ? current && current.seq >= record.seq : current && sameRecord(current, record);
+        if (same) continue;
+      }
+      if ('field' in record || this.#kinds.get(field.slice(0, field.indexOf(':')))?.operators(record)) lost.push(entry);
+      else ruleBans++;
+    }
+    const stale: [string, string][] = [];
+    if (copy) {
+      for (const [field, json] of update.records) {
+        if (json === null || known.records.has(field) || known.foreign.has(field)) continue;
+        const seq = Number(/^\{"seq":(\d+),/.exec(json)?.[1] ?? 0);
+        if (seq <= known.seq) stale.push([field, json]);
+      }
+    }
+    for (const [field, json] of stale) {
+      await this._write({ field, value: null, endsAt: null, when: { sha1: sha1(json) }, event: undefined, now });
+    }
+    for (const entry of lost) {
+      const value = JSON.stringify({ field: entry.field, record: plain(entry.record), lostAt: entry.lostAt });
+      const endsAt = endOf(entry.record) === Infinity ? null : endOf(entry.record);
+      // Several instances may find the same record lost: the first one's lost record stays.
+      await this._write({ field: `lost:${entry.field}`, value, endsAt, when: 'absent', event: undefined, now });
+    }
+    if (lost.length + ruleBans + stale.length === 0) return;
+    const what = copy ? 'replaced by a copy that is behind it (a failover)' : 'lost (a restart, a flush or a failover)';
+    const parts: string[] = [];
+    if (lost.length > 0)
+      parts.push(`${lost.length} ban(s) and grant(s) of operators are kept as lost records, to restore or dismiss`);
+    if (ruleBans > 0) parts.push(`${ruleBans} ban(s) by rule are gone`);
+    if (stale.length > 0) parts.push(`${stale.length} record(s) lifted before came back with it and are removed again`);
+    const message = `the store's runtime state was ${what}: ${parts.join('; ')}.`;
+    this._context.report(new RuntimeStateError('ERR_STATE_LOST', message), undefined);
+  }
+
+  /** Writes a change; the cache takes the store's answer (or, when the state's epoch changed, reads it whole). */
+  protected async _write(change: RecordChange): Promise<ChangeResult> {
+    const result = await this._state.change(change);
+    if (result.epoch !== this._epoch) {
+      await this._follower?.sync().catch(() => {});
+      if (this._follower) return result;
+    }
+    this.#put(change.field, result.stored ?? null, result.seq);
+    return result;
+  }
+
+  /** Writes a change of a ban or grant, with its history entry, and tells `onChange` when it applied. */
+  protected async _change(
+    change: Omit<RecordChange, 'event' | 'now'>,
+    event: ChangeEvent,
+    req: Request | undefined,
+  ): Promise<ChangeResult> {
+    const result = await this._write({ ...change, event: eventText(event), now: event.at.getTime() });
+    if (result.changed) observe(this._context.onChange, event, req, this._context.report);
+    return result;
+  }
+
+  /** How many bans are in force, as far as this instance knows. */
+  activeBans(): number {
+    const now = Date.now();
+    let n = 0;
+    for (const cache of [this._bans, this._addressBans]) for (const ban of cache.values()) if (ban.until > now) n++;
+    return n;
+  }
+
+  /** How many runtime grants are in force, as far as this instance knows. */
+  activeGrants(): number {
+    const now = Date.now();
+    let n = 0;
+    for (const grant of this._grants.values()) if (grant.until === null || grant.until > now) n++;
+    return n;
+  }
+
+  /** Whether any ban may be in force: false means no request needs identifying for bans. */
+  anyBan(now: number): boolean {
+    return this._bansEnd > now && (this._bans.size > 0 || this._addressBans.size > 0);
+  }
+
+  /** The end of the ban that holds for `client` (its own, or its address's), or undefined. */
+  bannedUntil(client: Client, now: number): number | undefined {
+    if (!this.anyBan(now)) return undefined;
+    const own = this._bans.get(client.key);
+    let until = own && own.until > now ? own.until : undefined;
+    if (this._addressBans.size > 0) {
+      const address = this._addressBans.get(addressBan(client.ip));
+      if (address && address.until > now) until = Math.max(until ?? 0, address.until);
+    }
+    return until;
+  }
+
+  /** Whether the ban stored as `banKey` is in force, as far as this instance knows. */
+  banned(banKey: string, now: number): boolean {
+    const ban = (banKey.startsWith('addr:') ? this._addressBans : this._bans).get(banKey);
+    return ban !== undefined && ban.until > now;
+  }
+
+  /**
+   * The grant given at runtime to the client as identified: by its key (its token's, its address's for a client
+   * counted by address, or a custom key), else by its address. A token that `authenticate` refused is not the
+   * client's key, so a grant of that token does not apply.
+   */
+  grantOf(client: Client): Grant | undefined {
+    if (this._grants.size === 0) return undefined;
+    const now = Date.now();
+    const found = this._grants.get(client.key) ?? (client.kind === 'ip' ? undefined : this._grants.get(client.ip));
+    return found && (found.until === null || found.until > now) ? found.grant : undefined;
+  }
+}

@@ -1,0 +1,251 @@
+// The kinds of record in the runtime state (bans, grants, lost records, logins, resets), their checks, the history's.
+import { Checker, isPlainObject, MAX_DURATION_MS, show } from '../../shared/check.js';
+import { ListingLimitsError } from '../../shared/errors.js';
+import { checkRow } from '../../contract/table.js';
+import type { ChangeEvent, ClientKind, Grant } from '../types.js';
+
+/** A ban, as the state keeps it: `ban:<key>` for a client, `ban:addr:<address key>` for an address. */
+export interface BanRecord {
+  readonly key: string;
+  readonly kind: ClientKind;
+  readonly reason: string;
+  readonly since: number;
+  readonly until: number;
+  readonly by: 'rule' | 'operator';
+}
+
+/** A grant made at runtime: `grant:<key>`. */
+export interface GrantRecord {
+  readonly key: string;
+  readonly grant: Grant;
+  readonly since: number;
+  readonly until: number | null;
+  readonly note: string | null;
+}
+
+/**
+ * An operator's ban or grant that this instance knew and the store lost (`lost:<field of the record>`): kept for an
+ * operator to restore or dismiss, never applied.
+ */
+export interface LostEntry {
+  /** The field the record had, e.g. `grant:t:…`. */
+  readonly field: string;
+  readonly record: BanRecord | GrantRecord;
+  /** When an instance found it lost (epoch ms). */
+  readonly lostAt: number;
+}
+
+/**
+ * The epoch of the operators' logins, `session:epoch`: a login is bound to the epoch it was made in, and a new epoch
+ * ("log out everywhere") ends every login made before.
+ */
+export interface EpochRecord {
+  /** Random: a login's cookie carries a MAC of it. */
+  readonly epoch: string;
+  readonly since: number;
+}
+
+/** A login ended by its logout, `session:<login id>`, kept until the login would have ended by itself. */
+export interface EndedLogin {
+  readonly id: string;
+  readonly endedAt: number;
+  readonly until: number;
+}
+
+/**
+ * A client's counters cleared by `reset()`, `reset:<client key>`: every instance forgets the refusals it remembers
+ * of the client. Kept until the longest window of the table has passed.
+ */
+export interface ResetRecord {
+  readonly key: string;
+  readonly at: number;
+  readonly until: number;
+}
+
+/** A record as the state stores it: with the store's sequence number of its last change. */
+export type Stored<R> = R & { readonly seq: number };
+
+/** Why a stored entry is not a record this instance applies: said in words, for `onError` and the operator's page. */
+export class Problem {
+  constructor(readonly message: string) {}
+}
+
+export const LONGEST_TEXT = 500;
+/** Dates a JavaScript Date can hold, in epoch ms. */
+const LATEST_TIME = 8.64e15;
+const clientKinds: readonly ClientKind[] = ['token', 'ip', 'custom'];
+
+/** The key of an address's ban (token rotation, or an operator's ban of `{ ip }`), apart from the IP client's own. */
+export const addressBan = (ip: string): string => `addr:${ip}`;
+
+/** What checking a grant needs: the table's own check (rows must be rows of this table). */
+export type CheckGrant = (check: Checker, grant: unknown, field: string) => Grant;
+
+function problem(message: string): never {
+  throw new Problem(message);
+}
+
+function isTime(value: unknown): value is number {
+  return typeof value === 'number' && Number.isSafeInteger(value) && value >= 0 && value <= LATEST_TIME;
+}
+
+function field<T>(o: Record<string, unknown>, name: string, ok: (value: unknown) => boolean, what: string): T {
+  if (!ok(o[name])) problem(`"${name}" must be ${what}; got ${show(o[name])}`);
+  return o[name] as T;
+}
+
+const isText = (value: unknown) => typeof value === 'string' && value !== '' && value.length <= LONGEST_TEXT;
+const isKey = (value: unknown) => typeof value === 'string' && value !== '';
+
+/** The JSON object of a stored entry, or a Problem. */
+function objectOf(text: string): Record<string, unknown> {
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch {
+    problem('is not JSON');
+  }
+  if (!isPlainObject(value)) problem(`is not a JSON object; got ${show(value)}`);
+  return value;
+}
+
+/** The sequence number a store gave the record; 0 for one written without (by an older version). */
+function seqOf(o: Record<string, unknown>): number {
+  if (o.seq === undefined) return 0;
+  return field<number>(
+    o,
+    'seq',
+    (v) => typeof v === 'number' && Number.isSafeInteger(v) && v >= 0,
+    'a sequence number',
+  );
+}
+
+function banOf(o: Record<string, unknown>): BanRecord {
+  const since = field<number>(o, 'since', isTime, 'a time in epoch ms');
+  const until = field<number>(o, 'until', isTime, 'a time in epoch ms');
+  if (until <= since || until - since > MAX_DURATION_MS)
+    problem(`"until" must be after "since", by at most one year; got ${until - since} ms`);
+  return {
+    key: field(o, 'key', isKey, 'a non-empty string'),
+    kind: field(o, 'kind', (v) => clientKinds.includes(v as ClientKind), "'token', 'ip' or 'custom'"),
+    reason: field(o, 'reason', isText, `a non-empty string of at most ${LONGEST_TEXT} characters`),
+    since,
+    until,
+    by: field(o, 'by', (v) => v === 'rule' || v === 'operator', "'rule' or 'operator'"),
+  };
+}
+
+function grantOf(o: Record<string, unknown>, checkGrant: CheckGrant): GrantRecord {
+  const since = field<number>(o, 'since', isTime, 'a time in epoch ms');
+  const until = field<number | null>(o, 'until', (v) => v === null || isTime(v), 'a time in epoch ms or null');
+  if (until !== null && (until <= since || until - since > MAX_DURATION_MS))
+    problem(`"until" must be after "since", by at most one year; got ${until - since} ms`);
+  let grant: Grant;
+  try {
+    grant = checkGrant(new Checker('grant'), o.grant, 'grant');
+  } catch (error) {
+    if (!(error instanceof ListingLimitsError)) throw error;
+    return problem(`is not a grant of this table: ${error.message.replace(/^grant: /, '')}`);
+  }
+  return {
+    key: field(o, 'key', isKey, 'a non-empty string'),
+    grant,
+    since,
+    until,
+    note: field(o, 'note', (v) => v === null || isText(v), `null or a string of at most ${LONGEST_TEXT} characters`),
+  };
+}
+
+/** A ban under its field's id: the id is the client's key, or `addr:` and an address key. */
+export function checkBan(id: string, text: string): Stored<BanRecord> {
+  const o = objectOf(text);
+  const ban = banOf(o);
+  if (id !== ban.key && !(id === addressBan(ban.key) && ban.kind === 'ip'))
+    problem(`is the ban of ${show(ban.key)}, not of ${show(id)}`);
+  return { ...ban, seq: seqOf(o) };
+}
+
+export function checkGrantRecord(id: string, text: string, checkGrant: CheckGrant): Stored<GrantRecord> {
+  const o = objectOf(text);
+  const grant = grantOf(o, checkGrant);
+  if (id !== grant.key) problem(`is the grant of ${show(grant.key)}, not of ${show(id)}`);
+  return { ...grant, seq: seqOf(o) };
+}
+
+export function checkLost(id: string, text: string, checkGrant: CheckGrant): Stored<LostEntry> {
+  const o = objectOf(text);
+  const lostField = field<string>(o, 'field', (v) => v === id, show(id));
+  const record = field<Record<string, unknown>>(o, 'record', isPlainObject, 'an object');
+  let checked: BanRecord | GrantRecord;
+  if (lostField.startsWith('ban:')) checked = banOf(record);
+  else if (lostField.startsWith('grant:')) checked = grantOf(record, checkGrant);
+  else return problem(`keeps a record of no known kind: ${show(lostField)}`);
+  return { field: lostField, record: checked, lostAt: field(o, 'lostAt', isTime, 'a time in epoch ms'), seq: seqOf(o) };
+}
+
+/** The login id of `session:<id>`: 16 random bytes, base64url. */
+const LOGIN_ID = /^[\w-]{22}$/;
+
+/** The epoch of the logins (`session:epoch`), or a login ended by its logout (`session:<login id>`). */
+export function checkSession(id: string, text: string): Stored<EpochRecord | EndedLogin> {
+  const o = objectOf(text);
+  if (id === 'epoch') {
+    const epoch = field<string>(o, 'epoch', (v) => typeof v === 'string' && LOGIN_ID.test(v), 'a random id');
+    return { epoch, since: field(o, 'since', isTime, 'a time in epoch ms'), seq: seqOf(o) };
+  }
+  if (!LOGIN_ID.test(id)) problem(`is no login's id: ${show(id)}`);
+  const endedAt = field<number>(o, 'endedAt', isTime, 'a time in epoch ms');
+  const until = field<number>(o, 'until', isTime, 'a time in epoch ms');
+  if (until - endedAt > MAX_DURATION_MS) problem(`"until" must be at most one year after "endedAt"`);
+  return { id: field(o, 'id', (v) => v === id, show(id)), endedAt, until, seq: seqOf(o) };
+}
+
+/** A reset of a client's counters, `reset:<client key>`. */
+export function checkReset(id: string, text: string): Stored<ResetRecord> {
+  const o = objectOf(text);
+  const at = field<number>(o, 'at', isTime, 'a time in epoch ms');
+  const until = field<number>(o, 'until', isTime, 'a time in epoch ms');
+  if (until <= at || until - at > MAX_DURATION_MS) problem(`"until" must be after "at", by at most one year`);
+  return { key: field(o, 'key', (v) => v === id, show(id)), at, until, seq: seqOf(o) };
+}
+
+/** A grant of a history entry: its shape only, as the table may have changed since. */
+function grantShape(value: unknown): Grant {
+  if (value === 'unlimited') return value;
+  if (isPlainObject(value) && Object.keys(value).join() === 'multiplier') {
+    const m = value.multiplier;
+    if (typeof m === 'number' && Number.isFinite(m) && m > 0) return { multiplier: m };
+  }
+  if (isPlainObject(value) && Object.keys(value).join() === 'rows' && Array.isArray(value.rows)) {
+    try {
+      const check = new Checker('history');
+      if (value.rows.length > 0)
+        return { rows: value.rows.map((row: unknown, i) => checkRow(check, row, `rows[${i}]`)) };
+    } catch (error) {
+      if (!(error instanceof ListingLimitsError)) throw error;
+    }
+  }
+  return problem(`"grant" must be a grant; got ${show(value)}`);
+}
+
+const actions: readonly ChangeEvent['action'][] = ['ban', 'unban', 'grant', 'revoke'];
+
+/** One entry of the history, or a Problem. */
+export function checkEvent(text: string): ChangeEvent {
+  const o = objectOf(text);
+  const optional = <T>(name: string, ok: (v: unknown) => boolean, what: string): T | undefined =>
+    o[name] === undefined || o[name] === null ? undefined : field<T>(o, name, ok, what);
+  const until = optional<number>('until', isTime, 'a time in epoch ms');
+  const grant = o.grant === undefined || o.grant === null ? undefined : grantShape(o.grant);
+  return {
+    action: field(o, 'action', (v) => actions.includes(v as ChangeEvent['action']), actions.join(', ')),
+    key: field(o, 'key', isKey, 'a non-empty string'),
+    kind: field(o, 'kind', (v) => clientKinds.includes(v as ClientKind), "'token', 'ip' or 'custom'"),
+    by: field(o, 'by', (v) => v === 'rule' || v === 'operator', "'rule' or 'operator'"),
+    at: new Date(field<number>(o, 'at', isTime, 'a time in epoch ms')),
+    reason: optional('reason', isText, `a string of at most ${LONGEST_TEXT} characters`),
+    until: until === undefined ? undefined : new Date(until),
+    grant,
+    note: optional('note', isText, `a string of at most ${LONGEST_TEXT} characters`),
+  };
+}

@@ -1,0 +1,414 @@
+// Grant requests of rule 6: filed by clients with proof of their size, kept in the store's state, decided by operators.
+import { randomBytes } from 'node:crypto';
+import ipaddr from 'ipaddr.js';
+import { Checker, isPlainObject, show } from '../../shared/check.js';
+import { tokenKey } from '../keys.js';
+import type { EndpointRow } from '../../contract/listings.js';
+import type { Registry } from './registry.js';
+import type { RequestMeta, RequestPlace, RequestRecords } from '../../stores/request-store.js';
+import type { Grant, GrantProof, GrantRequest, GrantRequestInput, GrantRequests as Requests } from '../types.js';
+
+const DAY_MS = 24 * 3600_000;
+/**
+ * Requests kept at the most. A new one is never refused for want of room: an ended one is dropped, else the oldest
+ * of the group (IPv6 /48, IPv4 /16) that has the most.
+ */
+const REQUESTS_MAX = 10_000;
+/** How long a request no operator decided stays pending: 30 days, after which it is dropped. */
+const PENDING_KEPT_MS = 30 * DAY_MS;
+/** How long a decided request stays readable by its requester: 30 days. */
+const DECIDED_KEPT_MS = 30 * DAY_MS;
+/** Pending requests one client key may have at once. */
+const PENDING_PER_CLIENT = 2;
+/** Pending requests one network (IPv4 /24, IPv6 by `ipv6Subnet`) may have at once. */
+const PENDING_PER_NETWORK = 3;
+/** Requests `list()` and `find()` answer at the most, and by default. */
+const LIST_MAX = 1000;
+const LIST_DEFAULT = 50;
+const LONGEST_TOKEN = 4096;
+const LONGEST_CONTACT = 200;
+const LONGEST_REASON = 2000;
+const LONGEST_LINK = 500;
+/** The largest count a proof may state. */
+const LARGEST_COUNT = 1e12;
+
+interface RequestRecord {
+  readonly id: string;
+  readonly key: string;
+  readonly tokenEnd: string;
+  readonly ask: Grant;
+  readonly proof: GrantProof;
+  readonly contact: string;
+  readonly reason: string;
+  readonly at: number;
+  readonly status: GrantRequest['status'];
+  readonly decidedAt: number | null;
+  readonly granted: Grant | null;
+  readonly until: number | null;
+  readonly answer: string | null;
+  /** The network it was filed from, '' for none; and the wider group it counts in when the store is full. */
+  readonly network: string;
+  readonly group: string;
+  /** The order of its last change, which the store assigns when it writes it: 0 for one written without. */
+  readonly seq?: number;
+}
+
+/** A request as the store is given it: without `seq`, which the store adds. */
+function serialise(record: RequestRecord): string {
+  const { seq: _seq, ...rest } = record;
+  return JSON.stringify(rest);
+}
+
+/** When the store drops a request: 30 days after it was filed, while pending; 30 days after its decision. */
+function endOf(r: RequestRecord): number {
+  return r.decidedAt === null ? r.at + PENDING_KEPT_MS : r.decidedAt + DECIDED_KEPT_MS;
+}
+
+function metaOf(r: RequestRecord): RequestMeta {
+  return {
+    key: r.key,
+    network: r.network,
+    group: r.group,
+    status: r.status === 'pending' ? 'pending' : 'decided',
+    endsAt: endOf(r),
+  };
+}
+
+/** The bits of `bytes` past the first `bits` cleared. */
+function masked(bytes: number[], bits: number): number[] {
+  return bytes.map((byte, i) => {
+    const keep = Math.min(Math.max(bits - 8 * i, 0), 8);
+    return byte & (0xff << (8 - keep)) & 0xff;
+  });
+}
+
+/**
+ * The network and group of an address, as requests are counted: IPv4 (IPv4-mapped too) by /24 and /16; IPv6 by
+ * `ipv6Subnet` (a /64 when it is `false`, as one subscriber has a whole /64) and by /48 (or the subnet, if shorter).
+ */
+function placeOf(ip: string, subnet: number | false): Omit<RequestPlace, 'key'> {
+  let address = ipaddr.parse(ip);
+  if (address.kind() === 'ipv6' && (address as ipaddr.IPv6).isIPv4MappedAddress())
+    address = (address as ipaddr.IPv6).toIPv4Address();
+  const bytes = address.toByteArray();
+  const [bits, wide] = address.kind() === 'ipv4' ? [24, 16] : [subnet === false ? 64 : subnet, 48];
+  const of = (n: number) => `ip:${ipaddr.fromByteArray(masked(bytes, n)).toString()}/${n}`;
+  return { network: of(bits), group: of(Math.min(bits, wide)) };
+}
+
+/** The address of an `ip:` key (`ip:203.0.113.9`, `ip:2001:db8::/64`), or undefined for another key. */
+function addressOfKey(key: string): string | undefined {
+  if (!key.startsWith('ip:')) return undefined;
+  const address = key.slice(3).split('/')[0] ?? '';
+  return ipaddr.isValid(address) ? address : undefined;
+}
+
+/** The part of a token shown to operators and requesters: its last 4 characters, none of a short one. */
+function tokenEnd(token: string): string {
+  return token.length >= 12 ? token.slice(-4) : '';
+}
+
+function text(check: Checker, value: unknown, field: string, longest: number): string {
+  if (typeof value !== 'string' || value.trim() === '' || value.length > longest)
+    check.invalid(field, `must be a non-empty string of at most ${longest} characters; got ${show(value)}.`);
+  return value.trim();
+}
+
+function count(check: Checker, value: unknown, field: string): number {
+  if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < 0 || value > LARGEST_COUNT)
+    check.invalid(field, `must be a whole number from 0 to ${LARGEST_COUNT}; got ${show(value)}.`);
+  return value;
+}
+
+/** An http(s) URL: the page links to it, so nothing else (`javascript:`) may get through. */
+function link(check: Checker, value: unknown, field: string): string {
+  const raw = text(check, value, field, LONGEST_LINK);
+  let url: URL | undefined;
+  try {
+    url = new URL(raw);
+  } catch {
+    url = undefined;
+  }
+  if (!url || (url.protocol !== 'https:' && url.protocol !== 'http:'))
+    check.invalid(field, `must be an http(s) URL; got ${show(value)}.`);
+  return url.href;
+}
+
+function checkProof(check: Checker, value: unknown): GrantProof {
+  if (!isPlainObject(value)) check.invalid('input.proof', `must be an object; got ${show(value)}.`);
+  if (value.kind === 'bot') {
+    check.unknownKeys(value, ['kind', 'servers', 'shards', 'link'], (k) => `input.proof.${k}`);
+    return {
+      kind: 'bot',
+      servers: count(check, value.servers, 'input.proof.servers'),
+      shards: count(check, value.shards, 'input.proof.shards'),
+      link: link(check, value.link, 'input.proof.link'),
+    };
+  }
+  if (value.kind === 'server') {
+    check.unknownKeys(value, ['kind', 'members', 'link'], (k) => `input.proof.${k}`);
+    return {
+      kind: 'server',
+      members: count(check, value.members, 'input.proof.members'),
+      link: link(check, value.link, 'input.proof.link'),
+    };
+  }
+  return check.invalid('input.proof.kind', `must be 'bot' or 'server'; got ${show(value.kind)}.`);
+}
+
+function publicOf(r: RequestRecord): GrantRequest {
+  return {
+    id: r.id,
+    key: r.key,
+    network: r.network || undefined,
+    tokenEnd: r.tokenEnd,
+    ask: r.ask,
+    proof: r.proof,
+    contact: r.contact,
+    reason: r.reason,
+    at: new Date(r.at),
+    status: r.status,
+    decidedAt: r.decidedAt === null ? undefined : new Date(r.decidedAt),
+    granted: r.granted ?? undefined,
+    until: r.until === null ? undefined : new Date(r.until),
+    answer: r.answer ?? undefined,
+  };
+}
+
+function parse(json: string | undefined): RequestRecord | undefined {
+  if (json === undefined) return undefined;
+  try {
+    const r = JSON.parse(json) as RequestRecord;
+    if (r.seq !== undefined && !Number.isSafeInteger(r.seq)) return undefined;
+    const times = [r.at, r.decidedAt ?? 0].every((t) => Number.isSafeInteger(t));
+    const place = typeof r.network === 'string' && typeof r.group === 'string';
+    return typeof r.id === 'string' && typeof r.key === 'string' && times && place ? r : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * The grant requests of one middleware, in its store's state, so that every instance sees them. A request's token is
+ * hashed at once; only its last 4 characters are kept, for display. Every change is a compare-and-set: a request is
+ * decided once. Every call reads or writes a few requests, however many are kept.
+ */
+export class GrantRequests implements Requests {
+  readonly #records: RequestRecords | undefined;
+  readonly #registry: Registry;
+  readonly #subnet: number | false;
+  /** The rows of the table, which a request for specific endpoints names. */
+  readonly endpoints: readonly EndpointRow[];
+
+  constructor(
+    records: RequestRecords | undefined,
+    registry: Registry,
+    rows: readonly EndpointRow[],
+    ipv6Subnet: number | false,
+  ) {
+    this.#records = records;
+    this.#registry = registry;
+    this.#subnet = ipv6Subnet;
+    this.endpoints = rows;
+  }
+
+  /** Whether the store keeps grant requests (the memory and Redis stores do). */
+  get supported(): boolean {
+    return this.#records !== undefined;
+  }
+
+  #state(check: Checker): RequestRecords {
+    if (this.#records) return this.#records;
+    return check.fail(
+      'ERR_UNSUPPORTED_STORE',
+      'options.store',
+      'keeps no grant requests (a custom store): use memoryStore() or redisStore().',
+    );
+  }
+
+  /**
+   * Files a pending request. Throws ListingLimitsError naming the field of `input` at fault, and with code
+   * `ERR_TOO_MANY_PENDING` (`input.token`, `input.ip`) when its client or its network has as many pending as it may.
+   */
+  async file(input: GrantRequestInput): Promise<GrantRequest> {
+    const check: Checker = new Checker('limits.requests.file');
+    const i = check.options(input, 'input', '{ token, ask, proof, contact, reason, ip }');
+    check.unknownKeys(i, ['token', 'ask', 'proof', 'contact', 'reason', 'ip'], (k) => `input.${k}`);
+    if (typeof i.token !== 'string' || i.token === '' || i.token.length > LONGEST_TOKEN)
+      check.invalid('input.token', `must be a non-empty string of at most ${LONGEST_TOKEN} characters.`);
+    if (i.ip !== undefined && (typeof i.ip !== 'string' || !ipaddr.isValid(i.ip)))
+      check.invalid('input.ip', `must be an IP address; got ${show(i.ip)}.`);
+    const key = tokenKey(i.token);
+    const place = i.ip === undefined ? { network: '', group: key } : placeOf(i.ip as string, this.#subnet);
+    const record: RequestRecord = {
+      id: randomBytes(9).toString('base64url'),
+      key,
+      tokenEnd: tokenEnd(i.token),
+      ask: this.#registry.checkGrant(check, i.ask, 'input.ask'),
+      proof: checkProof(check, i.proof),
+      contact: text(check, i.contact, 'input.contact', LONGEST_CONTACT),
+      reason: text(check, i.reason, 'input.reason', LONGEST_REASON),
+      at: Date.now(),
+      status: 'pending',
+      decidedAt: null,
+      granted: null,
+      until: null,
+      answer: null,
+      ...place,
+    };
+    const bounds = { perKey: PENDING_PER_CLIENT, perNetwork: PENDING_PER_NETWORK, max: REQUESTS_MAX };
+    const done = await this.#state(check).file(record.id, serialise(record), metaOf(record), bounds, record.at);
+    if (done === 'key') {
+      check.fail(
+        'ERR_TOO_MANY_PENDING',
+        'input.token',
+        `has ${PENDING_PER_CLIENT} requests pending already: wait for an operator's decision, or for one to expire.`,
+      );
+    }
+    if (done === 'network') {
+      check.fail(
+        'ERR_TOO_MANY_PENDING',
+        'input.ip',
+        `is of a network that has ${PENDING_PER_NETWORK} requests pending already: wait for an operator's ` +
+          'decision, or for one to expire.',
+      );
+    }
+    if (done !== 'done') throw new Error('limits.requests.file: the store has a request of this id already.');
+    return publicOf(record);
+  }
+
+  /** A request as its requester may see it: only with the token it was filed with; else undefined. */
+  async status(id: string, token: string): Promise<GrantRequest | undefined> {
+    if (typeof id !== 'string' || typeof token !== 'string' || id === '' || id.length > 64) return undefined;
+    const record = await this.#read(new Checker('limits.requests.status'), id);
+    return record && record.key === tokenKey(token) ? publicOf(record) : undefined;
+  }
+
+  /** A request by its id, for operators; undefined when there is none (or it has ended). */
+  async get(id: string): Promise<GrantRequest | undefined> {
+    if (typeof id !== 'string' || id === '' || id.length > 64) return undefined;
+    const record = await this.#read(new Checker('limits.requests.get'), id);
+    return record && publicOf(record);
+  }
+
+  async #read(check: Checker, id: string): Promise<RequestRecord | undefined> {
+    const record = parse(await this.#state(check).get(id));
+    return record && endOf(record) > Date.now() ? record : undefined;
+  }
+
+  /** The requests of texts as stored, ended ones left out. */
+  #visible(values: readonly string[], now: number): GrantRequest[] {
+    const out: GrantRequest[] = [];
+    for (const value of values) {
+      const record = parse(value);
+      if (record && endOf(record) > now) out.push(publicOf(record));
+    }
+    return out;
+  }
+
+  #page(
+    check: Checker,
+    options: unknown,
+  ): { status: 'pending' | 'decided' | undefined; offset: number; limit: number } {
+    const o = check.options(options, 'options', '{ status, offset, limit }');
+    check.unknownKeys(o, ['status', 'offset', 'limit'], (k) => `options.${k}`);
+    const status = o.status === undefined ? undefined : check.oneOf(o.status, ['pending', 'decided'], 'options.status');
+    let offset = 0;
+    if (o.offset !== undefined) {
+      if (typeof o.offset !== 'number' || !Number.isSafeInteger(o.offset) || o.offset < 0)
+        check.invalid('options.offset', `must be a whole number from 0; got ${show(o.offset)}.`);
+      offset = o.offset;
+    }
+    const limit = o.limit === undefined ? LIST_DEFAULT : check.count(o.limit, 'options.limit');
+    if (limit > LIST_MAX) check.invalid('options.limit', `must be at most ${LIST_MAX}; got ${limit}.`);
+    return { status, offset, limit };
+  }
+
+  /**
+   * A page of the requests: pending ones (in the order they were filed) then decided ones (newest decision first),
+   * or those of one `status`; from `offset`, at most `limit` (default 50, at most 1000).
+   */
+  async list(options?: { status?: 'pending' | 'decided'; offset?: number; limit?: number }): Promise<GrantRequest[]> {
+    const check = new Checker('limits.requests.list');
+    const { status, offset, limit } = this.#page(check, options);
+    const state = this.#state(check);
+    const now = Date.now();
+    if (status !== undefined) return this.#visible((await state.page(status, offset, limit, now)).values, now);
+    const pending = await state.page('pending', offset, limit, now);
+    const listed = this.#visible(pending.values, now);
+    if (listed.length >= limit) return listed;
+    const from = Math.max(offset - pending.total, 0);
+    const decided = await state.page('decided', from, limit - listed.length, now);
+    return [...listed, ...this.#visible(decided.values, now)];
+  }
+
+  /** How many requests are pending, and how many decided ones are kept. */
+  async counts(): Promise<{ pending: number; decided: number }> {
+    const state = this.#state(new Checker('limits.requests.counts'));
+    const now = Date.now();
+    const [pending, decided] = await Promise.all([state.page('pending', 0, 0, now), state.page('decided', 0, 0, now)]);
+    return { pending: pending.total, decided: decided.total };
+  }
+
+  /**
+   * The requests of a client, newest change first, at most `limit` (default 50): of its token's key for `{ token }`
+   * or a `t:` key, of its network for `{ ip }` or an `ip:` key.
+   */
+  async find(client: unknown, options?: { limit?: number }): Promise<GrantRequest[]> {
+    const check = new Checker('limits.requests.find');
+    const { key } = this.#registry.keyOf(check, client);
+    const { limit } = this.#page(check, options);
+    const address = addressOfKey(key);
+    const [by, value] = address === undefined ? ['key', key] : ['network', placeOf(address, this.#subnet).network];
+    return this.#visible(await this.#state(check).find(by as 'key' | 'network', value, limit), Date.now());
+  }
+
+  async #pending(check: Checker, id: unknown): Promise<{ record: RequestRecord; json: string }> {
+    if (typeof id !== 'string' || id === '') check.invalid('id', `must be a request's id; got ${show(id)}.`);
+    const json = await this.#state(check).get(id);
+    const record = parse(json);
+    if (!record || json === undefined || endOf(record) <= Date.now())
+      return check.invalid('id', `is no request's id; got ${show(id)}.`);
+    if (record.status !== 'pending') check.invalid('id', `names a request already ${record.status}.`);
+    return { record, json };
+  }
+
+  /** Writes a decision over the request as read; resolves the text the store wrote (with its sequence number). */
+  async #decide(check: Checker, json: string, decided: RequestRecord): Promise<string> {
+    const written = await this.#state(check).put(decided.id, serialise(decided), json, metaOf(decided), Date.now());
+    if (written === undefined) check.invalid('id', 'names a request another operator decided meanwhile.');
+    return written;
+  }
+
+  /**
+   * Approves a pending request: the client of its token is given `grant` (which may differ from what was asked)
+   * until `until`, with the request's id in the grant's note.
+   */
+  async approve(id: string, grant: Grant, options?: { until?: Date | number; note?: string }): Promise<GrantRequest> {
+    const check: Checker = new Checker('limits.requests.approve');
+    const checked = this.#registry.checkGrant(check, grant, 'grant');
+    const { record, json } = await this.#pending(check, id);
+    const until = options?.until instanceof Date ? options.until.getTime() : (options?.until ?? null);
+    const approved: RequestRecord = { ...record, status: 'approved', decidedAt: Date.now(), granted: checked, until };
+    const value = await this.#decide(check, json, approved);
+    try {
+      const note = options?.note ?? `request ${record.id}`;
+      await this.#registry.grant({ key: record.key }, checked, { until: until ?? undefined, note });
+    } catch (error) {
+      // The grant could not be given (a bad `until`): the request is pending again, as it was.
+      await this.#records?.put(record.id, json, value, metaOf(record), Date.now());
+      throw error;
+    }
+    return publicOf(approved);
+  }
+
+  /** Declines a pending request, with the reason its requester sees. */
+  async decline(id: string, reason: string): Promise<GrantRequest> {
+    const check: Checker = new Checker('limits.requests.decline');
+    const answer = text(check, reason, 'reason', LONGEST_REASON);
+    const { record, json } = await this.#pending(check, id);
+    const declined: RequestRecord = { ...record, status: 'declined', decidedAt: Date.now(), answer };
+    await this.#decide(check, json, declined);
+    return publicOf(declined);
+  }
+}

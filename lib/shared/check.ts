@@ -1,0 +1,150 @@
+// Shared validation helpers: coded errors naming the field, unknown keys with "did you mean", values shown safely.
+import { closest, distance } from 'fastest-levenshtein';
+import { ListingLimitsError, type ListingLimitsErrorCode } from './errors.js';
+
+/** The longest window, ban or block the package accepts: one year, in milliseconds. */
+export const MAX_DURATION_MS = 365 * 24 * 3600 * 1000;
+
+const LONGEST_SHOWN = 60;
+
+/**
+ * A value as an error message shows it: strings and data as JSON (so `'5'` reads `"5"`), functions and classes by
+ * their kind and name (never their source), instances of a class by their class (never their private fields), and
+ * anything long cut short.
+ */
+export function show(value: unknown): string {
+  if (typeof value === 'function') {
+    const name = value.name ? ` ${value.name}` : '';
+    return /^class[\s{]/.test(Function.prototype.toString.call(value)) ? `the class${name}` : `the function${name}`;
+  }
+  const instanceOf = className(value);
+  if (instanceOf !== undefined) return `an instance of ${instanceOf || 'an anonymous class'}`;
+  if (value === undefined) return 'undefined';
+  if (typeof value === 'bigint') return `${value}n`;
+  if (typeof value === 'symbol') return value.toString();
+  if (typeof value === 'number') return String(value);
+  let text: string;
+  try {
+    text = JSON.stringify(value) ?? String(value);
+  } catch {
+    text = Object.prototype.toString.call(value);
+  }
+  return text.length > LONGEST_SHOWN ? `${text.slice(0, LONGEST_SHOWN)}…` : text;
+}
+
+/** Validation for one function's arguments: every error it raises opens with `source`, e.g. `listingLimits:`. */
+export class Checker {
+  constructor(readonly source: string) {}
+
+  fail(code: ListingLimitsErrorCode, field: string, message: string): never {
+    throw new ListingLimitsError(code, field, message, this.source);
+  }
+
+  invalid(field: string, message: string): never {
+    return this.fail('ERR_INVALID_OPTION', field, message);
+  }
+
+  /** An object of options (a plain object, not an array or null), or `{}` when undefined. */
+  options(value: unknown, field: string, shape: string): Record<string, unknown> {
+    if (value === undefined) return {};
+    if (!isPlainObject(value)) this.invalid(field, `must be an object ${shape}; got ${show(value)}.`);
+    return value;
+  }
+
+  /** Throws ERR_UNKNOWN_OPTION for the first key of `value` not in `known`, suggesting the closest known one. */
+  unknownKeys(value: object, known: readonly string[], field: (key: string) => string, what = 'an option'): void {
+    for (const key of Object.keys(value)) {
+      if (!known.includes(key)) {
+        this.fail(
+          'ERR_UNKNOWN_OPTION',
+          field(key),
+          `is not ${what}. Did you mean \`${closest(key, known as string[])}\`?`,
+        );
+      }
+    }
+  }
+
+  /** A positive safe integer. */
+  count(value: unknown, field: string, code: ListingLimitsErrorCode = 'ERR_INVALID_OPTION'): number {
+    if (isPositiveInteger(value)) return value;
+    return this.fail(code, field, `must be a positive integer; got ${show(value)}.`);
+  }
+
+  /** A duration in milliseconds: a positive whole number of seconds, at most MAX_DURATION_MS. */
+  seconds(value: unknown, field: string, code: ListingLimitsErrorCode = 'ERR_INVALID_OPTION'): number {
+    if (isPositiveInteger(value) && value % 1000 === 0 && value <= MAX_DURATION_MS) return value;
+    return this.fail(
+      code,
+      field,
+      'must be a positive whole number of seconds in milliseconds (e.g. 15000), ' +
+        `at most ${MAX_DURATION_MS} (one year); got ${show(value)}.`,
+    );
+  }
+
+  /** A positive whole number of milliseconds, at most MAX_DURATION_MS. */
+  ms(value: unknown, field: string): number {
+    if (isPositiveInteger(value) && value <= MAX_DURATION_MS) return value;
+    return this.invalid(
+      field,
+      `must be a positive whole number of milliseconds, at most ${MAX_DURATION_MS} (one year); got ${show(value)}.`,
+    );
+  }
+
+  /** One of `choices`, with the closest one suggested, case-insensitively, when it is not. */
+  oneOf<T extends string>(
+    value: unknown,
+    choices: readonly T[],
+    field: string,
+    code: ListingLimitsErrorCode = 'ERR_INVALID_OPTION',
+  ): T {
+    if (typeof value === 'string' && (choices as readonly string[]).includes(value)) return value as T;
+    const list = choices.map((c) => JSON.stringify(c)).join(', ');
+    const near = typeof value === 'string' ? suggestion(value, choices) : undefined;
+    return this.fail(
+      code,
+      field,
+      `must be one of ${list}; got ${show(value)}.${near ? ` Did you mean \`${near}\`?` : ''}`,
+    );
+  }
+}
+
+/** The choice closest to `value`, ignoring case, when it is close enough to be a typo (see typoOf). */
+export function suggestion(value: string, choices: readonly string[]): string | undefined {
+  const exact = choices.find((c) => c.toLowerCase() === value.toLowerCase());
+  if (exact) return exact;
+  if (value.length < 3) return undefined;
+  return typoOf(value, choices);
+}
+
+/**
+ * The name of the class of an object that is neither plain data (an object literal, an array) nor a Date, '' for an
+ * anonymous class; undefined for anything else.
+ */
+export function className(value: unknown): string | undefined {
+  if (typeof value !== 'object' || value === null || Array.isArray(value) || value instanceof Date) return undefined;
+  const proto: unknown = Object.getPrototypeOf(value);
+  if (proto === Object.prototype || proto === null) return undefined;
+  const name: unknown = (proto as { constructor?: { name?: unknown } }).constructor?.name;
+  return typeof name === 'string' ? name : '';
+}
+
+/** The choice that `value` is a typo of (half its letters or fewer differ, case aside); else undefined. */
+export function typoOf(value: string, choices: readonly string[]): string | undefined {
+  const lower = value.toLowerCase();
+  const best = closest(
+    lower,
+    choices.map((choice) => choice.toLowerCase()),
+  );
+  const at = choices.findIndex((choice) => choice.toLowerCase() === best);
+  return distance(lower, best) <= Math.max(Math.floor(best.length / 2), 1) ? choices[at] : undefined;
+}
+
+export function isPlainObject(value: unknown): value is Record<string, unknown> {
+  if (typeof value !== 'object' || value === null) return false;
+  const proto = Object.getPrototypeOf(value);
+  return proto === Object.prototype || proto === null;
+}
+
+function isPositiveInteger(value: unknown): value is number {
+  return typeof value === 'number' && Number.isSafeInteger(value) && value > 0;
+}

@@ -1,0 +1,17 @@
+// The memory store: counters, limits and runtime state in this process's memory, the default.
+import type { LimitsSpec } from '../limits.js';
+import { MemoryState } from '../state.js';
+import type { CounterSpec, Store } from '../store.js';
+import { MemoryLimiter } from './limiter.js';
+import { MemoryLimits } from './windows.js';
+
+/**
+ * The default store: counters in this process's memory, one map per counter, each entry forgotten when its window
+ * ends. Counters are not shared between processes; bans and grants made at runtime are shared by the middlewares
+ * that use this store.
+ */
+export function memoryStore(): Store {
+  const store = (counter: CounterSpec) =>
+    new MemoryLimiter({ points: counter.limit, duration: counter.windowMs / 1000, keyPrefix: '' });
+  return Object.assign(store, { state: new MemoryState(), limits: (counter: LimitsSpec) => new MemoryLimits(counter) });
+}

@@ -1,0 +1,246 @@
+// The Redis clients the store accepts (ioredis, node-redis, GLIDE): what kind each is, and its scripts and commands.
+import { Checker, show } from '../../shared/check.js';
+import { glideCommands, glideScript, hashRecord, isGlideClient, sendOf } from './glide.js';
+import {
+  HIT_SCRIPT,
+  HIT_SHA,
+  FORGET_SCRIPT,
+  FORGET_SHA,
+  LIMITS_SCRIPT,
+  LIMITS_SHA,
+  PEEK_SCRIPT,
+  PEEK_SHA,
+  CHANGE_SCRIPT,
+  CHANGE_SHA,
+  REQUEST_CHANGE_SCRIPT,
+  REQUEST_CHANGE_SHA,
+  REQUEST_READ_SCRIPT,
+  REQUEST_READ_SHA,
+} from './scripts.js';
+
+export const check: Checker = new Checker('redisStore');
+
+/**
+ * The package that made the client: ioredis (or iovalkey, its fork: one API), node-redis, which rate-limiter-flexible
+ * must be told, or Valkey GLIDE, whose commands the store sends itself ({@link glideCommands}).
+ */
+type ClientKind = 'ioredis' | 'node-redis' | 'glide';
+
+export function kindOf(client: unknown): ClientKind {
+  if (typeof client === 'function') {
+    check.invalid(
+      'client',
+      `is ${show(client)}, not a client: pass a connected instance, e.g. \`redisStore(new Redis(url))\`.`,
+    );
+  }
+  const c = client as Record<string, unknown> | null;
+  if (typeof c === 'object' && c !== null) {
+    if (isGlideClient(c)) return 'glide';
+    if (typeof c.defineCommand === 'function') return 'ioredis';
+    if (typeof c.isOpen === 'boolean' && typeof c.eval === 'function') {
+      const listeners = c.listenerCount as ((event: string) => number) | undefined;
+      if (typeof listeners === 'function' && listeners.call(c, 'error') === 0) {
+        check.invalid(
+          'client',
+          "has no 'error' listener: node-redis would crash the process when Redis goes away. " +
+            "Add client.on('error', ...) before calling redisStore().",
+        );
+      }
+      return 'node-redis';
+    }
+  }
+  const got = typeof client === 'object' && client !== null ? 'an object that is none of these' : show(client);
+  return check.invalid(
+    'client',
+    'must be an ioredis (or iovalkey) client or Cluster, a node-redis (v4 or later) client or cluster, or a ' +
+      `Valkey GLIDE GlideClient or GlideClusterClient; got ${got}.`,
+  );
+}
+
+export type Hit = (key: string, seconds: number) => Promise<[unknown, unknown]>;
+
+interface IoRedisLike {
+  status?: string;
+  defineCommand(name: string, definition: { numberOfKeys?: number; lua: string }): void;
+  listingLimitsHit?: (key: string, seconds: number) => Promise<[unknown, unknown]>;
+}
+
+interface NodeRedisLike {
+  isReady?: boolean;
+  evalSha(sha: string, options: { keys: string[]; arguments: string[] }): Promise<unknown>;
+  eval(script: string, options: { keys: string[]; arguments: string[] }): Promise<unknown>;
+}
+
+const notReady = () => Promise.reject(new Error('the Redis client is not connected'));
+
+/** RESP3's type byte of a map, `%`, by which node-redis maps a reply type to what it makes of it. */
+const MAP_TYPE = 0x25;
+
+/**
+ * A script run by node-redis: EVALSHA, and EVAL when Redis does not have the script yet. While the client is not
+ * connected it fails at once, unless `queued` (the runtime state's changes, which wait in the client's queue as its
+ * other commands do).
+ */
+function nodeRedisScript(redis: NodeRedisLike, script: string, sha: string, queued = false) {
+  return (keys: string[], args: string[]): Promise<unknown> => {
+    if (redis.isReady === false && !queued) return notReady();
+    const options = { keys, arguments: args };
+    return redis.evalSha(sha, options).catch((error: unknown) => {
+      if (!String((error as Error)?.message).includes('NOSCRIPT')) throw error;
+      return redis.eval(script, options);
+    });
+  };
+}
+
+/**
+ * How one client runs hits: with ioredis a command defined once (EVALSHA, loading the script when Redis lacks it),
+ * with node-redis and GLIDE EVALSHA with a fallback to EVAL. Each hit is sent when it is asked for, in the order of
+ * every other call of the store, so that the store's order of commands is the order the requests asked in. While
+ * the client is not connected, hits fail at once instead of queueing (GLIDE does not tell: its hits wait for it).
+ */
+export function hitsOf(client: unknown, kind: ClientKind): Hit {
+  if (kind === 'glide') {
+    const run = glideScript(sendOf(client), HIT_SCRIPT, HIT_SHA);
+    return (key, seconds) => run([key], [String(seconds)]) as Promise<[unknown, unknown]>;
+  }
+  if (kind === 'node-redis') {
+    const run = nodeRedisScript(client as NodeRedisLike, HIT_SCRIPT, HIT_SHA);
+    return (key, seconds) => run([key], [String(seconds)]) as Promise<[unknown, unknown]>;
+  }
+  const redis = client as IoRedisLike;
+  if (typeof redis.listingLimitsHit !== 'function') {
+    redis.defineCommand('listingLimitsHit', { numberOfKeys: 1, lua: HIT_SCRIPT });
+  }
+  const hit = redis.listingLimitsHit as NonNullable<IoRedisLike['listingLimitsHit']>;
+  return (key, seconds) => (redis.status === 'ready' ? hit.call(redis, key, seconds) : notReady());
+}
+
+/** The scripts of an endpoint's limits, each run as {@link hitsOf} runs hits: keys, then arguments. */
+export interface LimitsScripts {
+  readonly count: (keys: string[], args: string[]) => Promise<unknown[]>;
+  readonly peek: (keys: string[], args: string[]) => Promise<unknown[]>;
+  readonly forget: (keys: string[]) => Promise<unknown>;
+}
+
+/** A script with a variable number of keys, on one client; while the client is not connected, it fails at once. */
+function scriptOf(client: unknown, kind: ClientKind, name: string, lua: string, sha: string) {
+  if (kind === 'glide')
+    return glideScript(sendOf(client), lua, sha) as (k: string[], a: string[]) => Promise<unknown[]>;
+  if (kind === 'node-redis')
+    return nodeRedisScript(client as NodeRedisLike, lua, sha) as (k: string[], a: string[]) => Promise<unknown[]>;
+  const redis = client as IoRedisLike;
+  const commands = redis as unknown as Record<
+    string,
+    ((...args: (string | number)[]) => Promise<unknown[]>) | undefined
+  >;
+  // Defined without a number of keys: each call gives it first, as endpoints have one key per limit.
+  if (typeof commands[name] !== 'function') redis.defineCommand(name, { lua });
+  const run = commands[name] as (...args: (string | number)[]) => Promise<unknown[]>;
+  return (keys: string[], args: string[]) =>
+    redis.status === 'ready' ? run.call(redis, keys.length, ...keys, ...args) : notReady();
+}
+
+export function limitsScriptsOf(client: unknown, kind: ClientKind): LimitsScripts {
+  const forget = scriptOf(client, kind, 'listingLimitsForget', FORGET_SCRIPT, FORGET_SHA);
+  return {
+    count: scriptOf(client, kind, 'listingLimitsLimits', LIMITS_SCRIPT, LIMITS_SHA),
+    peek: scriptOf(client, kind, 'listingLimitsPeek', PEEK_SCRIPT, PEEK_SHA),
+    forget: (keys) => forget(keys, []),
+  };
+}
+
+/** The commands the runtime state needs of a client, the same for every kind. */
+export interface StateCommands {
+  change(keys: string[], args: string[]): Promise<unknown>;
+  changeRequests(keys: string[], args: string[]): Promise<unknown>;
+  readRequests(keys: string[], args: string[]): Promise<unknown>;
+  hget(key: string, field: string): Promise<string | null>;
+  hset(key: string, field: string, value: string): Promise<unknown>;
+  hmget(key: string, fields: string[]): Promise<(string | null)[]>;
+  hgetall(key: string): Promise<Record<string, string>>;
+  zrangebyscore(key: string, min: string, max: string): Promise<string[]>;
+  lrange(key: string): Promise<string[]>;
+  lrem(key: string, value: string): Promise<number>;
+  hvals(key: string): Promise<string[]>;
+  hdel(key: string, fields: string[]): Promise<unknown>;
+}
+
+export function commandsOf(client: unknown, kind: ClientKind): StateCommands {
+  if (kind === 'glide') {
+    const send = sendOf(client);
+    return {
+      change: glideScript(send, CHANGE_SCRIPT, CHANGE_SHA),
+      changeRequests: glideScript(send, REQUEST_CHANGE_SCRIPT, REQUEST_CHANGE_SHA),
+      readRequests: glideScript(send, REQUEST_READ_SCRIPT, REQUEST_READ_SHA),
+      ...glideCommands(send),
+    };
+  }
+  if (kind === 'node-redis') {
+    const redis = client as NodeRedisLike & {
+      hGet(key: string, field: string): Promise<string | null>;
+      hSet(key: string, field: string, value: string): Promise<unknown>;
+      hmGet(key: string, fields: string[]): Promise<(string | null)[]>;
+      hGetAll(key: string): Promise<Record<string, string>>;
+      zRangeByScore(key: string, min: string, max: string): Promise<string[]>;
+      lRange(key: string, start: number, stop: number): Promise<string[]>;
+      lRem(key: string, count: number, value: string): Promise<number>;
+      hVals(key: string): Promise<string[]>;
+      hDel(key: string, fields: string[]): Promise<unknown>;
+      withTypeMapping?(mapping: Record<number, unknown>): { hGetAll(key: string): Promise<unknown> };
+    };
+    // node-redis makes a hash a plain object, where a field named `__proto__` would vanish: read as a list where it
+    // can (v5 on), its replies of type map (RESP3's `%`, its RESP_TYPES.MAP) mapped to arrays.
+    const asList = redis.withTypeMapping?.call(redis, { [MAP_TYPE]: Array });
+    const change = nodeRedisScript(redis, CHANGE_SCRIPT, CHANGE_SHA, true);
+    return {
+      change,
+      changeRequests: nodeRedisScript(redis, REQUEST_CHANGE_SCRIPT, REQUEST_CHANGE_SHA, true),
+      readRequests: nodeRedisScript(redis, REQUEST_READ_SCRIPT, REQUEST_READ_SHA, true),
+      hget: (key, field) => redis.hGet(key, field),
+      hset: (key, field, value) => redis.hSet(key, field, value),
+      hmget: (key, fields) => redis.hmGet(key, fields),
+      hgetall: (key) => (asList ? asList.hGetAll(key).then(hashRecord) : redis.hGetAll(key)),
+      zrangebyscore: (key, min, max) => redis.zRangeByScore(key, min, max),
+      lrange: (key) => redis.lRange(key, 0, -1),
+      lrem: (key, value) => redis.lRem(key, 1, value),
+      hvals: (key) => redis.hVals(key),
+      hdel: (key, fields) => redis.hDel(key, fields),
+    };
+  }
+  const redis = client as IoRedisLike & {
+    hget(key: string, field: string): Promise<string | null>;
+    hset(key: string, field: string, value: string): Promise<unknown>;
+    hmget(key: string, ...fields: string[]): Promise<(string | null)[]>;
+    hgetall(key: string): Promise<Record<string, string>>;
+    zrangebyscore(key: string, min: string, max: string): Promise<string[]>;
+    lrange(key: string, start: number, stop: number): Promise<string[]>;
+    lrem(key: string, count: number, value: string): Promise<number>;
+    hvals(key: string): Promise<string[]>;
+    hdel(key: string, ...fields: string[]): Promise<unknown>;
+  };
+  return {
+    change: ioRedisScript(redis, 'listingLimitsChange', CHANGE_SCRIPT),
+    changeRequests: ioRedisScript(redis, 'listingLimitsChangeRequests', REQUEST_CHANGE_SCRIPT),
+    readRequests: ioRedisScript(redis, 'listingLimitsReadRequests', REQUEST_READ_SCRIPT),
+    hget: (key, field) => redis.hget(key, field),
+    hset: (key, field, value) => redis.hset(key, field, value),
+    hmget: (key, fields) => redis.hmget(key, ...fields),
+    hgetall: (key) => redis.hgetall(key),
+    zrangebyscore: (key, min, max) => redis.zrangebyscore(key, min, max),
+    lrange: (key) => redis.lrange(key, 0, -1),
+    lrem: (key, value) => redis.lrem(key, 1, value),
+    hvals: (key) => redis.hvals(key),
+    hdel: (key, fields) => redis.hdel(key, ...fields),
+  };
+}
+
+/**
+ * A state script run by ioredis: a command defined once (EVALSHA, loading the script when Redis lacks it), sent
+ * whatever the client's state, so that a change made while it reconnects waits in its queue as other commands do.
+ */
+function ioRedisScript(redis: IoRedisLike, name: string, lua: string) {
+  const commands = redis as unknown as Record<string, ((...args: (string | number)[]) => Promise<unknown>) | undefined>;
+  if (typeof commands[name] !== 'function') redis.defineCommand(name, { lua });
+  const run = commands[name] as (...args: (string | number)[]) => Promise<unknown>;
+  return (keys: string[], args: string[]) => run.call(redis, keys.length, ...keys, ...args);
+}

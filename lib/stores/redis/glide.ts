@@ -1,0 +1,179 @@
+// The Redis store through Valkey GLIDE (`GlideClient`, `GlideClusterClient`): commands and scripts, never importing it.
+import { createHash } from 'node:crypto';
+import { RateLimiterValkeyGlide } from 'rate-limiter-flexible';
+import type { Count, CountsAsync } from '../counter.js';
+
+/**
+ * What the store uses of a GLIDE client: `customCommand`, the same on both clients, which routes a command with keys
+ * to the node of its slot in a cluster. Typed loosely, so that the package is not needed to compile.
+ */
+interface GlideLike {
+  customCommand(args: string[], options: { decoder: number }): Promise<unknown>;
+}
+
+/** Whether the client is a GLIDE client: both kinds have `customCommand` and `invokeScript`, which no other has. */
+export function isGlideClient(client: object): boolean {
+  const c = client as Record<string, unknown>;
+  return typeof c.customCommand === 'function' && typeof c.invokeScript === 'function';
+}
+
+/** One command; what it answers in the shapes the store reads, text as strings. */
+type Send = (args: string[]) => Promise<unknown>;
+
+/**
+ * GLIDE's `Decoder.Bytes`: replies as Buffers, read as UTF-8 here as ioredis and node-redis read them. Its
+ * `Decoder.String` fails a whole reply that holds bytes that are not UTF-8, so that one foreign entry in the
+ * runtime state would keep the state from being read.
+ */
+const BYTES = 0;
+
+function plain(value: unknown): unknown {
+  if (Buffer.isBuffer(value)) return value.toString();
+  if (Array.isArray(value)) return value.map(plain);
+  if (typeof value === 'object' && value !== null && 'key' in value && 'value' in value) {
+    return { key: plain(value.key), value: plain(value.value) };
+  }
+  return value;
+}
+
+export function sendOf(client: unknown): Send {
+  const glide = client as GlideLike;
+  return (args) => glide.customCommand(args, { decoder: BYTES }).then(plain);
+}
+
+/**
+ * Whether Redis answered that it lacks the script: GLIDE reports `NOSCRIPT` as `NoScriptError: No matching script`,
+ * without the word itself. A message is all there is to tell it by: GLIDE gives server errors one class.
+ */
+const lostScript = (error: unknown) => /NoScriptError|NOSCRIPT/.test(String((error as Error | undefined)?.message));
+
+/**
+ * A script run by GLIDE: EVALSHA, and EVAL, which loads it again, when Redis lacks it (the first run on a server,
+ * or after it lost its scripts: a restart, `SCRIPT FLUSH`, a failover). Answers as {@link sendOf} does.
+ */
+export function glideScript(send: Send, lua: string, sha = createHash('sha1').update(lua).digest('hex')) {
+  return (keys: string[], args: string[]): Promise<unknown> => {
+    const call = [String(keys.length), ...keys, ...args];
+    return send(['EVALSHA', sha, ...call]).catch((error: unknown) => {
+      if (!lostScript(error)) throw error;
+      return send(['EVAL', lua, ...call]);
+    });
+  };
+}
+
+/**
+ * A hash as a plain record, from whichever shape a client gives HGETALL: `{ key, value }` pairs (GLIDE with RESP3,
+ * its default), a flat list (GLIDE with RESP2, node-redis asked for one), or an object. A record without a prototype,
+ * so that no field a foreign writer chose (`__proto__`) is anything but a field.
+ */
+export function hashRecord(answer: unknown): Record<string, string> {
+  const out = Object.create(null) as Record<string, string>;
+  if (Array.isArray(answer)) {
+    for (let i = 0; i < answer.length; i++) {
+      const entry = answer[i] as { key?: unknown; value?: unknown } | string;
+      if (typeof entry === 'object' && entry !== null) out[String(entry.key)] = String(entry.value);
+      else out[String(entry)] = String(answer[++i]);
+    }
+  } else if (typeof answer === 'object' && answer !== null) {
+    for (const [field, value] of Object.entries(answer)) out[field] = String(value);
+  }
+  return out;
+}
+
+const texts = (answer: unknown) => (answer as unknown[]).map((v) => (v === null ? null : String(v)));
+
+/** The plain commands the runtime state reads and writes with, through GLIDE. */
+export function glideCommands(send: Send) {
+  return {
+    hget: (key: string, field: string) => send(['HGET', key, field]).then((v) => (v === null ? null : String(v))),
+    hset: (key: string, field: string, value: string) => send(['HSET', key, field, value]),
+    hmget: (key: string, fields: string[]) => send(['HMGET', key, ...fields]).then(texts),
+    hgetall: (key: string) => send(['HGETALL', key]).then(hashRecord),
+    zrangebyscore: (key: string, min: string, max: string) =>
+      send(['ZRANGEBYSCORE', key, min, max]).then((v) => texts(v) as string[]),
+    lrange: (key: string) => send(['LRANGE', key, '0', '-1']).then((v) => texts(v) as string[]),
+    lrem: (key: string, value: string) => send(['LREM', key, '1', value]).then(Number),
+    hvals: (key: string) => send(['HVALS', key]).then((v) => texts(v) as string[]),
+    hdel: (key: string, fields: string[]) => send(['HDEL', key, ...fields]),
+  };
+}
+
+/** A counter's count and the milliseconds its key has left, or nothing when it has no key. */
+const READ_SCRIPT = `local points = redis.call('get', KEYS[1])
+if not points then return false end
+return {points, redis.call('pttl', KEYS[1])}`;
+
+/**
+ * `ARGV[1]` points more on a counter, created with an expiry of `ARGV[2]` seconds (none for 0) when it has none, as
+ * rate-limiter-flexible's Redis limiter counts: `consume()`, `penalty()` and `reward()` act as they do there.
+ */
+const CONSUME_SCRIPT = `local seconds = tonumber(ARGV[2])
+if seconds > 0 then redis.call('set', KEYS[1], 0, 'EX', seconds, 'NX') end
+local consumed = redis.call('incrby', KEYS[1], ARGV[1])
+local ttl = redis.call('pttl', KEYS[1])
+if ttl == -1 and seconds > 0 then
+  redis.call('expire', KEYS[1], seconds)
+  ttl = 1000 * seconds
+end
+return {consumed, ttl}`;
+
+/** The scripts of this file, for the test that every script declares the keys it touches. @internal */
+export const GLIDE_SCRIPTS = { read: READ_SCRIPT, consume: CONSUME_SCRIPT } as const;
+
+type Hit = (key: string, seconds: number) => Promise<[unknown, unknown]>;
+
+/**
+ * rate-limiter-flexible's GLIDE limiter, whose reads and writes are the store's own (on keys and values the same as
+ * its Redis limiter's, where the other clients' counters live) and whose hits run the store's hit script. Its own
+ * storage uses Valkey functions, which Redis does not run; none of it is used.
+ */
+export class GlideLimiter extends RateLimiterValkeyGlide implements CountsAsync {
+  readonly countsAsync = true;
+  readonly #send: Send;
+  readonly #hits: Hit;
+  readonly #read: (keys: string[], args: string[]) => Promise<unknown>;
+  readonly #consume: (keys: string[], args: string[]) => Promise<unknown>;
+
+  constructor(options: { keyPrefix: string; points: number; duration: number }, client: unknown, hits: Hit) {
+    super({ storeClient: client, ...options });
+    const send = sendOf(client);
+    this.#send = send;
+    this.#hits = hits;
+    this.#read = glideScript(send, READ_SCRIPT);
+    this.#consume = glideScript(send, CONSUME_SCRIPT);
+  }
+
+  count(key: string): Promise<Count> {
+    return this.#hits(this.getKey(key), this.duration).then(([count, ttl]) => ({
+      count: Number(count),
+      resetAt: Date.now() + Number(ttl),
+    }));
+  }
+
+  /** rate-limiter-flexible's storage step: a write of `points` (`set`, `block`) or `points` more (`consume`). */
+  _upsert(rlKey: string, points: number, msDuration: number, forceExpire = false): Promise<[number, number]> {
+    const seconds = Math.floor(msDuration / 1000);
+    if (forceExpire) {
+      const expiry = seconds > 0 ? ['EX', String(seconds)] : [];
+      return this.#send(['SET', rlKey, String(points), ...expiry]).then(() => [
+        points,
+        seconds > 0 ? seconds * 1000 : -1,
+      ]);
+    }
+    return this.#consume([rlKey], [String(points), String(seconds)]).then((answer) => {
+      const [consumed, ttl] = answer as [unknown, unknown];
+      return [Number(consumed), Number(ttl)];
+    });
+  }
+
+  _get(rlKey: string): Promise<[number, number] | null> {
+    return this.#read([rlKey], []).then((answer) => {
+      if (!Array.isArray(answer)) return null;
+      return [Number(answer[0]), Number(answer[1])];
+    });
+  }
+
+  _delete(rlKey: string): Promise<boolean> {
+    return this.#send(['DEL', rlKey]).then((removed) => Number(removed) > 0);
+  }
+}

@@ -1,0 +1,351 @@
+// The Redis store's Lua scripts: counting hits and limits, changing and reading the runtime state and grant requests.
+import { createHash } from 'node:crypto';
+
+/**
+ * One hit: creates the key with its window's expiry when it has none, counts, and answers the count and the time
+ * the window has left. The same key and value as rate-limiter-flexible's RateLimiterRedis, which serves the reads
+ * and writes of the package's other counters, so both kinds of call see one counter.
+ */
+export const HIT_SCRIPT = `redis.call('set', KEYS[1], 0, 'EX', ARGV[1], 'NX')
+local count = redis.call('incr', KEYS[1])
+local ttl = redis.call('pttl', KEYS[1])
+if ttl == -1 then
+  redis.call('expire', KEYS[1], ARGV[1])
+  ttl = 1000 * ARGV[1]
+end
+return {count, ttl}`;
+export const HIT_SHA = createHash('sha1').update(HIT_SCRIPT).digest('hex');
+
+/**
+ * One request on the limits of an endpoint (sliding windows, or several limits), all or none: KEYS are one key per
+ * limit, ARGV the window kind (`s`liding or `f`ixed), then each limit and its window in milliseconds. Times are
+ * Redis' own (`TIME`), so that instances with skewed clocks agree. A sliding limit's key is a list of the times of
+ * the requests counted, oldest first: those at or before `now - window` are dropped, and the request passes while
+ * fewer than `limit` are left. A fixed limit's key is a count that expires at the end of its window. The request is
+ * counted on every key only when every limit allows it. Answers each limit's count (`limit + 1` for one that
+ * refused) and the milliseconds until it frees a request.
+ */
+export const LIMITS_SCRIPT = `local t = redis.call('time')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local sliding = ARGV[1] == 's'
+local n = #KEYS
+local counts, waits, allowed = {}, {}, true
+for i = 1, n do
+  local key, limit, window = KEYS[i], tonumber(ARGV[2 * i]), tonumber(ARGV[2 * i + 1])
+  local count, wait = 0, window
+  if sliding then
+    local from = now - window
+    local oldest = redis.call('lindex', key, 0)
+    while oldest and tonumber(oldest) <= from do
+      redis.call('lpop', key)
+      oldest = redis.call('lindex', key, 0)
+    end
+    count = redis.call('llen', key)
+    if oldest then wait = tonumber(oldest) + window - now end
+  else
+    count = tonumber(redis.call('get', key) or '0')
+    local ttl = redis.call('pttl', key)
+    if count > 0 and ttl > 0 then wait = ttl end
+  end
+  if count >= limit then
+    allowed = false
+    count = limit + 1
+  end
+  counts[i], waits[i] = count, wait
+end
+if allowed then
+  for i = 1, n do
+    local key, window = KEYS[i], tonumber(ARGV[2 * i + 1])
+    if sliding then
+      redis.call('rpush', key, now)
+      redis.call('pexpire', key, window)
+    elseif redis.call('incr', key) == 1 then
+      redis.call('pexpire', key, window)
+    end
+    counts[i] = counts[i] + 1
+  end
+end
+local answer = {}
+for i = 1, n do
+  answer[2 * i - 1], answer[2 * i] = counts[i], waits[i]
+end
+return answer`;
+export const LIMITS_SHA = createHash('sha1').update(LIMITS_SCRIPT).digest('hex');
+
+/**
+ * The state of an endpoint's limits for one client, read without counting (LIMITS_SCRIPT's first half): KEYS and
+ * ARGV as LIMITS_SCRIPT's. A sliding limit's requests that left the window are dropped, as a request would drop them.
+ * Answers each limit's count and the milliseconds until it frees a request (0 with none counted).
+ */
+export const PEEK_SCRIPT = `local t = redis.call('time')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local sliding = ARGV[1] == 's'
+local answer = {}
+for i = 1, #KEYS do
+  local key, window = KEYS[i], tonumber(ARGV[2 * i + 1])
+  local count, wait = 0, 0
+  if sliding then
+    local from = now - window
+    local oldest = redis.call('lindex', key, 0)
+    while oldest and tonumber(oldest) <= from do
+      redis.call('lpop', key)
+      oldest = redis.call('lindex', key, 0)
+    end
+    count = redis.call('llen', key)
+    if oldest then wait = tonumber(oldest) + window - now end
+  else
+    count = tonumber(redis.call('get', key) or '0')
+    local ttl = redis.call('pttl', key)
+    if count > 0 and ttl > 0 then wait = ttl else count = 0 end
+  end
+  answer[2 * i - 1], answer[2 * i] = count, wait
+end
+return answer`;
+export const PEEK_SHA = createHash('sha1').update(PEEK_SCRIPT).digest('hex');
+/** Forgets a client's keys of an endpoint's limits; answers how many there were. */
+export const FORGET_SCRIPT = `return redis.call('del', unpack(KEYS))`;
+export const FORGET_SHA = createHash('sha1').update(FORGET_SCRIPT).digest('hex');
+
+/**
+ * A change of one record of the runtime state, atomic with what follows from it. KEYS: the records' hash, the
+ * changes (a sorted set: each changed field, by the sequence number of its last change), the ends (a sorted set:
+ * each record that ends, by its end), the history. ARGV: field, value ('' removes), end ('' for never), when
+ * ('always', 'absent' or 'sha1'), the SHA-1 of the text expected for 'sha1', the history entry ('' for none), the
+ * instance's clock, a new epoch (taken when the hash has none), the history's length, the changes kept, the ended
+ * records dropped per change.
+ *
+ * A change that applies takes the next sequence number and writes the record with it as its JSON's first member.
+ * A few ended records are dropped each time, and the changes kept are trimmed to the newest; both count as changes
+ * (so that a follower's copy drops them too), and `#floor` says up to which sequence number changes were trimmed: a
+ * follower behind it reads the whole hash. Every step is O(log n) in the records kept.
+ */
+export const CHANGE_SCRIPT = `local record, changes, ends, history = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
+local field, value, endsAt, when, expected, event = ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5], ARGV[6]
+local now = tonumber(ARGV[7])
+local epoch = redis.call('hget', record, '#epoch')
+if not epoch then
+  epoch = ARGV[8]
+  redis.call('hset', record, '#epoch', epoch)
+end
+local seq = tonumber(redis.call('hget', record, '#seq') or '0') or 0
+local before = redis.call('hget', record, field)
+local ending = redis.call('zscore', ends, field)
+local active = before and (not ending or tonumber(ending) > now)
+local applies
+if when == 'sha1' then applies = before and redis.sha1hex(before) == expected
+elseif when == 'absent' then applies = not active
+else applies = value ~= '' or active end
+local gone = {}
+if before and not active and not applies then gone[1] = field end
+for _, f in ipairs(redis.call('zrangebyscore', ends, '-inf', now, 'LIMIT', 0, tonumber(ARGV[11]))) do
+  if f ~= field then gone[#gone + 1] = f end
+end
+local stored = before
+if applies or #gone > 0 then
+  seq = seq + 1
+  redis.call('hset', record, '#seq', seq)
+end
+for _, f in ipairs(gone) do
+  redis.call('hdel', record, f)
+  redis.call('zrem', ends, f)
+  redis.call('zadd', changes, seq, f)
+  if f == field then stored = false end
+end
+if applies then
+  if value == '' then
+    redis.call('hdel', record, field)
+    redis.call('zrem', ends, field)
+    stored = false
+  else
+    stored = '{"seq":' .. seq .. ',' .. string.sub(value, 2)
+    redis.call('hset', record, field, stored)
+    if endsAt == '' then redis.call('zrem', ends, field) else redis.call('zadd', ends, endsAt, field) end
+  end
+  redis.call('zadd', changes, seq, field)
+  if event ~= '' then
+    redis.call('lpush', history, event)
+    redis.call('ltrim', history, 0, tonumber(ARGV[9]) - 1)
+  end
+end
+local over = redis.call('zcard', changes) - tonumber(ARGV[10])
+if over > 0 then
+  local last = redis.call('zrange', changes, over - 1, over - 1, 'WITHSCORES')
+  redis.call('zremrangebyrank', changes, 0, over - 1)
+  redis.call('hset', record, '#floor', last[2])
+end
+if not active then before = false end
+return {applies and 1 or 0, before or '', stored or '', seq, epoch}`;
+
+/**
+ * The grant requests' Redis keys, in the order every request script takes them (all on the runtime hash tag): the
+ * records (a hash), the sequence number, the pending ones and the decided ones (sorted sets by sequence number) and
+ * their ends (sorted sets by end), two lexicographic indexes (pending ones by client key and network; every one by
+ * client key and network, then sequence number), the groups (a sorted set of how many each has), every one by group
+ * then sequence number (lexicographic), and each one's index entries (a hash).
+ */
+export const REQUEST_KEYS = [
+  'requests',
+  'requests-seq',
+  'requests:pending',
+  'requests:pending-ends',
+  'requests:decided',
+  'requests:decided-ends',
+  'requests:pending-by',
+  'requests:by',
+  'requests:groups',
+  'requests:group-by',
+  'requests:meta',
+] as const;
+
+/** What the request scripts share: the keys, and the id at the end of an index entry. */
+const REQUEST_COMMON = `local R, SEQ, P, PE, D, DE, PB, BY, G, GB, M =
+  KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7], KEYS[8], KEYS[9], KEYS[10], KEYS[11]
+local function lastPart(member) return string.match(member, '([^\\n]*)$') end
+`;
+
+/** How the change script indexes and removes one request. */
+const REQUEST_INDEXING = `local function pad(seq) return string.format('%016d', seq) end
+local function index(id, seq, status, key, net, group, ends)
+  local s = pad(seq)
+  if status == 'pending' then
+    redis.call('zadd', P, seq, id)
+    redis.call('zadd', PE, ends, id)
+    redis.call('zadd', PB, 0, 'k\\n' .. key .. '\\n' .. id)
+    if net ~= '' then redis.call('zadd', PB, 0, 'n\\n' .. net .. '\\n' .. id) end
+  else
+    redis.call('zadd', D, seq, id)
+    redis.call('zadd', DE, ends, id)
+  end
+  redis.call('zadd', BY, 0, 'k\\n' .. key .. '\\n' .. s .. '\\n' .. id)
+  if net ~= '' then redis.call('zadd', BY, 0, 'n\\n' .. net .. '\\n' .. s .. '\\n' .. id) end
+  redis.call('zadd', GB, 0, group .. '\\n' .. s .. '\\n' .. id)
+  redis.call('zincrby', G, 1, group)
+  redis.call('hset', M, id, seq .. '\\n' .. status .. '\\n' .. key .. '\\n' .. net .. '\\n' .. group)
+end
+local function unindex(id)
+  local meta = redis.call('hget', M, id)
+  if not meta then return end
+  redis.call('hdel', M, id)
+  local seq, _, key, net, group = string.match(meta, '^(%d+)\\n(%l+)\\n([^\\n]*)\\n([^\\n]*)\\n([^\\n]*)$')
+  if not seq then return end
+  local s = pad(tonumber(seq))
+  for _, z in ipairs({P, PE, D, DE}) do redis.call('zrem', z, id) end
+  redis.call('zrem', PB, 'k\\n' .. key .. '\\n' .. id, 'n\\n' .. net .. '\\n' .. id)
+  redis.call('zrem', BY, 'k\\n' .. key .. '\\n' .. s .. '\\n' .. id, 'n\\n' .. net .. '\\n' .. s .. '\\n' .. id)
+  redis.call('zrem', GB, group .. '\\n' .. s .. '\\n' .. id)
+  if tonumber(redis.call('zincrby', G, -1, group)) <= 0 then redis.call('zrem', G, group) end
+end
+local function remove(id)
+  unindex(id)
+  redis.call('hdel', R, id)
+end
+`;
+
+/**
+ * A change of the grant requests, every step O(log n) in the requests kept. ARGV[1] is the change:
+ *
+ * `file`, id, value (without seq), client key, network ('' for none), group, end, now, pending per key, pending per
+ * network, most kept, ended dropped per call: files a new pending request unless its key or its network has as many
+ * pending as it may (their ended ones dropped first); with the most kept, one is dropped first (an ended one, else
+ * the oldest of the group with the most); answers 'done', 'key', 'network' or 'conflict' (the id is taken).
+ *
+ * `put`, id, value, expected, status, client key, network, group, end, now, ended dropped per call: writes `value`
+ * over `expected` (a decision, or one undone), with the next sequence number unless it has one; answers the text
+ * written, or '' when the request holds another value.
+ */
+export const REQUEST_CHANGE_SCRIPT = `${REQUEST_COMMON}${REQUEST_INDEXING}local function dropEnded(now, n)
+  for _, z in ipairs({PE, DE}) do
+    for _, id in ipairs(redis.call('zrangebyscore', z, '-inf', now, 'LIMIT', 0, n)) do remove(id) end
+  end
+end
+local function stamp(value)
+  local seq = string.match(value, '^{"seq":(%d+),')
+  if seq then return value, tonumber(seq) end
+  seq = redis.call('incr', SEQ)
+  return '{"seq":' .. seq .. ',' .. string.sub(value, 2), seq
+end
+if ARGV[1] == 'put' then
+  local id = ARGV[2]
+  if redis.call('hget', R, id) ~= ARGV[4] then return '' end
+  local stored, seq = stamp(ARGV[3])
+  unindex(id)
+  redis.call('hset', R, id, stored)
+  index(id, seq, ARGV[5], ARGV[6], ARGV[7], ARGV[8], tonumber(ARGV[9]))
+  dropEnded(tonumber(ARGV[10]), tonumber(ARGV[11]))
+  return stored
+end
+local id, value, key, net, group = ARGV[2], ARGV[3], ARGV[4], ARGV[5], ARGV[6]
+local ends, now = tonumber(ARGV[7]), tonumber(ARGV[8])
+dropEnded(now, tonumber(ARGV[12]))
+if redis.call('hexists', R, id) == 1 then return 'conflict' end
+local function pendingOf(kind, value)
+  local n = 0
+  local of = kind .. '\\n' .. value
+  for _, m in ipairs(redis.call('zrangebylex', PB, '[' .. of .. '\\n', '(' .. of .. '\\11')) do
+    local pending = lastPart(m)
+    local ending = redis.call('zscore', PE, pending)
+    if ending and tonumber(ending) <= now then remove(pending) else n = n + 1 end
+  end
+  return n
+end
+if pendingOf('k', key) >= tonumber(ARGV[9]) then return 'key' end
+if net ~= '' and pendingOf('n', net) >= tonumber(ARGV[10]) then return 'network' end
+local function dropOne()
+  for _, z in ipairs({PE, DE}) do
+    local ended = redis.call('zrangebyscore', z, '-inf', now, 'LIMIT', 0, 1)[1]
+    if ended then
+      remove(ended)
+      return true
+    end
+  end
+  local top = redis.call('zrevrange', G, 0, 0)[1]
+  if not top then return false end
+  local oldest = redis.call('zrangebylex', GB, '[' .. top .. '\\n', '(' .. top .. '\\11', 'LIMIT', 0, 1)[1]
+  if oldest then remove(lastPart(oldest)) else redis.call('zrem', G, top) end
+  return true
+end
+while redis.call('hlen', R) >= tonumber(ARGV[11]) and dropOne() do end
+local stored, seq = stamp(value)
+redis.call('hset', R, id, stored)
+index(id, seq, 'pending', key, net, group, ends)
+return 'done'`;
+
+/**
+ * Reads of the grant requests, a page at a time. ARGV[1] is the read: `page`, status, offset, limit, now: how many
+ * of that status are kept and not ended, then the rows from `offset` (pending ones oldest change first, past the
+ * ended ones, which are the oldest; decided ones newest first); `find`, 'k' or 'n', client key or network, limit:
+ * its requests, newest change first.
+ */
+export const REQUEST_READ_SCRIPT = `${REQUEST_COMMON}local ids, answer = {}, {}
+if ARGV[1] == 'page' then
+  local z, ze = P, PE
+  if ARGV[2] == 'decided' then z, ze = D, DE end
+  local ended = redis.call('zcount', ze, '-inf', ARGV[5])
+  local offset, limit = tonumber(ARGV[3]), tonumber(ARGV[4])
+  answer[1] = redis.call('zcard', z) - ended
+  if limit > 0 then
+    if ARGV[2] == 'decided' then ids = redis.call('zrevrange', z, offset, offset + limit - 1)
+    else ids = redis.call('zrange', z, ended + offset, ended + offset + limit - 1) end
+  end
+else
+  local of = ARGV[2] .. '\\n' .. ARGV[3]
+  local found = redis.call('zrevrangebylex', BY, '(' .. of .. '\\11', '[' .. of .. '\\n', 'LIMIT', 0, tonumber(ARGV[4]))
+  for i, m in ipairs(found) do ids[i] = lastPart(m) end
+end
+for _, id in ipairs(ids) do answer[#answer + 1] = redis.call('hget', R, id) or '' end
+return answer`;
+
+export const CHANGE_SHA = createHash('sha1').update(CHANGE_SCRIPT).digest('hex');
+export const REQUEST_CHANGE_SHA = createHash('sha1').update(REQUEST_CHANGE_SCRIPT).digest('hex');
+export const REQUEST_READ_SHA = createHash('sha1').update(REQUEST_READ_SCRIPT).digest('hex');
+
+/** The scripts of the store, for the test that every script declares the keys it touches. @internal */
+export const SCRIPTS = {
+  hit: HIT_SCRIPT,
+  limits: LIMITS_SCRIPT,
+  peek: PEEK_SCRIPT,
+  forget: FORGET_SCRIPT,
+  change: CHANGE_SCRIPT,
+  changeRequests: REQUEST_CHANGE_SCRIPT,
+  readRequests: REQUEST_READ_SCRIPT,
+} as const;

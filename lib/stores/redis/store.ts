@@ -1,0 +1,171 @@
+// The Redis store: counters shared by every app instance, a bounded wait, and a chosen fallback while Redis fails.
+import { RateLimiterRedis } from 'rate-limiter-flexible';
+import { show } from '../../shared/check.js';
+import type { Count, CountsAsync } from '../counter.js';
+import { GlideLimiter } from './glide.js';
+import type { Store, StoreFailurePolicy } from '../store.js';
+import type { CountsLimitsAsync, LimitsSpec } from '../limits.js';
+import { check, type LimitsScripts, type Hit, kindOf, hitsOf, commandsOf, limitsScriptsOf } from './clients.js';
+import { redisState } from './state.js';
+
+/**
+ * An ioredis (or iovalkey) `Redis` or `Cluster` client, a node-redis (v4 or later) client or cluster, or a Valkey
+ * GLIDE `GlideClient` or `GlideClusterClient`. Typed loosely, so that none of these packages is needed to compile:
+ * the package loads none of them, it only uses the client it is given.
+ */
+export type RedisClient = { eval(...args: never[]): unknown } | { customCommand(...args: never[]): unknown };
+
+/** What a request gets when Redis cannot count it: see {@link RedisStoreOptions.onFailure}. */
+export type RedisFailureMode = StoreFailurePolicy['onFailure'];
+
+/** Options of {@link redisStore}. */
+export interface RedisStoreOptions {
+  /**
+   * Namespace of every key, `<prefix>:<counter name>:<client key>`. Apps (and the two listings) that share one
+   * Redis need one prefix each, or they share counters. Default: `'listing-limits'`.
+   */
+  prefix?: string;
+  /**
+   * Longest wait for Redis, in milliseconds, of one whole request (every Redis call it makes), counted while this
+   * process waits with nothing else to do (up to 5 × `timeoutMs` however busy it is): a request that Redis has not
+   * answered by then is handled as `onFailure` says. Default: `200`.
+   */
+  timeoutMs?: number;
+  /**
+   * What a request gets while Redis is down, unreachable or slower than `timeoutMs`:
+   * `'memory'` counts it in this process's memory (the limits hold per instance until Redis is back),
+   * `'open'` lets it through uncounted and without rate-limit headers,
+   * `'closed'` answers `503` with a JSON body. Default: `'memory'`.
+   */
+  onFailure?: RedisFailureMode;
+}
+
+const optionNames = ['prefix', 'timeoutMs', 'onFailure'] as const;
+const failureModes: readonly RedisFailureMode[] = ['memory', 'open', 'closed'];
+
+function checkOptions(options: unknown): Required<RedisStoreOptions> {
+  const o = check.options(options, 'options', '{ prefix, timeoutMs, onFailure }');
+  check.unknownKeys(o, optionNames, (key) => `options.${key}`);
+  const { prefix = 'listing-limits', timeoutMs = 200, onFailure = 'memory' } = o as RedisStoreOptions;
+  if (typeof prefix !== 'string' || prefix === '')
+    check.invalid('options.prefix', `must be a non-empty string; got ${show(prefix)}.`);
+  // Beyond 2^31 - 1 ms, Node fires a timer at once: the limit of a timeout that works.
+  if (!Number.isInteger(timeoutMs) || timeoutMs <= 0 || timeoutMs > 2 ** 31 - 1) {
+    check.invalid(
+      'options.timeoutMs',
+      `must be a positive whole number of milliseconds (at most 2147483647); got ${show(timeoutMs)}.`,
+    );
+  }
+  return { prefix, timeoutMs, onFailure: check.oneOf(onFailure, failureModes, 'options.onFailure') };
+}
+
+/**
+ * The Redis counter of an endpoint's limits: one LIMITS_SCRIPT run per request, on one key per limit,
+ * `<prefix>:<counter name>:{<client key>}:<s|f><window seconds>`. The client key is the keys' hash tag, so that a
+ * Cluster keeps the keys of one request on one slot.
+ */
+class RedisLimits implements CountsLimitsAsync {
+  readonly countsAsync = true;
+  readonly #prefix: string;
+  readonly #suffixes: readonly string[];
+  readonly #args: readonly string[];
+
+  constructor(
+    prefix: string,
+    spec: LimitsSpec,
+    private readonly scripts: LimitsScripts,
+  ) {
+    const kind = spec.window === 'sliding' ? 's' : 'f';
+    this.#prefix = `${prefix}:${spec.name}:{`;
+    this.#suffixes = spec.limits.map(({ windowMs }) => `}:${kind}${windowMs / 1000}`);
+    this.#args = [kind, ...spec.limits.flatMap(({ limit, windowMs }) => [String(limit), String(windowMs)])];
+  }
+
+  #keys(key: string): string[] {
+    return this.#suffixes.map((suffix) => this.#prefix + key + suffix);
+  }
+
+  count(key: string): Promise<readonly Count[]> {
+    return this.scripts.count(this.#keys(key), this.#args as string[]).then((answer) => {
+      const now = Date.now();
+      return this.#suffixes.map((_, i) => ({
+        count: Number(answer[2 * i]),
+        resetAt: now + Number(answer[2 * i + 1]),
+      }));
+    });
+  }
+
+  peek(key: string): Promise<readonly Count[]> {
+    return this.scripts.peek(this.#keys(key), this.#args as string[]).then((answer) => {
+      const now = Date.now();
+      return this.#suffixes.map((_, i) => {
+        const count = Number(answer[2 * i]);
+        return { count, resetAt: count > 0 ? now + Number(answer[2 * i + 1]) : 0 };
+      });
+    });
+  }
+
+  reset(key: string): Promise<boolean> {
+    return this.scripts.forget(this.#keys(key)).then((deleted) => Number(deleted) > 0);
+  }
+}
+
+/** rate-limiter-flexible's Redis limiter, whose hits run the store's own script in one command. */
+class RedisLimiter extends RateLimiterRedis implements CountsAsync {
+  readonly countsAsync = true;
+
+  constructor(
+    options: ConstructorParameters<typeof RateLimiterRedis>[0],
+    private readonly hits: Hit,
+  ) {
+    super(options);
+  }
+
+  count(key: string): Promise<Count> {
+    return this.hits(this.getKey(key), this.duration).then(([count, ttl]) => ({
+      count: Number(count),
+      resetAt: Date.now() + Number(ttl),
+    }));
+  }
+}
+
+/**
+ * A store that counts in Redis, so that every app instance shares each counter. One atomic script run per counted
+ * request, none for a client Redis has already refused in the window. Keys are
+ * `<prefix>:<counter name>:<client key>`, where the client key is a hash of the Authorization value or the client
+ * IP, never the credential itself.
+ * No request waits for Redis longer than `timeoutMs` of idle waiting, all its Redis calls together (time this
+ * process is busy does not count, up to 5 × `timeoutMs`); while Redis fails, requests
+ * are handled as `onFailure` says, and counting returns to Redis by itself once the client has reconnected.
+ *
+ * The client is yours to create, connect and close; give an ioredis or node-redis client an `'error'` listener, as
+ * both packages ask (a node-redis client without one is refused, since it would crash the process when Redis goes
+ * away). A GLIDE client has no events, and needs none.
+ */
+export function redisStore(client: RedisClient, options?: RedisStoreOptions): Store {
+  const kind = kindOf(client);
+  const { prefix, timeoutMs, onFailure } = checkOptions(options);
+  const hits = hitsOf(client, kind);
+  const store = (counter: Parameters<Store>[0]) => {
+    const keyPrefix = `${prefix}:${counter.name}`;
+    const points = counter.limit;
+    const duration = counter.windowMs / 1000;
+    if (kind === 'glide') return new GlideLimiter({ keyPrefix, points, duration }, client, hits);
+    return new RedisLimiter(
+      {
+        storeClient: client,
+        useRedisPackage: kind === 'node-redis',
+        // While the client is reconnecting, fail at once instead of queueing commands that would only time out.
+        rejectIfRedisNotReady: true,
+        keyPrefix,
+        points,
+        duration,
+      },
+      hits,
+    );
+  };
+  const state = redisState(commandsOf(client, kind), prefix);
+  const scripts = limitsScriptsOf(client, kind);
+  const limits = (counter: LimitsSpec) => new RedisLimits(prefix, counter, scripts);
+  return Object.assign(store, { failure: { timeoutMs, onFailure }, state, limits });
+}

@@ -1,0 +1,189 @@
+// The runtime state of a store: records numbered by the store's sequence, and how instances follow them.
+import { createHash, randomBytes } from 'node:crypto';
+import { MemoryRequests, type RequestRecords } from './request-store.js';
+import { SweptMap } from '../shared/swept.js';
+
+export type { RequestRecords };
+
+/** Changes kept in the history at the most; the oldest go first beyond that. */
+export const HISTORY_MAX = 1000;
+/**
+ * Changed fields a store remembers for the instances that follow it. An instance further behind than that (more
+ * changes since its last read) reads the whole state once instead.
+ */
+export const CHANGES_KEPT = 100_000;
+/** Ended records a change drops at the most, so that a change costs the same however many have ended. */
+export const ENDED_PER_CHANGE = 10;
+
+/**
+ * One change of one record. A record is a field (`<kind>:<id>`, e.g. `ban:t:…`) whose value is a JSON object; the
+ * store writes it with its sequence number as the first member (`{"seq":12,…}`), so that every copy can tell which of
+ * two versions is newer.
+ */
+export interface RecordChange {
+  readonly field: string;
+  /** The record's JSON object, without `seq`; null removes the record. */
+  readonly value: string | null;
+  /** When the record ends (epoch ms), after which the store drops it; null for never. */
+  readonly endsAt: number | null;
+  /**
+   * When the change applies: `'always'` (a removal only of a record in force); `'absent'`, only when no record of the
+   * field is in force; or `{ sha1 }`, only while the field holds a text of that SHA-1 (hex), as it was read.
+   */
+  readonly when: 'always' | 'absent' | { readonly sha1: string };
+  /** The history's entry for the change, added only when the change applies; undefined for none. */
+  readonly event: string | undefined;
+  /** The instance's clock, which tells what has ended. */
+  readonly now: number;
+}
+
+/** What a change did. */
+export interface ChangeResult {
+  /** Whether the change applied. */
+  readonly changed: boolean;
+  /** The field's text before the change, when it held a record in force. */
+  readonly before: string | undefined;
+  /** The field's text after the change (undefined: no record). */
+  readonly stored: string | undefined;
+  /** The store's sequence number after the change. */
+  readonly seq: number;
+  /** The state's epoch: a new one each time the state starts from nothing (a new store, or one that lost its data). */
+  readonly epoch: string;
+}
+
+/**
+ * What a follower of the state is told: `'changes'`, the fields changed since its last update (null: removed);
+ * `'whole'`, every record (its first update, or after it fell behind the changes kept); `'replaced'`, every record of
+ * a state that replaced the one it followed (the store lost its data, was flushed, or failed over to a copy that is
+ * behind).
+ */
+export interface StateUpdate {
+  readonly kind: 'changes' | 'whole' | 'replaced';
+  /** The state's epoch; undefined for a state that has never been written. */
+  readonly epoch: string | undefined;
+  /** The store's sequence number the update brings the follower to. */
+  readonly seq: number;
+  readonly records: ReadonlyMap<string, string | null>;
+  /** The mark of a copy behind the state that took its place (a failover): another after each; undefined for none. */
+  readonly copy?: string;
+}
+
+/** How an instance follows the state: updates come by themselves; `sync()` reads what changed now. */
+export interface Follower {
+  /** Resolves once the follower has read the state as it was at the call, or rejects when the store failed. */
+  sync(): Promise<void>;
+  stop(): void;
+}
+
+/**
+ * The runtime state of a store, shared by every middleware that uses the store: records that every instance keeps a
+ * copy of (one field each), a bounded history of changes, and grant requests. Declared by stores that have a place
+ * for it (the memory and Redis stores).
+ */
+export interface RuntimeState {
+  /** Changes one record, atomically with its history entry. */
+  change(change: RecordChange): Promise<ChangeResult>;
+  /** Follows the records: `apply` is called with each update, the first one (`'whole'`) as soon as it is read. */
+  follow(apply: (update: StateUpdate) => void): Follower;
+  /** The history, newest first. */
+  history(): Promise<string[]>;
+  /** Removes one entry of the history equal to `entry`; resolves whether there was one. */
+  removeHistory(entry: string): Promise<boolean>;
+  /** Where grant requests (rule 6) are kept, apart from the records that every instance copies. */
+  readonly requests?: RequestRecords;
+}
+
+const SEQ = '{"seq":';
+
+/**
+ * A record's JSON object with the store's sequence number as its first member. The Redis store's scripts write the
+ * same text.
+ */
+export function stamped(value: string, seq: number): string {
+  if (!value.startsWith('{') || value.length < 3 || value.startsWith(SEQ)) {
+    throw new TypeError(`listing-limits: a record must be a JSON object without "seq"; got ${value.slice(0, 40)}`);
+  }
+  return `${SEQ}${seq},${value.slice(1)}`;
+}
+
+/** The SHA-1 of a stored text, in hex, as Redis' `redis.sha1hex` gives it: how a change names a text it expects. */
+export function sha1(text: string): string {
+  return createHash('sha1').update(text).digest('hex');
+}
+
+/** A new epoch: random, so that no two states that started from nothing share one. */
+export function newEpoch(): string {
+  return randomBytes(9).toString('base64url');
+}
+
+/** A record as the memory state keeps it. */
+interface Kept {
+  readonly text: string;
+  readonly endsAt: number;
+}
+
+/**
+ * The state of the memory store: in this process, the truth for every middleware that shares the store. Each change
+ * is told to every follower at once, as one changed field; ended records are swept a few at a time as others are
+ * added, and each follower drops them by their end on its own.
+ */
+export class MemoryState implements RuntimeState {
+  readonly #records = new SweptMap<Kept>((kept) => kept.endsAt);
+  readonly #history: string[] = [];
+  readonly #followers = new Set<(update: StateUpdate) => void>();
+  readonly #epoch = newEpoch();
+  #seq = 0;
+  readonly requests: RequestRecords = new MemoryRequests();
+
+  change(c: RecordChange): Promise<ChangeResult> {
+    const kept = this.#records.get(c.field);
+    const active = kept !== undefined && kept.endsAt > c.now;
+    const applies =
+      typeof c.when === 'object'
+        ? kept !== undefined && sha1(kept.text) === c.when.sha1
+        : c.when === 'absent'
+          ? !active
+          : c.value !== null || active;
+    const before = active ? kept.text : undefined;
+    if (!applies) {
+      return Promise.resolve({ changed: false, before, stored: kept?.text, seq: this.#seq, epoch: this.#epoch });
+    }
+    const seq = ++this.#seq;
+    let stored: string | undefined;
+    if (c.value === null) this.#records.delete(c.field);
+    else {
+      stored = stamped(c.value, seq);
+      this.#records.add(c.field, { text: stored, endsAt: c.endsAt ?? Infinity }, c.now);
+    }
+    if (c.event !== undefined) {
+      this.#history.unshift(c.event);
+      if (this.#history.length > HISTORY_MAX) this.#history.length = HISTORY_MAX;
+    }
+    const update: StateUpdate = {
+      kind: 'changes',
+      epoch: this.#epoch,
+      seq,
+      records: new Map([[c.field, stored ?? null]]),
+    };
+    for (const follower of this.#followers) follower(update);
+    return Promise.resolve({ changed: true, before, stored, seq, epoch: this.#epoch });
+  }
+
+  follow(apply: (update: StateUpdate) => void): Follower {
+    this.#followers.add(apply);
+    const records = new Map<string, string>();
+    for (const [field, kept] of this.#records) records.set(field, kept.text);
+    apply({ kind: 'whole', epoch: this.#epoch, seq: this.#seq, records });
+    return { sync: () => Promise.resolve(), stop: () => void this.#followers.delete(apply) };
+  }
+
+  history(): Promise<string[]> {
+    return Promise.resolve([...this.#history]);
+  }
+
+  removeHistory(entry: string): Promise<boolean> {
+    const at = this.#history.indexOf(entry);
+    if (at >= 0) this.#history.splice(at, 1);
+    return Promise.resolve(at >= 0);
+  }
+}

@@ -1,0 +1,173 @@
+// How long requests wait for a store that can fail: a deadline per request, one timer for all, and a breaker.
+import { performance } from 'node:perf_hooks';
+import type { StoreFailurePolicy } from './store.js';
+
+/**
+ * Milliseconds the event loop has spent idle, waiting for I/O, since the process started: time in which an answer
+ * of the store, had it come, would have been read at once. Where the runtime cannot tell, 0 (wall time decides).
+ */
+const idleMs: () => number =
+  typeof performance.eventLoopUtilization === 'function' ? () => performance.eventLoopUtilization().idle : () => 0;
+
+/** However busy the process, no request waits longer than this many times `timeoutMs`. */
+const BUSY_WAIT_FACTOR = 5;
+
+/** Why a store call was not waited for: its request's time ran out, or the breaker is open. */
+class StoreTimeout extends Error {
+  constructor(message: string) {
+    super(`listing-limits: ${message}`);
+    this.name = 'StoreTimeout';
+  }
+}
+
+/** The rejection of a call its request's deadline ended. */
+export const TIMED_OUT = new StoreTimeout('the store did not answer within timeoutMs');
+
+/** The rejection of a call made after its request's deadline: the timeout was counted once, not again. */
+export const PASSED = new StoreTimeout("the request's deadline had passed");
+
+/** The rejection of a call not made because the breaker is open: not a failure of its own. */
+export const BREAKER_OPEN = new StoreTimeout('the store keeps failing; not waiting for it');
+
+/**
+ * The deadline of one request: every store call of the request races it, so the whole request waits for the store
+ * at most `timeoutMs`, however many calls it makes. It owns no timer: its store's {@link Waiting} serves every
+ * deadline.
+ */
+export class Deadline {
+  expired = false;
+  done = false;
+  /** The rejections of the calls still waiting. */
+  #waiting: ((error: Error) => void)[] | undefined;
+
+  constructor(
+    /** When `timeoutMs` has passed on the wall clock. */
+    readonly at: number,
+    /** The event loop's idle time when the request began to wait. */
+    readonly idleAt: number,
+    /** When `BUSY_WAIT_FACTOR × timeoutMs` has passed: the end, however busy the process. */
+    readonly lastAt: number,
+  ) {}
+
+  /** `call`'s result, or a rejection once the request's time is up. */
+  race<T>(call: Promise<T>): Promise<T> {
+    if (this.expired) {
+      call.catch(() => {});
+      return Promise.reject(PASSED);
+    }
+    return new Promise<T>((resolve, reject) => {
+      (this.#waiting ??= []).push(reject);
+      call.then(resolve, reject);
+    });
+  }
+
+  expire(): void {
+    this.expired = true;
+    const waiting = this.#waiting;
+    this.#waiting = undefined;
+    if (waiting) for (const reject of waiting) reject(TIMED_OUT);
+  }
+
+  /** The request is answered: its deadline no longer matters. */
+  clear(): void {
+    this.done = true;
+    this.#waiting = undefined;
+  }
+}
+
+/**
+ * Consecutive timeouts that open the breaker; while it is open, one request in PROBE_EVERY_MS probes the store. A
+ * store that fails fast (Redis down: the client is not connected) needs no breaker: nothing waits for it.
+ */
+const FAILURES_TO_OPEN = 3;
+export const PROBE_EVERY_MS = 500;
+
+/**
+ * The waiting policy of one store for one middleware: the deadlines of its requests, ended in order by a single
+ * timer (every deadline is `timeoutMs` after its request's start, so they end in the order they begin), and a
+ * circuit breaker that stops requests from waiting for a store that keeps not answering.
+ *
+ * A deadline ends when the process has spent `timeoutMs` waiting for the store with nothing else to do (the event
+ * loop idle): time this process spends busy with other work is not the store's delay, and an answer that arrived
+ * while it was busy is read and taken, not counted as a failure. However busy the process, a deadline ends at
+ * `BUSY_WAIT_FACTOR × timeoutMs`. Deadlines are acted on one event-loop turn after their timer fires (in
+ * `setImmediate`), after Node has read the sockets.
+ */
+export class Waiting {
+  readonly timeoutMs: number;
+  readonly onFailure: StoreFailurePolicy['onFailure'];
+  /** Deadlines from `#head` on are pending, in the order they end. */
+  #queue: Deadline[] = [];
+  #head = 0;
+  #timer: NodeJS.Timeout | undefined;
+  #failures = 0;
+  #openUntil = 0;
+
+  constructor(policy: StoreFailurePolicy) {
+    this.timeoutMs = policy.timeoutMs;
+    this.onFailure = policy.onFailure;
+  }
+
+  /** A new request's deadline. */
+  start(): Deadline {
+    const now = Date.now();
+    const deadline = new Deadline(now + this.timeoutMs, idleMs(), now + this.timeoutMs * BUSY_WAIT_FACTOR);
+    this.#queue.push(deadline);
+    if (!this.#timer) this.#arm();
+    return deadline;
+  }
+
+  #arm(delayMs?: number): void {
+    const head = this.#queue[this.#head];
+    if (!head) return;
+    this.#timer = setTimeout(() => setImmediate(() => this.#sweep()), delayMs ?? Math.max(head.at - Date.now(), 0));
+    this.#timer.unref();
+  }
+
+  #sweep(): void {
+    this.#timer = undefined;
+    const now = Date.now();
+    const idle = idleMs();
+    const queue = this.#queue;
+    let head = this.#head;
+    let waitMore: number | undefined;
+    for (; head < queue.length; head++) {
+      const deadline = queue[head] as Deadline;
+      if (deadline.done) continue;
+      if (deadline.at > now) break;
+      const waitedIdle = idle - deadline.idleAt;
+      if (waitedIdle < this.timeoutMs && now < deadline.lastAt) {
+        // The process was busy: the store has not yet had `timeoutMs` of this process's attention.
+        waitMore = Math.max(Math.min(this.timeoutMs - waitedIdle, deadline.lastAt - now), 1);
+        break;
+      }
+      deadline.expire();
+    }
+    if (head === queue.length) {
+      this.#queue = [];
+      head = 0;
+    } else if (head > 1024 && head * 2 > queue.length) {
+      this.#queue = queue.slice(head);
+      head = 0;
+    }
+    this.#head = head;
+    this.#arm(waitMore);
+  }
+
+  /** Whether a call may go to the store now: no while the breaker is open, except one probe per interval. */
+  allow(): boolean {
+    if (this.#failures < FAILURES_TO_OPEN) return true;
+    const now = Date.now();
+    if (now < this.#openUntil) return false;
+    this.#openUntil = now + PROBE_EVERY_MS;
+    return true;
+  }
+
+  succeeded(): void {
+    this.#failures = 0;
+  }
+
+  failed(): void {
+    if (++this.#failures === FAILURES_TO_OPEN) this.#openUntil = Date.now() + PROBE_EVERY_MS;
+  }
+}

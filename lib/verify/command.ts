@@ -1,0 +1,309 @@
+// The `listing-limits` command line: its arguments, progress while it runs, the table of findings, the exit code.
+import { parseArgs } from 'node:util';
+import { closest, distance } from 'fastest-levenshtein';
+import { ListingLimitsError } from '../shared/errors.js';
+import { listingHint, listingOf } from '../contract/listing-names.js';
+import { listingNames } from '../contract/listings.js';
+import type { WindowKind } from '../contract/limit.js';
+import { planVerification, verifyContract } from './run.js';
+import type { VerifyOptions, VerifyPlan, VerifyReport } from './types.js';
+import { type Output, progressOn, seconds } from './progress.js';
+
+export type { Output };
+
+/** What the command runs with: its output streams, and what tests put in place of the network's clock. */
+export interface CliContext {
+  readonly stdout: Output;
+  readonly stderr: Output;
+  readonly fetch?: VerifyOptions['fetch'];
+  readonly sleep?: VerifyOptions['sleep'];
+  readonly now?: VerifyOptions['now'];
+}
+
+/** Exit codes: every endpoint passes; an endpoint fails; the arguments are wrong. */
+const EXIT = Object.freeze({ pass: 0, fail: 1, usage: 2 });
+
+/** The listings' names as one of them: `A or B`. */
+const eitherListing = new Intl.ListFormat('en', { type: 'disjunction' }).format(listingNames);
+const listingArgument = `--listing ${listingNames.join('|')}`;
+
+export const USAGE = `Usage: listing-limits verify <base-url> ${listingArgument} [options]
+
+Probes a running API, every endpoint at once, and checks that it enforces listing ${eitherListing} of the
+rate-limit contract: limit requests pass and the next gets a 429 with Retry-After, the rate-limit fields
+agree, the window opens again, requests across a window's end show the kind of window the API counts,
+another token has its own counter, and path parameters share the counter. A run lasts about as long as the
+listing's longest window.
+
+Options:
+  ${listingArgument.padEnd(19)}  the listing the API serves (required)
+  --token T            Authorization value to send; without one the server counts by client IP
+  --other-token T      Authorization value of the requests on another client's counter
+                       (default: listing-limits-verify- and random hex)
+  --only ENDPOINT      check only this endpoint, e.g. --only "GET /v1/bots/:id"; repeatable
+  --param NAME=VALUE   value of a path parameter, e.g. --param id=123 (default 1); given twice,
+                       the second value is the other path (default: the value plus one)
+  --window KIND        fixed or sliding: the windows the API should count (default fixed)
+  --concurrency N      probe at most N endpoints at a time (default: all of them at once)
+  --grace MS           milliseconds kept between the requests and each window's end (default 1000,
+                       at most a quarter of the window)
+  --json               print the findings (or the plan) as JSON on stdout
+  --dry-run            print the plan, and send nothing
+  -h, --help           print this help
+
+Exit codes: 0 every endpoint passes, 1 an endpoint fails, 2 wrong arguments.
+`;
+
+const cliOptions = {
+  listing: { type: 'string' },
+  token: { type: 'string' },
+  'other-token': { type: 'string' },
+  only: { type: 'string', multiple: true },
+  param: { type: 'string', multiple: true },
+  window: { type: 'string' },
+  concurrency: { type: 'string' },
+  grace: { type: 'string' },
+  json: { type: 'boolean' },
+  'dry-run': { type: 'boolean' },
+  help: { type: 'boolean', short: 'h' },
+} as const;
+
+/** Bad arguments: the message names the argument. */
+class UsageError extends Error {}
+
+/** The argument that set each option of verifyContract, to name it in errors. */
+const argumentOf: Record<string, string> = {
+  baseUrl: '<base-url>',
+  listing: '--listing',
+  token: '--token',
+  otherToken: '--other-token',
+  only: '--only',
+  params: '--param',
+  window: '--window',
+  concurrency: '--concurrency',
+  graceMs: '--grace',
+};
+
+interface Parsed {
+  readonly help: boolean;
+  readonly json: boolean;
+  readonly dryRun: boolean;
+  readonly options: VerifyOptions;
+}
+
+/** Option names as typed, to name them in errors and suggest one for a typo. */
+const optionArguments = Object.keys(cliOptions).map((name) => `--${name}`);
+
+/**
+ * Finds the argument that Node's strict parser refused, to tell it in one line naming the argument (Node's own
+ * messages span several lines and differ between versions).
+ */
+function checkTokens(tokens: NonNullable<ReturnType<typeof parseArgs>['tokens']>): void {
+  for (const token of tokens) {
+    if (token.kind !== 'option') continue;
+    const { name, rawName, value, inlineValue } = token;
+    const option = (cliOptions as Record<string, { type: 'string' | 'boolean' }>)[name];
+    if (!option) {
+      const meant = closest(rawName, optionArguments);
+      const hint = distance(rawName, meant) <= 2 ? `. Did you mean ${meant}?` : '';
+      throw new UsageError(`unknown option ${rawName}${hint}`);
+    }
+    if (option.type === 'boolean') {
+      if (value !== undefined) throw new UsageError(`${rawName} takes no value; got ${JSON.stringify(value)}`);
+    } else if (value === undefined) {
+      throw new UsageError(`${rawName} needs a value`);
+    } else if (!inlineValue && value.startsWith('-')) {
+      // `--token --dry-run` more likely forgot the token than meant it to be "--dry-run".
+      throw new UsageError(
+        `${rawName} needs a value; got the option-like ${JSON.stringify(value)} ` +
+          `(write ${rawName}=${value} if that is the value)`,
+      );
+    }
+  }
+}
+
+function parse(argv: readonly string[]): Parsed {
+  let parsed;
+  try {
+    parsed = parseArgs({ args: [...argv], options: cliOptions, allowPositionals: true, strict: true });
+  } catch (error) {
+    const { tokens } = parseArgs({
+      args: [...argv],
+      options: cliOptions,
+      allowPositionals: true,
+      strict: false,
+      tokens: true,
+    });
+    checkTokens(tokens);
+    throw new UsageError((error as Error).message.split('\n')[0]?.replace(/\.$/, '') ?? 'bad arguments');
+  }
+  const { values, positionals } = parsed;
+  const [command, baseUrl, extra] = positionals;
+  const json = values.json === true;
+  const dryRun = values['dry-run'] === true;
+  const listing = values.listing;
+  if (values.help) return { help: true, json, dryRun, options: { baseUrl: '', listing: [] } };
+  const synopsis = `listing-limits verify <base-url> ${listingArgument}`;
+  if (command === undefined) throw new UsageError(`missing command: ${synopsis}`);
+  if (command !== 'verify') throw new UsageError(`unknown command ${JSON.stringify(command)}; the command is verify`);
+  if (baseUrl === undefined) throw new UsageError('verify needs <base-url>, e.g. http://127.0.0.1:3000');
+  if (extra !== undefined) throw new UsageError(`unexpected argument ${JSON.stringify(extra)}`);
+  if (typeof listing !== 'string') throw new UsageError(`--listing is required: ${eitherListing}`);
+  const named = listingOf(listing);
+  if (!named) {
+    const hint = listingHint(listing);
+    throw new UsageError(`--listing must be ${eitherListing}; got ${JSON.stringify(listing)}${hint && `.${hint}`}`);
+  }
+
+  const params: Record<string, string[]> = {};
+  for (const param of values.param ?? []) {
+    const match = /^([^=]+)=(.*)$/.exec(param);
+    if (!match?.[1]) throw new UsageError(`--param must be NAME=VALUE, e.g. id=123; got ${JSON.stringify(param)}`);
+    (params[match[1]] ??= []).push(match[2] ?? '');
+  }
+  let graceMs: number | undefined;
+  if (values.grace !== undefined) {
+    if (!/^\d+$/.test(values.grace)) {
+      throw new UsageError(`--grace must be whole milliseconds; got ${JSON.stringify(values.grace)}`);
+    }
+    graceMs = Number(values.grace);
+  }
+  let concurrency: number | undefined;
+  if (values.concurrency !== undefined) {
+    if (!/^\d+$/.test(values.concurrency)) {
+      throw new UsageError(
+        `--concurrency must be a whole number of endpoints, 1 or more; got ${JSON.stringify(values.concurrency)}`,
+      );
+    }
+    concurrency = Number(values.concurrency);
+  }
+  const options: VerifyOptions = {
+    baseUrl,
+    listing: named,
+    ...(values.token !== undefined && { token: values.token }),
+    ...(values['other-token'] !== undefined && { otherToken: values['other-token'] }),
+    ...(values.only !== undefined && { only: values.only }),
+    ...(values.param !== undefined && { params }),
+    // Checked by verifyContract, which names the kinds.
+    ...(values.window !== undefined && { window: values.window as WindowKind }),
+    ...(concurrency !== undefined && { concurrency }),
+    ...(graceMs !== undefined && { graceMs }),
+  };
+  return { help: false, json, dryRun, options };
+}
+
+/** A configuration error of verifyContract, told in terms of the command's arguments. */
+function usageOf(error: ListingLimitsError): UsageError {
+  const option = /^options\.(\w+)(?:\.(\w+))?/.exec(error.field);
+  const argument = argumentOf[option?.[1] ?? ''] ?? error.field;
+  const named = option?.[1] === 'params' && option[2] ? `${argument} ${option[2]}` : argument;
+  const reason = error.message.slice(error.message.indexOf(error.field) + error.field.length);
+  return new UsageError(`${named}${reason.replace(/\.$/, '')}`);
+}
+
+/** Aligned plain-text columns; `right` names the columns aligned to the right. */
+function table(header: readonly string[], rows: readonly (readonly string[])[], right: readonly number[] = []): string {
+  const widths = header.map((h, i) => Math.max(h.length, ...rows.map((row) => (row[i] ?? '').length)));
+  const line = (cells: readonly string[]) =>
+    cells
+      .map((cell, i) => (right.includes(i) ? cell.padStart(widths[i] ?? 0) : cell.padEnd(widths[i] ?? 0)))
+      .join('  ')
+      .trimEnd();
+  return [header, ...rows].map(line).join('\n');
+}
+
+/** How many endpoints a run probes at a time, in words. */
+function together(plan: VerifyPlan): string {
+  const total = plan.endpoints.length;
+  if (total === 1) return 'one endpoint';
+  if (plan.concurrency >= total) return `all ${total} endpoints at once`;
+  return plan.concurrency === 1 ? 'one endpoint after another' : `${plan.concurrency} endpoints at a time`;
+}
+
+function planText(plan: VerifyPlan, listing: string): string {
+  const rows = plan.endpoints.map((e) => [e.endpoint, e.paths.join(', '), String(e.requests), seconds(e.waitMs)]);
+  const boundaryRequests = plan.endpoints.reduce((sum, e) => sum + e.boundaryRequests, 0);
+  return [
+    `Plan: listing ${listing}, ${plan.window} windows, at ${plan.baseUrl}, ${together(plan)}. ` +
+      'Nothing was sent (--dry-run).',
+    '',
+    table(['Endpoint', 'Paths', 'Requests', 'Wait'], rows, [2]),
+    '',
+    `${plan.requests} requests in about ${seconds(plan.waitMs)} ` +
+      `(${boundaryRequests} of them after a window's end, to tell its kind).`,
+    '',
+  ].join('\n');
+}
+
+function reportText(report: VerifyReport, listing: string): string {
+  const rows: string[][] = [];
+  for (const e of report.endpoints) {
+    const details = [...e.findings, ...e.notes.map((note) => `note: ${note}`)];
+    rows.push([e.endpoint, e.ok ? 'pass' : 'fail', String(e.requests), e.windowSeen, details[0] ?? '']);
+    for (const detail of details.slice(1)) rows.push(['', '', '', '', detail]);
+  }
+  const failed = report.endpoints.filter((e) => !e.ok).length;
+  const total = report.endpoints.length;
+  const summary =
+    total === 1
+      ? `The endpoint ${failed ? 'fails' : 'passes'}.`
+      : failed
+        ? `${failed} of ${total} endpoints fail.`
+        : `All ${total} endpoints pass.`;
+  return [
+    `listing-limits verify ${report.baseUrl}, listing ${listing}, ${report.window} windows`,
+    '',
+    table(['Endpoint', 'Result', 'Requests', 'Window', 'Findings'], rows, [2]),
+    '',
+    summary,
+    '',
+  ].join('\n');
+}
+
+/**
+ * Runs the command with its arguments (without `node` and the script) and returns the exit code:
+ * 0 when every endpoint passes (or for --help and --dry-run), 1 when one fails, 2 for wrong arguments.
+ */
+export async function runCli(argv: readonly string[], context: CliContext): Promise<number> {
+  const { stdout, stderr } = context;
+  let parsed: Parsed;
+  let plan: VerifyPlan;
+  try {
+    parsed = parse(argv);
+    if (parsed.help) {
+      stdout.write(USAGE);
+      return EXIT.pass;
+    }
+    try {
+      plan = planVerification(parsed.options);
+    } catch (error) {
+      throw error instanceof ListingLimitsError ? usageOf(error) : error;
+    }
+  } catch (error) {
+    if (!(error instanceof UsageError)) throw error;
+    stderr.write(`listing-limits: ${error.message} (see listing-limits --help)\n`);
+    return EXIT.usage;
+  }
+
+  const { json, dryRun, options } = parsed;
+  const listing = String(options.listing);
+  if (dryRun) {
+    stdout.write(json ? `${JSON.stringify(plan, null, 2)}\n` : planText(plan, listing));
+    return EXIT.pass;
+  }
+  const progress = progressOn(stderr, plan);
+  let report: VerifyReport;
+  try {
+    report = await verifyContract({
+      ...options,
+      ...(context.fetch && { fetch: context.fetch }),
+      ...(context.sleep && { sleep: context.sleep }),
+      ...(context.now && { now: context.now }),
+      onProgress: progress.onEvent,
+    });
+  } finally {
+    progress.stop();
+  }
+  stdout.write(json ? `${JSON.stringify(report, null, 2)}\n` : reportText(report, listing));
+  return report.ok ? EXIT.pass : EXIT.fail;
+}
