@@ -1,6 +1,11 @@
 // The contract, end to end over HTTP: one suite, run for every store and both Express majors.
+import { createServer } from 'node:http';
+import type { RequestHandler } from 'express';
+import { rateLimit } from 'express-rate-limit';
 import request from 'supertest';
-import { type EndpointRow, listingLimits } from '../lib';
+import { type EndpointRow, type ListingLimitsOptions, listingLimits } from '../lib';
+import { partitionKey } from '../lib/contract/headers';
+import { tokenKey } from '../lib/limiter/keys';
 import { createApp, expressVersions, pathOf } from './helpers/app';
 import { BODY_429, expectLimitHolds, rowsOf } from './helpers/contract';
 import { storeCases, T0, useFakeWindows } from './helpers/stores';
@@ -175,6 +180,215 @@ describe.each(storeCases)('$name', (store) => {
       });
       const res = await request(server).get('/v1/bots/1').expect(200);
       expect(res.headers['x-ratelimit-remaining']).toBe('1');
+    });
+
+    describe('req.rateLimit', () => {
+      /** What a handler sees of `req.rateLimit`, as JSON, with how it reads. */
+      const reader: RequestHandler = (req, res) => {
+        const info = req.rateLimit;
+        res.json({
+          json: JSON.stringify(info) ?? null,
+          keys: info ? Object.keys(info) : null,
+          date: info?.resetTime instanceof Date,
+          same: info === req.rateLimit,
+          has: 'rateLimit' in req,
+          ...(res.locals.before ? { before: res.locals.before } : {}),
+        });
+      };
+      /** `{ endpoint, limit, remaining, resetTime }` as JSON: exact on a store that counts on the fake clock. */
+      const expectInfo = (json: string, endpoint: string, limit: number, remaining: number, windowMs: number) => {
+        const info = JSON.parse(json) as { resetTime: string };
+        expect(Object.keys(info)).toEqual(['endpoint', 'limit', 'remaining', 'resetTime']);
+        expect(info).toEqual({ endpoint, limit, remaining, resetTime: expect.any(String) });
+        if (!store.shared) expect(info.resetTime).toBe(new Date(T0 + windowMs).toISOString());
+        else expect(Date.parse(info.resetTime)).toBeGreaterThan(T0 + windowMs - store.marginMs);
+      };
+
+      it('is one object with its documented fields, read in any later handler, in JSON and by `in`', async () => {
+        const server = express();
+        server.use(listingLimits('B', { store: store.make() }));
+        server.use((req, res, next) => {
+          res.locals.before = { remaining: req.rateLimit?.remaining ?? null };
+          next();
+        });
+        server.get('/v1/bots/:id', reader);
+        const res = await request(server).get('/v1/bots/1').expect(200);
+        expect(res.body).toMatchObject({
+          keys: ['endpoint', 'limit', 'remaining', 'resetTime'],
+          date: true,
+          same: true,
+          has: true,
+          before: { remaining: 1 },
+        });
+        expectInfo(res.body.json, 'GET /v1/bots/:id', 2, 1, 1000);
+        const last = await request(server).get('/v1/bots/1').expect(200);
+        expectInfo(last.body.json, 'GET /v1/bots/:id', 2, 0, 1000);
+      });
+
+      it('is undefined on a request the limiter does not count: no row, or skipped', async () => {
+        const server = express();
+        server.use(listingLimits('B', { store: store.make(), skip: (req) => req.query.skip === '1' }));
+        server.get('/v1/bots/:id', reader);
+        server.get('/v1/elsewhere', reader);
+        for (const path of ['/v1/elsewhere', '/v1/bots/1?skip=1']) {
+          const res = await request(server).get(path).expect(200);
+          expect(res.body).toMatchObject({ json: null, keys: null });
+        }
+      });
+
+      it('holds after the request leaves the sub-app the limiter is mounted in', async () => {
+        const server = express();
+        const sub = express();
+        sub.use(listingLimits('B', { store: store.make() }));
+        server.use(sub);
+        server.get('/v1/bots/:id', reader);
+        const res = await request(server).get('/v1/bots/1').expect(200);
+        expectInfo(res.body.json, 'GET /v1/bots/:id', 2, 1, 1000);
+      });
+
+      it("is the last answer's: another limiter's value before it is replaced, an assignment after it holds", async () => {
+        const erl = () =>
+          rateLimit({ windowMs: 60_000, limit: 100, keyGenerator: () => 'k', validate: false, legacyHeaders: false });
+        const ours = express();
+        ours.use(erl(), listingLimits('B', { store: store.make() }));
+        ours.get('/v1/bots/:id', reader);
+        const res = await request(ours).get('/v1/bots/1').expect(200);
+        expectInfo(res.body.json, 'GET /v1/bots/:id', 2, 1, 1000);
+
+        const theirs = express();
+        theirs.use(listingLimits('B', { store: store.make() }), erl());
+        theirs.get('/v1/bots/:id', reader);
+        const after = await request(theirs).get('/v1/bots/1').expect(200);
+        expect(JSON.parse(after.body.json)).toMatchObject({ limit: 100, used: 1, remaining: 99 });
+
+        const assigned = express();
+        assigned.use(listingLimits('B', { store: store.make() }), (req, _res, next) => {
+          req.rateLimit = { endpoint: 'mine', limit: 1, remaining: 0, resetTime: new Date(0) };
+          next();
+        });
+        assigned.get('/v1/bots/:id', reader);
+        const mine = await request(assigned).get('/v1/bots/1').expect(200);
+        expect(mine.body.json).toBe(
+          '{"endpoint":"mine","limit":1,"remaining":0,"resetTime":"1970-01-01T00:00:00.000Z"}',
+        );
+      });
+
+      it('counts a request once per limiter, mounted twice around another one; the last to count gives it', async () => {
+        const twice = listingLimits('B', { store: store.make() });
+        const other = listingLimits([{ method: 'GET', path: '/v1/bots/:id', limit: 5, windowMs: 60_000 }], {
+          store: store.make(),
+        });
+        const server = express();
+        server.use(twice, other, twice);
+        server.get('/v1/bots/:id', reader);
+        const first = await request(server).get('/v1/bots/1').expect(200);
+        expectInfo(first.body.json, 'GET /v1/bots/:id', 5, 4, 60_000);
+        expect(first.headers['ratelimit']).toBe('"GET /v1/bots/:id";r=1;t=1, "GET /v1/bots/:id";r=4;t=60');
+        await request(server).get('/v1/bots/1').expect(200);
+        await request(server).get('/v1/bots/1').expect(429);
+      });
+      it('without Express (node:http): is set on the request itself, and a request called through twice counts once', async () => {
+        const limiter = listingLimits('B', { store: store.make() });
+        const server = createServer((req, res) => {
+          const plain = Object.assign(req, { path: new URL(req.url ?? '/', 'http://x').pathname }) as typeof req & {
+            path: string;
+            rateLimit?: unknown;
+          };
+          const answer = () =>
+            res.end(JSON.stringify({ own: Object.hasOwn(plain, 'rateLimit'), rateLimit: plain.rateLimit ?? null }));
+          limiter(plain as never, res as never, () => limiter(plain as never, res as never, answer));
+        });
+        const get = () => request(server).get('/v1/bots/1').set('Authorization', 'Bot plain');
+        const first = await get().expect(200);
+        expect(first.headers['x-ratelimit-remaining']).toBe('1');
+        expect(JSON.parse(first.text)).toMatchObject({
+          own: true,
+          rateLimit: { endpoint: 'GET /v1/bots/:id', remaining: 1 },
+        });
+        await get().expect(200);
+        await get().expect(429);
+      });
+    });
+
+    describe.each<[string, ListingLimitsOptions['headers'], string, string]>([
+      ['true', true, '"GET /v1/bots/:id";q=2;w=1', '"GET /v1/bots/:id";r=1;t=1'],
+      ['draft-10', 'draft-10', '"GET /v1/bots/:id";q=2;w=1', '"GET /v1/bots/:id";r=1;t=1'],
+      [
+        'draft-8',
+        'draft-8',
+        `"GET /v1/bots/:id"; q=2; w=1; pk=:${partitionKey(tokenKey('Bot x'))}:`,
+        '"GET /v1/bots/:id"; r=1; t=1',
+      ],
+      ['draft-7', 'draft-7', '2;w=1', 'limit=2, remaining=1, reset=1'],
+    ])('headers: %s', (_name, headers, policy, ratelimit) => {
+      it('writes exactly these header lines, in this order, allowed and refused', async () => {
+        const server = app({ listing: 'B', options: { headers } });
+        const lines = (res: request.Response) => {
+          const raw = (res as unknown as { res: { rawHeaders: string[] } }).res.rawHeaders;
+          const pairs: string[][] = [];
+          for (let i = 0; i < raw.length; i += 2) pairs.push([raw[i] as string, raw[i + 1] as string]);
+          return pairs.filter(([name]) => /ratelimit|retry-after/i.test(name as string));
+        };
+        const legacy = (remaining: number) => [
+          ['X-RateLimit-Limit', '2'],
+          ['X-RateLimit-Remaining', String(remaining)],
+          ['X-RateLimit-Reset', String(T0 / 1000 + 1)],
+          ['X-RateLimit-Reset-After', store.resetAfter(1000)],
+          ['X-RateLimit-Bucket', 'GET /v1/bots/:id'],
+        ];
+        const get = () => request(server).get('/v1/bots/7').set('Authorization', 'Bot x');
+        const allowed = await get().expect(200);
+        expect(lines(allowed)).toEqual([['RateLimit-Policy', policy], ['RateLimit', ratelimit], ...legacy(1)]);
+        await get().expect(200);
+        const refused = await get().expect(429);
+        const refusedItem = ratelimit.replace(/1(?=[;,])/, '0');
+        expect(lines(refused)).toEqual([
+          ['RateLimit-Policy', policy],
+          ['RateLimit', refusedItem],
+          ...legacy(0),
+          ['Retry-After', '1'],
+        ]);
+      });
+    });
+
+    it('writes no rate-limit header with `headers: false`, and still sets req.rateLimit', async () => {
+      const server = app({ listing: 'B', options: { headers: false } });
+      const res = await request(server).get('/v1/bots/7').expect(200);
+      expect(Object.keys(res.headers).filter((h) => /ratelimit|retry-after/.test(h))).toEqual([]);
+      expect(res.body.rateLimit).toMatchObject({ endpoint: 'GET /v1/bots/:id', limit: 2, remaining: 1 });
+      const refused = await request(server).get('/v1/bots/7').expect(200);
+      expect(refused.body.rateLimit).toMatchObject({ remaining: 0 });
+      const over = await request(server).get('/v1/bots/7').expect(429);
+      expect(Object.keys(over.headers).filter((h) => /ratelimit|retry-after/.test(h))).toEqual(['retry-after']);
+    });
+
+    it.each<[string, (a: ReturnType<typeof express>) => void]>([
+      ["trust proxy off: the socket's address", () => {}],
+      ['trust proxy on: X-Forwarded-For', (a) => a.set('trust proxy', true)],
+      [
+        "an app's own req.ip",
+        (a) =>
+          Object.defineProperty(a.request, 'ip', {
+            get(this: { get(name: string): string | undefined }) {
+              return this.get('x-client-ip');
+            },
+          }),
+      ],
+    ])('bans a client of a token by its address as req.ip gives it, %s', async (name, setup) => {
+      const off = name.startsWith('trust proxy off');
+      const server = app({ listing: 'B', setup });
+      const limiter = server.locals.limiter as ReturnType<typeof listingLimits>;
+      const get = (ip: string) =>
+        request(server)
+          .get('/v1/bots/1')
+          .set('Authorization', `Bot ${ip}`)
+          .set('X-Forwarded-For', ip)
+          .set('X-Client-IP', ip);
+      await get('203.0.113.9').expect(200);
+      await limiter.ban({ ip: off ? '127.0.0.1' : '203.0.113.9' }, { duration: 60_000 });
+      await get('203.0.113.9').expect(403);
+      await get('203.0.113.8').expect(off ? 403 : 200);
+      limiter.close();
     });
 
     it('groups IPv6 clients by /64 by default, and by the configured prefix', async () => {

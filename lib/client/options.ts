@@ -66,7 +66,7 @@ export interface ListingClient {
   close(): Promise<void>;
 }
 
-export const SOURCE = 'listingClient';
+const SOURCE = 'listingClient';
 export const optionNames = [
   'listing',
   'baseUrl',
@@ -80,8 +80,8 @@ export const optionNames = [
   'onError',
   'retries',
 ] as const;
-export const LIST_PATHS = new Set(['/v1/bots', '/v1/servers']);
-export const LIST_CACHE_MS = 60_000;
+const LIST_PATHS = new Set(['/v1/bots', '/v1/servers']);
+const LIST_CACHE_MS = 60_000;
 
 export const check: Checker = new Checker(SOURCE);
 

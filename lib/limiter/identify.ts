@@ -1,4 +1,5 @@
 // Who a request is counted for: options `key`, `authenticate`, `invalidToken` and `ipv6Subnet`, checked and compiled.
+import { IncomingMessage } from 'node:http';
 import type { Request } from 'express';
 import type { Checker } from '../shared/check.js';
 import { ipKey, remembered, tokenKey } from './keys.js';
@@ -35,9 +36,41 @@ class TokenClient implements Client {
   }
 
   get ip(): string {
-    this.#ip ??= this.ipOf(this.req.ip);
+    this.#ip ??= this.ipOf(addressOf(this.req));
     return this.#ip;
   }
+}
+
+/** Whether requests of a prototype read `req.ip` from Express' own getter: not one of the app's, nor the request's. */
+const expressIp = new WeakMap<object, boolean>();
+
+function readsExpressIp(proto: object): boolean {
+  let known = expressIp.get(proto);
+  if (known === undefined) {
+    let owner: object | null = proto;
+    while (owner !== null && !Object.prototype.hasOwnProperty.call(owner, 'ip')) owner = Object.getPrototypeOf(owner);
+    const getter = owner && Object.getOwnPropertyDescriptor(owner, 'ip')?.get;
+    known = getter?.name === 'ip' && Object.getPrototypeOf(owner) === IncomingMessage.prototype;
+    expressIp.set(proto, known);
+  }
+  return known;
+}
+
+/**
+ * `req.ip`. With `trust proxy` off, Express' getter gives the socket's address after parsing X-Forwarded-For on each
+ * read: the address is read from the socket then, where `req.ip` is Express' own.
+ */
+function addressOf(req: Request): string | undefined {
+  const proto = Object.getPrototypeOf(req) as object | null;
+  if (
+    proto !== null &&
+    req.app?.get('trust proxy') === false &&
+    readsExpressIp(proto) &&
+    !Object.prototype.hasOwnProperty.call(req, 'ip')
+  ) {
+    return req.socket?.remoteAddress;
+  }
+  return req.ip;
 }
 
 /** What identification answers when `invalidToken: 'reject'` refuses a token that `authenticate` did not accept. */

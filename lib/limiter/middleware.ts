@@ -13,6 +13,7 @@ import {
   UNAVAILABLE_BODY,
 } from './context.js';
 import type { Count } from '../stores/counter.js';
+import { addEntry, type Entry, entryOf, readsEntries, UNSET } from './entries.js';
 import type { CompiledEndpoint, CompiledLimit } from './endpoint.js';
 import { ListingLimitsError, StoreUnavailableError } from '../shared/errors.js';
 import { retryAfterSeconds } from '../contract/headers.js';
@@ -45,6 +46,11 @@ class RequestContext implements Context {
   deadline: Deadline | undefined = undefined;
   state: Context['state'] = GOING;
   outcome: Context['outcome'] = undefined;
+  /** Requests left, as answered; -1 until the request is answered with its headers. */
+  remaining = -1;
+  /** When the shown limit's window ends (epoch ms), as answered. */
+  resetAt = 0;
+  #rateLimit: RateLimitInfo | undefined = undefined;
 
   constructor(
     readonly req: Request,
@@ -53,7 +59,22 @@ class RequestContext implements Context {
     public endpoint: CompiledEndpoint,
     /** The table's endpoint, whatever grant moves the request onto: the `endpoint` label of the metrics. */
     readonly row: string,
+    /** The request's entry before this one: another middleware's, or an assignment to `req.rateLimit`. */
+    readonly prev: Entry | undefined,
+    /** The middleware that took the request: its configuration. */
+    readonly owner: unknown,
   ) {}
+
+  /** `req.rateLimit`, made when first read: most requests' is never read. */
+  rateLimit(): RateLimitInfo | typeof UNSET {
+    if (this.remaining < 0) return UNSET;
+    this.#rateLimit ??= rateLimitOf(this);
+    return this.#rateLimit;
+  }
+}
+
+function rateLimitOf(ctx: RequestContext): RateLimitInfo {
+  return { endpoint: ctx.endpoint.name, limit: ctx.limit, remaining: ctx.remaining, resetTime: new Date(ctx.resetAt) };
 }
 
 /** Counts a request that is done, once, for the metrics and the last hour, when either is kept and it was counted. */
@@ -213,7 +234,7 @@ function compileSteps(config: Config): Step[] {
     counted(ctx, count);
   });
   if (bans) steps.push((ctx) => (ctx.refused ? bans.strike(ctx) : undefined));
-  steps.push((ctx) => respond(ctx, config));
+  steps.push((ctx) => respond(ctx as RequestContext, config));
   return steps;
 }
 
@@ -245,20 +266,19 @@ function decisive(limits: readonly CompiledLimit[], counts: readonly Count[]): n
  * Answers a counted request: headers and `req.rateLimit`, then, over the limit, `onLimit` and the 429 (or the
  * `handler`).
  */
-function respond(ctx: Context, config: Config): void {
+function respond(ctx: RequestContext, config: Config): void {
   const { endpoint, count, req, res } = ctx;
   const allowed = !ctx.refused;
   const now = Date.now();
   const msLeft = Math.max(count.resetAt - now, 0);
   const { limit } = ctx;
   const remaining = allowed ? limit - count.count : 0;
-  const info: RateLimitInfo = {
-    endpoint: endpoint.name,
-    limit,
-    remaining,
-    resetTime: new Date(count.resetAt),
-  };
-  req.rateLimit = info;
+  // The counter may change after this request (the memory store's is updated in place): its values are kept.
+  ctx.remaining = remaining;
+  ctx.resetAt = count.resetAt;
+  // Set on the request itself where no accessor reads the entries, or where the request has one of its own.
+  if (!readsEntries(req, res) || Object.prototype.hasOwnProperty.call(req, 'rateLimit'))
+    req.rateLimit = rateLimitOf(ctx);
   // With another limiter's headers on the response, Retry-After points no earlier than the most restrictive one.
   let waitMs = msLeft;
   const { headers } = config;
@@ -275,6 +295,7 @@ function respond(ctx: Context, config: Config): void {
   ctx.outcome = config.shadow ? 'shadow_limited' : 'limited';
   const retryAfter = retryAfterSeconds(Math.max(waitMs, msLeft));
   const { client } = ctx;
+  const info = rateLimitOf(ctx);
   observe(
     config.onLimit,
     { ...info, retryAfter, client: { kind: client.kind, key: client.key }, shadow: config.shadow },
@@ -349,23 +370,24 @@ export function listingLimits(
   const { bans, records } = config;
   const warn = forwardedWarning();
   const mounted = mountWarning(config.paths);
-  // The requests this instance has counted, so that mounting it twice on one request path counts once. A WeakSet
-  // rather than a mark on `req`: a new property on Node's request object slows every request down.
-  const counted = new WeakSet<Request>();
 
   const middleware = function listingLimitsMiddleware(req: Request, res: Response, next: NextFunction) {
     const endpoint = config.match(req.method, req.path);
     if (!endpoint) {
       if (siteSteps && (records.anyBan(Date.now()) || records.ready)) {
-        return proceed(new RequestContext(req, res, next, NO_ROW, NO_ENDPOINT), siteSteps, 0, config);
+        const site = new RequestContext(req, res, next, NO_ROW, NO_ENDPOINT, undefined, undefined);
+        return proceed(site, siteSteps, 0, config);
       }
       mounted(req);
       return next();
     }
-    if (counted.has(req)) return next();
-    counted.add(req);
+    // The request's entries: mounted twice on one request path, the middleware counts it once.
+    const prev = entryOf(req, res);
+    for (let entry = prev; entry !== undefined; entry = entry.prev) if (entry.owner === config) return next();
     warn(req);
-    proceed(new RequestContext(req, res, next, endpoint, endpoint.name), steps, 0, config);
+    const ctx = new RequestContext(req, res, next, endpoint, endpoint.name, prev, config);
+    addEntry(req, res, ctx);
+    proceed(ctx, steps, 0, config);
   };
   records.start();
   const limits = Object.assign(middleware, {

@@ -11,7 +11,7 @@ export function kindOf(key: string): ClientKind {
 }
 
 /** The order of the lists: oldest first, then by key. */
-export function byTimeAndKey(a: { since: number; key: string }, b: { since: number; key: string }): number {
+function byTimeAndKey(a: { since: number; key: string }, b: { since: number; key: string }): number {
   return a.since - b.since || (a.key < b.key ? -1 : a.key > b.key ? 1 : 0);
 }
 
