@@ -1,6 +1,7 @@
 // The example server as a real process: `npm start` on free ports over HTTP, stopped by a signal; bad settings stop it with one line.
 import { type ChildProcessByStdio, execFileSync, spawn } from 'node:child_process';
 import { once } from 'node:events';
+import { appendFileSync, cpSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { createServer, type Server } from 'node:net';
 import { join } from 'node:path';
 import type { Readable } from 'node:stream';
@@ -112,6 +113,48 @@ it('npm start builds and starts both listings, serves and limits them over HTTP,
   await expect(fetch(`${urls.A}/v1/statistics`)).rejects.toThrow();
   await expect(fetch(`${urls.B}/v1/statistics`)).rejects.toThrow();
 }, 120_000);
+
+describe('npm start builds the example server only when a file it is built from changed', () => {
+  /** A copy of what the build reads and writes, build/ included, each file with its time, inside the project. */
+  let copy: string;
+  beforeAll(() => {
+    mkdirSync(join(root, '.pack-test'), { recursive: true });
+    copy = mkdtempSync(join(root, '.pack-test', 'example-build-'));
+    for (const name of ['package.json', 'tsconfig.json', 'example-server', 'lib', 'build']) {
+      cpSync(join(root, name), join(copy, name), { recursive: true, preserveTimestamps: true });
+    }
+  });
+  afterAll(() => rmSync(copy, { recursive: true, force: true }));
+
+  /** Every file of the copy's build/, with when it was last written. */
+  const built = () =>
+    Object.fromEntries(
+      readdirSync(join(copy, 'build'), { recursive: true, encoding: 'utf8' })
+        .filter((name) => statSync(join(copy, 'build', name)).isFile())
+        .sort()
+        .map((name) => [name, statSync(join(copy, 'build', name)).mtimeMs]),
+    );
+  const build = () => execFileSync('npm', ['run', 'build:example'], { cwd: copy, stdio: 'pipe' });
+
+  it('nothing changed: no file of build/ is written', () => {
+    const before = built();
+    expect(before).toHaveProperty([join('example-server', 'main.js')]);
+    build();
+    expect(built()).toEqual(before);
+  });
+
+  it('a file of lib/ changed: built again, with the change', () => {
+    appendFileSync(join(copy, 'lib', 'durations.ts'), 'export const BUILT_AGAIN = 1;\n');
+    build();
+    expect(readFileSync(join(copy, 'build', 'lib', 'durations.js'), 'utf8')).toContain('exports.BUILT_AGAIN = 1;');
+  });
+
+  it('an output removed: built again', () => {
+    rmSync(join(copy, 'build', 'example-server', 'main.js'));
+    build();
+    expect(statSync(join(copy, 'build', 'example-server', 'main.js')).isFile()).toBe(true);
+  });
+});
 
 it('WINDOW=sliding counts every listing in sliding windows, and says so', async () => {
   const server = run(process.execPath, [main], { LISTING: 'B', PORT: '0', LOG: '0', WINDOW: 'sliding' });

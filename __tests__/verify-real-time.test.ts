@@ -137,7 +137,7 @@ function answeredOn(api: Api, endpoint: string): Answered[] {
 }
 
 describe.each(['fixed', 'sliding'] as const)('an API that honours the table with %s windows', (window) => {
-  it('passes, probed all at once in about its longest window, with exactly the planned requests', async () => {
+  it('passes, probed all at once in about its longest window, with exactly the requests it tells', async () => {
     const api = await startApi({ listing: table, window });
     const { report, events, tookMs } = await verify(api, window);
     expect(report.endpoints.map((e) => [e.endpoint, e.findings, e.windowSeen])).toEqual([
@@ -153,16 +153,20 @@ describe.each(['fixed', 'sliding'] as const)('an API that honours the table with
     ]);
     expect(report.ok).toBe(true);
 
-    // What the API counted: every request sent, exactly as planned, endpoint by endpoint.
+    // What the API counted: every request the report tells of, endpoint by endpoint, and no other. An endpoint of
+    // one limit sends what the plan says whatever the timing. GET /v1/users/:id fills its 2 s row only while the
+    // requests of its first window surely count in it: when they were answered too late to tell (a busy machine),
+    // it fills a fresh window, with more requests than the plan, which assumes answers at once (verify.test.ts
+    // holds runs to the plan on a fake clock).
     const plan = planVerification({ baseUrl: api.url, listing: table, window, token, graceMs });
-    for (const endpoint of report.endpoints) {
-      const planned = plan.endpoints.find((e) => e.endpoint === endpoint.endpoint);
-      expect([endpoint.endpoint, answeredOn(api, endpoint.endpoint).length]).toEqual([
-        endpoint.endpoint,
-        planned?.requests,
-      ]);
-    }
-    expect(api.answered).toHaveLength(plan.requests);
+    const oneLimit = (name: string) => table.filter((row) => `${row.method} ${row.path}` === name).length === 1;
+    expect(report.endpoints.map((e) => [e.endpoint, answeredOn(api, e.endpoint).length])).toEqual(
+      report.endpoints.map((e) => [e.endpoint, e.requests]),
+    );
+    expect(report.endpoints.filter((e) => oneLimit(e.endpoint)).map((e) => [e.endpoint, e.requests])).toEqual(
+      plan.endpoints.filter((e) => oneLimit(e.endpoint)).map((e) => [e.endpoint, e.requests]),
+    );
+    expect(api.answered).toHaveLength(report.endpoints.reduce((sum, e) => sum + e.requests, 0));
 
     // Every endpoint began before any ended: they were probed together, and the run lasted about one window.
     const firstDone = events.findIndex((e) => e.type === 'done');

@@ -28,9 +28,8 @@ export function compile(name: string): Compiled {
   const scratch = join(dir, 'scratch');
   const build = (config: string, outDir: string) =>
     execFileSync(process.execPath, [tsc, '-p', config, '--outDir', outDir, '--declaration', 'false'], { cwd: root });
-  // The example server's build holds only the files of lib/ it imports: lib/ whole goes beside it.
+  // The example server's build holds lib/ whole beside it (example-server/tsconfig.json includes it).
   build('example-server/tsconfig.json', cjs);
-  build('tsconfig.build.json', join(cjs, 'lib'));
   build('tsconfig.build.esm.json', esm);
   writeFileSync(join(cjs, 'package.json'), '{ "type": "commonjs" }\n');
   writeFileSync(join(esm, 'package.json'), '{ "type": "module" }\n');

@@ -274,8 +274,8 @@ export interface ListingLimitsMiddleware extends RequestHandler {
   /** The changes of bans and grants, newest first, at most the last 1000: since a time, at most `limit`. */
   history(options?: { readonly since?: Date | number; readonly limit?: number }): Promise<ChangeEvent[]>;
   /**
-   * The operators' bans and grants the store lost (see "When the store loses its data" in the README), oldest loss
-   * first.
+   * The operators' bans and grants the store lost (see "When the store loses its data" in
+   * docs/bans-and-grants.md), oldest loss first.
    */
   lost(): Promise<LostRecord[]>;
   /** Applies a lost record again, as it was, until its end. Resolves false when it has ended or is gone. */

@@ -93,7 +93,7 @@ export interface EndpointPlan {
    * for an endpoint with path parameters.
    */
   readonly paths: readonly string[];
-  /** The requests sent when the server honours the contract (see the README for how they are spent). */
+  /** The requests sent when the server honours the contract (docs/verify.md tells how they are spent). */
   readonly requests: number;
   /** The waits, in milliseconds: about how long the endpoint's probe lasts. */
   readonly waitMs: number;
