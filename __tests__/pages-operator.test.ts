@@ -2,7 +2,7 @@
 import request from 'supertest';
 import { type GrantRequestInput, memoryStore, redisStore, type Store } from '../lib';
 import { tokenKey } from '../lib/limiter/keys';
-import type { RequestRecords } from '../lib/stores/request-store';
+import type { GrantRequestStore } from '../lib/stores/grant-request-store';
 import { csrfOf, flat, pagesAppPerTest, TOKEN } from './helpers/pages';
 import { describeRedis, redisForBlock } from './helpers/redis';
 
@@ -21,7 +21,7 @@ const longest = (i: number): GrantRequestInput => ({
 
 /** Counts the requests the store answers, to show a load reads a page of them, not the store. */
 function counted(store: Store): { store: Store; read: () => number } {
-  const records = store.state?.requests as RequestRecords;
+  const records = store.state?.requests as GrantRequestStore;
   let read = 0;
   const page = records.page.bind(records);
   records.page = async (...args) => {

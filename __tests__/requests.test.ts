@@ -345,6 +345,7 @@ describe('traffic of the last hour', () => {
 
   it('keeps at most 1000 refused clients a minute, the rest as (others); an unidentified request counts for its endpoint', () => {
     const traffic = new Traffic(['GET /a']);
+    traffic.on = true;
     const now = Date.UTC(2026, 0, 1, 0, 0, 30);
     jest.useFakeTimers({ now });
     for (let i = 0; i < 1002; i++) traffic.count('GET /a', 'limited', { key: `k${String(i).padStart(4, '0')}` });

@@ -3,7 +3,7 @@ import type Redis from 'ioredis';
 import { memoryStore, redisStore, type RuntimeState } from '../lib';
 import { Checker } from '../lib/shared/check';
 import { compileIpKey } from '../lib/limiter/identify';
-import { type BanRecord, Registry } from '../lib/limiter/rules/registry';
+import { type BanRecord, RuntimeRecords } from '../lib/limiter/rules/runtime-records';
 import { commandCalls, describeRedis, ioredisClient, startRedis } from './helpers/redis';
 
 const T0 = Date.UTC(2026, 0, 1);
@@ -62,8 +62,8 @@ function redis(): Instances {
 
 const cases = [memory, ...(describeRedis === describe ? [redis()] : [])];
 
-function registry(state: RuntimeState, errors: unknown[]): Registry {
-  return new Registry(state, {
+function registry(state: RuntimeState, errors: unknown[]): RuntimeRecords {
+  return new RuntimeRecords(state, {
     ipOf: compileIpKey(new Checker('test'), {}),
     checkGrant: () => 'unlimited',
     onChange: undefined,

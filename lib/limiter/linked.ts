@@ -1,6 +1,6 @@
 // What a middleware tells the pages built on it: its store, how it groups addresses, its records and its traffic.
 import type { IpKey } from './identify.js';
-import type { Registry } from './rules/registry.js';
+import type { RuntimeRecords } from './rules/runtime-records.js';
 import type { Store } from '../stores/store.js';
 import type { Traffic } from './observe/traffic.js';
 
@@ -13,7 +13,7 @@ export interface Linked {
   /** The key of a client address as the middleware counts it: IPv4-mapped folded, IPv6 by `ipv6Subnet`. */
   readonly ipOf: IpKey;
   /** Its cache of the store's runtime state: a client's ban and grant, pages of them, the operators' logins. */
-  readonly registry: Registry;
+  readonly records: RuntimeRecords;
   /** The last hour of this instance, per client. */
   readonly traffic: Traffic;
 }

@@ -77,10 +77,9 @@ function rateLimitOf(ctx: RequestContext): RateLimitInfo {
   return { endpoint: ctx.endpoint.name, limit: ctx.limit, remaining: ctx.remaining, resetTime: new Date(ctx.resetAt) };
 }
 
-/** Counts a request that is done in the metrics, when there are metrics and it was counted. */
+/** Counts a request that is done, once, for the metrics and the last hour, when either is kept and it was counted. */
 function measured(ctx: RequestContext, config: Config): void {
-  if (config.metrics && ctx.outcome) config.metrics.request(ctx.row, ctx.outcome);
-  if (config.traffic.on && ctx.outcome) config.traffic.count(ctx.row, ctx.outcome, ctx.client);
+  if (config.traffic.counting && ctx.outcome) config.traffic.count(ctx.row, ctx.outcome, ctx.client);
 }
 
 /** The endpoint of a request that matches no row: the steps it goes through never read it. */
@@ -133,9 +132,9 @@ function failed(ctx: RequestContext, error: unknown, config: Config): void {
 
 /** Refuses a banned client (or address), as far as this instance knows: from its cache of the store's bans. */
 function refuseBanned(config: Config): (ctx: Context) => boolean {
-  const { registry } = config;
+  const { records } = config;
   return (ctx) => {
-    const until = registry.bannedUntil(ctx.client, Date.now());
+    const until = records.bannedUntil(ctx.client, Date.now());
     if (until === undefined) return false;
     answerBanned(ctx, until);
     return true;
@@ -146,13 +145,13 @@ const ignore = () => {};
 
 /**
  * Until this instance has read the store's runtime state once (just after it starts), a request waits for that read
- * before its bans are checked, within its deadline (or the registry's bound on that read, for a store without a
+ * before its bans are checked, within its deadline (or the runtime records' bound on that read, for a store without a
  * failure policy): a banned client is refused from the first request.
  */
 function readyStep(config: Config): Step {
-  const { registry, waiting } = config;
+  const { records, waiting } = config;
   return (ctx) => {
-    const ready = registry.ready;
+    const ready = records.ready;
     if (!ready || !waiting) return ready;
     ctx.deadline ??= waiting.start();
     return ctx.deadline.race(ready).then(ignore, ignore);
@@ -368,14 +367,14 @@ export function listingLimits(
   const config = configure(listing, options);
   const steps = compileSteps(config);
   const siteSteps = compileSiteSteps(config);
-  const { bans, registry } = config;
+  const { bans, records } = config;
   const warn = forwardedWarning();
   const mounted = mountWarning(config.paths);
 
   const middleware = function listingLimitsMiddleware(req: Request, res: Response, next: NextFunction) {
     const endpoint = config.match(req.method, req.path);
     if (!endpoint) {
-      if (siteSteps && (registry.anyBan(Date.now()) || registry.ready)) {
+      if (siteSteps && (records.anyBan(Date.now()) || records.ready)) {
         const site = new RequestContext(req, res, next, NO_ROW, NO_ENDPOINT, undefined, undefined);
         return proceed(site, siteSteps, 0, config);
       }
@@ -390,30 +389,30 @@ export function listingLimits(
     addEntry(req, res, ctx);
     proceed(ctx, steps, 0, config);
   };
-  registry.start();
+  records.start();
   const limits = Object.assign(middleware, {
     ban: (client: ClientRef, banOptions: { duration: number; reason?: string }) =>
-      registry.banClient(client, banOptions),
+      records.banClient(client, banOptions),
     unban: async (client: ClientRef | string) => {
-      const key = registry.unbanKey(client);
-      const [lifted] = await Promise.all([registry.unban(key), bans?.forget(key)]);
+      const key = records.unbanKey(client);
+      const [lifted] = await Promise.all([records.unban(key), bans?.forget(key)]);
       return lifted;
     },
-    bans: () => registry.bans(),
+    bans: () => records.bans(),
     grant: (client: ClientRef, grant: Grant, grantOptions?: { until?: Date | number; note?: string }) =>
-      registry.grant(client, grant, grantOptions),
-    revoke: (client: ClientRef) => registry.revoke(client),
-    grants: () => registry.grants(),
-    history: (historyOptions?: { since?: Date | number; limit?: number }) => registry.history(historyOptions),
-    lost: () => registry.lost(),
-    restoreLost: (id: string) => registry.restoreLost(id),
-    dismissLost: (id: string) => registry.dismissLost(id),
-    foreign: () => registry.foreign(),
-    removeForeign: (id: string) => registry.removeForeign(id),
-    close: () => registry.close(),
+      records.grant(client, grant, grantOptions),
+    revoke: (client: ClientRef) => records.revoke(client),
+    grants: () => records.grants(),
+    history: (historyOptions?: { since?: Date | number; limit?: number }) => records.history(historyOptions),
+    lost: () => records.lost(),
+    restoreLost: (id: string) => records.restoreLost(id),
+    dismissLost: (id: string) => records.dismissLost(id),
+    foreign: () => records.foreign(),
+    removeForeign: (id: string) => records.removeForeign(id),
+    close: () => records.close(),
     usage: (client: ClientRef) => config.usage.of(client),
     reset: (client: ClientRef, endpoint?: string) => config.usage.reset(client, endpoint),
-    requests: config.requests,
+    requests: config.grantRequests,
     traffic: () => {
       config.traffic.on = true;
       return config.traffic.summary();

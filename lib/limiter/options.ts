@@ -12,8 +12,8 @@ import type { Linked } from './linked.js';
 import { compileMatcher } from '../contract/match.js';
 import { checkMetrics, Metrics } from './observe/metrics.js';
 import { redisStore } from '../stores/redis/store.js';
-import { Registry } from './rules/registry.js';
-import { GrantRequests } from './rules/requests.js';
+import { RuntimeRecords } from './rules/runtime-records.js';
+import { GrantRequests } from './rules/grant-requests.js';
 import type { Store } from '../stores/store.js';
 import { contractOf } from '../stores/adapter.js';
 import { memoryStore } from '../stores/memory/store.js';
@@ -59,7 +59,7 @@ export interface Config {
   readonly handler: LimitHandler | undefined;
   readonly bans: Bans | undefined;
   /** Bans and grants as the store's runtime state has them, with the methods that change them. */
-  readonly registry: Registry;
+  readonly records: RuntimeRecords;
   /** Whether bans are enforced on requests that match no row too. */
   readonly site: boolean;
   readonly grant: Step;
@@ -70,7 +70,7 @@ export interface Config {
   /** How requests wait for a store that declares a failure policy: one deadline each, and a breaker. */
   readonly waiting: Waiting | undefined;
   /** Grant requests (rule 6), in the store's state. */
-  readonly requests: GrantRequests;
+  readonly grantRequests: GrantRequests;
   /** The last hour of traffic, counted once the operator's page asks for it. */
   readonly traffic: Traffic;
   /** What the pages built on the middleware count with: its store, unwrapped by metrics, and its address keys. */
@@ -87,7 +87,8 @@ function fn<T>(value: T, field: string, shape: string): T {
   return value;
 }
 
-function checkStore(store: unknown): Store {
+/** The `store` option (the pages' too, with their own checker): memoryStore() when it is not given. */
+export function checkStore(store: unknown, check: Checker = new Checker('listingLimits')): Store {
   if (store === undefined) return memoryStore();
   if (store === memoryStore)
     check.invalid('options.store', 'is the memoryStore function itself; call it: `memoryStore()`.');
@@ -143,8 +144,13 @@ export function configure(listing: unknown, options: unknown): Config {
   const window = checkWindow(o.window, rows);
   const table = endpointsOf(rows);
   const registryOfMetrics = checkMetrics(check, o.metrics);
+  // Each request done is counted once, into the metrics' totals and the last hour alike.
+  const traffic = new Traffic(
+    table.map((endpoint) => endpoint.name),
+    registryOfMetrics !== undefined,
+  );
   // The metrics time the store from its first counter on.
-  const metrics = registryOfMetrics && new Metrics(table.map((endpoint) => endpoint.name));
+  const metrics = registryOfMetrics && new Metrics(traffic);
   const given = checkStore(o.store);
   const contract = contractOf(given);
   const store = metrics ? metrics.timed(contract) : contract;
@@ -168,7 +174,7 @@ export function configure(listing: unknown, options: unknown): Config {
     rows,
     maxLimit: window === 'sliding' ? MAX_SLIDING_LIMIT : undefined,
   };
-  const registry = new Registry(store.state, {
+  const records = new RuntimeRecords(store.state, {
     ipOf,
     checkGrant: (checker, grant, field) => checkGrant(checker, grant, field, grantTable),
     onChange: o.onChange,
@@ -176,11 +182,10 @@ export function configure(listing: unknown, options: unknown): Config {
     firstReadMs: store.failure?.timeoutMs ?? 1000,
     onReset: (key) => usage.forget(key),
   });
-  const bans = ban && new Bans(store, ban, { shadow, onBan: o.onBan, report, waiting }, registry);
-  const grants = compileGrants(check, o, { store, window, waiting, paths, table: grantTable, ipOf, cacheMs, registry });
-  const usage = new Usage(endpoints, grants, registry);
-  if (metrics) metrics.register(check, registryOfMetrics as NonNullable<typeof registryOfMetrics>, registry);
-  const traffic = new Traffic(endpoints.map((e) => e.name));
+  const bans = ban && new Bans(store, ban, { shadow, onBan: o.onBan, report, waiting }, records);
+  const grants = compileGrants(check, o, { store, window, waiting, paths, table: grantTable, ipOf, cacheMs, records });
+  const usage = new Usage(endpoints, grants, records);
+  if (metrics) metrics.register(check, registryOfMetrics as NonNullable<typeof registryOfMetrics>, records);
   return {
     match: compileMatcher(
       table.map((endpoint, i) => ({
@@ -195,7 +200,7 @@ export function configure(listing: unknown, options: unknown): Config {
     headers,
     handler: fn(o.handler, 'options.handler', '(req, res, next, info) => void'),
     bans,
-    registry,
+    records,
     site,
     grant: grants.step,
     shadow,
@@ -203,9 +208,9 @@ export function configure(listing: unknown, options: unknown): Config {
     report,
     metrics,
     waiting,
-    requests: new GrantRequests(store.state?.requests, registry, rows, o.ipv6Subnet ?? 64),
+    grantRequests: new GrantRequests(store.state?.requests, records, rows, o.ipv6Subnet ?? 64),
     traffic,
-    linked: { store: given, ipOf, registry, traffic },
+    linked: { store: given, ipOf, records, traffic },
     usage,
   };
 }

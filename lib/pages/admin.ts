@@ -1,28 +1,31 @@
 // The operator's page: its options, its login, and its routes (the page, a client's page, every action's form).
 import { createHmac } from 'node:crypto';
-import type { NextFunction, Request, Response, Router } from 'express';
+import type { NextFunction, Request, RequestHandler, Response, Router } from 'express';
 import { Checker, isPlainObject, show } from '../shared/check.js';
 import { ListingLimitsError } from '../shared/errors.js';
 import type { Store } from '../stores/store.js';
 import type { Grant, ListingLimitsMiddleware } from '../limiter/types.js';
+import type { Linked } from '../limiter/linked.js';
+import type { RuntimeRecords } from '../limiter/rules/runtime-records.js';
 import { clientPage } from './client.js';
 import {
   bare,
-  checkLimits,
+  checkMiddleware,
   checkRate,
   checkSecret,
-  checkStore,
   field,
   formLimiter,
   handle,
+  needGrantRequests,
   refuseForgery,
   secureRouter,
   sendPage,
 } from './common.js';
+import { checkStore } from '../limiter/options.js';
 import { dashboard } from './dashboard.js';
 import { markup } from './html.js';
 import { BAN_DURATIONS, clientPath, DAY_MS, EXPIRIES, type View } from './rows.js';
-import { CSRF_FIELD, type LoginSession, sameToken, sessions } from './session.js';
+import { CSRF_FIELD, type LoginSession, sameToken, type Sessions, sessions } from './session.js';
 
 /** Decides whether a request may use the operator's page. Sync or async. */
 export type Authorize = (req: Request) => boolean | Promise<boolean>;
@@ -87,86 +90,105 @@ function checkAdminToken(check: Checker, token: unknown): string {
   return check.invalid('options.authorize.token', `must be a string of at least 16 characters; got ${got}.${unset}`);
 }
 
-/**
- * The operator's page, as an Express router: `app.use('/admin/limits', limitsAdmin(limits, { authorize }))`. Every
- * route is behind `authorize`, every form that changes something carries a CSRF token, and the page sets a strict
- * Content-Security-Policy. Throws a `ListingLimitsError` naming the field when an option cannot work, and always
- * without `authorize`.
- */
-export function limitsAdmin(limits: ListingLimitsMiddleware, options: AdminPageOptions): Router {
-  const check: Checker = new Checker('limitsAdmin');
-  const { limits: l, linked } = checkLimits(check, limits);
-  const o = check.options(options, 'options', '{ authorize }');
-  check.unknownKeys(o, ['authorize', 'secret', 'store', 'logins', 'sessionMs'], (k) => `options.${k}`);
-  let authorize: Authorize;
-  let adminToken: string | undefined;
-  const given = o.authorize as AdminPageOptions['authorize'] | undefined;
-  if (typeof given === 'function') authorize = given;
-  else if (isPlainObject(given)) {
+/** The options of the operator's page, checked. */
+interface AdminConfig {
+  /** The app's own decision; undefined with `{ token }`, whose login decides. */
+  readonly authorize: Authorize | undefined;
+  readonly adminToken: string | undefined;
+  readonly secret: string;
+  readonly sessionMs: number;
+  readonly logins: { limit: number; windowMs: number };
+  readonly store: Store;
+}
+
+/** `authorize`: a function, or `{ token }` with an admin token; anything else is refused, naming the fix. */
+function checkAuthorize(check: Checker, given: unknown): { authorize?: Authorize; adminToken?: string } {
+  if (typeof given === 'function') return { authorize: given as Authorize };
+  if (isPlainObject(given)) {
     check.unknownKeys(given, ['token'], (k) => `options.authorize.${k}`, 'a field of authorize');
-    adminToken = checkAdminToken(check, given.token);
-    authorize = () => false;
-  } else if (typeof given === 'string') {
+    return { adminToken: checkAdminToken(check, given.token) };
+  }
+  if (typeof given === 'string') {
     check.invalid(
       'options.authorize',
       `is ${secretShown(given)}; give an admin token as { token }: ` +
         '`authorize: { token: process.env.ADMIN_TOKEN }`, or a function (req) => boolean.',
     );
-  } else {
-    check.invalid(
-      'options.authorize',
-      'is required: a function (req) => boolean that says who may use the page, or { token } for a login form; ' +
-        `got ${show(given)}.`,
-    );
   }
-  const secret = checkSecret(check, o.secret);
-  const sessionMs = o.sessionMs === undefined ? 8 * 3600_000 : check.ms(o.sessionMs, 'options.sessionMs');
-  const logins = checkRate(check, o.logins, 'options.logins', { limit: 10, windowMs: 900_000 });
-  const store = checkStore(check, o.store);
-  if (!l.requests.supported)
-    check.fail(
-      'ERR_UNSUPPORTED_STORE',
-      'limits',
-      'has a store that keeps no grant requests: use memoryStore() or redisStore().',
-    );
-  // Counting the last hour starts now.
-  l.traffic();
+  return check.invalid(
+    'options.authorize',
+    'is required: a function (req) => boolean that says who may use the page, or { token } for a login form; ' +
+      `got ${show(given)}.`,
+  );
+}
 
-  // A login is bound to the admin token, to the logins' epoch and to the store's state: a new token, a new epoch
-  // ("log out everywhere") or a state that replaced the one it was made in (lost, or a copy behind it) ends every login
-  // made before; a logout ends its own, on every instance.
-  const { registry } = linked;
+function checkAdminOptions(check: Checker, options: unknown, linked: Linked): AdminConfig {
+  const o = check.options(options, 'options', '{ authorize }');
+  check.unknownKeys(o, ['authorize', 'secret', 'store', 'logins', 'sessionMs'], (k) => `options.${k}`);
+  const { authorize, adminToken } = checkAuthorize(check, o.authorize);
+  return {
+    authorize,
+    adminToken,
+    secret: checkSecret(check, o.secret),
+    sessionMs: o.sessionMs === undefined ? 8 * 3600_000 : check.ms(o.sessionMs, 'options.sessionMs'),
+    logins: checkRate(check, o.logins, 'options.logins', { limit: 10, windowMs: 900_000 }),
+    store: o.store === undefined ? linked.store : checkStore(o.store, check),
+  };
+}
+
+/** What the routes of the operator's page share. */
+interface Admin {
+  readonly middleware: ListingLimitsMiddleware;
+  readonly linked: Linked;
+  readonly config: AdminConfig;
+  readonly cookies: Sessions;
+  /** What a login made in the logins' epoch `epoch` is bound to. */
+  readonly boundTo: (epoch: string) => string;
+}
+
+/**
+ * The login sessions of the page. A login is bound to the admin token, to the logins' epoch and to the store's state:
+ * a new token, a new epoch ("log out everywhere") or a state that replaced the one it was made in (lost, or a copy
+ * behind it) ends every login made before; a logout ends its own, on every instance.
+ */
+function adminSessions(config: AdminConfig, records: RuntimeRecords): Pick<Admin, 'cookies' | 'boundTo'> {
   const boundTo = (epoch: string) =>
-    createHmac('sha256', secret)
-      .update(`listing-limits admin login\n${epoch}\n${registry.stateId()}\n${adminToken ?? ''}`)
+    createHmac('sha256', config.secret)
+      .update(`listing-limits admin login\n${epoch}\n${records.stateId()}\n${config.adminToken ?? ''}`)
       .digest('base64url')
       .slice(0, 22);
   const inForce = async (login: LoginSession) => {
     // What another instance changed a moment ago (a logout, a new epoch) holds here from this request on. A store
     // that fails goes to the app's error handler as every error of the pages does: bare.
-    await registry.sync().catch((error: unknown) => Promise.reject(bare(error)));
-    const epoch = registry.loginEpoch();
-    return epoch !== undefined && !registry.loginEnded(login.id) && sameToken(login.bound, boundTo(epoch));
+    await records.sync().catch((error: unknown) => Promise.reject(bare(error)));
+    const epoch = records.loginEpoch();
+    return epoch !== undefined && !records.loginEnded(login.id) && sameToken(login.bound, boundTo(epoch));
   };
-  const cookies = sessions(secret, 'admin', sessionMs, inForce);
-  const router = secureRouter();
-  router.use(...cookies.start);
-  const view = (req: Request, res: Response, client?: string): View => ({
+  return { cookies: sessions(config.secret, 'admin', config.sessionMs, inForce), boundTo };
+}
+
+/** What every row of a page needs, for one request: its CSRF field, and the client whose page it is. */
+function viewOf(admin: Admin, req: Request, res: Response, client?: string): View {
+  return {
     req,
     base: req.baseUrl,
-    csrf: markup`<input type="hidden" name="${CSRF_FIELD}" value="${cookies.token(req, res)}" />`,
+    csrf: markup`<input type="hidden" name="${CSRF_FIELD}" value="${admin.cookies.token(req, res)}" />`,
     client,
-  });
-  if (adminToken !== undefined) {
-    const token = adminToken;
-    const loginPage = (req: Request, res: Response, status: number, message?: string) =>
-      sendPage(
-        res,
-        status,
-        'Operator login',
-        markup`${message ? markup`<p class="alert" role="alert">${message}</p>` : ''}
+  };
+}
+
+/** The login form of `{ token }` and its limiter; what decides whether a request may use the page. */
+function mountLogin(router: Router, admin: Admin, token: string): Authorize {
+  const { cookies, linked, config } = admin;
+  const records = linked.records;
+  const loginPage = (req: Request, res: Response, status: number, message?: string) =>
+    sendPage(
+      res,
+      status,
+      'Operator login',
+      markup`${message ? markup`<p class="alert" role="alert">${message}</p>` : ''}
           <form class="card" method="post" action="${req.baseUrl}/login">
-            ${view(req, res).csrf}
+            ${viewOf(admin, req, res).csrf}
             <label for="admin-token">Admin token</label>
             <input
               type="password"
@@ -178,96 +200,107 @@ export function limitsAdmin(limits: ListingLimitsMiddleware, options: AdminPageO
             />
             <button type="submit">Log in</button>
           </form>`,
-        req,
-      );
-    authorize = (req) => cookies.login(req) !== undefined;
-    router.use(
-      formLimiter([{ method: 'POST', path: '/login', ...logins }], 'admin', store ?? linked.store, linked.ipOf),
+      req,
     );
-    router.get('/login', (req, res) => loginPage(req, res, 200));
-    router.post(
-      '/login',
-      handle(async (req, res) => {
-        if (!cookies.valid(req)) return refuseForgery(req, res);
-        if (!sameToken(field(req.body, 'token'), token)) return loginPage(req, res, 401, 'Wrong admin token.');
-        await registry.sync();
-        const epoch = await registry.loginsEpoch();
-        cookies.logIn(req, res, boundTo(epoch));
-        res.redirect(303, `${req.baseUrl}/`);
-      }),
-    );
-  }
+  router.use(formLimiter([{ method: 'POST', path: '/login', ...config.logins }], 'admin', config.store, linked.ipOf));
+  router.get('/login', (req, res) => loginPage(req, res, 200));
+  router.post(
+    '/login',
+    handle(async (req, res) => {
+      if (!cookies.valid(req)) return refuseForgery(req, res);
+      if (!sameToken(field(req.body, 'token'), token)) return loginPage(req, res, 401, 'Wrong admin token.');
+      await records.sync();
+      const epoch = await records.loginsEpoch();
+      cookies.logIn(req, res, admin.boundTo(epoch));
+      res.redirect(303, `${req.baseUrl}/`);
+    }),
+  );
+  return (req) => cookies.login(req) !== undefined;
+}
 
-  // Every route from here on is the operators'.
+/** Every route after this is the operators': authorized, and with a CSRF token of the session for a change. */
+function mountGate(router: Router, admin: Admin, authorize: Authorize): void {
   router.use((req: Request, res: Response, next: NextFunction) => {
     Promise.resolve()
       .then(() => authorize(req))
       .then((allowed) => {
         if (allowed === true) return next();
-        if (adminToken !== undefined && req.method === 'GET') return res.redirect(303, `${req.baseUrl}/login`);
+        if (admin.config.adminToken !== undefined && req.method === 'GET')
+          return res.redirect(303, `${req.baseUrl}/login`);
         sendPage(res, 403, 'Not authorized', markup`<p class="alert" role="alert">You may not use this page.</p>`, req);
       }, next);
   });
   router.use((req: Request, res: Response, next: NextFunction) => {
-    if (req.method !== 'GET' && req.method !== 'HEAD' && !cookies.valid(req)) return refuseForgery(req, res);
+    if (req.method !== 'GET' && req.method !== 'HEAD' && !admin.cookies.valid(req)) return refuseForgery(req, res);
     next();
   });
+}
 
+/** A 400 page that names the field of a ListingLimitsError (bad input). */
+function notDone(req: Request, res: Response, error: ListingLimitsError): void {
+  sendPage(
+    res,
+    400,
+    'Not done',
+    markup`<p class="alert" role="alert">${error.message}</p>
+        <p><a href="${req.baseUrl}/">Back to the page</a></p>`,
+    req,
+  );
+}
+
+/** The key of a client as a form or an address gives it (`key`), checked as the middleware checks a `{ key }`. */
+function keyOf(records: RuntimeRecords, check: Checker, value: unknown): string {
+  return records.keyOf(check, { key: typeof value === 'string' ? value : '' }).key;
+}
+
+/** The operators' page and a client's page. */
+function mountPages(router: Router, admin: Admin): void {
+  const { middleware, linked } = admin;
   router.get(
     '/',
     handle(async (req, res) => {
-      const v = view(req, res);
-      sendPage(res, 200, 'Rate limits: operators', await dashboard(v, l, linked, adminToken !== undefined), req);
+      const v = viewOf(admin, req, res);
+      const loginForm = admin.config.adminToken !== undefined;
+      sendPage(res, 200, 'Rate limits: operators', await dashboard(v, middleware, linked, loginForm), req);
     }),
   );
-
-  /** A 400 page that names the field of a ListingLimitsError (bad input). */
-  const notDone = (req: Request, res: Response, error: ListingLimitsError) =>
-    sendPage(
-      res,
-      400,
-      'Not done',
-      markup`<p class="alert" role="alert">${error.message}</p>
-        <p><a href="${req.baseUrl}/">Back to the page</a></p>`,
-      req,
-    );
-
-  /** The key of a client as a form or an address gives it (`key`), checked as `limits` checks a `{ key }`. */
-  const keyOf = (check: Checker, value: unknown) =>
-    registry.keyOf(check, { key: typeof value === 'string' ? value : '' }).key;
-
   router.get(
     '/client',
     handle(async (req, res) => {
       let key: string;
       try {
-        key = keyOf(new Checker('limitsAdmin'), req.query.key);
+        key = keyOf(linked.records, new Checker('limitsAdmin'), req.query.key);
       } catch (error) {
         if (!(error instanceof ListingLimitsError)) throw error;
         return notDone(req, res, error);
       }
-      sendPage(res, 200, 'Rate limits: a client', await clientPage(view(req, res, key), key, l, linked), req);
+      const page = await clientPage(viewOf(admin, req, res, key), key, middleware, linked);
+      sendPage(res, 200, 'Rate limits: a client', page, req);
     }),
   );
+}
 
-  /**
-   * Runs an action of a form, then goes back to the page it came from (the client's page of `back`, else the
-   * operators'): a ListingLimitsError (bad input) is a 400 page that names the field.
-   */
-  const action = (run: (req: Request, check: Checker) => Promise<string>) =>
-    handle(async (req, res) => {
-      try {
-        const check = new Checker('limitsAdmin');
-        const back = field(req.body, 'back');
-        const to = back === '' ? `${req.baseUrl}/?` : `${clientPath(req.baseUrl, keyOf(check, back))}&`;
-        const done = await run(req, check);
-        res.redirect(303, `${to}done=${done}`);
-      } catch (error) {
-        if (!(error instanceof ListingLimitsError)) throw error;
-        notDone(req, res, error);
-      }
-    });
+/**
+ * Runs an action of a form, then goes back to the page it came from (the client's page of `back`, else the
+ * operators'): a ListingLimitsError (bad input) is a 400 page that names the field.
+ */
+function action(records: RuntimeRecords, run: (req: Request, check: Checker) => Promise<string>): RequestHandler {
+  return handle(async (req, res) => {
+    try {
+      const check = new Checker('limitsAdmin');
+      const back = field(req.body, 'back');
+      const to = back === '' ? `${req.baseUrl}/?` : `${clientPath(req.baseUrl, keyOf(records, check, back))}&`;
+      const done = await run(req, check);
+      res.redirect(303, `${to}done=${done}`);
+    } catch (error) {
+      if (!(error instanceof ListingLimitsError)) throw error;
+      notDone(req, res, error);
+    }
+  });
+}
 
+/** The actions on a client: find its page, clear its counters, ban it. */
+function mountClientActions(router: Router, { middleware, linked }: Admin): void {
   /** Finds a client's page: a token is hashed here, so that it never appears in an address or a log. */
   router.post(
     '/search',
@@ -276,7 +309,7 @@ export function limitsAdmin(limits: ListingLimitsMiddleware, options: AdminPageO
         const check = new Checker('limitsAdmin');
         const by = check.oneOf(field(req.body, 'by'), ['token', 'ip', 'key'], 'by');
         const value = field(req.body, 'value').trim();
-        const { key } = registry.keyOf(check, { [by]: value });
+        const { key } = linked.records.keyOf(check, { [by]: value });
         res.redirect(303, clientPath(req.baseUrl, key));
       } catch (error) {
         if (!(error instanceof ListingLimitsError)) throw error;
@@ -286,92 +319,127 @@ export function limitsAdmin(limits: ListingLimitsMiddleware, options: AdminPageO
   );
   router.post(
     '/client/reset',
-    action(async (req) => {
+    action(linked.records, async (req) => {
       const endpoint = field(req.body, 'endpoint');
-      await l.reset({ key: field(req.body, 'back') }, endpoint === '' ? undefined : endpoint);
+      await middleware.reset({ key: field(req.body, 'back') }, endpoint === '' ? undefined : endpoint);
       return 'reset';
     }),
   );
-
-  router.post(
-    '/requests/approve',
-    action(async (req, check) => {
-      const id = field(req.body, 'id');
-      const asked = (await l.requests.get(id))?.ask;
-      const grant = grantOf(check, field(req.body, 'grant'), field(req.body, 'multiplier'), asked);
-      await l.requests.approve(id, grant, { until: expiryOf(check, field(req.body, 'expiry')) });
-      return 'approved';
-    }),
-  );
-  router.post(
-    '/requests/decline',
-    action(async (req) => {
-      await l.requests.decline(field(req.body, 'id'), field(req.body, 'reason'));
-      return 'declined';
-    }),
-  );
-  router.post(
-    '/grants/revoke',
-    action(async (req) => ((await l.revoke({ key: field(req.body, 'key') })) ? 'revoked' : 'none')),
-  );
-  router.post(
-    '/grants/expiry',
-    action(async (req, check) => {
-      const key = field(req.body, 'key');
-      const grant = await registry.grantOfKey(key);
-      if (!grant) return 'none';
-      await l.grant({ key }, grant.grant, { until: expiryOf(check, field(req.body, 'expiry')), note: grant.note });
-      return 'expiry';
-    }),
-  );
-  router.post(
-    '/bans/lift',
-    action(async (req) => ((await l.unban(field(req.body, 'key'))) ? 'lifted' : 'none')),
-  );
   router.post(
     '/bans/new',
-    action(async (req, check) => {
+    action(linked.records, async (req, check) => {
       const by = check.oneOf(field(req.body, 'by'), ['token', 'ip', 'key'], 'by');
       const value = field(req.body, 'value').trim();
       const seconds = BAN_DURATIONS.find(([s]) => s === field(req.body, 'duration'))?.[0];
       if (!seconds) check.invalid('duration', 'must be one of the choices.');
       const reason = field(req.body, 'reason').trim() || undefined;
       const client = by === 'token' ? { token: value } : by === 'ip' ? { ip: value } : { key: value };
-      await l.ban(client, { duration: Number(seconds) * 1000, reason });
+      await middleware.ban(client, { duration: Number(seconds) * 1000, reason });
       return 'banned';
     }),
   );
+}
+
+/** The decisions on grant requests, and a grant's new expiry. */
+function mountGrantActions(router: Router, { middleware, linked }: Admin): void {
   router.post(
-    '/lost/restore',
-    action(async (req) => ((await l.restoreLost(field(req.body, 'id'))) ? 'restored' : 'none')),
+    '/requests/approve',
+    action(linked.records, async (req, check) => {
+      const id = field(req.body, 'id');
+      const asked = (await middleware.requests.get(id))?.ask;
+      const grant = grantOf(check, field(req.body, 'grant'), field(req.body, 'multiplier'), asked);
+      await middleware.requests.approve(id, grant, { until: expiryOf(check, field(req.body, 'expiry')) });
+      return 'approved';
+    }),
   );
   router.post(
-    '/lost/dismiss',
-    action(async (req) => ((await l.dismissLost(field(req.body, 'id'))) ? 'removed' : 'none')),
+    '/requests/decline',
+    action(linked.records, async (req) => {
+      await middleware.requests.decline(field(req.body, 'id'), field(req.body, 'reason'));
+      return 'declined';
+    }),
   );
   router.post(
-    '/foreign/remove',
-    action(async (req) => ((await l.removeForeign(field(req.body, 'id'))) ? 'removed' : 'none')),
+    '/grants/expiry',
+    action(linked.records, async (req, check) => {
+      const key = field(req.body, 'key');
+      const grant = await linked.records.grantOfKey(key);
+      if (!grant) return 'none';
+      await middleware.grant({ key }, grant.grant, {
+        until: expiryOf(check, field(req.body, 'expiry')),
+        note: grant.note,
+      });
+      return 'expiry';
+    }),
   );
-  if (adminToken !== undefined) {
+}
+
+/**
+ * The actions of one field that end a record: each says what it did, or `none` when the record was already gone. The
+ * field is `key` (a client) or `id` (a lost record, a foreign entry).
+ */
+function mountEndings(router: Router, { middleware, linked }: Admin): void {
+  const endings: readonly [path: string, end: (req: Request) => Promise<boolean>, done: string][] = [
+    ['/grants/revoke', (req) => middleware.revoke({ key: field(req.body, 'key') }), 'revoked'],
+    ['/bans/lift', (req) => middleware.unban(field(req.body, 'key')), 'lifted'],
+    ['/lost/restore', (req) => middleware.restoreLost(field(req.body, 'id')), 'restored'],
+    ['/lost/dismiss', (req) => middleware.dismissLost(field(req.body, 'id')), 'removed'],
+    ['/foreign/remove', (req) => middleware.removeForeign(field(req.body, 'id')), 'removed'],
+  ];
+  for (const [path, end, done] of endings) {
     router.post(
-      '/logout',
-      handle(async (req, res) => {
-        const login = cookies.login(req);
-        // Ended in the store, so that a copy of its cookie is refused on every instance too.
-        if (login) await registry.endLogin(login.id, login.issuedAt + sessionMs);
-        cookies.logOut(req, res);
-        res.redirect(303, `${req.baseUrl}/login`);
-      }),
-    );
-    router.post(
-      '/logout/everywhere',
-      handle(async (req, res) => {
-        await registry.endLogins();
-        cookies.logOut(req, res);
-        res.redirect(303, `${req.baseUrl}/login`);
-      }),
+      path,
+      action(linked.records, async (req) => ((await end(req)) ? done : 'none')),
     );
   }
+}
+
+/** Logging out: this login, on every instance; or every login of every operator (a new epoch). */
+function mountLogout(router: Router, { cookies, linked, config }: Admin): void {
+  router.post(
+    '/logout',
+    handle(async (req, res) => {
+      const login = cookies.login(req);
+      // Ended in the store, so that a copy of its cookie is refused on every instance too.
+      if (login) await linked.records.endLogin(login.id, login.issuedAt + config.sessionMs);
+      cookies.logOut(req, res);
+      res.redirect(303, `${req.baseUrl}/login`);
+    }),
+  );
+  router.post(
+    '/logout/everywhere',
+    handle(async (req, res) => {
+      await linked.records.endLogins();
+      cookies.logOut(req, res);
+      res.redirect(303, `${req.baseUrl}/login`);
+    }),
+  );
+}
+
+/**
+ * The operator's page, as an Express router: `app.use('/admin/limits', limitsAdmin(limits, { authorize }))`. Every
+ * route is behind `authorize`, every form that changes something carries a CSRF token, and the page sets a strict
+ * Content-Security-Policy. Throws a `ListingLimitsError` naming the field when an option cannot work, and always
+ * without `authorize`.
+ */
+export function limitsAdmin(middleware: ListingLimitsMiddleware, options: AdminPageOptions): Router {
+  const check: Checker = new Checker('limitsAdmin');
+  const linked = checkMiddleware(check, middleware);
+  const config = checkAdminOptions(check, options, linked);
+  needGrantRequests(check, middleware);
+  // Counting the last hour starts now.
+  middleware.traffic();
+
+  const admin: Admin = { middleware, linked, config, ...adminSessions(config, linked.records) };
+  const router = secureRouter();
+  router.use(...admin.cookies.start);
+  const { adminToken } = config;
+  const authorize = adminToken === undefined ? (config.authorize as Authorize) : mountLogin(router, admin, adminToken);
+  mountGate(router, admin, authorize);
+  mountPages(router, admin);
+  mountClientActions(router, admin);
+  mountGrantActions(router, admin);
+  mountEndings(router, admin);
+  if (adminToken !== undefined) mountLogout(router, admin);
   return router;
 }

@@ -7,13 +7,12 @@ import { when } from './describe.js';
 import { type Html, markup } from './html.js';
 import { doneNotice, searchForm } from './dashboard.js';
 import {
-  BAN_DURATIONS,
+  banFields,
   banRow,
   decidedRow,
   eventRow,
   grantRow,
   hidden,
-  options,
   PER_PAGE,
   requestCard,
   table,
@@ -39,10 +38,10 @@ function usageRow(v: View, u: EndpointUsage): Html {
 }
 
 /** The counters of the client now, read without counting, with a reset per endpoint and for all. */
-async function counters(v: View, limits: ListingLimitsMiddleware, key: string): Promise<Html> {
+async function counters(v: View, middleware: ListingLimitsMiddleware, key: string): Promise<Html> {
   let usage: EndpointUsage[];
   try {
-    usage = await limits.usage({ key });
+    usage = await middleware.usage({ key });
   } catch (error) {
     if (!(error instanceof ListingLimitsError)) throw error;
     return markup`<p class="hint">${error.message}</p>`;
@@ -62,14 +61,19 @@ async function counters(v: View, limits: ListingLimitsMiddleware, key: string): 
  * the store holds, as a client has at most a ban of its own and one of its address, one grant, and the lists are
  * cut to PER_PAGE.
  */
-export async function clientPage(v: View, key: string, limits: ListingLimitsMiddleware, linked: Linked): Promise<Html> {
-  const { registry, traffic } = linked;
+export async function clientPage(
+  v: View,
+  key: string,
+  middleware: ListingLimitsMiddleware,
+  linked: Linked,
+): Promise<Html> {
+  const { records, traffic } = linked;
   const [usage, bans, grant, requests, history] = await Promise.all([
-    counters(v, limits, key),
-    registry.bansOf(key),
-    registry.grantOfKey(key),
-    limits.requests.find({ key }, { limit: PER_PAGE }),
-    limits.history({ limit: HISTORY_MAX }),
+    counters(v, middleware, key),
+    records.bansOf(key),
+    records.grantOfKey(key),
+    middleware.requests.find({ key }, { limit: PER_PAGE }),
+    middleware.history({ limit: HISTORY_MAX }),
   ]);
   const pending = requests.filter((r) => r.status === 'pending');
   const decided = requests.filter((r) => r.status !== 'pending');
@@ -95,13 +99,7 @@ export async function clientPage(v: View, key: string, limits: ListingLimitsMidd
       <h3>Ban this client</h3>
       <form method="post" action="${v.base}/bans/new" class="inline" data-confirm="Ban this client?">
         ${hidden(v)}<input type="hidden" name="by" value="key" /><input type="hidden" name="value" value="${key}" />
-        <label for="ban-reason">Reason</label>
-        <input type="text" id="ban-reason" name="reason" maxlength="500" />
-        <label for="ban-duration">For</label>
-        <select id="ban-duration" name="duration">
-          ${options(BAN_DURATIONS, '86400')}
-        </select>
-        <button type="submit" class="danger">Ban</button>
+        ${banFields()}
       </form>
     </section>
     <section id="grants" aria-labelledby="grants-h">

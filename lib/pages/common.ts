@@ -21,14 +21,27 @@ if (missing) throw missing;
 const BODY_LIMIT = '16kb';
 const FIELDS_LIMIT = 200;
 
-/** Checks that `limits` is what listingLimits() returned; answers it with what it tells its pages. */
-export function checkLimits(check: Checker, limits: unknown): { limits: ListingLimitsMiddleware; linked: Linked } {
-  const l = limits as { grant?: unknown; requests?: unknown } | null;
-  const linked = linkedOf(limits);
-  if (!linked || typeof l?.grant !== 'function' || typeof l.requests !== 'object') {
-    check.invalid('limits', `must be the middleware listingLimits() returned; got ${show(limits)}.`);
+/**
+ * Checks that the page's first argument (`limits` in its errors) is the middleware listingLimits() returned; answers
+ * what the middleware tells its pages.
+ */
+export function checkMiddleware(check: Checker, middleware: unknown): Linked {
+  const m = middleware as { grant?: unknown; requests?: unknown } | null;
+  const linked = linkedOf(middleware);
+  if (!linked || typeof m?.grant !== 'function' || typeof m.requests !== 'object') {
+    check.invalid('limits', `must be the middleware listingLimits() returned; got ${show(middleware)}.`);
   }
-  return { limits: limits as ListingLimitsMiddleware, linked };
+  return linked;
+}
+
+/** Refuses a middleware whose store keeps no grant requests (a custom store): both pages need them. */
+export function needGrantRequests(check: Checker, middleware: ListingLimitsMiddleware): void {
+  if (!middleware.requests.supported)
+    check.fail(
+      'ERR_UNSUPPORTED_STORE',
+      'limits',
+      'has a store that keeps no grant requests: use memoryStore() or redisStore().',
+    );
 }
 
 /** A `{ limit, windowMs }` option of a form's limiter. */
@@ -45,13 +58,6 @@ export function checkRate(
     limit: check.count(value.limit, `${field}.limit`),
     windowMs: check.seconds(value.windowMs, `${field}.windowMs`),
   };
-}
-
-/** The store of a form's limiter, when one is given: as listingLimits checks it. */
-export function checkStore(check: Checker, store: unknown): Store | undefined {
-  if (store !== undefined && typeof store !== 'function')
-    check.invalid('options.store', `must be a store such as memoryStore() or redisStore(client); got ${show(store)}.`);
-  return store as Store | undefined;
 }
 
 /** The secret of a page's signed cookies and CSRF tokens: 32 characters or more; random for this process if unset. */

@@ -7,20 +7,30 @@ import type { Store } from '../stores/store.js';
 import type { GrantProof, GrantRequest, GrantRequestInput, ListingLimitsMiddleware } from '../limiter/types.js';
 import { ListingLimitsError } from '../shared/errors.js';
 import {
-  checkLimits,
+  checkMiddleware,
   checkRate,
   checkSecret,
-  checkStore,
   field,
   formLimiter,
   handle,
+  needGrantRequests,
   refuseForgery,
   secureRouter,
   sendPage,
 } from './common.js';
+import { checkStore } from '../limiter/options.js';
 import { grantText, perWindow, when } from './describe.js';
 import { type Html, markup } from './html.js';
+import { DAY_MS } from './rows.js';
 import { CSRF_FIELD, sessions } from './session.js';
+import {
+  LARGEST_COUNT,
+  LONGEST_CONTACT,
+  LONGEST_LINK,
+  LONGEST_REASON,
+  LONGEST_TOKEN,
+  PENDING_KEPT_MS,
+} from '../limiter/rules/grant-requests.js';
 
 /** Options of {@link limitsRequestPage}. */
 export interface RequestPageOptions {
@@ -43,9 +53,9 @@ export interface RequestPageOptions {
   secret?: string;
 }
 
+/** The form's own bounds of what it asks; a request's texts and counts are bounded as `requests.file()` bounds them. */
 const LARGEST_MULTIPLIER = 1000;
 const LARGEST_LIMIT = 1e9;
-const LARGEST_COUNT = 1e12;
 
 /** The form as typed: every value a string, kept to fill the form again when it is refused (never the token). */
 type Form = Record<string, string>;
@@ -67,7 +77,7 @@ function validate(
 ): { errors: Errors; input?: GrantRequestInput } {
   const errors: Errors = {};
   if (token.trim() === '') errors.token = 'Enter the Authorization token your client sends.';
-  else if (token.length > 4096) errors.token = 'This token is too long (4096 characters at most).';
+  else if (token.length > LONGEST_TOKEN) errors.token = `This token is too long (${LONGEST_TOKEN} characters at most).`;
 
   let ask: GrantRequestInput['ask'] | undefined;
   if (form.ask === 'unlimited') ask = 'unlimited';
@@ -99,7 +109,7 @@ function validate(
   } catch {
     url = undefined;
   }
-  if (!url || (url.protocol !== 'https:' && url.protocol !== 'http:') || link.length > 500)
+  if (!url || (url.protocol !== 'https:' && url.protocol !== 'http:') || link.length > LONGEST_LINK)
     errors.link = 'Enter a link (https://…) where the size of your service can be checked.';
   if (form.kind === 'bot') {
     const servers = wholeNumber(form.servers ?? '', LARGEST_COUNT);
@@ -114,11 +124,11 @@ function validate(
   } else errors.kind = 'Say whether your service is a bot or a server.';
 
   const contact = (form.contact ?? '').trim();
-  if (!/^[^\s@<>"]+@[^\s@<>"]+\.[^\s@<>"]+$/.test(contact) || contact.length > 200)
+  if (!/^[^\s@<>"]+@[^\s@<>"]+\.[^\s@<>"]+$/.test(contact) || contact.length > LONGEST_CONTACT)
     errors.contact = 'Enter an e-mail address where we can answer you.';
   const reason = (form.reason ?? '').trim();
-  if (reason.length < 10 || reason.length > 2000)
-    errors.reason = 'Tell us why you need more, in 10 to 2000 characters.';
+  if (reason.length < 10 || reason.length > LONGEST_REASON)
+    errors.reason = `Tell us why you need more, in 10 to ${LONGEST_REASON} characters.`;
 
   if (Object.keys(errors).length > 0 || !ask || !proof) return { errors };
   return { errors, input: { token, ask, proof, contact, reason } };
@@ -142,7 +152,7 @@ function refusal(error: ListingLimitsError): Errors {
 }
 
 /** Attributes and message of a field: `aria-invalid` and `aria-describedby` pointing at its message. */
-function state(errors: Errors, name: string): { attrs: Html; message: Html } {
+function fieldError(errors: Errors, name: string): { attrs: Html; message: Html } {
   const error = errors[name];
   if (!error) return { attrs: markup``, message: markup`` };
   return {
@@ -152,7 +162,7 @@ function state(errors: Errors, name: string): { attrs: Html; message: Html } {
 }
 
 function input(form: Form, errors: Errors, name: string, label: string, type: string, hint?: string): Html {
-  const { attrs, message } = state(errors, name);
+  const { attrs, message } = fieldError(errors, name);
   const extra = type === 'number' ? markup` min="0" step="1" inputmode="numeric"` : markup``;
   return markup`<label for="${name}">${label}</label>${hint ? markup`<p class="hint">${hint}</p>` : ''}${message}
     <input type="${type}" id="${name}" name="${name}" value="${form[name] ?? ''}" ${extra}${attrs} />`;
@@ -181,10 +191,11 @@ function requestForm(req: Request, rows: readonly EndpointRow[], form: Form, err
             ${names.map((name) => markup`<li><a href="#${anchor(name)}">${errors[name]}</a></li>`)}
           </ul>
         </div>`;
-  const token = state(errors, 'token');
-  const rowsState = state(errors, 'rows');
-  const askState = state(errors, 'ask');
-  const kindState = state(errors, 'kind');
+  const tokenError = fieldError(errors, 'token');
+  const rowsError = fieldError(errors, 'rows');
+  const askError = fieldError(errors, 'ask');
+  const kindError = fieldError(errors, 'kind');
+  const reasonError = fieldError(errors, 'reason');
   return markup`${summary}<form class="card" method="post" action="${req.baseUrl}/" novalidate>
     ${csrf}
 <p>Rule 6 of the rate-limit contract: extended limits, or removal of limits, may be granted on request, with
@@ -193,9 +204,9 @@ approval, when you prove the size of your service. An operator reads every reque
 <p class="hint">The value your client sends in <code>Authorization</code>. It is hashed at once and never stored or
 shown; only its last 4 characters are kept, so that you can recognise it.${
     names.length > 0 ? ' For your safety it is not filled in again: enter it once more.' : ''
-  }</p>${token.message}
-<input type="password" id="token" name="token" autocomplete="off" spellcheck="false"${token.attrs}>
-<fieldset${askState.attrs}><legend>What you ask for</legend>${askState.message}
+  }</p>${tokenError.message}
+<input type="password" id="token" name="token" autocomplete="off" spellcheck="false"${tokenError.attrs}>
+<fieldset${askError.attrs}><legend>What you ask for</legend>${askError.message}
 ${radio(form, 'ask', 'multiplier', 'Every limit multiplied')}
 ${radio(form, 'ask', 'endpoints', 'Higher limits on some endpoints')}
 ${radio(form, 'ask', 'unlimited', 'Removal of limits')}
@@ -203,7 +214,7 @@ ${radio(form, 'ask', 'unlimited', 'Removal of limits')}
   ${input(form, errors, 'multiplier', 'Multiplier', 'text', 'e.g. 10 for ten times every limit.')}
 </div>
 <div data-when-ask="endpoints"><p class="hint">The limit you want per window, for the endpoints you need; leave the
-others empty.</p>${rowsState.message}<div class="rows">${rows.map(
+others empty.</p>${rowsError.message}<div class="rows">${rows.map(
     (row, i) =>
       markup`<label for="limit_${i}"
           >${row.method} ${row.path} <span class="hint">(now ${perWindow(row.limit, row.windowMs)})</span></label
@@ -216,11 +227,11 @@ others empty.</p>${rowsState.message}<div class="rows">${rows.map(
           step="1"
           inputmode="numeric"
           value="${form[`limit_${i}`] ?? ''}"
-          ${rowsState.attrs}
+          ${rowsError.attrs}
         />`,
   )}</div></div>
 </fieldset>
-<fieldset${kindState.attrs}><legend>Proof of size</legend>${kindState.message}
+<fieldset${kindError.attrs}><legend>Proof of size</legend>${kindError.message}
 ${radio(form, 'kind', 'bot', 'A bot')}
 ${radio(form, 'kind', 'server', 'A server')}
 <div data-when-kind="bot">${input(form, errors, 'servers', 'Servers the bot is in', 'number')}
@@ -229,8 +240,8 @@ ${input(form, errors, 'shards', 'Shard count', 'number')}</div>
 ${input(form, errors, 'link', 'Link to check it', 'url', 'A public page where the numbers can be seen.')}
 </fieldset>
 ${input(form, errors, 'contact', 'Contact e-mail', 'email')}
-<label for="reason">Why you need more</label>${state(errors, 'reason').message}
-<textarea id="reason" name="reason" maxlength="2000"${state(errors, 'reason').attrs}>${form.reason ?? ''}</textarea>
+<label for="reason">Why you need more</label>${reasonError.message}
+<textarea id="reason" name="reason" maxlength="${LONGEST_REASON}"${reasonError.attrs}>${form.reason ?? ''}</textarea>
 <button type="submit">Send the request</button>
 </form>
 <p><a href="${req.baseUrl}/status">Check a request you filed</a></p>`;
@@ -276,22 +287,17 @@ function statusOf(r: GrantRequest): Html {
  * `limits`, for the operators' page to decide; its requester checks it with its id and token. Submissions carry a
  * CSRF token; submissions and checks are limited per client address with this package's own middleware.
  */
-export function limitsRequestPage(limits: ListingLimitsMiddleware, options?: RequestPageOptions): Router {
+export function limitsRequestPage(middleware: ListingLimitsMiddleware, options?: RequestPageOptions): Router {
   const check: Checker = new Checker('limitsRequestPage');
-  const { limits: l, linked } = checkLimits(check, limits);
+  const linked = checkMiddleware(check, middleware);
   const o = check.options(options, 'options', '{ store, submissions, checks }');
   check.unknownKeys(o, ['store', 'submissions', 'checks', 'secret'], (k) => `options.${k}`);
   const cookies = sessions(checkSecret(check, o.secret), 'contact');
   const submissions = checkRate(check, o.submissions, 'options.submissions', { limit: 5, windowMs: 3_600_000 });
   const checks = checkRate(check, o.checks, 'options.checks', { limit: 30, windowMs: 900_000 });
-  const store = checkStore(check, o.store) ?? linked.store;
-  if (!l.requests.supported)
-    check.fail(
-      'ERR_UNSUPPORTED_STORE',
-      'limits',
-      'has a store that keeps no grant requests: use memoryStore() or redisStore().',
-    );
-  const rows = l.requests.endpoints;
+  const store = o.store === undefined ? linked.store : checkStore(o.store, check);
+  needGrantRequests(check, middleware);
+  const rows = middleware.requests.endpoints;
 
   const router = secureRouter();
   router.use(...cookies.start);
@@ -322,17 +328,18 @@ export function limitsRequestPage(limits: ListingLimitsMiddleware, options?: Req
       let filed: GrantRequest;
       try {
         // An address that is none (a header a proxy passed on as it came) is no network: the token's limit holds.
-        filed = await l.requests.file(req.ip && ipaddr.isValid(req.ip) ? { ...input, ip: req.ip } : input);
+        filed = await middleware.requests.file(req.ip && ipaddr.isValid(req.ip) ? { ...input, ip: req.ip } : input);
       } catch (error) {
         if (!(error instanceof ListingLimitsError)) throw error;
         // As many pending as its token or its network may have: a refusal that says why, with nothing to correct.
         if (error.code === 'ERR_TOO_MANY_PENDING') {
           const who = error.field === 'input.ip' ? 'Your network has' : 'Your token has';
+          const kept = `${PENDING_KEPT_MS / DAY_MS} days`;
           const many = markup`<p class="alert" role="alert">${who} as many requests pending as it may. Wait for an
-            operator’s decision (check it with the id you were given), or for a request to expire after 30 days.</p>`;
+            operator’s decision (check it with the id you were given), or for a request to expire after ${kept}.</p>`;
           return sendPage(res, 429, title, many, req);
         }
-        // A value the limits cannot take (a multiplier beyond what sliding windows keep): the form, naming its field.
+        // A value the middleware refuses (a multiplier beyond what sliding windows keep): the form, naming its field.
         const refused = refusal(error);
         return sendPage(res, 400, title, requestForm(req, rows, form, refused, csrf(req, res)), req);
       }
@@ -356,7 +363,7 @@ export function limitsRequestPage(limits: ListingLimitsMiddleware, options?: Req
     '/status',
     handle(async (req: Request, res: Response) => {
       const id = field(req.body, 'id').trim();
-      const found = await l.requests.status(id, field(req.body, 'token'));
+      const found = await middleware.requests.status(id, field(req.body, 'token'));
       if (!found) {
         const message = markup`<p class="alert" role="alert">No request has this id for this token.</p>`;
         return sendPage(res, 404, 'Your request', statusForm(req, id, message), req);

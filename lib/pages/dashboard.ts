@@ -1,11 +1,18 @@
 // The operator's page: a page of each list (requests, grants, bans), the store's state, the last hour, the changes.
 import type { Linked } from '../limiter/linked.js';
-import type { ListingLimitsMiddleware } from '../limiter/types.js';
+import type {
+  ActiveBan,
+  ActiveGrant,
+  ChangeEvent,
+  GrantRequest,
+  ListingLimitsMiddleware,
+  TrafficSummary,
+} from '../limiter/types.js';
 import { trafficChart } from './chart.js';
 import { type Html, markup } from './html.js';
 import {
   attention,
-  BAN_DURATIONS,
+  banFields,
   banRow,
   decidedRow,
   DONE,
@@ -13,7 +20,6 @@ import {
   grantRow,
   keyText,
   lastPage,
-  options,
   pager,
   PER_PAGE,
   requestCard,
@@ -50,31 +56,19 @@ export function searchForm(v: View): Html {
   </form>`;
 }
 
-/**
- * The operator's page: each list one page of PER_PAGE rows (pending requests, grants, bans), the lost records and
- * foreign entries (the first PER_PAGE), the last hour and the last PER_PAGE changes. Each list costs a page of
- * reads, however many the store holds.
- */
-export async function dashboard(
-  v: View,
-  limits: ListingLimitsMiddleware,
-  linked: Linked,
-  loginForm: boolean,
-): Promise<Html> {
-  const counts = await limits.requests.counts();
-  // A page past the last one shows the last one.
-  const requestsPage = Math.min(pageOf(v, 'requests'), lastPage(counts.pending));
-  const [pending, decided, grants, bans, history, lost, foreign] = await Promise.all([
-    limits.requests.list({ status: 'pending', offset: (requestsPage - 1) * PER_PAGE, limit: PER_PAGE }),
-    limits.requests.list({ status: 'decided', limit: 10 }),
-    linked.registry.grantsPage((pageOf(v, 'grants') - 1) * PER_PAGE, PER_PAGE),
-    linked.registry.bansPage((pageOf(v, 'bans') - 1) * PER_PAGE, PER_PAGE),
-    limits.history({ limit: PER_PAGE }),
-    limits.lost(),
-    limits.foreign(),
-  ]);
-  const traffic = limits.traffic();
-  const logout = loginForm
+/** The page's links to its sections, and its logout forms when the page has a login. */
+function nav(v: View, loginForm: boolean): Html {
+  return markup`<nav>
+      <p>
+        <a href="#requests">Requests</a> · <a href="#grants">Grants</a> · <a href="#bans">Bans</a> ·
+        <a href="#traffic">Last hour</a> · <a href="#audit">Audit trail</a>
+      </p>
+      ${logout(v, loginForm)}
+    </nav>`;
+}
+
+function logout(v: View, loginForm: boolean): Html | '' {
+  return loginForm
     ? markup`<form method="post" action="${v.base}/logout" class="inline">
           ${v.csrf}<button type="submit" class="plain">Log out</button>
         </form>
@@ -87,27 +81,25 @@ export async function dashboard(
           ${v.csrf}<button type="submit" class="plain">Log out everywhere</button>
         </form>`
     : '';
-  return markup`<nav>
-      <p>
-        <a href="#requests">Requests</a> · <a href="#grants">Grants</a> · <a href="#bans">Bans</a> ·
-        <a href="#traffic">Last hour</a> · <a href="#audit">Audit trail</a>
-      </p>
-      ${logout}
-    </nav>
-    ${searchForm(v)}
-    ${doneNotice(v)}
-    <section id="requests" aria-labelledby="requests-h">
-      <h2 id="requests-h">Pending grant requests (${counts.pending})</h2>
+}
+
+/** The pending grant requests, a page of them, and the last ones decided. */
+function requestsSection(v: View, total: number, page: number, pending: GrantRequest[], decided: GrantRequest[]): Html {
+  return markup`<section id="requests" aria-labelledby="requests-h">
+      <h2 id="requests-h">Pending grant requests (${total})</h2>
       ${pending.length ? pending.map((r) => requestCard(v, r)) : markup`<p class="hint">No request is waiting.</p>`}
-      ${pager(v, 'requests', requestsPage, counts.pending)}
+      ${pager(v, 'requests', page, total)}
       <h3>Recently decided</h3>
       ${table(
         ['Id', 'Client', 'Asked', 'Decision', 'Decided'],
         decided.map((r) => decidedRow(v, r)),
         'None yet.',
       )}
-    </section>
-    <section id="grants" aria-labelledby="grants-h">
+    </section>`;
+}
+
+function grantsSection(v: View, grants: { total: number; offset: number; grants: ActiveGrant[] }): Html {
+  return markup`<section id="grants" aria-labelledby="grants-h">
       <h2 id="grants-h">Active grants (${grants.total})</h2>
       ${table(
         ['Client', 'Grant', 'Since', 'Until', 'Note', 'Change'],
@@ -115,8 +107,12 @@ export async function dashboard(
         'No grant is in force.',
       )}
       ${pager(v, 'grants', grants.offset / PER_PAGE + 1, grants.total)}
-    </section>
-    <section id="bans" aria-labelledby="bans-h">
+    </section>`;
+}
+
+/** A page of the bans in force, and the form that bans a client. */
+function bansSection(v: View, bans: { total: number; offset: number; bans: ActiveBan[] }): Html {
+  return markup`<section id="bans" aria-labelledby="bans-h">
       <h2 id="bans-h">Active bans (${bans.total})</h2>
       ${table(
         ['Client', 'Kind', 'Reason', 'By', 'Since', 'Until', ''],
@@ -134,17 +130,14 @@ export async function dashboard(
         </select>
         <label for="ban-value">Token or IP address</label>
         <input type="password" id="ban-value" name="value" autocomplete="off" spellcheck="false" />
-        <label for="ban-reason">Reason</label>
-        <input type="text" id="ban-reason" name="reason" maxlength="500" />
-        <label for="ban-duration">For</label>
-        <select id="ban-duration" name="duration">
-          ${options(BAN_DURATIONS, '86400')}
-        </select>
-        <button type="submit" class="danger">Ban</button>
+        ${banFields()}
       </form>
-    </section>
-    ${attention(v, lost, foreign)}
-    <section id="traffic" aria-labelledby="traffic-h">
+    </section>`;
+}
+
+/** The last hour on this instance: a chart and a table per endpoint, and the clients refused most often. */
+function trafficSection(v: View, traffic: TrafficSummary): Html {
+  return markup`<section id="traffic" aria-labelledby="traffic-h">
       <h2 id="traffic-h">The last hour on this instance</h2>
       ${trafficChart(traffic)}
       ${table(
@@ -171,8 +164,11 @@ export async function dashboard(
         ),
         'No client was refused in the last hour.',
       )}
-    </section>
-    <section id="audit" aria-labelledby="audit-h">
+    </section>`;
+}
+
+function auditSection(v: View, history: ChangeEvent[]): Html {
+  return markup`<section id="audit" aria-labelledby="audit-h">
       <h2 id="audit-h">Audit trail</h2>
       ${table(
         ['When', 'Action', 'Client', 'By', 'Details'],
@@ -180,4 +176,39 @@ export async function dashboard(
         'No change yet.',
       )}
     </section>`;
+}
+
+/**
+ * The operator's page: each list one page of PER_PAGE rows (pending requests, grants, bans), the lost records and
+ * foreign entries (the first PER_PAGE), the last hour and the last PER_PAGE changes. Each list costs a page of
+ * reads, however many the store holds.
+ */
+export async function dashboard(
+  v: View,
+  middleware: ListingLimitsMiddleware,
+  linked: Linked,
+  loginForm: boolean,
+): Promise<Html> {
+  const counts = await middleware.requests.counts();
+  // A page past the last one shows the last one.
+  const requestsPage = Math.min(pageOf(v, 'requests'), lastPage(counts.pending));
+  const [pending, decided, grants, bans, history, lost, foreign] = await Promise.all([
+    middleware.requests.list({ status: 'pending', offset: (requestsPage - 1) * PER_PAGE, limit: PER_PAGE }),
+    middleware.requests.list({ status: 'decided', limit: 10 }),
+    linked.records.grantsPage((pageOf(v, 'grants') - 1) * PER_PAGE, PER_PAGE),
+    linked.records.bansPage((pageOf(v, 'bans') - 1) * PER_PAGE, PER_PAGE),
+    middleware.history({ limit: PER_PAGE }),
+    middleware.lost(),
+    middleware.foreign(),
+  ]);
+  const traffic = middleware.traffic();
+  return markup`${nav(v, loginForm)}
+    ${searchForm(v)}
+    ${doneNotice(v)}
+    ${requestsSection(v, counts.pending, requestsPage, pending, decided)}
+    ${grantsSection(v, grants)}
+    ${bansSection(v, bans)}
+    ${attention(v, lost, foreign)}
+    ${trafficSection(v, traffic)}
+    ${auditSection(v, history)}`;
 }

@@ -34,7 +34,7 @@ export const DONE: Readonly<Record<string, string>> = {
   reset: 'The client’s counters are cleared.',
 };
 
-export function options(list: readonly (readonly [string, string])[], selected?: string): Html[] {
+function options(list: readonly (readonly [string, string])[], selected?: string): Html[] {
   return list.map(
     ([value, label]) =>
       markup`<option value="${value}" ${value === selected ? markup` selected` : ''}>${label}</option>`,
@@ -203,6 +203,17 @@ export function grantRow(v: View, g: ActiveGrant): Html {
       </form>
     </td>
   </tr>`;
+}
+
+/** The fields of a form that bans a client, after the client's: the reason, for how long, and the button. */
+export function banFields(): Html {
+  return markup`<label for="ban-reason">Reason</label>
+        <input type="text" id="ban-reason" name="reason" maxlength="500" />
+        <label for="ban-duration">For</label>
+        <select id="ban-duration" name="duration">
+          ${options(BAN_DURATIONS, '86400')}
+        </select>
+        <button type="submit" class="danger">Ban</button>`;
 }
 
 export function banRow(v: View, b: ActiveBan): Html {

@@ -28,7 +28,7 @@ export interface LoginSession {
  */
 type InForce = (login: LoginSession) => boolean | Promise<boolean>;
 
-interface Sessions {
+export interface Sessions {
   /** Reads the cookies, and gives a browser without a valid form session a new one. */
   readonly start: RequestHandler[];
   /** A CSRF token for the forms of this answer, derived from the request's session (sets the CSRF cookie). */

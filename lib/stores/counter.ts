@@ -2,7 +2,7 @@
 import { StoreUnavailableError } from '../shared/errors.js';
 import { MemoryLimiter } from './memory/limiter.js';
 import type { CounterSpec, StoreCounter } from './store.js';
-import { BREAKER_OPEN, type Deadline, PASSED, TIMED_OUT, type Waiting } from './waiting.js';
+import { AFTER_DEADLINE, BREAKER_OPEN, type Deadline, TIMED_OUT, type Waiting } from './waiting.js';
 import { type Limit } from '../contract/limit.js';
 import { type Count, type LimitsSpec } from './limits.js';
 import { MemoryLimits } from './memory/windows.js';
@@ -68,7 +68,7 @@ function within<T, F>(
 ): Promise<T> {
   if (!waiting) return call();
   let answer: Promise<T>;
-  if (deadline?.expired) answer = Promise.reject(PASSED);
+  if (deadline?.expired) answer = Promise.reject(AFTER_DEADLINE);
   else if (!waiting.allow()) answer = Promise.reject(BREAKER_OPEN);
   else {
     answer = (deadline ? deadline.race(call()) : call()).then((value) => {

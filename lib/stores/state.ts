@@ -1,9 +1,9 @@
 // The runtime state of a store: records numbered by the store's sequence, and how instances follow them.
 import { createHash, randomBytes } from 'node:crypto';
-import { MemoryRequests, type RequestRecords } from './request-store.js';
+import { MemoryGrantRequests, type GrantRequestStore } from './grant-request-store.js';
 import { SweptMap } from '../shared/swept.js';
 
-export type { RequestRecords };
+export type { GrantRequestStore };
 
 /** Changes kept in the history at the most; the oldest go first beyond that. */
 export const HISTORY_MAX = 1000;
@@ -90,7 +90,7 @@ export interface RuntimeState {
   /** Removes one entry of the history equal to `entry`; resolves whether there was one. */
   removeHistory(entry: string): Promise<boolean>;
   /** Where grant requests (rule 6) are kept, apart from the records that every instance copies. */
-  readonly requests?: RequestRecords;
+  readonly requests?: GrantRequestStore;
 }
 
 const SEQ = '{"seq":';
@@ -133,7 +133,7 @@ export class MemoryState implements RuntimeState {
   readonly #followers = new Set<(update: StateUpdate) => void>();
   readonly #epoch = newEpoch();
   #seq = 0;
-  readonly requests: RequestRecords = new MemoryRequests();
+  readonly requests: GrantRequestStore = new MemoryGrantRequests();
 
   change(c: RecordChange): Promise<ChangeResult> {
     const kept = this.#records.get(c.field);

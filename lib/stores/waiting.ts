@@ -24,7 +24,7 @@ class StoreTimeout extends Error {
 export const TIMED_OUT = new StoreTimeout('the store did not answer within timeoutMs');
 
 /** The rejection of a call made after its request's deadline: the timeout was counted once, not again. */
-export const PASSED = new StoreTimeout("the request's deadline had passed");
+export const AFTER_DEADLINE = new StoreTimeout("the request's deadline had passed");
 
 /** The rejection of a call not made because the breaker is open: not a failure of its own. */
 export const BREAKER_OPEN = new StoreTimeout('the store keeps failing; not waiting for it');
@@ -53,7 +53,7 @@ export class Deadline {
   race<T>(call: Promise<T>): Promise<T> {
     if (this.expired) {
       call.catch(() => {});
-      return Promise.reject(PASSED);
+      return Promise.reject(AFTER_DEADLINE);
     }
     return new Promise<T>((resolve, reject) => {
       (this.#waiting ??= []).push(reject);

@@ -5,7 +5,7 @@ import type { Count, StoreContract, StoreCounter } from '../../stores/store.js';
 /** What happened to a request, as `listing_limits_requests_total` labels it. */
 export type Outcome = 'allowed' | 'limited' | 'banned' | 'shadow_limited' | 'store_unavailable';
 
-const OUTCOMES: readonly Outcome[] = ['allowed', 'limited', 'banned', 'shadow_limited', 'store_unavailable'];
+export const OUTCOMES: readonly Outcome[] = ['allowed', 'limited', 'banned', 'shadow_limited', 'store_unavailable'];
 
 /** The `endpoint` label of a banned request that matched no row of the table. */
 export const NO_ENDPOINT = '(none)';
@@ -47,20 +47,22 @@ class Metric {
   reset(): void {}
 }
 
+/** Where the metrics read the requests done: endpoint → outcome → requests, counted once for every reader. */
+interface RequestTotals {
+  totals(): ReadonlyMap<string, ReadonlyMap<Outcome, number>>;
+}
+
 /** The metrics of one middleware. */
 export class Metrics {
-  /** Endpoint → outcome → requests. */
-  readonly #requests = new Map<string, Map<Outcome, number>>();
   readonly #buckets = new Array<number>(BUCKETS.length).fill(0);
   #latencyCount = 0;
   #latencySum = 0;
   #cachedRefusals = 0;
   readonly #metrics: readonly Metric[];
   /** Where the gauges read the bans and grants in force. */
-  #state: { activeBans(): number; activeGrants(): number } | undefined;
+  #inForce: { activeBans(): number; activeGrants(): number } | undefined;
 
-  constructor(endpoints: readonly string[]) {
-    for (const endpoint of endpoints) this.#outcomes(endpoint);
+  constructor(requests: RequestTotals) {
     this.#metrics = [
       new Metric(
         'listing_limits_requests_total',
@@ -68,17 +70,17 @@ export class Metrics {
         'counter',
         () => {
           const values: Value[] = [];
-          for (const [endpoint, outcomes] of this.#requests) {
+          for (const [endpoint, outcomes] of requests.totals()) {
             for (const [outcome, value] of outcomes) values.push({ value, labels: { endpoint, outcome } });
           }
           return values;
         },
       ),
       new Metric('listing_limits_active_bans', 'Bans in force, of the rules and of operators.', 'gauge', () => [
-        { value: this.#state?.activeBans() ?? 0, labels: {} },
+        { value: this.#inForce?.activeBans() ?? 0, labels: {} },
       ]),
       new Metric('listing_limits_active_grants', 'Grants made at runtime and in force.', 'gauge', () => [
-        { value: this.#state?.activeGrants() ?? 0, labels: {} },
+        { value: this.#inForce?.activeGrants() ?? 0, labels: {} },
       ]),
       new Metric(
         'listing_limits_store_duration_seconds',
@@ -96,8 +98,8 @@ export class Metrics {
   }
 
   /** Registers the metrics: last, once every other option is known to work, so that a failed start leaves none. */
-  register(check: Checker, registry: MetricsRegistry, state: { activeBans(): number; activeGrants(): number }): void {
-    this.#state = state;
+  register(check: Checker, registry: MetricsRegistry, inForce: { activeBans(): number; activeGrants(): number }): void {
+    this.#inForce = inForce;
     try {
       for (const metric of this.#metrics) registry.registerMetric(metric as never);
     } catch (error) {
@@ -106,20 +108,6 @@ export class Metrics {
         `could not take the metrics (${(error as Error).message}): give each middleware a Registry of its own.`,
       );
     }
-  }
-
-  #outcomes(endpoint: string): Map<Outcome, number> {
-    let outcomes = this.#requests.get(endpoint);
-    if (!outcomes) {
-      outcomes = new Map(OUTCOMES.map((o) => [o, 0]));
-      this.#requests.set(endpoint, outcomes);
-    }
-    return outcomes;
-  }
-
-  request(endpoint: string, outcome: Outcome): void {
-    const outcomes = this.#outcomes(endpoint);
-    outcomes.set(outcome, (outcomes.get(outcome) as number) + 1);
   }
 
   cachedRefusal(): void {

@@ -1,5 +1,5 @@
-// The last hour of traffic in this process, per minute: allowed and refused requests by endpoint, refusals by client.
-import type { Outcome } from './metrics.js';
+// The requests done in this process, each counted once: totals for the metrics, and the last hour, per minute.
+import { type Outcome, OUTCOMES } from './metrics.js';
 import type { TrafficSummary } from '../types.js';
 
 const MINUTE_MS = 60_000;
@@ -16,16 +16,49 @@ interface Minute {
 }
 
 /**
- * Counts kept in a ring of 60 minutes, once the operator's page asks for them: until then `count` is never called,
- * and the request path pays one boolean test.
+ * Every request done, counted once, into what is kept of them: the totals by endpoint and outcome, when the metrics
+ * read them; and a ring of 60 minutes, once the operator's page asks for it (`on`). Until either is kept, `count` is
+ * never called, and the request path pays one boolean test (`counting`).
  */
 export class Traffic {
-  on = false;
+  /** Whether a request done is to be counted: the metrics are kept, or the last hour is. */
+  counting: boolean;
+  #hour = false;
   readonly #ring: Minute[] = [];
   readonly #endpoints: readonly string[];
+  /** Endpoint → outcome → requests since the start; undefined without metrics. */
+  readonly #totals: Map<string, Map<Outcome, number>> | undefined;
 
-  constructor(endpoints: readonly string[]) {
+  constructor(endpoints: readonly string[], totals = false) {
     this.#endpoints = endpoints;
+    this.#totals = totals ? new Map() : undefined;
+    for (const endpoint of totals ? endpoints : []) this.#outcomes(endpoint);
+    this.counting = totals;
+  }
+
+  /** Whether the last hour is kept: from the first time it is asked for on. */
+  get on(): boolean {
+    return this.#hour;
+  }
+
+  set on(value: boolean) {
+    this.#hour = value;
+    this.counting = value || this.#totals !== undefined;
+  }
+
+  #outcomes(endpoint: string): Map<Outcome, number> {
+    const totals = this.#totals as Map<string, Map<Outcome, number>>;
+    let outcomes = totals.get(endpoint);
+    if (!outcomes) {
+      outcomes = new Map(OUTCOMES.map((o) => [o, 0]));
+      totals.set(endpoint, outcomes);
+    }
+    return outcomes;
+  }
+
+  /** Endpoint → outcome → requests since the start, every outcome of every endpoint counted so far (empty without). */
+  totals(): ReadonlyMap<string, ReadonlyMap<Outcome, number>> {
+    return this.#totals ?? new Map();
   }
 
   #minute(now: number): Minute {
@@ -41,6 +74,11 @@ export class Traffic {
 
   /** Counts a request; `client` is undefined for one that failed before it was identified (never a refused one). */
   count(endpoint: string, outcome: Outcome, client: { readonly key: string } | undefined): void {
+    if (this.#totals) {
+      const outcomes = this.#outcomes(endpoint);
+      outcomes.set(outcome, (outcomes.get(outcome) as number) + 1);
+    }
+    if (!this.#hour) return;
     const refused = outcome === 'limited' || outcome === 'banned';
     if (!refused && outcome !== 'allowed' && outcome !== 'shadow_limited') return;
     const minute = this.#minute(Date.now());

@@ -3,7 +3,7 @@ import { Checker } from '../../shared/check.js';
 import type { CompiledEndpoint } from '../endpoint.js';
 import type { CompiledGrants } from '../rules/grants.js';
 import type { Client } from '../identify.js';
-import type { Registry } from '../rules/registry.js';
+import type { RuntimeRecords } from '../rules/runtime-records.js';
 import type { EndpointUsage } from '../types.js';
 
 /** Every counter of the endpoint, in order: the table's, then each grant's variant made so far. */
@@ -20,17 +20,17 @@ function countersOf(endpoint: CompiledEndpoint, grants: CompiledGrants): Compile
 export class Usage {
   readonly #endpoints: readonly CompiledEndpoint[];
   readonly #grants: CompiledGrants;
-  readonly #registry: Registry;
+  readonly #records: RuntimeRecords;
 
-  constructor(endpoints: readonly CompiledEndpoint[], grants: CompiledGrants, registry: Registry) {
+  constructor(endpoints: readonly CompiledEndpoint[], grants: CompiledGrants, records: RuntimeRecords) {
     this.#endpoints = endpoints;
     this.#grants = grants;
-    this.#registry = registry;
+    this.#records = records;
   }
 
   /** The client as a request of it would be identified, but for its address, which no method call has. */
   #client(check: Checker, client: unknown): Client {
-    const { key, kind } = this.#registry.keyOf(check, client);
+    const { key, kind } = this.#records.keyOf(check, client);
     const token = kind === 'token' ? (client as { token?: string }).token : undefined;
     return { key, kind, ip: kind === 'ip' ? key : '', token, tokenKey: kind === 'token' ? key : undefined };
   }
@@ -49,7 +49,7 @@ export class Usage {
   }
 
   /**
-   * The client's state on each limit of each endpoint of the table, in table order, read without counting: on the
+   * The client's usage of each limit of each endpoint of the table, in table order, read without counting: on the
    * counter it counts on now (the table's, or its grant's variant).
    */
   async of(client: unknown): Promise<EndpointUsage[]> {
@@ -115,7 +115,7 @@ export class Usage {
     const cleared = await Promise.all(counters.map((e) => e.counter.delete(key)));
     // Every instance forgets the refusals it remembers of the client, which would refuse it until its window ended.
     const longest = Math.max(...counters.flatMap((e) => e.limits.map((l) => l.windowMs)));
-    await this.#registry.resetClient(key, longest);
+    await this.#records.resetClient(key, longest);
     return cleared.some(Boolean);
   }
 

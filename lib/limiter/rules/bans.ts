@@ -4,7 +4,7 @@ import { answerBanned, type Context, GOING, type Step } from '../context.js';
 import type { Count, Counter } from '../../stores/counter.js';
 import { counterOf } from '../endpoint.js';
 import { observe, type OnError } from '../../shared/hooks.js';
-import { addressBan, type Registry } from './registry.js';
+import { addressBan, type RuntimeRecords } from './runtime-records.js';
 import type { StoreContract } from '../../stores/store.js';
 import type { BanInfo, BanOptions, ClientKind, ListingLimitsOptions } from '../types.js';
 import type { Deadline, Waiting } from '../../stores/waiting.js';
@@ -49,7 +49,7 @@ export function checkBan(check: Checker, options: ListingLimitsOptions): BanOpti
  * The rules that ban (rule 5) of one middleware. A ban is decided from the value an atomic hit returns (the `after`-th
  * refusal, the token that makes one too many), so requests in flight together cannot all slip past it, and `onBan`
  * fires for the one request that crossed the threshold. The ban itself is one record of the store's runtime state
- * (see Registry): in force on this instance from the moment it is decided, and on the others when they read it.
+ * (see RuntimeRecords): in force on this instance from the moment it is decided, and on the others when they read it.
  */
 export class Bans {
   readonly #options: BanOptions;
@@ -60,16 +60,16 @@ export class Bans {
   readonly #seen: Counter<Count> | undefined;
   readonly #tokens: Counter<Count> | undefined;
   readonly #waiting: Waiting | undefined;
-  readonly #registry: Registry;
+  readonly #records: RuntimeRecords;
 
   constructor(
     store: StoreContract,
     options: BanOptions,
     mode: { shadow: boolean; onBan: ListingLimitsOptions['onBan']; report: OnError; waiting: Waiting | undefined },
-    registry: Registry,
+    records: RuntimeRecords,
   ) {
     this.#options = options;
-    this.#registry = registry;
+    this.#records = records;
     this.#shadow = mode.shadow;
     this.#onBan = mode.onBan;
     this.#report = mode.report;
@@ -100,7 +100,7 @@ export class Bans {
 
   /** Whether the client, or its address, is banned as far as this instance knows; answers 403 when it is. */
   refuseBanned(ctx: Context): boolean {
-    const until = this.#registry.bannedUntil(ctx.client, Date.now());
+    const until = this.#records.bannedUntil(ctx.client, Date.now());
     if (until === undefined) return false;
     answerBanned(ctx, until);
     return true;
@@ -122,7 +122,7 @@ export class Bans {
     if (client.kind !== 'token') return;
     const seen = (this.#seen as Counter<Count>).hit(`${client.ip}|${client.key}`, this.#deadline(ctx));
     if (!(seen instanceof Promise)) return this.#tokensOf(ctx, seen.count === 1);
-    return seen.then((state) => this.#tokensOf(ctx, state.count === 1));
+    return seen.then((hit) => this.#tokensOf(ctx, hit.count === 1));
   };
 
   #tokensOf(ctx: Context, first: boolean): void | Promise<void> {
@@ -130,12 +130,12 @@ export class Bans {
     const ip = ctx.client.ip;
     if (first) {
       const counted = tokens.hit(ip, ctx.deadline);
-      if (counted instanceof Promise) return counted.then((state) => this.#tokenDecision(ctx, state.count, true));
+      if (counted instanceof Promise) return counted.then((hit) => this.#tokenDecision(ctx, hit.count, true));
       return this.#tokenDecision(ctx, counted.count, true);
     }
     // In this process's memory everything is decided in order: the cache knows every ban decided before.
     if (tokens.now) return this.#shadow ? undefined : void this.refuseBanned(ctx);
-    return tokens.get(ip, ctx.deadline).then((state) => this.#tokenDecision(ctx, state?.count ?? 0, false));
+    return tokens.get(ip, ctx.deadline).then((read) => this.#tokenDecision(ctx, read?.count ?? 0, false));
   }
 
   #tokenDecision(ctx: Context, n: number, hit: boolean): void {
@@ -159,7 +159,7 @@ export class Bans {
       if (!this.#shadow && this.refuseBanned(ctx)) return;
       this.#ban(ctx, client.key, client.key, client.kind, 'limit', n === after);
     };
-    return counted instanceof Promise ? counted.then((state) => decide(state.count)) : decide(counted.count);
+    return counted instanceof Promise ? counted.then((hit) => decide(hit.count)) : decide(counted.count);
   }
 
   /**
@@ -178,10 +178,10 @@ export class Bans {
       return;
     }
     // Requests in flight together with the one that banned find the ban here and add nothing to it.
-    if (this.#registry.banned(banKey, now)) return;
+    if (this.#records.banned(banKey, now)) return;
     if (crossed) observe(this.#onBan, info, ctx.req, this.#report);
     const record = { key, kind, reason, since: now, until, by: 'rule' as const };
-    void this.#registry.ruleBan(banKey, record, ctx.req).then((taken) => {
+    void this.#records.ruleBan(banKey, record, ctx.req).then((taken) => {
       if (taken && !crossed) observe(this.#onBan, info, ctx.req, this.#report);
     });
   }

@@ -6,7 +6,7 @@ import { type Context, PASSED, type Step } from '../context.js';
 import { type CompiledEndpoint, compileEndpoint } from '../endpoint.js';
 import type { Client, IpKey } from '../identify.js';
 import { tokenKey } from '../keys.js';
-import type { Registry } from './registry.js';
+import type { RuntimeRecords } from './runtime-records.js';
 import type { StoreContract } from '../../stores/store.js';
 import { checkRow, refuseDuplicates, rowShape } from '../../contract/table.js';
 import type { EndpointRow } from '../../contract/listings.js';
@@ -121,7 +121,7 @@ export function compileGrants(
     table: GrantTable;
     ipOf: IpKey;
     cacheMs: number;
-    registry: Registry;
+    records: RuntimeRecords;
   },
 ): CompiledGrants {
   const { grants } = options;
@@ -190,14 +190,14 @@ export function compileGrants(
       ctx.outcome = 'allowed';
     } else ctx.endpoint = variant(ctx.endpoint, grant);
   };
-  const { registry } = context;
+  const { records } = context;
   return {
     step: (ctx) => {
-      const grant = registry.grantOf(ctx.client) ?? find(ctx.client, ctx);
+      const grant = records.grantOf(ctx.client) ?? find(ctx.client, ctx);
       if (grant instanceof Promise) return grant.then((g) => apply(ctx, g));
       apply(ctx, grant);
     },
-    known: (client) => registry.grantOf(client) ?? known(client),
+    known: (client) => records.grantOf(client) ?? known(client),
     variant,
     variantsOf: (base) => [...variants.values()].filter((v) => v.name.startsWith(`${base.name} (`)),
   };

@@ -39,8 +39,8 @@ const FOREIGN_KEPT = 1000;
 /** Foreign entries remembered as told to `onError`, so that each is told once; beyond, the oldest go. */
 const REPORTED_KEPT = 10_000;
 
-/** What the registry needs of the other features: how addresses are keyed, and how a grant is checked. */
-interface RegistryContext {
+/** What the runtime records need of the other features: how addresses are keyed, and how a grant is checked. */
+interface RecordsContext {
   readonly ipOf: IpKey;
   readonly checkGrant: CheckGrant;
   readonly onChange: ((event: ChangeEvent, req: Request | undefined) => unknown) | undefined;
@@ -74,12 +74,12 @@ interface Known {
   readonly foreign: ReadonlySet<string>;
 }
 
-/** The cache of the runtime state that {@link Registry} keeps: its records, and how it follows the store. */
+/** The cache of the runtime state that {@link RuntimeRecords} keeps: its records, and how it follows the store. */
 export class RecordCache {
   protected readonly _state: RuntimeState;
   /** False for a store with no runtime state of its own: the cache then holds this process's rule bans only. */
   protected readonly _shared: boolean;
-  protected readonly _context: RegistryContext;
+  protected readonly _context: RecordsContext;
   /** Client key → ban. Ended bans stay until swept or replaced; each check reads the end. */
   protected readonly _bans = new SweptMap<Stored<BanRecord>>((ban) => ban.until);
   /** `addr:<address key>` → ban of an address: apart, so that no request reads its address while none is banned. */
@@ -117,7 +117,7 @@ export class RecordCache {
   /** Entries of the records parsed and checked by this instance, in all: what the cost tests count. @internal */
   parsed = 0;
 
-  constructor(state: RuntimeState | undefined, context: RegistryContext) {
+  constructor(state: RuntimeState | undefined, context: RecordsContext) {
     this._state = state ?? new MemoryState();
     this._shared = state !== undefined;
     this._context = context;

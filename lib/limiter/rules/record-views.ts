@@ -1,7 +1,6 @@
-// Records as the registry shows them: keys and kinds, pages of bans and grants, changes as events, foreign text.
+// Records as the runtime records show them: keys and kinds, pages of bans and grants, changes as events, foreign text.
 import { createHash } from 'node:crypto';
-import { type Checker, show } from '../../shared/check.js';
-import { type BanRecord, type GrantRecord, LONGEST_TEXT, type Stored } from './records.js';
+import { type BanRecord, type GrantRecord, type Stored } from './records.js';
 import type { ActiveBan, ActiveGrant, ChangeEvent, ClientKind } from '../types.js';
 
 /** The longest text of a foreign entry shown. */
@@ -9,14 +8,6 @@ const SHOWN_TEXT = 200;
 
 export function kindOf(key: string): ClientKind {
   return key.startsWith('t:') ? 'token' : key.startsWith('ip:') ? 'ip' : 'custom';
-}
-
-export function text(check: Checker, value: unknown, field: string): string | undefined {
-  if (value === undefined) return undefined;
-  if (typeof value !== 'string' || value === '' || value.length > LONGEST_TEXT) {
-    check.invalid(field, `must be a non-empty string of at most ${LONGEST_TEXT} characters; got ${show(value)}.`);
-  }
-  return value;
 }
 
 /** The order of the lists: oldest first, then by key. */
@@ -56,7 +47,7 @@ export function digest(value: string): string {
  * last kept and put in place only when it comes before, so that the first page of 10,000 costs about 10,000
  * comparisons, not a sort of them all.
  */
-export function first<T extends { since: number; key: string }>(items: readonly T[], n: number): T[] {
+function first<T extends { since: number; key: string }>(items: readonly T[], n: number): T[] {
   if (n >= items.length) return [...items].sort(byTimeAndKey);
   const kept: T[] = [];
   for (const item of items) {
@@ -75,8 +66,28 @@ export function first<T extends { since: number; key: string }>(items: readonly 
 }
 
 /** Where a page of `limit` rows from `offset` starts in a list of `total`: the last page's start, past the last. */
-export function pageStart(offset: number, limit: number, total: number): number {
+function pageStart(offset: number, limit: number, total: number): number {
   return offset < total || total === 0 ? offset : Math.floor((total - 1) / limit) * limit;
+}
+
+/**
+ * A page of `items` in the lists' order, from `offset` (or, past the last, from the start of the last `limit` of
+ * them), at most `limit`, each shown by `view`; where it starts, and how many there are.
+ */
+export function page<T extends { since: number; key: string }, V>(
+  items: readonly T[],
+  offset: number,
+  limit: number,
+  view: (item: T) => V,
+): { total: number; from: number; rows: V[] } {
+  const from = pageStart(offset, limit, items.length);
+  return {
+    total: items.length,
+    from,
+    rows: first(items, from + limit)
+      .slice(from)
+      .map(view),
+  };
 }
 
 export function activeBan(ban: Stored<BanRecord>): ActiveBan {

@@ -78,6 +78,16 @@ const clientKinds: readonly ClientKind[] = ['token', 'ip', 'custom'];
 /** The key of an address's ban (token rotation, or an operator's ban of `{ ip }`), apart from the IP client's own. */
 export const addressBan = (ip: string): string => `addr:${ip}`;
 
+/**
+ * A text given to a method (a ban's reason, a grant's note, a request's contact): a non-empty string of at most
+ * `longest` characters. With `trim`, white space around it is dropped, and a blank one is empty.
+ */
+export function checkText(check: Checker, value: unknown, field: string, longest = LONGEST_TEXT, trim = false): string {
+  if (typeof value !== 'string' || (trim ? value.trim() : value) === '' || value.length > longest)
+    check.invalid(field, `must be a non-empty string of at most ${longest} characters; got ${show(value)}.`);
+  return trim ? value.trim() : value;
+}
+
 /** What checking a grant needs: the table's own check (rows must be rows of this table). */
 export type CheckGrant = (check: Checker, grant: unknown, field: string) => Grant;
 
@@ -98,7 +108,7 @@ const isText = (value: unknown) => typeof value === 'string' && value !== '' && 
 const isKey = (value: unknown) => typeof value === 'string' && value !== '';
 
 /** The JSON object of a stored entry, or a Problem. */
-function objectOf(text: string): Record<string, unknown> {
+export function objectOf(text: string): Record<string, unknown> {
   let value: unknown;
   try {
     value = JSON.parse(text);

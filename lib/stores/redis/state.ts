@@ -11,7 +11,7 @@ import {
   stamped,
   type StateUpdate,
 } from '../state.js';
-import { ENDED_PER_CALL, type RequestRecords } from '../request-store.js';
+import { ENDED_PER_CALL, type GrantRequestStore } from '../grant-request-store.js';
 import { type StateCommands } from './clients.js';
 import { REQUEST_KEYS } from './scripts.js';
 
@@ -196,7 +196,7 @@ function follower(
 }
 
 /** The grant requests in Redis: each change one script, each read one script, every step O(log n). */
-function requestsOf(redis: StateCommands, prefix: string): RequestRecords {
+function requestsOf(redis: StateCommands, prefix: string): GrantRequestStore {
   const keys = REQUEST_KEYS.map((key) => `${prefix}:{runtime}:${key}`);
   const read = async (args: string[]) => ((await redis.readRequests(keys, args)) as unknown[]).map(String);
   const texts = (values: string[]) => values.filter((value) => value !== '');

@@ -1,7 +1,7 @@
 // Where grant requests are kept: the store's interface, and the memory store's, with the indexes that bound each call.
 
 /** Where a request is counted and found. */
-export interface RequestPlace {
+export interface GrantRequestPlace {
   /** The client key of its token. */
   readonly key: string;
   /** The network it was filed from (`ip:203.0.113.0/24`), or '' for one filed without an address. */
@@ -11,14 +11,14 @@ export interface RequestPlace {
 }
 
 /** What the store needs to know of a request to index it. */
-export interface RequestMeta extends RequestPlace {
+export interface GrantRequestMeta extends GrantRequestPlace {
   readonly status: 'pending' | 'decided';
   /** When the store drops it, epoch ms. */
   readonly endsAt: number;
 }
 
 /** How many requests a client key and a network may have pending at once, and how many the store keeps in all. */
-export interface RequestBounds {
+export interface GrantRequestBounds {
   readonly perKey: number;
   readonly perNetwork: number;
   readonly max: number;
@@ -36,17 +36,17 @@ export const ENDED_PER_CALL = 10;
  * however many requests are kept (a few steps of O(log n) each): a store that is full drops an ended request, else
  * the oldest of the group that has the most, never refuses a new one; a page reads only its rows.
  */
-export interface RequestRecords {
+export interface GrantRequestStore {
   /**
    * Files a new pending request: refused when its key, or its network, has `bounds.perKey` (`bounds.perNetwork`)
    * pending already; with `bounds.max` kept, one is dropped first. Ended requests are dropped on the way.
    */
-  file(id: string, value: string, meta: RequestMeta, bounds: RequestBounds, now: number): Promise<FileResult>;
+  file(id: string, value: string, meta: GrantRequestMeta, bounds: GrantRequestBounds, now: number): Promise<FileResult>;
   /**
    * Sets `id` to `value`, indexed by `meta`, when it holds `expected` now; resolves the text written (with the store's
    * next sequence number as its first member, unless `value` has one: a request put back as it was), or undefined.
    */
-  put(id: string, value: string, expected: string, meta: RequestMeta, now: number): Promise<string | undefined>;
+  put(id: string, value: string, expected: string, meta: GrantRequestMeta, now: number): Promise<string | undefined>;
   get(id: string): Promise<string | undefined>;
   /**
    * Rows `offset` to `offset + limit` of the pending requests (oldest change first) or of the decided ones (newest
@@ -129,13 +129,13 @@ class Sorted {
 interface Kept {
   readonly text: string;
   readonly seq: number;
-  readonly meta: RequestMeta;
+  readonly meta: GrantRequestMeta;
 }
 
 const SEQ = /^\{"seq":(\d+),/;
 
 /** The grant requests of the memory store, in this process, indexed as the Redis store indexes them. */
-export class MemoryRequests implements RequestRecords {
+export class MemoryGrantRequests implements GrantRequestStore {
   readonly #records = new Map<string, Kept>();
   #seq = 0;
   readonly #pending = new Sorted();
@@ -252,7 +252,13 @@ export class MemoryRequests implements RequestRecords {
     return { text: `{"seq":${next},${value.slice(1)}`, seq: next };
   }
 
-  file(id: string, value: string, meta: RequestMeta, bounds: RequestBounds, now: number): Promise<FileResult> {
+  file(
+    id: string,
+    value: string,
+    meta: GrantRequestMeta,
+    bounds: GrantRequestBounds,
+    now: number,
+  ): Promise<FileResult> {
     this.#dropEnded(now, ENDED_PER_CALL);
     if (this.#records.has(id)) return Promise.resolve('conflict');
     if (this.#pendingCount(`k\n${meta.key}`, now) >= bounds.perKey) return Promise.resolve('key');
@@ -263,7 +269,7 @@ export class MemoryRequests implements RequestRecords {
     return Promise.resolve('done');
   }
 
-  put(id: string, value: string, expected: string, meta: RequestMeta, now: number): Promise<string | undefined> {
+  put(id: string, value: string, expected: string, meta: GrantRequestMeta, now: number): Promise<string | undefined> {
     if (this.#records.get(id)?.text !== expected) return Promise.resolve(undefined);
     const stamped = this.#stamp(value);
     this.#remove(id);

@@ -9,6 +9,7 @@ import {
   addressBan,
   type BanRecord,
   checkEvent,
+  checkText,
   type EndedLogin,
   type EpochRecord,
   type GrantRecord,
@@ -22,13 +23,11 @@ import type { ActiveBan, ActiveGrant, ChangeEvent, ClientKind, ForeignEntry, Gra
 import { RecordCache } from './record-cache.js';
 import {
   digest,
-  text,
   kindOf,
   banEvent,
   eventOf,
   grantEvent,
-  pageStart,
-  first,
+  page,
   activeBan,
   activeGrant,
   endOf,
@@ -46,7 +45,7 @@ export { addressBan, type BanRecord };
  * has it; only a rule's ban applies here at once (the requests in flight with the one that banned must find it), and
  * stays here alone when the store cannot be written.
  */
-export class Registry extends RecordCache {
+export class RuntimeRecords extends RecordCache {
   /** Checks a grant as `grant()` does. Throws ListingLimitsError naming `field`. */
   checkGrant(check: Checker, grant: unknown, field: string): Grant {
     return this._context.checkGrant(check, grant, field);
@@ -116,7 +115,7 @@ export class Registry extends RecordCache {
     const o = check.options(options, 'options', '{ duration, reason }');
     check.unknownKeys(o, ['duration', 'reason'], (k) => `options.${k}`);
     const duration = check.seconds(o.duration, 'options.duration');
-    const reason = text(check, o.reason, 'options.reason') ?? 'operator';
+    const reason = o.reason === undefined ? 'operator' : checkText(check, o.reason, 'options.reason');
     this.#writable(check);
     const since = Date.now();
     const ban: BanRecord = { key, kind, reason, since, until: since + duration, by: 'operator' };
@@ -176,7 +175,7 @@ export class Registry extends RecordCache {
       }
       until = at as number;
     }
-    const note = text(check, o.note, 'options.note') ?? null;
+    const note = o.note === undefined ? null : checkText(check, o.note, 'options.note');
     this.#writable(check);
     const record: GrantRecord = { key, grant: checked, since, until, note };
     await this._change(
@@ -302,29 +301,15 @@ export class Registry extends RecordCache {
    */
   async bansPage(offset: number, limit: number): Promise<{ total: number; offset: number; bans: ActiveBan[] }> {
     await this.sync();
-    const active = this.#activeBans();
-    const from = pageStart(offset, limit, active.length);
-    return {
-      total: active.length,
-      offset: from,
-      bans: first(active, from + limit)
-        .slice(from)
-        .map(activeBan),
-    };
+    const { total, from, rows } = page(this.#activeBans(), offset, limit, activeBan);
+    return { total, offset: from, bans: rows };
   }
 
   /** Grants in force, as {@link bansPage} pages the bans. */
   async grantsPage(offset: number, limit: number): Promise<{ total: number; offset: number; grants: ActiveGrant[] }> {
     await this.sync();
-    const active = this.#activeGrants();
-    const from = pageStart(offset, limit, active.length);
-    return {
-      total: active.length,
-      offset: from,
-      grants: first(active, from + limit)
-        .slice(from)
-        .map(activeGrant),
-    };
+    const { total, from, rows } = page(this.#activeGrants(), offset, limit, activeGrant);
+    return { total, offset: from, grants: rows };
   }
 
   /** The bans in force of one client key: its own, and for an `ip:` key its address's. */

@@ -4,18 +4,25 @@ import ipaddr from 'ipaddr.js';
 import { Checker, isPlainObject, show } from '../../shared/check.js';
 import { tokenKey } from '../keys.js';
 import type { EndpointRow } from '../../contract/listings.js';
-import type { Registry } from './registry.js';
-import type { RequestMeta, RequestPlace, RequestRecords } from '../../stores/request-store.js';
-import type { Grant, GrantProof, GrantRequest, GrantRequestInput, GrantRequests as Requests } from '../types.js';
+import { checkText, objectOf, Problem } from './records.js';
+import type { RuntimeRecords } from './runtime-records.js';
+import type { GrantRequestMeta, GrantRequestPlace, GrantRequestStore } from '../../stores/grant-request-store.js';
+import type {
+  Grant,
+  GrantProof,
+  GrantRequest,
+  GrantRequestInput,
+  GrantRequests as PublicGrantRequests,
+} from '../types.js';
 
 const DAY_MS = 24 * 3600_000;
 /**
  * Requests kept at the most. A new one is never refused for want of room: an ended one is dropped, else the oldest
  * of the group (IPv6 /48, IPv4 /16) that has the most.
  */
-const REQUESTS_MAX = 10_000;
+const GRANT_REQUESTS_MAX = 10_000;
 /** How long a request no operator decided stays pending: 30 days, after which it is dropped. */
-const PENDING_KEPT_MS = 30 * DAY_MS;
+export const PENDING_KEPT_MS = 30 * DAY_MS;
 /** How long a decided request stays readable by its requester: 30 days. */
 const DECIDED_KEPT_MS = 30 * DAY_MS;
 /** Pending requests one client key may have at once. */
@@ -25,14 +32,15 @@ const PENDING_PER_NETWORK = 3;
 /** Requests `list()` and `find()` answer at the most, and by default. */
 const LIST_MAX = 1000;
 const LIST_DEFAULT = 50;
-const LONGEST_TOKEN = 4096;
-const LONGEST_CONTACT = 200;
-const LONGEST_REASON = 2000;
-const LONGEST_LINK = 500;
+/** The longest texts of a request, in characters: the contact page's form holds to them too. */
+export const LONGEST_TOKEN = 4096;
+export const LONGEST_CONTACT = 200;
+export const LONGEST_REASON = 2000;
+export const LONGEST_LINK = 500;
 /** The largest count a proof may state. */
-const LARGEST_COUNT = 1e12;
+export const LARGEST_COUNT = 1e12;
 
-interface RequestRecord {
+interface StoredGrantRequest {
   readonly id: string;
   readonly key: string;
   readonly tokenEnd: string;
@@ -54,17 +62,17 @@ interface RequestRecord {
 }
 
 /** A request as the store is given it: without `seq`, which the store adds. */
-function serialise(record: RequestRecord): string {
+function serialise(record: StoredGrantRequest): string {
   const { seq: _seq, ...rest } = record;
   return JSON.stringify(rest);
 }
 
 /** When the store drops a request: 30 days after it was filed, while pending; 30 days after its decision. */
-function endOf(r: RequestRecord): number {
+function endOf(r: StoredGrantRequest): number {
   return r.decidedAt === null ? r.at + PENDING_KEPT_MS : r.decidedAt + DECIDED_KEPT_MS;
 }
 
-function metaOf(r: RequestRecord): RequestMeta {
+function metaOf(r: StoredGrantRequest): GrantRequestMeta {
   return {
     key: r.key,
     network: r.network,
@@ -86,7 +94,7 @@ function masked(bytes: number[], bits: number): number[] {
  * The network and group of an address, as requests are counted: IPv4 (IPv4-mapped too) by /24 and /16; IPv6 by
  * `ipv6Subnet` (a /64 when it is `false`, as one subscriber has a whole /64) and by /48 (or the subnet, if shorter).
  */
-function placeOf(ip: string, subnet: number | false): Omit<RequestPlace, 'key'> {
+function placeOf(ip: string, subnet: number | false): Omit<GrantRequestPlace, 'key'> {
   let address = ipaddr.parse(ip);
   if (address.kind() === 'ipv6' && (address as ipaddr.IPv6).isIPv4MappedAddress())
     address = (address as ipaddr.IPv6).toIPv4Address();
@@ -108,12 +116,6 @@ function tokenEnd(token: string): string {
   return token.length >= 12 ? token.slice(-4) : '';
 }
 
-function text(check: Checker, value: unknown, field: string, longest: number): string {
-  if (typeof value !== 'string' || value.trim() === '' || value.length > longest)
-    check.invalid(field, `must be a non-empty string of at most ${longest} characters; got ${show(value)}.`);
-  return value.trim();
-}
-
 function count(check: Checker, value: unknown, field: string): number {
   if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < 0 || value > LARGEST_COUNT)
     check.invalid(field, `must be a whole number from 0 to ${LARGEST_COUNT}; got ${show(value)}.`);
@@ -122,7 +124,7 @@ function count(check: Checker, value: unknown, field: string): number {
 
 /** An http(s) URL: the page links to it, so nothing else (`javascript:`) may get through. */
 function link(check: Checker, value: unknown, field: string): string {
-  const raw = text(check, value, field, LONGEST_LINK);
+  const raw = checkText(check, value, field, LONGEST_LINK, true);
   let url: URL | undefined;
   try {
     url = new URL(raw);
@@ -156,7 +158,7 @@ function checkProof(check: Checker, value: unknown): GrantProof {
   return check.invalid('input.proof.kind', `must be 'bot' or 'server'; got ${show(value.kind)}.`);
 }
 
-function publicOf(r: RequestRecord): GrantRequest {
+function publicOf(r: StoredGrantRequest): GrantRequest {
   return {
     id: r.id,
     key: r.key,
@@ -175,17 +177,20 @@ function publicOf(r: RequestRecord): GrantRequest {
   };
 }
 
-function parse(json: string | undefined): RequestRecord | undefined {
+/** A request as stored, or undefined for a text that is none (read as the records are). */
+function parse(json: string | undefined): StoredGrantRequest | undefined {
   if (json === undefined) return undefined;
+  let r: StoredGrantRequest;
   try {
-    const r = JSON.parse(json) as RequestRecord;
-    if (r.seq !== undefined && !Number.isSafeInteger(r.seq)) return undefined;
-    const times = [r.at, r.decidedAt ?? 0].every((t) => Number.isSafeInteger(t));
-    const place = typeof r.network === 'string' && typeof r.group === 'string';
-    return typeof r.id === 'string' && typeof r.key === 'string' && times && place ? r : undefined;
-  } catch {
+    r = objectOf(json) as unknown as StoredGrantRequest;
+  } catch (error) {
+    if (!(error instanceof Problem)) throw error;
     return undefined;
   }
+  if (r.seq !== undefined && !Number.isSafeInteger(r.seq)) return undefined;
+  const times = [r.at, r.decidedAt ?? 0].every((t) => Number.isSafeInteger(t));
+  const place = typeof r.network === 'string' && typeof r.group === 'string';
+  return typeof r.id === 'string' && typeof r.key === 'string' && times && place ? r : undefined;
 }
 
 /**
@@ -193,32 +198,32 @@ function parse(json: string | undefined): RequestRecord | undefined {
  * hashed at once; only its last 4 characters are kept, for display. Every change is a compare-and-set: a request is
  * decided once. Every call reads or writes a few requests, however many are kept.
  */
-export class GrantRequests implements Requests {
-  readonly #records: RequestRecords | undefined;
-  readonly #registry: Registry;
+export class GrantRequests implements PublicGrantRequests {
+  readonly #store: GrantRequestStore | undefined;
+  readonly #records: RuntimeRecords;
   readonly #subnet: number | false;
   /** The rows of the table, which a request for specific endpoints names. */
   readonly endpoints: readonly EndpointRow[];
 
   constructor(
-    records: RequestRecords | undefined,
-    registry: Registry,
+    store: GrantRequestStore | undefined,
+    records: RuntimeRecords,
     rows: readonly EndpointRow[],
     ipv6Subnet: number | false,
   ) {
+    this.#store = store;
     this.#records = records;
-    this.#registry = registry;
     this.#subnet = ipv6Subnet;
     this.endpoints = rows;
   }
 
   /** Whether the store keeps grant requests (the memory and Redis stores do). */
   get supported(): boolean {
-    return this.#records !== undefined;
+    return this.#store !== undefined;
   }
 
-  #state(check: Checker): RequestRecords {
-    if (this.#records) return this.#records;
+  #storeFor(check: Checker): GrantRequestStore {
+    if (this.#store) return this.#store;
     return check.fail(
       'ERR_UNSUPPORTED_STORE',
       'options.store',
@@ -240,14 +245,14 @@ export class GrantRequests implements Requests {
       check.invalid('input.ip', `must be an IP address; got ${show(i.ip)}.`);
     const key = tokenKey(i.token);
     const place = i.ip === undefined ? { network: '', group: key } : placeOf(i.ip as string, this.#subnet);
-    const record: RequestRecord = {
+    const record: StoredGrantRequest = {
       id: randomBytes(9).toString('base64url'),
       key,
       tokenEnd: tokenEnd(i.token),
-      ask: this.#registry.checkGrant(check, i.ask, 'input.ask'),
+      ask: this.#records.checkGrant(check, i.ask, 'input.ask'),
       proof: checkProof(check, i.proof),
-      contact: text(check, i.contact, 'input.contact', LONGEST_CONTACT),
-      reason: text(check, i.reason, 'input.reason', LONGEST_REASON),
+      contact: checkText(check, i.contact, 'input.contact', LONGEST_CONTACT, true),
+      reason: checkText(check, i.reason, 'input.reason', LONGEST_REASON, true),
       at: Date.now(),
       status: 'pending',
       decidedAt: null,
@@ -256,8 +261,8 @@ export class GrantRequests implements Requests {
       answer: null,
       ...place,
     };
-    const bounds = { perKey: PENDING_PER_CLIENT, perNetwork: PENDING_PER_NETWORK, max: REQUESTS_MAX };
-    const done = await this.#state(check).file(record.id, serialise(record), metaOf(record), bounds, record.at);
+    const bounds = { perKey: PENDING_PER_CLIENT, perNetwork: PENDING_PER_NETWORK, max: GRANT_REQUESTS_MAX };
+    const done = await this.#storeFor(check).file(record.id, serialise(record), metaOf(record), bounds, record.at);
     if (done === 'key') {
       check.fail(
         'ERR_TOO_MANY_PENDING',
@@ -291,8 +296,8 @@ export class GrantRequests implements Requests {
     return record && publicOf(record);
   }
 
-  async #read(check: Checker, id: string): Promise<RequestRecord | undefined> {
-    const record = parse(await this.#state(check).get(id));
+  async #read(check: Checker, id: string): Promise<StoredGrantRequest | undefined> {
+    const record = parse(await this.#storeFor(check).get(id));
     return record && endOf(record) > Date.now() ? record : undefined;
   }
 
@@ -331,22 +336,22 @@ export class GrantRequests implements Requests {
   async list(options?: { status?: 'pending' | 'decided'; offset?: number; limit?: number }): Promise<GrantRequest[]> {
     const check = new Checker('limits.requests.list');
     const { status, offset, limit } = this.#page(check, options);
-    const state = this.#state(check);
+    const store = this.#storeFor(check);
     const now = Date.now();
-    if (status !== undefined) return this.#visible((await state.page(status, offset, limit, now)).values, now);
-    const pending = await state.page('pending', offset, limit, now);
+    if (status !== undefined) return this.#visible((await store.page(status, offset, limit, now)).values, now);
+    const pending = await store.page('pending', offset, limit, now);
     const listed = this.#visible(pending.values, now);
     if (listed.length >= limit) return listed;
     const from = Math.max(offset - pending.total, 0);
-    const decided = await state.page('decided', from, limit - listed.length, now);
+    const decided = await store.page('decided', from, limit - listed.length, now);
     return [...listed, ...this.#visible(decided.values, now)];
   }
 
   /** How many requests are pending, and how many decided ones are kept. */
   async counts(): Promise<{ pending: number; decided: number }> {
-    const state = this.#state(new Checker('limits.requests.counts'));
+    const store = this.#storeFor(new Checker('limits.requests.counts'));
     const now = Date.now();
-    const [pending, decided] = await Promise.all([state.page('pending', 0, 0, now), state.page('decided', 0, 0, now)]);
+    const [pending, decided] = await Promise.all([store.page('pending', 0, 0, now), store.page('decided', 0, 0, now)]);
     return { pending: pending.total, decided: decided.total };
   }
 
@@ -356,16 +361,16 @@ export class GrantRequests implements Requests {
    */
   async find(client: unknown, options?: { limit?: number }): Promise<GrantRequest[]> {
     const check = new Checker('limits.requests.find');
-    const { key } = this.#registry.keyOf(check, client);
+    const { key } = this.#records.keyOf(check, client);
     const { limit } = this.#page(check, options);
     const address = addressOfKey(key);
     const [by, value] = address === undefined ? ['key', key] : ['network', placeOf(address, this.#subnet).network];
-    return this.#visible(await this.#state(check).find(by as 'key' | 'network', value, limit), Date.now());
+    return this.#visible(await this.#storeFor(check).find(by as 'key' | 'network', value, limit), Date.now());
   }
 
-  async #pending(check: Checker, id: unknown): Promise<{ record: RequestRecord; json: string }> {
+  async #pending(check: Checker, id: unknown): Promise<{ record: StoredGrantRequest; json: string }> {
     if (typeof id !== 'string' || id === '') check.invalid('id', `must be a request's id; got ${show(id)}.`);
-    const json = await this.#state(check).get(id);
+    const json = await this.#storeFor(check).get(id);
     const record = parse(json);
     if (!record || json === undefined || endOf(record) <= Date.now())
       return check.invalid('id', `is no request's id; got ${show(id)}.`);
@@ -374,8 +379,8 @@ export class GrantRequests implements Requests {
   }
 
   /** Writes a decision over the request as read; resolves the text the store wrote (with its sequence number). */
-  async #decide(check: Checker, json: string, decided: RequestRecord): Promise<string> {
-    const written = await this.#state(check).put(decided.id, serialise(decided), json, metaOf(decided), Date.now());
+  async #decide(check: Checker, json: string, decided: StoredGrantRequest): Promise<string> {
+    const written = await this.#storeFor(check).put(decided.id, serialise(decided), json, metaOf(decided), Date.now());
     if (written === undefined) check.invalid('id', 'names a request another operator decided meanwhile.');
     return written;
   }
@@ -386,17 +391,23 @@ export class GrantRequests implements Requests {
    */
   async approve(id: string, grant: Grant, options?: { until?: Date | number; note?: string }): Promise<GrantRequest> {
     const check: Checker = new Checker('limits.requests.approve');
-    const checked = this.#registry.checkGrant(check, grant, 'grant');
+    const checked = this.#records.checkGrant(check, grant, 'grant');
     const { record, json } = await this.#pending(check, id);
     const until = options?.until instanceof Date ? options.until.getTime() : (options?.until ?? null);
-    const approved: RequestRecord = { ...record, status: 'approved', decidedAt: Date.now(), granted: checked, until };
+    const approved: StoredGrantRequest = {
+      ...record,
+      status: 'approved',
+      decidedAt: Date.now(),
+      granted: checked,
+      until,
+    };
     const value = await this.#decide(check, json, approved);
     try {
       const note = options?.note ?? `request ${record.id}`;
-      await this.#registry.grant({ key: record.key }, checked, { until: until ?? undefined, note });
+      await this.#records.grant({ key: record.key }, checked, { until: until ?? undefined, note });
     } catch (error) {
       // The grant could not be given (a bad `until`): the request is pending again, as it was.
-      await this.#records?.put(record.id, json, value, metaOf(record), Date.now());
+      await this.#store?.put(record.id, json, value, metaOf(record), Date.now());
       throw error;
     }
     return publicOf(approved);
@@ -405,9 +416,9 @@ export class GrantRequests implements Requests {
   /** Declines a pending request, with the reason its requester sees. */
   async decline(id: string, reason: string): Promise<GrantRequest> {
     const check: Checker = new Checker('limits.requests.decline');
-    const answer = text(check, reason, 'reason', LONGEST_REASON);
+    const answer = checkText(check, reason, 'reason', LONGEST_REASON, true);
     const { record, json } = await this.#pending(check, id);
-    const declined: RequestRecord = { ...record, status: 'declined', decidedAt: Date.now(), answer };
+    const declined: StoredGrantRequest = { ...record, status: 'declined', decidedAt: Date.now(), answer };
     await this.#decide(check, json, declined);
     return publicOf(declined);
   }
