@@ -1,6 +1,7 @@
 // The client's pacing rule on fake timers: a request holds a place from its send until a window after its answer.
 import { type ListingClientError } from '../lib/client';
-import { MAX_TIMER_MS, Pacer, type PacedLimit, type Ticket, type WaitEvent } from '../lib/client/pacing';
+import { MAX_TIMER_MS } from '../lib/shared/check';
+import { Pacer, type PacedLimit, type Ticket, type WaitEvent } from '../lib/client/pacing';
 import type { ServerLimit } from '../lib/contract/read-headers';
 
 beforeEach(() => jest.useFakeTimers({ now: 0 }));

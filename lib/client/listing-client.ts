@@ -1,23 +1,19 @@
 // listingClient(): calls a listing API paced by the contract's table, so that the server never has to refuse it.
 import { compile, pathToRegexp } from 'path-to-regexp';
-import { isPlainObject, show, suggestion } from '../shared/check.js';
+import { isPlainObject, MAX_TIMER_MS, show, suggestion } from '../shared/check.js';
 import { ListingClientError } from '../shared/errors.js';
-import { MAX_TIMER_MS, Pacer, type Ticket, type WaitEvent, type WaitReason } from './pacing.js';
+import { Pacer, type Ticket, type WaitEvent, type WaitReason } from './pacing.js';
 import { readServerLimits, retryAfterMs } from '../contract/read-headers.js';
 import { checkTable, endpointsOf } from '../contract/table.js';
 import { answered, type Answer, delay, exchange, spentResetMs, serverMessage, abortable } from './exchange.js';
 import {
   type CallOptions,
   check,
-  checkBaseUrl,
   checkCache,
-  checkFunction,
-  checkToken,
   type ListingClient,
   type ListingClientOptions,
   optionNames,
   type Params,
-  wholeMs,
 } from './options.js';
 
 export { ListingClientError, type ListingClientErrorCode, ListingLimitsError } from '../shared/errors.js';
@@ -68,20 +64,20 @@ export function listingClient(options: ListingClientOptions): ListingClient {
   check.unknownKeys(o, optionNames, (key) => `options.${key}`);
   if (o.listing === undefined) check.invalid('options.listing', "is required: 'A', 'B' or an array of rows.");
   const rows = checkTable(check, o.listing, 'options.listing', true);
-  const baseUrl = checkBaseUrl(o.baseUrl);
-  const token = checkToken(o.token);
-  const send = checkFunction<typeof fetch>(o.fetch, 'fetch', globalThis.fetch);
+  const { origin, path: basePath } = check.baseUrl(o.baseUrl, 'options.baseUrl');
+  const baseUrl = `${origin}${basePath}`;
+  const token = check.token(o.token, 'options.token');
+  const send = check.function<typeof fetch>(o.fetch, 'options.fetch', globalThis.fetch);
   const longest = Math.min(Math.max(MAX_WAIT_MS, ...rows.map((row) => row.windowMs)), MAX_TIMER_MS);
-  const maxWaitMs = o.maxWaitMs === undefined ? longest : wholeMs(o.maxWaitMs, 'options.maxWaitMs', 0, MAX_TIMER_MS);
-  const timeoutMs = o.timeoutMs === undefined ? TIMEOUT_MS : wholeMs(o.timeoutMs, 'options.timeoutMs', 1, MAX_TIMER_MS);
+  const ms = (field: string, least: number) =>
+    check.whole(o[field], `options.${field}`, 'milliseconds', least, MAX_TIMER_MS);
+  const maxWaitMs = o.maxWaitMs === undefined ? longest : ms('maxWaitMs', 0);
+  const timeoutMs = o.timeoutMs === undefined ? TIMEOUT_MS : ms('timeoutMs', 1);
   const cacheMs = checkCache(o.cache, rows);
-  const reportIntervalMs =
-    o.reportIntervalMs === undefined
-      ? 60_000
-      : wholeMs(o.reportIntervalMs, 'options.reportIntervalMs', 1, MAX_TIMER_MS);
-  const onWait = checkFunction<(event: WaitEvent) => void>(o.onWait, 'onWait', () => {});
-  const onError = checkFunction<(error: unknown) => void>(o.onError, 'onError', () => {});
-  const retries = o.retries === undefined ? 2 : wholeMs(o.retries, 'options.retries', 0, MAX_RETRIES);
+  const reportIntervalMs = o.reportIntervalMs === undefined ? 60_000 : ms('reportIntervalMs', 1);
+  const onWait = check.function<(event: WaitEvent) => void>(o.onWait, 'options.onWait', () => {});
+  const onError = check.function<(error: unknown) => void>(o.onError, 'options.onError', () => {});
+  const retries = o.retries === undefined ? 2 : check.whole(o.retries, 'options.retries', 'retries', 0, MAX_RETRIES);
   if (typeof send !== 'function') check.invalid('options.fetch', 'is required where there is no global fetch.');
 
   const endpoints = new Map<string, Endpoint>(

@@ -85,42 +85,6 @@ export const LIST_CACHE_MS = 60_000;
 
 export const check: Checker = new Checker(SOURCE);
 
-export function checkBaseUrl(value: unknown): string {
-  let url: URL | undefined;
-  try {
-    url = typeof value === 'string' || value instanceof URL ? new URL(value) : undefined;
-  } catch {
-    url = undefined;
-  }
-  if (!url || (url.protocol !== 'http:' && url.protocol !== 'https:') || url.search || url.hash) {
-    const given = show(value instanceof URL ? String(value) : value);
-    check.invalid('options.baseUrl', `must be an http or https URL without query or fragment; got ${given}.`);
-  }
-  return `${url.origin}${url.pathname.replace(/\/+$/, '')}`;
-}
-
-export function checkToken(value: unknown): string | undefined {
-  if (value === undefined) return undefined;
-  if (typeof value !== 'string' || !/^[\x21-\x7e]([\x20-\x7e]*[\x21-\x7e])?$/.test(value)) {
-    check.invalid(
-      'options.token',
-      'must be a non-empty header value of printable ASCII, without spaces at either end.',
-    );
-  }
-  return value;
-}
-
-export function checkFunction<T>(value: unknown, field: string, fallback: T): T {
-  if (value === undefined) return fallback;
-  if (typeof value !== 'function') check.invalid(`options.${field}`, `must be a function; got ${show(value)}.`);
-  return value as T;
-}
-
-export function wholeMs(value: unknown, field: string, least: number, most: number): number {
-  if (typeof value === 'number' && Number.isSafeInteger(value) && value >= least && value <= most) return value;
-  return check.invalid(field, `must be a whole number from ${least} to ${most}; got ${show(value)}.`);
-}
-
 export function checkCache(value: unknown, rows: readonly EndpointRow[]): Map<string, number> {
   const shapes = rows.filter((row) => row.method === 'GET').map((row) => row.path);
   const cache = new Map(shapes.map((path) => [path, LIST_PATHS.has(path) ? LIST_CACHE_MS : 0]));
@@ -133,7 +97,7 @@ export function checkCache(value: unknown, rows: readonly EndpointRow[]): Map<st
       const near = suggestion(shape, shapes);
       check.invalid(field, `is not the path of a GET row of the table.${near ? ` Did you mean \`${near}\`?` : ''}`);
     }
-    cache.set(shape, wholeMs(ms, field, 0, 24 * 3600 * 1000));
+    cache.set(shape, check.whole(ms, field, 'milliseconds', 0, 24 * 3600 * 1000));
   }
   return cache;
 }

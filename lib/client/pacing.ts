@@ -1,4 +1,5 @@
 // One endpoint's budget on the client side: a request holds a place from its send until one window after its answer.
+import { MAX_TIMER_MS } from '../shared/check.js';
 import { ListingClientError } from '../shared/errors.js';
 import type { ServerLimit } from '../contract/read-headers.js';
 
@@ -25,8 +26,6 @@ export interface PacedLimit {
   readonly windowMs: number;
 }
 
-/** The longest delay Node's timers keep: a longer one fires at once, with a TimeoutOverflowWarning. */
-export const MAX_TIMER_MS = 2 ** 31 - 1;
 /** Limits one endpoint may have, the table's and those the server's answers add. */
 const MAX_LIMITS = 8;
 
