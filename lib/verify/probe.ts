@@ -1,7 +1,8 @@
 // One endpoint's probe: the requests and waits that check it, as steps a runner carries out against a server.
 import type { Limit, WindowKind } from '../contract/limit.js';
 import { marginMs } from './counted.js';
-import { type Answer, checkFields, checkRetryAfter, type Expectation, FIELDS, fieldsOf } from './fields.js';
+import { RATE_LIMIT_FIELDS } from '../contract/read-headers.js';
+import { type Answer, checkFields, checkRetryAfter, type Expectation, fieldsOf } from './fields.js';
 import { Findings, requests, shown, tenths } from './findings.js';
 import type { Settings, Target } from './options.js';
 import {
@@ -68,8 +69,8 @@ export class Probe {
       else if (error instanceof Banned) this.found.find('banned', error.message);
       else throw error;
     }
-    const missing = FIELDS.filter((field) => !this.fieldsSeen.has(field));
-    if (missing.length === FIELDS.length) this.found.note('sent no rate-limit fields');
+    const missing = RATE_LIMIT_FIELDS.filter((field) => !this.fieldsSeen.has(field));
+    if (missing.length === RATE_LIMIT_FIELDS.length) this.found.note('sent no rate-limit fields');
     else if (missing.length > 0) this.found.note(`sent no ${missing.join(', ')}`);
     const { name, method, path, limits, paths } = this.target;
     const findings = this.found.all;
