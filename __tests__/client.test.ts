@@ -235,6 +235,33 @@ it('sends a report once reportIntervalMs has passed since the last send, and clo
   );
 });
 
+it('listeners that throw break no call: every wait is still told, every call settles, close() resolves', async () => {
+  const { served, seen } = await exampleServer('B');
+  const told: string[] = [];
+  const { api, idle } = clientOf(served.url, {
+    onWait: (event) => {
+      told.push(`wait ${event.reason} ${event.ms}`);
+      throw new Error('onWait fails');
+    },
+    onError: (error) => {
+      told.push(`error ${(error as ListingClientError).code} ${(error as ListingClientError).status}`);
+      throw new Error('onError fails');
+    },
+  });
+  // GET /v1/bots/:id: 2 per second by the table, so the third waits a second after the first answer.
+  const gets = [1, 2, 3].map((id) => api.get('/v1/bots/:id', { id: String(id) }));
+  api.report('/v1/bots/:id', { id: '1' }, { server_count: -1 });
+  const results = await drive(idle, [...gets, api.close()]);
+  expect(results.map((result) => result.status)).toEqual(['fulfilled', 'fulfilled', 'fulfilled', 'fulfilled']);
+  expect(told).toEqual(['wait table 1000', 'error ERR_HTTP 400']);
+  expect(seen.map(({ line }) => line)).toEqual([
+    '200 GET /v1/bots/1',
+    '200 GET /v1/bots/2',
+    '400 POST /v1/bots/1',
+    '200 GET /v1/bots/3',
+  ]);
+});
+
 it('a banned token rejects with bannedUntil, without retrying, and sends nothing more until the ban ends', async () => {
   const app = createApp({ listing: 'B' });
   const limiter = app.locals.limiter as {

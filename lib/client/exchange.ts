@@ -53,10 +53,20 @@ export function serverMessage(body: unknown): string | undefined {
   return line.length > MESSAGE_CHARS ? `${line.slice(0, MESSAGE_CHARS)}…` : line;
 }
 
-/** ` (429: <the server's message>)`, for the errors of an answer. */
-export function answered(status: number, body: unknown): string {
+/** ` (answered 429: <the server's message>)`, for the errors of an answer. */
+export function quoteAnswer(status: number, body: unknown): string {
   const message = serverMessage(body);
   return message === undefined ? ` (answered ${status})` : ` (answered ${status}: ${message})`;
+}
+
+/** The ERR_HTTP of an answer that ends its call: its status, and the server's message. */
+export function httpError(name: string, { res, body }: Answer): ListingClientError {
+  const message = serverMessage(body);
+  const text = message === undefined ? `answered ${res.status}.` : `answered ${res.status}: ${message}`;
+  return new ListingClientError('ERR_HTTP', name, /[.!?]$/.test(text) ? text : `${text}.`, {
+    status: res.status,
+    body,
+  });
 }
 
 /** Resolves after `ms`; the timer keeps the process alive, as the call that waits on it does. */

@@ -1,5 +1,6 @@
-// Options of listingClient(): their public types, and their checks, made once when the client is created.
-import { Checker, isPlainObject, show, suggestion } from '../shared/check.js';
+// Options of listingClient(): their public types, and their checks into the settings, made once when the client is created.
+import { Checker, isPlainObject, MAX_TIMER_MS, show, suggestion } from '../shared/check.js';
+import { checkTable } from '../contract/table.js';
 import type { EndpointRow, ListingFamily, ListingName } from '../contract/listings.js';
 import { type WaitEvent } from './pacing.js';
 
@@ -66,8 +67,7 @@ export interface ListingClient {
   close(): Promise<void>;
 }
 
-export const SOURCE = 'listingClient';
-export const optionNames = [
+const optionNames = [
   'listing',
   'baseUrl',
   'token',
@@ -80,12 +80,49 @@ export const optionNames = [
   'onError',
   'retries',
 ] as const;
-export const LIST_PATHS = new Set(['/v1/bots', '/v1/servers']);
-export const LIST_CACHE_MS = 60_000;
+/** The list endpoints, whose GET answers are kept a minute by default. */
+const LIST_PATHS = new Set(['/v1/bots', '/v1/servers']);
+const LIST_CACHE_MS = 60_000;
+/** The options that are whole numbers: their unit, their bounds, and their default (maxWaitMs: or the longest window). */
+const wholeOptions = {
+  maxWaitMs: { unit: 'milliseconds', least: 0, most: MAX_TIMER_MS, fallback: 60_000 },
+  timeoutMs: { unit: 'milliseconds', least: 1, most: MAX_TIMER_MS, fallback: 30_000 },
+  reportIntervalMs: { unit: 'milliseconds', least: 1, most: MAX_TIMER_MS, fallback: 60_000 },
+  retries: { unit: 'retries', least: 0, most: 10, fallback: 2 },
+} as const;
 
-export const check: Checker = new Checker(SOURCE);
+/** The options, checked: what the client's parts read. */
+export interface Settings {
+  readonly rows: readonly EndpointRow[];
+  /** The base URL without a trailing slash: each path is appended to it. */
+  readonly baseUrl: string;
+  readonly token: string | undefined;
+  readonly fetch: typeof fetch;
+  readonly maxWaitMs: number;
+  readonly timeoutMs: number;
+  /** Milliseconds to keep GET answers, by path shape. */
+  readonly cacheMs: ReadonlyMap<string, number>;
+  readonly reportIntervalMs: number;
+  /** The listeners, which never throw: a listener's mistake must not break a call. */
+  readonly onWait: (event: WaitEvent) => void;
+  readonly onError: (error: unknown) => void;
+  readonly retries: number;
+}
 
-export function checkCache(value: unknown, rows: readonly EndpointRow[]): Map<string, number> {
+export const check: Checker = new Checker('listingClient');
+
+/** A listener whose mistakes are dropped: what it throws must break no call, nor become an unhandled rejection. */
+function quietly<T>(listener: (arg: T) => void): (arg: T) => void {
+  return (arg) => {
+    try {
+      listener(arg);
+    } catch {
+      // Dropped: the call goes on.
+    }
+  };
+}
+
+function checkCache(value: unknown, rows: readonly EndpointRow[]): Map<string, number> {
   const shapes = rows.filter((row) => row.method === 'GET').map((row) => row.path);
   const cache = new Map(shapes.map((path) => [path, LIST_PATHS.has(path) ? LIST_CACHE_MS : 0]));
   if (value === undefined) return cache;
@@ -100,4 +137,42 @@ export function checkCache(value: unknown, rows: readonly EndpointRow[]): Map<st
     cache.set(shape, check.whole(ms, field, 'milliseconds', 0, 24 * 3600 * 1000));
   }
   return cache;
+}
+
+/** The settings of `options`; throws a `ListingLimitsError` naming the first option that cannot work. */
+export function resolve(options: ListingClientOptions): Settings {
+  const o = check.options(options, 'options', '{ listing, baseUrl, token }');
+  if (options === undefined) check.invalid('options', 'must be an object { listing, baseUrl, token }; got undefined.');
+  check.unknownKeys(o, optionNames, (key) => `options.${key}`);
+  if (o.listing === undefined) check.invalid('options.listing', "is required: 'A', 'B' or an array of rows.");
+  const rows = checkTable(check, o.listing, 'options.listing', true);
+  const { origin, path } = check.baseUrl(o.baseUrl, 'options.baseUrl');
+  const token = check.token(o.token, 'options.token');
+  const send = check.function<typeof fetch>(o.fetch, 'options.fetch', globalThis.fetch);
+  const whole = (field: keyof typeof wholeOptions, fallback: number = wholeOptions[field].fallback) => {
+    const { unit, least, most } = wholeOptions[field];
+    return o[field] === undefined ? fallback : check.whole(o[field], `options.${field}`, unit, least, most);
+  };
+  const longest = Math.max(wholeOptions.maxWaitMs.fallback, ...rows.map((row) => row.windowMs));
+  const maxWaitMs = whole('maxWaitMs', Math.min(longest, MAX_TIMER_MS));
+  const timeoutMs = whole('timeoutMs');
+  const cacheMs = checkCache(o.cache, rows);
+  const reportIntervalMs = whole('reportIntervalMs');
+  const onWait = check.function<(event: WaitEvent) => void>(o.onWait, 'options.onWait', () => {});
+  const onError = check.function<(error: unknown) => void>(o.onError, 'options.onError', () => {});
+  const retries = whole('retries');
+  if (typeof send !== 'function') check.invalid('options.fetch', 'is required where there is no global fetch.');
+  return {
+    rows,
+    baseUrl: `${origin}${path}`,
+    token,
+    fetch: send,
+    maxWaitMs,
+    timeoutMs,
+    cacheMs,
+    reportIntervalMs,
+    onWait: quietly(onWait),
+    onError: quietly(onError),
+    retries,
+  };
 }
