@@ -463,6 +463,16 @@ describe('the options the client shares with verifyContract are checked alike, i
     ],
     [{ baseUrl: 5 }, 'options.baseUrl must be an http or https URL without query or fragment; got 5.'],
     [
+      {
+        baseUrl: {
+          toString() {
+            throw new Error('a hostile toString');
+          },
+        },
+      },
+      'options.baseUrl must be an http or https URL without query or fragment; got {}.',
+    ],
+    [
       { token: ' Bot x' },
       'options.token must be a non-empty header value of printable ASCII, without spaces at either end.',
     ],
