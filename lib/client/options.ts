@@ -109,9 +109,9 @@ export interface Settings {
   readonly retries: number;
 }
 
-export const check: Checker = new Checker('listingClient');
+const check: Checker = new Checker('listingClient');
 
-/** A listener whose mistakes are dropped: what it throws must break no call, nor become an unhandled rejection. */
+/** A listener whose mistakes are dropped: what it throws breaks no call, and a report's send does not reject with it. */
 function quietly<T>(listener: (arg: T) => void): (arg: T) => void {
   return (arg) => {
     try {

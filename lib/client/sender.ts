@@ -40,7 +40,12 @@ export class Sender {
   ) {}
 
   /** Sends one call and resolves with its answer's body. `body` gives the JSON to send when the request goes. */
-  call(endpoint: Endpoint, url: string, body: (() => string | undefined) | undefined, signal?: AbortSignal) {
+  call(
+    endpoint: Endpoint,
+    url: string,
+    body: (() => string | undefined) | undefined,
+    signal?: AbortSignal,
+  ): Promise<unknown> {
     const promise = this.#attempts(endpoint, url, body, signal);
     this.#running.add(promise);
     const forget = () => this.#running.delete(promise);
