@@ -1,4 +1,4 @@
-// Options of listingClient(): their public types, and their checks into the settings, made once when the client is created.
+// Options of listingClient(): their public types, and the settings they are checked into when the client is made.
 import { Checker, isPlainObject, MAX_TIMER_MS, show, suggestion } from '../shared/check.js';
 import { checkTable } from '../contract/table.js';
 import type { EndpointRow, ListingFamily, ListingName } from '../contract/listings.js';
@@ -83,7 +83,7 @@ const optionNames = [
 /** The list endpoints, whose GET answers are kept a minute by default. */
 const LIST_PATHS = new Set(['/v1/bots', '/v1/servers']);
 const LIST_CACHE_MS = 60_000;
-/** The options that are whole numbers: their unit, their bounds, and their default (maxWaitMs: or the longest window). */
+/** The whole-number options: unit, bounds and default (maxWaitMs: or the table's longest window). */
 const wholeOptions = {
   maxWaitMs: { unit: 'milliseconds', least: 0, most: MAX_TIMER_MS, fallback: 60_000 },
   timeoutMs: { unit: 'milliseconds', least: 1, most: MAX_TIMER_MS, fallback: 30_000 },
@@ -111,7 +111,7 @@ export interface Settings {
 
 const check: Checker = new Checker('listingClient');
 
-/** A listener whose mistakes are dropped: what it throws breaks no call, and a report's send does not reject with it. */
+/** A listener whose mistakes are dropped: what it throws breaks no call, and no report's send rejects with it. */
 function quietly<T>(listener: (arg: T) => void): (arg: T) => void {
   return (arg) => {
     try {

@@ -107,7 +107,7 @@ export class Checker {
     return value as T;
   }
 
-  /** The base URL of an API (http or https, without query or fragment): its origin, and its path without a trailing slash. */
+  /** An API's base URL (http or https, no query or fragment): its origin, and its path without a trailing slash. */
   baseUrl(value: unknown, field: string): { origin: string; path: string } {
     let url: URL | undefined;
     try {

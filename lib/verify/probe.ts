@@ -353,8 +353,9 @@ export class Probe {
     if (seen === 'fixed' && run.window === 'sliding') {
       this.find(
         'boundary',
-        `${label}fixed window: allowed ${requestsText(limit - 1 + fits)} within ${tenths(span)} s across the end of a ` +
-          `window (${limit - 1} before it, ${fits} after it); a sliding window allows ${limit} in any ${seconds} s`,
+        `${label}fixed window: allowed ${requestsText(limit - 1 + fits)} within ${tenths(span)} s ` +
+          `across the end of a window (${limit - 1} before it, ${fits} after it); ` +
+          `a sliding window allows ${limit} in any ${seconds} s`,
       );
     } else if (seen === 'sliding') {
       if (run.window === 'fixed') {
