@@ -495,7 +495,6 @@ describe('a third listing in lib/contract/listings.ts', () => {
           listings: extended,
           listingNames: Object.keys(extended),
           listingFamilies: { ...actual.listingFamilies, C: 'emojis' },
-          isListingName: (value: unknown) => typeof value === 'string' && Object.hasOwn(extended, value),
         };
       });
       command = jest.requireActual<typeof Command>('../lib/verify/command');

@@ -311,7 +311,6 @@ describe('settings from the environment', () => {
           listings: extended,
           listingNames: Object.keys(extended),
           listingFamilies: { ...actual.listingFamilies, C: 'things' },
-          isListingName: (value: unknown) => typeof value === 'string' && Object.hasOwn(extended, value),
         };
       });
       env = jest.requireActual<typeof Env>('../example-server/env');

@@ -89,29 +89,6 @@ describe('methods, as RateLimiterMemory resolves and rejects them (2 points per 
       call: (l) => l.consume('7'),
       expected: { ok: true, res: res(0, 1000, 2, false) },
     },
-    {
-      name: 'penalty: adds points and resolves even over the limit',
-      before: [(l) => l.consume('a')],
-      wait: 100,
-      call: (l) => l.penalty('a', 5),
-      expected: { ok: true, res: res(0, 900, 6, false) },
-    },
-    {
-      name: 'penalty: starts a window',
-      call: (l) => l.penalty('a'),
-      expected: { ok: true, res: res(1, 1000, 1, true) },
-    },
-    {
-      name: 'reward: takes points off',
-      before: [(l) => l.penalty('a', 3)],
-      call: (l) => l.reward('a', 2),
-      expected: { ok: true, res: res(1, 1000, 1, false) },
-    },
-    {
-      name: 'reward: on no counter starts one below zero',
-      call: (l) => l.reward('a'),
-      expected: { ok: true, res: res(3, 1000, -1, true) },
-    },
     { name: 'get: null without a counter', call: (l) => l.get('a'), expected: { ok: true, res: null } },
     {
       name: 'get: the counter, never first in its window',
@@ -163,20 +140,15 @@ describe('methods, as RateLimiterMemory resolves and rejects them (2 points per 
       expected: { ok: true, res: res(0, 1000, 1, false) },
     },
     {
-      name: 'block: points + 1 for secDuration',
-      call: (l) => l.block('a', 60),
-      expected: { ok: true, res: res(0, 60_000, 3, false) },
-    },
-    {
-      name: 'block: consume rejects until it ends',
-      before: [(l) => l.block('a', 60)],
+      name: 'set: over the limit, consume rejects until it ends',
+      before: [(l) => l.set('a', 3, 60)],
       wait: 59_999,
       call: (l) => l.consume('a'),
       expected: { ok: false, res: res(0, 1, 4, false) },
     },
     {
-      name: 'block: ends on time',
-      before: [(l) => l.block('a', 60)],
+      name: 'set: over the limit, ends on time',
+      before: [(l) => l.set('a', 3, 60)],
       wait: 60_000,
       call: (l) => l.consume('a'),
       expected: { ok: true, res: res(1, 1000, 1, true) },
@@ -240,7 +212,7 @@ describe('countNow()', () => {
 
   it('shares its counters with the promise methods', async () => {
     const limiter = new MemoryLimiter({ points: 2, duration: 1 });
-    await limiter.block('a', 5);
+    await limiter.set('a', 3, 5);
     expect(limiter.countNow('a')).toEqual({ count: 4, resetAt: T0 + 5000 });
     expect(limiter.countsNow).toBe(true);
   });
@@ -282,9 +254,9 @@ describe('long durations (30 days; a Node timer fires at once from 2^31 ms, abou
     }
   });
 
-  it('a 30-day block() holds until exactly 30 days', async () => {
+  it('a 30-day set() over the limit refuses until exactly 30 days', async () => {
     const limiter = new MemoryLimiter({ points: 2, duration: 1 });
-    await limiter.block('a', MONTH / SECOND);
+    await limiter.set('a', 3, MONTH / SECOND);
     for (const { wait, at, live } of checks) {
       advance(wait);
       const { ok } = await settle(limiter.consume('a'));
@@ -295,7 +267,7 @@ describe('long durations (30 days; a Node timer fires at once from 2^31 ms, abou
   it('accepts exactly one year', async () => {
     const limiter = new MemoryLimiter({ points: 1, duration: MAX_SECONDS });
     expect((await limiter.consume('a')).msBeforeNext).toBe(MAX_DURATION_MS);
-    expect((await limiter.block('b', MAX_SECONDS)).msBeforeNext).toBe(MAX_DURATION_MS);
+    expect((await limiter.set('b', 2, MAX_SECONDS)).msBeforeNext).toBe(MAX_DURATION_MS);
   });
 });
 
@@ -317,7 +289,7 @@ describe('options that cannot work', () => {
     {
       options: { points: 1, duration: 1, blockDuration: 60 },
       field: 'blockDuration',
-      message: /not supported.*block\(\)/,
+      message: /blockDuration is not supported by the memory store\.$/,
     },
     { options: { points: 1, duration: 1, execEvenly: true }, field: 'execEvenly', message: /not supported/ },
   ])('refuses $field: $options', ({ options, field, message }) => {
@@ -351,11 +323,7 @@ describe('options that cannot work', () => {
       call: (l: MemoryLimiter) => l.set('a', 1, MAX_SECONDS + 1),
       message: overOneYear('set(): secDuration', '31536001'),
     },
-    {
-      call: (l: MemoryLimiter) => l.block('a', MAX_SECONDS + 1),
-      message: overOneYear('block(): secDuration', '31536001'),
-    },
-    { call: (l: MemoryLimiter) => l.block('a', Number.NaN), message: overOneYear('block(): secDuration', 'NaN') },
+    { call: (l: MemoryLimiter) => l.set('a', 1, Number.NaN), message: overOneYear('set(): secDuration', 'NaN') },
     {
       call: (l: MemoryLimiter) => l.consume('a', 1, { customDuration: MAX_SECONDS + 1 }),
       message: overOneYear('customDuration', '31536001'),
@@ -370,8 +338,8 @@ describe('options that cannot work', () => {
 describe('memory', () => {
   it('removes ended windows as new keys arrive: a flood of 100,000 keys after another holds at most 150,000', async () => {
     const limiter = new MemoryLimiter({ points: 1, duration: 1 });
-    // A long block among them must not stop the sweep.
-    await limiter.block('banned', (30 * DAY) / SECOND);
+    // A long refusal among them must not stop the sweep.
+    await limiter.set('banned', 2, (30 * DAY) / SECOND);
     for (let i = 0; i < 100_000; i++) limiter.countNow(`old-${i}`);
     expect(limiter.size).toBe(100_001);
     advance(1000);
@@ -403,10 +371,9 @@ describe('memory', () => {
       limiter.countNow(`a-${i}`);
       await settle(limiter.consume(`b-${i}`));
       await limiter.set(`c-${i}`, 1, (30 * DAY) / SECOND);
-      await limiter.block(`d-${i}`, 60);
-      await limiter.penalty(`e-${i}`);
+      limiter.count(`d-${i}`);
     }
-    expect(limiter.size).toBe(5000);
+    expect(limiter.size).toBe(4000);
     expect(setTimeout).not.toHaveBeenCalled();
     expect(setInterval).not.toHaveBeenCalled();
   });
@@ -422,6 +389,14 @@ describe('rate-limiter-flexible compatibility', () => {
     const rejected = (await union.consume('a').catch((r: unknown) => r)) as Record<string, RateLimiterRes>;
     expect(rejected.second).toBeInstanceOf(RateLimiterRes);
     expect(rejected.second?.consumedPoints).toBe(2);
+  });
+
+  it('has no penalty(), reward() or block(): they throw, as its abstract limiter does', () => {
+    const limiter = new MemoryLimiter({ points: 3, duration: 2 });
+    expect(() => limiter.penalty('a')).toThrow("You have to implement the method 'penalty'!");
+    expect(() => limiter.reward('a')).toThrow("You have to implement the method 'reward'!");
+    expect(() => limiter.block('a', 1)).toThrow("You have to implement the method 'block'!");
+    expect(limiter.size).toBe(0);
   });
 
   it('implements the rest of its abstract limiter', () => {

@@ -1,7 +1,35 @@
-// The README's limits tables are the data of lib/contract/listings.ts, row for row.
-import { readFileSync } from 'node:fs';
-import { join } from 'node:path';
-import { listings } from '../lib';
+// The manual's facts are the code's: the limits tables are the data of `listings`, the options tables list every
+// option of the public types, the example server's settings every variable it reads, the pages' headers and the
+// HTTP samples and bodies are quoted as sent, and every relative link and anchor of README.md and docs/*.md leads
+// somewhere.
+import { existsSync, readFileSync, statSync } from 'node:fs';
+import { dirname, join, relative } from 'node:path';
+import express from 'express';
+import request from 'supertest';
+import ts from 'typescript';
+import { type EndpointRow, listingLimits, type ListingLimitsMiddleware, listings } from '../lib';
+import { limitsRequestPage } from '../lib/pages';
+import { startupFromEnv, storeFromEnv } from '../example-server/env';
+import {
+  anchors,
+  codeNames,
+  entryPoints,
+  fences,
+  inlineCode,
+  links,
+  manual,
+  type Page,
+  root,
+  tableRows,
+} from './helpers/manual';
+import { T0, useFakeClock } from './helpers/stores';
+
+const pages = manual();
+const page = (path: string): Page => {
+  const found = pages.find((p) => p.path === path);
+  if (!found) throw new Error(`the manual has no page ${path}`);
+  return found;
+};
 
 function duration(windowMs: number): string {
   const seconds = windowMs / 1000;
@@ -9,23 +37,321 @@ function duration(windowMs: number): string {
   return `${n} ${unit}${n === 1 ? '' : 's'}`;
 }
 
-const readme = readFileSync(join(__dirname, '..', 'README.md'), 'utf8');
-
-/** The cells of each body row of the table between `<!-- limits:X -->` and `<!-- /limits:X -->`. */
-function readmeRows(listing: string): string[][] {
-  const between = new RegExp(`<!-- limits:${listing} -->\\n([\\s\\S]*?)\\n<!-- /limits:${listing} -->`).exec(readme);
-  if (!between?.[1]) throw new Error(`README has no table between <!-- limits:${listing} --> markers`);
-  const lines = between[1].split('\n').slice(2); // after the header row and the separator
-  return lines.map((line) =>
-    line
-      .split('|')
-      .slice(1, -1)
-      .map((cell) => cell.trim()),
-  );
-}
-
 it.each(['A', 'B'] as const)('README shows listing %s exactly as the data says', (listing) => {
-  expect(readmeRows(listing)).toEqual(
+  expect(tableRows(page('README.md'), `limits:${listing}`)).toEqual(
     listings[listing].map((r) => [r.method, `\`${r.path}\``, String(r.limit), duration(r.windowMs)]),
   );
+});
+
+describe('links', () => {
+  const all = pages.flatMap(links);
+  const external = /^(?:https?:|mailto:)/;
+
+  it('finds them: the guides linked from the README, the README from every guide', () => {
+    const targets = new Set(all.filter((l) => l.page === 'README.md').map((l) => l.target.split('#')[0]));
+    for (const { path } of pages.filter((p) => p.path !== 'README.md')) {
+      expect([path, targets.has(path)]).toEqual([path, true]);
+      const back = all.filter((l) => l.page === path && l.target.startsWith('../README.md'));
+      expect([path, back.length > 0]).toEqual([path, true]);
+    }
+  });
+
+  it('every relative link leads to a file of the repository, and every #anchor to a heading of its page', () => {
+    const broken = all.flatMap(({ page: from, line, target }) => {
+      if (external.test(target)) return [];
+      const [path = '', anchor] = target.split('#');
+      const file = path === '' ? join(root, from) : join(root, dirname(from), decodeURIComponent(path));
+      const at = `${from}:${line}: ${target}`;
+      if (relative(root, file).startsWith('..')) return [`${at} leads out of the repository`];
+      if (!existsSync(file)) return [`${at}: no such file`];
+      if (anchor === undefined) return [];
+      if (!file.endsWith('.md') || statSync(file).isDirectory()) return [`${at}: an anchor in a page that is no .md`];
+      return anchors(readFileSync(file, 'utf8')).has(anchor) ? [] : [`${at}: no heading makes #${anchor}`];
+    });
+    expect(broken).toEqual([]);
+    expect(all.filter((l) => !external.test(l.target)).length).toBeGreaterThan(100);
+  });
+
+  it('every page lists its sections: each `##` heading is linked from the page itself', () => {
+    const unlisted = pages.flatMap(({ path, text }) => {
+      const listed = new Set(links({ path, text }).map((l) => l.target));
+      return [
+        ...anchors(
+          text
+            .split('\n')
+            .filter((line) => /^## /.test(line))
+            .join('\n'),
+        ),
+      ]
+        .filter((anchor) => anchor !== 'contents' && !listed.has(`#${anchor}`))
+        .map((anchor) => `${path}: #${anchor}`);
+    });
+    expect(unlisted).toEqual([]);
+  });
+
+  it('keeps the problem type `banned` under the README heading its URI points to', () => {
+    expect(anchors(page('README.md').text)).toContain('problem-type-banned');
+  });
+});
+
+describe('options tables', () => {
+  /** The names of the properties of each type, read from the package's entry points as a user's compiler reads them. */
+  function properties(types: Record<string, string>): Record<string, string[]> {
+    const name = join(root, '__manual-types.ts');
+    // A module's exported type by name, or a type expression when the module exports no name for it.
+    const code = Object.entries(types)
+      .map(([type, from]) =>
+        from.includes('(')
+          ? `export type ${type}_ = ${from};`
+          : `import type { ${type} } from '${from}'; export type ${type}_ = ${type};`,
+      )
+      .join('\n');
+    const options: ts.CompilerOptions = {
+      strict: true,
+      noEmit: true,
+      skipLibCheck: true,
+      module: ts.ModuleKind.ESNext,
+      moduleResolution: ts.ModuleResolutionKind.Bundler,
+      types: ['node'],
+      paths: entryPoints,
+    };
+    const host = ts.createCompilerHost(options);
+    const { fileExists, readFile, getSourceFile } = host;
+    host.fileExists = (file) => file === name || fileExists.call(host, file);
+    host.readFile = (file) => (file === name ? code : readFile.call(host, file));
+    host.getSourceFile = (file, version, ...rest) =>
+      file === name ? ts.createSourceFile(file, code, version, true) : getSourceFile.call(host, file, version, ...rest);
+    const program = ts.createProgram([name], options, host);
+    const checker = program.getTypeChecker();
+    const source = program.getSourceFile(name) as ts.SourceFile;
+    const exported = checker.getExportsOfModule(checker.getSymbolAtLocation(source) as ts.Symbol);
+    return Object.fromEntries(
+      Object.keys(types).map((type) => {
+        const symbol = exported.find((s) => s.name === `${type}_`);
+        if (!symbol) throw new Error(`no type ${type}`);
+        const declared = checker.getDeclaredTypeOfSymbol(symbol);
+        // A union of string literals (an error code) gives its members; an object type its properties.
+        const names = declared.isUnion()
+          ? declared.types.map((t) => (t.isStringLiteral() ? t.value : checker.typeToString(t)))
+          : checker.getPropertiesOfType(declared).map((p) => p.name);
+        return [type, names.sort()];
+      }),
+    );
+  }
+
+  const types = properties({
+    ListingLimitsOptions: 'listing-limits',
+    BanOptions: 'listing-limits',
+    RedisStoreOptions: 'listing-limits',
+    ListingLimitsErrorCode: 'listing-limits',
+    RuntimeStateErrorCode: 'listing-limits',
+    ListingLimitsMiddleware: 'listing-limits',
+    AdminPageOptions: 'listing-limits/pages',
+    RequestPageOptions: 'listing-limits/pages',
+    ListingClientOptions: 'listing-limits/client',
+    ListingClientErrorCode: 'listing-limits/client',
+    VerifyOptions: 'listing-limits/verify',
+    ExampleAppOptions: "Parameters<typeof import('./example-server/app.js').createExampleApp>[0]",
+  });
+  const firstColumn = (path: string, table: string) =>
+    tableRows(page(path), table)
+      .flatMap(([first = '']) => codeNames(first))
+      .sort();
+
+  it.each([
+    ['docs/middleware.md', 'ListingLimitsOptions'],
+    ['docs/stores.md', 'RedisStoreOptions'],
+    ['docs/pages.md', 'AdminPageOptions'],
+    ['docs/pages.md', 'RequestPageOptions'],
+    ['docs/client.md', 'ListingClientOptions'],
+    ['docs/verify.md', 'VerifyOptions'],
+    ['docs/example-server.md', 'ExampleAppOptions'],
+  ])('%s lists every option of %s, and no other', (path, type) => {
+    expect(firstColumn(path, `options:${type}`)).toEqual(types[type]);
+  });
+
+  it("the README's overview names every option of listingLimits", () => {
+    expect(firstColumn('README.md', 'options-overview')).toEqual(types.ListingLimitsOptions);
+  });
+
+  it.each([
+    ['README.md', 'options-overview'],
+    ['docs/middleware.md', 'options:ListingLimitsOptions'],
+  ])('%s names every field of `ban`', (path, table) => {
+    const row = tableRows(page(path), table).find(([first]) => first === '`ban`');
+    const named = new Set(codeNames(row?.join(' ') ?? '').flatMap((code) => code.match(/\w+/g) ?? []));
+    expect((types.BanOptions as string[]).filter((field) => !named.has(field))).toEqual([]);
+  });
+
+  it('docs/middleware.md has every ListingLimitsError code in its table, and no other', () => {
+    expect(firstColumn('docs/middleware.md', 'error-codes')).toEqual(types.ListingLimitsErrorCode);
+  });
+
+  it.each([
+    ['docs/middleware.md', 'RuntimeStateErrorCode'],
+    ['docs/client.md', 'ListingClientErrorCode'],
+    ['docs/middleware.md', 'ListingLimitsMiddleware'],
+  ])('%s names every member of %s', (path, type) => {
+    const named = new Set(inlineCode(page(path)).flatMap((code) => code.match(/\w+/g) ?? []));
+    expect((types[type] as string[]).filter((member) => !named.has(member))).toEqual([]);
+  });
+});
+
+describe("the example server's settings", () => {
+  /** Every variable the example server reads at start-up, whatever the others say. */
+  function variablesRead(): string[] {
+    const read = new Set<string>();
+    const recording = (env: Readonly<Record<string, string | undefined>>) =>
+      new Proxy(env, {
+        get: (target, name) => {
+          if (typeof name === 'string') read.add(name);
+          return target[name as string];
+        },
+      });
+    for (const env of [{}, { LISTING: 'B' }]) startupFromEnv(recording(env));
+    storeFromEnv(recording({}));
+    return [...read].sort();
+  }
+
+  it('reads the environment only through startupFromEnv and storeFromEnv', () => {
+    const main = readFileSync(join(root, 'example-server', 'main.ts'), 'utf8');
+    expect(main.match(/process\.env\b.{0,1}/g)).toEqual(['process.env)', 'process.env)']);
+    expect(main).toContain('startupFromEnv(process.env)');
+    expect(main).toContain('storeFromEnv(process.env)');
+  });
+
+  it('docs/example-server.md lists every variable it reads, and no other', () => {
+    const documented = tableRows(page('docs/example-server.md'), 'settings')
+      .flatMap(([first = '']) => codeNames(first))
+      .sort();
+    expect(documented).toEqual(variablesRead());
+    expect(documented).toContain('WINDOW');
+  });
+});
+
+describe("the pages' headers", () => {
+  let headers: Record<string, string>;
+  let asset: Record<string, string>;
+  beforeAll(async () => {
+    const limits = listingLimits('B');
+    const app = express().use('/limits/request', limitsRequestPage(limits));
+    headers = (await request(app).get('/limits/request').expect(200)).headers as Record<string, string>;
+    asset = (await request(app).get('/limits/request/assets/pages.css').expect(200)).headers as Record<string, string>;
+    limits.close();
+  });
+
+  it('docs/security.md quotes every security header exactly as the contact page sends it', () => {
+    const transport = ['content-type', 'content-length', 'etag', 'date', 'connection', 'set-cookie'];
+    const sent = Object.entries(headers)
+      .filter(([name]) => !transport.includes(name))
+      .map(([name, value]) => [name, value])
+      .sort();
+    const quoted = tableRows(page('docs/security.md'), 'pages-headers')
+      .map(([name = '', value = '']) => [codeNames(name)[0]?.toLowerCase(), codeNames(value)[0]])
+      .sort();
+    expect(quoted).toEqual(sent);
+    expect(headers['strict-transport-security']).toBe('max-age=31536000; includeSubDomains');
+    expect(headers['x-powered-by']).toBeUndefined();
+  });
+
+  it('the static files get the same headers, but are cached for an hour', () => {
+    const same = (all: Record<string, string>) =>
+      tableRows(page('docs/security.md'), 'pages-headers')
+        .map(([name = '']) => (codeNames(name)[0] ?? '').toLowerCase())
+        .filter((name) => name !== 'cache-control')
+        .map((name) => [name, all[name]]);
+    expect(same(asset)).toEqual(same(headers));
+    expect(asset['cache-control']).toBe('public, max-age=3600');
+    expect(page('docs/security.md').text).toContain('`public, max-age=3600`');
+  });
+});
+
+describe("the manual's answers are the middleware's, at 2026-01-01T00:00:00Z", () => {
+  let made: ListingLimitsMiddleware[] = [];
+  const limiter = (...args: Parameters<typeof listingLimits>) => {
+    const limits = listingLimits(...args);
+    made.push(limits);
+    return limits;
+  };
+  beforeEach(useFakeClock);
+  afterEach(() => {
+    for (const limits of made) limits.close();
+    made = [];
+    jest.useRealTimers();
+  });
+
+  const bursts: readonly EndpointRow[] = [
+    { method: 'GET', path: '/v1/bots', limit: 2, windowMs: 1000 },
+    { method: 'GET', path: '/v1/bots', limit: 3, windowMs: 10_000 },
+  ];
+  /** Each HTTP sample of the manual, by its first line: the app, and the requests of which the last one answers it. */
+  const cases: Record<string, { app: () => express.Express; path: string; requests: number; token?: string }> = {
+    'RateLimit-Policy: "GET /v1/bots";q=25;w=60': {
+      app: () => express().use(limiter('B')),
+      path: '/v1/bots',
+      requests: 1,
+    },
+    'RateLimit-Policy: "GET /v1/bots/:botId";q=3;w=60, "GET /v1/bots/:id";q=2;w=1': {
+      app: () =>
+        express()
+          .use(limiter([{ method: 'GET', path: '/v1/bots/:botId', limit: 3, windowMs: 60_000 }]))
+          .use(limiter('B')),
+      path: '/v1/bots/1',
+      requests: 1,
+    },
+    'RateLimit-Policy: "GET /v1/bots per 1s";q=2;w=1, "GET /v1/bots per 10s";q=3;w=10': {
+      app: () => express().use(limiter(bursts)),
+      path: '/v1/bots',
+      requests: 2,
+    },
+    'RateLimit-Policy: "GET /v1/bots/:id (x10)";q=20;w=1': {
+      app: () => express().use(limiter('B', { grants: { 'Bot partner-token': { multiplier: 10 } } })),
+      path: '/v1/bots/1',
+      requests: 1,
+      token: 'Bot partner-token',
+    },
+  };
+  const samples = pages.flatMap(fences).filter((fence) => fence.lang === 'http');
+
+  it('has a case for every HTTP sample', () => {
+    expect(samples.map((fence) => fence.code.split('\n')[0]).sort()).toEqual(Object.keys(cases).sort());
+  });
+
+  it.each(samples.map((fence) => [`${fence.page}:${fence.line}`, fence] as const))('%s', async (_at, fence) => {
+    const { app, path, requests, token } = cases[fence.code.split('\n')[0] as string] ?? {};
+    if (!app || !path || !requests) throw new Error('no case');
+    const server = app();
+    let res: request.Response | undefined;
+    for (let i = 0; i < requests; i++) {
+      const req = request(server).get(path);
+      res = await (token ? req.set('Authorization', token) : req);
+    }
+    const lines = fence.code.trimEnd().split('\n');
+    expect(
+      lines.map((line) => `${line.slice(0, line.indexOf(':'))}: ${res?.get(line.slice(0, line.indexOf(':')))}`),
+    ).toEqual(lines);
+  });
+
+  it("the README's bodies of a refusal and of a ban", async () => {
+    const limits = limiter('B');
+    const app = express().use(limits);
+    const readme = page('README.md').text;
+    for (let i = 0; i < 25; i++) await request(app).get('/v1/bots');
+    jest.setSystemTime(T0 + 18_000);
+    const refused = await request(app).get('/v1/bots').expect(429);
+    expect(readme).toContain(`\n${refused.text}\n`);
+    expect(refused.text).toContain('"retryAfter":42');
+
+    for (let i = 0; i < 3; i++) await request(app).get('/v1/bots/1').set('Accept', 'application/problem+json');
+    const problem = await request(app).get('/v1/bots/1').set('Accept', 'application/problem+json').expect(429);
+    expect(readme).toContain(`\n${problem.text}\n`);
+
+    jest.setSystemTime(T0);
+    await limits.ban({ token: 'Bot scraper-token' }, { duration: 600_000 });
+    for (const accept of ['application/json', 'application/problem+json']) {
+      const banned = await request(app).get('/v1/bots').set('Authorization', 'Bot scraper-token').set('Accept', accept);
+      expect([banned.status, banned.get('Retry-After')]).toEqual([403, '600']);
+      expect(readme).toContain(`\n${banned.text}\n`);
+    }
+  });
 });

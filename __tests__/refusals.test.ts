@@ -1,8 +1,9 @@
 // A store's refusals remembered until the window ends: no command for a client already over its limit, bounded.
 import { RateLimiterMemory } from 'rate-limiter-flexible';
 import request from 'supertest';
-import { type EndpointRow, redisStore } from '../lib';
-import { Counter, REMEMBERED_REFUSALS } from '../lib/stores/counter';
+import { type EndpointRow, redisStore, type Store } from '../lib';
+import { contractOf } from '../lib/stores/adapter';
+import { type Count, Counter, REMEMBERED_REFUSALS } from '../lib/stores/counter';
 import { createApp } from './helpers/app';
 import { describeRedis, redisForBlock, scriptRuns } from './helpers/redis';
 import { T0, useFakeClock } from './helpers/stores';
@@ -62,11 +63,9 @@ describeRedis('refusals remembered by an instance of the Redis store', () => {
 describe('the refusals a counter remembers', () => {
   it(`are at most ${REMEMBERED_REFUSALS}, the oldest forgotten first, under a flood of distinct clients`, async () => {
     // Any asynchronous rate-limiter-flexible limiter is such a store: here its memory limiter.
-    const counter = new Counter(
-      { name: 'flood', limit: 1, windowMs: 60_000 },
-      new RateLimiterMemory({ points: 1, duration: 60 }),
-      undefined,
-    );
+    const store: Store = (spec) => new RateLimiterMemory({ points: spec.limit, duration: spec.windowMs / 1000 });
+    const spec = { name: 'flood', limit: 1, windowMs: 60_000 };
+    const counter: Counter<Count> = new Counter(spec, contractOf(store).counter(spec), undefined);
     const clients = REMEMBERED_REFUSALS + 500;
     for (let i = 0; i < clients; i++) {
       await counter.hit(`client-${i}`);

@@ -20,7 +20,7 @@ import {
 import { parsePage, parseStats } from './validate.js';
 
 /** Options of {@link createExampleApp}. */
-export interface ExampleAppOptions {
+interface ExampleAppOptions {
   /** The API to serve: a listing's name, `'A'` or `'servers'`, `'B'` or `'bots'`. */
   listing: ListingName | ListingFamily;
   /** Where the limiter keeps its counters; give each app its own. Default: `memoryStore()`. */

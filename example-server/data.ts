@@ -3,10 +3,10 @@ import { uniformInt } from 'pure-rand/distribution/uniformInt';
 import { xoroshiro128plus } from 'pure-rand/generator/xoroshiro128plus';
 
 /** How many of each the data holds. */
-export const COUNTS = Object.freeze({ users: 60, servers: 120, bots: 150 });
+const COUNTS = Object.freeze({ users: 60, servers: 120, bots: 150 });
 
 /** The moment the data describes: every generated date is before it. 2026-01-01T00:00:00Z. */
-export const DATA_TIME = Date.UTC(2026, 0, 1);
+const DATA_TIME = Date.UTC(2026, 0, 1);
 
 const SEED = 20260101;
 const MINUTE = 60_000;
@@ -81,7 +81,7 @@ const BOT_TAGS = ['moderation', 'music', 'fun', 'utility', 'economy', 'leveling'
 const PREFIXES = ['!', '?', '$', '.', '>', '%', '-', '~'];
 
 /** Splits `total` servers over `shards` shards as evenly as whole numbers allow. */
-export function splitOverShards(total: number, shards: number): number[] {
+function splitOverShards(total: number, shards: number): number[] {
   const base = Math.floor(total / shards);
   return Array.from({ length: shards }, (_, i) => base + (i < total % shards ? 1 : 0));
 }

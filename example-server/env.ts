@@ -19,7 +19,7 @@ export interface Listener {
   readonly portVariable: string;
 }
 
-export interface Startup {
+interface Startup {
   readonly listeners: readonly Listener[];
   readonly host: string;
   /** Whether to write the access log. */

@@ -12,7 +12,7 @@ export class HttpError extends Error {
   }
 }
 
-export function sendError(res: Response, status: number, message: string): void {
+function sendError(res: Response, status: number, message: string): void {
   res.status(status).json({ success: false, code: status, message });
 }
 

@@ -7,7 +7,7 @@ import type { Request, RequestHandler, Response } from 'express';
  * `[B] GET /v1/bots/1 -> 429 | GET /v1/bots/:id: refused, retry after 1s` or
  * `[B] GET /nope -> 404 | not limited`.
  */
-export function accessLine(listing: string, req: Request, res: Response): string {
+function accessLine(listing: string, req: Request, res: Response): string {
   const request = `[${listing}] ${req.method} ${req.originalUrl} -> ${res.statusCode}`;
   const info = req.rateLimit;
   let state: string;

@@ -3,10 +3,10 @@ import type { ListingName } from '../lib/index.js';
 import type { Bot, ExampleData, Server, User } from './data.js';
 
 /** Items per page of every list. */
-export const PAGE_SIZE = 25;
+const PAGE_SIZE = 25;
 
 /** A page of a list: `?page=` is 1-based; a page past the last has no results. */
-export interface Page<T> {
+interface Page<T> {
   readonly results: readonly T[];
   readonly page: number;
   /** At least 1, also for an empty list. */

@@ -11,7 +11,7 @@ export const expressVersions: [string, ExpressFactory][] = [
   ['express 5', express5],
 ];
 
-export interface AppOptions {
+interface AppOptions {
   express?: ExpressFactory;
   listing?: ListingName | readonly EndpointRow[];
   options?: ListingLimitsOptions;

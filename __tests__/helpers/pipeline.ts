@@ -8,7 +8,7 @@ export interface PipelinedRequest {
 }
 
 /** The status codes of the responses in `text`, an HTTP/1.1 stream of responses with Content-Length or chunked bodies. */
-export function statusesOf(text: string): number[] {
+function statusesOf(text: string): number[] {
   const statuses: number[] = [];
   let at = 0;
   while (at < text.length) {

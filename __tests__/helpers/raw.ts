@@ -1,7 +1,7 @@
 // Sends a request line as written, byte for byte, over a real socket: for targets no HTTP client would send.
 import { type AddressInfo, connect, type Server } from 'node:net';
 
-export interface RawResponse {
+interface RawResponse {
   status: number;
   headers: Record<string, string>;
   body: string;

@@ -42,7 +42,7 @@ export type ClientPackage = keyof typeof clientPackages;
  * Why a client package cannot be loaded here (not installed; for GLIDE, no native binary for this platform), or
  * undefined. Loading it is the test: GLIDE loads its binary when required.
  */
-export function clientMissing(kind: ClientPackage): string | undefined {
+function clientMissing(kind: ClientPackage): string | undefined {
   try {
     load(clientPackages[kind]);
     return undefined;

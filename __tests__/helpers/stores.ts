@@ -74,7 +74,7 @@ expect.extend({
   },
 });
 
-export const memoryCase: StoreCase = {
+const memoryCase: StoreCase = {
   name: 'memory store',
   make: memoryStore,
   shared: false,

@@ -4,9 +4,9 @@ import { ListingClientError } from '../shared/errors.js';
 import { type ServerLimit } from '../contract/read-headers.js';
 
 /** The largest answer body read: a server that sends more is cut off (`ERR_TOO_LARGE`). */
-export const MAX_BODY_BYTES = 16 * 1024 * 1024;
+const MAX_BODY_BYTES = 16 * 1024 * 1024;
 /** How much of a server's message an error repeats. */
-export const MESSAGE_CHARS = 200;
+const MESSAGE_CHARS = 200;
 
 /** A server's answer, read whole. */
 export interface Answer {
@@ -15,7 +15,7 @@ export interface Answer {
 }
 
 /** An answer's body, at most MAX_BODY_BYTES: JSON when it says so, else text; `undefined` when empty. */
-export async function bodyOf(res: Response, name: string): Promise<unknown> {
+async function bodyOf(res: Response, name: string): Promise<unknown> {
   let text = '';
   if (res.body) {
     const reader = res.body.getReader();

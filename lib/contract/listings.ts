@@ -62,8 +62,3 @@ export type ListingFamily = (typeof listingFamilies)[ListingName];
 
 /** The names of the contract's listings, in the order of `listings`. */
 export const listingNames: readonly ListingName[] = Object.freeze(Object.keys(listings) as ListingName[]);
-
-/** Whether a value is the name of a listing of the contract. */
-export function isListingName(value: unknown): value is ListingName {
-  return typeof value === 'string' && Object.hasOwn(listings, value);
-}

@@ -22,7 +22,7 @@ interface MethodIndex<T> {
   readonly others: Candidate<T>[];
 }
 
-export interface Route<T> {
+interface Route<T> {
   readonly method: string;
   readonly path: string;
   readonly value: T;

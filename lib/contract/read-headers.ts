@@ -18,7 +18,7 @@ export interface ServerLimit {
  * The largest limit believed: a client keeps one number per request of a window, so a server that claims more is
  * not followed (its field is ignored, and the table's limit stays).
  */
-export const MAX_SERVER_LIMIT = 1_000_000;
+const MAX_SERVER_LIMIT = 1_000_000;
 /** Policies read from one answer at the most; the rest of a longer list is ignored. */
 const MAX_POLICIES = 16;
 /** The rate-limit fields an answer may carry, apart from Retry-After. */

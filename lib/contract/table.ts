@@ -76,7 +76,7 @@ export function refuseDuplicates(check: Checker, rows: readonly EndpointRow[], f
 }
 
 /** Checks rows and refuses two rows for one endpoint, or, with `several`, two with one window (refuseDuplicates). */
-export function checkRows(check: Checker, value: unknown, field: string, several = false): readonly EndpointRow[] {
+function checkRows(check: Checker, value: unknown, field: string, several = false): readonly EndpointRow[] {
   if (!Array.isArray(value) || value.length === 0) {
     check.fail(
       'ERR_INVALID_ROW',
@@ -90,7 +90,7 @@ export function checkRows(check: Checker, value: unknown, field: string, several
 }
 
 /** An endpoint of a table: its first row's method and path, and the limits of all its rows in table order. */
-export interface TableEndpoint {
+interface TableEndpoint {
   readonly method: string;
   readonly path: string;
   /** `<METHOD> <path>`: the counter's name, and the endpoint's in headers and hooks. */

@@ -42,7 +42,7 @@ const MESSAGE = 'You are sending too many requests, please slow down';
 const BANNED_MESSAGE = 'You are banned from this API for circumventing its rate limits';
 
 /** The 429 body of the original service, which its clients parse, with the seconds to wait. */
-export function limitedBody(retryAfter: number): string {
+function limitedBody(retryAfter: number): string {
   return `{"success":false,"code":429,"message":"${MESSAGE}","retryAfter":${retryAfter}}`;
 }
 
@@ -53,7 +53,7 @@ export const UNAVAILABLE_BODY =
   '{"success":false,"code":503,"message":"The service is temporarily unavailable, please try again later"}';
 
 /** The 403 of a banned client: when the ban ends, and the seconds until then. */
-export function bannedBody(until: number, retryAfter: number): string {
+function bannedBody(until: number, retryAfter: number): string {
   const end = new Date(until).toISOString();
   return `{"success":false,"code":403,"message":"${BANNED_MESSAGE}","bannedUntil":"${end}","retryAfter":${retryAfter}}`;
 }

@@ -1,9 +1,8 @@
 // An endpoint compiled once for the request path: its counter in the store and its precomputed header strings.
 import type { Checker } from '../shared/check.js';
-import { Counter, Limits } from '../stores/counter.js';
+import { type Count, Counter } from '../stores/counter.js';
 import { type HeaderTemplate, headerTemplate } from '../contract/headers.js';
-import { show } from '../shared/check.js';
-import type { CounterSpec, Store } from '../stores/store.js';
+import type { CounterSpec, StoreContract } from '../stores/store.js';
 import type { Waiting } from '../stores/waiting.js';
 import type { Limit, WindowKind } from '../contract/limit.js';
 
@@ -18,11 +17,8 @@ export interface CompiledEndpoint {
   readonly window: WindowKind;
   /** The endpoint's limits, one per row, in table order: one for most endpoints. */
   readonly limits: readonly CompiledLimit[];
-  /**
-   * Counts a request: a {@link Counter} (one limit in fixed windows, any rate-limiter-flexible limiter) answers its
-   * one count, {@link Limits} (sliding windows, or several limits) answers each limit's.
-   */
-  readonly counter: Counter | Limits;
+  /** Counts a request: its one count for one limit in fixed windows, each limit's for sliding windows or several. */
+  readonly counter: Counter<Count> | Counter<readonly Count[]>;
   /** The first limit, as `req.rateLimit` and the headers show it for an endpoint of one limit. */
   readonly limit: number;
   readonly windowMs: number;
@@ -30,27 +26,25 @@ export interface CompiledEndpoint {
 }
 
 /** What an endpoint is compiled from: its name, its window kind, and its limits. */
-export interface EndpointSpec {
+interface EndpointSpec {
   readonly name: string;
   readonly window: WindowKind;
   readonly limits: readonly Limit[];
 }
 
-/** Asks the store for a counter, refusing at once a store that gives no rate-limiter-flexible limiter. */
-export function counterOf(check: Checker, store: Store, waiting: Waiting | undefined, spec: CounterSpec): Counter {
-  const limiter = store(spec);
-  if (typeof limiter !== 'object' || limiter === null || typeof limiter.consume !== 'function') {
-    check.invalid(
-      'options.store',
-      `returned ${show(limiter)} for ${spec.name}; a store must return a rate-limiter-flexible limiter.`,
-    );
-  }
-  return new Counter(spec, limiter, waiting);
+/** The counter of one limit in fixed windows, from the store. */
+export function counterOf(store: StoreContract, waiting: Waiting | undefined, spec: CounterSpec): Counter<Count> {
+  return new Counter(spec, store.counter(spec), waiting);
 }
 
-/** Asks the store for the counter of sliding windows or several limits, refusing a store that cannot keep it. */
-function limitsOf(check: Checker, store: Store, waiting: Waiting | undefined, spec: EndpointSpec): Limits {
-  if (typeof store.limits !== 'function') {
+/** The counter of sliding windows or several limits, refusing a store that declares it cannot keep it. */
+function limitsOf(
+  check: Checker,
+  store: StoreContract,
+  waiting: Waiting | undefined,
+  spec: EndpointSpec,
+): Counter<readonly Count[]> {
+  if (!store.capabilities.limits) {
     const why =
       spec.window === 'sliding'
         ? 'sliding windows'
@@ -62,24 +56,13 @@ function limitsOf(check: Checker, store: Store, waiting: Waiting | undefined, sp
         'Use memoryStore() or redisStore(), whose `limits` factory counts them.',
     );
   }
-  const counter = store.limits(spec);
-  const c = counter as { countsNow?: unknown; countNow?: unknown; countsAsync?: unknown; count?: unknown };
-  if (
-    !(c.countsNow === true && typeof c.countNow === 'function') &&
-    !(c.countsAsync === true && typeof c.count === 'function')
-  ) {
-    check.invalid(
-      'options.store',
-      `limits() returned ${show(counter)} for ${spec.name}; it must return a limits counter.`,
-    );
-  }
-  return new Limits(spec, counter, waiting);
+  return new Counter(spec, store.limits(spec), waiting);
 }
 
 /** The one way an endpoint is compiled, for the table's rows and for granted variants alike. */
 export function compileEndpoint(
   check: Checker,
-  store: Store,
+  store: StoreContract,
   waiting: Waiting | undefined,
   spec: EndpointSpec,
 ): CompiledEndpoint {
@@ -94,7 +77,7 @@ export function compileEndpoint(
   const first = compiled[0] as CompiledLimit;
   const counter =
     window === 'fixed' && !several
-      ? counterOf(check, store, waiting, { name, limit: first.limit, windowMs: first.windowMs })
+      ? counterOf(store, waiting, { name, limit: first.limit, windowMs: first.windowMs })
       : limitsOf(check, store, waiting, spec);
   return {
     name,

@@ -15,6 +15,7 @@ import { redisStore } from '../stores/redis/store.js';
 import { Registry } from './rules/registry.js';
 import { GrantRequests } from './rules/requests.js';
 import type { Store } from '../stores/store.js';
+import { contractOf } from '../stores/adapter.js';
 import { memoryStore } from '../stores/memory/store.js';
 import { checkTable, endpointsOf, rowShape } from '../contract/table.js';
 import { Traffic } from './observe/traffic.js';
@@ -145,7 +146,8 @@ export function configure(listing: unknown, options: unknown): Config {
   // The metrics time the store from its first counter on.
   const metrics = registryOfMetrics && new Metrics(table.map((endpoint) => endpoint.name));
   const given = checkStore(o.store);
-  const store = metrics ? metrics.timed(given) : given;
+  const contract = contractOf(given);
+  const store = metrics ? metrics.timed(contract) : contract;
   const headers = compileHeaders(check, o.headers);
   const cacheMs = o.cacheMs === undefined ? 60_000 : check.ms(o.cacheMs, 'options.cacheMs');
   const shadow =
@@ -174,7 +176,7 @@ export function configure(listing: unknown, options: unknown): Config {
     firstReadMs: store.failure?.timeoutMs ?? 1000,
     onReset: (key) => usage.forget(key),
   });
-  const bans = ban && new Bans(check, store, ban, { shadow, onBan: o.onBan, report, waiting }, registry);
+  const bans = ban && new Bans(store, ban, { shadow, onBan: o.onBan, report, waiting }, registry);
   const grants = compileGrants(check, o, { store, window, waiting, paths, table: grantTable, ipOf, cacheMs, registry });
   const usage = new Usage(endpoints, grants, registry);
   if (metrics) metrics.register(check, registryOfMetrics as NonNullable<typeof registryOfMetrics>, registry);

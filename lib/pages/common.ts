@@ -6,7 +6,8 @@ import type { IpKey } from '../limiter/identify.js';
 import { type Linked, linkedOf } from '../limiter/linked.js';
 import { listingLimits } from '../limiter/middleware.js';
 import type { EndpointRow } from '../contract/listings.js';
-import type { CounterSpec, Store } from '../stores/store.js';
+import { contractOf } from '../stores/adapter.js';
+import { type Store, storeOf } from '../stores/store.js';
 import type { ListingLimitsMiddleware } from '../limiter/types.js';
 import { serveCss, serveJs } from './assets.js';
 import { helmet, missing } from './peers.cjs';
@@ -17,8 +18,8 @@ import { sameOrigin } from './origin.js';
 if (missing) throw missing;
 
 /** The largest form body the pages read, and the most fields. */
-export const BODY_LIMIT = '16kb';
-export const FIELDS_LIMIT = 200;
+const BODY_LIMIT = '16kb';
+const FIELDS_LIMIT = 200;
 
 /** Checks that `limits` is what listingLimits() returned; answers it with what it tells its pages. */
 export function checkLimits(check: Checker, limits: unknown): { limits: ListingLimitsMiddleware; linked: Linked } {
@@ -156,13 +157,25 @@ export function bare(error: unknown): Error {
  * page that says when to try again.
  */
 export function formLimiter(rows: readonly EndpointRow[], page: string, store: Store, ipOf: IpKey): RequestHandler {
-  // The counters of the store only: the forms need no runtime state, and so no background reads of it.
-  const counters = Object.assign(
-    (spec: CounterSpec) => store({ ...spec, name: `listing-limits ${page} ${spec.name}` }),
-    { failure: store.failure },
-  ) as Store;
+  const named = <S extends { readonly name: string }>(spec: S): S => ({
+    ...spec,
+    name: `listing-limits ${page} ${spec.name}`,
+  });
+  const given = contractOf(store);
+  // What the forms take of the store: its counters, under their names, and how it fails. No runtime state: the forms
+  // need none, and so no background reads of it.
+  const forms = storeOf(
+    {
+      capabilities: given.capabilities,
+      counter: (spec) => given.counter(named(spec)),
+      limits: (spec) => given.limits(named(spec)),
+      state: undefined,
+      failure: given.failure,
+    },
+    { limiter: (spec) => store(named(spec)) },
+  );
   const limiter = listingLimits(rows, {
-    store: counters,
+    store: forms,
     // By address only: a form's Authorization header (or its absence) must not give a fresh counter.
     key: (req) => ipOf(req.ip),
     handler: (req, res, _next, info) => {

@@ -23,7 +23,7 @@ export class Html {
 }
 
 /** What a template takes: text (escaped), numbers, HTML, lists of them; null, undefined and false print nothing. */
-export type Part = Html | string | number | boolean | null | undefined | readonly Part[];
+type Part = Html | string | number | boolean | null | undefined | readonly Part[];
 
 function render(part: Part): string {
   if (part instanceof Html) return part.text;

@@ -41,7 +41,7 @@ export function options(list: readonly (readonly [string, string])[], selected?:
   );
 }
 
-export function proofText(r: GrantRequest): Html {
+function proofText(r: GrantRequest): Html {
   const p = r.proof;
   const size = p.kind === 'bot' ? `bot in ${p.servers} servers, ${p.shards} shards` : `server of ${p.members} members`;
   return markup`${size}; <a href="${p.link}" rel="noopener noreferrer nofollow" target="_blank">${clip(p.link)}</a>`;
@@ -65,7 +65,7 @@ export interface View {
 }
 
 /** A text cut to SHOWN characters, for a list. */
-export function clip(text: string): string {
+function clip(text: string): string {
   return text.length > SHOWN ? `${text.slice(0, SHOWN)}…` : text;
 }
 
@@ -222,7 +222,7 @@ export function banRow(v: View, b: ActiveBan): Html {
   </tr>`;
 }
 
-export function lostRow(v: View, l: LostRecord): Html {
+function lostRow(v: View, l: LostRecord): Html {
   const what = l.ban
     ? `ban (${clip(l.ban.reason)}) until ${when(l.ban.until)}`
     : `grant: ${l.grant ? grantText(l.grant.grant) : ''}, until ${when(l.grant?.until, 'revoked')}`;
@@ -243,7 +243,7 @@ export function lostRow(v: View, l: LostRecord): Html {
   </tr>`;
 }
 
-export function foreignRow(v: View, f: ForeignEntry): Html {
+function foreignRow(v: View, f: ForeignEntry): Html {
   return markup`<tr>
     <td>${f.field === undefined ? 'history' : markup`<code>${f.field}</code>`}</td>
     <td><code>${f.text}</code></td>

@@ -26,9 +26,9 @@ export interface LoginSession {
  * Whether a login, signed and within its lifetime, is still in force: not ended, nor of another token or epoch. What
  * it rejects with goes to the app's error handler as it is.
  */
-export type InForce = (login: LoginSession) => boolean | Promise<boolean>;
+type InForce = (login: LoginSession) => boolean | Promise<boolean>;
 
-export interface Sessions {
+interface Sessions {
   /** Reads the cookies, and gives a browser without a valid form session a new one. */
   readonly start: RequestHandler[];
   /** A CSRF token for the forms of this answer, derived from the request's session (sets the CSRF cookie). */

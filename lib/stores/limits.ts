@@ -1,5 +1,4 @@
 // Counters with several limits, as a store gives them: what is asked of one, and what it answers for a request.
-import type { MemoryCount } from './memory/limiter.js';
 import type { Limit, WindowKind } from '../contract/limit.js';
 
 /** A counter with one or more limits, each with its own window, all counted in windows of one kind. */
@@ -21,7 +20,12 @@ export const MAX_SLIDING_LIMIT = 10_000;
  * One limit's state after a request: its count (`limit + 1` for a limit that refused it; nothing is charged then) and
  * when it frees a request: the end of a fixed window, or when the oldest request counted leaves a sliding one.
  */
-export type Count = MemoryCount;
+export interface Count {
+  /** Requests counted in the current window (rate-limiter-flexible's `consumedPoints`). */
+  readonly count: number;
+  /** When the current window ends, in epoch milliseconds; `Infinity` for a window that never ends. */
+  readonly resetAt: number;
+}
 
 /** A counter of several limits that counts synchronously, in this process. */
 export interface CountsLimitsNow {

@@ -10,10 +10,10 @@ const idleMs: () => number =
   typeof performance.eventLoopUtilization === 'function' ? () => performance.eventLoopUtilization().idle : () => 0;
 
 /** However busy the process, no request waits longer than this many times `timeoutMs`. */
-export const BUSY_WAIT_FACTOR = 5;
+const BUSY_WAIT_FACTOR = 5;
 
 /** Why a store call was not waited for: its request's time ran out, or the breaker is open. */
-export class StoreTimeout extends Error {
+class StoreTimeout extends Error {
   constructor(message: string) {
     super(`listing-limits: ${message}`);
     this.name = 'StoreTimeout';

@@ -21,7 +21,7 @@ export interface CliContext {
 }
 
 /** Exit codes: every endpoint passes; an endpoint fails; the arguments are wrong. */
-export const EXIT = Object.freeze({ pass: 0, fail: 1, usage: 2 });
+const EXIT = Object.freeze({ pass: 0, fail: 1, usage: 2 });
 
 /** The listings' names as one of them: `A or B`. */
 const eitherListing = new Intl.ListFormat('en', { type: 'disjunction' }).format(listingNames);

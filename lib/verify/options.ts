@@ -8,7 +8,7 @@ import { checkTable, endpointsOf, rowShape } from '../contract/table.js';
 import type { Limit, WindowKind } from '../contract/limit.js';
 import type { VerifyEvent, VerifyOptions } from './types.js';
 
-export const SOURCE = 'verifyContract';
+const SOURCE = 'verifyContract';
 const windowKinds = ['fixed', 'sliding'] as const satisfies readonly WindowKind[];
 const optionNames = [
   'baseUrl',

@@ -10,7 +10,7 @@ export interface Output {
 }
 
 /** Shows a run's progress as its events come; `stop()` once it is over. */
-export interface Progress {
+interface Progress {
   readonly onEvent: (event: VerifyEvent) => void;
   stop(): void;
 }

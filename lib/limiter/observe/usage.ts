@@ -1,6 +1,5 @@
 // A client's counters read and cleared without a request: `limits.usage(client)` and `limits.reset(client)`.
 import { Checker } from '../../shared/check.js';
-import { Counter } from '../../stores/counter.js';
 import type { CompiledEndpoint } from '../endpoint.js';
 import type { CompiledGrants } from '../rules/grants.js';
 import type { Client } from '../identify.js';
@@ -43,7 +42,7 @@ export class Usage {
         'ERR_UNSUPPORTED_STORE',
         'options.store',
         `cannot ${what} of ${refused.name}: its counter has no ` +
-          `${refused.counter instanceof Counter ? '`get` and `delete`' : '`peek` and `reset`'}. ` +
+          `${'limits' in refused.counter.spec ? '`peek` and `reset`' : '`get` and `delete`'}. ` +
           'Use memoryStore() or redisStore(), or give the store these methods.',
       );
     }

@@ -1,11 +1,11 @@
 // Bans for circumventing the limits (rule 5): option `ban`, checked and compiled into the steps that ban and refuse.
 import type { Checker } from '../../shared/check.js';
 import { answerBanned, type Context, GOING, type Step } from '../context.js';
-import type { Counter } from '../../stores/counter.js';
+import type { Count, Counter } from '../../stores/counter.js';
 import { counterOf } from '../endpoint.js';
 import { observe, type OnError } from '../../shared/hooks.js';
 import { addressBan, type Registry } from './registry.js';
-import type { Store } from '../../stores/store.js';
+import type { StoreContract } from '../../stores/store.js';
 import type { BanInfo, BanOptions, ClientKind, ListingLimitsOptions } from '../types.js';
 import type { Deadline, Waiting } from '../../stores/waiting.js';
 
@@ -56,15 +56,14 @@ export class Bans {
   readonly #shadow: boolean;
   readonly #onBan: ListingLimitsOptions['onBan'];
   readonly #report: OnError;
-  readonly #strikes: Counter;
-  readonly #seen: Counter | undefined;
-  readonly #tokens: Counter | undefined;
+  readonly #strikes: Counter<Count>;
+  readonly #seen: Counter<Count> | undefined;
+  readonly #tokens: Counter<Count> | undefined;
   readonly #waiting: Waiting | undefined;
   readonly #registry: Registry;
 
   constructor(
-    check: Checker,
-    store: Store,
+    store: StoreContract,
     options: BanOptions,
     mode: { shadow: boolean; onBan: ListingLimitsOptions['onBan']; report: OnError; waiting: Waiting | undefined },
     registry: Registry,
@@ -78,15 +77,15 @@ export class Bans {
     // In shadow mode the counters that lead to bans have names of their own: nothing a shadow instance counts can
     // make an enforcing instance on the same store ban.
     const name = (what: string) => `listing-limits ${mode.shadow ? 'shadow ' : ''}${what}`;
-    this.#strikes = counterOf(check, store, mode.waiting, {
+    this.#strikes = counterOf(store, mode.waiting, {
       name: name('strikes'),
       limit: options.after,
       windowMs: options.within,
     });
     if (options.tokensPerIp !== undefined) {
       const windowMs = options.tokensWithin ?? options.within;
-      this.#seen = counterOf(check, store, mode.waiting, { name: name('seen-tokens'), limit: 1, windowMs });
-      this.#tokens = counterOf(check, store, mode.waiting, {
+      this.#seen = counterOf(store, mode.waiting, { name: name('seen-tokens'), limit: 1, windowMs });
+      this.#tokens = counterOf(store, mode.waiting, {
         name: name('tokens-per-ip'),
         limit: options.tokensPerIp,
         windowMs,
@@ -121,13 +120,13 @@ export class Bans {
   readonly tokens: Step = (ctx) => {
     const { client } = ctx;
     if (client.kind !== 'token') return;
-    const seen = (this.#seen as Counter).hit(`${client.ip}|${client.key}`, this.#deadline(ctx));
+    const seen = (this.#seen as Counter<Count>).hit(`${client.ip}|${client.key}`, this.#deadline(ctx));
     if (!(seen instanceof Promise)) return this.#tokensOf(ctx, seen.count === 1);
     return seen.then((state) => this.#tokensOf(ctx, state.count === 1));
   };
 
   #tokensOf(ctx: Context, first: boolean): void | Promise<void> {
-    const tokens = this.#tokens as Counter;
+    const tokens = this.#tokens as Counter<Count>;
     const ip = ctx.client.ip;
     if (first) {
       const counted = tokens.hit(ip, ctx.deadline);

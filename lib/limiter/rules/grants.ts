@@ -7,7 +7,7 @@ import { type CompiledEndpoint, compileEndpoint } from '../endpoint.js';
 import type { Client, IpKey } from '../identify.js';
 import { tokenKey } from '../keys.js';
 import type { Registry } from './registry.js';
-import type { Store } from '../../stores/store.js';
+import type { StoreContract } from '../../stores/store.js';
 import { checkRow, refuseDuplicates, rowShape } from '../../contract/table.js';
 import type { EndpointRow } from '../../contract/listings.js';
 import type { Limit, WindowKind } from '../../contract/limit.js';
@@ -23,7 +23,7 @@ type Limited = Exclude<Grant, typeof UNLIMITED>;
  * `limit × multiplier`, rounded down, computed on the multiplier's decimal digits as written (`25 × 1.16` is 29,
  * where floating point says 28.999…), at least 1.
  */
-export function multiplied(limit: number, multiplier: number): number {
+function multiplied(limit: number, multiplier: number): number {
   const [digits = '0', exponent = '0'] = multiplier.toExponential().split('e');
   const [whole = '0', fraction = ''] = digits.split('.');
   const scale = Number(exponent) - fraction.length;
@@ -33,7 +33,7 @@ export function multiplied(limit: number, multiplier: number): number {
 }
 
 /** What a grant is checked against: the table's endpoints and rows, and the largest limit its windows can keep. */
-export interface GrantTable {
+interface GrantTable {
   /** The endpoints' shapes (see rowShape). */
   readonly shapes: ReadonlySet<string>;
   readonly rows: readonly EndpointRow[];
@@ -114,7 +114,7 @@ export function compileGrants(
   check: Checker,
   options: ListingLimitsOptions,
   context: {
-    store: Store;
+    store: StoreContract;
     window: WindowKind;
     waiting: Waiting | undefined;
     paths: ReadonlyMap<string, string>;

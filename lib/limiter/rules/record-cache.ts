@@ -35,12 +35,12 @@ import type { ChangeEvent, Grant } from '../types.js';
 import { digest, endOf, eventText, plain, sameRecord, shown } from './record-views.js';
 
 /** Foreign entries of the records kept in view for `foreign()` at the most; beyond, the oldest go. */
-export const FOREIGN_KEPT = 1000;
+const FOREIGN_KEPT = 1000;
 /** Foreign entries remembered as told to `onError`, so that each is told once; beyond, the oldest go. */
-export const REPORTED_KEPT = 10_000;
+const REPORTED_KEPT = 10_000;
 
 /** What the registry needs of the other features: how addresses are keyed, and how a grant is checked. */
-export interface RegistryContext {
+interface RegistryContext {
   readonly ipOf: IpKey;
   readonly checkGrant: CheckGrant;
   readonly onChange: ((event: ChangeEvent, req: Request | undefined) => unknown) | undefined;
@@ -52,14 +52,14 @@ export interface RegistryContext {
 }
 
 /** Where this instance keeps the records of a kind, by the id of their field. */
-export interface KindCache {
+interface KindCache {
   get(id: string): { readonly seq: number } | undefined;
   add(id: string, record: { readonly seq: number }, now: number): unknown;
   delete(id: string): boolean;
 }
 
 /** A kind of record: how an entry of it is checked, and where this instance keeps its records. */
-export interface Kind {
+interface Kind {
   check(id: string, text: string): { readonly seq: number };
   cache(id: string): KindCache;
   /** Whether a record of it is an operator's: kept as a lost record when the store loses it. */
@@ -67,7 +67,7 @@ export interface Kind {
 }
 
 /** What this instance knew when the state it followed was replaced. */
-export interface Known {
+interface Known {
   readonly epoch: string | undefined;
   readonly seq: number;
   readonly records: ReadonlyMap<string, Stored<BanRecord | GrantRecord | LostEntry>>;

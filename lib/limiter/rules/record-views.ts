@@ -20,7 +20,7 @@ export function text(check: Checker, value: unknown, field: string): string | un
 }
 
 /** The order of the lists: oldest first, then by key. */
-export function byTimeAndKey(a: { since: number; key: string }, b: { since: number; key: string }): number {
+function byTimeAndKey(a: { since: number; key: string }, b: { since: number; key: string }): number {
   return a.since - b.since || (a.key < b.key ? -1 : a.key > b.key ? 1 : 0);
 }
 

@@ -13,15 +13,15 @@ const DAY_MS = 24 * 3600_000;
  * Requests kept at the most. A new one is never refused for want of room: an ended one is dropped, else the oldest
  * of the group (IPv6 /48, IPv4 /16) that has the most.
  */
-export const REQUESTS_MAX = 10_000;
+const REQUESTS_MAX = 10_000;
 /** How long a request no operator decided stays pending: 30 days, after which it is dropped. */
-export const PENDING_KEPT_MS = 30 * DAY_MS;
+const PENDING_KEPT_MS = 30 * DAY_MS;
 /** How long a decided request stays readable by its requester: 30 days. */
-export const DECIDED_KEPT_MS = 30 * DAY_MS;
+const DECIDED_KEPT_MS = 30 * DAY_MS;
 /** Pending requests one client key may have at once. */
-export const PENDING_PER_CLIENT = 2;
+const PENDING_PER_CLIENT = 2;
 /** Pending requests one network (IPv4 /24, IPv6 by `ipv6Subnet`) may have at once. */
-export const PENDING_PER_NETWORK = 3;
+const PENDING_PER_NETWORK = 3;
 /** Requests `list()` and `find()` answer at the most, and by default. */
 const LIST_MAX = 1000;
 const LIST_DEFAULT = 50;
@@ -86,7 +86,7 @@ function masked(bytes: number[], bits: number): number[] {
  * The network and group of an address, as requests are counted: IPv4 (IPv4-mapped too) by /24 and /16; IPv6 by
  * `ipv6Subnet` (a /64 when it is `false`, as one subscriber has a whole /64) and by /48 (or the subnet, if shorter).
  */
-export function placeOf(ip: string, subnet: number | false): Omit<RequestPlace, 'key'> {
+function placeOf(ip: string, subnet: number | false): Omit<RequestPlace, 'key'> {
   let address = ipaddr.parse(ip);
   if (address.kind() === 'ipv6' && (address as ipaddr.IPv6).isIPv4MappedAddress())
     address = (address as ipaddr.IPv6).toIPv4Address();
@@ -104,7 +104,7 @@ function addressOfKey(key: string): string | undefined {
 }
 
 /** The part of a token shown to operators and requesters: its last 4 characters, none of a short one. */
-export function tokenEnd(token: string): string {
+function tokenEnd(token: string): string {
   return token.length >= 12 ? token.slice(-4) : '';
 }
 

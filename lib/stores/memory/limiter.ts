@@ -3,27 +3,14 @@ import { type RateLimiterAbstract, RateLimiterCompatibleAbstract, RateLimiterRes
 import { MAX_DURATION_MS } from '../../shared/check.js';
 import { Checker, show } from '../../shared/check.js';
 import { SweptMap } from '../../shared/swept.js';
+import type { CountsNow } from '../adapter.js';
+import type { Count } from '../limits.js';
+import type { CounterCapabilities, StoreCounter } from '../store.js';
 
 const MAX_SECONDS = MAX_DURATION_MS / 1000;
 
-/** A key's counter, as {@link MemoryLimiter.countNow} returns it. */
-export interface MemoryCount {
-  /** Points consumed in the current window: rate-limiter-flexible's `consumedPoints`. */
-  readonly count: number;
-  /** When the current window ends, in epoch milliseconds; `Infinity` for a window that never ends. */
-  readonly resetAt: number;
-}
-
-/** A store's limiter that can count a request synchronously, without a promise or an allocation. */
-export interface CountsNow {
-  /** Declares the capability. */
-  readonly countsNow: true;
-  /** Counts one point for `key` and returns the key's counter; see {@link MemoryLimiter.countNow}. */
-  countNow(key: string): MemoryCount;
-}
-
 /** Options of {@link MemoryLimiter}: rate-limiter-flexible's limiter options, less those it does not support. */
-export interface MemoryLimiterOptions {
+interface MemoryLimiterOptions {
   /** Points a key may consume in one window. Required. */
   points: number;
   /**
@@ -36,14 +23,14 @@ export interface MemoryLimiterOptions {
    * not change what is counted. Default: `'rlflx'`.
    */
   keyPrefix?: string;
-  /** Not supported (block a key with `block()`): only 0 is accepted. Default: `0`. */
+  /** Not supported: only 0 is accepted. Default: `0`. */
   blockDuration?: 0;
   /** Not supported: only false is accepted. Default: `false`. */
   execEvenly?: false;
 }
 
 /** A key's counter. Updated in place, so that counting a request allocates nothing. */
-class Entry implements MemoryCount {
+class Entry implements Count {
   count: number;
   resetAt: number;
 
@@ -92,15 +79,22 @@ function keyOf(key: string | number): string {
  *
  * Its methods resolve and reject as RateLimiterMemory's do, except: `blockDuration` and `execEvenly` are not
  * supported (the constructor refuses them), `get()` resolves null once a window has ended, and there is no
- * `dump()`/`restore()`.
+ * `penalty()`, `reward()`, `block()` (they throw, as rate-limiter-flexible's abstract limiter does), `dump()` or
+ * `restore()`. As a counter of the store contract, it counts with `count()` and reads with `peek()` and
+ * `reset()`, each at once.
  *
  * rate-limiter-flexible declares `RateLimiterAbstract` in its types but does not export it, so this class extends
  * the exported `RateLimiterCompatibleAbstract`, which its wrappers (RateLimiterUnion, RLWrapperTimeouts, an
  * `insuranceLimiter`) accept, and implements every member `RateLimiterAbstract` declares.
  */
-export class MemoryLimiter extends RateLimiterCompatibleAbstract implements RateLimiterAbstract, CountsNow {
+export class MemoryLimiter
+  extends RateLimiterCompatibleAbstract
+  implements RateLimiterAbstract, CountsNow, StoreCounter<Count>
+{
   /** This limiter counts synchronously with {@link MemoryLimiter.countNow}. */
   readonly countsNow = true;
+  /** As a counter of the store contract: it counts now, and reads and forgets keys. */
+  readonly capabilities: CounterCapabilities = { countsNow: true, reads: true };
   /** Used by `getKey()` only: each limiter has a map of its own, so the prefix changes nothing counted. */
   override readonly keyPrefix: string;
   #points = 0;
@@ -124,7 +118,7 @@ export class MemoryLimiter extends RateLimiterCompatibleAbstract implements Rate
     if (typeof keyPrefix !== 'string') check.invalid('keyPrefix', `must be a string; got ${show(keyPrefix)}.`);
     this.keyPrefix = keyPrefix;
     if (blockDuration !== undefined && blockDuration !== 0) {
-      check.invalid('blockDuration', 'is not supported by the memory store; block keys with block() instead.');
+      check.invalid('blockDuration', 'is not supported by the memory store.');
     }
     if (execEvenly !== undefined && execEvenly !== false) {
       check.invalid('execEvenly', 'is not supported by the memory store.');
@@ -160,8 +154,8 @@ export class MemoryLimiter extends RateLimiterCompatibleAbstract implements Rate
   }
 
   /**
-   * Not supported: the constructor refuses any value but 0, and the limiter never blocks on its own (block keys with
-   * `block()`). rate-limiter-flexible may copy a limiter's value here when this one is its `insuranceLimiter`.
+   * Not supported: the constructor refuses any value but 0, and the limiter never blocks on its own.
+   * rate-limiter-flexible may copy a limiter's value here when this one is its `insuranceLimiter`.
    */
   override blockDuration = 0;
   /** Not supported: the constructor refuses any value but false, and calls are never delayed. */
@@ -182,7 +176,10 @@ export class MemoryLimiter extends RateLimiterCompatibleAbstract implements Rate
     return this.keyPrefix.length > 0 ? `${this.keyPrefix}:${key}` : String(key);
   }
 
-  /** The key of a stored key: `getKey()` undone. */
+  /**
+   * The key of a stored key: `getKey()` undone. Kept because `RateLimiterAbstract`, what a store's factory returns,
+   * declares it.
+   */
   parseKey(rlKey: string): string {
     return this.keyPrefix.length > 0 ? rlKey.substring(this.keyPrefix.length + 1) : rlKey;
   }
@@ -199,7 +196,12 @@ export class MemoryLimiter extends RateLimiterCompatibleAbstract implements Rate
    * The returned object is the live counter, not a copy, so that counting allocates nothing: read its fields at
    * once, before the next call on this limiter changes them.
    */
-  countNow(key: string): MemoryCount {
+  countNow(key: string): Count {
+    return this.count(key);
+  }
+
+  /** {@link MemoryLimiter.countNow}, as the store contract counts. */
+  count(key: string): Count {
     const now = Date.now();
     const entry = this.#entries.get(key);
     if (entry !== undefined && now < entry.resetAt) {
@@ -228,24 +230,6 @@ export class MemoryLimiter extends RateLimiterCompatibleAbstract implements Rate
     return result.consumedPoints > this.points ? Promise.reject(result) : Promise.resolve(result);
   }
 
-  /** Adds points to the key's counter, whatever its count; resolves with the result. */
-  override penalty(key: string | number, points = 1, options?: { customDuration?: number }): Promise<RateLimiterRes> {
-    try {
-      return Promise.resolve(this.#add(keyOf(key), points, options?.customDuration));
-    } catch (error) {
-      return Promise.reject(error);
-    }
-  }
-
-  /** Takes points off the key's counter; resolves with the result. */
-  override reward(key: string | number, points = 1, options?: { customDuration?: number }): Promise<RateLimiterRes> {
-    try {
-      return Promise.resolve(this.#add(keyOf(key), -points, options?.customDuration));
-    } catch (error) {
-      return Promise.reject(error);
-    }
-  }
-
   /** Resolves with the key's counter (`isFirstInDuration` false), or null when it has none or its window has ended. */
   override get(key: string | number): Promise<RateLimiterRes | null> {
     const k = keyOf(key);
@@ -268,24 +252,27 @@ export class MemoryLimiter extends RateLimiterCompatibleAbstract implements Rate
     return this.#put(keyOf(key), points, secDuration, 'set(): secDuration');
   }
 
-  /**
-   * Blocks the key for `secDuration` seconds (0: until deleted; negative: the limiter's duration) by setting its
-   * consumed points to `points + 1`. Rejects with a RangeError for a duration over one year.
-   */
-  override block(key: string | number, secDuration: number): Promise<RateLimiterRes> {
-    return this.#put(keyOf(key), this.points + 1, secDuration, 'block(): secDuration');
-  }
-
   /** Forgets the key; resolves true when it had a counter whose window had not ended. */
   override delete(key: string | number): Promise<boolean> {
-    const k = keyOf(key);
-    const entry = this.#entries.get(k);
-    if (entry === undefined) return Promise.resolve(false);
-    this.#entries.delete(k);
-    return Promise.resolve(Date.now() < entry.resetAt);
+    return Promise.resolve(this.reset(keyOf(key)));
   }
 
-  /** What consume, penalty and reward do: add to the current window, or start one with the points. */
+  /** The key's count, read without counting: a copy; undefined when it has none or its window has ended. */
+  peek(key: string): Count | undefined {
+    const entry = this.#entries.get(key);
+    if (entry === undefined || entry.resetAt <= Date.now()) return undefined;
+    return { count: entry.count, resetAt: entry.resetAt };
+  }
+
+  /** Forgets the key; true when it had a counter whose window had not ended. */
+  reset(key: string): boolean {
+    const entry = this.#entries.get(key);
+    if (entry === undefined) return false;
+    this.#entries.delete(key);
+    return Date.now() < entry.resetAt;
+  }
+
+  /** What consume does: add to the current window, or start one with the points. */
   #add(key: string, points: number, customDuration: number | undefined): RateLimiterRes {
     const now = Date.now();
     const entry = this.#entries.get(key);

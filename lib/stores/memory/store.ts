@@ -1,7 +1,7 @@
 // The memory store: counters, limits and runtime state in this process's memory, the default.
 import type { LimitsSpec } from '../limits.js';
 import { MemoryState } from '../state.js';
-import type { CounterSpec, Store } from '../store.js';
+import { type CounterSpec, type Store, storeOf } from '../store.js';
 import { MemoryLimiter } from './limiter.js';
 import { MemoryLimits } from './windows.js';
 
@@ -11,7 +11,11 @@ import { MemoryLimits } from './windows.js';
  * that use this store.
  */
 export function memoryStore(): Store {
-  const store = (counter: CounterSpec) =>
-    new MemoryLimiter({ points: counter.limit, duration: counter.windowMs / 1000, keyPrefix: '' });
-  return Object.assign(store, { state: new MemoryState(), limits: (counter: LimitsSpec) => new MemoryLimits(counter) });
+  const counter = (spec: CounterSpec) =>
+    new MemoryLimiter({ points: spec.limit, duration: spec.windowMs / 1000, keyPrefix: '' });
+  const limits = (spec: LimitsSpec) => new MemoryLimits(spec);
+  return storeOf(
+    { capabilities: { limits: true }, counter, limits, state: new MemoryState(), failure: undefined },
+    { limiter: counter, limits },
+  );
 }

@@ -24,7 +24,7 @@ export const check: Checker = new Checker('redisStore');
  * The package that made the client: ioredis (or iovalkey, its fork: one API), node-redis, which rate-limiter-flexible
  * must be told, or Valkey GLIDE, whose commands the store sends itself ({@link glideCommands}).
  */
-export type ClientKind = 'ioredis' | 'node-redis' | 'glide';
+type ClientKind = 'ioredis' | 'node-redis' | 'glide';
 
 export function kindOf(client: unknown): ClientKind {
   if (typeof client === 'function') {
@@ -59,29 +59,29 @@ export function kindOf(client: unknown): ClientKind {
 
 export type Hit = (key: string, seconds: number) => Promise<[unknown, unknown]>;
 
-export interface IoRedisLike {
+interface IoRedisLike {
   status?: string;
   defineCommand(name: string, definition: { numberOfKeys?: number; lua: string }): void;
   listingLimitsHit?: (key: string, seconds: number) => Promise<[unknown, unknown]>;
 }
 
-export interface NodeRedisLike {
+interface NodeRedisLike {
   isReady?: boolean;
   evalSha(sha: string, options: { keys: string[]; arguments: string[] }): Promise<unknown>;
   eval(script: string, options: { keys: string[]; arguments: string[] }): Promise<unknown>;
 }
 
-export const notReady = () => Promise.reject(new Error('the Redis client is not connected'));
+const notReady = () => Promise.reject(new Error('the Redis client is not connected'));
 
 /** RESP3's type byte of a map, `%`, by which node-redis maps a reply type to what it makes of it. */
-export const MAP_TYPE = 0x25;
+const MAP_TYPE = 0x25;
 
 /**
  * A script run by node-redis: EVALSHA, and EVAL when Redis does not have the script yet. While the client is not
  * connected it fails at once, unless `queued` (the runtime state's changes, which wait in the client's queue as its
  * other commands do).
  */
-export function nodeRedisScript(redis: NodeRedisLike, script: string, sha: string, queued = false) {
+function nodeRedisScript(redis: NodeRedisLike, script: string, sha: string, queued = false) {
   return (keys: string[], args: string[]): Promise<unknown> => {
     if (redis.isReady === false && !queued) return notReady();
     const options = { keys, arguments: args };
@@ -123,7 +123,7 @@ export interface LimitsScripts {
 }
 
 /** A script with a variable number of keys, on one client; while the client is not connected, it fails at once. */
-export function scriptOf(client: unknown, kind: ClientKind, name: string, lua: string, sha: string) {
+function scriptOf(client: unknown, kind: ClientKind, name: string, lua: string, sha: string) {
   if (kind === 'glide')
     return glideScript(sendOf(client), lua, sha) as (k: string[], a: string[]) => Promise<unknown[]>;
   if (kind === 'node-redis')
@@ -238,7 +238,7 @@ export function commandsOf(client: unknown, kind: ClientKind): StateCommands {
  * A state script run by ioredis: a command defined once (EVALSHA, loading the script when Redis lacks it), sent
  * whatever the client's state, so that a change made while it reconnects waits in its queue as other commands do.
  */
-export function ioRedisScript(redis: IoRedisLike, name: string, lua: string) {
+function ioRedisScript(redis: IoRedisLike, name: string, lua: string) {
   const commands = redis as unknown as Record<string, ((...args: (string | number)[]) => Promise<unknown>) | undefined>;
   if (typeof commands[name] !== 'function') redis.defineCommand(name, { lua });
   const run = commands[name] as (...args: (string | number)[]) => Promise<unknown>;

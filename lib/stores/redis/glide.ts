@@ -1,7 +1,9 @@
 // The Redis store through Valkey GLIDE (`GlideClient`, `GlideClusterClient`): commands and scripts, never importing it.
 import { createHash } from 'node:crypto';
 import { RateLimiterValkeyGlide } from 'rate-limiter-flexible';
-import type { Count, CountsAsync } from '../counter.js';
+import { type CountsAsync, readOf } from '../adapter.js';
+import type { Count } from '../limits.js';
+import type { CounterCapabilities, StoreCounter } from '../store.js';
 
 /**
  * What the store uses of a GLIDE client: `customCommand`, the same on both clients, which routes a command with keys
@@ -18,7 +20,7 @@ export function isGlideClient(client: object): boolean {
 }
 
 /** One command; what it answers in the shapes the store reads, text as strings. */
-export type Send = (args: string[]) => Promise<unknown>;
+type Send = (args: string[]) => Promise<unknown>;
 
 /**
  * GLIDE's `Decoder.Bytes`: replies as Buffers, read as UTF-8 here as ioredis and node-redis read them. Its
@@ -127,8 +129,10 @@ type Hit = (key: string, seconds: number) => Promise<[unknown, unknown]>;
  * its Redis limiter's, where the other clients' counters live) and whose hits run the store's hit script. Its own
  * storage uses Valkey functions, which Redis does not run; none of it is used.
  */
-export class GlideLimiter extends RateLimiterValkeyGlide implements CountsAsync {
+export class GlideLimiter extends RateLimiterValkeyGlide implements CountsAsync, StoreCounter<Count> {
   readonly countsAsync = true;
+  /** Counts in one command; reads and forgets keys. */
+  readonly capabilities: CounterCapabilities = { countsNow: false, reads: true };
   readonly #send: Send;
   readonly #hits: Hit;
   readonly #read: (keys: string[], args: string[]) => Promise<unknown>;
@@ -148,6 +152,14 @@ export class GlideLimiter extends RateLimiterValkeyGlide implements CountsAsync 
       count: Number(count),
       resetAt: Date.now() + Number(ttl),
     }));
+  }
+
+  peek(key: string): Promise<Count | undefined> {
+    return readOf(this, key);
+  }
+
+  reset(key: string): Promise<boolean> {
+    return this.delete(key);
   }
 
   /** rate-limiter-flexible's storage step: a write of `points` (`set`, `block`) or `points` more (`consume`). */

@@ -17,6 +17,32 @@ return {count, ttl}`;
 export const HIT_SHA = createHash('sha1').update(HIT_SCRIPT).digest('hex');
 
 /**
+ * What the scripts of an endpoint's limits share: Redis' time, the window kind (ARGV[1]), and `read`, which answers a
+ * limit's count on its key and the milliseconds until it frees a request, or nil for a key with no window running.
+ * A sliding limit's requests that left the window are dropped first, as a request would drop them.
+ */
+const WINDOWS_COMMON = `local t = redis.call('time')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local sliding = ARGV[1] == 's'
+local function read(key, window)
+  if sliding then
+    local oldest = redis.call('lindex', key, 0)
+    while oldest and tonumber(oldest) <= now - window do
+      redis.call('lpop', key)
+      oldest = redis.call('lindex', key, 0)
+    end
+    local count = redis.call('llen', key)
+    if oldest then return count, tonumber(oldest) + window - now end
+    return count, nil
+  end
+  local count = tonumber(redis.call('get', key) or '0')
+  local ttl = redis.call('pttl', key)
+  if count > 0 and ttl > 0 then return count, ttl end
+  return count, nil
+end
+`;
+
+/**
  * One request on the limits of an endpoint (sliding windows, or several limits), all or none: KEYS are one key per
  * limit, ARGV the window kind (`s`liding or `f`ixed), then each limit and its window in milliseconds. Times are
  * Redis' own (`TIME`), so that instances with skewed clocks agree. A sliding limit's key is a list of the times of
@@ -25,28 +51,12 @@ export const HIT_SHA = createHash('sha1').update(HIT_SCRIPT).digest('hex');
  * counted on every key only when every limit allows it. Answers each limit's count (`limit + 1` for one that
  * refused) and the milliseconds until it frees a request.
  */
-export const LIMITS_SCRIPT = `local t = redis.call('time')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-local sliding = ARGV[1] == 's'
-local n = #KEYS
+export const LIMITS_SCRIPT = `${WINDOWS_COMMON}local n = #KEYS
 local counts, waits, allowed = {}, {}, true
 for i = 1, n do
   local key, limit, window = KEYS[i], tonumber(ARGV[2 * i]), tonumber(ARGV[2 * i + 1])
-  local count, wait = 0, window
-  if sliding then
-    local from = now - window
-    local oldest = redis.call('lindex', key, 0)
-    while oldest and tonumber(oldest) <= from do
-      redis.call('lpop', key)
-      oldest = redis.call('lindex', key, 0)
-    end
-    count = redis.call('llen', key)
-    if oldest then wait = tonumber(oldest) + window - now end
-  else
-    count = tonumber(redis.call('get', key) or '0')
-    local ttl = redis.call('pttl', key)
-    if count > 0 and ttl > 0 then wait = ttl end
-  end
+  local count, wait = read(key, window)
+  wait = wait or window
   if count >= limit then
     allowed = false
     count = limit + 1
@@ -77,27 +87,10 @@ export const LIMITS_SHA = createHash('sha1').update(LIMITS_SCRIPT).digest('hex')
  * ARGV as LIMITS_SCRIPT's. A sliding limit's requests that left the window are dropped, as a request would drop them.
  * Answers each limit's count and the milliseconds until it frees a request (0 with none counted).
  */
-export const PEEK_SCRIPT = `local t = redis.call('time')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-local sliding = ARGV[1] == 's'
-local answer = {}
+export const PEEK_SCRIPT = `${WINDOWS_COMMON}local answer = {}
 for i = 1, #KEYS do
-  local key, window = KEYS[i], tonumber(ARGV[2 * i + 1])
-  local count, wait = 0, 0
-  if sliding then
-    local from = now - window
-    local oldest = redis.call('lindex', key, 0)
-    while oldest and tonumber(oldest) <= from do
-      redis.call('lpop', key)
-      oldest = redis.call('lindex', key, 0)
-    end
-    count = redis.call('llen', key)
-    if oldest then wait = tonumber(oldest) + window - now end
-  else
-    count = tonumber(redis.call('get', key) or '0')
-    local ttl = redis.call('pttl', key)
-    if count > 0 and ttl > 0 then wait = ttl else count = 0 end
-  end
+  local count, wait = read(KEYS[i], tonumber(ARGV[2 * i + 1]))
+  if not wait then count, wait = 0, 0 end
   answer[2 * i - 1], answer[2 * i] = count, wait
 end
 return answer`;
@@ -198,13 +191,13 @@ export const REQUEST_KEYS = [
 ] as const;
 
 /** What the request scripts share: the keys, and the id at the end of an index entry. */
-export const REQUEST_COMMON = `local R, SEQ, P, PE, D, DE, PB, BY, G, GB, M =
+const REQUEST_COMMON = `local R, SEQ, P, PE, D, DE, PB, BY, G, GB, M =
   KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7], KEYS[8], KEYS[9], KEYS[10], KEYS[11]
 local function lastPart(member) return string.match(member, '([^\\n]*)$') end
 `;
 
 /** How the change script indexes and removes one request. */
-export const REQUEST_INDEXING = `local function pad(seq) return string.format('%016d', seq) end
+const REQUEST_INDEXING = `local function pad(seq) return string.format('%016d', seq) end
 local function index(id, seq, status, key, net, group, ends)
   local s = pad(seq)
   if status == 'pending' then

@@ -1,9 +1,12 @@
 // The runtime state in Redis: the records' hash, its changes and history, the grant requests, read by each instance.
 import {
+  type ChangeResult,
   CHANGES_KEPT,
   ENDED_PER_CHANGE,
+  type Follower,
   HISTORY_MAX,
   newEpoch,
+  type RecordChange,
   type RuntimeState,
   stamped,
   type StateUpdate,
@@ -13,7 +16,7 @@ import { type StateCommands } from './clients.js';
 import { REQUEST_KEYS } from './scripts.js';
 
 /** How often each instance reads what changed in the runtime state: a change reaches every instance within this. */
-export const REFRESH_MS = 250;
+const REFRESH_MS = 250;
 
 /**
  * Fields of the records' hash that are the state's own, not records (their names start with `#`). `#copy` is marked
@@ -21,10 +24,10 @@ export const REFRESH_MS = 250;
  * that every instance reads that copy whole as a replaced state, even one that reads it only after new changes have
  * brought the sequence number past where it was.
  */
-export const META = ['#epoch', '#seq', '#floor', '#copy'];
+const META = ['#epoch', '#seq', '#floor', '#copy'];
 
 /** A number the state keeps, or 0 for none (or for a value that is not one). */
-export function counted(value: string | null | undefined): number {
+function counted(value: string | null | undefined): number {
   const n = Number(value ?? 0);
   return Number.isSafeInteger(n) && n >= 0 ? n : 0;
 }
@@ -38,119 +41,162 @@ export function counted(value: string | null | undefined): number {
  * number went back, or the instance is behind the changes kept, the whole hash.
  */
 export function redisState(redis: StateCommands, prefix: string): RuntimeState {
-  const record = `${prefix}:{runtime}:record`;
-  const changes = `${prefix}:{runtime}:changes`;
-  const ends = `${prefix}:{runtime}:ends`;
-  const history = `${prefix}:{runtime}:history`;
-
-  type Position = { readonly epoch: string | undefined; readonly seq: number; readonly copy: string | undefined };
-  const whole = async (known: Position | undefined): Promise<[StateUpdate, Position]> => {
-    const all = await redis.hgetall(record);
-    const epoch = all['#epoch'];
-    const seq = counted(all['#seq']);
-    const copy = all['#copy'];
-    const records = new Map<string, string>();
-    for (const [field, value] of Object.entries(all)) if (!field.startsWith('#')) records.set(field, value);
-    const replaced = known?.epoch !== undefined && (epoch !== known.epoch || seq < known.seq || copy !== known.copy);
-    return [
-      { kind: replaced ? 'replaced' : 'whole', epoch, seq, records, copy },
-      { epoch, seq, copy },
-    ];
-  };
-  // Plain reads, not scripts: what an instance reads in the background is told apart from what requests cost.
-  const read = async (known: Position | undefined): Promise<[StateUpdate, Position] | undefined> => {
-    const [epochText, seqText, floorText, copyText] = await redis.hmget(record, META);
-    const epoch = epochText ?? undefined;
-    const seq = counted(seqText);
-    const copy = copyText ?? undefined;
-    if (known?.epoch !== undefined && epoch === known.epoch && seq < known.seq) {
-      await redis.hset(record, '#copy', newEpoch());
-      return whole(known);
-    }
-    if (known === undefined) return whole(known);
-    const moved = epoch !== known.epoch || copy !== known.copy || seq < known.seq;
-    if (moved || known.seq < counted(floorText)) return whole(known);
-    if (seq === known.seq) return undefined;
-    // The state's own fields are never records, whatever the changes say.
-    const fields = (await redis.zrangebyscore(changes, `(${known.seq}`, String(seq))).filter((f) => !f.startsWith('#'));
-    const values = fields.length > 0 ? await redis.hmget(record, fields) : [];
-    const records = new Map(fields.map((f, i) => [f, values[i] ?? null]));
-    return [
-      { kind: 'changes', epoch, seq, records, copy },
-      { epoch, seq, copy },
-    ];
-  };
-
+  const keys = stateKeys(prefix);
   return {
-    async change(c) {
-      const when = typeof c.when === 'object' ? 'sha1' : c.when;
-      const expected = typeof c.when === 'object' ? c.when.sha1 : '';
-      if (c.value !== null) stamped(c.value, 0); // refuses what is not a record's JSON object, before Redis does
-      const answer = (await redis.change(
-        [record, changes, ends, history],
-        [
-          c.field,
-          c.value ?? '',
-          c.endsAt === null ? '' : String(c.endsAt),
-          when,
-          expected,
-          c.event ?? '',
-          String(c.now),
-          newEpoch(),
-          String(HISTORY_MAX),
-          String(CHANGES_KEPT),
-          String(ENDED_PER_CHANGE),
-        ],
-      )) as [unknown, unknown, unknown, unknown, unknown];
-      const text = (value: unknown) => (value === '' || value === null ? undefined : String(value));
-      return {
-        changed: Number(answer[0]) === 1,
-        before: text(answer[1]),
-        stored: text(answer[2]),
-        seq: Number(answer[3]),
-        epoch: String(answer[4]),
-      };
-    },
-    follow(apply) {
-      let known: Position | undefined;
-      let reading = 0;
-      // Reads run one after another: a sync() reads after every read begun before it. The calls made while a read
-      // waits for its turn share it, so that however many ask at once, at most two reads are under way.
-      let last: Promise<void> = Promise.resolve();
-      let waiting: Promise<void> | undefined;
-      const sync = () => {
-        if (waiting) return waiting;
-        reading++;
-        const next = last
-          .then(() => {
-            waiting = undefined;
-            return read(known);
-          })
-          .then((read) => {
-            if (!read) return;
-            known = read[1];
-            apply(read[0]);
-          })
-          .finally(() => reading--);
-        waiting = next;
-        last = next.catch(() => {});
-        return next;
-      };
-      // While Redis fails, the instance keeps what it last read; a read still waiting is not doubled.
-      const timer = setInterval(() => {
-        if (reading === 0) sync().catch(() => {});
-      }, REFRESH_MS);
-      timer.unref();
-      return { sync, stop: () => clearInterval(timer) };
-    },
-    history: () => redis.lrange(history),
-    removeHistory: async (entry) => (await redis.lrem(history, entry)) > 0,
+    change: (c) => changeRecord(redis, keys, c),
+    follow: (apply) => follower((known) => readState(redis, keys, known), apply),
+    history: () => redis.lrange(keys.history),
+    removeHistory: async (entry) => (await redis.lrem(keys.history, entry)) > 0,
     requests: requestsOf(redis, prefix),
   };
 }
 
+/** The runtime state's keys under the store's prefix, on one hash tag. */
+interface StateKeys {
+  readonly record: string;
+  readonly changes: string;
+  readonly ends: string;
+  readonly history: string;
+}
+
+function stateKeys(prefix: string): StateKeys {
+  return {
+    record: `${prefix}:{runtime}:record`,
+    changes: `${prefix}:{runtime}:changes`,
+    ends: `${prefix}:{runtime}:ends`,
+    history: `${prefix}:{runtime}:history`,
+  };
+}
+
+/** Where an instance's copy of the state stands: the epoch, sequence number and copy mark it last read. */
+type Position = { readonly epoch: string | undefined; readonly seq: number; readonly copy: string | undefined };
+
+/** One change of a record, by CHANGE_SCRIPT: atomic with the sequence number, the ends, the history. */
+async function changeRecord(
+  redis: StateCommands,
+  { record, changes, ends, history }: StateKeys,
+  c: RecordChange,
+): Promise<ChangeResult> {
+  const when = typeof c.when === 'object' ? 'sha1' : c.when;
+  const expected = typeof c.when === 'object' ? c.when.sha1 : '';
+  if (c.value !== null) stamped(c.value, 0); // refuses what is not a record's JSON object, before Redis does
+  const answer = (await redis.change(
+    [record, changes, ends, history],
+    [
+      c.field,
+      c.value ?? '',
+      c.endsAt === null ? '' : String(c.endsAt),
+      when,
+      expected,
+      c.event ?? '',
+      String(c.now),
+      newEpoch(),
+      String(HISTORY_MAX),
+      String(CHANGES_KEPT),
+      String(ENDED_PER_CHANGE),
+    ],
+  )) as [unknown, unknown, unknown, unknown, unknown];
+  const text = (value: unknown) => (value === '' || value === null ? undefined : String(value));
+  return {
+    changed: Number(answer[0]) === 1,
+    before: text(answer[1]),
+    stored: text(answer[2]),
+    seq: Number(answer[3]),
+    epoch: String(answer[4]),
+  };
+}
+
+/** The whole records' hash: a `replaced` state when it is not the one `known` followed, else a `whole` one. */
+async function readWhole(
+  redis: StateCommands,
+  record: string,
+  known: Position | undefined,
+): Promise<[StateUpdate, Position]> {
+  const all = await redis.hgetall(record);
+  const epoch = all['#epoch'];
+  const seq = counted(all['#seq']);
+  const copy = all['#copy'];
+  const records = new Map<string, string>();
+  for (const [field, value] of Object.entries(all)) if (!field.startsWith('#')) records.set(field, value);
+  const replaced = known?.epoch !== undefined && (epoch !== known.epoch || seq < known.seq || copy !== known.copy);
+  return [
+    { kind: replaced ? 'replaced' : 'whole', epoch, seq, records, copy },
+    { epoch, seq, copy },
+  ];
+}
+
+/**
+ * What changed since `known`, in plain reads, not scripts (what an instance reads in the background is told apart
+ * from what requests cost): nothing, the fields changed since, or the whole hash when the state is another.
+ */
+async function readState(
+  redis: StateCommands,
+  { record, changes }: StateKeys,
+  known: Position | undefined,
+): Promise<[StateUpdate, Position] | undefined> {
+  const [epochText, seqText, floorText, copyText] = await redis.hmget(record, META);
+  const epoch = epochText ?? undefined;
+  const seq = counted(seqText);
+  const copy = copyText ?? undefined;
+  if (known?.epoch !== undefined && epoch === known.epoch && seq < known.seq) {
+    await redis.hset(record, '#copy', newEpoch());
+    return readWhole(redis, record, known);
+  }
+  if (known === undefined) return readWhole(redis, record, known);
+  const moved = epoch !== known.epoch || copy !== known.copy || seq < known.seq;
+  if (moved || known.seq < counted(floorText)) return readWhole(redis, record, known);
+  if (seq === known.seq) return undefined;
+  // The state's own fields are never records, whatever the changes say.
+  const fields = (await redis.zrangebyscore(changes, `(${known.seq}`, String(seq))).filter((f) => !f.startsWith('#'));
+  const values = fields.length > 0 ? await redis.hmget(record, fields) : [];
+  const records = new Map(fields.map((f, i) => [f, values[i] ?? null]));
+  return [
+    { kind: 'changes', epoch, seq, records, copy },
+    { epoch, seq, copy },
+  ];
+}
+
+/**
+ * An instance following the state: a read every REFRESH_MS, and `sync()` on demand. Reads run one after another: a
+ * sync() reads after every read begun before it. The calls made while a read waits for its turn share it, so that
+ * however many ask at once, at most two reads are under way.
+ */
+function follower(
+  read: (known: Position | undefined) => Promise<[StateUpdate, Position] | undefined>,
+  apply: (update: StateUpdate) => void,
+): Follower {
+  let known: Position | undefined;
+  let reading = 0;
+  let last: Promise<void> = Promise.resolve();
+  let waiting: Promise<void> | undefined;
+  const sync = () => {
+    if (waiting) return waiting;
+    reading++;
+    const next = last
+      .then(() => {
+        waiting = undefined;
+        return read(known);
+      })
+      .then((update) => {
+        if (!update) return;
+        known = update[1];
+        apply(update[0]);
+      })
+      .finally(() => reading--);
+    waiting = next;
+    last = next.catch(() => {});
+    return next;
+  };
+  // While Redis fails, the instance keeps what it last read; a read still waiting is not doubled.
+  const timer = setInterval(() => {
+    if (reading === 0) sync().catch(() => {});
+  }, REFRESH_MS);
+  timer.unref();
+  return { sync, stop: () => clearInterval(timer) };
+}
+
 /** The grant requests in Redis: each change one script, each read one script, every step O(log n). */
-export function requestsOf(redis: StateCommands, prefix: string): RequestRecords {
+function requestsOf(redis: StateCommands, prefix: string): RequestRecords {
   const keys = REQUEST_KEYS.map((key) => `${prefix}:{runtime}:${key}`);
   const read = async (args: string[]) => ((await redis.readRequests(keys, args)) as unknown[]).map(String);
   const texts = (values: string[]) => values.filter((value) => value !== '');

@@ -1,10 +1,17 @@
 // The Redis store: counters shared by every app instance, a bounded wait, and a chosen fallback while Redis fails.
 import { RateLimiterRedis } from 'rate-limiter-flexible';
 import { show } from '../../shared/check.js';
-import type { Count, CountsAsync } from '../counter.js';
+import { type CountsAsync, readOf } from '../adapter.js';
 import { GlideLimiter } from './glide.js';
-import type { Store, StoreFailurePolicy } from '../store.js';
-import type { CountsLimitsAsync, LimitsSpec } from '../limits.js';
+import {
+  type CounterCapabilities,
+  type CounterSpec,
+  type Store,
+  type StoreCounter,
+  type StoreFailurePolicy,
+  storeOf,
+} from '../store.js';
+import type { Count, CountsLimitsAsync, LimitsSpec } from '../limits.js';
 import { check, type LimitsScripts, type Hit, kindOf, hitsOf, commandsOf, limitsScriptsOf } from './clients.js';
 import { redisState } from './state.js';
 
@@ -64,8 +71,9 @@ function checkOptions(options: unknown): Required<RedisStoreOptions> {
  * `<prefix>:<counter name>:{<client key>}:<s|f><window seconds>`. The client key is the keys' hash tag, so that a
  * Cluster keeps the keys of one request on one slot.
  */
-class RedisLimits implements CountsLimitsAsync {
+class RedisLimits implements CountsLimitsAsync, StoreCounter<readonly Count[]> {
   readonly countsAsync = true;
+  readonly capabilities: CounterCapabilities = ASYNC;
   readonly #prefix: string;
   readonly #suffixes: readonly string[];
   readonly #args: readonly string[];
@@ -110,9 +118,13 @@ class RedisLimits implements CountsLimitsAsync {
   }
 }
 
+/** What the Redis store's counters can do: count in one command, and read and forget keys. */
+const ASYNC: CounterCapabilities = { countsNow: false, reads: true };
+
 /** rate-limiter-flexible's Redis limiter, whose hits run the store's own script in one command. */
-class RedisLimiter extends RateLimiterRedis implements CountsAsync {
+class RedisLimiter extends RateLimiterRedis implements CountsAsync, StoreCounter<Count> {
   readonly countsAsync = true;
+  readonly capabilities: CounterCapabilities = ASYNC;
 
   constructor(
     options: ConstructorParameters<typeof RateLimiterRedis>[0],
@@ -126,6 +138,14 @@ class RedisLimiter extends RateLimiterRedis implements CountsAsync {
       count: Number(count),
       resetAt: Date.now() + Number(ttl),
     }));
+  }
+
+  peek(key: string): Promise<Count | undefined> {
+    return readOf(this, key);
+  }
+
+  reset(key: string): Promise<boolean> {
+    return this.delete(key);
   }
 }
 
@@ -146,10 +166,10 @@ export function redisStore(client: RedisClient, options?: RedisStoreOptions): St
   const kind = kindOf(client);
   const { prefix, timeoutMs, onFailure } = checkOptions(options);
   const hits = hitsOf(client, kind);
-  const store = (counter: Parameters<Store>[0]) => {
-    const keyPrefix = `${prefix}:${counter.name}`;
-    const points = counter.limit;
-    const duration = counter.windowMs / 1000;
+  const counter = (spec: CounterSpec): GlideLimiter | RedisLimiter => {
+    const keyPrefix = `${prefix}:${spec.name}`;
+    const points = spec.limit;
+    const duration = spec.windowMs / 1000;
     if (kind === 'glide') return new GlideLimiter({ keyPrefix, points, duration }, client, hits);
     return new RedisLimiter(
       {
@@ -166,6 +186,9 @@ export function redisStore(client: RedisClient, options?: RedisStoreOptions): St
   };
   const state = redisState(commandsOf(client, kind), prefix);
   const scripts = limitsScriptsOf(client, kind);
-  const limits = (counter: LimitsSpec) => new RedisLimits(prefix, counter, scripts);
-  return Object.assign(store, { failure: { timeoutMs, onFailure }, state, limits });
+  const limits = (spec: LimitsSpec) => new RedisLimits(prefix, spec, scripts);
+  return storeOf(
+    { capabilities: { limits: true }, counter, limits, state, failure: { timeoutMs, onFailure } },
+    { limiter: counter, limits },
+  );
 }

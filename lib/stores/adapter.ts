@@ -1,0 +1,127 @@
+// The one adapter between the store contract and a store given as a factory of rate-limiter-flexible limiters.
+import { type RateLimiterAbstract, RateLimiterRes } from 'rate-limiter-flexible';
+import { Checker, show } from '../shared/check.js';
+import type { Count, LimitsCounter, LimitsSpec } from './limits.js';
+import {
+  type CounterCapabilities,
+  type CounterSpec,
+  knownContract,
+  type Store,
+  type StoreContract,
+  type StoreCounter,
+} from './store.js';
+
+/** What a limiter declares when it counts a request at once, in this process (the memory store's do). */
+export interface CountsNow {
+  readonly countsNow: true;
+  /** Counts one request of `key`; the answer may be the live counter, to be read at once. */
+  countNow(key: string): Count;
+}
+
+/** What a limiter declares when it counts a request in one store command (the Redis store's do). */
+export interface CountsAsync {
+  readonly countsAsync: true;
+  count(key: string): Promise<Count>;
+}
+
+const check: Checker = new Checker('listingLimits');
+
+/** A rate-limiter-flexible result as a count: its consumed points, and when its window ends. */
+function countOf(result: RateLimiterRes): Count {
+  return { count: result.consumedPoints, resetAt: Date.now() + Math.max(result.msBeforeNext, 0) };
+}
+
+/** A key's count read through rate-limiter-flexible's `get()`; undefined once its window has ended. */
+export function readOf(limiter: RateLimiterAbstract, key: string): Promise<Count | undefined> {
+  return limiter.get(key).then((result) => (result && result.msBeforeNext > 0 ? countOf(result) : undefined));
+}
+
+/** A hit through rate-limiter-flexible's `consume()`: resolved, or rejected with the result over the limit. */
+function consumed(limiter: RateLimiterAbstract, key: string): Promise<Count> {
+  return limiter.consume(key).then(countOf, (rejection: unknown) => {
+    if (rejection instanceof RateLimiterRes) return countOf(rejection);
+    throw rejection;
+  });
+}
+
+/**
+ * A rate-limiter-flexible limiter as a counter of the contract. It counts as the limiter declares: at once with
+ * `countNow()` (`countsNow: true`), in one command with `count()` (`countsAsync: true`), else with `consume()`.
+ */
+class LimiterCounter implements StoreCounter<Count> {
+  readonly capabilities: CounterCapabilities;
+  readonly count: (key: string) => Count | Promise<Count>;
+
+  constructor(private readonly limiter: RateLimiterAbstract) {
+    const declared = limiter as RateLimiterAbstract & Partial<CountsNow & CountsAsync>;
+    const countsNow = declared.countsNow === true && typeof declared.countNow === 'function';
+    const countsAsync = declared.countsAsync === true && typeof declared.count === 'function';
+    // Every rate-limiter-flexible limiter reads and forgets; an object that only looks like one may not.
+    this.capabilities = { countsNow, reads: typeof limiter.get === 'function' && typeof limiter.delete === 'function' };
+    if (countsNow) this.count = (key) => (declared as CountsNow).countNow(key);
+    else if (countsAsync) this.count = (key) => (declared as CountsAsync).count(key);
+    else this.count = (key) => consumed(limiter, key);
+  }
+
+  peek(key: string): Promise<Count | undefined> {
+    return readOf(this.limiter, key);
+  }
+
+  reset(key: string): Promise<boolean> {
+    return this.limiter.delete(key);
+  }
+}
+
+/** Asks the store for a limiter, refusing at once a store that gives no rate-limiter-flexible limiter. */
+function limiterOf(store: Store, spec: CounterSpec): RateLimiterAbstract {
+  const limiter = store(spec);
+  if (typeof limiter !== 'object' || limiter === null || typeof limiter.consume !== 'function') {
+    check.invalid(
+      'options.store',
+      `returned ${show(limiter)} for ${spec.name}; a store must return a rate-limiter-flexible limiter.`,
+    );
+  }
+  return limiter;
+}
+
+/** A store's public `limits` counter as a counter of the contract, refused at once when it declares no count. */
+function limitsCounterOf(counter: LimitsCounter, spec: LimitsSpec): StoreCounter<readonly Count[]> {
+  const c = counter as Partial<{ countsNow: unknown; countNow: unknown; countsAsync: unknown; count: unknown }>;
+  const countsNow = c.countsNow === true && typeof c.countNow === 'function';
+  if (!countsNow && !(c.countsAsync === true && typeof c.count === 'function')) {
+    check.invalid(
+      'options.store',
+      `limits() returned ${show(counter)} for ${spec.name}; it must return a limits counter.`,
+    );
+  }
+  const reads = typeof counter.peek === 'function' && typeof counter.reset === 'function';
+  const readable = counter as LimitsCounter & {
+    peek(key: string): readonly Count[] | Promise<readonly Count[]>;
+    reset(key: string): boolean | Promise<boolean>;
+  };
+  return {
+    capabilities: { countsNow, reads },
+    count: countsNow
+      ? (key) => (counter as Extract<LimitsCounter, { countsNow: true }>).countNow(key)
+      : (key) => (counter as Extract<LimitsCounter, { countsAsync: true }>).count(key),
+    peek: (key) => readable.peek(key),
+    reset: (key) => readable.reset(key),
+  };
+}
+
+/**
+ * The contract of a store: the package's own stores keep theirs; any other store, a factory of rate-limiter-flexible
+ * limiters with what it declares (`failure`, `state`, a `limits` factory), is adapted here.
+ */
+export function contractOf(store: Store): StoreContract {
+  const known = knownContract(store);
+  if (known) return known;
+  const { limits } = store;
+  return {
+    capabilities: { limits: typeof limits === 'function' },
+    counter: (spec) => new LimiterCounter(limiterOf(store, spec)),
+    limits: (spec) => limitsCounterOf((limits as NonNullable<typeof limits>)(spec), spec),
+    state: store.state,
+    failure: store.failure,
+  };
+}
