@@ -45,7 +45,7 @@ async function bodyOf(res: Response, name: string): Promise<unknown> {
 }
 
 /** What the server said in an answer's body (its `message`, else its text), cut short, on one line. */
-export function serverMessage(body: unknown): string | undefined {
+function serverMessage(body: unknown): string | undefined {
   const text = isPlainObject(body) && typeof body.message === 'string' ? body.message : body;
   if (typeof text !== 'string') return undefined;
   const line = text.replace(/\p{Cc}+/gu, ' ').trim();
