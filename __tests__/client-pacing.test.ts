@@ -1,13 +1,15 @@
 // The client's pacing rule on fake timers: a request holds a place from its send until a window after its answer.
 import { type ListingClientError } from '../lib/client';
-import { MAX_TIMER_MS, Pacer, type PacedLimit, type Ticket, type WaitEvent } from '../lib/client/pacing';
+import { MAX_TIMER_MS } from '../lib/shared/check';
+import type { Limit } from '../lib/contract/limit';
+import { Pacer, type Ticket, type WaitEvent } from '../lib/client/pacing';
 import type { ServerLimit } from '../lib/contract/read-headers';
 
 beforeEach(() => jest.useFakeTimers({ now: 0 }));
 afterEach(() => jest.useRealTimers());
 
 /** A pacer of `limits` that notes each wait it tells, and what it granted and when. */
-function pacerOf(limits: PacedLimit[], maxWaitMs = MAX_TIMER_MS) {
+function pacerOf(limits: Limit[], maxWaitMs = MAX_TIMER_MS) {
   const waits: WaitEvent[] = [];
   const pacer = new Pacer('GET /x', limits, maxWaitMs, (event) => waits.push(event));
   const granted: { call: number; at: number; ticket: Ticket }[] = [];

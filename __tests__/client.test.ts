@@ -3,6 +3,7 @@ import type { RequestListener } from 'node:http';
 import { createExampleApp } from '../example-server/app';
 import { type EndpointRow, type ListingName, listings } from '../lib';
 import { ListingClientError, listingClient, type ListingClientOptions, type WaitEvent } from '../lib/client';
+import { planVerification } from '../lib/verify';
 import { createApp } from './helpers/app';
 import { serverPerTest } from './helpers/serve';
 import { T0, useFakeWindows } from './helpers/stores';
@@ -234,6 +235,33 @@ it('sends a report once reportIntervalMs has passed since the last send, and clo
   );
 });
 
+it('listeners that throw break no call: every wait is still told, every call settles, close() resolves', async () => {
+  const { served, seen } = await exampleServer('B');
+  const told: string[] = [];
+  const { api, idle } = clientOf(served.url, {
+    onWait: (event) => {
+      told.push(`wait ${event.reason} ${event.ms}`);
+      throw new Error('onWait fails');
+    },
+    onError: (error) => {
+      told.push(`error ${(error as ListingClientError).code} ${(error as ListingClientError).status}`);
+      throw new Error('onError fails');
+    },
+  });
+  // GET /v1/bots/:id: 2 per second by the table, so the third waits a second after the first answer.
+  const gets = [1, 2, 3].map((id) => api.get('/v1/bots/:id', { id: String(id) }));
+  api.report('/v1/bots/:id', { id: '1' }, { server_count: -1 });
+  const results = await drive(idle, [...gets, api.close()]);
+  expect(results.map((result) => result.status)).toEqual(['fulfilled', 'fulfilled', 'fulfilled', 'fulfilled']);
+  expect(told).toEqual(['wait table 1000', 'error ERR_HTTP 400']);
+  expect(seen.map(({ line }) => line)).toEqual([
+    '200 GET /v1/bots/1',
+    '200 GET /v1/bots/2',
+    '400 POST /v1/bots/1',
+    '200 GET /v1/bots/3',
+  ]);
+});
+
 it('a banned token rejects with bannedUntil, without retrying, and sends nothing more until the ban ends', async () => {
   const app = createApp({ listing: 'B' });
   const limiter = app.locals.limiter as {
@@ -421,6 +449,54 @@ describe('options are checked when the client is made', () => {
     );
     expect(() => listingClient({ ...base, cache: { '/v1/bot': 0 } } as ListingClientOptions)).toThrow(
       'listingClient: options.cache["/v1/bot"] is not the path of a GET row of the table. Did you mean `/v1/bots`?',
+    );
+  });
+});
+
+describe('the options the client shares with verifyContract are checked alike, in the same words', () => {
+  const base = { listing: 'B', baseUrl: 'http://127.0.0.1:3002' };
+  it.each([
+    [{ baseUrl: 'ftp://x' }, 'options.baseUrl must be an http or https URL without query or fragment; got "ftp://x".'],
+    [
+      { baseUrl: 'http://x/#top' },
+      'options.baseUrl must be an http or https URL without query or fragment; got "http://x/#top".',
+    ],
+    [{ baseUrl: 5 }, 'options.baseUrl must be an http or https URL without query or fragment; got 5.'],
+    [
+      {
+        baseUrl: {
+          toString() {
+            throw new Error('a hostile toString');
+          },
+        },
+      },
+      'options.baseUrl must be an http or https URL without query or fragment; got {}.',
+    ],
+    [
+      { token: ' Bot x' },
+      'options.token must be a non-empty header value of printable ASCII, without spaces at either end.',
+    ],
+    [
+      { token: 'a\nb' },
+      'options.token must be a non-empty header value of printable ASCII, without spaces at either end.',
+    ],
+    [{ fetch: 'fetch' }, 'options.fetch must be a function; got "fetch".'],
+    [{ timeoutMs: 0 }, 'options.timeoutMs must be a whole number of milliseconds, from 1 to 2147483647; got 0.'],
+    [{ timeoutMs: '5' }, 'options.timeoutMs must be a whole number of milliseconds, from 1 to 2147483647; got "5".'],
+  ])('%j: %s', (wrong, message) => {
+    const options = { ...base, ...wrong } as never;
+    expect(() => listingClient(options)).toThrow(new Error(`listingClient: ${message}`));
+    expect(() => planVerification(options)).toThrow(new Error(`verifyContract: ${message}`));
+  });
+
+  it('names the unit of the whole numbers of its own', () => {
+    expect(() => listingClient({ ...base, retries: 11 } as never)).toThrow(
+      new Error('listingClient: options.retries must be a whole number of retries, from 0 to 10; got 11.'),
+    );
+    expect(() => listingClient({ ...base, cache: { '/v1/bots': -1 } } as never)).toThrow(
+      new Error(
+        'listingClient: options.cache["/v1/bots"] must be a whole number of milliseconds, from 0 to 86400000; got -1.',
+      ),
     );
   });
 });

@@ -1,16 +1,6 @@
 // The client's entry point, `listing-limits/client`: calls a listing API paced by the contract's table.
-export {
-  type CallOptions,
-  type EndpointRow,
-  ListingClientError,
-  type ListingClientErrorCode,
-  ListingLimitsError,
-  type ListingClient,
-  listingClient,
-  type ListingClientOptions,
-  type ListingFamily,
-  type ListingName,
-  type Params,
-  type WaitEvent,
-  type WaitReason,
-} from './client/listing-client.js';
+export { listingClient } from './client/listing-client.js';
+export type { CallOptions, ListingClient, ListingClientOptions, Params } from './client/options.js';
+export type { WaitEvent, WaitReason } from './client/pacing.js';
+export { ListingClientError, type ListingClientErrorCode, ListingLimitsError } from './shared/errors.js';
+export type { EndpointRow, ListingFamily, ListingName } from './contract/listings.js';

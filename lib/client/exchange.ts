@@ -1,7 +1,6 @@
 // One exchange with the server: the request sent, the answer read whole and bounded, waits that abort.
-import { isPlainObject } from '../shared/check.js';
+import { isPlainObject, MAX_TIMER_MS } from '../shared/check.js';
 import { ListingClientError } from '../shared/errors.js';
-import { MAX_TIMER_MS } from './pacing.js';
 import { type ServerLimit } from '../contract/read-headers.js';
 
 /** The largest answer body read: a server that sends more is cut off (`ERR_TOO_LARGE`). */
@@ -46,7 +45,7 @@ async function bodyOf(res: Response, name: string): Promise<unknown> {
 }
 
 /** What the server said in an answer's body (its `message`, else its text), cut short, on one line. */
-export function serverMessage(body: unknown): string | undefined {
+function serverMessage(body: unknown): string | undefined {
   const text = isPlainObject(body) && typeof body.message === 'string' ? body.message : body;
   if (typeof text !== 'string') return undefined;
   const line = text.replace(/\p{Cc}+/gu, ' ').trim();
@@ -54,10 +53,20 @@ export function serverMessage(body: unknown): string | undefined {
   return line.length > MESSAGE_CHARS ? `${line.slice(0, MESSAGE_CHARS)}…` : line;
 }
 
-/** ` (429: <the server's message>)`, for the errors of an answer. */
-export function answered(status: number, body: unknown): string {
+/** ` (answered 429: <the server's message>)`, for the errors of an answer. */
+export function quoteAnswer(status: number, body: unknown): string {
   const message = serverMessage(body);
   return message === undefined ? ` (answered ${status})` : ` (answered ${status}: ${message})`;
+}
+
+/** The ERR_HTTP of an answer that ends its call: its status, and the server's message. */
+export function httpError(name: string, { res, body }: Answer): ListingClientError {
+  const message = serverMessage(body);
+  const text = message === undefined ? `answered ${res.status}.` : `answered ${res.status}: ${message}`;
+  return new ListingClientError('ERR_HTTP', name, /[.!?]$/.test(text) ? text : `${text}.`, {
+    status: res.status,
+    body,
+  });
 }
 
 /** Resolves after `ms`; the timer keeps the process alive, as the call that waits on it does. */

@@ -1,5 +1,6 @@
-// Options of listingClient(): their public types, and their checks, made once when the client is created.
-import { Checker, isPlainObject, show, suggestion } from '../shared/check.js';
+// Options of listingClient(): their public types, and the settings they are checked into when the client is made.
+import { Checker, isPlainObject, MAX_TIMER_MS, show, suggestion } from '../shared/check.js';
+import { checkTable } from '../contract/table.js';
 import type { EndpointRow, ListingFamily, ListingName } from '../contract/listings.js';
 import { type WaitEvent } from './pacing.js';
 
@@ -66,8 +67,7 @@ export interface ListingClient {
   close(): Promise<void>;
 }
 
-const SOURCE = 'listingClient';
-export const optionNames = [
+const optionNames = [
   'listing',
   'baseUrl',
   'token',
@@ -80,48 +80,49 @@ export const optionNames = [
   'onError',
   'retries',
 ] as const;
+/** The list endpoints, whose GET answers are kept a minute by default. */
 const LIST_PATHS = new Set(['/v1/bots', '/v1/servers']);
 const LIST_CACHE_MS = 60_000;
+/** The whole-number options: unit, bounds and default (maxWaitMs: or the table's longest window). */
+const wholeOptions = {
+  maxWaitMs: { unit: 'milliseconds', least: 0, most: MAX_TIMER_MS, fallback: 60_000 },
+  timeoutMs: { unit: 'milliseconds', least: 1, most: MAX_TIMER_MS, fallback: 30_000 },
+  reportIntervalMs: { unit: 'milliseconds', least: 1, most: MAX_TIMER_MS, fallback: 60_000 },
+  retries: { unit: 'retries', least: 0, most: 10, fallback: 2 },
+} as const;
 
-export const check: Checker = new Checker(SOURCE);
-
-export function checkBaseUrl(value: unknown): string {
-  let url: URL | undefined;
-  try {
-    url = typeof value === 'string' || value instanceof URL ? new URL(value) : undefined;
-  } catch {
-    url = undefined;
-  }
-  if (!url || (url.protocol !== 'http:' && url.protocol !== 'https:') || url.search || url.hash) {
-    const given = show(value instanceof URL ? String(value) : value);
-    check.invalid('options.baseUrl', `must be an http or https URL without query or fragment; got ${given}.`);
-  }
-  return `${url.origin}${url.pathname.replace(/\/+$/, '')}`;
+/** The options, checked: what the client's parts read. */
+export interface Settings {
+  readonly rows: readonly EndpointRow[];
+  /** The base URL without a trailing slash: each path is appended to it. */
+  readonly baseUrl: string;
+  readonly token: string | undefined;
+  readonly fetch: typeof fetch;
+  readonly maxWaitMs: number;
+  readonly timeoutMs: number;
+  /** Milliseconds to keep GET answers, by path shape. */
+  readonly cacheMs: ReadonlyMap<string, number>;
+  readonly reportIntervalMs: number;
+  /** The listeners, which never throw: a listener's mistake must not break a call. */
+  readonly onWait: (event: WaitEvent) => void;
+  readonly onError: (error: unknown) => void;
+  readonly retries: number;
 }
 
-export function checkToken(value: unknown): string | undefined {
-  if (value === undefined) return undefined;
-  if (typeof value !== 'string' || !/^[\x21-\x7e]([\x20-\x7e]*[\x21-\x7e])?$/.test(value)) {
-    check.invalid(
-      'options.token',
-      'must be a non-empty header value of printable ASCII, without spaces at either end.',
-    );
-  }
-  return value;
+const check: Checker = new Checker('listingClient');
+
+/** A listener whose mistakes are dropped: what it throws breaks no call, and no report's send rejects with it. */
+function quietly<T>(listener: (arg: T) => void): (arg: T) => void {
+  return (arg) => {
+    try {
+      listener(arg);
+    } catch {
+      // Dropped: the call goes on.
+    }
+  };
 }
 
-export function checkFunction<T>(value: unknown, field: string, fallback: T): T {
-  if (value === undefined) return fallback;
-  if (typeof value !== 'function') check.invalid(`options.${field}`, `must be a function; got ${show(value)}.`);
-  return value as T;
-}
-
-export function wholeMs(value: unknown, field: string, least: number, most: number): number {
-  if (typeof value === 'number' && Number.isSafeInteger(value) && value >= least && value <= most) return value;
-  return check.invalid(field, `must be a whole number from ${least} to ${most}; got ${show(value)}.`);
-}
-
-export function checkCache(value: unknown, rows: readonly EndpointRow[]): Map<string, number> {
+function checkCache(value: unknown, rows: readonly EndpointRow[]): Map<string, number> {
   const shapes = rows.filter((row) => row.method === 'GET').map((row) => row.path);
   const cache = new Map(shapes.map((path) => [path, LIST_PATHS.has(path) ? LIST_CACHE_MS : 0]));
   if (value === undefined) return cache;
@@ -133,7 +134,45 @@ export function checkCache(value: unknown, rows: readonly EndpointRow[]): Map<st
       const near = suggestion(shape, shapes);
       check.invalid(field, `is not the path of a GET row of the table.${near ? ` Did you mean \`${near}\`?` : ''}`);
     }
-    cache.set(shape, wholeMs(ms, field, 0, 24 * 3600 * 1000));
+    cache.set(shape, check.whole(ms, field, 'milliseconds', 0, 24 * 3600 * 1000));
   }
   return cache;
+}
+
+/** The settings of `options`; throws a `ListingLimitsError` naming the first option that cannot work. */
+export function resolve(options: ListingClientOptions): Settings {
+  const o = check.options(options, 'options', '{ listing, baseUrl, token }');
+  if (options === undefined) check.invalid('options', 'must be an object { listing, baseUrl, token }; got undefined.');
+  check.unknownKeys(o, optionNames, (key) => `options.${key}`);
+  if (o.listing === undefined) check.invalid('options.listing', "is required: 'A', 'B' or an array of rows.");
+  const rows = checkTable(check, o.listing, 'options.listing', true);
+  const { origin, path } = check.baseUrl(o.baseUrl, 'options.baseUrl');
+  const token = check.token(o.token, 'options.token');
+  const send = check.function<typeof fetch>(o.fetch, 'options.fetch', globalThis.fetch);
+  const whole = (field: keyof typeof wholeOptions, fallback: number = wholeOptions[field].fallback) => {
+    const { unit, least, most } = wholeOptions[field];
+    return o[field] === undefined ? fallback : check.whole(o[field], `options.${field}`, unit, least, most);
+  };
+  const longest = Math.max(wholeOptions.maxWaitMs.fallback, ...rows.map((row) => row.windowMs));
+  const maxWaitMs = whole('maxWaitMs', Math.min(longest, MAX_TIMER_MS));
+  const timeoutMs = whole('timeoutMs');
+  const cacheMs = checkCache(o.cache, rows);
+  const reportIntervalMs = whole('reportIntervalMs');
+  const onWait = check.function<(event: WaitEvent) => void>(o.onWait, 'options.onWait', () => {});
+  const onError = check.function<(error: unknown) => void>(o.onError, 'options.onError', () => {});
+  const retries = whole('retries');
+  if (typeof send !== 'function') check.invalid('options.fetch', 'is required where there is no global fetch.');
+  return {
+    rows,
+    baseUrl: `${origin}${path}`,
+    token,
+    fetch: send,
+    maxWaitMs,
+    timeoutMs,
+    cacheMs,
+    reportIntervalMs,
+    onWait: quietly(onWait),
+    onError: quietly(onError),
+    retries,
+  };
 }

@@ -1,5 +1,7 @@
 // One endpoint's budget on the client side: a request holds a place from its send until one window after its answer.
+import { MAX_TIMER_MS } from '../shared/check.js';
 import { ListingClientError } from '../shared/errors.js';
+import type { Limit } from '../contract/limit.js';
 import type { ServerLimit } from '../contract/read-headers.js';
 
 /** Why a call waits before it is sent. */
@@ -19,14 +21,6 @@ export interface WaitEvent {
   readonly reason: WaitReason;
 }
 
-/** One limit of an endpoint: at most `limit` requests per `windowMs`. */
-export interface PacedLimit {
-  readonly limit: number;
-  readonly windowMs: number;
-}
-
-/** The longest delay Node's timers keep: a longer one fires at once, with a TimeoutOverflowWarning. */
-export const MAX_TIMER_MS = 2 ** 31 - 1;
 /** Limits one endpoint may have, the table's and those the server's answers add. */
 const MAX_LIMITS = 8;
 
@@ -51,7 +45,7 @@ class Budget {
   readonly #spent: Spent[] = [];
   #total = 0;
 
-  constructor({ limit, windowMs }: PacedLimit) {
+  constructor({ limit, windowMs }: Limit) {
     this.limit = limit;
     this.windowMs = windowMs;
   }
@@ -125,7 +119,7 @@ interface Waiter {
  * beyond this client's own requests holds places for a window, a 429 blocks the endpoint until its Retry-After, and
  * an answer without any rate-limit field (an unlimited grant) lets calls go unpaced until the fields return.
  * A waiting call keeps the process alive, as a pending fetch does: its timer is not unref'd, and no timer is set
- * beyond MAX_TIMER_MS.
+ * beyond MAX_TIMER_MS. `onWait` is told each wait of a call in line, and must not throw (the settings' does not).
  */
 export class Pacer {
   readonly #budgets: Budget[];
@@ -139,7 +133,7 @@ export class Pacer {
 
   constructor(
     readonly endpoint: string,
-    limits: readonly PacedLimit[],
+    limits: readonly Limit[],
     private readonly maxWaitMs: number,
     private readonly onWait: (event: WaitEvent) => void,
   ) {
@@ -171,22 +165,14 @@ export class Pacer {
     return { ms: at - now, reason };
   }
 
-  /** The rejection of a call that would wait `ms`; `said` repeats the answer that asked it (` (answered 429: …)`). */
-  tooLong(ms: number, details: { status?: number; body?: unknown; said?: string } = {}): ListingClientError {
+  /** The rejection of a call that would wait `ms`; `quote` repeats the answer that asked it (` (answered 429: …)`). */
+  tooLong(ms: number, details: { status?: number; body?: unknown; quote?: string } = {}): ListingClientError {
     return new ListingClientError(
       'ERR_WAIT_TOO_LONG',
       this.endpoint,
-      `would wait ${ms} ms, more than maxWaitMs${details.said ?? ''}.`,
+      `would wait ${ms} ms, more than maxWaitMs${details.quote ?? ''}.`,
       { waitMs: ms, status: details.status, body: details.body },
     );
-  }
-
-  #tell(event: WaitEvent): void {
-    try {
-      this.onWait(event);
-    } catch {
-      // A listener's mistake must not break the line of calls.
-    }
   }
 
   /**
@@ -198,7 +184,7 @@ export class Pacer {
     if (signal?.aborted) return Promise.reject(signal.reason);
     const { ms, reason } = this.#estimate(retry ? 0 : this.#queue.length, Date.now());
     if (ms > this.maxWaitMs) return Promise.reject(this.tooLong(ms));
-    if (ms > 0 && !retry) this.#tell({ endpoint: this.endpoint, ms, reason });
+    if (ms > 0 && !retry) this.onWait({ endpoint: this.endpoint, ms, reason });
     return new Promise<Ticket>((grant, fail) => {
       const waiter: Waiter = {
         grant,

@@ -1,4 +1,4 @@
-// What an answer says of its endpoint's limits: the IETF RateLimit fields (structured-field parser), else legacy ones.
+// Reading an answer's rate-limit fields: its endpoint's limits for the client, the structured-field lists for both.
 import { isInnerList, type Item, parseList } from 'structured-headers';
 import { MAX_DURATION_MS } from '../shared/check.js';
 
@@ -21,24 +21,28 @@ export interface ServerLimit {
 const MAX_SERVER_LIMIT = 1_000_000;
 /** Policies read from one answer at the most; the rest of a longer list is ignored. */
 const MAX_POLICIES = 16;
-const RATE_LIMIT_FIELDS = [
-  'RateLimit',
+/** The rate-limit fields an answer may carry, apart from Retry-After. */
+export const RATE_LIMIT_FIELDS = [
   'RateLimit-Policy',
+  'RateLimit',
   'X-RateLimit-Limit',
   'X-RateLimit-Remaining',
   'X-RateLimit-Reset',
   'X-RateLimit-Reset-After',
-];
+] as const;
 
-function items(value: string | null): Item[] {
-  if (value === null) return [];
+/** The items of a Structured Field list (RFC 9651 §3.1), its inner lists left out; undefined when it does not parse. */
+export function listItems(value: string): Item[] | undefined {
   try {
-    return parseList(value)
-      .filter((member): member is Item => !isInnerList(member))
-      .slice(0, MAX_POLICIES);
+    return parseList(value).filter((member): member is Item => !isInnerList(member));
   } catch {
-    return [];
+    return undefined;
   }
+}
+
+/** The first MAX_POLICIES items of a field that is a list; none when it is absent or does not parse. */
+function items(value: string | null): Item[] {
+  return value === null ? [] : (listItems(value) ?? []).slice(0, MAX_POLICIES);
 }
 
 /** A count the client can follow: a whole number from `least` to MAX_SERVER_LIMIT, else undefined. */

@@ -5,6 +5,9 @@ import { ListingLimitsError, type ListingLimitsErrorCode } from './errors.js';
 /** The longest window, ban or block the package accepts: one year, in milliseconds. */
 export const MAX_DURATION_MS = 365 * 24 * 3600 * 1000;
 
+/** The longest delay Node's timers keep: a longer one fires at once, with a TimeoutOverflowWarning. */
+export const MAX_TIMER_MS = 2 ** 31 - 1;
+
 const LONGEST_SHOWN = 60;
 
 /**
@@ -88,6 +91,44 @@ export class Checker {
       field,
       `must be a positive whole number of milliseconds, at most ${MAX_DURATION_MS} (one year); got ${show(value)}.`,
     );
+  }
+
+  /** A whole number of `unit` from `least` to `most` (no bound above by default). */
+  whole(value: unknown, field: string, unit: string, least: number, most = Number.MAX_SAFE_INTEGER): number {
+    if (typeof value === 'number' && Number.isSafeInteger(value) && value >= least && value <= most) return value;
+    const range = most === Number.MAX_SAFE_INTEGER ? `${least} or more` : `from ${least} to ${most}`;
+    return this.invalid(field, `must be a whole number of ${unit}, ${range}; got ${show(value)}.`);
+  }
+
+  /** A function, or `fallback` when `value` is undefined. */
+  function<T>(value: unknown, field: string, fallback: T): T {
+    if (value === undefined) return fallback;
+    if (typeof value !== 'function') this.invalid(field, `must be a function; got ${show(value)}.`);
+    return value as T;
+  }
+
+  /** An API's base URL (http or https, no query or fragment): its origin, and its path without a trailing slash. */
+  baseUrl(value: unknown, field: string): { origin: string; path: string } {
+    let url: URL | undefined;
+    try {
+      url = typeof value === 'string' || value instanceof URL ? new URL(value) : undefined;
+    } catch {
+      url = undefined;
+    }
+    if (!url || (url.protocol !== 'http:' && url.protocol !== 'https:') || url.search || url.hash) {
+      const given = show(value instanceof URL ? String(value) : value);
+      this.invalid(field, `must be an http or https URL without query or fragment; got ${given}.`);
+    }
+    return { origin: url.origin, path: url.pathname.replace(/\/+$/, '') };
+  }
+
+  /** An `Authorization` value, or undefined: visible ASCII and inner spaces, nothing fetch would refuse or trim. */
+  token(value: unknown, field: string): string | undefined {
+    if (value === undefined) return undefined;
+    if (typeof value !== 'string' || !/^[\x21-\x7e]([\x20-\x7e]*[\x21-\x7e])?$/.test(value)) {
+      this.invalid(field, 'must be a non-empty header value of printable ASCII, without spaces at either end.');
+    }
+    return value;
   }
 
   /** One of `choices`, with the closest one suggested, case-insensitively, when it is not. */

@@ -7,7 +7,7 @@ import { listingNames } from '../contract/listings.js';
 import type { WindowKind } from '../contract/limit.js';
 import { planVerification, verifyContract } from './run.js';
 import type { VerifyOptions, VerifyPlan, VerifyReport } from './types.js';
-import { type Output, progressOn, seconds } from './progress.js';
+import { durationText, type Output, progressOn } from './progress.js';
 
 export type { Output };
 
@@ -221,7 +221,7 @@ function together(plan: VerifyPlan): string {
 }
 
 function planText(plan: VerifyPlan, listing: string): string {
-  const rows = plan.endpoints.map((e) => [e.endpoint, e.paths.join(', '), String(e.requests), seconds(e.waitMs)]);
+  const rows = plan.endpoints.map((e) => [e.endpoint, e.paths.join(', '), String(e.requests), durationText(e.waitMs)]);
   const boundaryRequests = plan.endpoints.reduce((sum, e) => sum + e.boundaryRequests, 0);
   return [
     `Plan: listing ${listing}, ${plan.window} windows, at ${plan.baseUrl}, ${together(plan)}. ` +
@@ -229,7 +229,7 @@ function planText(plan: VerifyPlan, listing: string): string {
     '',
     table(['Endpoint', 'Paths', 'Requests', 'Wait'], rows, [2]),
     '',
-    `${plan.requests} requests in about ${seconds(plan.waitMs)} ` +
+    `${plan.requests} requests in about ${durationText(plan.waitMs)} ` +
       `(${boundaryRequests} of them after a window's end, to tell its kind).`,
     '',
   ].join('\n');

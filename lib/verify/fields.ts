@@ -1,6 +1,6 @@
 // Checks an answer's rate-limit fields and Retry-After against the rows of the endpoint it was counted on.
-import { isInnerList, type Item, parseList } from 'structured-headers';
 import type { Limit } from '../contract/limit.js';
+import { listItems, RATE_LIMIT_FIELDS } from '../contract/read-headers.js';
 import { type Findings, shown } from './findings.js';
 
 /** A response, as far as the checks need it. */
@@ -20,28 +20,9 @@ export interface Expectation {
   readonly shown: number | undefined;
 }
 
-/** The rate-limit fields a response may carry, apart from Retry-After. */
-export const FIELDS = [
-  'RateLimit-Policy',
-  'RateLimit',
-  'X-RateLimit-Limit',
-  'X-RateLimit-Remaining',
-  'X-RateLimit-Reset',
-  'X-RateLimit-Reset-After',
-] as const;
-
-/** The members of a Structured Field list that are items, or undefined when it does not parse. */
-function members(value: string): Item[] | undefined {
-  try {
-    return parseList(value).filter((member): member is Item => !isInnerList(member));
-  } catch {
-    return undefined;
-  }
-}
-
 /** Records which rate-limit fields an answer carries, to note those never sent. */
 export function fieldsOf(answer: Answer, seen: Set<string>): void {
-  for (const field of FIELDS) if (answer.headers.has(field)) seen.add(field);
+  for (const field of RATE_LIMIT_FIELDS) if (answer.headers.has(field)) seen.add(field);
 }
 
 /**
@@ -62,9 +43,9 @@ export function checkFields(answer: Answer, limits: readonly Limit[], expected: 
   const on = (i: number) => (refused ? 'on the 429' : `on request ${expected.counts[i]}`);
 
   const policy = headers.get('ratelimit-policy');
-  const policies = policy === null ? undefined : members(policy);
+  const policies = policy === null ? undefined : listItems(policy);
   const ratelimit = headers.get('ratelimit');
-  const items = ratelimit === null ? undefined : members(ratelimit);
+  const items = ratelimit === null ? undefined : listItems(ratelimit);
   limits.forEach(({ limit, windowMs }, i) => {
     const seconds = windowMs / 1000;
     let name: unknown;
@@ -151,7 +132,7 @@ export function checkRetryAfter(answer: Answer, windowMs: number, found: Finding
     );
   }
   // The reset of the limit that refused it: of several, the latest of those with no request left.
-  const items = members(answer.headers.get('ratelimit') ?? '') ?? [];
+  const items = listItems(answer.headers.get('ratelimit') ?? '') ?? [];
   const full = items.filter(([, p]) => p.get('r') === 0);
   const ts = (full.length > 0 ? full : items.slice(0, 1)).map(([, p]) => p.get('t'));
   const t = ts.every((x) => typeof x === 'number') && ts.length > 0 ? Math.max(...(ts as number[])) : undefined;

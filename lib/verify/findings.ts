@@ -38,7 +38,8 @@ export class Findings {
   }
 }
 
-export function requests(n: number): string {
+/** `1 request`, `3 requests`. */
+export function requestsText(n: number): string {
   return `${n} request${n === 1 ? '' : 's'}`;
 }
 

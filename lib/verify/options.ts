@@ -2,7 +2,7 @@
 import { randomBytes } from 'node:crypto';
 import { closest } from 'fastest-levenshtein';
 import { compile, pathToRegexp } from 'path-to-regexp';
-import { Checker } from '../shared/check.js';
+import { Checker, MAX_TIMER_MS } from '../shared/check.js';
 import { listingNames } from '../contract/listings.js';
 import { checkTable, endpointsOf, rowShape } from '../contract/table.js';
 import type { Limit, WindowKind } from '../contract/limit.js';
@@ -26,9 +26,6 @@ const optionNames = [
   'now',
   'onProgress',
 ] as const;
-
-/** The longest a timer may be set for: a longer wait is slept in parts. */
-const LONGEST_TIMER_MS = 2 ** 31 - 1;
 
 /** One endpoint to probe. */
 export interface Target {
@@ -67,53 +64,6 @@ const check: Checker = new Checker(SOURCE);
 
 function invalid(field: string, message: string): never {
   return check.invalid(`options.${field}`, message);
-}
-
-/** The base URL's origin, and its path without a trailing slash (empty at the root). */
-function checkBaseUrl(value: unknown): { origin: string; base: string } {
-  let url: URL | undefined;
-  if (typeof value === 'string' || value instanceof URL) {
-    try {
-      url = new URL(value);
-    } catch {
-      url = undefined;
-    }
-  }
-  if (!url || (url.protocol !== 'http:' && url.protocol !== 'https:') || url.search || url.hash) {
-    invalid('baseUrl', `must be an http or https URL without query or fragment; got ${JSON.stringify(String(value))}.`);
-  }
-  return { origin: url.origin, base: url.pathname.replace(/\/+$/, '') };
-}
-
-function checkToken(field: string, value: unknown): string | undefined {
-  if (value === undefined) return undefined;
-  // A header value: visible ASCII and inner spaces, nothing fetch would refuse or trim.
-  if (typeof value !== 'string' || !/^[\x21-\x7e]([\x20-\x7e]*[\x21-\x7e])?$/.test(value)) {
-    invalid(field, 'must be a non-empty header value of printable ASCII, without spaces at either end.');
-  }
-  return value;
-}
-
-function checkWhole(
-  field: string,
-  value: unknown,
-  fallback: number,
-  least: number,
-  unit: string,
-  most = Number.MAX_SAFE_INTEGER,
-): number {
-  if (value === undefined) return fallback;
-  if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < least || value > most) {
-    const range = most === Number.MAX_SAFE_INTEGER ? `${least} or more` : `from ${least} to ${most}`;
-    invalid(field, `must be a whole number of ${unit}, ${range}; got ${String(value)}.`);
-  }
-  return value;
-}
-
-function checkFunction<T>(field: string, value: unknown, fallback: T): T {
-  if (value === undefined) return fallback;
-  if (typeof value !== 'function') invalid(field, 'must be a function.');
-  return value as T;
 }
 
 function checkOnly(value: unknown, names: readonly string[], listing: string): Set<string> | undefined {
@@ -196,10 +146,10 @@ function sortedLimits(limits: readonly Limit[], name: string, rowIndex: (limit: 
   return sorted;
 }
 
-/** The default sleep: a timer, in parts of at most 2^31-1 ms for a longer wait (a window may last a year). */
+/** The default sleep: a timer, in parts of at most MAX_TIMER_MS for a longer wait (a window may last a year). */
 async function sleep(ms: number): Promise<void> {
-  for (let left = ms; left > 0; left -= LONGEST_TIMER_MS) {
-    await new Promise<void>((done) => setTimeout(done, Math.min(left, LONGEST_TIMER_MS)));
+  for (let left = ms; left > 0; left -= MAX_TIMER_MS) {
+    await new Promise<void>((done) => setTimeout(done, Math.min(left, MAX_TIMER_MS)));
   }
 }
 
@@ -207,7 +157,7 @@ export function resolve(options: VerifyOptions): Run {
   if (typeof options !== 'object' || options === null)
     check.invalid('options', 'must be an object { baseUrl, listing }.');
   check.unknownKeys(options, optionNames, (key) => `options.${key}`);
-  const { origin, base } = checkBaseUrl(options.baseUrl);
+  const { origin, path: base } = check.baseUrl(options.baseUrl, 'options.baseUrl');
   if (options.listing === undefined) {
     const names = listingNames.map((name) => JSON.stringify(name));
     invalid(
@@ -223,9 +173,9 @@ export function resolve(options: VerifyOptions): Run {
   const chosen = endpoints.filter((endpoint) => !only || only.has(endpoint.name));
   const known = new Set(chosen.flatMap((endpoint) => pathToRegexp(endpoint.path).keys.map((key) => key.name)));
   const params = checkParams(options.params, known);
-  const token = checkToken('token', options.token);
+  const token = check.token(options.token, 'options.token');
   const otherToken =
-    checkToken('otherToken', options.otherToken) ?? `listing-limits-verify-${randomBytes(8).toString('hex')}`;
+    check.token(options.otherToken, 'options.otherToken') ?? `listing-limits-verify-${randomBytes(8).toString('hex')}`;
   if (otherToken === token) invalid('otherToken', 'must differ from options.token.');
   const targets = chosen.map(({ name, method, path, limits }) => {
     const shape = rowShape({ method, path });
@@ -239,6 +189,13 @@ export function resolve(options: VerifyOptions): Run {
       paths: pathsOf(path, params).map((p) => `${base}${p}`),
     };
   });
+  const whole = (
+    field: 'concurrency' | 'graceMs' | 'timeoutMs',
+    fallback: number,
+    unit: string,
+    least: number,
+    most?: number,
+  ) => (options[field] === undefined ? fallback : check.whole(options[field], `options.${field}`, unit, least, most));
   return {
     baseUrl: `${origin}${base}`,
     origin,
@@ -246,12 +203,12 @@ export function resolve(options: VerifyOptions): Run {
     token,
     otherToken,
     window: options.window === undefined ? 'fixed' : check.oneOf(options.window, windowKinds, 'options.window'),
-    concurrency: checkWhole('concurrency', options.concurrency, targets.length, 1, 'endpoints'),
-    graceMs: checkWhole('graceMs', options.graceMs, 1000, 0, 'milliseconds'),
-    timeoutMs: checkWhole('timeoutMs', options.timeoutMs, 10_000, 1, 'milliseconds', LONGEST_TIMER_MS),
-    fetch: checkFunction('fetch', options.fetch, globalThis.fetch),
-    sleep: checkFunction('sleep', options.sleep, sleep),
-    now: checkFunction('now', options.now, Date.now),
-    onProgress: checkFunction('onProgress', options.onProgress, () => {}),
+    concurrency: whole('concurrency', targets.length, 'endpoints', 1),
+    graceMs: whole('graceMs', 1000, 'milliseconds', 0),
+    timeoutMs: whole('timeoutMs', 10_000, 'milliseconds', 1, MAX_TIMER_MS),
+    fetch: check.function(options.fetch, 'options.fetch', globalThis.fetch),
+    sleep: check.function(options.sleep, 'options.sleep', sleep),
+    now: check.function(options.now, 'options.now', Date.now),
+    onProgress: check.function(options.onProgress, 'options.onProgress', () => {}),
   };
 }

@@ -1,8 +1,9 @@
 // One endpoint's probe: the requests and waits that check it, as steps a runner carries out against a server.
 import type { Limit, WindowKind } from '../contract/limit.js';
 import { marginMs } from './counted.js';
-import { type Answer, checkFields, checkRetryAfter, type Expectation, FIELDS, fieldsOf } from './fields.js';
-import { Findings, requests, shown, tenths } from './findings.js';
+import { RATE_LIMIT_FIELDS } from '../contract/read-headers.js';
+import { type Answer, checkFields, checkRetryAfter, type Expectation, fieldsOf } from './fields.js';
+import { Findings, requestsText, shown, tenths } from './findings.js';
 import type { Settings, Target } from './options.js';
 import {
   Banned,
@@ -68,8 +69,8 @@ export class Probe {
       else if (error instanceof Banned) this.found.find('banned', error.message);
       else throw error;
     }
-    const missing = FIELDS.filter((field) => !this.fieldsSeen.has(field));
-    if (missing.length === FIELDS.length) this.found.note('sent no rate-limit fields');
+    const missing = RATE_LIMIT_FIELDS.filter((field) => !this.fieldsSeen.has(field));
+    if (missing.length === RATE_LIMIT_FIELDS.length) this.found.note('sent no rate-limit fields');
     else if (missing.length > 0) this.found.note(`sent no ${missing.join(', ')}`);
     const { name, method, path, limits, paths } = this.target;
     const findings = this.found.all;
@@ -170,7 +171,7 @@ export class Probe {
     if (passed <= row.limit || took < row.windowMs) return false;
     this.find(
       `limit ${row.index}`,
-      `${row.label}inconclusive: ${requests(passed)} took ${Number((took / 1000).toFixed(1))} s, ` +
+      `${row.label}inconclusive: ${requestsText(passed)} took ${Number((took / 1000).toFixed(1))} s, ` +
         `longer than the contract's window of ${row.seconds} s`,
     );
     return true;
@@ -219,7 +220,7 @@ export class Probe {
     const passed = 1 + rest.passed;
     if (this.tooSlow(row, passed, start)) return undefined;
     if (passed !== limit) {
-      this.find('limit 0', `${label}allowed ${requests(passed)}, contract says ${limit}`);
+      this.find('limit 0', `${label}allowed ${requestsText(passed)}, contract says ${limit}`);
       if (rest.refused) this.checkRetryAfter(rest.refused, row);
       return undefined;
     }
@@ -235,14 +236,14 @@ export class Probe {
       this.found.note('window kind not probed: its shortest limit is 1 request, which both kinds count alike');
     } else if (limit > 1 && !kindProbe) {
       this.found.note(
-        `window kind not probed: the endpoint's other limits leave ${requests(fits)} after the end of its ` +
+        `window kind not probed: the endpoint's other limits leave ${requestsText(fits)} after the end of its ` +
           `${row.seconds} s window`,
       );
     }
     if (kindProbe && (beforeEnd - start > windowMs - margin || beforeEnd - start >= windowMs)) {
       this.find(
         'boundary',
-        `${label}window kind inconclusive: ${requests(limit - 1)} sent from the middle of a window took ` +
+        `${label}window kind inconclusive: ${requestsText(limit - 1)} sent from the middle of a window took ` +
           `${tenths(beforeEnd - beforeStart)} s, too close to its end`,
       );
       kindProbe = false;
@@ -265,12 +266,12 @@ export class Probe {
    * that ends well within the window is checked first: a client that obeys it must be served. Returns whether the
    * probe goes on.
    */
-  private *acrossTheEnd(window: FirstWindow): Generator<Step, boolean, Reply> {
+  private *acrossTheEnd(opened: FirstWindow): Generator<Step, boolean, Reply> {
     const { run } = this;
     const row = this.rows[0] as Row;
     const { limit, windowMs, margin, label } = row;
     const [first] = this.target.paths as [string];
-    const { start, opening, refused, retryAfter } = window;
+    const { start, opening, refused, retryAfter } = opened;
     const retryEnd = retryAfter === undefined ? Infinity : refused.at + retryAfter * 1000;
     if (retryEnd + run.graceMs < start + windowMs - margin) {
       yield* this.wait(retryEnd + run.graceMs - this.now(), 'window');
@@ -281,7 +282,7 @@ export class Probe {
       } else {
         this.find(
           'window 0',
-          `${label}allowed ${requests(limit + 1)} within ${tenths(again.at - start)} s once Retry-After had ` +
+          `${label}allowed ${requestsText(limit + 1)} within ${tenths(again.at - start)} s once Retry-After had ` +
             `passed (${retryAfter} s), contract says ${limit} per ${row.seconds} s`,
         );
       }
@@ -289,7 +290,7 @@ export class Probe {
     }
 
     yield* this.wait(opening.at + windowMs + margin - this.now(), 'window');
-    const { fits, kindProbe } = window;
+    const { fits, kindProbe } = opened;
     const after: Answer[] = [];
     const expected: Record<WindowKind, Expectation>[] = [];
     while (after.length < fits && after.at(-1)?.status !== 429) {
@@ -311,7 +312,7 @@ export class Probe {
       this.checkRetryAfter(last, row);
       return false;
     }
-    if (kindProbe) this.windowSeen = this.kindSeen(row, window, after);
+    if (kindProbe) this.windowSeen = this.kindSeen(row, opened, after);
     const seen = this.windowSeen;
     const kind = seen === 'either' ? 'fixed' : seen;
     after.forEach((answer, i) => {
@@ -326,10 +327,10 @@ export class Probe {
    * first 429. Fixed windows let them all pass within less than a window; a sliding window still holds the
    * `limit - 1`, so it lets one pass and refuses the next. A side that does not fit its time tells nothing.
    */
-  private kindSeen(row: Row, window: FirstWindow, after: readonly Answer[]): WindowSeen {
+  private kindSeen(row: Row, opened: FirstWindow, after: readonly Answer[]): WindowSeen {
     const { run } = this;
     const { limit, windowMs, seconds, label } = row;
-    const { beforeStart, beforeEnd, fits } = window;
+    const { beforeStart, beforeEnd, fits } = opened;
     const last = after.at(-1) as Answer;
     const passed = after.length - (last.status === 429 ? 1 : 0);
     const span = last.at - beforeStart;
@@ -338,28 +339,29 @@ export class Probe {
     else if (passed < fits) {
       this.find(
         'boundary',
-        `${label}neither fixed nor sliding window: allowed ${requests(limit - 1)} before the end of a window and ` +
+        `${label}neither fixed nor sliding window: allowed ${requestsText(limit - 1)} before the end of a window and ` +
           `${passed} after it; a fixed window allows ${fits} after it, a sliding one 1`,
       );
     } else if (span < windowMs) seen = 'fixed';
     else {
       this.find(
         'boundary',
-        `${label}window kind inconclusive: ${requests(limit - 1 + fits)} across the end of a window took ` +
+        `${label}window kind inconclusive: ${requestsText(limit - 1 + fits)} across the end of a window took ` +
           `${tenths(span)} s, not less than the window of ${seconds} s`,
       );
     }
     if (seen === 'fixed' && run.window === 'sliding') {
       this.find(
         'boundary',
-        `${label}fixed window: allowed ${requests(limit - 1 + fits)} within ${tenths(span)} s across the end of a ` +
-          `window (${limit - 1} before it, ${fits} after it); a sliding window allows ${limit} in any ${seconds} s`,
+        `${label}fixed window: allowed ${requestsText(limit - 1 + fits)} within ${tenths(span)} s ` +
+          `across the end of a window (${limit - 1} before it, ${fits} after it); ` +
+          `a sliding window allows ${limit} in any ${seconds} s`,
       );
     } else if (seen === 'sliding') {
       if (run.window === 'fixed') {
         this.find(
           'boundary',
-          `${label}sliding window: allowed ${requests(limit - 1)} before the end of a window and 1 after it, ` +
+          `${label}sliding window: allowed ${requestsText(limit - 1)} before the end of a window and 1 after it, ` +
             `then 429; a fixed window allows ${fits} after it`,
         );
       }
@@ -400,7 +402,7 @@ export class Probe {
     else if (burst.passed < row.limit) {
       this.find(
         'limit other',
-        `${row.label}allowed ${requests(burst.passed)} with another token, contract says ${row.limit}`,
+        `${row.label}allowed ${requestsText(burst.passed)} with another token, contract says ${row.limit}`,
       );
     }
     if (burst.refused) this.checkRetryAfter(burst.refused, row);
@@ -423,7 +425,7 @@ export class Probe {
       if (ready - began > 2 * row.windowMs + 2 * row.margin) {
         this.found.note(
           `${label}not checked: the endpoint's shorter limits, with the margins kept around their windows' ends, ` +
-            `do not let ${requests(limit)} into ${seconds} s`,
+            `do not let ${requestsText(limit)} into ${seconds} s`,
         );
         return true;
       }
@@ -434,11 +436,11 @@ export class Probe {
       this.own.record(answer);
       this.checkFields(answer, this.own.expect(kind, answer));
       if (count >= limit && answer.status !== 429) {
-        this.find(`limit ${index}`, `${label}allowed ${requests(count + 1)}, contract says ${limit}`);
+        this.find(`limit ${index}`, `${label}allowed ${requestsText(count + 1)}, contract says ${limit}`);
         return false;
       }
       if (count < limit && answer.status === 429) {
-        this.find(`limit ${index}`, `${label}allowed ${requests(count)}, contract says ${limit}`);
+        this.find(`limit ${index}`, `${label}allowed ${requestsText(count)}, contract says ${limit}`);
         this.checkRetryAfter(answer, row);
         return false;
       }

@@ -23,7 +23,7 @@ const why: Readonly<Record<WaitReason, string>> = {
 };
 
 /** Milliseconds as whole seconds, rounded up, and minutes from a minute on: `4 min 2 s`. */
-export function seconds(ms: number): string {
+export function durationText(ms: number): string {
   const total = Math.ceil(ms / 1000);
   if (total < 60) return `${total} s`;
   const rest = total % 60;
@@ -50,7 +50,7 @@ class Lines implements Progress {
       this.names.set(event.endpoint, name);
       this.stream.write(`${name}: probing\n`);
     } else if (event.type === 'wait') {
-      this.stream.write(`${this.names.get(event.endpoint)}: waiting ${seconds(event.ms)} ${why[event.reason]}\n`);
+      this.stream.write(`${this.names.get(event.endpoint)}: waiting ${durationText(event.ms)} ${why[event.reason]}\n`);
     } else {
       this.stream.write(`${this.names.get(event.result.endpoint)}: ${event.result.ok ? 'pass' : 'fail'}\n`);
     }
@@ -98,7 +98,7 @@ class Bars implements Progress {
       line.status = 'probing';
       this.update(line);
     } else if (event.type === 'wait') {
-      line.status = `waiting ${seconds(event.ms)} ${why[event.reason]}`;
+      line.status = `waiting ${durationText(event.ms)} ${why[event.reason]}`;
       this.update(line);
     } else {
       line.started = undefined;

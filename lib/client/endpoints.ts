@@ -1,0 +1,80 @@
+// The table as the client calls it: each endpoint's path template and pacer, and the URL and body of a call.
+import { compile, pathToRegexp } from 'path-to-regexp';
+import { isPlainObject, show, suggestion } from '../shared/check.js';
+import { ListingClientError } from '../shared/errors.js';
+import { endpointsOf } from '../contract/table.js';
+import { Pacer } from './pacing.js';
+import type { Settings } from './options.js';
+
+/** One endpoint of the table: `<METHOD> <path>`, its path's parameters, and its pacing. */
+export interface Endpoint {
+  readonly name: string;
+  readonly method: string;
+  /** The names of the path's parameters. */
+  readonly keys: readonly string[];
+  readonly toPath: (params: Record<string, string>) => string;
+  /** Milliseconds a GET answer is kept; 0 for none. */
+  readonly cacheMs: number;
+  readonly pacer: Pacer;
+}
+
+/** The endpoints of the table, by name. */
+export type Endpoints = ReadonlyMap<string, Endpoint>;
+
+export function compileEndpoints(settings: Settings): Endpoints {
+  const { rows, cacheMs, maxWaitMs, onWait } = settings;
+  return new Map(
+    endpointsOf(rows).map(({ method, path, name, limits }) => {
+      const endpoint: Endpoint = {
+        name,
+        method,
+        keys: pathToRegexp(path).keys.map((key) => key.name),
+        toPath: compile(path, { encode: encodeURIComponent }),
+        cacheMs: cacheMs.get(path) ?? 0,
+        pacer: new Pacer(name, limits, maxWaitMs, onWait),
+      };
+      return [name, endpoint];
+    }),
+  );
+}
+
+/** The endpoint of a method and path shape; ERR_UNKNOWN_ENDPOINT, with the nearest one, when the table has none. */
+export function endpointOf(endpoints: Endpoints, method: string, shape: unknown): Endpoint {
+  const endpoint = endpoints.get(`${method} ${String(shape)}`);
+  if (endpoint) return endpoint;
+  const near = suggestion(`${method} ${String(shape)}`, [...endpoints.keys()]);
+  throw new ListingClientError(
+    'ERR_UNKNOWN_ENDPOINT',
+    `${method} ${show(shape)}`,
+    `is not an endpoint of the table.${near ? ` Did you mean \`${near}\`?` : ''}`,
+  );
+}
+
+/** The URL of a call: the path parameters encoded into the path, the others sent as the query string. */
+export function urlOf(baseUrl: string, endpoint: Endpoint, params: unknown): string {
+  if (params !== undefined && !isPlainObject(params)) {
+    throw new ListingClientError('ERR_INVALID_PARAMS', endpoint.name, `params must be an object; got ${show(params)}.`);
+  }
+  const path: Record<string, string> = {};
+  const query = new URLSearchParams();
+  for (const [key, value] of Object.entries(params ?? {})) {
+    if (typeof value !== 'string' && typeof value !== 'number') {
+      throw new ListingClientError('ERR_INVALID_PARAMS', endpoint.name, `params.${key} must be a string or a number.`);
+    }
+    if (endpoint.keys.includes(key)) path[key] = String(value);
+    else query.append(key, String(value));
+  }
+  const missing = endpoint.keys.find((key) => !(key in path) || path[key] === '');
+  if (missing) throw new ListingClientError('ERR_INVALID_PARAMS', endpoint.name, `params.${missing} is required.`);
+  const search = query.toString() === '' ? '' : `?${query}`;
+  return `${baseUrl}${endpoint.toPath(path)}${search}`;
+}
+
+/** A body as the JSON text to send. */
+export function jsonOf(endpoint: Endpoint, body: unknown): string | undefined {
+  try {
+    return JSON.stringify(body);
+  } catch (error) {
+    throw new ListingClientError('ERR_INVALID_PARAMS', endpoint.name, `body cannot be sent as JSON: ${error}`);
+  }
+}

@@ -1,0 +1,115 @@
+// report(): rule 7's bodies, posted in the background; the latest body per URL, on every 5th change or each interval.
+import { ListingClientError } from '../shared/errors.js';
+import type { Endpoint } from './endpoints.js';
+import type { Settings } from './options.js';
+import type { Sender } from './sender.js';
+
+/** Changes of a URL's body that send it at once, without waiting for the interval. */
+const CHANGES_PER_REPORT = 5;
+
+/** The reports of one URL. */
+interface Report {
+  readonly endpoint: Endpoint;
+  readonly url: string;
+  /** JSON of the latest body, to send and to tell a change from a repeat. */
+  json: string | undefined;
+  changes: number;
+  pending: boolean;
+  lastSent: number;
+  sending: Promise<void> | undefined;
+  timer: ReturnType<typeof setTimeout> | undefined;
+}
+
+/** Whether a failed send is final: the body is not sent again (the server did not want it, or the client is banned). */
+function isFinal(error: unknown): boolean {
+  if (!(error instanceof ListingClientError)) return false;
+  const { code, status } = error;
+  return code === 'ERR_BANNED' || code === 'ERR_TOO_LARGE' || (code === 'ERR_HTTP' && (status ?? 0) < 500);
+}
+
+export class Reports {
+  readonly #byUrl = new Map<string, Report>();
+
+  constructor(
+    private readonly sender: Sender,
+    private readonly settings: Pick<Settings, 'reportIntervalMs' | 'onError'>,
+    /** Whether the client is closed: then each pending body is sent once, and nothing waits for an interval. */
+    private readonly closed: () => boolean,
+  ) {}
+
+  /** Keeps `json` as the latest body of `url`, sent on the 5th change or at the interval. */
+  add(endpoint: Endpoint, url: string, json: string | undefined): void {
+    let report = this.#byUrl.get(url);
+    if (!report) {
+      report = {
+        endpoint,
+        url,
+        json: undefined,
+        changes: 0,
+        pending: false,
+        lastSent: 0,
+        sending: undefined,
+        timer: undefined,
+      };
+      this.#byUrl.set(url, report);
+    }
+    if (json === report.json) return;
+    report.json = json;
+    report.pending = true;
+    report.changes++;
+    if (report.changes >= CHANGES_PER_REPORT) this.#flush(report);
+    else this.#schedule(report);
+  }
+
+  /** Sends every pending body now, as close() does. */
+  flushAll(): void {
+    for (const report of this.#byUrl.values()) this.#flush(report);
+  }
+
+  #flush(report: Report): void {
+    if (report.timer !== undefined) clearTimeout(report.timer);
+    report.timer = undefined;
+    if (!report.pending || report.sending) return;
+    report.lastSent = Date.now();
+    // Paced by the POST row: the body is read when the request goes, so the latest one wins.
+    const latest = () => {
+      report.pending = false;
+      report.changes = 0;
+      return report.json;
+    };
+    let failed = false;
+    report.sending = this.sender
+      .call(report.endpoint, report.url, latest)
+      .then(
+        () => {},
+        (error: unknown) => {
+          failed = true;
+          // A body that did not arrive (429, 5xx, no answer) is pending again, unless a newer one took its place; it
+          // goes with the next change or interval. close() sends each body once.
+          report.pending = !this.closed() && !isFinal(error);
+          this.settings.onError(error);
+        },
+      )
+      .finally(() => {
+        report.sending = undefined;
+        if (!report.pending) return;
+        if (!failed && (report.changes >= CHANGES_PER_REPORT || this.closed())) this.#flush(report);
+        else this.#schedule(report, !failed);
+      });
+  }
+
+  /**
+   * The send of a report that waits for its interval. A new body keeps the process alive until it has been tried
+   * once; one that failed waits for the next change, interval or close() without holding the process.
+   */
+  #schedule(report: Report, hold = true): void {
+    if (report.timer !== undefined && hold) report.timer.ref();
+    if (report.timer !== undefined || this.closed()) return;
+    const since = report.lastSent === 0 ? Date.now() : report.lastSent;
+    report.timer = setTimeout(
+      () => this.#flush(report),
+      Math.max(since + this.settings.reportIntervalMs - Date.now(), 0),
+    );
+    if (!hold) report.timer.unref();
+  }
+}
