@@ -97,3 +97,22 @@ it('the test reads the imports it should: lib/index.ts imports the middleware', 
   expect(imports.get('index.ts')).toContain('limiter/middleware.ts');
   expect(imports.get('verify.ts')).toEqual(['verify/run.ts', 'verify/types.ts']);
 });
+
+/** The most lines a function of lib/ may span: a longer one is a product in a closure, made of named parts instead. */
+const MAX_FUNCTION_LINES = 100;
+
+it.each(files)(`no function of lib/%s spans more than ${MAX_FUNCTION_LINES} lines`, (file) => {
+  const source = ts.createSourceFile(file, readFileSync(join(lib, file), 'utf8'), ts.ScriptTarget.Latest, true);
+  const long: string[] = [];
+  const visit = (node: ts.Node): void => {
+    if (ts.isFunctionLike(node) && 'body' in node && node.body) {
+      const first = source.getLineAndCharacterOfPosition(node.getStart(source)).line;
+      const span = source.getLineAndCharacterOfPosition(node.getEnd()).line - first + 1;
+      const name = node.name?.getText(source) ?? '(anonymous)';
+      if (span > MAX_FUNCTION_LINES) long.push(`${name} at line ${first + 1}: ${span} lines`);
+    }
+    ts.forEachChild(node, visit);
+  };
+  visit(source);
+  expect(long).toEqual([]);
+});
