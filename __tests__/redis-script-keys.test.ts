@@ -5,7 +5,7 @@ import type Redis from 'ioredis';
 import request from 'supertest';
 import { listingLimits, redisStore } from '../lib';
 import { GLIDE_SCRIPTS } from '../lib/stores/redis/glide';
-import { SCRIPTS } from '../lib/stores/redis/scripts';
+import { REQUEST_KEYS, SCRIPTS } from '../lib/stores/redis/scripts';
 import { createApp } from './helpers/app';
 import { describeRedisServer, glideClient, ioredisClient, RedisServer } from './helpers/redis';
 import { withClients } from './helpers/redis-env';
@@ -19,19 +19,8 @@ const names = new Map(Object.entries(scripts).map(([name, lua]) => [sha1(lua), n
  * expiry, requests left in a sliding window, refused and allowed limits, records ending and trimmed changes, a
  * request hash that is full, and so on. `setup` commands run before.
  */
-const requestKeys = [
-  'requests',
-  'requests-seq',
-  'requests:pending',
-  'requests:pending-ends',
-  'requests:decided',
-  'requests:decided-ends',
-  'requests:pending-by',
-  'requests:by',
-  'requests:groups',
-  'requests:group-by',
-  'requests:meta',
-].map((name) => `q:{r}:${name}`);
+// The keys the runtime state passes to the grant requests' scripts, as it passes them.
+const requestKeys = REQUEST_KEYS.map((name) => `q:{r}:${name}`);
 
 const runs: { script: string; setup?: string[][]; keys: string[]; args: string[] }[] = [
   { script: 'hit', keys: ['h:1'], args: ['60'] },
