@@ -368,6 +368,27 @@ describe('what a new user meets, through the packed package', () => {
     ),
   ];
 
+  it("is a release: the CHANGELOG's newest section is its version, and it says where it comes from", () => {
+    const packed = (name: string) => readFileSync(join(installed, name), 'utf8');
+    const meta = JSON.parse(packed('package.json')) as Record<string, unknown>;
+    const [unreleased, newest] = [...packed('CHANGELOG.md').matchAll(/^## \[([^\]]+)\](?: - (\S+))?$/gm)];
+    expect(unreleased?.[1]).toBe('Unreleased');
+    expect(newest?.[1]).toBe(meta.version);
+    expect(newest?.[2]).toMatch(/^\d{4}-\d{2}-\d{2}$/);
+    expect(meta.type).toBe('commonjs');
+    const repository = 'https://github.com/listing-limits/listing-limits';
+    expect(meta).toMatchObject({
+      homepage: `${repository}#readme`,
+      repository: { type: 'git', url: `git+${repository}.git` },
+      bugs: { url: `${repository}/issues` },
+    });
+    // Every version the manual names in a file name or a "before x.y.z" is this one.
+    expect([...packed('README.md').matchAll(/listing-limits-(\d+\.\d+\.\d+)\.tgz/g)].map(([, v]) => v)).toEqual([
+      meta.version,
+    ]);
+    expect(packed('README.md')).toContain(`git clone ${repository}.git`);
+  });
+
   it('listings by what they list: servers and bots, with hints that name the right listing', () => {
     const code = (load: (specifier: string) => string) => `
       const { listingLimits, ListingLimitsError } = ${load('listing-limits')};
