@@ -36,6 +36,14 @@ export function readOf(limiter: RateLimiterAbstract, key: string): Promise<Count
   return limiter.get(key).then((result) => (result && result.msBeforeNext > 0 ? countOf(result) : undefined));
 }
 
+/** A Redis store's hit script: one more request on a key, answering its count and the ms left of its window. */
+export type Hit = (key: string, seconds: number) => Promise<[unknown, unknown]>;
+
+/** A key's count after one hit through a Redis store's hit script. */
+export function hitOf(hits: Hit, key: string, seconds: number): Promise<Count> {
+  return hits(key, seconds).then(([count, ttl]) => ({ count: Number(count), resetAt: Date.now() + Number(ttl) }));
+}
+
 /** A hit through rate-limiter-flexible's `consume()`: resolved, or rejected with the result over the limit. */
 function consumed(limiter: RateLimiterAbstract, key: string): Promise<Count> {
   return limiter.consume(key).then(countOf, (rejection: unknown) => {

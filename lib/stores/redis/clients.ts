@@ -1,5 +1,6 @@
 // The Redis clients the store accepts (ioredis, node-redis, GLIDE): what kind each is, and its scripts and commands.
 import { Checker, show } from '../../shared/check.js';
+import type { Hit } from '../adapter.js';
 import { glideCommands, glideScript, hashRecord, isGlideClient, sendOf } from './glide.js';
 import {
   HIT_SCRIPT,
@@ -56,8 +57,6 @@ export function kindOf(client: unknown): ClientKind {
       `Valkey GLIDE GlideClient or GlideClusterClient; got ${got}.`,
   );
 }
-
-export type Hit = (key: string, seconds: number) => Promise<[unknown, unknown]>;
 
 interface IoRedisLike {
   status?: string;

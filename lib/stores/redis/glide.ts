@@ -1,7 +1,7 @@
 // The Redis store through Valkey GLIDE (`GlideClient`, `GlideClusterClient`): commands and scripts, never importing it.
 import { createHash } from 'node:crypto';
 import { RateLimiterValkeyGlide } from 'rate-limiter-flexible';
-import { type CountsAsync, readOf } from '../adapter.js';
+import { type CountsAsync, type Hit, hitOf, readOf } from '../adapter.js';
 import type { Count } from '../limits.js';
 import type { CounterCapabilities, StoreCounter } from '../store.js';
 
@@ -122,8 +122,6 @@ return {consumed, ttl}`;
 /** The scripts of this file, for the test that every script declares the keys it touches. @internal */
 export const GLIDE_SCRIPTS = { read: READ_SCRIPT, consume: CONSUME_SCRIPT } as const;
 
-type Hit = (key: string, seconds: number) => Promise<[unknown, unknown]>;
-
 /**
  * rate-limiter-flexible's GLIDE limiter, whose reads and writes are the store's own (on keys and values the same as
  * its Redis limiter's, where the other clients' counters live) and whose hits run the store's hit script. Its own
@@ -148,10 +146,7 @@ export class GlideLimiter extends RateLimiterValkeyGlide implements CountsAsync,
   }
 
   count(key: string): Promise<Count> {
-    return this.#hits(this.getKey(key), this.duration).then(([count, ttl]) => ({
-      count: Number(count),
-      resetAt: Date.now() + Number(ttl),
-    }));
+    return hitOf(this.#hits, this.getKey(key), this.duration);
   }
 
   peek(key: string): Promise<Count | undefined> {

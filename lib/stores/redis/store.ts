@@ -1,7 +1,7 @@
 // The Redis store: counters shared by every app instance, a bounded wait, and a chosen fallback while Redis fails.
 import { RateLimiterRedis } from 'rate-limiter-flexible';
 import { show } from '../../shared/check.js';
-import { type CountsAsync, readOf } from '../adapter.js';
+import { type CountsAsync, type Hit, hitOf, readOf } from '../adapter.js';
 import { GlideLimiter } from './glide.js';
 import {
   type CounterCapabilities,
@@ -12,7 +12,7 @@ import {
   storeOf,
 } from '../store.js';
 import type { Count, CountsLimitsAsync, LimitsSpec } from '../limits.js';
-import { check, type LimitsScripts, type Hit, kindOf, hitsOf, commandsOf, limitsScriptsOf } from './clients.js';
+import { check, type LimitsScripts, kindOf, hitsOf, commandsOf, limitsScriptsOf } from './clients.js';
 import { redisState } from './state.js';
 
 /**
@@ -134,10 +134,7 @@ class RedisLimiter extends RateLimiterRedis implements CountsAsync, StoreCounter
   }
 
   count(key: string): Promise<Count> {
-    return this.hits(this.getKey(key), this.duration).then(([count, ttl]) => ({
-      count: Number(count),
-      resetAt: Date.now() + Number(ttl),
-    }));
+    return hitOf(this.hits, this.getKey(key), this.duration);
   }
 
   peek(key: string): Promise<Count | undefined> {
