@@ -1,7 +1,7 @@
 // The operator's page: its options, its login, and its routes (the page, a client's page, every action's form).
 import { createHmac } from 'node:crypto';
 import type { NextFunction, Request, RequestHandler, Response, Router } from 'express';
-import { Checker, isPlainObject, show } from '../shared/check.js';
+import { Checker, DAY_MS, isPlainObject, show } from '../shared/check.js';
 import { ListingLimitsError } from '../shared/errors.js';
 import type { Store } from '../stores/store.js';
 import type { Grant, ListingLimitsMiddleware } from '../limiter/types.js';
@@ -24,7 +24,7 @@ import {
 import { checkStore } from '../limiter/options.js';
 import { dashboard } from './dashboard.js';
 import { markup } from './html.js';
-import { BAN_DURATIONS, clientPath, DAY_MS, EXPIRIES, type View } from './rows.js';
+import { BAN_DURATIONS, clientPath, EXPIRIES, type View } from './rows.js';
 import { CSRF_FIELD, type LoginSession, sameToken, type Sessions, sessions } from './session.js';
 
 /** Decides whether a request may use the operator's page. Sync or async. */

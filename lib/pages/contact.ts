@@ -1,7 +1,7 @@
 // The contact page of rule 6: a client asks for extended limits with proof of its size, and checks its request later.
 import type { Request, Response, Router } from 'express';
 import ipaddr from 'ipaddr.js';
-import { Checker } from '../shared/check.js';
+import { Checker, DAY_MS } from '../shared/check.js';
 import type { EndpointRow } from '../contract/listings.js';
 import type { Store } from '../stores/store.js';
 import type { GrantProof, GrantRequest, GrantRequestInput, ListingLimitsMiddleware } from '../limiter/types.js';
@@ -21,7 +21,6 @@ import {
 import { checkStore } from '../limiter/options.js';
 import { grantText, perWindow, when } from './describe.js';
 import { type Html, markup } from './html.js';
-import { DAY_MS } from './rows.js';
 import { CSRF_FIELD, sessions } from './session.js';
 import {
   LARGEST_COUNT,

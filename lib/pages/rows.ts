@@ -4,7 +4,6 @@ import type { ActiveBan, ActiveGrant, ChangeEvent, ForeignEntry, GrantRequest, L
 import { grantText, when } from './describe.js';
 import { type Html, markup } from './html.js';
 
-export const DAY_MS = 24 * 3600_000;
 /** The expiries an operator chooses from: days, or none (until revoked). */
 export const EXPIRIES: readonly (readonly [string, string])[] = [
   ['7', '7 days'],

@@ -2,8 +2,11 @@
 import { closest, distance } from 'fastest-levenshtein';
 import { ListingLimitsError, type ListingLimitsErrorCode } from './errors.js';
 
+/** A day, in milliseconds. */
+export const DAY_MS = 24 * 3600 * 1000;
+
 /** The longest window, ban or block the package accepts: one year, in milliseconds. */
-export const MAX_DURATION_MS = 365 * 24 * 3600 * 1000;
+export const MAX_DURATION_MS = 365 * DAY_MS;
 
 /** The longest delay Node's timers keep: a longer one fires at once, with a TimeoutOverflowWarning. */
 export const MAX_TIMER_MS = 2 ** 31 - 1;

@@ -1,7 +1,7 @@
 // Grant requests of rule 6: filed by clients with proof of their size, kept in the store's state, decided by operators.
 import { randomBytes } from 'node:crypto';
 import ipaddr from 'ipaddr.js';
-import { Checker, isPlainObject, show } from '../../shared/check.js';
+import { Checker, DAY_MS, isPlainObject, show } from '../../shared/check.js';
 import { tokenKey } from '../keys.js';
 import type { EndpointRow } from '../../contract/listings.js';
 import { checkText, objectOf, Problem } from './records.js';
@@ -15,7 +15,6 @@ import type {
   GrantRequests as PublicGrantRequests,
 } from '../types.js';
 
-const DAY_MS = 24 * 3600_000;
 /**
  * Requests kept at the most. A new one is never refused for want of room: an ended one is dropped, else the oldest
  * of the group (IPv6 /48, IPv4 /16) that has the most.

@@ -1,6 +1,6 @@
 // The Redis store: counters shared by every app instance, a bounded wait, and a chosen fallback while Redis fails.
 import { RateLimiterRedis } from 'rate-limiter-flexible';
-import { show } from '../../shared/check.js';
+import { MAX_TIMER_MS, show } from '../../shared/check.js';
 import { type CountsAsync, type Hit, hitOf, readOf } from '../adapter.js';
 import { GlideLimiter } from './glide.js';
 import {
@@ -56,8 +56,7 @@ function checkOptions(options: unknown): Required<RedisStoreOptions> {
   const { prefix = 'listing-limits', timeoutMs = 200, onFailure = 'memory' } = o as RedisStoreOptions;
   if (typeof prefix !== 'string' || prefix === '')
     check.invalid('options.prefix', `must be a non-empty string; got ${show(prefix)}.`);
-  // Beyond 2^31 - 1 ms, Node fires a timer at once: the limit of a timeout that works.
-  if (!Number.isInteger(timeoutMs) || timeoutMs <= 0 || timeoutMs > 2 ** 31 - 1) {
+  if (!Number.isInteger(timeoutMs) || timeoutMs <= 0 || timeoutMs > MAX_TIMER_MS) {
     check.invalid(
       'options.timeoutMs',
       `must be a positive whole number of milliseconds (at most 2147483647); got ${show(timeoutMs)}.`,
