@@ -1,6 +1,7 @@
 // The Redis store against real Redis servers: client kinds, keys, round trips, every failure mode, recovery, and a cluster.
 import { PROBE_EVERY_MS } from '../lib/stores/waiting';
 import type { Server } from 'node:http';
+import type { Socket } from 'node:net';
 import Redis from 'ioredis';
 import { createClient } from 'redis';
 import { RateLimiterRes } from 'rate-limiter-flexible';
@@ -392,6 +393,78 @@ describeRedis('redisStore', () => {
         expect(dump?.includes('very-secret')).toBeFalsy();
       }
       expect(await inspect.get(`${prefix}:GET /v1/bots/:id/upvotes:ip:127.0.0.1`)).toBe('2');
+    } finally {
+      server.close();
+      client.disconnect();
+    }
+  });
+
+  it("ioredis: one turn's commands leave in one write, in the order asked, the app's own among them", async () => {
+    const prefix = freshPrefix();
+    const client = await ioredisClient(redis.url);
+    const stream = client.stream as Socket;
+    const writes: number[] = []; // chunks per system call: write() one, writev() as many as it sends
+    const { _write: write, _writev: writev } = stream as unknown as Record<string, (...args: unknown[]) => void>;
+    Object.assign(stream, {
+      _write(...args: unknown[]) {
+        writes.push(1);
+        return write?.apply(stream, args);
+      },
+      _writev(chunks: unknown[], ...rest: unknown[]) {
+        writes.push(chunks.length);
+        return writev?.apply(stream, [chunks, ...rest]);
+      },
+    });
+    try {
+      const store = redisStore(client, { prefix, ...counting });
+      type Counts<T> = { count(key: string): Promise<T> };
+      const fixed = store({ name: 'GET /x', limit: 3, windowMs: 60_000 }) as unknown as Counts<{ count: number }>;
+      const limits = { name: 'GET /y', window: 'sliding', limits: [{ limit: 3, windowMs: 60_000 }] } as const;
+      const sliding = store.limits?.(limits) as unknown as Counts<readonly { count: number }[]>;
+      // Scripts loaded and the store's first reads done, so that only the commands below are written.
+      await Promise.all([fixed.count('warm'), sliding.count('warm'), client.ping()]);
+      writes.length = 0;
+      const asked = [
+        fixed.count('k'),
+        sliding.count('k'),
+        client.incr(`${prefix}:own`),
+        fixed.count('k'),
+        sliding.count('k'),
+        fixed.count('k'),
+      ];
+      expect(stream.writableCorked).toBe(1);
+      const answers = await Promise.all(asked);
+      const count = (a: number | { count: number } | readonly { count: number }[]) =>
+        typeof a === 'number' ? a : 'count' in a ? a.count : a[0]?.count;
+      expect(answers.map(count)).toEqual([1, 1, 1, 2, 2, 3]);
+      expect(writes).toEqual([6]);
+      expect(stream.writableCorked).toBe(0);
+      // The next turn's command leaves at once after its own turn, not held for another.
+      expect(await fixed.count('k')).toMatchObject({ count: 4 });
+      expect(writes).toEqual([6, 1]);
+      expect(stream.writableCorked).toBe(0);
+    } finally {
+      client.disconnect();
+    }
+  });
+
+  it('ioredis: commands held for one write when the connection drops are answered or fail; the next are counted', async () => {
+    const prefix = freshPrefix();
+    const client = await ioredisClient(redis.url);
+    const server = serve(redisStore(client, { prefix, ...counting }));
+    try {
+      const fixed = redisStore(client, { prefix, ...counting })({ name: BUCKET, limit: 2, windowMs: 60_000 });
+      const counts = fixed as unknown as { count(key: string): Promise<{ count: number }> };
+      const held = [counts.count('ip:127.0.0.1'), counts.count('ip:127.0.0.1')];
+      client.stream.destroy(); // before the turn ends: the held commands have not left
+      // ioredis sends a dropped connection's commands again once it has reconnected, or rejects them: none hangs,
+      // and those answered are counted once each, in order.
+      const settled = await Promise.allSettled(held);
+      const answered = settled.flatMap((r) => (r.status === 'fulfilled' ? [r.value.count] : []));
+      expect(answered).toEqual([1, 2].slice(0, answered.length));
+      await until(() => client.status === 'ready', 'ioredis has reconnected');
+      expect(outcome(await get(server))).toBe(['200 1', '200 0', '429 0'][answered.length]);
+      expect(await inspect.get(`${prefix}:${BUCKET}:ip:127.0.0.1`)).toBe(String(answered.length + 1));
     } finally {
       server.close();
       client.disconnect();

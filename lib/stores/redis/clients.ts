@@ -60,6 +60,8 @@ export function kindOf(client: unknown): ClientKind {
 
 interface IoRedisLike {
   status?: string;
+  /** The socket of a standalone client; a Cluster has none. */
+  stream?: { cork?(): void; uncork(): void };
   defineCommand(name: string, definition: { numberOfKeys?: number; lua: string }): void;
   listingLimitsHit?: (key: string, seconds: number) => Promise<[unknown, unknown]>;
 }
@@ -68,6 +70,35 @@ interface NodeRedisLike {
   isReady?: boolean;
   evalSha(sha: string, options: { keys: string[]; arguments: string[] }): Promise<unknown>;
   eval(script: string, options: { keys: string[]; arguments: string[] }): Promise<unknown>;
+}
+
+/**
+ * ioredis writes each command to its socket at once: a system call per request. The store's commands of one turn of
+ * the event loop leave in one write instead: the first corks the client's socket, which is uncorked once Node has
+ * read every socket that was ready (`setImmediate`). Redis receives them in the order they were sent, as before; the
+ * app's own commands on that client in the same turn leave with them. One per client, whatever its stores.
+ */
+const sendsTogether = new WeakMap<IoRedisLike, () => void>();
+
+function together(redis: IoRedisLike): () => void {
+  let batch = sendsTogether.get(redis);
+  if (batch) return batch;
+  let corked: { uncork(): void } | undefined;
+  const uncork = () => {
+    const stream = corked;
+    corked = undefined;
+    stream?.uncork();
+  };
+  batch = () => {
+    if (corked) return;
+    const { stream } = redis;
+    if (typeof stream?.cork !== 'function') return;
+    stream.cork();
+    corked = stream;
+    setImmediate(uncork);
+  };
+  sendsTogether.set(redis, batch);
+  return batch;
 }
 
 const notReady = () => Promise.reject(new Error('the Redis client is not connected'));
@@ -93,8 +124,8 @@ function nodeRedisScript(redis: NodeRedisLike, script: string, sha: string, queu
 
 /**
  * How one client runs hits: with ioredis a command defined once (EVALSHA, loading the script when Redis lacks it),
- * with node-redis and GLIDE EVALSHA with a fallback to EVAL. Each hit is sent when it is asked for, in the order of
- * every other call of the store, so that the store's order of commands is the order the requests asked in. While
+ * the hits of one turn of the event loop in one write ({@link together}), with node-redis and GLIDE EVALSHA with a
+ * fallback to EVAL. Each hit is sent when it is asked for, in the order of every other call of the store, so that the store's order of commands is the order the requests asked in. While
  * the client is not connected, hits fail at once instead of queueing (GLIDE does not tell: its hits wait for it).
  */
 export function hitsOf(client: unknown, kind: ClientKind): Hit {
@@ -111,7 +142,12 @@ export function hitsOf(client: unknown, kind: ClientKind): Hit {
     redis.defineCommand('listingLimitsHit', { numberOfKeys: 1, lua: HIT_SCRIPT });
   }
   const hit = redis.listingLimitsHit as NonNullable<IoRedisLike['listingLimitsHit']>;
-  return (key, seconds) => (redis.status === 'ready' ? hit.call(redis, key, seconds) : notReady());
+  const batch = together(redis);
+  return (key, seconds) => {
+    if (redis.status !== 'ready') return notReady();
+    batch();
+    return hit.call(redis, key, seconds);
+  };
 }
 
 /** The scripts of an endpoint's limits, each run as {@link hitsOf} runs hits: keys, then arguments. */
@@ -135,8 +171,12 @@ function scriptOf(client: unknown, kind: ClientKind, name: string, lua: string, 
   // Defined without a number of keys: each call gives it first, as endpoints have one key per limit.
   if (typeof commands[name] !== 'function') redis.defineCommand(name, { lua });
   const run = commands[name] as (...args: (string | number)[]) => Promise<unknown[]>;
-  return (keys: string[], args: string[]) =>
-    redis.status === 'ready' ? run.call(redis, keys.length, ...keys, ...args) : notReady();
+  const batch = together(redis);
+  return (keys: string[], args: string[]) => {
+    if (redis.status !== 'ready') return notReady();
+    batch();
+    return run.call(redis, keys.length, ...keys, ...args);
+  };
 }
 
 export function limitsScriptsOf(client: unknown, kind: ClientKind): LimitsScripts {
