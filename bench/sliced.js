@@ -16,6 +16,8 @@ const { startRedis } = require('./http.js');
 
 const CONNECTIONS = 32;
 const WARMUP_S = 3;
+/** Seconds of load under which each side's Redis commands are counted, after its CPU is measured. */
+const COUNT_S = 2;
 const SLICE_MS = 100;
 /** One client, one endpoint: an authenticated `GET /v1/bots/:id`, as most of an API's traffic is. */
 const PATH = '/v1/bots/42';
@@ -186,7 +188,12 @@ async function startServer(side, redisPort) {
     ['-c', '0', process.execPath, join(__dirname, 'server.js'), variant, kind, String(redisPort ?? '')],
     { stdio: ['ignore', 'pipe', 'inherit'] },
   );
-  const [chunk] = await once(child.stdout, 'data');
+  // A server that fails to start ends the run with its exit code instead of waiting for its port for ever.
+  const exited = once(child, 'exit').then(([code]) => {
+    throw new Error(`bench/server.js ${side} exited with code ${code} before it was ready`);
+  });
+  const [chunk] = await Promise.race([once(child.stdout, 'data'), exited]);
+  exited.catch(() => {});
   // taskset execs the command, so the child's pid is the server's.
   return { child, pid: child.pid, port: Number(String(chunk).trim()) };
 }
@@ -203,8 +210,8 @@ async function stopServer(server) {
 }
 
 /**
- * What Redis runs for each server during the measured load, from MONITOR: a command whose keys are the runtime
- * state's (`{runtime}`) is the state's periodic read, any other is a request's.
+ * What Redis runs for each server, from MONITOR: a command whose keys are the runtime state's (`{runtime}`) is the
+ * state's periodic read, any other is a request's.
  */
 async function watchRedis(port, pids) {
   const client = new Redis({ port, host: '127.0.0.1' });
@@ -228,6 +235,22 @@ async function watchRedis(port, pids) {
   };
 }
 
+/**
+ * The Redis commands of each server's requests, counted after the measured load, under the same load for
+ * `COUNT_S` seconds: MONITOR makes Redis send every command to one more client, which slows its answers and so would
+ * change what the measured servers spend. Each side's `requests` here are that load's.
+ */
+async function countCommands(redisPort, servers) {
+  const watch = await watchRedis(
+    redisPort,
+    servers.map((s) => s.pid),
+  );
+  const loads = await Promise.all(servers.map((s) => wrk(s.port, COUNT_S)));
+  const counts = await watch.stop();
+  servers.forEach((server, i) => Object.assign(counts[server.pid], { load: loads[i].requests }));
+  return counts;
+}
+
 /** One measurement of a pair: both servers loaded at once, one running at a time. */
 async function measure(pair, duration, redisPort) {
   const reference = await startServer(pair.reference, redisPort);
@@ -238,7 +261,6 @@ async function measure(pair, duration, redisPort) {
     // once, sharing CPU 0, so that neither goes faster than the measured load (the allowed table's limits stay out
     // of reach).
     await Promise.all([wrk(reference.port, WARMUP_S), wrk(variant.port, WARMUP_S)]);
-    const watch = usesRedis ? await watchRedis(redisPort, [reference.pid, variant.pid]) : undefined;
     process.kill(variant.pid, 'SIGSTOP');
     const before = [cpuNs(reference.pid), cpuNs(variant.pid)];
     const loads = Promise.all([wrk(reference.port, duration), wrk(variant.port, duration)]);
@@ -253,7 +275,7 @@ async function measure(pair, duration, redisPort) {
     clearInterval(timer);
     process.kill(paused.pid, 'SIGCONT');
     const after = [cpuNs(reference.pid), cpuNs(variant.pid)];
-    const commands = await watch?.stop();
+    const commands = usesRedis ? await countCommands(redisPort, [reference, variant]) : undefined;
     const side = (load, i, server) => ({
       ...load,
       cpuUsPerRequest: (after[i] - before[i]) / 1000 / load.requests,
@@ -308,7 +330,8 @@ async function runSliced({
         runs.push(run);
         const commands = (side) =>
           side.redisCommands
-            ? `, Redis: ${side.redisCommands.requests} request commands, ${side.redisCommands.state} state reads`
+            ? `, Redis: ${side.redisCommands.requests} request commands and ${side.redisCommands.state} state reads ` +
+              `in ${side.redisCommands.load} requests`
             : '';
         log(
           `round ${round} ${pair.name.padEnd(32)} ${run.ratio.toFixed(3)}  (${run.variant.cpuUsPerRequest.toFixed(0)} µs/req vs ` +
@@ -335,10 +358,10 @@ async function runSliced({
       problems: mine.flatMap((r) => r.problems),
     };
     if (pair.variant.includes('redis')) {
-      const requests = mine.reduce((n, r) => n + r.variant.requests, 0);
+      const requests = mine.reduce((n, r) => n + (r.variant.redisCommands?.load ?? 0), 0);
       const own = mine.reduce((n, r) => n + (r.variant.redisCommands?.requests ?? 0), 0);
       const state = mine.reduce((n, r) => n + (r.variant.redisCommands?.state ?? 0), 0);
-      // Every measured request of a refused side is a refusal after its client's first (that one is in the warm-up).
+      // Every counted request of a refused side is a refusal after its client's first (that one is in the warm-up).
       entry.redis = { requests, commands: own, stateReads: state, perRequest: own / requests };
       if (pair.variant.endsWith('@refused')) entry.redis.perRefusal = own / requests;
     }
