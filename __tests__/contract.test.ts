@@ -1,5 +1,7 @@
 // The contract, end to end over HTTP: one suite, run for every store and both Express majors.
-import { createServer } from 'node:http';
+import { once } from 'node:events';
+import { Agent, createServer, get as httpGet } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import type { RequestHandler } from 'express';
 import { rateLimit } from 'express-rate-limit';
 import request from 'supertest';
@@ -389,6 +391,40 @@ describe.each(storeCases)('$name', (store) => {
       await get('203.0.113.9').expect(403);
       await get('203.0.113.8').expect(off ? 403 : 200);
       limiter.close();
+    });
+
+    it("on one kept-alive connection: an address ban holds and lifts, and the address follows 'trust proxy'", async () => {
+      const express = app({ listing: 'B' });
+      const limiter = express.locals.limiter as ReturnType<typeof listingLimits>;
+      const server = express.listen(0, '127.0.0.1');
+      await once(server, 'listening');
+      let connections = 0;
+      server.on('connection', () => connections++);
+      const agent = new Agent({ keepAlive: true, maxSockets: 1 });
+      let tokens = 0; // a token each, so that no request meets the endpoint's limit
+      const get = (forwardedFor: string) =>
+        new Promise<number | undefined>((resolve, reject) => {
+          const headers = { authorization: `Bot kept-alive-${++tokens}`, 'x-forwarded-for': forwardedFor };
+          const { port } = server.address() as AddressInfo;
+          httpGet({ host: '127.0.0.1', port, path: '/v1/bots/1', agent, headers }, (res) => {
+            res.resume().on('end', () => resolve(res.statusCode));
+          }).on('error', reject);
+        });
+      try {
+        expect(await get('203.0.113.9')).toBe(200);
+        await limiter.ban({ ip: '127.0.0.1' }, { duration: 60_000 });
+        expect(await get('203.0.113.9')).toBe(403);
+        await limiter.unban({ ip: '127.0.0.1' });
+        expect(await get('203.0.113.9')).toBe(200);
+        express.set('trust proxy', true);
+        await limiter.ban({ ip: '203.0.113.9' }, { duration: 60_000 });
+        expect([await get('203.0.113.9'), await get('203.0.113.8')]).toEqual([403, 200]);
+        expect(connections).toBe(1);
+      } finally {
+        agent.destroy();
+        server.close();
+        limiter.close();
+      }
     });
 
     it('groups IPv6 clients by /64 by default, and by the configured prefix', async () => {

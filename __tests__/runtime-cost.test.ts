@@ -159,3 +159,30 @@ describe.each(cases)('$name', (instances) => {
     expect(costs).toEqual([one, one, one]);
   }, 120_000);
 });
+
+describe("a request's check of its address's ban", () => {
+  it('answers alike for a banned address and others after more than 10,000 other addresses were checked', async () => {
+    const errors: unknown[] = [];
+    const records = registry(memoryStore().state as RuntimeState, errors);
+    records.start();
+    try {
+      expect(await records.banClient({ ip: '203.0.113.7' }, { duration: DURATION })).toBe(true);
+      const client = (address: string) =>
+        ({ key: 't:token', kind: 'token', ip: `ip:${address}`, token: 'Bot x', tokenKey: 't:token' }) as const;
+      const now = Date.now();
+      const banned = client('203.0.113.7');
+      const until = records.bannedUntil(banned, now);
+      expect(until).toBeGreaterThan(now);
+      const answers = new Map<string, number>();
+      const tally = (answer: unknown) => answers.set(String(answer), (answers.get(String(answer)) ?? 0) + 1);
+      for (let i = 0; i < 25_000; i++) {
+        tally(records.bannedUntil(client(`10.${i >> 16}.${(i >> 8) & 255}.${i & 255}`), now));
+        if (i % 1000 === 0) tally(records.bannedUntil(banned, now) === until ? 'banned' : 'not banned');
+      }
+      expect(Object.fromEntries(answers)).toEqual({ undefined: 25_000, banned: 25 });
+      expect(errors).toEqual([]);
+    } finally {
+      records.close();
+    }
+  });
+});

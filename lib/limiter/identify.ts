@@ -28,7 +28,7 @@ class TokenClient implements Client {
     readonly key: string,
     readonly token: string,
     private readonly req: Request,
-    private readonly ipOf: IpKey,
+    private readonly addressKey: AddressKey,
   ) {}
 
   get tokenKey(): string {
@@ -36,9 +36,32 @@ class TokenClient implements Client {
   }
 
   get ip(): string {
-    this.#ip ??= this.ipOf(addressOf(this.req));
+    this.#ip ??= this.addressKey(this.req);
     return this.#ip;
   }
+}
+
+/** The key of a request's address, as {@link IpKey} makes it. */
+type AddressKey = (req: Request) => string;
+
+/**
+ * The key of a request's address. Where the address is the socket's ({@link readsSocket}), its key is remembered per
+ * socket, which keeps its address while it lives: a connection's requests after its first find it in one lookup.
+ */
+function addressKeyOf(ipOf: IpKey): AddressKey {
+  const bySocket = new WeakMap<object, string>();
+  return (req) => {
+    if (!readsSocket(req)) return ipOf(req.ip);
+    const { socket } = req;
+    if (typeof socket !== 'object' || socket === null) return ipOf(undefined);
+    let key = bySocket.get(socket);
+    if (key === undefined) {
+      const address = socket.remoteAddress;
+      key = ipOf(address);
+      if (address !== undefined) bySocket.set(socket, key);
+    }
+    return key;
+  };
 }
 
 /** Whether requests of a prototype read `req.ip` from Express' own getter: not one of the app's, nor the request's. */
@@ -57,20 +80,17 @@ function readsExpressIp(proto: object): boolean {
 }
 
 /**
- * `req.ip`. With `trust proxy` off, Express' getter gives the socket's address after parsing X-Forwarded-For on each
- * read: the address is read from the socket then, where `req.ip` is Express' own.
+ * Whether `req.ip` is the socket's address: Express' own getter with `trust proxy` off, which gives it after parsing
+ * X-Forwarded-For on each read. The address is then read from the socket.
  */
-function addressOf(req: Request): string | undefined {
+function readsSocket(req: Request): boolean {
   const proto = Object.getPrototypeOf(req) as object | null;
-  if (
+  return (
     proto !== null &&
     req.app?.get('trust proxy') === false &&
     readsExpressIp(proto) &&
     !Object.prototype.hasOwnProperty.call(req, 'ip')
-  ) {
-    return req.socket?.remoteAddress;
-  }
-  return req.ip;
+  );
 }
 
 /** What identification answers when `invalidToken: 'reject'` refuses a token that `authenticate` did not accept. */
@@ -114,6 +134,7 @@ export function compileIdentify(check: Checker, options: ListingLimitsOptions, i
   if (invalidToken && !authenticate)
     check.invalid('options.invalidToken', 'needs options.authenticate, which decides what is invalid.');
   const hash = remembered(tokenKey);
+  const addressKey = addressKeyOf(ipOf);
 
   if (key) {
     return async (req) => {
@@ -132,7 +153,7 @@ export function compileIdentify(check: Checker, options: ListingLimitsOptions, i
       const token = req.headers.authorization;
       if (token) {
         const hashed = hash(token);
-        return new TokenClient(hashed, token, req, ipOf);
+        return new TokenClient(hashed, token, req, addressKey);
       }
       const ip = ipOf(req.ip);
       return { key: ip, kind: 'ip', ip, token: undefined, tokenKey: undefined };

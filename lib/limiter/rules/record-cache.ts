@@ -74,6 +74,9 @@ interface Known {
   readonly foreign: ReadonlySet<string>;
 }
 
+/** How many addresses' ban keys a cache remembers at the most: see `#addressBanKeys`. */
+const ADDRESS_BAN_KEYS_KEPT = 10_000;
+
 /** The cache of the runtime state that {@link RuntimeRecords} keeps: its records, and how it follows the store. */
 export class RecordCache {
   protected readonly _state: RuntimeState;
@@ -91,6 +94,11 @@ export class RecordCache {
   protected readonly _logins = new SweptMap<Stored<EpochRecord | EndedLogin>>((r) =>
     'until' in r ? r.until : Infinity,
   );
+  /**
+   * Address key → `addr:<address key>`, for the addresses of the last requests (all forgotten at 10,000): each
+   * request's check would make that string again.
+   */
+  readonly #addressBanKeys = new Map<string, string>();
   /** Client key → the last reset of its counters. */
   readonly #resets = new SweptMap<Stored<ResetRecord>>((reset) => reset.until);
   /**
@@ -375,10 +383,20 @@ export class RecordCache {
     const own = this._bans.get(client.key);
     let until = own && own.until > now ? own.until : undefined;
     if (this._addressBans.size > 0) {
-      const address = this._addressBans.get(addressBan(client.ip));
+      const address = this._addressBans.get(this.#addressBanKey(client.ip));
       if (address && address.until > now) until = Math.max(until ?? 0, address.until);
     }
     return until;
+  }
+
+  #addressBanKey(ip: string): string {
+    let key = this.#addressBanKeys.get(ip);
+    if (key === undefined) {
+      if (this.#addressBanKeys.size >= ADDRESS_BAN_KEYS_KEPT) this.#addressBanKeys.clear();
+      key = addressBan(ip);
+      this.#addressBanKeys.set(ip, key);
+    }
+    return key;
   }
 
   /** Whether the ban stored as `banKey` is in force, as far as this instance knows. */
