@@ -78,10 +78,10 @@ interface NodeRedisLike {
  * read every socket that was ready (`setImmediate`). Redis receives them in the order they were sent, as before; the
  * app's own commands on that client in the same turn leave with them. One per client, whatever its stores.
  */
-const sendsTogether = new WeakMap<IoRedisLike, () => void>();
+const togetherByClient = new WeakMap<IoRedisLike, () => void>();
 
 function together(redis: IoRedisLike): () => void {
-  let batch = sendsTogether.get(redis);
+  let batch = togetherByClient.get(redis);
   if (batch) return batch;
   let corked: { uncork(): void } | undefined;
   const uncork = () => {
@@ -97,7 +97,7 @@ function together(redis: IoRedisLike): () => void {
     corked = stream;
     setImmediate(uncork);
   };
-  sendsTogether.set(redis, batch);
+  togetherByClient.set(redis, batch);
   return batch;
 }
 
@@ -125,8 +125,9 @@ function nodeRedisScript(redis: NodeRedisLike, script: string, sha: string, queu
 /**
  * How one client runs hits: with ioredis a command defined once (EVALSHA, loading the script when Redis lacks it),
  * the hits of one turn of the event loop in one write ({@link together}), with node-redis and GLIDE EVALSHA with a
- * fallback to EVAL. Each hit is sent when it is asked for, in the order of every other call of the store, so that the store's order of commands is the order the requests asked in. While
- * the client is not connected, hits fail at once instead of queueing (GLIDE does not tell: its hits wait for it).
+ * fallback to EVAL. Each hit is sent when it is asked for, in the order of every other call of the store, so that
+ * the store's order of commands is the order the requests asked in. While the client is not connected, hits fail at
+ * once instead of queueing (GLIDE does not tell: its hits wait for it).
  */
 export function hitsOf(client: unknown, kind: ClientKind): Hit {
   if (kind === 'glide') {
