@@ -76,13 +76,26 @@ function cpuMs(pid) {
   }
 }
 
+/**
+ * The port a started `bench/server.js` prints once it is ready. A server that exits first (it failed to start)
+ * rejects with its exit code, instead of leaving the run waiting for ever.
+ */
+async function portOf(child, name) {
+  const exited = once(child, 'exit').then(([code]) => {
+    throw new Error(`bench/server.js ${name} exited with code ${code} before it was ready`);
+  });
+  exited.catch(() => {});
+  const [chunk] = await Promise.race([once(child.stdout, 'data'), exited]);
+  return Number(String(chunk).trim());
+}
+
 async function startServer(variant, kind, redisPort) {
   const child = pinned(1, process.execPath, [join(__dirname, 'server.js'), variant, kind, String(redisPort ?? '')], {
     stdio: ['ignore', 'pipe', 'inherit'],
   });
-  const [chunk] = await once(child.stdout, 'data');
+  const port = await portOf(child, `${variant} ${kind}`);
   // taskset execs the command, so the child's pid is the server's.
-  return { port: Number(String(chunk).trim()), cpuMs: () => cpuMs(child.pid), stop: () => child.kill('SIGTERM') };
+  return { port, cpuMs: () => cpuMs(child.pid), stop: () => child.kill('SIGTERM') };
 }
 
 /** Every endpoint of listing B in turn, as one authenticated client. */
@@ -214,4 +227,4 @@ async function runHttp({ rounds, duration, warmup, connections, log }) {
   return { runs, summary, pinned: hasTaskset };
 }
 
-module.exports = { runHttp, startRedis };
+module.exports = { portOf, runHttp, startRedis };

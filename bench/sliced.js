@@ -12,7 +12,7 @@ const { mkdirSync, readdirSync, readFileSync, writeFileSync } = require('node:fs
 const { cpus, loadavg } = require('node:os');
 const { join } = require('node:path');
 const Redis = require('ioredis');
-const { startRedis } = require('./http.js');
+const { portOf, startRedis } = require('./http.js');
 
 const CONNECTIONS = 32;
 const WARMUP_S = 3;
@@ -188,14 +188,9 @@ async function startServer(side, redisPort) {
     ['-c', '0', process.execPath, join(__dirname, 'server.js'), variant, kind, String(redisPort ?? '')],
     { stdio: ['ignore', 'pipe', 'inherit'] },
   );
-  // A server that fails to start ends the run with its exit code instead of waiting for its port for ever.
-  const exited = once(child, 'exit').then(([code]) => {
-    throw new Error(`bench/server.js ${side} exited with code ${code} before it was ready`);
-  });
-  const [chunk] = await Promise.race([once(child.stdout, 'data'), exited]);
-  exited.catch(() => {});
+  const port = await portOf(child, side);
   // taskset execs the command, so the child's pid is the server's.
-  return { child, pid: child.pid, port: Number(String(chunk).trim()) };
+  return { child, pid: child.pid, port };
 }
 
 async function stopServer(server) {
