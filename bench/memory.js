@@ -30,12 +30,11 @@ async function bytesPerCounter(n, limiter) {
  */
 async function bytesPerRefusal(n) {
   const { Counter, REMEMBERED_REFUSALS } = require('../dist/cjs/stores/counter.js');
+  const { contractOf } = require('../dist/cjs/stores/adapter.js');
   const count = Math.min(n, REMEMBERED_REFUSALS);
-  const counter = new Counter(
-    { name: 'GET /v1/bots', limit: 1, windowMs: 60_000 },
-    new RateLimiterMemory({ points: 1, duration: 60 }),
-    undefined,
-  );
+  const spec = { name: 'GET /v1/bots', limit: 1, windowMs: 60_000 };
+  const store = () => new RateLimiterMemory({ points: 1, duration: 60 });
+  const counter = new Counter(spec, contractOf(store).counter(spec), undefined);
   const keys = Array.from({ length: count }, (_, i) => `t:${String(i).padStart(43, '0')}`);
   for (const key of keys) await counter.hit(key); // counted: no refusal yet
   const before = heap();
