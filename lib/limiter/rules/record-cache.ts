@@ -96,7 +96,8 @@ export class RecordCache {
   );
   /**
    * Address key → `addr:<address key>`, for the addresses of the last requests (all forgotten at 10,000): each
-   * request's check would make that string again.
+   * request's check would make that string again. A plain map rather than `remembered()`'s LRU, whose bookkeeping
+   * costs as much as making the string.
    */
   readonly #addressBanKeys = new Map<string, string>();
   /** Client key → the last reset of its counters. */
