@@ -1,6 +1,6 @@
 // One benchmark server: `node bench/server.js <variant> <allowed|refused> [redis-port]`; prints its port when ready.
-// `-sliding` variants use sliding windows; `-bans-token` and `-bans-ip` have 10,000 other clients banned first, by
-// token or by address.
+// `-sliding` variants use sliding windows; `-bans-token` and `-bans-ip` have 10,000 other clients banned after the
+// server's first requests (see serveSome), by token or by address.
 const { once } = require('node:events');
 const { createBenchApp } = require('./apps.js');
 
