@@ -8,6 +8,7 @@ import { checkGrant, compileGrants } from './rules/grants.js';
 import { compileHeaders, type HeaderWriter } from '../contract/headers.js';
 import { type OnError, reporter } from '../shared/hooks.js';
 import { compileIdentify, compileIpKey, type Identify, identifyOptions } from './identify.js';
+import { ipKey } from './keys.js';
 import type { Linked } from './linked.js';
 import { compileMatcher } from '../contract/match.js';
 import { checkMetrics, Metrics } from './observe/metrics.js';
@@ -175,7 +176,8 @@ export function configure(listing: unknown, options: unknown): Config {
     maxLimit: window === 'sliding' ? MAX_SLIDING_LIMIT : undefined,
   };
   const records = new RuntimeRecords(store.state, {
-    ipOf,
+    // An operator's call keys its address apart from the requests' remembered keys, which 10,000 bans would fill.
+    ipOf: (ip) => ipKey(ip, o.ipv6Subnet ?? 64),
     checkGrant: (checker, grant, field) => checkGrant(checker, grant, field, grantTable),
     onChange: o.onChange,
     report,
