@@ -265,7 +265,8 @@ export class MemoryGrantRequests implements GrantRequestStore {
     if (meta.network && this.#pendingCount(`n\n${meta.network}`, now) >= bounds.perNetwork)
       return Promise.resolve('network');
     while (this.#records.size >= bounds.max && this.#dropOne(now));
-    this.#index(id, { ...this.#stamp(value), meta });
+    const { text, seq } = this.#stamp(value);
+    this.#index(id, { text, seq, meta });
     return Promise.resolve('done');
   }
 
@@ -273,7 +274,7 @@ export class MemoryGrantRequests implements GrantRequestStore {
     if (this.#records.get(id)?.text !== expected) return Promise.resolve(undefined);
     const stamped = this.#stamp(value);
     this.#remove(id);
-    this.#index(id, { ...stamped, meta });
+    this.#index(id, { text: stamped.text, seq: stamped.seq, meta });
     this.#dropEnded(now, ENDED_PER_CALL);
     return Promise.resolve(stamped.text);
   }

@@ -91,7 +91,8 @@ export function page<T extends { since: number; key: string }, V>(
 }
 
 export function activeBan(ban: Stored<BanRecord>): ActiveBan {
-  return { ...plain(ban), since: new Date(ban.since), until: new Date(ban.until) };
+  const { key, kind, reason, by } = ban;
+  return { key, kind, reason, since: new Date(ban.since), until: new Date(ban.until), by };
 }
 
 export function activeGrant(grant: Stored<GrantRecord>): ActiveGrant {

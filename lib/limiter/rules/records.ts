@@ -167,19 +167,29 @@ function grantOf(o: Record<string, unknown>, checkGrant: CheckGrant): GrantRecor
 }
 
 /** A ban under its field's id: the id is the client's key, or `addr:` and an address key. */
+/**
+ * A ban with its sequence number, written out member by member: V8 (Node 20) gives every object that a spread
+ * (`{ ...ban, seq }`) makes a hidden class of its own, three more heap objects for each of 10,000 bans kept.
+ */
+export function storedBan(ban: BanRecord, seq: number): Stored<BanRecord> {
+  const { key, kind, reason, since, until, by } = ban;
+  return { key, kind, reason, since, until, by, seq };
+}
+
 export function checkBan(id: string, text: string): Stored<BanRecord> {
   const o = objectOf(text);
   const ban = banOf(o);
   if (id !== ban.key && !(id === addressBan(ban.key) && ban.kind === 'ip'))
     problem(`is the ban of ${show(ban.key)}, not of ${show(id)}`);
-  return { ...ban, seq: seqOf(o) };
+  return storedBan(ban, seqOf(o));
 }
 
 export function checkGrantRecord(id: string, text: string, checkGrant: CheckGrant): Stored<GrantRecord> {
   const o = objectOf(text);
   const grant = grantOf(o, checkGrant);
   if (id !== grant.key) problem(`is the grant of ${show(grant.key)}, not of ${show(id)}`);
-  return { ...grant, seq: seqOf(o) };
+  const { key, since, until, note } = grant;
+  return { key, grant: grant.grant, since, until, note, seq: seqOf(o) };
 }
 
 export function checkLost(id: string, text: string, checkGrant: CheckGrant): Stored<LostEntry> {

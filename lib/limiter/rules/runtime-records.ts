@@ -17,6 +17,7 @@ import {
   Problem,
   type ResetRecord,
   type Stored,
+  storedBan,
 } from './records.js';
 import { HISTORY_MAX } from '../../stores/state.js';
 import type { ActiveBan, ActiveGrant, ChangeEvent, ClientKind, ForeignEntry, Grant, LostRecord } from '../types.js';
@@ -92,7 +93,7 @@ export class RuntimeRecords extends RecordCache {
    * ban the store could not take stays here alone until it ends, and the failure goes to `onError`.
    */
   ruleBan(banKey: string, ban: BanRecord, req: Request): Promise<boolean> {
-    (banKey.startsWith('addr:') ? this._addressBans : this._bans).add(banKey, { ...ban, seq: -1 }, ban.since);
+    (banKey.startsWith('addr:') ? this._addressBans : this._bans).add(banKey, storedBan(ban, -1), ban.since);
     this._bansEnd = Math.max(this._bansEnd, ban.until);
     return this._change(
       { field: `ban:${banKey}`, value: JSON.stringify(ban), endsAt: ban.until, when: 'absent' },
