@@ -3,7 +3,14 @@ import { ServerResponse } from 'node:http';
 import express from 'express';
 import request from 'supertest';
 import { listingLimits } from '../lib';
-import { headerTemplate, headerWriter, retryAfterSeconds, secondsUntil, sfString } from '../lib/contract/headers';
+import {
+  headerTemplate,
+  headerWriter,
+  retryAfterSeconds,
+  secondsText,
+  secondsUntil,
+  sfString,
+} from '../lib/contract/headers';
 import { T0, useFakeClock } from './helpers/stores';
 
 describe('seconds until the window ends', () => {
@@ -18,6 +25,37 @@ describe('seconds until the window ends', () => {
   ])('$ms ms → t=$until, Retry-After $retryAfter', ({ ms, until, retryAfter }) => {
     expect(secondsUntil(ms)).toBe(until);
     expect(retryAfterSeconds(ms)).toBe(retryAfter);
+  });
+});
+
+describe('X-RateLimit-Reset-After: the milliseconds left in seconds, as String(ms / 1000) writes them', () => {
+  it.each([
+    [0, '0'],
+    [1, '0.001'],
+    [10, '0.01'],
+    [50, '0.05'],
+    [100, '0.1'],
+    [120, '0.12'],
+    [123, '0.123'],
+    [999, '0.999'],
+    [1000, '1'],
+    [1005, '1.005'],
+    [59_870, '59.87'],
+    [86_400_000, '86400'],
+    [2 ** 31 - 1, '2147483.647'],
+    [2 ** 31, '2147483.648'],
+    [1.5, '0.0015'],
+    [-1, '-0.001'],
+    [Number.NaN, 'NaN'],
+  ])('%s ms → %s', (ms, text) => {
+    expect(secondsText(ms)).toBe(text);
+  });
+
+  it('writes every whole millisecond of a day as String(ms / 1000) does', () => {
+    const differing: number[] = [];
+    for (let ms = 0; ms <= 86_400_000; ms += ms < 100_000 ? 1 : 997)
+      if (secondsText(ms) !== String(ms / 1000)) differing.push(ms);
+    expect(differing).toEqual([]);
   });
 });
 

@@ -58,6 +58,20 @@ export function secondsUntil(msBeforeNext: number): number {
   return Math.ceil(Math.max(msBeforeNext, 0) / 1000);
 }
 
+/**
+ * `ms / 1000` as `String()` writes it. Whole milliseconds below 2^31 are written from their digits, without the
+ * conversion of a fraction, which costs several times as much on every response.
+ */
+export function secondsText(ms: number): string {
+  if (!(ms >= 0 && (ms | 0) === ms)) return String(ms / 1000);
+  const whole = (ms / 1000) | 0;
+  const thousandths = ms - whole * 1000;
+  if (thousandths === 0) return String(whole);
+  const digits = String(1000 + thousandths).slice(1);
+  if (thousandths % 100 === 0) return `${whole}.${digits.slice(0, 1)}`;
+  return `${whole}.${thousandths % 10 === 0 ? digits.slice(0, 2) : digits}`;
+}
+
 /** Retry-After in whole seconds: rounded up, and at least 1 so that a client never retries at once. */
 export function retryAfterSeconds(msBeforeNext: number): number {
   return Math.max(secondsUntil(msBeforeNext), 1);
@@ -152,7 +166,7 @@ export function headerWriter(syntax: HeaderSyntax): HeaderWriter {
     res.setHeader('X-RateLimit-Limit', template.limit);
     res.setHeader('X-RateLimit-Remaining', String(remaining));
     res.setHeader('X-RateLimit-Reset', String(Math.ceil((now + ms) / 1000)));
-    res.setHeader('X-RateLimit-Reset-After', String(ms / 1000));
+    res.setHeader('X-RateLimit-Reset-After', secondsText(ms));
     res.setHeader('X-RateLimit-Bucket', template.bucket);
     return ms;
   };
