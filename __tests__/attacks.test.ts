@@ -167,6 +167,24 @@ describe.each(storeCases)('$name', (store) => {
     it.each([
       ['throws', fail],
       ['rejects', async () => fail()],
+    ])(
+      'an onError that %s is a LISTING_LIMITS_HOOK_ERROR warning, never an unhandled rejection',
+      async (_how, onError) => {
+        const url = await served({ onLimit: fail, onError });
+        const get = () => request(url).get(BOT).timeout(2000);
+        await get().expect(200);
+        await get().expect(200);
+        const limited = await get();
+        expect([limited.status, limited.text]).toEqual([429, LIMITED(1)]);
+        await settle();
+        expect(seen.warnings).toEqual(['LISTING_LIMITS_HOOK_ERROR']);
+        expect(seen.rejections).toEqual([]);
+      },
+    );
+
+    it.each([
+      ['throws', fail],
+      ['rejects', async () => fail()],
     ])("a handler that %s goes to the app's error handler", async (_how, handler) => {
       const server = app({ handler });
       server.use(answerErrors);

@@ -12,7 +12,10 @@ export function reporter(onError: OnError | undefined): OnError {
   if (!onError) return warn;
   return (error, req) => {
     try {
-      onError(error, req);
+      const result: unknown = onError(error, req);
+      // An async onError: what it rejects with is warned of as a throw is, never an unhandled rejection.
+      if (result !== null && typeof result === 'object' && typeof (result as Promise<unknown>).then === 'function')
+        (result as Promise<unknown>).then(undefined, warn);
     } catch (failure) {
       warn(failure);
     }
