@@ -3,6 +3,10 @@ import type { Request } from 'express';
 
 export type OnError = (error: unknown, req: Request | undefined) => void;
 
+function isThenable(value: unknown): value is PromiseLike<unknown> {
+  return value !== null && typeof value === 'object' && typeof (value as PromiseLike<unknown>).then === 'function';
+}
+
 /** Where the errors of observers go: `onError`, or a process warning (also for an `onError` that fails itself). */
 export function reporter(onError: OnError | undefined): OnError {
   const warn = (error: unknown) => {
@@ -14,8 +18,7 @@ export function reporter(onError: OnError | undefined): OnError {
     try {
       const result: unknown = onError(error, req);
       // An async onError: what it rejects with is warned of as a throw is, never an unhandled rejection.
-      if (result !== null && typeof result === 'object' && typeof (result as Promise<unknown>).then === 'function')
-        (result as Promise<unknown>).then(undefined, warn);
+      if (isThenable(result)) result.then(undefined, warn);
     } catch (failure) {
       warn(failure);
     }
@@ -32,9 +35,7 @@ export function observe<A, R extends Request | undefined>(
   if (!hook) return;
   try {
     const result = hook(arg, req);
-    if (result !== null && typeof result === 'object' && typeof (result as Promise<unknown>).then === 'function') {
-      (result as Promise<unknown>).then(undefined, (error: unknown) => report(error, req));
-    }
+    if (isThenable(result)) result.then(undefined, (error: unknown) => report(error, req));
   } catch (error) {
     report(error, req);
   }

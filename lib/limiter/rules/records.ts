@@ -166,7 +166,6 @@ function grantOf(o: Record<string, unknown>, checkGrant: CheckGrant): GrantRecor
   };
 }
 
-/** A ban under its field's id: the id is the client's key, or `addr:` and an address key. */
 /**
  * A ban with its sequence number, written out member by member: V8 (Node 20) gives every object that a spread
  * (`{ ...ban, seq }`) makes a hidden class of its own, three more heap objects for each of 10,000 bans kept.
@@ -176,6 +175,7 @@ export function storedBan(ban: BanRecord, seq: number): Stored<BanRecord> {
   return { key, kind, reason, since, until, by, seq };
 }
 
+/** A ban under its field's id: the id is the client's key, or `addr:` and an address key. */
 export function checkBan(id: string, text: string): Stored<BanRecord> {
   const o = objectOf(text);
   const ban = banOf(o);
