@@ -11,7 +11,7 @@ const { once } = require('node:events');
 const { mkdirSync, readdirSync, readFileSync, writeFileSync } = require('node:fs');
 const { cpus, loadavg } = require('node:os');
 const { join } = require('node:path');
-const Redis = require('ioredis');
+const { createInterface } = require('node:readline');
 const { portOf, startRedis } = require('./http.js');
 
 const CONNECTIONS = 32;
@@ -206,25 +206,37 @@ async function stopServer(server) {
 
 /**
  * What Redis runs for each server, from MONITOR: a command whose keys are the runtime state's (`{runtime}`) is the
- * state's periodic read, any other is a request's.
+ * state's periodic read, any other is a request's. Read from `redis-cli monitor` (Debian's redis-server package has
+ * it): ioredis' `monitor()` connection, stopped while lines still arrive, took one for a reply to no command and threw
+ * from its socket's handler, which ended the whole run.
  */
 async function watchRedis(port, pids) {
-  const client = new Redis({ port, host: '127.0.0.1' });
-  const monitor = await client.monitor();
+  const cli = spawn('redis-cli', ['-h', '127.0.0.1', '-p', String(port), 'monitor'], {
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
   const counts = Object.fromEntries(pids.map((pid) => [pid, { requests: 0, state: 0 }]));
-  monitor.on('monitor', (_time, args, source) => {
-    if (source === 'lua') return; // a command a script ran: the script itself is counted
-    const keys = args.slice(1).map(String);
-    const pid = pids.find((p) => keys.some((k) => k.startsWith(`bench-${p}:`)));
+  const lines = createInterface({ input: cli.stdout });
+  const started = new Promise((resolve, reject) => {
+    cli.once('error', reject);
+    cli.once('exit', (code) => reject(new Error(`redis-cli monitor exited with code ${code} before it started`)));
+    lines.once('line', resolve); // MONITOR's OK
+  });
+  // `<time> [<db> <client address, or lua for a command a script ran>] "<command>" "<key>" ...`
+  lines.on('line', (line) => {
+    const source = /^\S+ \[\d+ ([^\]]+)\] /.exec(line);
+    if (!source || source[1] === 'lua') return; // a command a script ran: the script itself is counted
+    const pid = pids.find((p) => line.includes(`"bench-${p}:`));
     if (pid === undefined) return;
-    if (keys.some((k) => k.includes(':{runtime}:'))) counts[pid].state++;
+    if (line.includes(':{runtime}:')) counts[pid].state++;
     else counts[pid].requests++;
   });
+  await started;
   return {
     stop: async () => {
       await sleep(100); // the last commands' lines
-      monitor.disconnect();
-      client.disconnect();
+      const exited = once(cli, 'exit');
+      cli.kill();
+      await exited;
       return counts;
     },
   };
