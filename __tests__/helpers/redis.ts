@@ -35,6 +35,20 @@ function freePort(): Promise<number> {
   });
 }
 
+/**
+ * Runs `start` again, up to five times in all, while it fails because another process took the port it picked
+ * between the pick and its server's bind.
+ */
+async function onFreePort<T>(start: () => Promise<T>): Promise<T> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await start();
+    } catch (error) {
+      if (attempt === 5 || !(error instanceof Error) || !error.message.includes('Address already in use')) throw error;
+    }
+  }
+}
+
 /** One redis-server process on 127.0.0.1, in its own temp dir, without persistence. */
 export class RedisServer {
   private process: ChildProcess | undefined;
@@ -45,12 +59,23 @@ export class RedisServer {
     private readonly extraArgs: readonly string[],
   ) {}
 
-  /** Starts redis-server on a free port; `extraArgs` are more `--name value` settings. */
-  static async start(extraArgs: readonly string[] = []): Promise<RedisServer> {
+  /**
+   * Starts redis-server on a free port; `extraArgs` are more `--name value` settings, or makes them for each attempt
+   * (a cluster node's bus port, picked as the port is).
+   */
+  static async start(extraArgs: readonly string[] | (() => Promise<string[]>) = []): Promise<RedisServer> {
     if (serverMissing) throw new Error(`Cannot start Redis for the tests: ${serverMissing}.`);
-    const server = new RedisServer(await freePort(), mkdtempSync(join(tmpdir(), 'listing-limits-redis-')), extraArgs);
-    await server.start();
-    return server;
+    return onFreePort(async () => {
+      const args = typeof extraArgs === 'function' ? await extraArgs() : extraArgs;
+      const server = new RedisServer(await freePort(), mkdtempSync(join(tmpdir(), 'listing-limits-redis-')), args);
+      try {
+        await server.start();
+        return server;
+      } catch (error) {
+        await server.close();
+        throw error;
+      }
+    });
   }
 
   get url(): string {
@@ -158,8 +183,8 @@ export class RedisCluster {
     try {
       for (let i = 0; i < masters; i++) {
         const settings = ['--cluster-enabled', 'yes', '--cluster-config-file', 'nodes.conf'];
-        settings.push('--cluster-node-timeout', '5000', '--cluster-port', String(await freePort()));
-        servers.push(await RedisServer.start(settings));
+        settings.push('--cluster-node-timeout', '5000', '--cluster-port');
+        servers.push(await RedisServer.start(async () => [...settings, String(await freePort())]));
       }
       const nodes = servers.map((s) => `127.0.0.1:${s.port}`);
       await run('redis-cli', ['--cluster', 'create', ...nodes, '--cluster-replicas', '0', '--cluster-yes']);
@@ -240,7 +265,11 @@ export class RedisSentinels {
     return this.sentinels.map((s) => `redis://127.0.0.1:${s.port}`).join(',');
   }
 
-  private async startSentinel(): Promise<{ port: number; process: ChildProcess; dir: string }> {
+  private startSentinel(): Promise<{ port: number; process: ChildProcess; dir: string }> {
+    return onFreePort(() => this.startSentinelOnce());
+  }
+
+  private async startSentinelOnce(): Promise<{ port: number; process: ChildProcess; dir: string }> {
     const port = await freePort();
     const dir = mkdtempSync(join(tmpdir(), 'listing-limits-sentinel-'));
     // Sentinel rewrites its configuration file: one of its own, in its own dir.
@@ -262,7 +291,10 @@ export class RedisSentinels {
       child.stdout.on('data', onData);
       child.stderr.on('data', (chunk: Buffer) => (log += chunk.toString()));
       child.once('error', reject);
-      child.once('exit', (code) => reject(new Error(`redis-server --sentinel exited with ${code}:\n${log}`)));
+      child.once('exit', (code) => {
+        rmSync(dir, { recursive: true, force: true });
+        reject(new Error(`redis-server --sentinel exited with ${code}:\n${log}`));
+      });
     });
     child.stdout.resume();
     return { port, process: child, dir };
