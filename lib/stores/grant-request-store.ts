@@ -272,11 +272,11 @@ export class MemoryGrantRequests implements GrantRequestStore {
 
   put(id: string, value: string, expected: string, meta: GrantRequestMeta, now: number): Promise<string | undefined> {
     if (this.#records.get(id)?.text !== expected) return Promise.resolve(undefined);
-    const stamped = this.#stamp(value);
+    const { text, seq } = this.#stamp(value);
     this.#remove(id);
-    this.#index(id, { text: stamped.text, seq: stamped.seq, meta });
+    this.#index(id, { text, seq, meta });
     this.#dropEnded(now, ENDED_PER_CALL);
-    return Promise.resolve(stamped.text);
+    return Promise.resolve(text);
   }
 
   get(id: string): Promise<string | undefined> {
