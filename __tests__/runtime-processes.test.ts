@@ -178,6 +178,7 @@ describeRedisServer('bans and grants, two app instances in separate processes on
       // The store lost the grant: there is none to take back.
       expect(await call(b, 'revoke', { token: partner })).toBe(false);
 
+      let seen = '';
       const agreed = async (instance: Instance) => {
         const answers = [
           await send(instance, '/outside', after),
@@ -185,12 +186,18 @@ describeRedisServer('bans and grants, two app instances in separate processes on
           await send(instance, '/v1/things', partner),
         ];
         const lost = (await call(instance, 'lost')) as { id: string }[];
-        return (
-          JSON.stringify(answers.map(([status, limit], i) => (i === 2 ? limit : status))) === '[403,200,"2"]' &&
-          lost.length === 2
-        );
+        const shown = JSON.stringify(answers.map(([status, limit], i) => (i === 2 ? limit : status)));
+        seen = `answers ${shown}, lost ${JSON.stringify(lost.map(({ id }) => id))}, errors ${instance.errors.join()}`;
+        return shown === '[403,200,"2"]' && lost.length === 2;
       };
-      for (const instance of [a, b]) await within(back, 2000, 'both agree with the store', () => agreed(instance));
+      for (const [name, instance] of [
+        ['a', a],
+        ['b', b],
+      ] as const) {
+        await within(back, 2000, 'both agree with the store', () => agreed(instance)).catch((error: Error) => {
+          throw new Error(`${error.message}; last seen on ${name}: ${seen}; its stderr: ${instance.stderr()}`);
+        });
+      }
       const lost = (await call(b, 'lost')) as { id: string; kind: string; key: string }[];
       expect(lost.map(({ id, kind, key }) => ({ id, kind, key })).sort((x, y) => (x.id < y.id ? -1 : 1))).toEqual([
         { id: `ban:${tokenKey(before)}`, kind: 'ban', key: tokenKey(before) },
