@@ -15,7 +15,11 @@ const VERSIONS = JSON.parse(readFileSync(join(root, 'scripts', 'node-versions.js
 >;
 const majors = Object.keys(VERSIONS);
 const ci = readFileSync(join(root, '.ci', 'run'), 'utf8');
-const ciVersions = (name: string) => ci.match(new RegExp(`^${name}="([\\d ]*)"$`, 'm'))?.[1]?.split(' ').filter(Boolean) ?? [];
+const ciVersions = (name: string) =>
+  ci
+    .match(new RegExp(`^${name}="([\\d ]*)"$`, 'm'))?.[1]
+    ?.split(' ')
+    .filter(Boolean) ?? [];
 
 it('pins one exact version of each major, and no major below 22', () => {
   expect(majors).toEqual(['22', '24', '26']);
