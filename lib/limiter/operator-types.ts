@@ -214,10 +214,31 @@ export interface EndpointUsage {
   readonly resetTime: Date | undefined;
 }
 
+/** Requests of one minute: allowed, and refused (429 or 403). */
+export interface TrafficMinute {
+  /** When the minute starts (a whole minute, UTC). */
+  readonly at: Date;
+  readonly allowed: number;
+  readonly refused: number;
+}
+
 /** The last hour of requests through one middleware in this process, as the operator's page shows it. */
 export interface TrafficSummary {
-  /** Allowed and refused requests per endpoint of the table (`(none)`: banned requests that matched no row). */
-  readonly endpoints: readonly { readonly endpoint: string; readonly allowed: number; readonly refused: number }[];
+  /**
+   * Allowed and refused requests per endpoint of the table (`(none)`: banned requests that matched no row), in the
+   * hour and minute by minute (`minutes`, as the summary's own).
+   */
+  readonly endpoints: readonly {
+    readonly endpoint: string;
+    readonly allowed: number;
+    readonly refused: number;
+    readonly minutes: readonly TrafficMinute[];
+  }[];
   /** The clients refused most often (429 or 403), by key, most first. */
   readonly refused: readonly { readonly key: string; readonly count: number }[];
+  /**
+   * The hour minute by minute, every endpoint together: 60 minutes, oldest first, the last one the minute under way.
+   * The totals of `endpoints` are their sums.
+   */
+  readonly minutes: readonly TrafficMinute[];
 }
