@@ -71,8 +71,9 @@ function contract(makeStore: () => Store) {
     const filed = await l.requests.file(input);
     const approved = await l.requests.approve(filed.id, { multiplier: 10 });
     expect([approved.status, approved.granted]).toEqual(['approved', { multiplier: 10 }]);
-    expect((await l.grants()).map((g) => [g.key, g.grant, g.note])).toEqual([
-      [tokenKey(TOKEN), { multiplier: 10 }, `request ${filed.id}`],
+    // The grant shows its client as the request did: by its token's last 4 characters.
+    expect((await l.grants()).map((g) => [g.key, g.grant, g.note, g.tokenEnd])).toEqual([
+      [tokenKey(TOKEN), { multiplier: 10 }, `request ${filed.id}`, '9f3a'],
     ]);
     await expect(l.requests.approve(filed.id, 'unlimited')).rejects.toThrow(
       'limits.requests.approve: id names a request already approved.',

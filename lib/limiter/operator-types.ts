@@ -29,6 +29,12 @@ export interface ActiveBan {
   readonly until: Date;
   /** `'rule'` for a ban of the `ban` option, `'operator'` for one made with `ban()`. */
   readonly by: 'rule' | 'operator';
+  /**
+   * The last 4 characters of the client's token, for display (the operator's page shows "token ending in 3456"), when
+   * the ban was made knowing them: by token, by a rule on a token's requests, or by the key of a client whose token's
+   * end was known; `''` otherwise (and for a token shorter than 12). Never the token.
+   */
+  readonly tokenEnd: string;
 }
 
 /** An active grant made with `grant()`, as `grants()` lists it. */
@@ -39,6 +45,11 @@ export interface ActiveGrant {
   /** When the grant ends; undefined for a grant until revoked. */
   readonly until: Date | undefined;
   readonly note: string | undefined;
+  /**
+   * The last 4 characters of the client's token, as a ban's `tokenEnd`: known for a grant by token, by approving its
+   * grant request, or by the key of a client whose token's end was known; `''` otherwise.
+   */
+  readonly tokenEnd: string;
 }
 
 /** A change of bans or grants, as `history()` lists it and `onChange` is told. */
