@@ -5,8 +5,9 @@ import { join } from 'node:path';
 import type { Express } from 'express';
 import type { Browser, BrowserContext, Page, Response } from 'playwright-core';
 import { createExampleApp } from '../example-server/app';
-import type { ListingLimitsMiddleware } from '../lib';
+import type { ListingLimitsMiddleware, TrafficMinute, TrafficSummary } from '../lib';
 import { tokenKey } from '../lib/limiter/keys';
+import { linkedOf } from '../lib/limiter/linked';
 import { describeBrowser, launchChromium } from './helpers/browser';
 import { type Served, serve } from './helpers/serve';
 
@@ -20,6 +21,36 @@ const XSS = '<script>window.__xss = 1</script><img src=x onerror="window.__xss =
 const shots =
   process.env.UPDATE_SCREENSHOTS === '1' ? join(__dirname, '..', 'docs') : mkdtempSync(join(tmpdir(), 'screens-'));
 
+/** The client of the hour before the test's own requests, refused now and then. */
+const SEEDED_CLIENT = 'ip:203.0.113.7';
+
+/**
+ * An hour of traffic before the test's own requests (which it cannot wait an hour for), counted by the recorder of
+ * `limits` as the request path counts, each minute at its time: so that the chart has an hour to show. Calls of a
+ * few endpoints rise and fall, with a burst of refusals twenty minutes ago.
+ */
+function seedHour(limits: ListingLimitsMiddleware): void {
+  const traffic = linkedOf(limits)?.traffic;
+  if (!traffic) throw new Error('no traffic recorder on the example server');
+  const now = Date.now();
+  const client = { key: SEEDED_CLIENT };
+  const count = (endpoint: string, outcome: 'allowed' | 'limited', n: number, at: number) => {
+    for (let i = 0; i < n; i++) traffic.count(endpoint, outcome, client, at);
+  };
+  for (let ago = 59; ago >= 1; ago--) {
+    const at = now - ago * 60_000;
+    count('GET /v1/bots/:id', 'allowed', 24 + Math.round(10 * Math.sin(ago / 7)), at);
+    count('GET /v1/bots', 'allowed', 6 + (ago % 5), at);
+    count('GET /v1/users/:id/bots', 'allowed', ago % 3, at);
+    count(
+      'GET /v1/bots/:id',
+      'limited',
+      ago >= 18 && ago <= 22 ? 12 - 2 * Math.abs(20 - ago) : ago % 11 === 0 ? 2 : 0,
+      at,
+    );
+  }
+}
+
 /** Clicks what submits a form, and waits for the page it leads to. */
 async function submit(page: Page, selector: string): Promise<Response> {
   const [response] = await Promise.all([page.waitForNavigation(), page.click(selector)]);
@@ -29,6 +60,31 @@ async function submit(page: Page, selector: string): Promise<Response> {
 
 /** Whether the page fits a phone's width without scrolling sideways. */
 const fitsWidth = (page: Page) => page.evaluate<boolean>('document.documentElement.scrollWidth <= window.innerWidth');
+
+/** The minutes the chart of the operator's page shows: its groups' data, as `traffic()` answers them. */
+const chartOf = (page: Page) =>
+  page.evaluate<{ at: string; allowed: number; refused: number }[]>(
+    "[...document.querySelectorAll('#traffic svg g[data-at]')].map((g) => " +
+      '({ at: g.dataset.at, allowed: Number(g.dataset.allowed), refused: Number(g.dataset.refused) }))',
+  );
+const asShown = (minutes: readonly TrafficMinute[]) =>
+  minutes.map((m) => ({ at: m.at.toISOString(), allowed: m.allowed, refused: m.refused }));
+
+/**
+ * What the chart draws, in the browser: its width, its bars at least 1 pixel high, and the smallest height of its
+ * texts (labels, times, legend), in CSS pixels.
+ */
+const drawn = (page: Page) =>
+  page.evaluate<{ width: number; bars: number; smallestText: number }>(`(() => {
+    const svg = document.querySelector('#traffic svg');
+    const bars = [...svg.querySelectorAll('g[data-at] rect:not([fill="transparent"])')];
+    const texts = [...svg.querySelectorAll('text')].map((t) => t.getBoundingClientRect().height);
+    return {
+      width: svg.getBoundingClientRect().width,
+      bars: bars.filter((r) => r.getBoundingClientRect().height >= 0.9).length,
+      smallestText: Math.min(...texts),
+    };
+  })()`);
 
 /** The names of the page's visible form fields that have no label. */
 const unlabelled = (page: Page) =>
@@ -77,6 +133,8 @@ describeBrowser('the pages in Chromium, over the example server', () => {
   });
 
   it('files a request, is approved ×10, gets the limits; a ban refuses the token everywhere until lifted; the operator pages through the requests and finds the client by its token', async () => {
+    const limits = example.locals.limiter as ListingLimitsMiddleware;
+    seedHour(limits);
     const requester = await (await context()).newPage();
     await requester.goto(`${served.url}/limits/request`);
     await requester.fill('#token', TOKEN);
@@ -178,11 +236,65 @@ describeBrowser('the pages in Chromium, over the example server', () => {
     expect(await operator.textContent('#requests-h')).toBe('Pending grant requests (1)');
     expect(await operator.content()).not.toContain('requester-token');
     expect(await operator.content()).not.toContain('noisy-client');
+    // Each client reads as its grant request shows it: the granted and banned token, and the one whose request waits.
+    const firstCells = (list: string) => operator.locator(`${list} tbody td:first-child`).allInnerTexts();
+    expect([await firstCells('#grants'), await firstCells('#bans')]).toEqual([
+      ['token ending in b7e1'],
+      ['token ending in b7e1'],
+    ]);
+    expect(await operator.locator('#requests article tr:has(th:text-is("Client")) td').innerText()).toBe(
+      'token ending in 0001',
+    );
+    expect(await operator.locator('#audit tbody td:nth-child(3)').allInnerTexts()).toEqual([
+      'token ending in b7e1',
+      'token ending in b7e1',
+    ]);
     api = await client.goto(`${served.url}/v1/bots/1`);
     expect(api?.status()).toBe(403);
     expect(JSON.parse(await client.innerText('body'))).toMatchObject({ success: false, code: 403 });
     expect((await client.goto(`${served.url}/limits/request`))?.status()).toBe(403);
+
+    // The last hour, as a chart: its minutes are those limits.traffic() answers, of every endpoint together, and of one
+    // on demand. traffic() is read before and after each load of the page; when a minute turns in between, the page
+    // is loaded again.
+    const chartAgainst = async (path: string, of: (t: TrafficSummary) => readonly TrafficMinute[]) => {
+      for (let load = 1; ; load++) {
+        const before = asShown(of(limits.traffic()));
+        await operator.goto(path);
+        const [shown, after] = [await chartOf(operator), asShown(of(limits.traffic()))];
+        if (before[0]?.at === after[0]?.at || load === 3) return { shown, expected: after };
+      }
+    };
+    const barsOf = (minutes: readonly { allowed: number; refused: number }[]) =>
+      minutes.filter((m) => m.allowed > 0).length + minutes.filter((m) => m.refused > 0).length;
+    let chart = await chartAgainst(`${served.url}/admin/limits/`, (t) => t.minutes);
+    expect(chart.shown).toEqual(chart.expected);
+    expect(chart.shown).toHaveLength(60);
+    expect(await operator.textContent('#traffic h3')).toBe('Requests per minute: All endpoints');
+    // Drawn: the width of its section, a bar for every count, every text at least 12 pixels high.
+    const all = await drawn(operator);
+    expect(all.width).toBeGreaterThan(850);
+    expect(all.bars).toBe(barsOf(chart.expected));
+    expect(all.bars).toBeGreaterThan(60);
+    expect(all.smallestText).toBeGreaterThanOrEqual(12);
+    // The refused clients, by their labels: the seeded address, and the two tokens by their requests' ends.
+    const refused = limits.traffic().refused.map((r) => r.key);
+    expect(refused.sort()).toEqual([SEEDED_CLIENT, tokenKey(TOKEN), tokenKey('Bot noisy-client-0001')].sort());
+    expect(
+      (await operator.locator('#traffic .table').nth(1).locator('tbody td:first-child').allInnerTexts()).sort(),
+    ).toEqual([SEEDED_CLIENT, 'token ending in 0001', 'token ending in b7e1'].sort());
     await operator.screenshot({ path: join(shots, 'admin-page.png'), fullPage: true });
+    await submit(operator, '#traffic a:text-is("GET /v1/bots/:id")');
+    expect(operator.url()).toBe(`${served.url}/admin/limits/?traffic=GET%20%2Fv1%2Fbots%2F%3Aid#traffic`);
+    chart = await chartAgainst(
+      operator.url(),
+      (t) => t.endpoints.find((e) => e.endpoint === 'GET /v1/bots/:id')?.minutes ?? [],
+    );
+    expect(chart.shown).toEqual(chart.expected);
+    expect(await operator.textContent('#traffic h3')).toBe('Requests per minute: GET /v1/bots/:id');
+    expect(await operator.textContent('#traffic a[aria-current]')).toBe('GET /v1/bots/:id');
+    expect((await drawn(operator)).bars).toBe(barsOf(chart.expected));
+    await operator.goto(`${served.url}/admin/limits/`);
 
     // Lifting the ban restores it.
     answer = await submit(operator, `form[action$="/bans/lift"]:has(input[value="${tokenKey(TOKEN)}"]) button`);
@@ -196,6 +308,21 @@ describeBrowser('the pages in Chromium, over the example server', () => {
     await operator.setViewportSize({ width: 375, height: 800 });
     await operator.goto(`${served.url}/admin/limits/`);
     expect([await fitsWidth(requester), await fitsWidth(operator)]).toEqual([true, true]);
+    // Without script, before any choice, the contact page shows the choices and not their fields: Send is on the
+    // first screen. A choice shows its fields, by the style sheet alone.
+    const plain = await (await context({ javaScriptEnabled: false })).newPage();
+    await plain.goto(`${served.url}/limits/request`);
+    const send = await plain.locator('button[type="submit"]').boundingBox();
+    expect(send && send.y + send.height).toBeLessThanOrEqual(900);
+    const shown = (ids: string[]) => Promise.all(ids.map((id) => plain.isVisible(`#${id}`)));
+    const fields = ['multiplier', 'limit_0', 'limit_7', 'servers', 'shards', 'members', 'link'];
+    expect(await shown(fields)).toEqual([false, false, false, false, false, false, true]);
+    await plain.check('input[name="ask"][value="endpoints"]');
+    await plain.check('input[name="kind"][value="server"]');
+    expect(await shown(fields)).toEqual([false, true, true, false, false, true, true]);
+    await plain.check('input[name="ask"][value="multiplier"]');
+    await plain.check('input[name="kind"][value="bot"]');
+    expect(await shown(fields)).toEqual([true, false, false, true, true, false, true]);
     // Every input has its label, and the keyboard reaches the form first.
     expect([await unlabelled(requester), await unlabelled(operator)]).toEqual([[], []]);
     await requester.keyboard.press('Tab');
@@ -215,7 +342,6 @@ describeBrowser('the pages in Chromium, over the example server', () => {
     expect(await operator.textContent('#bans-h')).toBe('Active bans (0)');
 
     // More pending requests than a page shows: the page shows 50 of them, and the next page the rest.
-    const limits = example.locals.limiter as ListingLimitsMiddleware;
     for (let i = 0; i < 55; i++) {
       await limits.requests.file({
         token: `Bot queued-${i}`,
@@ -240,7 +366,8 @@ describeBrowser('the pages in Chromium, over the example server', () => {
     await operator.fill('#search-value', TOKEN);
     await submit(operator, 'form[role="search"] button');
     expect(operator.url()).toBe(`${served.url}/admin/limits/client?key=${encodeURIComponent(tokenKey(TOKEN))}`);
-    expect(await operator.textContent('#client-h')).toBe(`Client ${tokenKey(TOKEN)}`);
+    expect(await operator.textContent('#client-h')).toBe('Client: token ending in b7e1');
+    expect(await operator.textContent('#client code')).toBe(tokenKey(TOKEN));
     const bots = operator.locator('#client tr:has(td:text-is("GET /v1/bots/:id"))');
     expect(await bots.locator('td').allInnerTexts()).toEqual([
       'GET /v1/bots/:id',

@@ -53,6 +53,18 @@ const records: { name: string; field: string; text: string; problem: string }[] 
     problem: `"kind" must be 'token', 'ip' or 'custom'; got "robot"`,
   },
   {
+    name: "a token's end longer than 4 characters (a token kept whole)",
+    field: `ban:${KEY}`,
+    text: ban({ tokenEnd: 'Bot foreign' }),
+    problem: '"tokenEnd" must be up to 4 characters; got "Bot foreign"',
+  },
+  {
+    name: "a grant's token end that is no string",
+    field: `grant:${KEY}`,
+    text: grant({ tokenEnd: 1234 }),
+    problem: '"tokenEnd" must be up to 4 characters; got 1234',
+  },
+  {
     name: 'a grant that is a number',
     field: `grant:${KEY}`,
     text: grant({ grant: 5 }),

@@ -323,7 +323,7 @@ describe('a login the server ended is refused, its cookie replayed or not', () =
     const { app } = pagesApp();
     const [a, b] = [await loggedIn(app), await loggedIn(app)];
     expect(flat(a.page.text)).toContain(
-      '<form method="post" action="/admin/limits/logout/everywhere" class="inline" data-confirm="End the login of every operator, on every instance?">',
+      '<form method="post" action="/admin/limits/logout/everywhere" data-confirm="End the login of every operator, on every instance?">',
     );
     await a.agent
       .post('/admin/limits/logout/everywhere')

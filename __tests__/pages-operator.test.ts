@@ -134,7 +134,13 @@ describe("a client's page", () => {
     const { agent, filed } = await withClient();
     const page = await agent.get(`/admin/limits/client?key=${encodeURIComponent(tokenKey(TOKEN))}`).expect(200);
     const text = flat(page.text);
-    expect(text).toContain(`<h2 id="client-h">Client <code>${tokenKey(TOKEN)}</code></h2>`);
+    // The client as its request shows it, on every row; its key once.
+    expect(text).toContain(
+      `<h2 id="client-h">Client: token ending in 9f3a</h2><p>Key <code>${tokenKey(TOKEN)}</code></p>`,
+    );
+    const link = `<a class="client" href="/admin/limits/client?key=${encodeURIComponent(tokenKey(TOKEN))}" title="${tokenKey(TOKEN)}">token ending in 9f3a</a>`;
+    // The ban's row, the grant's, the request's card, and the two changes.
+    expect(text.split(link).length - 1).toBe(5);
     expect(text).toContain('<p>Refused 1 time in the last hour on this instance.</p>');
     // Granted ×3 now: its counters are those of the grant, which no request has used yet.
     expect(text).toContain(
@@ -153,6 +159,7 @@ describe("a client's page", () => {
     const { app, limits, agent } = await withClient();
     await limits.revoke({ token: TOKEN });
     await limits.unban({ token: TOKEN });
+    expect(await limits.bans()).toEqual([]);
     const key = tokenKey(TOKEN);
     const path = `/admin/limits/client?key=${encodeURIComponent(key)}`;
     const page = await agent.get(path).expect(200);
@@ -175,6 +182,9 @@ describe("a client's page", () => {
       .expect(303)
       .expect('Location', `${path}&done=banned`);
     await request(app).get('/v1/things').set('Authorization', TOKEN).expect(403);
+    // Banned by its key alone, it keeps what its grant request shows of its token.
+    expect(await limits.grants()).toEqual([]);
+    expect((await limits.bans()).map((b) => [b.key, b.tokenEnd])).toEqual([[key, '9f3a']]);
     const done = await agent.get(`${path}&done=banned`).expect(200);
     expect(flat(done.text)).toContain('<p class="notice" role="status">The client is banned.</p>');
   });

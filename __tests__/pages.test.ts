@@ -116,7 +116,7 @@ describe('the contact page', () => {
       .expect(200);
     expect(flat(status.text)).toContain('<strong>Pending.</strong> An operator has not decided yet.');
     expect(flat(status.text)).toContain('Asked: GET /v1/things: 20 per 60 s');
-    expect(flat(status.text)).toContain('for the token ending in <code>9f3a</code>');
+    expect(flat(status.text)).toContain('for the token ending in 9f3a.');
     const other = await request(app)
       .post('/limits/request/status')
       .type('form')
@@ -351,7 +351,28 @@ describe('the operator page', () => {
     for (const status of [200, 200, 429])
       await request(app).get('/v1/things').set('Authorization', 'Bot noisy').expect(status);
     const page = await agent.get('/admin/limits/').expect(200);
-    expect(flat(page.text)).toContain('<td>GET /v1/things</td><td>2</td><td>1</td>');
+    const things = '/admin/limits/?traffic=GET%20%2Fv1%2Fthings#traffic';
+    expect(flat(page.text)).toContain(
+      '<tr><td><a href="/admin/limits/#traffic" aria-current="true">All endpoints</a></td><td>2</td><td>1</td></tr>' +
+        `<tr><td><a href="${things}">GET /v1/things</a></td><td>2</td><td>1</td></tr>`,
+    );
+    expect(flat(page.text)).toContain('<h3>Requests per minute: All endpoints</h3>');
+    // One endpoint's minutes, on demand; a value that names no endpoint shows them all.
+    const one = await agent.get('/admin/limits/?traffic=GET%20%2Fv1%2Fthings').expect(200);
+    expect(flat(one.text)).toContain('<h3>Requests per minute: GET /v1/things</h3>');
+    expect(flat(one.text)).toContain(`<a href="${things}" aria-current="true">GET /v1/things</a>`);
+    for (const asked of ['__proto__', 'constructor', '<script>', 'GET /v1/nothing']) {
+      const other = await agent.get('/admin/limits/').query({ traffic: asked }).expect(200);
+      expect(flat(other.text)).toContain('<h3>Requests per minute: All endpoints</h3>');
+    }
+    const twice = await agent.get('/admin/limits/?traffic=a&traffic=b').expect(200);
+    expect(flat(twice.text)).toContain('<h3>Requests per minute: All endpoints</h3>');
+    // The grant by token shows the token's end, as its grant request would; so does the grant a new expiry replaces.
+    const label = (text: string) =>
+      flat(text).match(
+        /<tr><td><a class="client" href="[^"]+" title="([^"]+)">token ending in 9f3a<\/a><\/td><td>every limit ×2/,
+      )?.[1];
+    expect(label(page.text)).toBe(tokenKey(TOKEN));
     const noisy = tokenKey('Bot noisy');
     expect(flat(page.text)).toContain(
       `<a class="key" href="/admin/limits/client?key=${encodeURIComponent(noisy)}" title="${noisy}">`,
@@ -365,7 +386,8 @@ describe('the operator page', () => {
       .send({ key, expiry: '7', _csrf: csrfOf(page.text) })
       .expect(303);
     const [grant] = await limits.grants();
-    expect(grant?.note).toBe('partner');
+    expect([grant?.note, grant?.tokenEnd]).toEqual(['partner', '9f3a']);
+    expect(label((await agent.get('/admin/limits/').expect(200)).text)).toBe(tokenKey(TOKEN));
     expect((grant?.until?.getTime() ?? 0) - Date.now()).toBeGreaterThan(6 * 24 * 3600_000);
     await agent
       .post('/admin/limits/grants/expiry')

@@ -71,8 +71,9 @@ function contract(makeStore: () => Store) {
     const filed = await l.requests.file(input);
     const approved = await l.requests.approve(filed.id, { multiplier: 10 });
     expect([approved.status, approved.granted]).toEqual(['approved', { multiplier: 10 }]);
-    expect((await l.grants()).map((g) => [g.key, g.grant, g.note])).toEqual([
-      [tokenKey(TOKEN), { multiplier: 10 }, `request ${filed.id}`],
+    // The grant shows its client as the request did: by its token's last 4 characters.
+    expect((await l.grants()).map((g) => [g.key, g.grant, g.note, g.tokenEnd])).toEqual([
+      [tokenKey(TOKEN), { multiplier: 10 }, `request ${filed.id}`, '9f3a'],
     ]);
     await expect(l.requests.approve(filed.id, 'unlimited')).rejects.toThrow(
       'limits.requests.approve: id names a request already approved.',
@@ -317,6 +318,17 @@ describe('bad input', () => {
   });
 });
 
+/**
+ * The 60 minutes of the hour up to `now`, oldest first, as `traffic()` answers them: each with `[allowed, refused]` of
+ * `counted` by its index, else none.
+ */
+const hourOf = (now: number, counted: Record<number, [number, number]> = {}) =>
+  Array.from({ length: 60 }, (_, i) => ({
+    at: new Date((Math.floor(now / 60_000) - 59 + i) * 60_000),
+    allowed: counted[i]?.[0] ?? 0,
+    refused: counted[i]?.[1] ?? 0,
+  }));
+
 describe('traffic of the last hour', () => {
   afterEach(() => jest.useRealTimers());
 
@@ -325,22 +337,74 @@ describe('traffic of the last hour', () => {
     const app = createApp({ listing: rows });
     const l = app.locals.limiter as ListingLimitsMiddleware;
     await request(app).get('/v1/things').set('Authorization', 'Bot before-asked').expect(200);
-    expect(l.traffic()).toEqual({ endpoints: [{ endpoint: 'GET /v1/things', allowed: 0, refused: 0 }], refused: [] });
+    const none = (now: number) => ({
+      endpoints: [{ endpoint: 'GET /v1/things', allowed: 0, refused: 0, minutes: hourOf(now) }],
+      refused: [],
+      minutes: hourOf(now),
+    });
+    expect(l.traffic()).toEqual(none(Date.now()));
     for (const status of [200, 200, 429, 429]) {
       await request(app).get('/v1/things').set('Authorization', 'Bot a').expect(status);
     }
     await request(app).get('/v1/things').set('Authorization', 'Bot before-asked').expect(200);
     await request(app).get('/v1/things').set('Authorization', 'Bot before-asked').expect(429);
+    const now = Date.now();
     expect(l.traffic()).toEqual({
-      endpoints: [{ endpoint: 'GET /v1/things', allowed: 3, refused: 3 }],
+      endpoints: [{ endpoint: 'GET /v1/things', allowed: 3, refused: 3, minutes: hourOf(now, { 59: [3, 3] }) }],
       refused: [
         { key: tokenKey('Bot a'), count: 2 },
         { key: tokenKey('Bot before-asked'), count: 1 },
       ].sort((x, y) => y.count - x.count || (x.key < y.key ? -1 : 1)),
+      minutes: hourOf(now, { 59: [3, 3] }),
     });
     jest.setSystemTime(Date.UTC(2026, 0, 1, 1, 0, 0));
-    expect(l.traffic()).toEqual({ endpoints: [{ endpoint: 'GET /v1/things', allowed: 0, refused: 0 }], refused: [] });
+    expect(l.traffic()).toEqual(none(Date.now()));
     l.close();
+  });
+
+  it('answers the hour minute by minute, per endpoint and all together: an hour old drops, a clock set back counts', () => {
+    const traffic = new Traffic(['GET /a', 'POST /b']);
+    traffic.on = true;
+    const start = Date.UTC(2026, 0, 1, 0, 0, 59, 999);
+    jest.useFakeTimers({ now: start });
+    const count = (endpoint: string, allowed: number, refused: number) => {
+      for (let i = 0; i < allowed; i++) traffic.count(endpoint, 'allowed', { key: 'k' });
+      for (let i = 0; i < refused; i++) traffic.count(endpoint, 'limited', { key: 'k' });
+    };
+    count('GET /a', 2, 1);
+    jest.setSystemTime(start + 1); // the next minute
+    count('GET /a', 1, 0);
+    count('POST /b', 0, 4);
+    traffic.count('POST /b', 'shadow_limited', { key: 'k' }); // allowed: a shadow refusal lets the request through
+    jest.setSystemTime(start + 1 + 30 * 60_000);
+    count('GET /a', 5, 0);
+    const now = Date.now();
+    const at = (minutes: number) => 59 - minutes; // the index of the minute `minutes` before this one
+    expect(traffic.summary(10, now)).toEqual({
+      endpoints: [
+        {
+          endpoint: 'GET /a',
+          allowed: 8,
+          refused: 1,
+          minutes: hourOf(now, { [at(31)]: [2, 1], [at(30)]: [1, 0], 59: [5, 0] }),
+        },
+        { endpoint: 'POST /b', allowed: 1, refused: 4, minutes: hourOf(now, { [at(30)]: [1, 4] }) },
+      ],
+      refused: [{ key: 'k', count: 5 }],
+      minutes: hourOf(now, { [at(31)]: [2, 1], [at(30)]: [2, 4], 59: [5, 0] }),
+    });
+    // 59 minutes after the second minute, the first is no part of the hour; the second still is.
+    const later = start + 1 + 59 * 60_000;
+    expect(traffic.summary(10, later).minutes).toEqual(hourOf(later, { 0: [2, 4], [at(29)]: [5, 0] }));
+    // A clock set back an hour: what was counted after it is no part of its hour, and a count of now is.
+    jest.setSystemTime(start - 3600_000);
+    count('GET /a', 0, 7);
+    const back = Date.now();
+    expect(traffic.summary(10, back).minutes).toEqual(hourOf(back, { 59: [0, 7] }));
+    for (const e of traffic.summary(10, now).endpoints)
+      expect([e.allowed, e.refused]).toEqual(
+        ['allowed', 'refused'].map((of) => e.minutes.reduce((n, m) => n + m[of as 'allowed' | 'refused'], 0)),
+      );
   });
 
   it('keeps at most 1000 refused clients a minute, the rest as (others); an unidentified request counts for its endpoint', () => {
@@ -356,9 +420,10 @@ describe('traffic of the last hour', () => {
     const summary = traffic.summary(3, now);
     expect(summary).toEqual({
       endpoints: [
-        { endpoint: 'GET /a', allowed: 1, refused: 1003 },
-        { endpoint: '(none)', allowed: 0, refused: 1 },
+        { endpoint: 'GET /a', allowed: 1, refused: 1003, minutes: hourOf(now, { 59: [1, 1003] }) },
+        { endpoint: '(none)', allowed: 0, refused: 1, minutes: hourOf(now, { 59: [0, 1] }) },
       ],
+      minutes: hourOf(now, { 59: [1, 1004] }),
       refused: [
         { key: OTHER_CLIENTS, count: 3 },
         { key: 'k0000', count: 2 },

@@ -190,6 +190,8 @@ describe.each(pairCases)('$name', (pairs) => {
           since: new Date(T0),
           until: new Date(T0 + 60_000),
           by: 'operator',
+          // Of a token shorter than 12 characters, nothing is shown.
+          tokenEnd: '',
         },
       ]);
       await expect(limiter(b).unban({ token: 'Bot spammer' })).resolves.toBe(true);
@@ -198,6 +200,45 @@ describe.each(pairCases)('$name', (pairs) => {
         await request(a).get('/v1/unlimited').set('Authorization', 'Bot spammer').expect(200);
       });
       expect(await limiter(a).bans()).toEqual([]);
+    });
+
+    it("bans and grants keep a token's last 4 characters for the pages, on every instance; a change by key keeps them", async () => {
+      const [a, b] = make({ ban });
+      const [spammer, partner, cheater] = [
+        'Bot spammer-token-1234',
+        'Bot partner-token-5678',
+        'Bot cheater-token-9abc',
+      ];
+      await limiter(a).ban({ token: spammer }, { duration: 60_000 });
+      await limiter(a).grant({ token: partner }, { multiplier: 2 });
+      await banByRule(a, cheater);
+      const byKey = (x: string[], y: string[]) => ((x[0] as string) < (y[0] as string) ? -1 : 1);
+      const ends = async (list: 'bans' | 'grants') =>
+        (await limiter(b)[list]()).map((r) => [r.key, r.tokenEnd]).sort(byKey);
+      await eventually(async () => {
+        expect(await ends('bans')).toEqual(
+          [
+            [tokenKey(spammer), '1234'],
+            [tokenKey(cheater), '9abc'],
+          ].sort(byKey),
+        );
+      });
+      expect(await ends('grants')).toEqual([[tokenKey(partner), '5678']]);
+      // By key only, on the other instance: the end a record of the key keeps.
+      await limiter(b).grant({ key: tokenKey(partner) }, { multiplier: 3 });
+      await limiter(b).ban({ key: tokenKey(partner) }, { duration: 60_000 });
+      await limiter(b).ban({ key: 'custom-client' }, { duration: 60_000 });
+      expect(await ends('grants')).toEqual([[tokenKey(partner), '5678']]);
+      expect(await ends('bans')).toEqual(
+        [
+          [tokenKey(spammer), '1234'],
+          [tokenKey(cheater), '9abc'],
+          [tokenKey(partner), '5678'],
+          ['custom-client', ''],
+        ].sort(byKey),
+      );
+      const listed = JSON.stringify([await limiter(b).bans(), await limiter(b).grants(), await limiter(b).history()]);
+      expect(listed).not.toMatch(/spammer|partner-token|cheater/);
     });
 
     it('a ban of { ip } refuses every request from the address, with a token or without', async () => {
@@ -247,6 +288,7 @@ describe.each(pairCases)('$name', (pairs) => {
           since: new Date(T0),
           until: undefined,
           note: 'ticket 42',
+          tokenEnd: '',
         },
       ]);
       await expect(limiter(b).revoke({ token: 'Bot partner' })).resolves.toBe(true);

@@ -59,5 +59,6 @@ export type {
   LostRecord,
   OnBan,
   RateLimitInfo,
+  TrafficMinute,
   TrafficSummary,
 } from './limiter/types.js';

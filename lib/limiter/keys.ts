@@ -11,6 +11,14 @@ export function tokenKey(authorization: string): string {
 }
 
 /**
+ * The part of a token shown to operators and requesters, so that they can recognise it: its last 4 characters, and
+ * none of a token shorter than 12 (where 4 characters would give away too much of it).
+ */
+export function tokenEnd(authorization: string): string {
+  return authorization.length >= 12 ? authorization.slice(-4) : '';
+}
+
+/**
  * Storage key of a client address. IPv4-mapped IPv6 addresses count as their IPv4 address; other IPv6
  * addresses are cut to their first `ipv6Subnet` bits, since one subscriber is usually given a whole /64
  * (or /56) and could otherwise rotate through it for fresh counters.

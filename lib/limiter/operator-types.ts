@@ -29,6 +29,12 @@ export interface ActiveBan {
   readonly until: Date;
   /** `'rule'` for a ban of the `ban` option, `'operator'` for one made with `ban()`. */
   readonly by: 'rule' | 'operator';
+  /**
+   * The last 4 characters of the client's token, for display (the operator's page shows "token ending in 3456"), when
+   * the ban was made knowing them: by token, by a rule on a token's requests, or by the key of a client whose token's
+   * end was known; `''` otherwise (and for a token shorter than 12). Never the token.
+   */
+  readonly tokenEnd: string;
 }
 
 /** An active grant made with `grant()`, as `grants()` lists it. */
@@ -39,6 +45,11 @@ export interface ActiveGrant {
   /** When the grant ends; undefined for a grant until revoked. */
   readonly until: Date | undefined;
   readonly note: string | undefined;
+  /**
+   * The last 4 characters of the client's token, as a ban's `tokenEnd`: known for a grant by token, by approving its
+   * grant request, or by the key of a client whose token's end was known; `''` otherwise.
+   */
+  readonly tokenEnd: string;
 }
 
 /** A change of bans or grants, as `history()` lists it and `onChange` is told. */
@@ -214,10 +225,31 @@ export interface EndpointUsage {
   readonly resetTime: Date | undefined;
 }
 
+/** Requests of one minute: allowed, and refused (429 or 403). */
+export interface TrafficMinute {
+  /** When the minute starts (a whole minute, UTC). */
+  readonly at: Date;
+  readonly allowed: number;
+  readonly refused: number;
+}
+
 /** The last hour of requests through one middleware in this process, as the operator's page shows it. */
 export interface TrafficSummary {
-  /** Allowed and refused requests per endpoint of the table (`(none)`: banned requests that matched no row). */
-  readonly endpoints: readonly { readonly endpoint: string; readonly allowed: number; readonly refused: number }[];
+  /**
+   * Allowed and refused requests per endpoint of the table (`(none)`: banned requests that matched no row), in the
+   * hour and minute by minute (`minutes`, as the summary's own).
+   */
+  readonly endpoints: readonly {
+    readonly endpoint: string;
+    readonly allowed: number;
+    readonly refused: number;
+    readonly minutes: readonly TrafficMinute[];
+  }[];
   /** The clients refused most often (429 or 403), by key, most first. */
   readonly refused: readonly { readonly key: string; readonly count: number }[];
+  /**
+   * The hour minute by minute, every endpoint together: 60 minutes, oldest first, the last one the minute under way.
+   * The totals of `endpoints` are their sums.
+   */
+  readonly minutes: readonly TrafficMinute[];
 }

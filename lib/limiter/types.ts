@@ -31,6 +31,7 @@ export type {
   GrantRequest,
   GrantRequests,
   EndpointUsage,
+  TrafficMinute,
   TrafficSummary,
 } from './operator-types.js';
 

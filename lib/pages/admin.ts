@@ -274,7 +274,8 @@ function mountPages(router: Router, admin: Admin): void {
         if (!(error instanceof ListingLimitsError)) throw error;
         return notDone(req, res, error);
       }
-      const page = await clientPage(viewOf(admin, req, res, key), key, middleware, linked);
+      const loginForm = admin.config.adminToken !== undefined;
+      const page = await clientPage(viewOf(admin, req, res, key), key, middleware, linked, loginForm);
       sendPage(res, 200, 'Rate limits: a client', page, req);
     }),
   );
@@ -334,7 +335,10 @@ function mountClientActions(router: Router, { middleware, linked }: Admin): void
       if (!seconds) check.invalid('duration', 'must be one of the choices.');
       const reason = field(req.body, 'reason').trim() || undefined;
       const client = by === 'token' ? { token: value } : by === 'ip' ? { ip: value } : { key: value };
-      await middleware.ban(client, { duration: Number(seconds) * 1000, reason });
+      // A token's key keeps what its grant request shows of the token, when it filed one.
+      const [request] =
+        by === 'key' && value.startsWith('t:') ? await middleware.requests.find(client, { limit: 1 }) : [];
+      await linked.records.banClient(client, { duration: Number(seconds) * 1000, reason }, request?.tokenEnd);
       return 'banned';
     }),
   );

@@ -10,9 +10,13 @@ fieldset{border:1px solid #d8dbe0;border-radius:6px;margin:0 0 1rem;padding:.5re
 legend{font-weight:600;padding:0 .25rem}
 label{display:block;font-weight:600;margin:.75rem 0 .25rem}
 label.choice{display:inline-flex;gap:.4rem;align-items:center;font-weight:400;margin:.25rem 1rem .25rem 0}
+#ask:not(:has([value=multiplier]:checked)) [data-when-ask=multiplier],
+#ask:not(:has([value=endpoints]:checked)) [data-when-ask=endpoints],
+#kind:not(:has([value=bot]:checked)) [data-when-kind=bot],
+#kind:not(:has([value=server]:checked)) [data-when-kind=server]{display:none}
 input[type=text],input[type=password],input[type=number],input[type=url],input[type=email],select,textarea{
 width:100%;max-width:36rem;padding:.5rem;border:1px solid #8a9099;border-radius:4px;font:inherit}
-textarea{min-height:6rem}
+textarea{min-height:6rem;display:block}
 input:focus,select:focus,textarea:focus,button:focus,a:focus{outline:3px solid #2f6fdb;outline-offset:1px}
 button{font:inherit;padding:.5rem 1rem;border-radius:4px;border:1px solid #1f4fa8;background:#2f6fdb;color:#fff;
 cursor:pointer;margin:.5rem .5rem 0 0}
@@ -30,26 +34,22 @@ th,td{text-align:left;padding:.4rem;border-bottom:1px solid #e3e5e8;vertical-ali
 code,.key{font-family:ui-monospace,SFMono-Regular,Menlo,monospace;font-size:.85rem;word-break:break-all}
 .inline{display:flex;flex-wrap:wrap;gap:.5rem;align-items:flex-end}.inline label{margin:0}
 .inline input,.inline select{width:auto}
-svg{max-width:100%;height:auto}
-nav{display:flex;justify-content:space-between;align-items:center;flex-wrap:wrap}
+.bar{display:flex;flex-wrap:wrap;gap:.5rem 1rem;align-items:center;justify-content:space-between;background:#fff;
+border:1px solid #d8dbe0;border-radius:8px;padding:.5rem 1rem;margin:0 0 1rem}
+.bar nav{display:flex;flex-wrap:wrap;gap:.25rem 1.25rem}.account{display:flex;flex-wrap:wrap;gap:.5rem}
+.account button{margin:0}
+a[aria-current]{font-weight:700;color:#1b1b1b}a.client{white-space:nowrap}
+form[role=search]{margin:0 0 1rem}
+.chart{overflow-x:auto}.chart svg{display:block;width:100%;min-width:54rem;height:auto}
 @media (max-width:40rem){main{padding:.5rem}th,td{padding:.3rem}.rows{grid-template-columns:minmax(0,1fr) 6rem}}
 `;
 
-/** Shows the fields of the chosen kind of request and proof; asks before an action that cannot be undone. */
+/**
+ * Asks before an action that cannot be undone. (The style sheet shows the fields of the chosen kind of request and
+ * proof; a browser that cannot, shows them all.)
+ */
 const JS = `'use strict';
 (function () {
-  function sync(name) {
-    var chosen = document.querySelector('input[name="' + name + '"]:checked');
-    document.querySelectorAll('[data-when-' + name + ']').forEach(function (el) {
-      el.hidden = !!chosen && el.getAttribute('data-when-' + name) !== chosen.value;
-    });
-  }
-  ['ask', 'kind'].forEach(function (name) {
-    document.querySelectorAll('input[name="' + name + '"]').forEach(function (input) {
-      input.addEventListener('change', function () { sync(name); });
-    });
-    sync(name);
-  });
   document.querySelectorAll('form[data-confirm]').forEach(function (form) {
     form.addEventListener('submit', function (event) {
       if (!window.confirm(form.getAttribute('data-confirm'))) event.preventDefault();

@@ -1,40 +1,143 @@
-// The last hour of traffic as a small SVG chart (no script), with the same numbers in a table.
-import type { TrafficSummary } from '../limiter/types.js';
+// The last hour as a chart drawn on the server: allowed and refused requests per minute, in SVG (no script, no style).
+import type { TrafficMinute } from '../limiter/types.js';
+import { countText } from './describe.js';
 import { type Html, markup } from './html.js';
 
-const WIDTH = 640;
-const LABEL = 250;
-const ROW = 30;
-const BAR = 10;
+/** Minutes a chart shows at the most: the hour `traffic()` keeps. */
+const MINUTES = 60;
+/** Its geometry, in the SVG's units (pixels at its natural size): a slot and a bar per minute, a plot, margins. */
+const SLOT = 13;
+const BAR = 9;
+const LEFT = 64;
+const TOP = 40;
+const PLOT = 200;
+const WIDTH = LEFT + MINUTES * SLOT + 24;
+const HEIGHT = TOP + PLOT + 50;
+/** The width of a character of the legend at the most (digits of a wide sans-serif at 13 px), for its layout. */
+const CHAR = 8;
+const ALLOWED = '#2f6fdb';
+const REFUSED = '#b3261e';
+const INK = '#1b1b1b';
+const MUTED = '#4a4f57';
+const GRID = '#d8dbe0';
 
-/** Allowed and refused requests per endpoint, as pairs of bars on one scale. */
-export function trafficChart(summary: TrafficSummary): Html {
-  const rows = summary.endpoints;
-  const most = Math.max(1, ...rows.map((r) => Math.max(r.allowed, r.refused)));
-  const scale = (n: number) => Math.round(((WIDTH - LABEL - 60) * n) / most);
-  const height = ROW * rows.length + 30;
-  const total = rows.reduce((sum, r) => sum + r.allowed + r.refused, 0);
-  const bars = rows.map((r, i) => {
-    const y = 30 + i * ROW;
-    return markup`<text x="0" y="${y + 12}" font-size="12">${r.endpoint}</text>
-      <rect x="${LABEL}" y="${y}" width="${scale(r.allowed)}" height="${BAR}" fill="#2f6fdb"></rect>
-      <text x="${LABEL + scale(r.allowed) + 4}" y="${y + 9}" font-size="10">${r.allowed}</text>
-      <rect x="${LABEL}" y="${y + BAR + 2}" width="${scale(r.refused)}" height="${BAR}" fill="#b3261e"></rect>
-      <text x="${LABEL + scale(r.refused) + 4}" y="${y + BAR + 11}" font-size="10">${r.refused}</text>`;
+/** A count as the chart takes it: a whole number up to the largest safe integer; anything else (NaN, below 0) is 0. */
+function countOf(n: number): number {
+  return n > 0 ? Math.min(Math.floor(n), Number.MAX_SAFE_INTEGER) : 0;
+}
+
+/** A count on the axis: `750`, `1.5K`, `2M`. */
+const short = new Intl.NumberFormat('en-US', { notation: 'compact', maximumFractionDigits: 1 });
+
+/**
+ * The scale of the vertical axis for a tallest bar of `most`: a step of 1, 2 or 5 times a power of ten (1 at the
+ * least: counts are whole), and the top, the first step at or above `most`: at most 4 steps, and 1 for nothing.
+ */
+export function scaleOf(most: number): { top: number; step: number } {
+  const raw = most / 4;
+  let step = 1;
+  if (raw > 1) {
+    const power = 10 ** Math.floor(Math.log10(raw));
+    step = ([1, 2, 5, 10].find((m) => m * power >= raw) ?? 10) * power;
+  }
+  return { top: Math.max(Math.ceil(most / step), 1) * step, step };
+}
+
+/** The heights of a minute's two bars on a plot where `top` is PLOT high: a count above 0 is 1 high at the least. */
+function heights(allowed: number, refused: number, top: number): [number, number] {
+  const size = (n: number) => Math.round((PLOT * n) / top);
+  let low = size(allowed);
+  let high = size(allowed + refused);
+  if (allowed > 0 && low === 0) low = 1;
+  if (refused > 0 && high <= low) high = low + 1;
+  if (high > PLOT) [low, high] = [low - (high - PLOT), PLOT];
+  return [low, high - low];
+}
+
+/** A text centred on `x`, with more attributes (a fill of its own, a rotation) when given. */
+function centred(x: number, y: number, text: string, more: Html | '' = ''): Html {
+  return markup`<text x="${x}" y="${y}" text-anchor="middle"${more}>${text}</text>`;
+}
+const muted = markup` fill="${MUTED}"`;
+
+/** `HH:MM` of a minute, UTC. */
+const clock = (at: Date) => at.toISOString().slice(11, 16);
+
+/** A minute: its counts as data and a tooltip, a slot to point at, and its bars. */
+function minuteBars(m: TrafficMinute, i: number, top: number): Html {
+  const [allowed, refused] = [countOf(m.allowed), countOf(m.refused)];
+  const [low, high] = heights(allowed, refused, top);
+  const x = LEFT + i * SLOT;
+  const base = TOP + PLOT;
+  const bar = (y: number, height: number, fill: string) =>
+    height > 0
+      ? markup`<rect x="${x + (SLOT - BAR) / 2}" y="${y}" width="${BAR}" height="${height}" fill="${fill}"/>`
+      : '';
+  const title = `${clock(m.at)} UTC: ${countText(allowed)} allowed, ${countText(refused)} refused`;
+  // A transparent slot the height of the plot: the tooltip shows over a minute of few requests too.
+  const slot = markup`<rect x="${x}" y="${TOP}" width="${SLOT}" height="${PLOT}" fill="transparent"/>`;
+  const bars = markup`${bar(base - low, low, ALLOWED)}${bar(base - low - high, high, REFUSED)}`;
+  const data = markup`data-at="${m.at.toISOString()}" data-allowed="${allowed}" data-refused="${refused}"`;
+  return markup`<g ${data}><title>${title}</title>${slot}${bars}</g>`;
+}
+
+/** The horizontal lines of the scale, each with its count. */
+function grid(top: number, step: number): Html[] {
+  const lines: Html[] = [];
+  for (let k = 0; k * step <= top; k++) {
+    const y = TOP + PLOT - Math.round((PLOT * k * step) / top);
+    lines.push(
+      markup`<line x1="${LEFT}" y1="${y}" x2="${LEFT + MINUTES * SLOT}" y2="${y}" stroke="${k === 0 ? MUTED : GRID}"/>`,
+      markup`<text x="${LEFT - 8}" y="${y + 4}" text-anchor="end">${short.format(k * step)}</text>`,
+    );
+  }
+  return lines;
+}
+
+/** Every tenth minute's time under its bar. */
+function times(minutes: readonly TrafficMinute[]): Html[] {
+  const base = TOP + PLOT;
+  return minutes.flatMap((m, i) => {
+    if (m.at.getUTCMinutes() % 10 !== 0) return [];
+    const x = LEFT + i * SLOT + SLOT / 2;
+    return [
+      markup`<line x1="${x}" y1="${base}" x2="${x}" y2="${base + 5}" stroke="${MUTED}"/>`,
+      centred(x, base + 19, clock(m.at)),
+    ];
   });
-  return markup`<svg
-    xmlns="http://www.w3.org/2000/svg"
-    viewBox="0 0 ${WIDTH} ${height}"
-    width="${WIDTH}"
-    height="${height}"
-    role="img"
-    aria-labelledby="traffic-title"
-  >
-    <title id="traffic-title">Allowed and refused requests per endpoint in the last hour: ${total} in all</title>
-    <rect x="${LABEL}" y="4" width="10" height="10" fill="#2f6fdb"></rect>
-    <text x="${LABEL + 14}" y="13" font-size="12">allowed</text>
-    <rect x="${LABEL + 80}" y="4" width="10" height="10" fill="#b3261e"></rect>
-    <text x="${LABEL + 94}" y="13" font-size="12">refused (429, 403)</text>
-    ${bars}
-  </svg>`;
+}
+
+/**
+ * A chart of allowed and refused requests per minute (the last 60 of `minutes` at the most, so that its size is
+ * bounded): a bar per minute, refused on allowed, on a scale with its counts, the times of every tenth minute, and a
+ * legend with the totals. Each minute's group holds its counts in `data-` attributes and a `<title>` (a tooltip).
+ * `subject` says what is counted, e.g. `All endpoints`.
+ */
+export function trafficChart(subject: string, minutes: readonly TrafficMinute[]): Html {
+  const shown = minutes.slice(-MINUTES);
+  const allowed = countText(shown.reduce((n, m) => n + countOf(m.allowed), 0));
+  const refused = countText(shown.reduce((n, m) => n + countOf(m.refused), 0));
+  const most = Math.max(0, ...shown.map((m) => countOf(m.allowed) + countOf(m.refused)));
+  const { top, step } = scaleOf(most);
+  const [center, middle] = [LEFT + (MINUTES * SLOT) / 2, TOP + PLOT / 2];
+  const title = `${subject}: ${allowed} allowed and ${refused} refused in the last hour, per minute`;
+  // The second entry of the legend starts past the first, however long its count.
+  const second = LEFT + 18 + `allowed: ${allowed}`.length * CHAR + 24;
+  const lines = [
+    markup`<title id="traffic-title">${title}</title>`,
+    markup`<rect x="${LEFT}" y="8" width="12" height="12" fill="${ALLOWED}"/>`,
+    markup`<text x="${LEFT + 18}" y="19">allowed: ${allowed}</text>`,
+    markup`<rect x="${second}" y="8" width="12" height="12" fill="${REFUSED}"/>`,
+    markup`<text x="${second + 18}" y="19">refused (429, 403): ${refused}</text>`,
+    ...grid(top, step),
+    ...shown.map((m, i) => minuteBars(m, i, top)),
+    ...times(shown),
+    centred(14, middle, 'requests per minute', markup` transform="rotate(-90 14 ${middle})"`),
+    centred(center, HEIGHT - 6, 'minute (UTC), the last one under way', muted),
+  ];
+  if (most === 0) lines.push(centred(center, middle, 'No request in this hour', muted));
+  const size = markup`viewBox="0 0 ${WIDTH} ${HEIGHT}" width="${WIDTH}" height="${HEIGHT}"`;
+  const look = markup`role="img" aria-labelledby="traffic-title" font-size="13" fill="${INK}"`;
+  return markup`<svg xmlns="http://www.w3.org/2000/svg" ${size} ${look}>
+${lines.map((line) => markup`${line}\n`)}</svg>`;
 }

@@ -3,9 +3,9 @@ import { ListingLimitsError } from '../shared/errors.js';
 import { HISTORY_MAX } from '../stores/state.js';
 import type { Linked } from '../limiter/linked.js';
 import type { EndpointUsage, ListingLimitsMiddleware } from '../limiter/types.js';
-import { when } from './describe.js';
+import { clientLabel, when } from './describe.js';
 import { type Html, markup } from './html.js';
-import { doneNotice, searchForm } from './dashboard.js';
+import { doneNotice, header, searchForm } from './dashboard.js';
 import {
   banFields,
   banRow,
@@ -13,6 +13,7 @@ import {
   eventRow,
   grantRow,
   hidden,
+  labelsOf,
   PER_PAGE,
   requestCard,
   table,
@@ -62,14 +63,15 @@ async function counters(v: View, middleware: ListingLimitsMiddleware, key: strin
  * cut to PER_PAGE.
  */
 export async function clientPage(
-  v: View,
+  page: View,
   key: string,
   middleware: ListingLimitsMiddleware,
   linked: Linked,
+  loginForm: boolean,
 ): Promise<Html> {
   const { records, traffic } = linked;
   const [usage, bans, grant, requests, history] = await Promise.all([
-    counters(v, middleware, key),
+    counters(page, middleware, key),
     records.bansOf(key),
     records.grantOfKey(key),
     middleware.requests.find({ key }, { limit: PER_PAGE }),
@@ -79,12 +81,13 @@ export async function clientPage(
   const decided = requests.filter((r) => r.status !== 'pending');
   const changes = history.filter((e) => e.key === key).slice(0, PER_PAGE);
   const refusals = traffic.refusalsOf(key);
-  return markup`<nav>
-      <p><a href="${v.base}/">← Back to every request, grant and ban</a></p>
-    </nav>
+  const v = { ...page, labels: labelsOf(bans, grant ? [grant] : [], requests) };
+  const back = markup`<a href="${v.base}/">← Every request, grant and ban</a>`;
+  return markup`${header(v, loginForm, back)}
     ${searchForm(v)} ${doneNotice(v)}
     <section id="client" aria-labelledby="client-h">
-      <h2 id="client-h">Client <code>${key}</code></h2>
+      <h2 id="client-h">Client: ${clientLabel(key, v.labels.get(key))}</h2>
+      <p>Key <code>${key}</code></p>
       <p>Refused ${refusals} time${refusals === 1 ? '' : 's'} in the last hour on this instance.</p>
       <h3>Counters now</h3>
       ${usage}

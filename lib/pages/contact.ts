@@ -19,7 +19,7 @@ import {
   sendPage,
 } from './common.js';
 import { checkStore } from '../limiter/options.js';
-import { grantText, perWindow, when } from './describe.js';
+import { clientLabel, grantText, perWindow, when } from './describe.js';
 import { type Html, markup } from './html.js';
 import { CSRF_FIELD, sessions } from './session.js';
 import {
@@ -167,6 +167,7 @@ function input(form: Form, errors: Errors, name: string, label: string, type: st
     <input type="${type}" id="${name}" name="${name}" value="${form[name] ?? ''}" ${extra}${attrs} />`;
 }
 
+/** A choice; the style sheet shows the fields of the chosen one (`data-when-<name>`), with script or without. */
 function radio(form: Form, name: string, value: string, label: string): Html {
   return markup`<label class="choice"
     ><input type="radio" name="${name}" value="${value}" ${form[name] === value ? markup` checked` : ''} />
@@ -205,7 +206,7 @@ shown; only its last 4 characters are kept, so that you can recognise it.${
     names.length > 0 ? ' For your safety it is not filled in again: enter it once more.' : ''
   }</p>${tokenError.message}
 <input type="password" id="token" name="token" autocomplete="off" spellcheck="false"${tokenError.attrs}>
-<fieldset${askError.attrs}><legend>What you ask for</legend>${askError.message}
+<fieldset id="ask"${askError.attrs}><legend>What you ask for</legend>${askError.message}
 ${radio(form, 'ask', 'multiplier', 'Every limit multiplied')}
 ${radio(form, 'ask', 'endpoints', 'Higher limits on some endpoints')}
 ${radio(form, 'ask', 'unlimited', 'Removal of limits')}
@@ -230,7 +231,7 @@ others empty.</p>${rowsError.message}<div class="rows">${rows.map(
         />`,
   )}</div></div>
 </fieldset>
-<fieldset${kindError.attrs}><legend>Proof of size</legend>${kindError.message}
+<fieldset id="kind"${kindError.attrs}><legend>Proof of size</legend>${kindError.message}
 ${radio(form, 'kind', 'bot', 'A bot')}
 ${radio(form, 'kind', 'server', 'A server')}
 <div data-when-kind="bot">${input(form, errors, 'servers', 'Servers the bot is in', 'number')}
@@ -261,7 +262,7 @@ function statusForm(req: Request, id: string, message?: Html): Html {
 
 function statusOf(r: GrantRequest): Html {
   const asked = markup`<p>
-    Asked: ${grantText(r.ask)}, filed ${when(r.at)}, for the token ending in <code>${r.tokenEnd || '(hidden)'}</code>.
+    Asked: ${grantText(r.ask)}, filed ${when(r.at)}, for the ${clientLabel(r.key, r.tokenEnd)}.
   </p>`;
   if (r.status === 'pending')
     return markup`<div class="notice" role="status">

@@ -9,6 +9,7 @@ import type {
   TrafficSummary,
 } from '../limiter/types.js';
 import { trafficChart } from './chart.js';
+import { countText } from './describe.js';
 import { type Html, markup } from './html.js';
 import {
   attention,
@@ -19,6 +20,7 @@ import {
   eventRow,
   grantRow,
   keyText,
+  labelsOf,
   lastPage,
   pager,
   PER_PAGE,
@@ -56,32 +58,29 @@ export function searchForm(v: View): Html {
   </form>`;
 }
 
-/** The page's links to its sections, and its logout forms when the page has a login. */
-function nav(v: View, loginForm: boolean): Html {
-  return markup`<nav>
-      <p>
-        <a href="#requests">Requests</a> · <a href="#grants">Grants</a> · <a href="#bans">Bans</a> ·
-        <a href="#traffic">Last hour</a> · <a href="#audit">Audit trail</a>
-      </p>
-      ${logout(v, loginForm)}
-    </nav>`;
+/**
+ * The bar at the top of the operators' pages: their links (`links`), and the logout buttons together when the page has
+ * a login.
+ */
+export function header(v: View, loginForm: boolean, links: Html): Html {
+  const logout = markup`<div class="account">
+      <form method="post" action="${v.base}/logout">${v.csrf}<button type="submit" class="plain">Log out</button></form>
+      <form
+        method="post"
+        action="${v.base}/logout/everywhere"
+        data-confirm="End the login of every operator, on every instance?"
+      >
+        ${v.csrf}<button type="submit" class="plain">Log out everywhere</button>
+      </form>
+    </div>`;
+  return markup`<header class="bar">
+      <nav aria-label="Page">${links}</nav>
+      ${loginForm ? logout : ''}
+    </header>`;
 }
 
-function logout(v: View, loginForm: boolean): Html | '' {
-  return loginForm
-    ? markup`<form method="post" action="${v.base}/logout" class="inline">
-          ${v.csrf}<button type="submit" class="plain">Log out</button>
-        </form>
-        <form
-          method="post"
-          action="${v.base}/logout/everywhere"
-          class="inline"
-          data-confirm="End the login of every operator, on every instance?"
-        >
-          ${v.csrf}<button type="submit" class="plain">Log out everywhere</button>
-        </form>`
-    : '';
-}
+const SECTIONS = markup`<a href="#requests">Requests</a> <a href="#grants">Grants</a> <a href="#bans">Bans</a>
+  <a href="#traffic">Last hour</a> <a href="#audit">Audit trail</a>`;
 
 /** The pending grant requests, a page of them, and the last ones decided. */
 function requestsSection(v: View, total: number, page: number, pending: GrantRequest[], decided: GrantRequest[]): Html {
@@ -135,21 +134,35 @@ function bansSection(v: View, bans: { total: number; offset: number; bans: Activ
     </section>`;
 }
 
-/** The last hour on this instance: a chart and a table per endpoint, and the clients refused most often. */
+/**
+ * The last hour on this instance: a chart of its minutes, of every endpoint together or of the one the table's link
+ * chose (`?traffic=<endpoint>`); the table of the endpoints' totals; and the clients refused most often.
+ */
 function trafficSection(v: View, traffic: TrafficSummary): Html {
+  const asked = v.req.query.traffic;
+  const chosen = typeof asked === 'string' ? traffic.endpoints.find((e) => e.endpoint === asked) : undefined;
+  const row = (name: string, endpoint: string | undefined, e: { allowed: number; refused: number }) => {
+    const query = endpoint === undefined ? '' : `?traffic=${encodeURIComponent(endpoint)}`;
+    const current = endpoint === chosen?.endpoint ? markup` aria-current="true"` : '';
+    return markup`<tr>
+        <td><a href="${v.base}/${query}#traffic"${current}>${name}</a></td>
+        <td>${countText(e.allowed)}</td>
+        <td>${countText(e.refused)}</td>
+      </tr>`;
+  };
+  const sum = (of: 'allowed' | 'refused') => traffic.endpoints.reduce((n, e) => n + e[of], 0);
+  const subject = chosen?.endpoint ?? 'All endpoints';
   return markup`<section id="traffic" aria-labelledby="traffic-h">
       <h2 id="traffic-h">The last hour on this instance</h2>
-      ${trafficChart(traffic)}
+      <h3>Requests per minute: ${subject}</h3>
+      <div class="chart">${trafficChart(subject, chosen?.minutes ?? traffic.minutes)}</div>
+      <p class="hint">An endpoint's name shows its own minutes.</p>
       ${table(
         ['Endpoint', 'Allowed', 'Refused'],
-        traffic.endpoints.map(
-          (e) =>
-            markup`<tr>
-              <td>${e.endpoint}</td>
-              <td>${e.allowed}</td>
-              <td>${e.refused}</td>
-            </tr>`,
-        ),
+        [
+          row('All endpoints', undefined, { allowed: sum('allowed'), refused: sum('refused') }),
+          ...traffic.endpoints.map((e) => row(e.endpoint, e.endpoint, e)),
+        ],
         'No endpoint.',
       )}
       <h3>Clients refused most often</h3>
@@ -159,7 +172,7 @@ function trafficSection(v: View, traffic: TrafficSummary): Html {
           (r) =>
             markup`<tr>
               <td>${keyText(v, r.key)}</td>
-              <td>${r.count}</td>
+              <td>${countText(r.count)}</td>
             </tr>`,
         ),
         'No client was refused in the last hour.',
@@ -202,13 +215,15 @@ export async function dashboard(
     middleware.foreign(),
   ]);
   const traffic = middleware.traffic();
-  return markup`${nav(v, loginForm)}
-    ${searchForm(v)}
-    ${doneNotice(v)}
-    ${requestsSection(v, counts.pending, requestsPage, pending, decided)}
-    ${grantsSection(v, grants)}
-    ${bansSection(v, bans)}
-    ${attention(v, lost, foreign)}
-    ${trafficSection(v, traffic)}
-    ${auditSection(v, history)}`;
+  const records = lost.flatMap((l) => l.ban ?? l.grant ?? []);
+  const view = { ...v, labels: labelsOf(pending, decided, grants.grants, bans.bans, records) };
+  return markup`${header(view, loginForm, SECTIONS)}
+    ${searchForm(view)}
+    ${doneNotice(view)}
+    ${requestsSection(view, counts.pending, requestsPage, pending, decided)}
+    ${grantsSection(view, grants)}
+    ${bansSection(view, bans)}
+    ${attention(view, lost, foreign)}
+    ${trafficSection(view, traffic)}
+    ${auditSection(view, history)}`;
 }

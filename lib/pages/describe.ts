@@ -2,6 +2,10 @@
 import type { EndpointRow } from '../contract/listings.js';
 import type { Grant } from '../limiter/types.js';
 
+/** A count in full, grouped by thousands: `1,234,567`. */
+export const countText = (n: number): string => counts.format(n);
+const counts = new Intl.NumberFormat('en-US', { maximumFractionDigits: 0 });
+
 export function perWindow(limit: number, windowMs: number): string {
   return `${limit} per ${windowMs / 1000} s`;
 }
@@ -13,6 +17,15 @@ export function grantText(grant: Grant): string {
   return grant.rows
     .map((row: EndpointRow) => `${row.method} ${row.path}: ${perWindow(row.limit, row.windowMs)}`)
     .join('; ');
+}
+
+/**
+ * A client as the pages show it: a token whose last characters are known as its grant request shows it (`token ending
+ * in 3456`); any other key as it is, cut to 24 characters (its whole key is in the link's title).
+ */
+export function clientLabel(key: string, tokenEnd = ''): string {
+  if (tokenEnd !== '' && key.startsWith('t:')) return `token ending in ${tokenEnd}`;
+  return key.length > 24 ? `${key.slice(0, 22)}…` : key;
 }
 
 /** A date as UTC, to the minute: `2026-01-01 00:10 UTC`. */

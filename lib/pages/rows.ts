@@ -1,7 +1,7 @@
 // The rows and cards of the operator's pages: requests, grants, bans, lost records, foreign entries, changes, pages.
 import type { Request } from 'express';
 import type { ActiveBan, ActiveGrant, ChangeEvent, ForeignEntry, GrantRequest, LostRecord } from '../limiter/types.js';
-import { grantText, when } from './describe.js';
+import { clientLabel, grantText, when } from './describe.js';
 import { type Html, markup } from './html.js';
 
 /** The expiries an operator chooses from: days, or none (until revoked). */
@@ -61,6 +61,19 @@ export interface View {
   readonly base: string;
   /** The key of the client whose page this is: its forms lead back to it. */
   readonly client?: string;
+  /** What is known of the tokens of the clients on the page (key → the token's last characters): see labelsOf. */
+  readonly labels?: ReadonlyMap<string, string>;
+}
+
+/**
+ * The token ends that the records and requests of one page know, by key: so that a client reads the same on every row
+ * of a page (its grant, its ban, its request, its changes, its refusals), as its grant request shows it.
+ */
+export function labelsOf(...lists: readonly (readonly { key: string; tokenEnd: string }[])[]): Map<string, string> {
+  const labels = new Map<string, string>();
+  for (const list of lists)
+    for (const { key, tokenEnd } of list) if (tokenEnd && !labels.has(key)) labels.set(key, tokenEnd);
+  return labels;
 }
 
 /** A text cut to SHOWN characters, for a list. */
@@ -73,10 +86,12 @@ export function clientPath(base: string, key: string): string {
   return `${base}/client?key=${encodeURIComponent(key)}`;
 }
 
-/** A key as the page shows it: short (whole in its title), a link to its client's page. */
+/** A client as the page shows it (its label; its whole key in the title), a link to its client's page. */
 export function keyText(v: View, key: string): Html {
-  const short = key.length > 24 ? `${key.slice(0, 22)}…` : key;
-  return markup`<a class="key" href="${clientPath(v.base, key)}" title="${key}">${short}</a>`;
+  const end = v.labels?.get(key);
+  // A key in letters of code; a label in words.
+  const kind = end && key.startsWith('t:') ? 'client' : 'key';
+  return markup`<a class="${kind}" href="${clientPath(v.base, key)}" title="${key}">${clientLabel(key, end)}</a>`;
 }
 
 /** The hidden fields of a form that changes something: its CSRF token, and the client page to come back to. */
@@ -109,8 +124,8 @@ export function requestCard(v: View, r: GrantRequest): Html {
     <table>
       <tbody>
         <tr>
-          <th scope="row">Token</th>
-          <td>ending in <code>${r.tokenEnd || '(hidden)'}</code>, key ${keyText(v, r.key)}</td>
+          <th scope="row">Client</th>
+          <td>${keyText(v, r.key)}</td>
         </tr>
         <tr>
           <th scope="row">From</th>

@@ -1,6 +1,6 @@
 // The requests done in this process, each counted once: totals for the metrics, and the last hour, per minute.
 import { type Outcome, OUTCOMES } from './metrics.js';
-import type { TrafficSummary } from '../types.js';
+import type { TrafficMinute, TrafficSummary } from '../types.js';
 
 const MINUTE_MS = 60_000;
 const MINUTES = 60;
@@ -72,8 +72,11 @@ export class Traffic {
     return minute;
   }
 
-  /** Counts a request; `client` is undefined for one that failed before it was identified (never a refused one). */
-  count(endpoint: string, outcome: Outcome, client: { readonly key: string } | undefined): void {
+  /**
+   * Counts a request; `client` is undefined for one that failed before it was identified (never a refused one). `now`:
+   * the time it is counted at (the clock's by default).
+   */
+  count(endpoint: string, outcome: Outcome, client: { readonly key: string } | undefined, now?: number): void {
     if (this.#totals) {
       const outcomes = this.#outcomes(endpoint);
       outcomes.set(outcome, (outcomes.get(outcome) as number) + 1);
@@ -81,7 +84,7 @@ export class Traffic {
     if (!this.#hour) return;
     const refused = outcome === 'limited' || outcome === 'banned';
     if (!refused && outcome !== 'allowed' && outcome !== 'shadow_limited') return;
-    const minute = this.#minute(Date.now());
+    const minute = this.#minute(now ?? Date.now());
     let counts = minute.endpoints.get(endpoint);
     if (!counts) {
       counts = [0, 0];
@@ -102,25 +105,48 @@ export class Traffic {
     return n;
   }
 
-  /** The last 60 minutes: every endpoint of the table, and the `top` clients refused most often. */
+  /**
+   * The last 60 minutes, minute by minute, oldest first (the last one the minute under way): every endpoint of the
+   * table, all of them together, and the `top` clients refused most often.
+   */
   summary(top = 10, now = Date.now()): TrafficSummary {
     const since = Math.floor(now / MINUTE_MS) - MINUTES + 1;
-    const endpoints = new Map<string, [number, number]>(this.#endpoints.map((e) => [e, [0, 0]]));
+    // Endpoint → [allowed, refused] of each minute; a minute the ring does not hold (or holds from an hour before)
+    // counted nothing.
+    const perMinute = (): [number, number][] => Array.from({ length: MINUTES }, () => [0, 0]);
+    const add = (counts: [number, number][], i: number, allowed: number, denied: number) => {
+      const sums = counts[i] as [number, number];
+      sums[0] += allowed;
+      sums[1] += denied;
+    };
+    const endpoints = new Map(this.#endpoints.map((e) => [e, perMinute()]));
+    const all = perMinute();
     const refused = new Map<string, number>();
     for (const minute of this.#ring) {
-      if (!minute || minute.at < since) continue;
+      // A minute past this one (the clock was set back) is no part of this hour.
+      if (!minute || minute.at < since || minute.at >= since + MINUTES) continue;
+      const i = minute.at - since;
       for (const [endpoint, [allowed, denied]] of minute.endpoints) {
-        const sum = endpoints.get(endpoint) ?? [0, 0];
-        endpoints.set(endpoint, [sum[0] + allowed, sum[1] + denied]);
+        let counts = endpoints.get(endpoint);
+        if (!counts) endpoints.set(endpoint, (counts = perMinute()));
+        add(counts, i, allowed, denied);
+        add(all, i, allowed, denied);
       }
       for (const [key, n] of minute.refused) refused.set(key, (refused.get(key) ?? 0) + n);
     }
+    const minutes = (counts: [number, number][]): TrafficMinute[] =>
+      counts.map(([allowed, denied], i) => ({ at: new Date((since + i) * MINUTE_MS), allowed, refused: denied }));
+    const sum = (list: readonly TrafficMinute[], of: 'allowed' | 'refused') => list.reduce((n, m) => n + m[of], 0);
     return {
-      endpoints: [...endpoints].map(([endpoint, [allowed, denied]]) => ({ endpoint, allowed, refused: denied })),
+      endpoints: [...endpoints].map(([endpoint, counts]) => {
+        const series = minutes(counts);
+        return { endpoint, allowed: sum(series, 'allowed'), refused: sum(series, 'refused'), minutes: series };
+      }),
       refused: [...refused]
         .sort((a, b) => b[1] - a[1] || (a[0] < b[0] ? -1 : 1))
         .slice(0, top)
         .map(([key, count]) => ({ key, count })),
+      minutes: minutes(all),
     };
   }
 }

@@ -3,6 +3,7 @@ import type { Checker } from '../../shared/check.js';
 import { answerBanned, type Context, GOING, type Step } from '../context.js';
 import type { Count, Counter } from '../../stores/counter.js';
 import { counterOf } from '../endpoint.js';
+import { tokenEnd } from '../keys.js';
 import { observe, type OnError } from '../../shared/hooks.js';
 import { addressBan, type RuntimeRecords } from './runtime-records.js';
 import type { StoreContract } from '../../stores/store.js';
@@ -180,7 +181,9 @@ export class Bans {
     // Requests in flight together with the one that banned find the ban here and add nothing to it.
     if (this.#records.banned(banKey, now)) return;
     if (crossed) observe(this.#onBan, info, ctx.req, this.#report);
-    const record = { key, kind, reason, since: now, until, by: 'rule' as const };
+    // A token's ban keeps what the pages show of it (its last characters), as its grant request shows it.
+    const end = kind === 'token' ? tokenEnd(ctx.client.token ?? '') || undefined : undefined;
+    const record = { key, kind, reason, since: now, until, by: 'rule' as const, tokenEnd: end };
     void this.#records.ruleBan(banKey, record, ctx.req).then((taken) => {
       if (taken && !crossed) observe(this.#onBan, info, ctx.req, this.#report);
     });

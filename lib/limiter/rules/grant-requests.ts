@@ -2,7 +2,7 @@
 import { randomBytes } from 'node:crypto';
 import ipaddr from 'ipaddr.js';
 import { Checker, DAY_MS, isPlainObject, show } from '../../shared/check.js';
-import { tokenKey } from '../keys.js';
+import { tokenEnd, tokenKey } from '../keys.js';
 import type { EndpointRow } from '../../contract/listings.js';
 import { checkText, objectOf, Problem } from './records.js';
 import type { RuntimeRecords } from './runtime-records.js';
@@ -108,11 +108,6 @@ function addressOfKey(key: string): string | undefined {
   if (!key.startsWith('ip:')) return undefined;
   const address = key.slice(3).split('/')[0] ?? '';
   return ipaddr.isValid(address) ? address : undefined;
-}
-
-/** The part of a token shown to operators and requesters: its last 4 characters, none of a short one. */
-function tokenEnd(token: string): string {
-  return token.length >= 12 ? token.slice(-4) : '';
 }
 
 function count(check: Checker, value: unknown, field: string): number {
@@ -403,7 +398,7 @@ export class GrantRequests implements PublicGrantRequests {
     const value = await this.#decide(check, json, approved);
     try {
       const note = options?.note ?? `request ${record.id}`;
-      await this.#records.grant({ key: record.key }, checked, { until: until ?? undefined, note });
+      await this.#records.grant({ key: record.key }, checked, { until: until ?? undefined, note }, record.tokenEnd);
     } catch (error) {
       // The grant could not be given (a bad `until`): the request is pending again, as it was.
       await this.#store?.put(record.id, json, value, metaOf(record), Date.now());

@@ -91,8 +91,8 @@ export function page<T extends { since: number; key: string }, V>(
 }
 
 export function activeBan(ban: Stored<BanRecord>): ActiveBan {
-  const { key, kind, reason, by } = ban;
-  return { key, kind, reason, since: new Date(ban.since), until: new Date(ban.until), by };
+  const { key, kind, reason, by, tokenEnd = '' } = ban;
+  return { key, kind, reason, since: new Date(ban.since), until: new Date(ban.until), by, tokenEnd };
 }
 
 export function activeGrant(grant: Stored<GrantRecord>): ActiveGrant {
@@ -102,6 +102,7 @@ export function activeGrant(grant: Stored<GrantRecord>): ActiveGrant {
     since: new Date(grant.since),
     until: grant.until === null ? undefined : new Date(grant.until),
     note: grant.note ?? undefined,
+    tokenEnd: grant.tokenEnd ?? '',
   };
 }
 

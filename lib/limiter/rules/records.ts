@@ -12,6 +12,11 @@ export interface BanRecord {
   readonly since: number;
   readonly until: number;
   readonly by: 'rule' | 'operator';
+  /**
+   * What the pages show of the client's token, as its grant request shows it: the last 4 characters `tokenEnd()` gives
+   * (never the token), when whoever made the ban knew them; absent otherwise.
+   */
+  readonly tokenEnd?: string;
 }
 
 /** A grant made at runtime: `grant:<key>`. */
@@ -21,6 +26,8 @@ export interface GrantRecord {
   readonly since: number;
   readonly until: number | null;
   readonly note: string | null;
+  /** What the pages show of the client's token, as a ban's `tokenEnd`. */
+  readonly tokenEnd?: string;
 }
 
 /**
@@ -107,6 +114,13 @@ function field<T>(o: Record<string, unknown>, name: string, ok: (value: unknown)
 const isText = (value: unknown) => typeof value === 'string' && value !== '' && value.length <= LONGEST_TEXT;
 const isKey = (value: unknown) => typeof value === 'string' && value !== '';
 
+/** A record's `tokenEnd`: absent, or up to 4 characters (an empty one is none). */
+function tokenEndOf(o: Record<string, unknown>): string | undefined {
+  const end = o.tokenEnd;
+  if (end === undefined || end === '') return undefined;
+  return field<string>(o, 'tokenEnd', (v) => typeof v === 'string' && v.length <= 4, 'up to 4 characters');
+}
+
 /** The JSON object of a stored entry, or a Problem. */
 export function objectOf(text: string): Record<string, unknown> {
   let value: unknown;
@@ -142,6 +156,7 @@ function banOf(o: Record<string, unknown>): BanRecord {
     since,
     until,
     by: field(o, 'by', (v) => v === 'rule' || v === 'operator', "'rule' or 'operator'"),
+    tokenEnd: tokenEndOf(o),
   };
 }
 
@@ -163,6 +178,7 @@ function grantOf(o: Record<string, unknown>, checkGrant: CheckGrant): GrantRecor
     since,
     until,
     note: field(o, 'note', (v) => v === null || isText(v), `null or a string of at most ${LONGEST_TEXT} characters`),
+    tokenEnd: tokenEndOf(o),
   };
 }
 
@@ -171,8 +187,8 @@ function grantOf(o: Record<string, unknown>, checkGrant: CheckGrant): GrantRecor
  * (`{ ...ban, seq }`) makes a hidden class of its own, three more heap objects for each of 10,000 bans kept.
  */
 export function storedBan(ban: BanRecord, seq: number): Stored<BanRecord> {
-  const { key, kind, reason, since, until, by } = ban;
-  return { key, kind, reason, since, until, by, seq };
+  const { key, kind, reason, since, until, by, tokenEnd } = ban;
+  return { key, kind, reason, since, until, by, tokenEnd, seq };
 }
 
 /** A ban under its field's id: the id is the client's key, or `addr:` and an address key. */
@@ -188,8 +204,8 @@ export function checkGrantRecord(id: string, text: string, checkGrant: CheckGran
   const o = objectOf(text);
   const grant = grantOf(o, checkGrant);
   if (id !== grant.key) problem(`is the grant of ${show(grant.key)}, not of ${show(id)}`);
-  const { key, since, until, note } = grant;
-  return { key, grant: grant.grant, since, until, note, seq: seqOf(o) };
+  const { key, since, until, note, tokenEnd } = grant;
+  return { key, grant: grant.grant, since, until, note, tokenEnd, seq: seqOf(o) };
 }
 
 export function checkLost(id: string, text: string, checkGrant: CheckGrant): Stored<LostEntry> {

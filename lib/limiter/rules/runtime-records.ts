@@ -4,7 +4,7 @@ import type { Request } from 'express';
 import ipaddr from 'ipaddr.js';
 import { Checker, isPlainObject, MAX_DURATION_MS, show } from '../../shared/check.js';
 import { RuntimeStateError } from '../../shared/errors.js';
-import { tokenKey } from '../keys.js';
+import { tokenEnd, tokenKey } from '../keys.js';
 import {
   addressBan,
   type BanRecord,
@@ -52,8 +52,11 @@ export class RuntimeRecords extends RecordCache {
     return this._context.checkGrant(check, grant, field);
   }
 
-  /** The key of a client named as an operator knows it. Throws ListingLimitsError naming the field. */
-  keyOf(check: Checker, client: unknown): { key: string; kind: ClientKind; address: boolean } {
+  /**
+   * The key of a client named as an operator knows it, and what the pages show of its token: the end of a token
+   * given, else the one a record of the key keeps ('' when none does). Throws ListingLimitsError naming the field.
+   */
+  keyOf(check: Checker, client: unknown): { key: string; kind: ClientKind; address: boolean; tokenEnd: string } {
     const fields = isPlainObject(client) ? Object.keys(client) : [];
     if (fields.length !== 1 || !['token', 'ip', 'key'].includes(fields[0] as string)) {
       check.invalid('client', `must be { token }, { ip } or { key }; got ${show(fields.length ? fields : client)}.`);
@@ -66,14 +69,15 @@ export class RuntimeRecords extends RecordCache {
         `client.${field}`,
         `must be a non-empty string; got ${field === 'token' ? typeof value : show(value)}.`,
       );
-    if (field === 'token') return { key: tokenKey(value), kind: 'token', address: false };
+    if (field === 'token') return { key: tokenKey(value), kind: 'token', address: false, tokenEnd: tokenEnd(value) };
     if (field === 'ip') {
       if (!ipaddr.isValid(value)) check.invalid('client.ip', `must be an IP address; got ${show(value)}.`);
-      return { key: this._context.ipOf(value), kind: 'ip', address: true };
+      return { key: this._context.ipOf(value), kind: 'ip', address: true, tokenEnd: '' };
     }
     if (value.length > LONGEST_TEXT)
       check.invalid('client.key', `must be at most ${LONGEST_TEXT} characters; got ${value.length}.`);
-    return { key: value, kind: kindOf(value), address: false };
+    const known = this._grants.get(value)?.tokenEnd ?? this._bans.get(value)?.tokenEnd ?? '';
+    return { key: value, kind: kindOf(value), address: false, tokenEnd: known };
   }
 
   #writable(check: Checker): void {
@@ -109,17 +113,28 @@ export class RuntimeRecords extends RecordCache {
     );
   }
 
-  /** An operator's ban. */
-  async banClient(client: unknown, options: unknown): Promise<boolean> {
+  /**
+   * An operator's ban. `known`: what the pages show of the client's token when the caller knows it and the client
+   * names no token (a ban by key of a client whose grant request shows it).
+   */
+  async banClient(client: unknown, options: unknown, known = ''): Promise<boolean> {
     const check = new Checker('limits.ban');
-    const { key, kind, address } = this.keyOf(check, client);
+    const { key, kind, address, tokenEnd: end } = this.keyOf(check, client);
     const o = check.options(options, 'options', '{ duration, reason }');
     check.unknownKeys(o, ['duration', 'reason'], (k) => `options.${k}`);
     const duration = check.seconds(o.duration, 'options.duration');
     const reason = o.reason === undefined ? 'operator' : checkText(check, o.reason, 'options.reason');
     this.#writable(check);
     const since = Date.now();
-    const ban: BanRecord = { key, kind, reason, since, until: since + duration, by: 'operator' };
+    const ban: BanRecord = {
+      key,
+      kind,
+      reason,
+      since,
+      until: since + duration,
+      by: 'operator',
+      tokenEnd: end || known || undefined,
+    };
     const field = `ban:${address ? addressBan(key) : key}`;
     await this._change(
       { field, value: JSON.stringify(ban), endsAt: ban.until, when: 'always' },
@@ -158,9 +173,10 @@ export class RuntimeRecords extends RecordCache {
     return this.keyOf(new Checker('limits.unban'), client).key;
   }
 
-  async grant(client: unknown, grant: unknown, options: unknown): Promise<boolean> {
+  /** An operator's grant; `known` as for {@link banClient} (the end of the token of the request it approves). */
+  async grant(client: unknown, grant: unknown, options: unknown, known = ''): Promise<boolean> {
     const check = new Checker('limits.grant');
-    const { key } = this.keyOf(check, client);
+    const { key, tokenEnd: end } = this.keyOf(check, client);
     const checked = this._context.checkGrant(check, grant, 'grant');
     const o = check.options(options, 'options', '{ until, note }');
     check.unknownKeys(o, ['until', 'note'], (k) => `options.${k}`);
@@ -178,7 +194,7 @@ export class RuntimeRecords extends RecordCache {
     }
     const note = o.note === undefined ? null : checkText(check, o.note, 'options.note');
     this.#writable(check);
-    const record: GrantRecord = { key, grant: checked, since, until, note };
+    const record: GrantRecord = { key, grant: checked, since, until, note, tokenEnd: end || known || undefined };
     await this._change(
       { field: `grant:${key}`, value: JSON.stringify(record), endsAt: until, when: 'always' },
       grantEvent(record),
@@ -339,9 +355,16 @@ export class RuntimeRecords extends RecordCache {
         const r = lost.record;
         const since = new Date(r.since);
         const base = { id: lost.field, key: r.key, lostAt: new Date(lost.lostAt) };
-        if (isBan(r)) return { ...base, kind: 'ban', ban: { ...r, since, until: new Date(r.until) }, grant: undefined };
+        if (isBan(r)) return { ...base, kind: 'ban', ban: activeBan({ ...r, seq: 0 }), grant: undefined };
         const until = r.until === null ? undefined : new Date(r.until);
-        const grant = { key: r.key, grant: r.grant, since, until, note: r.note ?? undefined };
+        const grant = {
+          key: r.key,
+          grant: r.grant,
+          since,
+          until,
+          note: r.note ?? undefined,
+          tokenEnd: r.tokenEnd ?? '',
+        };
         return { ...base, kind: 'grant', ban: undefined, grant };
       });
   }
