@@ -10,6 +10,7 @@ export {
 } from './shared/errors.js';
 export type { HeaderSyntax } from './contract/headers.js';
 export {
+  type AnyListingName,
   type EndpointRow,
   type ListingFamily,
   listingFamilies,

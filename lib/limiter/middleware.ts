@@ -21,7 +21,7 @@ import { observe } from '../shared/hooks.js';
 import { link } from './linked.js';
 import { NO_ENDPOINT } from './observe/metrics.js';
 import { type Client, REJECTED } from './identify.js';
-import type { EndpointRow, ListingFamily, ListingName } from '../contract/listings.js';
+import type { AnyListingName, EndpointRow } from '../contract/listings.js';
 import { mountWarning } from './mount.js';
 import { type Config, configure } from './options.js';
 import type { ClientRef, Grant, ListingLimitsMiddleware, ListingLimitsOptions, RateLimitInfo } from './types.js';
@@ -365,13 +365,13 @@ function uncalled(next: NextFunction): never {
 }
 
 /**
- * Express middleware that enforces a limits table: listing `'A'` (`'servers'`) or `'B'` (`'bots'`) of the contract,
- * or custom rows.
+ * Express middleware that enforces a limits table: listing `'A'` (`'a'`, `'servers'`) or `'B'` (`'b'`, `'bots'`) of the
+ * contract, or custom rows.
  * Validates everything at once and throws a `ListingLimitsError` naming the field when the configuration
  * cannot work. Requests that match no row pass through untouched.
  */
 export function listingLimits(
-  listing: ListingName | ListingFamily | readonly EndpointRow[],
+  listing: AnyListingName | readonly EndpointRow[],
   options?: ListingLimitsOptions,
 ): ListingLimitsMiddleware {
   // `app.use(listingLimits)`: Express calls the factory itself with each request, and its `next` third.
