@@ -2,7 +2,7 @@
 // option of the public types, the example server's settings every variable it reads, the pages' headers and the
 // HTTP samples and bodies are quoted as sent, and every relative link and anchor of README.md and docs/*.md leads
 // somewhere.
-import { existsSync, readFileSync, statSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { dirname, join, relative } from 'node:path';
 import express from 'express';
 import request from 'supertest';
@@ -10,6 +10,7 @@ import ts from 'typescript';
 import { type EndpointRow, listingLimits, type ListingLimitsMiddleware, listings } from '../lib';
 import { limitsRequestPage } from '../lib/pages';
 import { startupFromEnv, storeFromEnv } from '../example-server/env';
+import { listingHint } from '../lib/contract/listing-names';
 import {
   anchors,
   codeNames,
@@ -41,6 +42,17 @@ it.each(['A', 'B'] as const)('README shows listing %s exactly as the data says',
   expect(tableRows(page('README.md'), `limits:${listing}`)).toEqual(
     listings[listing].map((r) => [r.method, `\`${r.path}\``, String(r.limit), duration(r.windowMs)]),
   );
+});
+
+it('quotes the hints of mistyped listing names as the code gives them', () => {
+  const text = page('README.md').text.replace(/\s+/g, ' ').replace(/\\`/g, '`');
+  const quoted = [...text.matchAll(/`'([^'`]+)'`(?: and `'([^'`]+)'`)? gets? "(Did you mean [^"]+)"/g)];
+  expect(quoted.length).toBeGreaterThan(1);
+  for (const [, first, second, hint] of quoted) {
+    for (const name of [first, second].filter((n): n is string => n !== undefined)) {
+      expect([name, listingHint(name).trim()]).toEqual([name, hint]);
+    }
+  }
 });
 
 describe('links', () => {
@@ -144,6 +156,7 @@ describe('options tables', () => {
     BanOptions: 'listing-limits',
     RedisStoreOptions: 'listing-limits',
     ListingLimitsErrorCode: 'listing-limits',
+    ListingLimitsWarningCode: 'listing-limits',
     RuntimeStateErrorCode: 'listing-limits',
     ListingLimitsMiddleware: 'listing-limits',
     AdminPageOptions: 'listing-limits/pages',
@@ -185,6 +198,27 @@ describe('options tables', () => {
 
   it('docs/middleware.md has every ListingLimitsError code in its table, and no other', () => {
     expect(firstColumn('docs/middleware.md', 'error-codes')).toEqual(types.ListingLimitsErrorCode);
+  });
+
+  it('docs/middleware.md has every process warning the package emits in its table, and no other', () => {
+    const sources = (dir: string): string[] =>
+      readdirSync(dir, { withFileTypes: true }).flatMap((entry) =>
+        entry.isDirectory()
+          ? sources(join(dir, entry.name))
+          : /\.c?ts$/.test(entry.name)
+            ? [readFileSync(join(dir, entry.name), 'utf8')]
+            : [],
+      );
+    const emitted = new Set(
+      sources(join(root, 'lib')).flatMap((text) => text.match(/\bLISTING_LIMITS_[A-Z_]+/g) ?? []),
+    );
+    expect(firstColumn('docs/middleware.md', 'warning-codes')).toEqual([...emitted].sort());
+    // Those told to onError too are the ListingLimitsWarning codes.
+    const toOnError = tableRows(page('docs/middleware.md'), 'warning-codes')
+      .filter((row) => row[2] === 'yes')
+      .flatMap(([first = '']) => codeNames(first))
+      .sort();
+    expect(toOnError).toEqual(types.ListingLimitsWarningCode);
   });
 
   it.each([

@@ -3,6 +3,8 @@ export { MAX_DURATION_MS } from './shared/check.js';
 export {
   ListingLimitsError,
   type ListingLimitsErrorCode,
+  ListingLimitsWarning,
+  type ListingLimitsWarningCode,
   RuntimeStateError,
   type RuntimeStateErrorCode,
   type StoreFailureMode,
