@@ -84,6 +84,32 @@ describe('links', () => {
     expect(all.filter((l) => !external.test(l.target)).length).toBeGreaterThan(100);
   });
 
+  it('travels with the package: a relative link leads to a file it ships, a repository file is linked absolutely', () => {
+    // The package's `files`, as npm reads them (package.json, README and LICENSE always ship).
+    const pkg = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as { files: string[] };
+    const patterns = [...pkg.files, 'package.json', 'LICENSE'].map(
+      (pattern) => new RegExp(`^${pattern.replace(/[.+?^${}()|[\]\\]/g, '\\$&').replace(/\*/g, '[^/]*')}(?:/.*)?$`),
+    );
+    const shipped = (path: string) => patterns.some((pattern) => pattern.test(path));
+    const repository = 'https://github.com/listing-limits/listing-limits/blob/main/';
+    const image = /\.(?:png|svg|jpe?g|gif)$/;
+    const problems = all.flatMap(({ page: from, line, target }) => {
+      const at = `${from}:${line}: ${target}`;
+      if (target.startsWith(repository)) {
+        const path = target.slice(repository.length).split('#')[0] as string;
+        if (!existsSync(join(root, path))) return [`${at}: no such file in the repository`];
+        return shipped(path) ? [`${at}: a file the package ships, linked out of it`] : [];
+      }
+      if (external.test(target) || target.startsWith('#')) return [];
+      const path = relative(root, join(root, dirname(from), decodeURIComponent(target.split('#')[0] as string)));
+      // Images are shown from the repository by GitHub and npm's site; the package leaves out their weight.
+      if (image.test(path)) return shipped(path) ? [`${at}: an image the package ships`] : [];
+      return shipped(path) ? [] : [`${at}: not in the package: link ${repository}${path}`];
+    });
+    expect(problems).toEqual([]);
+    expect(pages.every(({ path }) => shipped(path))).toBe(true);
+  });
+
   it('every page lists its sections: each `##` heading is linked from the page itself', () => {
     const unlisted = pages.flatMap(({ path, text }) => {
       const listed = new Set(links({ path, text }).map((l) => l.target));

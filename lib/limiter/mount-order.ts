@@ -123,8 +123,8 @@ function answeredBy(
 
 /**
  * The table's endpoints that routes before the middleware answer, each with such a route's path; undefined when the
- * app does not hold the middleware. Looked for in the router that holds the middleware, and in the routers around it
- * while each is mounted at `/` (so that they see the path the middleware sees).
+ * app does not hold the middleware. Looked for in the router that holds the middleware, and in the routers around it,
+ * as long as the middleware and each router between are mounted at `/`, so that the routes see the path it sees.
  */
 function shadowed(app: unknown, middleware: unknown, table: Table): string[] | undefined {
   const root = routerOf(app);
@@ -135,13 +135,13 @@ function shadowed(app: unknown, middleware: unknown, table: Table): string[] | u
     const endpoint = table.match(method, path);
     for (let level = chain.length - 1; level >= 0; level--) {
       const { layers, at } = chain[level] as Chain[number];
+      // Under a mount path, the layers before see a path the check cannot spell (Express keeps mount paths compiled).
+      if (matched(layers[at] as Layer, path) !== '') break;
       const route = answeredBy(layers.slice(0, at), method, path, endpoint, table, '', 0);
       if (route !== undefined) {
         found.push(`${name} (route ${JSON.stringify(route)})`);
         break;
       }
-      const outer = chain[level - 1];
-      if (outer && matched(outer.layers[outer.at] as Layer, path) !== '') break;
     }
   }
   return found;
