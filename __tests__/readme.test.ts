@@ -11,6 +11,9 @@ import { type EndpointRow, listingLimits, type ListingLimitsMiddleware, listings
 import { limitsRequestPage } from '../lib/pages';
 import { startupFromEnv, storeFromEnv } from '../example-server/env';
 import { listingHint } from '../lib/contract/listing-names';
+import { tokenKey } from '../lib/limiter/keys';
+import { planVerification, verifyContract } from '../lib/verify';
+import { serve } from './helpers/serve';
 import {
   anchors,
   codeNames,
@@ -26,6 +29,7 @@ import {
 import { T0, useFakeClock } from './helpers/stores';
 
 const pages = manual();
+const flat = (text: string) => text.replace(/\s+/g, ' ');
 const page = (path: string): Page => {
   const found = pages.find((p) => p.path === path);
   if (!found) throw new Error(`the manual has no page ${path}`);
@@ -53,6 +57,62 @@ it('quotes the hints of mistyped listing names as the code gives them', () => {
       expect([name, listingHint(name).trim()]).toEqual([name, hint]);
     }
   }
+});
+
+describe('what a verify run costs the server it probes, as the README says', () => {
+  it.each(['A', 'B'] as const)(
+    'listing %s: its length, and the refusals it draws with each window kind',
+    async (name) => {
+      const readme = flat(page('README.md').text);
+      const seconds = planVerification({ baseUrl: 'http://127.0.0.1:1', listing: name }).waitMs / 1000;
+      expect(readme).toContain(`${seconds} s for listing ${name}`);
+      // The listing's limits in windows of 2 s (of 1 s where a limit of 1 needs no kind told), in real time: the
+      // refusals are the server's, counted by the client it refused.
+      const rows = listings[name].map((row) => ({ ...row, windowMs: row.limit === 1 ? 1000 : 2000 }));
+      const token = 'Bot verify';
+      const otherToken = 'Bot verify-other';
+      for (const window of ['fixed', 'sliding'] as const) {
+        const refused = new Map<string, number>();
+        const limits = listingLimits(rows, {
+          window,
+          onLimit: (event) => refused.set(event.client.key, (refused.get(event.client.key) ?? 0) + 1),
+        });
+        const served = await serve(
+          express()
+            .use(limits)
+            .use((_req, res) => res.json({})),
+        );
+        try {
+          const report = await verifyContract({
+            baseUrl: served.url,
+            listing: rows,
+            window,
+            token,
+            otherToken,
+            graceMs: 300,
+          });
+          expect(report.endpoints.flatMap((e) => e.findings)).toEqual([]);
+        } finally {
+          limits.close();
+          await served.close();
+        }
+        const [own, other] = [refused.get(tokenKey(token)) ?? 0, refused.get(tokenKey(otherToken)) ?? 0];
+        const withParams = rows.filter((row) => row.path.includes(':')).length;
+        const told =
+          window === 'fixed'
+            ? `listing ${name}: ${own + other} (${own} with its token, one per endpoint, and ${other} with the other, ` +
+              'one per endpoint with a path parameter)'
+            : `${own + other} on listing ${name} (${own} and ${other})`;
+        expect([window, own, other]).toEqual([
+          window,
+          window === 'fixed' ? rows.length : rows.length + rows.filter((row) => row.limit > 1).length,
+          withParams,
+        ]);
+        expect(readme).toContain(flat(told));
+      }
+    },
+    60_000,
+  );
 });
 
 describe('links', () => {
