@@ -478,7 +478,7 @@ describe('blocks made from the results', () => {
 
   it('every page holds only blocks it makes', () => {
     const found = pages.flatMap(({ path, text }) =>
-      [...text.matchAll(/<!-- bench:([\w-]+) -->/g)].map(([, name]) => `${path} ${name}`),
+      [...text.matchAll(/^<!-- bench:([\w-]+) -->$/gm)].map(([, name]) => `${path} ${name}`),
     );
     const expected = Object.entries(made).flatMap(([path, named]) =>
       Object.keys(named).map((name) => `${path} ${name}`),

@@ -1,4 +1,4 @@
-// What a listing may be called (its letter, `B` or `b`, or what it lists, `bots`), and the listing a mistyped name means.
+// What a listing may be called (its letter, `B` or `b`, or what it lists, `bots`), and what a mistyped name means.
 import { distance } from 'fastest-levenshtein';
 import { type ListingName, listingFamilies, listingNames } from './listings.js';
 

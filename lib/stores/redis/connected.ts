@@ -1,7 +1,9 @@
 // Whether the Redis store's client connects: told once when it has not, a few seconds after the middleware started.
 import type { ClientKind } from './clients.js';
 import { sendOf } from './glide.js';
-import type { RedisFailureMode } from './store.js';
+import type { StoreFailurePolicy } from '../store.js';
+
+type RedisFailureMode = StoreFailurePolicy['onFailure'];
 
 /** How long a client may take to connect, from the start of the middleware, before the store tells that it has not. */
 export const CONNECT_WITHIN_MS = 5000;
