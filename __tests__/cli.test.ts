@@ -423,7 +423,7 @@ describe('arguments', () => {
     [['verify', url, 'extra', '--listing', 'A'], 'unexpected argument "extra"'],
     [['verify', url], '--listing is required: A or B'],
     [['verify', url, '--listing', 'C'], '--listing must be A or B; got "C"'],
-    [['verify', url, '--listing', 'b'], '--listing must be A or B; got "b". Did you mean `B` (bots)?'],
+    [['verify', url, '--listing', 'listing-b'], '--listing must be A or B; got "listing-b". Did you mean `B` (bots)?'],
     [['verify', url, '--listing'], '--listing needs a value'],
     [['verify', url, '--listing', 'A', '--verbose'], 'unknown option --verbose'],
     [['verify', url, '--lsting', 'A'], 'unknown option --lsting. Did you mean --listing?'],
@@ -512,9 +512,9 @@ describe('a third listing in lib/contract/listings.ts', () => {
     expect(command.USAGE).toContain('\n  --listing A|B|C      the listing the API serves (required)\n');
     let stderr = '';
     const context = { stdout: { write: () => true }, stderr: { write: (text: string) => (stderr += text) } };
-    expect(await command.runCli(['verify', 'http://127.0.0.1:9', '--listing', 'c'], context)).toBe(2);
+    expect(await command.runCli(['verify', 'http://127.0.0.1:9', '--listing', 'c '], context)).toBe(2);
     expect(stderr).toBe(
-      'listing-limits: --listing must be A, B, or C; got "c". Did you mean `C` (emojis)? (see listing-limits --help)\n',
+      'listing-limits: --listing must be A, B, or C; got "c ". Did you mean `C` (emojis)? (see listing-limits --help)\n',
     );
   });
 });

@@ -231,8 +231,8 @@ describe('a bad setting stops start-up with one line naming the variable, and ex
   it.each([
     [{ LISTING: 'C' }, 'LISTING must be A or servers, B or bots (unset starts every listing); got "C".'],
     [
-      { LISTING: 'b' },
-      'LISTING must be A or servers, B or bots (unset starts every listing); got "b". Did you mean `B` (bots)?',
+      { LISTING: 'B ' },
+      'LISTING must be A or servers, B or bots (unset starts every listing); got "B ". Did you mean `B` (bots)?',
     ],
     [
       { LISTING: 'listing-b' },

@@ -514,8 +514,8 @@ describe('createExampleApp', () => {
     [undefined, 'createExampleApp: options must be an object such as { listing: "B" }.'],
     [{}, 'createExampleApp: options.listing must be "A" or "servers", "B" or "bots"; got undefined.'],
     [
-      { listing: 'b' },
-      'createExampleApp: options.listing must be "A" or "servers", "B" or "bots"; got "b". Did you mean `B` (bots)?',
+      { listing: 'B ' },
+      'createExampleApp: options.listing must be "A" or "servers", "B" or "bots"; got "B ". Did you mean `B` (bots)?',
     ],
     [
       { listing: 'bot' },

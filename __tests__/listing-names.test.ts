@@ -5,7 +5,7 @@ import fc from 'fast-check';
 import request from 'supertest';
 import { createExampleApp } from '../example-server/app';
 import { startupFromEnv } from '../example-server/env';
-import { type ListingFamily, type ListingName, listingLimits, listings } from '../lib';
+import { type AnyListingName, type ListingName, listingLimits, listings } from '../lib';
 import { listingClient } from '../lib/client';
 import { runCli } from '../lib/verify/command';
 import { listingHint, listingOf } from '../lib/contract/listing-names';
@@ -15,10 +15,12 @@ import { serverPerTest } from './helpers/serve';
 
 const start = serverPerTest();
 
-const names: [ListingName | ListingFamily, ListingName][] = [
+const names: [AnyListingName, ListingName][] = [
   ['A', 'A'],
+  ['a', 'A'],
   ['servers', 'A'],
   ['B', 'B'],
+  ['b', 'B'],
   ['bots', 'B'],
 ];
 
@@ -61,7 +63,7 @@ describe.each(names)('%s names listing %s', (name, letter) => {
   });
 
   it('for verifyContract and planVerification: the plan of the listing', () => {
-    const plan = (listing: ListingName | ListingFamily) =>
+    const plan = (listing: AnyListingName) =>
       planVerification({ baseUrl: 'http://127.0.0.1:1', listing }).endpoints.map((e) => e.endpoint);
     expect(plan(name)).toEqual(listings[letter].map((row) => `${row.method} ${row.path}`));
   });
@@ -87,7 +89,7 @@ describe.each(names)('%s names listing %s', (name, letter) => {
 describe('a name that is no listing gets a hint only when it means one listing', () => {
   it.each([
     ['B ', ' Did you mean `B` (bots)?'],
-    ['b', ' Did you mean `B` (bots)?'],
+    ['b ', ' Did you mean `B` (bots)?'],
     [' a', ' Did you mean `A` (servers)?'],
     ['listing-b', ' Did you mean `B` (bots)?'],
     ['Listing A', ' Did you mean `A` (servers)?'],

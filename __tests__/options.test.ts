@@ -18,7 +18,7 @@ const row = (over: Partial<Record<keyof EndpointRow, unknown>> = {}) =>
 describe('bad configuration fails at creation, naming the field', () => {
   it.each([
     { name: 'unknown listing', listing: 'C', options: undefined, code: 'ERR_UNKNOWN_LISTING', field: 'listing' },
-    { name: 'lower-case listing', listing: 'b', options: undefined, code: 'ERR_UNKNOWN_LISTING', field: 'listing' },
+    { name: 'a listing and a space', listing: 'b ', options: undefined, code: 'ERR_UNKNOWN_LISTING', field: 'listing' },
     { name: 'empty table', listing: [], options: undefined, code: 'ERR_UNKNOWN_LISTING', field: 'listing' },
     { name: 'row not an object', listing: [null], options: undefined, code: 'ERR_INVALID_ROW', field: 'listing[0]' },
     {
@@ -346,9 +346,9 @@ describe('error messages show what was given, never code', () => {
   const long = { huge: 'x'.repeat(500) };
   it.each([
     [
-      'a listing in the wrong case',
-      () => listingLimits('b' as never),
-      'listingLimits: listing "b" is not a listing. Use "A" or "servers", "B" or "bots", or an array of rows. Did you mean `B` (bots)?',
+      'a listing with a space',
+      () => listingLimits('b ' as never),
+      'listingLimits: listing "b " is not a listing. Use "A" or "servers", "B" or "bots", or an array of rows. Did you mean `B` (bots)?',
     ],
     [
       'an array as options',

@@ -10,14 +10,18 @@ import {
   statSync,
   writeFileSync,
 } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join, relative } from 'node:path';
 import ts from 'typescript';
 import { type EndpointRow, listings } from '../lib';
 import { USAGE } from '../lib/verify/command';
 import { createApp } from './helpers/app';
 import { type Served, serve } from './helpers/serve';
 import { useFakeWindows } from './helpers/stores';
+// The README's weights are measured by the same install: scripts/install-weights.js.
+// eslint-disable-next-line @typescript-eslint/no-require-imports
+const { install: installApp } = require('../scripts/install-weights.js') as {
+  install: (specs: string[], options: { offline: boolean }) => { dir: string; packages: string[]; bytes: number };
+};
 
 const root = join(__dirname, '..');
 // Inside the project, so that the packed package resolves its dependencies from the project's node_modules.
@@ -36,12 +40,17 @@ beforeAll(() => {
   const [{ filename, files }] = JSON.parse(out.slice(out.indexOf('['))) as [
     { filename: string; files: { path: string }[] },
   ];
+  // The manual travels with the package (its guides, so that the README's links work in node_modules), without its
+  // screenshots: GitHub and npm's site show them from the repository.
+  const guides = readdirSync(join(root, 'docs'))
+    .filter((name) => name.endsWith('.md'))
+    .map((name) => `docs/${name}`);
   expect(
     files
       .map((f) => f.path)
       .filter((p) => !p.startsWith('dist/'))
       .sort(),
-  ).toEqual(['CHANGELOG.md', 'LICENSE', 'README.md', 'package.json']);
+  ).toEqual(['CHANGELOG.md', 'LICENSE', 'README.md', ...guides, 'package.json'].sort());
   tarball = join(scratch, filename);
   installed = join(scratch, 'node_modules', 'listing-limits');
   mkdirSync(installed, { recursive: true });
@@ -410,15 +419,17 @@ describe('what a new user meets, through the packed package', () => {
     expect(both('names', code)).toEqual([expected, expected]);
   });
 
-  it('the factory mounted uncalled answers with an error that says to call it; a mount path its table starts with is warned', () => {
+  it('the factory mounted uncalled answers with an error that says to call it; a mount path its table starts with, routes before the limiter and the uncalled factory are warned', () => {
     const code = (load: (specifier: string) => string) => `
       const { listingLimits } = ${load('listing-limits')};
       const express = ${load('express')};
       const warnings = [];
       process.on('warning', (w) => warnings.push(w.code));
       const app = (express.default ?? express)();
+      app.get('/v1/users/:id', (req, res) => res.json({}));
       app.use('/v1', listingLimits('B'));
       app.use('/uncalled', listingLimits);
+      app.use(listingLimits('A'));
       app.get('/v1/bots', (req, res) => res.json({}));
       app.use((error, req, res, next) => res.status(500).json({ code: error.code }));
       const server = app.listen(0, async () => {
@@ -426,10 +437,11 @@ describe('what a new user meets, through the packed package', () => {
         const mounted = await fetch(url + '/v1/bots');
         const uncalled = await (await fetch(url + '/uncalled/v1/bots')).json();
         await new Promise((resolve) => setImmediate(resolve));
-        console.log(mounted.status, mounted.headers.get('ratelimit'), uncalled.code, JSON.stringify(warnings));
+        console.log(mounted.status, mounted.headers.get('ratelimit'), uncalled.code, JSON.stringify(warnings.sort()));
         server.close();
       });`;
-    const expected = '200 null ERR_NOT_CALLED ["LISTING_LIMITS_MOUNT_PATH"]';
+    const expected =
+      '200 null ERR_NOT_CALLED ["LISTING_LIMITS_MOUNT_ORDER","LISTING_LIMITS_MOUNT_PATH","LISTING_LIMITS_NOT_CALLED"]';
     expect(both('mistakes', code)).toEqual([expected, expected]);
   });
 
@@ -485,30 +497,63 @@ describe('a fresh install of the packed package, outside the project, as an app 
   const apps: string[] = [];
   afterAll(() => apps.forEach((dir) => rmSync(dir, { recursive: true, force: true })));
 
-  /** Installs `specs` into a new app with npm, from its cache when it can, and lists what it installed. */
+  /** Installs `specs` into a new app with npm, from its cache when it can, as the README's weights are measured. */
   const install = (specs: string[]) => {
-    const dir = mkdtempSync(join(tmpdir(), 'listing-limits-app-'));
-    apps.push(dir);
-    writeFileSync(join(dir, 'package.json'), '{ "name": "app", "private": true }\n');
-    execFileSync(
-      'npm',
-      ['install', '--prefer-offline', '--no-audit', '--no-fund', '--ignore-scripts', '--loglevel=error', ...specs],
-      { cwd: dir, encoding: 'utf8' },
-    );
-    const lock = JSON.parse(readFileSync(join(dir, 'node_modules', '.package-lock.json'), 'utf8')) as {
-      packages: Record<string, { version: string }>;
-    };
-    const packages = Object.entries(lock.packages).map(
-      ([path, { version }]) => `${path.slice(path.lastIndexOf('node_modules/') + 'node_modules/'.length)}@${version}`,
-    );
-    return { dir, packages };
+    const installed = installApp(specs, { offline: true });
+    apps.push(installed.dir);
+    return installed;
   };
   let express: ReturnType<typeof install>;
   let ours: ReturnType<typeof install>;
+  let alone: ReturnType<typeof install>;
   beforeAll(() => {
     express = install(['express@5']);
     ours = install(['express@5', tarball]);
-  }, 120_000);
+    alone = install([tarball]);
+  }, 180_000);
+
+  it("the client's and the verifier's install: no Express, only the package's own dependencies, as the README says", () => {
+    const names = alone.packages.map((p) => p.slice(0, p.lastIndexOf('@'))).sort();
+    const pkg = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8'));
+    expect(names).toEqual(['listing-limits', ...Object.keys(pkg.dependencies)].sort());
+    expect(existsSync(join(alone.dir, 'node_modules', 'express'))).toBe(false);
+    expect(pkg.peerDependenciesMeta.express).toEqual({ optional: true });
+    const readme = readFileSync(join(root, 'README.md'), 'utf8').replace(/\s+/g, ' ');
+    expect(readme).toContain(`| \`npm install listing-limits\` | ${names.length} |`);
+    // Each entry point loads there: the client and the verifier call nothing of Express, nor does the middleware.
+    const run = (file: string, code: string) => {
+      writeFileSync(join(alone.dir, file), code);
+      return execFileSync(process.execPath, [file], { cwd: alone.dir, encoding: 'utf8' }).trim();
+    };
+    expect(
+      run(
+        'light.cjs',
+        `const { listingClient } = require('listing-limits/client');
+         const { planVerification } = require('listing-limits/verify');
+         const { listingLimits } = require('listing-limits');
+         const api = listingClient({ listing: 'b', baseUrl: 'http://127.0.0.1:1' });
+         const limits = listingLimits('a');
+         console.log(typeof api.get, planVerification({ baseUrl: 'http://127.0.0.1:1', listing: 'a' }).requests, typeof limits);
+         limits.close();`,
+      ),
+    ).toBe('function 131 function');
+    const bin = join(alone.dir, 'node_modules', '.bin', 'listing-limits');
+    expect(execFileSync(bin, ['--help'], { encoding: 'utf8' })).toBe(USAGE);
+  });
+
+  it('ships the pages the README links to: every relative link of the installed manual leads into the package', () => {
+    const dir = join(alone.dir, 'node_modules', 'listing-limits');
+    const pages = ['README.md', ...readdirSync(join(dir, 'docs')).map((name) => `docs/${name}`)];
+    expect(pages.length).toBeGreaterThan(5);
+    const targets = pages.flatMap((page) =>
+      [...readFileSync(join(dir, page), 'utf8').matchAll(/\]\(([^)\s#]+)(?:#[^)\s]*)?\)/g)]
+        .map(([, target]) => target as string)
+        .filter((target) => !/^(?:https?:|mailto:)/.test(target) && !/\.(?:png|svg)$/.test(target))
+        .map((target) => relative(dir, join(dir, dirname(page), target))),
+    );
+    expect(targets).toEqual(expect.arrayContaining(['docs/middleware.md', 'docs/stores.md', 'CHANGELOG.md']));
+    expect(targets.filter((target) => !existsSync(join(dir, target)))).toEqual([]);
+  });
 
   it("pulls in what the middleware needs and nothing of the pages' or the progress bar's: at most express-rate-limit's count plus those", () => {
     const added = ours.packages.filter((p) => !express.packages.includes(p)).map((p) => p.slice(0, p.lastIndexOf('@')));

@@ -81,6 +81,7 @@ describe.each(expressVersions)('with %s', (_name, express) => {
   ] as const)('a 429 to Accept %p: the %s body', async (accept, kind) => {
     const res = await refused(accept);
     expect(res.headers['retry-after']).toBe('1');
+    expect(res.headers.vary).toBe('Accept');
     if (kind === 'json') {
       expect([res.headers['content-type'], res.text]).toEqual([JSON_TYPE, LIMITED]);
     } else {
@@ -124,18 +125,48 @@ describe.each(expressVersions)('with %s', (_name, express) => {
       return accept ? req.set('Accept', accept) : req;
     };
     const plain = await get().expect(403);
-    expect([plain.headers['content-type'], plain.headers['retry-after'], plain.text]).toEqual([
+    expect([plain.headers['content-type'], plain.headers['retry-after'], plain.headers.vary, plain.text]).toEqual([
       JSON_TYPE,
       '60',
+      'Accept',
       BANNED_BODY,
     ]);
     const problem = await get(`${PROBLEM_TYPE}, application/json;q=0.9`).expect(403);
-    expect([problem.headers['content-type'], problem.headers['retry-after'], problem.text]).toEqual([
-      PROBLEM_TYPE,
-      '60',
-      BANNED_PROBLEM,
-    ]);
+    expect([
+      problem.headers['content-type'],
+      problem.headers['retry-after'],
+      problem.headers.vary,
+      problem.text,
+    ]).toEqual([PROBLEM_TYPE, '60', 'Accept', BANNED_PROBLEM]);
   });
+
+  it.each([
+    [undefined, 'Accept'],
+    ['Origin', 'Origin, Accept'],
+    ['Accept-Encoding', 'Accept-Encoding, Accept'],
+    ['Origin, accept', 'Origin, accept'],
+    ['*', '*'],
+  ])(
+    "Vary: %p set before the limiter becomes %p on its 429 and 403; an allowed answer's is the app's",
+    async (before, after) => {
+      const served = createApp({
+        express,
+        setup: (a) =>
+          a.use((_req, res, next) => {
+            if (before !== undefined) res.setHeader('Vary', before);
+            next();
+          }),
+      });
+      const limits = served.locals.limiter as ListingLimitsMiddleware;
+      made.push(limits);
+      const get = (token: string) => request(served).get('/v1/bots/1').set('Authorization', token);
+      expect((await get('Bot x').expect(200)).headers.vary).toBe(before);
+      await get('Bot x').expect(200);
+      expect((await get('Bot x').expect(429)).headers.vary).toBe(after);
+      await limits.ban({ token: 'Bot y' }, { duration: 60_000 });
+      expect((await get('Bot y').expect(403)).headers.vary).toBe(after);
+    },
+  );
 });
 
 it("the README documents the package's ban type under the heading its URI points to", () => {

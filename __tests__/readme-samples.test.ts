@@ -1,22 +1,26 @@
 // Every code sample of the manual (README.md and docs/*.md) is checked: TypeScript and JavaScript compile under --strict,
-// with node16 and with bundler resolution, against the package's types; JSON parses; HTTP is header fields; shell
-// commands name npm scripts that exist, and `npm ci` installs a clone.
-import { readFileSync } from 'node:fs';
+// with node16 and with bundler resolution, against the package's types, and each whole program runs from a file of
+// its own; JSON parses; HTTP is header fields; shell commands name npm scripts that exist, and `npm ci` installs a
+// clone.
+import { execFileSync, spawn } from 'node:child_process';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+import type Redis from 'ioredis';
 import ts from 'typescript';
+import { createExampleApp } from '../example-server/app';
 import { entryPoints, type Fence, fences, manual, root } from './helpers/manual';
+import { ioredisClient, RedisServer, scanKeys } from './helpers/redis';
+import { inCI, serverMissing, withClients } from './helpers/redis-env';
+import { type Served, serve } from './helpers/serve';
 
 /**
- * What a fragment may use without declaring it, named in a comment just before its block:
- * `<!-- ts-prelude: app pool -->`. Each is the least the samples need of it, declared, not implemented.
+ * What a sample may use without declaring it, named in a comment just before its block: `<!-- ts-prelude: pool -->`.
+ * Only for what no test can give it (a Postgres pool): such a sample is compiled, not run. Every other sample is a
+ * whole program, run below.
  */
 const preludes: Readonly<Record<string, string>> = {
-  app: "declare const app: import('express').Express;",
   pool: 'declare const pool: unknown; // a pg Pool',
-  sharedStore: "declare const sharedStore: import('listing-limits').Store;",
-  tokens: 'declare const tokens: { isValid(token: string): Promise<boolean> };',
-  log: 'declare const log: { warn(entry: object): void };',
-  metrics: 'declare const metrics: { increment(name: string, tags: Record<string, string>): void };',
 };
 
 /** What each language of a fence is checked for; a fence of another language fails the test that lists them. */
@@ -178,4 +182,283 @@ describe('shell samples', () => {
     expect(bare).toEqual([]);
     expect(commands.filter(({ command }) => /\bnpm ci\b/.test(command)).length).toBeGreaterThan(1);
   });
+});
+
+/**
+ * Every sample that is a whole program runs as one, from a file of its own, as a user would run it: TypeScript as
+ * its compiled JavaScript (an ES module), JavaScript as written, against the package and the example server as the
+ * repository builds them. What it talks to is the test's (helpers/sample-env.cjs): a server it starts listens on a
+ * free port, `https://api.example.org` and `http://127.0.0.1:3000` are the example server, Redis is a redis-server
+ * of the test's. Each is judged by what its server answers, what it printed, or that it ended well.
+ */
+describe('samples run as programs', () => {
+  interface Ran {
+    /** Where the sample's server listens, when it started one. */
+    readonly url: string | undefined;
+    readonly stdout: string;
+  }
+  interface RunCase {
+    /** A line of the sample that tells it apart. */
+    readonly line: string;
+    /** What it needs beside Node: a redis-server (REDIS_URL), GLIDE too. */
+    readonly needs?: 'redis' | 'glide';
+    /** Runs with `it` and `expect` as in a Jest test file. */
+    readonly jest?: boolean;
+    /** Checks the running sample's server, or what an ended one printed. */
+    readonly check: (ran: Ran) => Promise<void> | void;
+  }
+
+  const get = (url: string, path: string, headers: Record<string, string> = {}) => fetch(`${url}${path}`, { headers });
+  const ended = ({ url }: Ran) => expect(url).toBeUndefined();
+  /** A Redis store's sample: its first request is counted in Redis, under its prefix. */
+  const countsInRedis = async ({ url }: Ran) => {
+    const res = await get(url as string, '/v1/bots/1');
+    expect([res.status, res.headers.get('ratelimit')]).toEqual([200, '"GET /v1/bots/:id";r=1;t=1']);
+    expect((await scanKeys(redis as Redis, 'bots-api:GET /v1/bots/:id:*')).length).toBe(1);
+  };
+  const contactPage = async ({ url }: Ran) => {
+    const res = await get(url as string, '/limits/request');
+    expect([res.status, res.headers.get('content-type')]).toEqual([200, 'text/html; charset=utf-8']);
+  };
+  /** The client's sample: it ended, and the example server answered its GET and its two POSTs. */
+  const paced = (ran: Ran) => {
+    ended(ran);
+    expect(api.log.filter((line) => / \/v1\/bots\/42 Bot sample$/.test(line))).toEqual([
+      '200 GET /v1/bots/42 Bot sample',
+      '200 POST /v1/bots/42 Bot sample',
+      '200 POST /v1/bots/42 Bot sample',
+    ]);
+  };
+
+  const cases: RunCase[] = [
+    { line: "app.use(listingLimits('B')); // every listing-B endpoint limited", check: ended },
+    { line: "const { listingLimits } = require('listing-limits'); // CommonJS", check: ended },
+    { line: "import { listingLimits } from 'listing-limits'; // ES modules and TypeScript", check: ended },
+    {
+      line: 'res.json({ id: req.params.id, left: req.rateLimit?.remaining }); // 2 per second',
+      check: async ({ url }) => {
+        const answers = [];
+        for (let i = 0; i < 3; i++) {
+          const res = await get(url as string, '/v1/bots/1');
+          answers.push([res.status, await res.json(), res.headers.get('retry-after')]);
+        }
+        expect(answers).toEqual([
+          [200, { id: '1', left: 1 }, null],
+          [200, { id: '1', left: 0 }, null],
+          [429, expect.objectContaining({ code: 429, retryAfter: 1 }), '1'],
+        ]);
+      },
+    },
+    {
+      line: "const redis = new Redis(process.env.REDIS_URL ?? 'redis://127.0.0.1:6379');",
+      needs: 'redis',
+      check: countsInRedis,
+    },
+    { line: 'await redis.connect();', needs: 'redis', check: countsInRedis },
+    { line: 'const glide = await GlideClient.createClient(', needs: 'glide', check: countsInRedis },
+    {
+      line: "grants: { 'Bot partner-token': { multiplier: 10 } }, // rule 6: every limit × 10",
+      check: async ({ url, stdout }) => {
+        expect(stdout).toContain("reason: 'scraping'");
+        // The dashboard's grant: unlimited, so not counted, and no rate-limit header.
+        const res = await get(url as string, '/v1/bots', { Authorization: 'Bot dashboard-token' });
+        expect([res.status, res.headers.get('ratelimit')]).toEqual([404, null]);
+      },
+    },
+    { line: "app.use('/limits/request', limitsRequestPage(limits)); // public", check: contactPage },
+    { line: "const bot = await api.get('/v1/bots/:id', { id: '42' }); // parsed JSON", check: paced },
+    {
+      line: "it('the staging API honours the contract', async () => {",
+      jest: true,
+      check: (ran) => {
+        ended(ran);
+        expect(api.log.filter((line) => line.includes('/v1/bots/')).length).toBeGreaterThan(3);
+      },
+    },
+    {
+      line: "res.json(req.rateLimit); // { endpoint: 'GET /v1/bots/:id'",
+      check: async ({ url }) => {
+        const res = await get(url as string, '/v1/bots/1');
+        expect(await res.json()).toEqual({
+          endpoint: 'GET /v1/bots/:id',
+          limit: 2,
+          remaining: 1,
+          resetTime: expect.any(String),
+        });
+      },
+    },
+    { line: "'203.0.113.7': 'unlimited', // not counted at all, no headers", check: ended },
+    {
+      line: "await limits.grant({ token: 'Bot partner-token' }, { multiplier: 10 }, { until: new Date('2027-01-01'), note: 'ticket 42' });",
+      check: ({ url, stdout }) => {
+        expect(url).toBeUndefined();
+        expect(stdout).toContain("note: 'ticket 42'");
+      },
+    },
+    {
+      line: 'for (const u of await limits.usage({',
+      check: ({ url, stdout }) => {
+        expect(url).toBeUndefined();
+        expect(stdout).toContain('GET /v1/statistics: 0 of 5 used, 5 left, frees one at undefined');
+      },
+    },
+    {
+      line: "app.use('/api', createExampleApp({ listing: 'B', log: console.log }));",
+      check: async ({ url }) => {
+        const res = await get(url as string, '/api/v1/bots/1', { Authorization: 'Bot sample' });
+        expect([res.status, res.headers.get('ratelimit')]).toEqual([200, '"GET /v1/bots/:id";r=1;t=1']);
+      },
+    },
+    {
+      line: "app.use(listingLimits('B', { metrics: registry }));",
+      check: async ({ url }) => {
+        await get(url as string, '/v1/bots/1');
+        const metrics = await (await get(url as string, '/metrics')).text();
+        expect(metrics).toContain('listing_limits_requests_total{endpoint="GET /v1/bots/:id",outcome="allowed"} 1');
+      },
+    },
+    {
+      line: 'authenticate: async (token) => tokens.isValid(token),',
+      check: async ({ url }) => {
+        const res = await get(url as string, '/v1/bots/1', { Authorization: 'Bot sample' });
+        expect([res.status, res.headers.get('ratelimit')]).toEqual([200, '"GET /v1/bots/:id";r=1;t=1']);
+      },
+    },
+  ];
+
+  const runnable = ofLang('ts', 'js').filter((fence) => fence.prelude.length === 0);
+  const caseOf = (fence: Fence) => cases.filter((c) => fence.code.includes(c.line));
+
+  it('has one case for every sample that is a whole program, and none left over', () => {
+    expect(runnable.map((fence) => [where(fence), caseOf(fence).length])).toEqual(runnable.map((f) => [where(f), 1]));
+    expect(cases.filter((c) => !runnable.some((fence) => fence.code.includes(c.line))).map((c) => c.line)).toEqual([]);
+    // Those left to compile only, for want of what they talk to: the Postgres store, without a Postgres here.
+    expect(
+      ofLang('ts', 'js').flatMap((fence) => (fence.prelude.length > 0 ? [[fence.page, fence.prelude]] : [])),
+    ).toEqual([['docs/stores.md', ['pool']]]);
+  });
+
+  let dir: string;
+  let built: string;
+  let redisServer: RedisServer | undefined;
+  let redis: Redis | undefined;
+  let api: Served;
+  beforeAll(async () => {
+    mkdirSync(join(root, '.pack-test'), { recursive: true });
+    dir = mkdtempSync(join(root, '.pack-test', 'samples-'));
+    built = join(dir, 'build');
+    // The package and the example server, compiled as the repository builds them.
+    const tsc = require.resolve('typescript/bin/tsc');
+    execFileSync(
+      process.execPath,
+      [tsc, '-p', 'example-server/tsconfig.json', '--outDir', built, '--declaration', 'false'],
+      { cwd: root },
+    );
+    if (!serverMissing || inCI) {
+      redisServer = await RedisServer.start();
+      redis = await ioredisClient(redisServer.url);
+    }
+  }, 180_000);
+  beforeEach(async () => {
+    // A fresh API for each sample: the verifier's needs untouched counters.
+    api = await serve(createExampleApp({ listing: 'B' }));
+    await redis?.flushall();
+  });
+  afterEach(() => api.close());
+  afterAll(async () => {
+    redis?.disconnect();
+    await redisServer?.close();
+    if (dir) rmSync(dir, { recursive: true, force: true });
+  });
+
+  /** The sample as the file a user would run: TypeScript compiled to an ES module, the package's names resolved. */
+  function programOf(fence: Fence): string {
+    const commonJs = fence.lang === 'js' && /\brequire\(/.test(fence.code);
+    const code =
+      fence.lang === 'ts'
+        ? ts.transpileModule(fence.code, {
+            compilerOptions: {
+              module: ts.ModuleKind.ESNext,
+              target: ts.ScriptTarget.ES2022,
+              verbatimModuleSyntax: true,
+            },
+          }).outputText
+        : fence.code;
+    const entry = (name: string) => pathToFileURL(join(built, 'lib', `${name}.js`)).href;
+    const resolved = code
+      .replace(/(['"])listing-limits(?:\/(client|verify|pages))?\1/g, (_m, q: string, sub?: string) =>
+        commonJs ? `${q}${fileURLToPath(entry(sub ?? 'index'))}${q}` : `${q}${entry(sub ?? 'index')}${q}`,
+      )
+      .replace(/'\.\/example-server\/app\.js'/g, `'${pathToFileURL(join(built, 'example-server', 'app.js')).href}'`);
+    const file = join(dir, `${fence.page.replace('/', '--')}-line-${fence.line}.${commonJs ? 'cjs' : 'mjs'}`);
+    writeFileSync(file, resolved);
+    return file;
+  }
+
+  /** What a sample wrote on stderr, beside the harness's own lines. */
+  const told = (stderr: string) =>
+    stderr.split('\n').filter((line) => line !== '' && !/^@@(?:passed|listening) /.test(line));
+
+  /** Runs the sample until it ends, or until it listens and its check is done; what it printed. */
+  async function run(fence: Fence, c: RunCase): Promise<void> {
+    const child = spawn(
+      process.execPath,
+      ['--require', join(__dirname, 'helpers', 'sample-env.cjs'), programOf(fence)],
+      {
+        cwd: dir,
+        env: {
+          ...process.env,
+          REDIS_URL: redisServer?.url ?? '',
+          ADMIN_TOKEN: 'admin-token-of-the-samples',
+          LISTING_TOKEN: 'Bot sample',
+          SAMPLE_ORIGINS: JSON.stringify({ 'https://api.example.org': api.url, 'http://127.0.0.1:3000': api.url }),
+          SAMPLE_JEST: c.jest ? '1' : '0',
+        },
+      },
+    );
+    let stdout = '';
+    let stderr = '';
+    child.stdout.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk));
+    const exited = new Promise<number | null>((resolve) => child.once('exit', resolve));
+    const listening = new Promise<string>((resolve) => {
+      child.stderr.setEncoding('utf8').on('data', (chunk: string) => {
+        stderr += chunk;
+        const port = /^@@listening (\d+)$/m.exec(stderr)?.[1];
+        if (port) resolve(`http://127.0.0.1:${port}`);
+      });
+    });
+    const first = await Promise.race([exited.then((code) => ({ code })), listening.then((url) => ({ url }))]);
+    try {
+      if ('url' in first) {
+        // Whatever the sample printed before it listened (its top-level awaits) is in by now.
+        await new Promise((resolve) => setImmediate(resolve));
+        await c.check({ url: first.url, stdout });
+        // Nothing said on stderr: no warning, no error.
+        expect(told(stderr)).toEqual([]);
+      } else {
+        expect([first.code, told(stderr)]).toEqual([0, []]);
+        if (c.jest) expect(stderr).toContain('@@passed the staging API honours the contract');
+        await c.check({ url: undefined, stdout });
+      }
+    } finally {
+      child.kill();
+      await exited;
+    }
+  }
+
+  const needs = (c: RunCase | undefined) =>
+    c?.needs === undefined
+      ? true
+      : (!serverMissing || inCI) && (c.needs !== 'glide' || withClients(['glide'] as const, (k) => k).length > 0);
+
+  it.each(runnable.map((fence) => [where(fence), fence] as const))(
+    '%s runs',
+    async (_at, fence) => {
+      const [c] = caseOf(fence);
+      if (!c) throw new Error('no case');
+      if (!needs(c)) return;
+      await run(fence, c);
+    },
+    60_000,
+  );
 });

@@ -2,7 +2,7 @@
 // option of the public types, the example server's settings every variable it reads, the pages' headers and the
 // HTTP samples and bodies are quoted as sent, and every relative link and anchor of README.md and docs/*.md leads
 // somewhere.
-import { existsSync, readFileSync, statSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { dirname, join, relative } from 'node:path';
 import express from 'express';
 import request from 'supertest';
@@ -10,6 +10,10 @@ import ts from 'typescript';
 import { type EndpointRow, listingLimits, type ListingLimitsMiddleware, listings } from '../lib';
 import { limitsRequestPage } from '../lib/pages';
 import { startupFromEnv, storeFromEnv } from '../example-server/env';
+import { listingHint } from '../lib/contract/listing-names';
+import { tokenKey } from '../lib/limiter/keys';
+import { planVerification, verifyContract } from '../lib/verify';
+import { serve } from './helpers/serve';
 import {
   anchors,
   codeNames,
@@ -25,6 +29,7 @@ import {
 import { T0, useFakeClock } from './helpers/stores';
 
 const pages = manual();
+const flat = (text: string) => text.replace(/\s+/g, ' ');
 const page = (path: string): Page => {
   const found = pages.find((p) => p.path === path);
   if (!found) throw new Error(`the manual has no page ${path}`);
@@ -40,6 +45,73 @@ function duration(windowMs: number): string {
 it.each(['A', 'B'] as const)('README shows listing %s exactly as the data says', (listing) => {
   expect(tableRows(page('README.md'), `limits:${listing}`)).toEqual(
     listings[listing].map((r) => [r.method, `\`${r.path}\``, String(r.limit), duration(r.windowMs)]),
+  );
+});
+
+it('quotes the hints of mistyped listing names as the code gives them', () => {
+  const text = page('README.md').text.replace(/\s+/g, ' ').replace(/\\`/g, '`');
+  const quoted = [...text.matchAll(/`'([^'`]+)'`(?: and `'([^'`]+)'`)? gets? "(Did you mean [^"]+)"/g)];
+  expect(quoted.length).toBeGreaterThan(1);
+  for (const [, first, second, hint] of quoted) {
+    for (const name of [first, second].filter((n): n is string => n !== undefined)) {
+      expect([name, listingHint(name).trim()]).toEqual([name, hint]);
+    }
+  }
+});
+
+describe('what a verify run costs the server it probes, as the README says', () => {
+  it.each(['A', 'B'] as const)(
+    'listing %s: its length, and the refusals it draws with each window kind',
+    async (name) => {
+      const readme = flat(page('README.md').text);
+      const seconds = planVerification({ baseUrl: 'http://127.0.0.1:1', listing: name }).waitMs / 1000;
+      expect(readme).toContain(`${seconds} s for listing ${name}`);
+      // The listing's limits in windows of 2 s (of 1 s where a limit of 1 needs no kind told), in real time: the
+      // refusals are the server's, counted by the client it refused.
+      const rows = listings[name].map((row) => ({ ...row, windowMs: row.limit === 1 ? 1000 : 2000 }));
+      const token = 'Bot verify';
+      const otherToken = 'Bot verify-other';
+      for (const window of ['fixed', 'sliding'] as const) {
+        const refused = new Map<string, number>();
+        const limits = listingLimits(rows, {
+          window,
+          onLimit: (event) => refused.set(event.client.key, (refused.get(event.client.key) ?? 0) + 1),
+        });
+        const served = await serve(
+          express()
+            .use(limits)
+            .use((_req, res) => res.json({})),
+        );
+        try {
+          const report = await verifyContract({
+            baseUrl: served.url,
+            listing: rows,
+            window,
+            token,
+            otherToken,
+            graceMs: 300,
+          });
+          expect(report.endpoints.flatMap((e) => e.findings)).toEqual([]);
+        } finally {
+          limits.close();
+          await served.close();
+        }
+        const [own, other] = [refused.get(tokenKey(token)) ?? 0, refused.get(tokenKey(otherToken)) ?? 0];
+        const withParams = rows.filter((row) => row.path.includes(':')).length;
+        const told =
+          window === 'fixed'
+            ? `listing ${name}: ${own + other} (${own} with its token, one per endpoint, and ${other} with the other, ` +
+              'one per endpoint with a path parameter)'
+            : `${own + other} on listing ${name} (${own} and ${other})`;
+        expect([window, own, other]).toEqual([
+          window,
+          window === 'fixed' ? rows.length : rows.length + rows.filter((row) => row.limit > 1).length,
+          withParams,
+        ]);
+        expect(readme).toContain(flat(told));
+      }
+    },
+    60_000,
   );
 });
 
@@ -70,6 +142,32 @@ describe('links', () => {
     });
     expect(broken).toEqual([]);
     expect(all.filter((l) => !external.test(l.target)).length).toBeGreaterThan(100);
+  });
+
+  it('travels with the package: a relative link leads to a file it ships, a repository file is linked absolutely', () => {
+    // The package's `files`, as npm reads them (package.json, README and LICENSE always ship).
+    const pkg = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as { files: string[] };
+    const patterns = [...pkg.files, 'package.json', 'LICENSE'].map(
+      (pattern) => new RegExp(`^${pattern.replace(/[.+?^${}()|[\]\\]/g, '\\$&').replace(/\*/g, '[^/]*')}(?:/.*)?$`),
+    );
+    const shipped = (path: string) => patterns.some((pattern) => pattern.test(path));
+    const repository = 'https://github.com/listing-limits/listing-limits/blob/main/';
+    const image = /\.(?:png|svg|jpe?g|gif)$/;
+    const problems = all.flatMap(({ page: from, line, target }) => {
+      const at = `${from}:${line}: ${target}`;
+      if (target.startsWith(repository)) {
+        const path = target.slice(repository.length).split('#')[0] as string;
+        if (!existsSync(join(root, path))) return [`${at}: no such file in the repository`];
+        return shipped(path) ? [`${at}: a file the package ships, linked out of it`] : [];
+      }
+      if (external.test(target) || target.startsWith('#')) return [];
+      const path = relative(root, join(root, dirname(from), decodeURIComponent(target.split('#')[0] as string)));
+      // Images are shown from the repository by GitHub and npm's site; the package leaves out their weight.
+      if (image.test(path)) return shipped(path) ? [`${at}: an image the package ships`] : [];
+      return shipped(path) ? [] : [`${at}: not in the package: link ${repository}${path}`];
+    });
+    expect(problems).toEqual([]);
+    expect(pages.every(({ path }) => shipped(path))).toBe(true);
   });
 
   it('every page lists its sections: each `##` heading is linked from the page itself', () => {
@@ -144,6 +242,7 @@ describe('options tables', () => {
     BanOptions: 'listing-limits',
     RedisStoreOptions: 'listing-limits',
     ListingLimitsErrorCode: 'listing-limits',
+    ListingLimitsWarningCode: 'listing-limits',
     RuntimeStateErrorCode: 'listing-limits',
     ListingLimitsMiddleware: 'listing-limits',
     AdminPageOptions: 'listing-limits/pages',
@@ -185,6 +284,27 @@ describe('options tables', () => {
 
   it('docs/middleware.md has every ListingLimitsError code in its table, and no other', () => {
     expect(firstColumn('docs/middleware.md', 'error-codes')).toEqual(types.ListingLimitsErrorCode);
+  });
+
+  it('docs/middleware.md has every process warning the package emits in its table, and no other', () => {
+    const sources = (dir: string): string[] =>
+      readdirSync(dir, { withFileTypes: true }).flatMap((entry) =>
+        entry.isDirectory()
+          ? sources(join(dir, entry.name))
+          : /\.c?ts$/.test(entry.name)
+            ? [readFileSync(join(dir, entry.name), 'utf8')]
+            : [],
+      );
+    const emitted = new Set(
+      sources(join(root, 'lib')).flatMap((text) => text.match(/\bLISTING_LIMITS_[A-Z_]+/g) ?? []),
+    );
+    expect(firstColumn('docs/middleware.md', 'warning-codes')).toEqual([...emitted].sort());
+    // Those told to onError too are the ListingLimitsWarning codes.
+    const toOnError = tableRows(page('docs/middleware.md'), 'warning-codes')
+      .filter((row) => row[2] === 'yes')
+      .flatMap(([first = '']) => codeNames(first))
+      .sort();
+    expect(toOnError).toEqual(types.ListingLimitsWarningCode);
   });
 
   it.each([

@@ -5,6 +5,7 @@ const { Bench } = require('tinybench');
 const Redis = require('ioredis');
 const { listingLimits, listings, memoryStore, redisStore } = require('../dist/cjs/index.js');
 const { startRedis } = require('./http.js');
+const { bansLines } = require('./reports.js');
 
 const BANS = 10_000;
 const BATCH = 250;
@@ -156,43 +157,11 @@ async function runBans({ time = 1000 } = {}) {
   }
 }
 
-/** The lines `npm run bench` prints. */
-function report(results) {
-  const us = (n) => `${n.toFixed(1)} µs`;
-  const ms = (n) => `${n.toFixed(1)} ms`;
-  const lines = [];
-  for (const store of ['memory', 'redis']) {
-    const r = results[store];
-    if (!r) continue;
-    const [none, full] = [0, results.bans];
-    const [first, last] = [0, results.bans - results.batch];
-    lines.push(
-      `${store} store: an unrelated request ${us(r.unrelatedUs[none])} with ${none} bans, ${us(r.unrelatedUs[full])} with ` +
-        `${full}; ${results.batch} more bans ${ms(r.batchMs[first])} from ${first}, ${ms(r.batchMs[last])} from ${last} ` +
-        `(an unrelated request meanwhile waited at most ${ms(r.longestUnrelatedMs[first])}, ` +
-        `${ms(r.longestUnrelatedMs[last])})`,
-    );
-  }
-  const b = results.bytes;
-  lines.push(
-    `bytes per ban in force, memory store (its state and one middleware's cache): ${Math.round(b.memoryStore)}`,
-  );
-  if (b.redisStoreCache !== undefined) {
-    lines.push(
-      `bytes per ban in force in the cache of an instance of the Redis store: ${Math.round(b.redisStoreCache)}`,
-    );
-    lines.push(
-      `Redis memory per record (its hash field, changes and ends entries): ${Math.round(b.redisPerRecord)} bytes`,
-    );
-  }
-  return lines;
-}
-
-module.exports = { runBans, report };
+module.exports = { runBans };
 
 if (require.main === module) {
   runBans().then(
-    (results) => console.log(report(results).join('\n')),
+    (results) => console.log(bansLines(results).join('\n')),
     (error) => {
       console.error(error);
       process.exit(1);

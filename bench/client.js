@@ -9,6 +9,7 @@ const { join } = require('node:path');
 const { createInterface } = require('node:readline');
 const { listings } = require('../dist/cjs/index.js');
 const { listingClient } = require('../dist/cjs/client.js');
+const { clientLines } = require('./reports.js');
 
 const rounds = Number(process.env.CLIENT_BENCH_ROUNDS ?? 3);
 const rows = listings.B.map((row) => ({ ...row, windowMs: Math.min(row.windowMs, 2000) }));
@@ -86,41 +87,11 @@ async function main() {
       });
     }
   }
-  const header = [
-    'window',
-    'delay ms',
-    'endpoint',
-    'N',
-    'L',
-    'W ms',
-    'took ms',
-    'beyond 2W',
-    'RTT ms',
-    'bound ms',
-    'took/bound',
-    '429s',
-  ];
-  const lines = report.map((r) => [
-    r.window,
-    r.delayMs ? `0-${r.delayMs}` : '0',
-    r.endpoint,
-    r.calls,
-    r.limit,
-    r.windowMs,
-    r.ms.toFixed(0),
-    (r.ms - 2 * r.windowMs).toFixed(0),
-    r.rtt.toFixed(1),
-    r.bound.toFixed(0),
-    (r.ms / r.bound).toFixed(3),
-    r.limited,
-  ]);
-  const widths = header.map((h, i) => Math.max(h.length, ...lines.map((l) => String(l[i]).length)));
-  const format = (cells) => cells.map((c, i) => String(c).padEnd(widths[i])).join('  ');
   console.log(
     `listingClient: 3 × limit calls at once per endpoint, median of ${rounds} rounds. The last third cannot go ` +
       'before two windows (2W); the bound is (⌈N/L⌉·W + ⌈N/L⌉·RTT) × 1.1.',
   );
-  console.log([format(header), format(widths.map((w) => '-'.repeat(w))), ...lines.map(format)].join('\n'));
+  console.log(clientLines(report).join('\n'));
   const within = report.filter((r) => r.ms <= r.bound).length;
   console.log(
     `${within} of ${report.length} within the bound; ${report.reduce((n, r) => n + r.limited, 0)} refusals counted by the servers.`,

@@ -7,6 +7,7 @@ const Redis = require('ioredis');
 const { listingLimits, listings, memoryStore, redisStore } = require('../dist/cjs/index.js');
 const { limitsAdmin } = require('../dist/cjs/pages.js');
 const { startRedis } = require('./http.js');
+const { pagesLines } = require('./reports.js');
 
 const REQUESTS = 10_000;
 const BANS = 10_000;
@@ -103,32 +104,11 @@ async function runPages() {
   return results;
 }
 
-/** The lines `npm run bench` prints. */
-function report(results) {
-  const ms = (n) => `${n.toFixed(1)} ms`;
-  const kib = (n) => `${(n / 1024).toFixed(0)} KiB`;
-  const load = (l) =>
-    `${kib(l.bytes)}, ${ms(l.medianMs)} median, ${ms(l.p95Ms)} p95, ${ms(l.longestMs)} longest ` +
-    `(event loop blocked ${ms(l.longestBlockMs)} at most)`;
-  const lines = [];
-  for (const store of ['memory', 'redis']) {
-    const r = results[store];
-    if (!r) continue;
-    lines.push(
-      `${store} store, the operator's page: empty ${load(r.empty)}`,
-      `  with ${results.requests} pending requests: ${load(r.requests)}`,
-      `  and ${results.bans} bans besides: ${load(r.bans)}`,
-      `  filing a request: ${ms(r.filingMs)} into a store filling up, ${ms(r.fullFilingMs)} into the full store`,
-    );
-  }
-  return lines;
-}
-
-module.exports = { runPages, report };
+module.exports = { runPages };
 
 if (require.main === module) {
   runPages().then(
-    (results) => console.log(report(results).join('\n')),
+    (results) => console.log(pagesLines(results).join('\n')),
     (error) => {
       console.error(error);
       process.exit(1);

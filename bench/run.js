@@ -12,8 +12,9 @@ const { runHttp } = require('./http.js');
 const { runSliced, report: slicedReport } = require('./sliced.js');
 const { runMemory } = require('./memory.js');
 const { runMicro } = require('./micro.js');
-const { runBans, report: bansReport } = require('./bans.js');
-const { runPages, report: pagesReport } = require('./pages.js');
+const { runBans } = require('./bans.js');
+const { runPages } = require('./pages.js');
+const { bansLines, httpLines, memoryLines, microLines, pagesLines } = require('./reports.js');
 
 const settings = {
   rounds: Number(process.env.BENCH_ROUNDS ?? 3),
@@ -24,14 +25,6 @@ const settings = {
 const log = (line) => process.stdout.write(`${line}\n`);
 const PARTS = ['sliced', 'http', 'micro', 'memory', 'bans', 'pages'];
 const parts = new Set((process.env.BENCH_PARTS ?? PARTS.join(',')).split(','));
-const fixed = (n, digits = 2) => (n === null || n === undefined ? '-' : n.toFixed(digits));
-
-function table(header, rows) {
-  const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => String(r[i]).length)));
-  const line = (cells) => cells.map((c, i) => String(c).padEnd(widths[i])).join('  ');
-  return [line(header), line(widths.map((w) => '-'.repeat(w))), ...rows.map(line)].join('\n');
-}
-
 /** The side-by-side figures as bars: each pair's ratio to its reference, 1.0 the reference itself. */
 function chart(summary) {
   const bars = Object.entries(summary).map(([name, s]) => ({ label: `${name} / ${s.reference}`, value: s.ratio }));
@@ -55,70 +48,6 @@ ${rects}
 <line x1="${one.toFixed(1)}" y1="26" x2="${one.toFixed(1)}" y2="${height - 6}" stroke="#444" stroke-dasharray="4 3"/>
 </svg>
 `;
-}
-
-/** The autocannon view's lines. */
-function httpReport(http) {
-  log(
-    '\nHTTP (medians over rounds; ratios taken within each round; "vs bare" is against bare Express serving the same requests)',
-  );
-  log(
-    table(
-      [
-        'case',
-        'variant',
-        'req/s',
-        'p50 ms',
-        'p99 ms',
-        'server CPU µs/req',
-        'vs bare',
-        'vs express-rate-limit',
-        'sliding vs fixed',
-        'Redis scripts/req',
-      ],
-      http.summary.map((s) => [
-        s.kind,
-        s.variant,
-        Math.round(s.rps),
-        s.p50,
-        s.p99,
-        s.serverCpuUs === null ? '-' : Math.round(s.serverCpuUs),
-        fixed(s.vsBare),
-        fixed(s.vsExpressRateLimit),
-        fixed(s.vsFixed),
-        fixed(s.redisCommandsPerRequest, 3),
-      ]),
-    ),
-  );
-}
-
-function microReport(micro) {
-  log('\nMiddleware alone (in process, mocked request and response)');
-  log(
-    table(
-      ['task', 'mean µs', 'own cost µs'],
-      micro.rows.map((r) => [r.task, fixed(r.meanUs, 3), fixed(r.ownCostUs, 3)]),
-    ),
-  );
-  log(`1,000-row table costs ${fixed(micro.bigTableRatio)} × listing B`);
-  log(`sliding windows cost ${fixed(micro.slidingCostRatio)} × fixed windows (own cost, same table and tokens)`);
-}
-
-function memoryReport(memory) {
-  log('\nMemory');
-  log(`bytes per tracked counter (memory store): ${Math.round(memory.bytesPerCounter)}`);
-  log(`bytes per remembered refusal (Redis store's local refusals): ${Math.round(memory.bytesPerRememberedRefusal)}`);
-  log(
-    `bytes per key of a sliding window holding 1, 25, 100 requests: ${Object.values(memory.bytesPerSlidingKey)
-      .map((bytes) => Math.round(bytes))
-      .join(', ')}`,
-  );
-  log(
-    `bytes per tracked counter (rate-limiter-flexible's RateLimiterMemory): ${Math.round(memory.bytesPerCounterRateLimiterMemory)}`,
-  );
-  log(
-    `heap growth after ${memory.n} distinct tokens: ${(memory.floodWithoutAuthenticate.heapGrowthBytes / 2 ** 20).toFixed(1)} MiB without authenticate, ${(memory.floodWithAuthenticate.heapGrowthBytes / 2 ** 20).toFixed(1)} MiB with authenticate`,
-  );
 }
 
 async function main() {
@@ -151,25 +80,30 @@ async function main() {
       `\nautocannon over every endpoint: ${settings.rounds} rounds, ${settings.duration} s per run after ${settings.warmup} s of warm-up, ${settings.connections} connections\n`,
     );
     report.http = await runHttp({ ...settings, log });
-    httpReport(report.http);
+    log(
+      '\nHTTP (medians over rounds; ratios taken within each round; "vs bare" is against bare Express serving the same requests)',
+    );
+    for (const line of httpLines(report.http)) log(line);
   }
   if (parts.has('micro')) {
     report.micro = await runMicro();
-    microReport(report.micro);
+    log('\nMiddleware alone (in process, mocked request and response)');
+    for (const line of microLines(report.micro)) log(line);
   }
   if (parts.has('memory')) {
     report.memory = await runMemory();
-    memoryReport(report.memory);
+    log('\nMemory');
+    for (const line of memoryLines(report.memory)) log(line);
   }
   if (parts.has('bans')) {
     report.bans = await runBans();
     log('\nBans (in process, mocked requests)');
-    for (const line of bansReport(report.bans)) log(line);
+    for (const line of bansLines(report.bans)) log(line);
   }
   if (parts.has('pages')) {
     report.pages = await runPages();
     log("\nThe operator's page (over HTTP, timed in the server)");
-    for (const line of pagesReport(report.pages)) log(line);
+    for (const line of pagesLines(report.pages)) log(line);
   }
 
   const results = join(__dirname, 'results');

@@ -3,7 +3,7 @@ import express, { type Express, type RequestHandler } from 'express';
 import { Registry } from 'prom-client';
 import { type ListingName, listingLimits, listings, type Store, type WindowKind } from '../lib/index.js';
 import { listingChoices, listingHint, listingOf } from '../lib/contract/listing-names.js';
-import type { ListingFamily } from '../lib/contract/listings.js';
+import type { AnyListingName } from '../lib/contract/listings.js';
 import { limitsAdmin, limitsRequestPage } from '../lib/pages.js';
 import { type Bot, type ExampleData, generateData, type Server } from './data.js';
 import { errorHandler, HttpError, notFound } from './errors.js';
@@ -21,8 +21,8 @@ import { parsePage, parseStats } from './validate.js';
 
 /** Options of {@link createExampleApp}. */
 interface ExampleAppOptions {
-  /** The API to serve: a listing's name, `'A'` or `'servers'`, `'B'` or `'bots'`. */
-  listing: ListingName | ListingFamily;
+  /** The API to serve: a listing's name, `'A'` (or `'a'`, `'servers'`), `'B'` (or `'b'`, `'bots'`). */
+  listing: AnyListingName;
   /** Where the limiter keeps its counters; give each app its own. Default: `memoryStore()`. */
   store?: Store;
   /** Receives one access-log line per request, e.g. `console.log`. Default: no log. */

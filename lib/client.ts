@@ -3,4 +3,4 @@ export { listingClient } from './client/listing-client.js';
 export type { CallOptions, ListingClient, ListingClientOptions, Params } from './client/options.js';
 export type { WaitEvent, WaitReason } from './client/pacing.js';
 export { ListingClientError, type ListingClientErrorCode, ListingLimitsError } from './shared/errors.js';
-export type { EndpointRow, ListingFamily, ListingName } from './contract/listings.js';
+export type { AnyListingName, EndpointRow, ListingFamily, ListingName } from './contract/listings.js';

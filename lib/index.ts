@@ -3,6 +3,8 @@ export { MAX_DURATION_MS } from './shared/check.js';
 export {
   ListingLimitsError,
   type ListingLimitsErrorCode,
+  ListingLimitsWarning,
+  type ListingLimitsWarningCode,
   RuntimeStateError,
   type RuntimeStateErrorCode,
   type StoreFailureMode,
@@ -10,6 +12,7 @@ export {
 } from './shared/errors.js';
 export type { HeaderSyntax } from './contract/headers.js';
 export {
+  type AnyListingName,
   type EndpointRow,
   type ListingFamily,
   listingFamilies,

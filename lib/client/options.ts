@@ -1,16 +1,16 @@
 // Options of listingClient(): their public types, and the settings they are checked into when the client is made.
 import { Checker, isPlainObject, MAX_TIMER_MS, show, suggestion } from '../shared/check.js';
 import { checkTable } from '../contract/table.js';
-import type { EndpointRow, ListingFamily, ListingName } from '../contract/listings.js';
+import type { AnyListingName, EndpointRow } from '../contract/listings.js';
 import { type WaitEvent } from './pacing.js';
 
 /** Options of {@link listingClient}. */
 export interface ListingClientOptions {
   /**
-   * The table the API enforces: `'A'` (or `'servers'`), `'B'` (or `'bots'`) or rows of your own, as for
+   * The table the API enforces: `'A'` (or `'a'`, `'servers'`), `'B'` (or `'b'`, `'bots'`) or rows of your own, as for
    * `listingLimits`; one method and path may have several rows, each with its own `windowMs`. Required.
    */
-  listing: ListingName | ListingFamily | readonly EndpointRow[];
+  listing: AnyListingName | readonly EndpointRow[];
   /** Where the API is served, e.g. `https://api.example.org`: each path is appended to it. Required. */
   baseUrl: string | URL;
   /** The `Authorization` value sent with every call. Default: none (the server counts the calls by IP address). */

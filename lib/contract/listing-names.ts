@@ -1,16 +1,17 @@
-// What a listing may be called (its letter, `B`, or what it lists, `bots`), and the listing a mistyped name means.
+// What a listing may be called (its letter, `B` or `b`, or what it lists, `bots`), and what a mistyped name means.
 import { distance } from 'fastest-levenshtein';
 import { type ListingName, listingFamilies, listingNames } from './listings.js';
 
-/** Every name a listing answers to: its letter and what it lists. */
+/** Every name a listing answers to: its letter, in either case, and what it lists. */
 const byName: ReadonlyMap<string, ListingName> = new Map(
   listingNames.flatMap((name) => [
     [name, name],
+    [name.toLowerCase(), name],
     [listingFamilies[name], name],
   ]),
 );
 
-/** The listing a name means, exactly as written (`'B'`, `'bots'`); undefined for anything else. */
+/** The listing a name means, as written (`'B'`, `'b'`, `'bots'`); undefined for anything else. */
 export function listingOf(name: unknown): ListingName | undefined {
   return typeof name === 'string' ? byName.get(name) : undefined;
 }

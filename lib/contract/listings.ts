@@ -60,5 +60,8 @@ export const listingFamilies = Object.freeze({ A: 'servers', B: 'bots' } as cons
 /** What a listing lists: `'servers'` (listing A) or `'bots'` (listing B). */
 export type ListingFamily = (typeof listingFamilies)[ListingName];
 
+/** Any name a listing answers to: its letter in either case, or what it lists (`'B'`, `'b'`, `'bots'`). */
+export type AnyListingName = ListingName | Lowercase<ListingName> | ListingFamily;
+
 /** The names of the contract's listings, in the order of `listings`. */
 export const listingNames: readonly ListingName[] = Object.freeze(Object.keys(listings) as ListingName[]);

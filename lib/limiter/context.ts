@@ -79,8 +79,20 @@ function violatedPolicies({ endpoint, counts }: Context): string[] {
   return endpoint.limits.filter((limit, i) => (counts[i] as Count).count > limit.limit).map((l) => l.headers.bucket);
 }
 
+/**
+ * Adds `Accept` to the response's `Vary` field, keeping what another middleware put there (`Vary: Origin` becomes
+ * `Vary: Origin, Accept`): the refusals' bodies depend on `Accept`, so that a cache must not give one client's body
+ * to another.
+ */
+function varyOnAccept(res: Response): void {
+  const vary = res.getHeader('Vary');
+  if (vary === undefined) res.setHeader('Vary', 'Accept');
+  else if (!/(?:^|,)\s*(?:accept|\*)\s*(?:,|$)/i.test(String(vary))) res.setHeader('Vary', `${String(vary)}, Accept`);
+}
+
 /** Answers 429 to a request over the limit: the body of the original service, or problem details when asked for. */
 export function answerLimited(ctx: Context, retryAfter: number): void {
+  varyOnAccept(ctx.res);
   if (wantsProblem(ctx.req)) {
     const body = quotaExceededBody(MESSAGE, violatedPolicies(ctx), retryAfter);
     sendJson(ctx, 429, body, retryAfter, PROBLEM_JSON);
@@ -91,6 +103,7 @@ export function answerLimited(ctx: Context, retryAfter: number): void {
 export function answerBanned(ctx: Context, until: number): void {
   const retryAfter = retryAfterSeconds(until - Date.now());
   ctx.outcome = 'banned';
+  varyOnAccept(ctx.res);
   if (wantsProblem(ctx.req)) {
     const body = bannedProblemBody(BANNED_MESSAGE, new Date(until).toISOString(), retryAfter);
     sendJson(ctx, 403, body, retryAfter, PROBLEM_JSON);

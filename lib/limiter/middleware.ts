@@ -17,12 +17,13 @@ import { addEntry, type Entry, entryOf, readsEntries, UNSET } from './entries.js
 import type { CompiledEndpoint, CompiledLimit } from './endpoint.js';
 import { ListingLimitsError, StoreUnavailableError } from '../shared/errors.js';
 import { retryAfterSeconds } from '../contract/headers.js';
-import { observe } from '../shared/hooks.js';
+import { observe, type Warn } from '../shared/hooks.js';
 import { link } from './linked.js';
 import { NO_ENDPOINT } from './observe/metrics.js';
 import { type Client, REJECTED } from './identify.js';
-import type { EndpointRow, ListingFamily, ListingName } from '../contract/listings.js';
+import type { AnyListingName, EndpointRow } from '../contract/listings.js';
 import { mountWarning } from './mount.js';
+import { watchMountOrder } from './mount-order.js';
 import { type Config, configure } from './options.js';
 import type { ClientRef, Grant, ListingLimitsMiddleware, ListingLimitsOptions, RateLimitInfo } from './types.js';
 import type { Deadline } from '../stores/waiting.js';
@@ -337,41 +338,50 @@ function respond(ctx: RequestContext, config: Config): void {
 }
 
 /** Warns once that clients behind a proxy share one counter: requests carry X-Forwarded-For, `trust proxy` is off. */
-function forwardedWarning(): (req: Request) => void {
+function forwardedWarning(warn: Warn): (req: Request) => void {
   let warned = false;
   return (req) => {
     if (warned || req.headers['x-forwarded-for'] === undefined || req.app?.get('trust proxy')) return;
     warned = true;
-    process.emitWarning(
+    warn(
+      'LISTING_LIMITS_TRUST_PROXY',
       "listing-limits: requests carry X-Forwarded-For but the app's 'trust proxy' setting is off, so req.ip is the " +
         "proxy's address and every client behind the proxy shares one counter. " +
         "Set app.set('trust proxy', ...) to your proxies.",
-      { code: 'LISTING_LIMITS_TRUST_PROXY' },
     );
   };
 }
 
-/** What `listingLimits` does when Express calls it as middleware: it passes each request an error that says so. */
+let warnedUncalled = false;
+
+/**
+ * What `listingLimits` does when Express calls it as middleware: it passes each request an error that says so (the
+ * app has no limits until it is fixed, so no request passes), and emits a process warning with the same message at
+ * the first (code `LISTING_LIMITS_NOT_CALLED`).
+ */
 function uncalled(next: NextFunction): never {
-  next(
-    new ListingLimitsError(
-      'ERR_NOT_CALLED',
-      'listingLimits',
-      'was given to app.use() itself, so Express calls it with each request; call it and mount what it returns: ' +
-        "app.use(listingLimits('B', options)).",
-    ),
+  const error = new ListingLimitsError(
+    'ERR_NOT_CALLED',
+    'listingLimits',
+    'was given to app.use() itself, so Express calls it with each request; call it and mount what it returns: ' +
+      "app.use(listingLimits('B', options)).",
   );
+  if (!warnedUncalled) {
+    warnedUncalled = true;
+    process.emitWarning(error.message, { code: 'LISTING_LIMITS_NOT_CALLED' });
+  }
+  next(error);
   return undefined as never;
 }
 
 /**
- * Express middleware that enforces a limits table: listing `'A'` (`'servers'`) or `'B'` (`'bots'`) of the contract,
- * or custom rows.
+ * Express middleware that enforces a limits table: listing `'A'` (`'a'`, `'servers'`) or `'B'` (`'b'`, `'bots'`) of the
+ * contract, or custom rows.
  * Validates everything at once and throws a `ListingLimitsError` naming the field when the configuration
  * cannot work. Requests that match no row pass through untouched.
  */
 export function listingLimits(
-  listing: ListingName | ListingFamily | readonly EndpointRow[],
+  listing: AnyListingName | readonly EndpointRow[],
   options?: ListingLimitsOptions,
 ): ListingLimitsMiddleware {
   // `app.use(listingLimits)`: Express calls the factory itself with each request, and its `next` third.
@@ -383,8 +393,8 @@ export function listingLimits(
   const steps = compileSteps(config);
   const siteSteps = compileSiteSteps(config);
   const { bans, records } = config;
-  const warn = forwardedWarning();
-  const mounted = mountWarning(config.paths);
+  const warn = forwardedWarning(config.warn);
+  const mounted = mountWarning(config.paths, config.warn);
 
   const middleware = function listingLimitsMiddleware(req: Request, res: Response, next: NextFunction) {
     const endpoint = config.match(req.method, req.path);
@@ -405,6 +415,7 @@ export function listingLimits(
     proceed(ctx, steps, 0, config);
   };
   records.start();
+  const stopMountOrder = watchMountOrder(middleware, config.endpoints, config.warn);
   const limits = Object.assign(middleware, {
     ban: (client: ClientRef, banOptions: { duration: number; reason?: string }) =>
       records.banClient(client, banOptions),
@@ -424,7 +435,11 @@ export function listingLimits(
     dismissLost: (id: string) => records.dismissLost(id),
     foreign: () => records.foreign(),
     removeForeign: (id: string) => records.removeForeign(id),
-    close: () => records.close(),
+    close: () => {
+      stopMountOrder();
+      config.stopWatching();
+      records.close();
+    },
     usage: (client: ClientRef) => config.usage.of(client),
     reset: (client: ClientRef, endpoint?: string) => config.usage.reset(client, endpoint),
     requests: config.grantRequests,

@@ -6,11 +6,12 @@ import type { Step } from './context.js';
 import { type CompiledEndpoint, compileEndpoint } from './endpoint.js';
 import { checkGrant, compileGrants } from './rules/grants.js';
 import { compileHeaders, type HeaderWriter } from '../contract/headers.js';
-import { type OnError, reporter } from '../shared/hooks.js';
+import { type OnError, reporter, type Warn, warner } from '../shared/hooks.js';
 import { compileIdentify, compileIpKey, type Identify, identifyOptions } from './identify.js';
 import { ipKey } from './keys.js';
 import type { Linked } from './linked.js';
 import { compileMatcher } from '../contract/match.js';
+import { type Table, tableOf } from './mount-order.js';
 import { checkMetrics, Metrics } from './observe/metrics.js';
 import { redisStore } from '../stores/redis/store.js';
 import { RuntimeRecords } from './rules/runtime-records.js';
@@ -53,6 +54,12 @@ export interface Config {
   readonly match: (method: string, path: string) => CompiledEndpoint | undefined;
   /** The paths of the table's endpoints. */
   readonly paths: readonly string[];
+  /** The table's endpoints as the check of the middleware's place among the app's routes needs them. */
+  readonly endpoints: Table;
+  /** Tells of a mistake in how the middleware is set up: a process warning, and `onError`. */
+  readonly warn: Warn;
+  /** Stops what watches the middleware's setup (the store's connection): its part of `close()`. */
+  readonly stopWatching: () => void;
   readonly identify: Identify;
   readonly skip: ((req: Request) => boolean | Promise<boolean>) | undefined;
   /** Sets the rate-limit headers of a counted response; undefined with `headers: false`. */
@@ -159,7 +166,9 @@ export function configure(listing: unknown, options: unknown): Config {
   const cacheMs = o.cacheMs === undefined ? 60_000 : check.ms(o.cacheMs, 'options.cacheMs');
   const shadow =
     (o.mode === undefined ? 'enforce' : check.oneOf(o.mode, ['enforce', 'shadow'], 'options.mode')) === 'shadow';
-  const report = reporter(fn(o.onError, 'options.onError', '(error, req) => void'));
+  const onError = fn(o.onError, 'options.onError', '(error, req) => void');
+  const report = reporter(onError);
+  const warn = warner(onError);
   fn(o.onLimit, 'options.onLimit', '(event, req) => void');
   fn(o.onChange, 'options.onChange', '(event, req) => void');
 
@@ -188,15 +197,21 @@ export function configure(listing: unknown, options: unknown): Config {
   const grants = compileGrants(check, o, { store, window, waiting, paths, table: grantTable, ipOf, cacheMs, records });
   const usage = new Usage(endpoints, grants, records);
   if (metrics) metrics.register(check, registryOfMetrics as NonNullable<typeof registryOfMetrics>, records);
+  const match = compileMatcher(
+    table.map((endpoint, i) => ({
+      method: endpoint.method,
+      path: endpoint.path,
+      value: endpoints[i] as CompiledEndpoint,
+    })),
+  );
+  const stopWatching =
+    contract.watchConnection?.((message) => warn('LISTING_LIMITS_STORE_NOT_CONNECTED', message)) ?? (() => {});
   return {
-    match: compileMatcher(
-      table.map((endpoint, i) => ({
-        method: endpoint.method,
-        path: endpoint.path,
-        value: endpoints[i] as CompiledEndpoint,
-      })),
-    ),
+    match,
     paths: table.map((endpoint) => endpoint.path),
+    endpoints: tableOf(table, match),
+    warn,
+    stopWatching,
     identify,
     skip: fn(o.skip, 'options.skip', '(req) => boolean'),
     headers,

@@ -234,8 +234,10 @@ export interface ListingLimitsOptions {
   /**
    * Receives the errors of `onLimit`, `onBan` and `onChange` (thrown or rejected), which never change the answer of
    * the request, and a `RuntimeStateError` for each foreign entry of the store's runtime state, for a state the store
-   * lost, and for a rule's ban the store could not take; `req` is undefined for a change made by a method call.
-   * Default: each is emitted as a process warning with code `LISTING_LIMITS_HOOK_ERROR`. Sync or async: what
+   * lost, and for a rule's ban the store could not take; and a `ListingLimitsWarning` for each mistake in how the
+   * middleware is set up, besides its process warning (mounted after routes of its table, a Redis client that does
+   * not connect). `req` is undefined for a change made by a method call and for a warning.
+   * Default: each error is emitted as a process warning with code `LISTING_LIMITS_HOOK_ERROR`. Sync or async: what
    * `onError` itself throws or rejects with is emitted as that warning.
    */
   // A method signature, so that a function written for `req: Request` before onChange existed still fits.

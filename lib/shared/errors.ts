@@ -102,6 +102,31 @@ export class RuntimeStateError extends Error {
   }
 }
 
+/** Stable codes of {@link ListingLimitsWarning}, the same as the process warnings'. */
+export type ListingLimitsWarningCode =
+  | 'LISTING_LIMITS_MOUNT_ORDER'
+  | 'LISTING_LIMITS_MOUNT_PATH'
+  | 'LISTING_LIMITS_STORE_NOT_CONNECTED'
+  | 'LISTING_LIMITS_TRUST_PROXY';
+
+/**
+ * What `onError` is told of a mistake that leaves the limits not counting as configured, while every request is still
+ * answered: the middleware mounted after routes of its table (`LISTING_LIMITS_MOUNT_ORDER`) or under a path its
+ * table's paths start with (`LISTING_LIMITS_MOUNT_PATH`), a Redis store's client not connected a few seconds after the
+ * start (`LISTING_LIMITS_STORE_NOT_CONNECTED`), clients behind a proxy that `trust proxy` does not name
+ * (`LISTING_LIMITS_TRUST_PROXY`). Each is also emitted as a process warning with the same code, once.
+ */
+export class ListingLimitsWarning extends Error {
+  /** Stable, machine-readable reason: the code of the process warning. */
+  readonly code: ListingLimitsWarningCode;
+
+  constructor(code: ListingLimitsWarningCode, message: string) {
+    super(message);
+    this.name = 'ListingLimitsWarning';
+    this.code = code;
+  }
+}
+
 /** Stable codes of {@link ListingClientError}. */
 export type ListingClientErrorCode =
   | 'ERR_WAIT_TOO_LONG'

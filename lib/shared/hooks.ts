@@ -1,5 +1,6 @@
 // Calls of the app's observers (onLimit, onBan, onChange): their failures never change an answer or crash the process.
 import type { Request } from 'express';
+import { ListingLimitsWarning, type ListingLimitsWarningCode } from './errors.js';
 
 export type OnError = (error: unknown, req: Request | undefined) => void;
 
@@ -22,6 +23,21 @@ export function reporter(onError: OnError | undefined): OnError {
     } catch (failure) {
       warn(failure);
     }
+  };
+}
+
+/** Tells of a mistake in how the middleware is set up: see {@link warner}. */
+export type Warn = (code: ListingLimitsWarningCode, message: string) => void;
+
+/**
+ * How a mistake that leaves the limits not counting as configured is told: a process warning with its code, and, when
+ * there is an `onError`, a {@link ListingLimitsWarning} of the same code (what `onError` throws is warned of).
+ */
+export function warner(onError: OnError | undefined): Warn {
+  const tell = onError && reporter(onError);
+  return (code, message) => {
+    process.emitWarning(message, { code });
+    tell?.(new ListingLimitsWarning(code, message), undefined);
   };
 }
 

@@ -88,6 +88,11 @@ export interface StoreContract {
   readonly state: RuntimeState | undefined;
   /** How the store fails and how long a request waits for it; undefined for a store whose errors are passed on. */
   readonly failure: StoreFailurePolicy | undefined;
+  /**
+   * Watches, from the start of a middleware, whether the store's client connects, and tells `tell` once when it has
+   * not within a few seconds; answers what stops it. Undefined for a store with nothing to connect.
+   */
+  readonly watchConnection?: (tell: (message: string) => void) => () => void;
 }
 
 /** The contracts of the stores this package made, by their public form. */

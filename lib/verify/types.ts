@@ -1,5 +1,5 @@
 // The verifier's public types: its options, the events it tells as it goes, its plan and its report.
-import type { EndpointRow, ListingFamily, ListingName } from '../contract/listings.js';
+import type { AnyListingName, EndpointRow } from '../contract/listings.js';
 import type { Limit, WindowKind } from '../contract/limit.js';
 
 /** Options of {@link verifyContract} and {@link planVerification}. */
@@ -10,10 +10,10 @@ export interface VerifyOptions {
    */
   baseUrl: string | URL;
   /**
-   * The table to check: a listing of the contract (`'B'` or `'bots'`), or rows of your own, where one method and
+   * The table to check: a listing of the contract (`'B'`, `'b'` or `'bots'`), or rows of your own, where one method and
    * path may have several rows, each with its own window (`25 per minute` and `500 per hour`). Required.
    */
-  listing: ListingName | ListingFamily | readonly EndpointRow[];
+  listing: AnyListingName | readonly EndpointRow[];
   /** The `Authorization` value to send. Default: none, so the server counts the requests by client IP. */
   token?: string;
   /**

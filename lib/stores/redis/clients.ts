@@ -25,7 +25,7 @@ export const check: Checker = new Checker('redisStore');
  * The package that made the client: ioredis (or iovalkey, its fork: one API), node-redis, which rate-limiter-flexible
  * must be told, or Valkey GLIDE, whose commands the store sends itself ({@link glideCommands}).
  */
-type ClientKind = 'ioredis' | 'node-redis' | 'glide';
+export type ClientKind = 'ioredis' | 'node-redis' | 'glide';
 
 export function kindOf(client: unknown): ClientKind {
   if (typeof client === 'function') {

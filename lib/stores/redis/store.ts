@@ -13,6 +13,7 @@ import {
 } from '../store.js';
 import type { Count, CountsLimitsAsync, LimitsSpec } from '../limits.js';
 import { check, type LimitsScripts, kindOf, hitsOf, commandsOf, limitsScriptsOf } from './clients.js';
+import { connectionWatch } from './connected.js';
 import { redisState } from './state.js';
 
 /**
@@ -183,8 +184,9 @@ export function redisStore(client: RedisClient, options?: RedisStoreOptions): St
   const state = redisState(commandsOf(client, kind), prefix);
   const scripts = limitsScriptsOf(client, kind);
   const limits = (spec: LimitsSpec) => new RedisLimits(prefix, spec, scripts);
+  const watchConnection = connectionWatch(client, kind, prefix, onFailure);
   return storeOf(
-    { capabilities: { limits: true }, counter, limits, state, failure: { timeoutMs, onFailure } },
+    { capabilities: { limits: true }, counter, limits, state, failure: { timeoutMs, onFailure }, watchConnection },
     { limiter: counter, limits },
   );
 }
