@@ -82,6 +82,7 @@ interface Case {
 const honest: Case[] = [
   ...(
     [
+      'express-rate-limit draft-6',
       'express-rate-limit draft-7',
       'express-rate-limit draft-8',
       'express-rate-limit legacy',
