@@ -232,6 +232,16 @@ describe('readFields', () => {
     ]);
   });
 
+  it('skips a field too long to read once, before any parser sees it', () => {
+    const long = `"a";q=1;w=1, ${'"b";q=1;w=1, '.repeat(400)}"c";q=1;w=1`;
+    expect(readFields(new Headers({ 'RateLimit-Policy': long }), NOW)).toEqual({
+      present: ['RateLimit-Policy'],
+      policies: [],
+      states: [],
+      skipped: [{ field: 'RateLimit-Policy', value: long, why: '5,224 characters, more than 4,096' }],
+    });
+  });
+
   it('tells which dialect each number came from, and from which field and key', () => {
     const read = readFields(
       new Headers({ 'RateLimit-Policy': '5;w=1', RateLimit: 'limit=5, remaining=4, reset=1' }),

@@ -1035,6 +1035,7 @@ describe('bad options fail before anything is sent, naming the option', () => {
     [{ ...base, window: 'Sliding' }, 'ERR_INVALID_OPTION', 'options.window'],
     [{ ...base, timeoutMs: 0 }, 'ERR_INVALID_OPTION', 'options.timeoutMs'],
     [{ ...base, timeoutMs: 2 ** 31 }, 'ERR_INVALID_OPTION', 'options.timeoutMs'],
+    [{ ...base, strictHeaders: 'yes' }, 'ERR_INVALID_OPTION', 'options.strictHeaders'],
     [{ ...base, concurrency: 0 }, 'ERR_INVALID_OPTION', 'options.concurrency'],
     [{ ...base, concurrency: 1.5 }, 'ERR_INVALID_OPTION', 'options.concurrency'],
     [{ ...base, concurrency: 'all' }, 'ERR_INVALID_OPTION', 'options.concurrency'],

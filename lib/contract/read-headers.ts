@@ -1,4 +1,4 @@
-// Reading an answer's rate-limit fields in every dialect servers write them: one reader for the client and the verifier.
+// Reading an answer's rate-limit fields, in every dialect servers write them: one reader, the client's and verify's.
 import { type BareItem, isInnerList, type Item, parseDictionary, parseList, Token } from 'structured-headers';
 import { MAX_DURATION_MS } from '../shared/check.js';
 
@@ -19,7 +19,7 @@ export interface Told {
   readonly field: string;
   /** Its parameter or key in a structured field (`q`, `remaining`); undefined where the field, or the item, is the number. */
   readonly key: string | undefined;
-  /** Requests; or milliseconds, for a window and a reset (from when the answer was sent, by its `Date`). */
+  /** Requests; or milliseconds, for a window, and for the time from the answer to a reset. */
   readonly value: number;
   /** A reset written as a Unix time (`X-RateLimit-Reset: 1767225630`): that time, in milliseconds. */
   readonly unixMs?: number | undefined;
@@ -204,10 +204,8 @@ class Reader {
     return { field, key: undefined, value: ms, unixMs };
   }
 
-  /** The first MAX_POLICIES items of a list field, inner lists left out; undefined when it is absent or unreadable. */
-  list(field: string): Item[] | undefined {
-    const text = this.text(field);
-    if (text === undefined) return undefined;
+  /** The first MAX_POLICIES items of a list field's text, inner lists left out; undefined when it does not parse. */
+  list(text: string): Item[] | undefined {
     try {
       return parseList(text)
         .filter((member): member is Item => !isInnerList(member))
@@ -220,13 +218,13 @@ class Reader {
   /** `RateLimit-Policy`: named policies (drafts 8 to 11), or `25;w=60` (drafts 6 and 7). */
   readPolicies(): void {
     const field = 'RateLimit-Policy';
-    const items = this.list(field);
+    const text = this.text(field);
+    if (text === undefined) return;
+    const items = this.list(text);
     if (items === undefined) {
-      const text = this.text(field);
-      if (text !== undefined) this.skip(field, text, 'not a Structured Field list');
+      this.skip(field, text, 'not a Structured Field list');
       return;
     }
-    const text = this.headers.get(field) as string;
     const draft6 = DRAFT_6_FIELDS.some((name) => this.headers.has(name));
     for (const [value, params] of items) {
       if (typeof value === 'number') {
@@ -252,7 +250,7 @@ class Reader {
     const field = 'RateLimit';
     const text = this.text(field);
     if (text === undefined) return;
-    const items = this.list(field);
+    const items = this.list(text);
     if (items?.some(([, params]) => params.has('r') || params.has('t'))) {
       for (const [value, params] of items) {
         const reset = this.seconds(params.get('t'), 0, field, 't', text);
@@ -380,7 +378,7 @@ export function readServerLimits(headers: Headers, now: number): readonly Server
 }
 
 /** A `Retry-After` as read: its milliseconds, and whether it was an HTTP date rather than seconds. */
-export interface RetryAfter {
+interface RetryAfter {
   readonly ms: number;
   readonly date: boolean;
 }

@@ -49,7 +49,7 @@ Options:
                        at most a quarter of the window)
   --timeout MS         milliseconds a request may take; then its endpoint fails (default 10000)
   --strict-headers     fail endpoints on header notes too: fields absent, or in another draft
-  --json               print the findings (or the plan) as JSON on stdout
+  --json               print the report (or the plan) as JSON on stdout
   --dry-run            print the plan, and send nothing
   -h, --help           print this help
 

@@ -384,12 +384,10 @@ export class Probe {
     let seen: WindowSeen = 'unclear';
     if (passed === 1 && refused) seen = 'sliding';
     else if (passed < fits && last.status !== 429) {
-      this.refusedEarly(
-        last,
+      this.find(
         'boundary',
-        '',
-        `on request ${passed + 1} after the end of a window, within the contract's limit of ${limit}`,
-        label,
+        `${label}answered ${last.status} on request ${passed + 1} after the end of a window, within the contract's ` +
+          `limit of ${limit}`,
       );
     } else if (passed < fits) {
       this.find(
