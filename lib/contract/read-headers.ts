@@ -17,7 +17,7 @@ export type Dialect = 'ietf' | 'draft-7' | 'draft-6' | 'x-ratelimit';
 export interface Told {
   /** The field, as findings name it: `RateLimit-Policy`. */
   readonly field: string;
-  /** Its parameter or key in a structured field (`q`, `remaining`); undefined where the field, or the item, is the number. */
+  /** Its parameter or key in a structured field (`q`, `remaining`); undefined where the field or item is the number. */
   readonly key: string | undefined;
   /** Requests; or milliseconds, for a window, and for the time from the answer to a reset. */
   readonly value: number;

@@ -1,4 +1,5 @@
 // What a probe finds on one endpoint, each finding told once, with the notes and the words they are written in.
+import type { EndpointReport } from './types.js';
 
 /**
  * The findings and notes of one endpoint's probe, in two sections: the contract (counts per window, keys, the 429)
@@ -36,6 +37,33 @@ export class Findings {
   /** Whether the server was found to contradict the contract, its fields aside. */
   get any(): boolean {
     return this.contract.length > 0;
+  }
+
+  /** A refusal of `status` where the contract says 429: a server error there is a finding of its own. */
+  refusedAs(status: number): void {
+    if (status !== 429) this.find('status', `answered ${status} where the contract says 429`);
+  }
+
+  /**
+   * A refusal of `status` where the contract lets the request pass: `text` for a 429; for a server error, what it
+   * answered `where`, since it tells nothing of the limit.
+   */
+  refusedEarly(status: number, key: string, text: string, where: string, label = ''): void {
+    this.find(key, status === 429 ? text : `${label}answered ${status} ${where}`);
+  }
+
+  /**
+   * The endpoint's verdicts: its findings and notes, those of its header fields apart, with what its answers sent.
+   * With `strict`, what is only noted of the fields fails the endpoint too.
+   */
+  verdicts(strict: boolean, sent: readonly string[]): Pick<EndpointReport, 'ok' | 'findings' | 'notes' | 'headers'> {
+    const headers = strict ? [...this.headers, ...this.headerNotes] : this.headers;
+    return {
+      ok: this.contract.length === 0 && headers.length === 0,
+      findings: this.contract,
+      notes: this.notes,
+      headers: { sent, findings: headers, notes: strict ? [] : this.headerNotes },
+    };
   }
 
   private add(key: string, text: string, list: string[]): void {

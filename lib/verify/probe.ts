@@ -4,6 +4,7 @@ import { readFields } from '../contract/read-headers.js';
 import { marginMs } from './counted.js';
 import { type Answer, checkFields, checkRetryAfter, type Expectation, isRefusal, Seen } from './fields.js';
 import { Findings, requestsText, shown, tenths } from './findings.js';
+import { kindSeen } from './kind.js';
 import type { Settings, Target } from './options.js';
 import {
   Banned,
@@ -73,10 +74,6 @@ export class Probe {
     }
     if (this.answers > 0) this.seen.noteMissing();
     const { name, method, path, limits, paths } = this.target;
-    const { contract, headers, notes, headerNotes } = this.found;
-    // With strictHeaders, what is only noted of the fields fails the endpoint too.
-    const strict = this.run.strictHeaders;
-    const headerFindings = strict ? [...headers, ...headerNotes] : headers;
     const first = limits[0] as Limit;
     return {
       endpoint: name,
@@ -90,10 +87,7 @@ export class Probe {
       waitMs: this.waitMs,
       boundaryRequests: this.boundaryRequests,
       boundaryWaitMs: 0,
-      ok: contract.length === 0 && headerFindings.length === 0,
-      findings: contract,
-      notes,
-      headers: { sent: this.seen.sent, findings: headerFindings, notes: strict ? [] : headerNotes },
+      ...this.found.verdicts(this.run.strictHeaders, this.seen.sent),
       windowSeen: this.windowSeen,
     };
   }
@@ -145,19 +139,6 @@ export class Probe {
 
   private checkRetryAfter(answer: Answer, row: Row): number | undefined {
     return checkRetryAfter(answer, row.windowMs, this.found, this.seen, row.label);
-  }
-
-  /** A refusal where the contract says 429: a server error there is a finding of its own. */
-  private refusedAs(answer: Answer): void {
-    if (answer.status !== 429) this.find('status', `answered ${answer.status} where the contract says 429`);
-  }
-
-  /**
-   * A refusal where the contract lets the request pass: `text` for a 429; for a server error, what it answered
-   * `where`, since it tells nothing of the limit.
-   */
-  private refusedEarly(answer: Answer, key: string, text: string, where: string, label = ''): void {
-    this.find(key, answer.status === 429 ? text : `${label}answered ${answer.status} ${where}`);
   }
 
   /**
@@ -229,8 +210,8 @@ export class Probe {
     this.own.record(opening);
     this.checkFields(opening, this.own.expect(run.window, opening));
     if (isRefusal(opening.status)) {
-      this.refusedEarly(
-        opening,
+      this.found.refusedEarly(
+        opening.status,
         'limit 0',
         `${label}allowed 0 requests, contract says ${limit}`,
         `on the first request of a window, within the contract's limit of ${limit}`,
@@ -251,8 +232,8 @@ export class Probe {
     }
     const refused = rest.refused as Answer;
     if (passed < limit) {
-      this.refusedEarly(
-        refused,
+      this.found.refusedEarly(
+        refused.status,
         'limit 0',
         `${label}allowed ${requestsText(passed)}, contract says ${limit}`,
         `on request ${passed + 1} of a window, within the contract's limit of ${limit}`,
@@ -261,7 +242,7 @@ export class Probe {
       this.checkRetryAfter(refused, row);
       return undefined;
     }
-    this.refusedAs(refused);
+    this.found.refusedAs(refused.status);
     const retryAfter = this.checkRetryAfter(refused, row);
     const beforeEnd = limit > 1 ? (rest.answers[limit - 2] as Answer).at : beforeStart;
     // After the window's end, a fixed window lets the limit pass: of several limits, as many as the others leave.
@@ -325,7 +306,7 @@ export class Probe {
       }
       // The window holds, as the contract says: Retry-After told the client to come back too soon.
       this.checkFields(again, this.own.expect(run.window, again));
-      this.refusedAs(again);
+      this.found.refusedAs(again.status);
       if (again.status === 429) {
         this.found.findField(
           'retry-after-passed',
@@ -348,8 +329,8 @@ export class Probe {
     const last = after.at(-1) as Answer;
     if (last === after[0] && isRefusal(last.status)) {
       this.checkFields(last, UNKNOWN);
-      this.refusedEarly(
-        last,
+      this.found.refusedEarly(
+        last.status,
         'window 0',
         `${label}window longer than the contract's: still refused when its ${row.seconds} s had passed`,
         `when the window's ${row.seconds} s had passed, within the contract's limit of ${limit}`,
@@ -358,79 +339,16 @@ export class Probe {
       this.checkRetryAfter(last, row);
       return false;
     }
-    if (kindProbe) this.windowSeen = this.kindSeen(row, opened, after);
+    if (kindProbe) {
+      const retryAfterOf = (answer: Answer) => this.checkRetryAfter(answer, row);
+      this.windowSeen = kindSeen(this.run.window, row, opened, after, this.found, retryAfterOf);
+    }
     const seen = this.windowSeen;
     const kind = seen === 'either' ? 'fixed' : seen === 'fixed' || seen === 'sliding' ? seen : undefined;
     after.forEach((answer, i) => {
       this.checkFields(answer, kind ? (expected[i] as Record<WindowKind, Expectation>)[kind] : UNKNOWN);
     });
     return true;
-  }
-
-  /**
-   * Tells the kind of window from the requests across the end of the first row's window: `limit - 1` sent from its
-   * middle, done at least the margin before its end, then `after`, the margin after its end, up to `fits` until the
-   * first 429. Fixed windows let them all pass within less than a window; a sliding window still holds the
-   * `limit - 1`, so it lets one pass and refuses the next. A side that does not fit its time tells nothing.
-   */
-  private kindSeen(row: Row, opened: FirstWindow, after: readonly Answer[]): WindowSeen {
-    const { run } = this;
-    const { limit, windowMs, seconds, label } = row;
-    const { beforeStart, beforeEnd, fits } = opened;
-    const last = after.at(-1) as Answer;
-    const refused = isRefusal(last.status);
-    const passed = after.length - (refused ? 1 : 0);
-    const span = last.at - beforeStart;
-    let seen: WindowSeen = 'unclear';
-    if (passed === 1 && refused) seen = 'sliding';
-    else if (passed < fits && last.status !== 429) {
-      this.find(
-        'boundary',
-        `${label}answered ${last.status} on request ${passed + 1} after the end of a window, within the contract's ` +
-          `limit of ${limit}`,
-      );
-    } else if (passed < fits) {
-      this.find(
-        'boundary',
-        `${label}neither fixed nor sliding window: allowed ${requestsText(limit - 1)} before the end of a window and ` +
-          `${passed} after it; a fixed window allows ${fits} after it, a sliding one 1`,
-      );
-    } else if (span < windowMs) seen = 'fixed';
-    else {
-      this.found.note(
-        `${label}window kind inconclusive: ${requestsText(limit - 1 + fits)} across the end of a window took ` +
-          `${tenths(span)} s, not less than the window of ${seconds} s`,
-      );
-    }
-    if (seen === 'fixed' && run.window === 'sliding') {
-      this.find(
-        'boundary',
-        `${label}fixed window: allowed ${requestsText(limit - 1 + fits)} within ${tenths(span)} s ` +
-          `across the end of a window (${limit - 1} before it, ${fits} after it); ` +
-          `a sliding window allows ${limit} in any ${seconds} s`,
-      );
-    } else if (seen === 'sliding') {
-      if (run.window === 'fixed') {
-        this.find(
-          'boundary',
-          `${label}sliding window: allowed ${requestsText(limit - 1)} before the end of a window and 1 after it, ` +
-            `then 429; a fixed window allows ${fits} after it`,
-        );
-      }
-      this.refusedAs(last);
-      const retryAfter = this.checkRetryAfter(last, row);
-      // The oldest request counted is the first sent from the middle of the window: it leaves a window after it.
-      const soonest = Math.floor((beforeStart + windowMs - last.at) / 1000);
-      const latest = Math.ceil((beforeEnd + windowMs - (after[0] as Answer).at) / 1000);
-      if (retryAfter !== undefined && (retryAfter < soonest || retryAfter > latest)) {
-        this.find(
-          'retry-after-boundary',
-          `${label}Retry-After says ${retryAfter} on the 429 after the end of a window; its oldest request ` +
-            `counted leaves the window in ${soonest === latest ? soonest : `${soonest} to ${latest}`} s`,
-        );
-      }
-    }
-    return seen;
   }
 
   /**
@@ -448,21 +366,26 @@ export class Probe {
     const burst = yield* this.burst(client, paths, second === undefined ? 1 : row.limit + 1, run.otherToken);
     const opening = burst.answers[0] as Answer;
     if (isRefusal(opening.status)) {
-      this.refusedEarly(opening, 'token', 'a different token shares the counter', "to another token's first request");
+      this.found.refusedEarly(
+        opening.status,
+        'token',
+        'a different token shares the counter',
+        "to another token's first request",
+      );
       return;
     }
     if (second === undefined || this.tooSlow(row, burst.passed, start)) return;
     const { refused } = burst;
     if (burst.passed > row.limit) this.find('params', 'path parameters counted separately');
     else if (burst.passed < row.limit) {
-      this.refusedEarly(
-        refused as Answer,
+      this.found.refusedEarly(
+        (refused as Answer).status,
         'limit other',
         `${row.label}allowed ${requestsText(burst.passed)} with another token, contract says ${row.limit}`,
         `on another token's request ${burst.passed + 1}, within the contract's limit of ${row.limit}`,
         row.label,
       );
-    } else if (refused) this.refusedAs(refused);
+    } else if (refused) this.found.refusedAs(refused.status);
     if (refused) this.checkRetryAfter(refused, row);
   }
 
@@ -498,8 +421,8 @@ export class Probe {
         return false;
       }
       if (count < limit && isRefusal(answer.status)) {
-        this.refusedEarly(
-          answer,
+        this.found.refusedEarly(
+          answer.status,
           `limit ${index}`,
           `${label}allowed ${requestsText(count)}, contract says ${limit}`,
           `on request ${count + 1}, within the contract's limit`,
@@ -510,7 +433,7 @@ export class Probe {
       }
       if (isRefusal(answer.status)) refused = answer;
     }
-    this.refusedAs(refused);
+    this.found.refusedAs(refused.status);
     this.checkRetryAfter(refused, row);
 
     const ready = counted.readyAt(this.now());
@@ -519,8 +442,8 @@ export class Probe {
     this.own.record(answer);
     this.checkFields(answer, this.own.expect(kind, answer));
     if (isRefusal(answer.status)) {
-      this.refusedEarly(
-        answer,
+      this.found.refusedEarly(
+        answer.status,
         `window ${index}`,
         `${label}window longer than the contract's: still refused when its ${seconds} s had passed`,
         `when the window's ${seconds} s had passed, within the contract's limit`,
