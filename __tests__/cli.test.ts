@@ -10,6 +10,7 @@ import { createExampleApp } from '../example-server/app';
 import { createApp } from './helpers/app';
 import { serverPerTest } from './helpers/serve';
 import { useFakeClock } from './helpers/stores';
+import { worldApi } from './helpers/world-apis';
 
 const start = serverPerTest();
 
@@ -58,6 +59,14 @@ describe('a run', () => {
         'GET /v1/users/:id            pass           8  fixed',
         'GET /v1/users/:id/servers    pass          20  fixed',
         '',
+        'Headers                      Result  Sent                                   Findings',
+        'GET /v1/statistics           pass    drafts 8-11, X-RateLimit, Retry-After',
+        'GET /v1/servers              pass    drafts 8-11, X-RateLimit, Retry-After',
+        'GET /v1/servers/:id          pass    drafts 8-11, X-RateLimit, Retry-After',
+        'GET /v1/servers/:id/upvotes  pass    drafts 8-11, X-RateLimit, Retry-After',
+        'GET /v1/users/:id            pass    drafts 8-11, X-RateLimit, Retry-After',
+        'GET /v1/users/:id/servers    pass    drafts 8-11, X-RateLimit, Retry-After',
+        '',
         'All 6 endpoints pass.',
         '',
       ].join('\n'),
@@ -83,16 +92,19 @@ describe('a run', () => {
       [
         `listing-limits verify ${served.url}, listing B, fixed windows`,
         '',
-        'Endpoint            Result  Requests  Window   Findings',
-        'GET /v1/statistics  pass          12  fixed    note: GET /v1/statistics answered 404',
-        'GET /v1/users/:id   fail           3  unclear  allowed 3 requests, contract says 2',
-        '                                               RateLimit-Policy says "GET /v1/users/:id";q=3;w=1, contract says q=2;w=1',
-        '                                               RateLimit says "GET /v1/users/:id";r=2;t=1 on request 1, expected r=1',
-        '                                               X-RateLimit-Limit says 3, contract says 2',
-        '                                               X-RateLimit-Remaining says 2 on request 1, expected 1',
-        '                                               note: GET /v1/users/1 answered 404',
+        'Endpoint            Result  Requests  Window      Findings',
+        'GET /v1/statistics  pass          12  fixed       note: GET /v1/statistics answered 404',
+        'GET /v1/users/:id   fail           3  not probed  allowed 3 requests, contract says 2',
+        '                                                  note: GET /v1/users/1 answered 404',
         '',
-        '1 of 2 endpoints fail.',
+        'Headers             Result  Sent                                   Findings',
+        'GET /v1/statistics  pass    drafts 8-11, X-RateLimit, Retry-After',
+        'GET /v1/users/:id   fail    drafts 8-11, X-RateLimit               RateLimit-Policy says "GET /v1/users/:id";q=3;w=1, contract says q=2;w=1',
+        '                                                                   RateLimit says "GET /v1/users/:id";r=2;t=1 on request 1, expected r=1',
+        '                                                                   X-RateLimit-Limit says 3, contract says 2',
+        '                                                                   X-RateLimit-Remaining says 2 on request 1, expected 1',
+        '',
+        '1 of 2 endpoints fail: 1 on the contract, 1 on their headers.',
         '',
       ].join('\n'),
     );
@@ -115,6 +127,7 @@ describe('a run', () => {
     expect(JSON.parse(stdout)).toEqual({
       baseUrl: served.url,
       window: 'fixed',
+      strictHeaders: false,
       ok: true,
       endpoints: [
         {
@@ -132,6 +145,7 @@ describe('a run', () => {
           ok: true,
           findings: [],
           notes: [],
+          headers: { sent: ['drafts 8-11', 'X-RateLimit', 'Retry-After'], findings: [], notes: [] },
           windowSeen: 'fixed',
         },
       ],
@@ -175,6 +189,59 @@ describe('a run', () => {
   });
 });
 
+describe('--strict-headers and --timeout', () => {
+  it('a server without rate-limit fields passes; with --strict-headers its header notes fail it, exit 1', async () => {
+    const served = await start(await worldApi({ kind: 'rate-limiter-flexible, no headers', rows: listings.B }));
+    const argv = ['verify', served.url, '--listing', 'B', '--only', 'GET /v1/statistics'];
+    const table = (result: string, headers: readonly string[], summary: string) =>
+      [
+        '',
+        'Endpoint            Result  Requests  Window  Findings',
+        'GET /v1/statistics  pass          12  fixed',
+        '',
+        'Headers             Result  Sent     Findings',
+        `GET /v1/statistics  ${result}    nothing  ${headers[0]}`,
+        `                                     ${headers[1]}`,
+        '',
+        summary,
+        '',
+      ].join('\n');
+    const plain = await run([...argv, '--token', 'Bot plain']);
+    expect(plain.stdout).toBe(
+      `listing-limits verify ${served.url}, listing B, fixed windows\n` +
+        table('pass', ['note: no Retry-After on 429', 'note: sent no rate-limit fields'], 'The endpoint passes.'),
+    );
+    expect(plain.code).toBe(0);
+    const strict = await run([...argv, '--token', 'Bot strict', '--strict-headers']);
+    expect(strict.stdout).toBe(
+      `listing-limits verify ${served.url}, listing B, fixed windows, strict headers\n` +
+        table('fail', ['no Retry-After on 429', 'sent no rate-limit fields'], 'The endpoint fails on its headers.'),
+    );
+    expect(strict.code).toBe(1);
+    const json = JSON.parse(
+      (await run([...argv, '--token', 'Bot json', '--strict-headers', '--json'])).stdout,
+    ) as VerifyReport;
+    expect(json).toMatchObject({ ok: false, strictHeaders: true });
+    expect(json.endpoints[0]?.headers).toEqual({
+      sent: [],
+      findings: ['no Retry-After on 429', 'sent no rate-limit fields'],
+      notes: [],
+    });
+  });
+
+  it('--timeout: a server that never answers fails each endpoint once its timeout has passed, exit 1', async () => {
+    const served = await start(() => {});
+    const argv = ['verify', served.url, '--listing', 'A', '--timeout', '100', '--json'];
+    const { code, stdout } = await run(argv);
+    const report = JSON.parse(stdout) as VerifyReport;
+    expect(report.ok).toBe(false);
+    expect(report.endpoints.map((e) => [e.endpoint, e.findings, e.requests])).toEqual(
+      listings.A.map((row) => [`${row.method} ${row.path}`, ['request failed: no response within 0.1 s'], 1]),
+    );
+    expect(code).toBe(1);
+  });
+});
+
 describe('progress off a terminal', () => {
   it('one line per event, each naming its endpoint, as endpoints probed together interleave them', () => {
     let text = '';
@@ -189,6 +256,7 @@ describe('progress off a terminal', () => {
       ok,
       findings: [],
       notes: [],
+      headers: { sent: [], findings: [], notes: [] },
       windowSeen: 'fixed' as const,
     });
     progress.onEvent({ type: 'endpoint', endpoint: 'GET /v1/bots', index: 1, total: 2 });
@@ -228,6 +296,10 @@ describe('--window', () => {
         'GET /v1/statistics        pass           9  sliding',
         'GET /v1/bots/:id/upvotes  pass           8  sliding',
         '',
+        'Headers                   Result  Sent                                   Findings',
+        'GET /v1/statistics        pass    drafts 8-11, X-RateLimit, Retry-After',
+        'GET /v1/bots/:id/upvotes  pass    drafts 8-11, X-RateLimit, Retry-After',
+        '',
         'All 2 endpoints pass.',
       ],
     },
@@ -242,7 +314,11 @@ describe('--window', () => {
         'GET /v1/statistics        fail          12  fixed   fixed window: allowed 9 requests within 0.8 s across the end of a window (4 before it, 5 after it); a sliding window allows 5 in any 1 s',
         'GET /v1/bots/:id/upvotes  fail           8  fixed   fixed window: allowed 3 requests within 8.5 s across the end of a window (1 before it, 2 after it); a sliding window allows 2 in any 15 s',
         '',
-        '2 of 2 endpoints fail.',
+        'Headers                   Result  Sent                                   Findings',
+        'GET /v1/statistics        pass    drafts 8-11, X-RateLimit, Retry-After',
+        'GET /v1/bots/:id/upvotes  pass    drafts 8-11, X-RateLimit, Retry-After',
+        '',
+        '2 of 2 endpoints fail: 2 on the contract.',
       ],
     },
     {
@@ -256,7 +332,11 @@ describe('--window', () => {
         'GET /v1/statistics        fail           9  sliding  sliding window: allowed 4 requests before the end of a window and 1 after it, then 429; a fixed window allows 5 after it',
         'GET /v1/bots/:id/upvotes  fail           8  sliding  sliding window: allowed 1 request before the end of a window and 1 after it, then 429; a fixed window allows 2 after it',
         '',
-        '2 of 2 endpoints fail.',
+        'Headers                   Result  Sent                                   Findings',
+        'GET /v1/statistics        pass    drafts 8-11, X-RateLimit, Retry-After',
+        'GET /v1/bots/:id/upvotes  pass    drafts 8-11, X-RateLimit, Retry-After',
+        '',
+        '2 of 2 endpoints fail: 2 on the contract.',
       ],
     },
   ] as const)(
@@ -456,6 +536,12 @@ describe('arguments', () => {
       '--param id must be a non-empty string, or an array of one or two of them',
     ],
     [['verify', url, '--listing', 'A', '--grace', '1s'], '--grace must be whole milliseconds; got "1s"'],
+    [['verify', url, '--listing', 'A', '--timeout', '10s'], '--timeout must be whole milliseconds; got "10s"'],
+    [
+      ['verify', url, '--listing', 'A', '--timeout', '0'],
+      '--timeout must be a whole number of milliseconds, from 1 to 2147483647; got 0',
+    ],
+    [['verify', url, '--listing', 'A', '--strict-headers=yes'], '--strict-headers takes no value; got "yes"'],
     [
       ['verify', url, '--listing', 'A', '--concurrency', 'all'],
       '--concurrency must be a whole number of endpoints, 1 or more; got "all"',

@@ -117,40 +117,65 @@ describe('what the answers say', () => {
     expect(grantedAt(granted)).toEqual(['1@0', '2@0', '3@1000', '4@2000']);
   });
 
-  it('an answer without any field (an unlimited grant): no pacing until the fields return', async () => {
+  it('an answer without any field, where the fields came before (an unlimited grant): no pacing until they return', async () => {
     const { take, granted, answerAll } = pacerOf([{ limit: 1, windowMs: 1000 }]);
+    take(1);
+    await after(0);
+    answerAll([limit({ limit: 1, remaining: 0 })]);
+    await after(1000);
     take(3);
     await after(0);
     answerAll('none');
     await after(0);
-    expect(grantedAt(granted)).toEqual(['1@0', '2@0', '3@0']);
+    expect(grantedAt(granted)).toEqual(['1@0', '2@1000', '3@1000', '4@1000']);
     answerAll([limit({ limit: 1, remaining: 0 })]);
     take(1);
     await after(999);
-    expect(granted).toHaveLength(3);
+    expect(granted).toHaveLength(4);
     await after(1);
-    expect(grantedAt(granted).at(-1)).toBe('4@1000');
+    expect(grantedAt(granted).at(-1)).toBe('5@2000');
+  });
+
+  it('successes without any field from a server that never sent them: no grant, each holds its place a window', async () => {
+    const { take, granted, answerAll } = pacerOf([{ limit: 2, windowMs: 1000 }]);
+    take(5);
+    for (let ms = 0; ms < 3000; ms += 250) {
+      await after(ms === 0 ? 0 : 250);
+      answerAll('none');
+    }
+    expect(grantedAt(granted)).toEqual(['1@0', '2@0', '3@1000', '4@1000', '5@2000']);
   });
 
   it('an error without any field is no grant', async () => {
     const { take, granted, answerAll } = pacerOf([{ limit: 1, windowMs: 1000 }]);
+    take(1);
+    await after(0);
+    answerAll([limit({ limit: 1, remaining: 0 })]);
+    await after(1000);
     take(2);
     await after(0);
     answerAll('none', false);
     await after(0);
-    expect(grantedAt(granted)).toEqual(['1@0']);
+    expect(grantedAt(granted)).toEqual(['1@0', '2@1000']);
   });
 
   it('a 429 while unlimited: the silence was no grant (a proxy dropping the fields), the table for good', async () => {
-    const { pacer, take, granted, answerAll } = pacerOf([{ limit: 1, windowMs: 1000 }]);
+    const { pacer, take, granted, answerAll } = pacerOf([{ limit: 2, windowMs: 1000 }]);
+    take(1);
+    await after(0);
+    answerAll([limit({ limit: 2, remaining: 1 })]);
+    await after(1000);
     take(1);
     await after(0);
     answerAll('none');
     pacer.refused(1000, Date.now());
-    answerAll('none');
-    take(2);
-    await after(1000);
-    expect(grantedAt(granted)).toEqual(['1@0', '2@1000']);
+    // From then on, every later success without fields holds its place: 2 a second, by the table.
+    take(5);
+    for (let ms = 0; ms < 4000; ms += 250) {
+      await after(250);
+      answerAll('none');
+    }
+    expect(grantedAt(granted)).toEqual(['1@0', '2@1000', '3@2000', '4@2000', '5@3000', '6@3000', '7@4000']);
   });
 });
 

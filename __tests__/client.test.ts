@@ -508,10 +508,12 @@ describe('what the server says', () => {
       grant(client: { token: string }, grant: 'unlimited'): Promise<boolean>;
       revoke(client: { token: string }): Promise<boolean>;
     };
-    await limiter.grant({ token: 'Bot one' }, 'unlimited');
     const { served, seen } = await exampleServer('B', app);
     const { api, idle } = clientOf(served.url);
-    // GET /v1/bots/:id: 2 per second by the table. Two go before any answer, the rest once the first came.
+    // GET /v1/bots/:id: 2 per second by the table. Its first answer tells the limit: the server speaks its fields.
+    await drive(idle, [api.get('/v1/bots/:id', { id: '1', n: 'first' })]);
+    await limiter.grant({ token: 'Bot one' }, 'unlimited');
+    // One goes in the place left; its answer has no field, where they came before: a grant, and the rest go at once.
     await drive(
       idle,
       Array.from({ length: 10 }, (_, n) => api.get('/v1/bots/:id', { id: '1', n })),
@@ -526,6 +528,27 @@ describe('what the server says', () => {
     expect(seen.map(({ at, line }) => `${at} ${line}`)).toEqual([
       ...Array(12).fill('0 200 GET /v1/bots/1'),
       ...Array(2).fill('1000 200 GET /v1/bots/1'),
+      '2000 200 GET /v1/bots/1',
+    ]);
+  });
+
+  it('a server that never sends rate-limit fields: its silence is no grant, every call paced by the table', async () => {
+    const app = createApp({ listing: 'B', options: { headers: false } });
+    const { served, seen } = await exampleServer('B', app);
+    const { api, idle, waits } = clientOf(served.url);
+    const results = await drive(
+      idle,
+      Array.from({ length: 6 }, (_, n) => api.get('/v1/bots/:id', { id: '1', n })),
+    );
+    expect(results.map((r) => r.status)).toEqual(Array(6).fill('fulfilled'));
+    expect(seen.map(({ at, line }) => `${at} ${line}`)).toEqual(
+      [0, 0, 1000, 1000, 2000, 2000].map((at) => `${at} 200 GET /v1/bots/1`),
+    );
+    expect(waits.map(({ ms, reason }) => `${reason} ${ms}`)).toEqual([
+      'table 1000',
+      'table 1000',
+      'table 2000',
+      'table 2000',
     ]);
   });
 

@@ -236,10 +236,8 @@ describe("the package's own client reads every syntax", () => {
       const row = listings.B[1] as EndpointRow;
       const res = await send(appOf(listings.B, { headers }), row).expect(200);
       const fields = new Headers(res.headers as Record<string, string>);
-      // Draft 7's RateLimit is no Structured Field list: the client reads the legacy fields, which carry no window.
-      expect(readServerLimits(fields, T0)).toEqual([
-        { limit: 25, windowMs: headers === 'draft-7' ? undefined : 60_000, remaining: 24, resetMs: 60_000 },
-      ]);
+      // Draft 7's RateLimit is a dictionary (limit=, remaining=, reset=); its RateLimit-Policy (25;w=60) tells the window.
+      expect(readServerLimits(fields, T0)).toEqual([{ limit: 25, windowMs: 60_000, remaining: 24, resetMs: 60_000 }]);
     },
   );
 });

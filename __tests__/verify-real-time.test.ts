@@ -125,9 +125,11 @@ async function verify(api: Api, window: WindowKind = 'fixed', only?: string[]) {
   return { report, events, tookMs };
 }
 
-/** The endpoints that fail, with their findings. */
+/** The endpoints that fail, with their findings: about the contract, then about the header fields. */
 const failing = (report: VerifyReport) =>
-  Object.fromEntries(report.endpoints.filter((e) => !e.ok).map((e) => [e.endpoint, e.findings]));
+  Object.fromEntries(
+    report.endpoints.filter((e) => !e.ok).map((e) => [e.endpoint, [...e.findings, ...e.headers.findings]]),
+  );
 
 /** The requests the API answered on an endpoint's paths, by method and path shape. */
 function answeredOn(api: Api, endpoint: string): Answered[] {
@@ -146,7 +148,7 @@ describe.each(['fixed', 'sliding'] as const)('an API that honours the table with
       ['GET /v1/bots/:id', [], window],
       ['POST /v1/bots/:id', [], window],
       // 2 a second leave 1 of 3 per 2 s after the first second: too few to tell the kinds apart
-      ['GET /v1/users/:id', [], 'unclear'],
+      ['GET /v1/users/:id', [], 'not probed'],
     ]);
     expect(report.endpoints[4]?.notes).toEqual([
       "window kind not probed: the endpoint's other limits leave 1 request after the end of its 1 s window",

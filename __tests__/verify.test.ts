@@ -1,8 +1,10 @@
 // verifyContract over real sockets on a fake clock: a server that honours the contract passes; wrong ones fail with the right finding.
 import type { RequestListener } from 'node:http';
+import { type AddressInfo, createServer as createNetServer } from 'node:net';
 import type { Express, RequestHandler } from 'express';
-import { type EndpointRow, ListingLimitsError, listings, type WindowKind } from '../lib';
+import { type EndpointRow, type LimitHandler, ListingLimitsError, listings, type WindowKind } from '../lib';
 import {
+  type EndpointReport,
   planVerification,
   type VerifyEvent,
   type VerifyOptions,
@@ -28,9 +30,12 @@ afterEach(() => jest.useRealTimers());
 const verify = (served: Served, options: Partial<VerifyOptions> = {}) =>
   verifyContract({ baseUrl: served.url, listing: 'B', sleep, concurrency: 1, ...options });
 
+/** An endpoint's findings: those about the contract, then those about its header fields. */
+const findingsOf = (e: EndpointReport | undefined) => [...(e?.findings ?? []), ...(e?.headers.findings ?? [])];
+
 /** The endpoints that fail, with their findings: every other endpoint passed. */
 const failing = (report: VerifyReport) =>
-  Object.fromEntries(report.endpoints.filter((e) => !e.ok).map((e) => [e.endpoint, e.findings]));
+  Object.fromEntries(report.endpoints.filter((e) => !e.ok).map((e) => [e.endpoint, findingsOf(e)]));
 
 /** Listing B with one row changed. */
 const changedB = (name: string, change: Partial<EndpointRow>): EndpointRow[] =>
@@ -307,22 +312,21 @@ describe('the kind of window, across the end of a window', () => {
   ])('$kind: told, with what was seen', async ({ app, only, failing: found }) => {
     const served = await start(app());
     const report = await verify(served, { only: [only], window: 'sliding' });
-    expect(report.endpoints[0]?.findings).toEqual(found);
+    expect(findingsOf(report.endpoints[0])).toEqual(found);
   });
 
-  it.each<{ slow: string; row: EndpointRow; failing: string }>([
+  it.each<{ slow: string; row: EndpointRow; note: string }>([
     {
       slow: 'before the end of a window',
       row: { method: 'GET', path: '/v1/statistics', limit: 3, windowMs: 2000 },
-      failing: 'window kind inconclusive: 2 requests sent from the middle of a window took 0.6 s, too close to its end',
+      note: 'window kind inconclusive: 2 requests sent from the middle of a window took 0.6 s, too close to its end',
     },
     {
       slow: 'across the end of a window',
       row: { method: 'GET', path: '/v1/statistics', limit: 2, windowMs: 2000 },
-      failing:
-        'window kind inconclusive: 3 requests across the end of a window took 2.4 s, not less than the window of 2 s',
+      note: 'window kind inconclusive: 3 requests across the end of a window took 2.4 s, not less than the window of 2 s',
     },
-  ])('requests too slow $slow: inconclusive, not a kind', async ({ row, failing: found }) => {
+  ])('requests too slow $slow: the kind inconclusive, noted, not held against the server', async ({ row, note }) => {
     const app = createApp({ listing: [row] });
     // Each request takes 300 ms on the shared fake clock.
     const served = await start((req, res) => {
@@ -330,7 +334,7 @@ describe('the kind of window, across the end of a window', () => {
       app(req, res);
     });
     const report = await verify(served, { listing: [row] });
-    expect(report.endpoints[0]).toMatchObject({ findings: [found], windowSeen: 'unclear' });
+    expect(report.endpoints[0]).toMatchObject({ ok: true, findings: [], notes: [note], windowSeen: 'unclear' });
   });
 });
 
@@ -412,24 +416,19 @@ describe('against deliberately wrong servers', () => {
       ),
     },
     {
-      wrong: 'no Retry-After',
-      app: () => createApp({ listing: 'B', options: { handler: noRetryAfter } }),
-      failing: Object.fromEntries(listings.B.map((row) => [`${row.method} ${row.path}`, ['no Retry-After on 429']])),
-    },
-    {
       wrong: 'a window longer than the contract’s',
       app: () => createApp({ listing: changedB('GET /v1/bots/:id/upvotes', { windowMs: 30_000 }) }),
       // Alone, so that the clock starts at 2026-01-01T00:00:00Z and X-RateLimit-Reset is known.
       only: ['GET /v1/bots/:id/upvotes'],
       failing: {
         'GET /v1/bots/:id/upvotes': [
-          // the 429 came from the window's middle: 22.5 s of the server's 30 were left
-          "Retry-After says 23, longer than the contract's window of 15 s",
           "window longer than the contract's: still refused when its 15 s had passed",
           'RateLimit-Policy says "GET /v1/bots/:id/upvotes";q=2;w=30, contract says q=2;w=15',
           'RateLimit says "GET /v1/bots/:id/upvotes";r=1;t=30, not t=0 to t=15 (the contract\'s window)',
           "X-RateLimit-Reset-After says 30, not 0 to 15 s (the contract's window)",
           "X-RateLimit-Reset says 1767225630, not within 15 s (the contract's window) after the response's Date",
+          // the 429 came from the window's middle: 22.5 s of the server's 30 were left
+          "Retry-After says 23, longer than the contract's window of 15 s",
         ],
       },
     },
@@ -456,14 +455,35 @@ describe('against deliberately wrong servers', () => {
     expect(failing(report)).toEqual(expected);
   });
 
+  it('no Retry-After on its 429s: noted, since the contract does not require it; a failure with strictHeaders', async () => {
+    const served = await start(createApp({ listing: 'B', options: { handler: noRetryAfter } }));
+    const only = ['GET /v1/statistics', 'GET /v1/bots/:id/upvotes'];
+    const report = await verify(served, { only });
+    expect(report.ok).toBe(true);
+    expect(report.endpoints.map((e) => e.headers)).toEqual(
+      only.map(() => ({
+        sent: ['drafts 8-11', 'X-RateLimit'],
+        findings: [],
+        notes: ['no Retry-After on 429'],
+      })),
+    );
+    const strict = await verify(served, { only, strictHeaders: true });
+    expect(strict).toMatchObject({ ok: false, strictHeaders: true });
+    expect(strict.endpoints.map((e) => [e.ok, e.findings, e.headers.findings, e.headers.notes])).toEqual(
+      only.map(() => [false, [], ['no Retry-After on 429'], []]),
+    );
+  });
+
   it('an endpoint without a limit sends no rate-limit fields: noted beside the finding', async () => {
     const served = await start(createApp({ listing: [listings.B[0] as EndpointRow], routes: listings.B }));
     const report = await verify(served, { only: ['GET /v1/bots'] });
     expect(report.endpoints[0]).toMatchObject({
       ok: false,
       findings: ['allowed 26 requests, contract says 25'],
-      notes: ['sent no rate-limit fields'],
+      notes: [],
+      headers: { sent: [], findings: [], notes: ['sent no rate-limit fields'] },
       requests: 26,
+      windowSeen: 'not probed',
     });
     expect(served.requests).toBe(26);
   });
@@ -474,18 +494,23 @@ describe('against deliberately wrong servers', () => {
     };
     const served = await start(createApp({ listing: 'B', options: { handler: shortRetry } }));
     const report = await verify(served, { only: ['GET /v1/users/:id/bots'] });
-    // The 429 came 7.5 s into the window, 1 s after it the window still holds: refused again.
-    expect(report.endpoints[0]?.findings).toEqual([
-      'Retry-After says 1, earlier than RateLimit t=8',
-      'still refused when Retry-After had passed (1 s)',
-    ]);
+    // The 429 came 7.5 s into the window, 1 s after it the window still holds: refused again, as the contract says.
+    // The rest of the probe goes on: the counts are right, only the header is wrong.
+    expect(report.endpoints[0]).toMatchObject({
+      ok: false,
+      findings: [],
+      headers: {
+        findings: ['Retry-After says 1, earlier than RateLimit t=8', 'still refused when Retry-After had passed (1 s)'],
+      },
+      windowSeen: 'fixed',
+    });
   });
 
   it('a window shorter than the contract’s, which its Retry-After tells: served again too soon', async () => {
     // 10 s instead of 15: the 429 from the window's middle (7.5 s) says 3 s, and 1 s after those the window is new.
     const served = await start(createApp({ listing: changedB('GET /v1/bots/:id/upvotes', { windowMs: 10_000 }) }));
     const report = await verify(served, { only: ['GET /v1/bots/:id/upvotes'] });
-    expect(report.endpoints[0]?.findings).toEqual([
+    expect(findingsOf(report.endpoints[0])).toEqual([
       'allowed 3 requests within 11.5 s once Retry-After had passed (3 s), contract says 2 per 15 s',
       'RateLimit-Policy says "GET /v1/bots/:id/upvotes";q=2;w=10, contract says q=2;w=15',
     ]);
@@ -500,22 +525,47 @@ describe('against deliberately wrong servers', () => {
       return fetch(url, init);
     };
     const report = await verify(served, { only: ['GET /v1/bots/:id'], otherToken: 'Bot other', fetch: twice });
-    expect(report.endpoints[0]?.findings).toEqual([
+    expect(findingsOf(report.endpoints[0])).toEqual([
       'allowed 1 request with another token, contract says 2',
       'RateLimit says "GET /v1/bots/:id";r=0;t=1 on request 1, expected r=1',
       'X-RateLimit-Remaining says 0 on request 1, expected 1',
     ]);
   });
 
-  it('a Retry-After that is not whole seconds', async () => {
-    const dated: RequestHandler = (_req, res) => {
-      res.set('Retry-After', 'Thu, 01 Jan 2026 00:00:15 GMT').status(429).end();
+  it('a Retry-After as an HTTP date: read, and noted', async () => {
+    // The window's end, as a date.
+    const dated: LimitHandler = (_req, res, _next, info) => {
+      res
+        .set('Retry-After', new Date(Date.now() + info.retryAfter * 1000).toUTCString())
+        .status(429)
+        .end();
     };
     const served = await start(createApp({ listing: 'B', options: { handler: dated } }));
     const report = await verify(served, { only: ['GET /v1/users/:id/bots'] });
-    expect(report.endpoints[0]?.findings).toEqual([
-      'Retry-After says "Thu, 01 Jan 2026 00:00:15 GMT", not whole seconds',
-    ]);
+    expect(report.endpoints[0]).toMatchObject({
+      ok: true,
+      headers: {
+        sent: ['drafts 8-11', 'X-RateLimit', 'Retry-After (date)'],
+        notes: ['Retry-After as an HTTP date, not seconds'],
+      },
+    });
+  });
+
+  it.each([
+    ['not seconds nor a date', 'soon', 'Retry-After says "soon": neither whole seconds nor an HTTP date'],
+    ['a fraction', '1.5', 'Retry-After says 1.5: neither whole seconds nor an HTTP date'],
+    [
+      'a date longer than the window',
+      'Thu, 01 Jan 2026 00:01:00 GMT',
+      'Retry-After says "Thu, 01 Jan 2026 00:01:00 GMT", longer than the contract\'s window of 15 s',
+    ],
+  ])('a Retry-After that is %s: a finding about the headers', async (_what, value, finding) => {
+    const handler: RequestHandler = (_req, res) => {
+      res.set('Retry-After', value).status(429).end();
+    };
+    const served = await start(createApp({ listing: 'B', options: { handler } }));
+    const report = await verify(served, { only: ['GET /v1/users/:id/bots'] });
+    expect(report.endpoints[0]).toMatchObject({ ok: false, findings: [], headers: { findings: [finding] } });
   });
 
   it('fields without the contract’s values, or not parseable', async () => {
@@ -539,12 +589,15 @@ describe('against deliberately wrong servers', () => {
     );
     const report = await verify(served, { only: ['GET /v1/statistics'] });
     expect(report.endpoints[0]).toMatchObject({
-      findings: [
-        'RateLimit-Policy says not a list ;;, contract says q=5;w=1',
-        `X-RateLimit-Reset-After says "soon", not 0 to 1 s (the contract's window)`,
-        `X-RateLimit-Reset says ${Date.UTC(2026, 0, 1)}, not within 1 s (the contract's window) after the response's Date`,
-      ],
-      notes: ['sent no RateLimit'],
+      findings: [],
+      headers: {
+        findings: [
+          'RateLimit-Policy says not a list ;;: not a Structured Field list',
+          'X-RateLimit-Reset-After says "soon": not a number of seconds from 0 to a year',
+          `X-RateLimit-Reset says ${Date.UTC(2026, 0, 1)}: a Unix time in the past, or more than a year ahead`,
+        ],
+        notes: ['sent no RateLimit'],
+      },
     });
   });
 
@@ -576,6 +629,85 @@ describe('against deliberately wrong servers', () => {
     const served = await start(() => {});
     const report = await verify(served, { only: ['GET /v1/statistics'], timeoutMs: 50 });
     expect(report.endpoints[0]?.findings).toEqual(['request failed: no response within 0.05 s']);
+  });
+
+  it('a server that accepts every connection and closes it: the request settles at its deadline, a finding', async () => {
+    // fetch may stay pending on such a socket, holding nothing that keeps a process alive: the deadline ends it.
+    const server = createNetServer((socket) => socket.destroy());
+    await new Promise<void>((listening) => server.listen(0, '127.0.0.1', listening));
+    const { port } = server.address() as AddressInfo;
+    try {
+      const report = await verifyContract({
+        baseUrl: `http://127.0.0.1:${port}`,
+        listing: 'B',
+        only: ['GET /v1/statistics', 'GET /v1/bots/:id'],
+        timeoutMs: 200,
+      });
+      expect(report.ok).toBe(false);
+      // fetch may also see the close, as a socket error: a failure all the same.
+      const failed = expect.stringMatching(/^request failed: (no response within 0\.2 s|UND_ERR_SOCKET|ECONNRESET)$/);
+      expect(failing(report)).toEqual({ 'GET /v1/statistics': [failed], 'GET /v1/bots/:id': [failed] });
+      // Nothing was received: nothing is said of the fields.
+      expect(report.endpoints.map((e) => e.headers)).toEqual([
+        { sent: [], findings: [], notes: [] },
+        { sent: [], findings: [], notes: [] },
+      ]);
+    } finally {
+      server.close();
+    }
+  });
+
+  it.each([
+    ['a host name that does not resolve', 'http://listing-limits.invalid', /^request failed: (ENOTFOUND|EAI_AGAIN)$/],
+    ['TLS to a server that speaks plain HTTP', 'https://127.0.0.1:PORT', /^request failed: \S+/],
+  ])('%s: a finding, not a pass', async (_what, url, finding) => {
+    const served = await start(createApp({ listing: 'B' }));
+    const baseUrl = url.replace('PORT', served.url.split(':').at(-1) as string);
+    const report = await verify(served, { baseUrl, only: ['GET /v1/statistics'], timeoutMs: 5000 });
+    expect(report.ok).toBe(false);
+    expect(report.endpoints[0]?.findings).toEqual([expect.stringMatching(finding)]);
+  });
+
+  it('a route that answers 500 within the limit: a finding saying so, not a wrong limit', async () => {
+    const app = createApp({ listing: 'B', routes: [] });
+    // After the limiter has counted it, as a route that fails would.
+    app.get('/v1/statistics', (_req, res) => {
+      res.status(500).json({ error: 'database down' });
+    });
+    const served = await start(app);
+    const report = await verify(served, { only: ['GET /v1/statistics'] });
+    expect(report.endpoints[0]).toMatchObject({
+      ok: false,
+      findings: ["answered 500 on the first request of a window, within the contract's limit of 5"],
+      windowSeen: 'not probed',
+    });
+  });
+
+  it('a long field: quoted cut short, with its length; one too long to read: skipped, with its length', async () => {
+    const policy = Array.from({ length: 110 }, (_, i) => `"p${i}";q=9;w=9`).join(', ');
+    const ratelimit = Array.from({ length: 400 }, (_, i) => `"p${i}";r=1;t=1`).join(', ');
+    const served = await start(
+      createApp({
+        listing: 'B',
+        setup: (app) =>
+          app.use((_req, res, next) => {
+            const writeHead = res.writeHead;
+            res.writeHead = function (this: typeof res, ...args: Parameters<typeof writeHead>) {
+              res.setHeader('RateLimit-Policy', policy);
+              res.setHeader('RateLimit', ratelimit);
+              return writeHead.apply(this, args);
+            } as typeof writeHead;
+            next();
+          }),
+      }),
+    );
+    const report = await verify(served, { only: ['GET /v1/statistics'] });
+    const cut = (text: string) => `${text.slice(0, 100)}… (${text.length.toLocaleString('en')} characters)`;
+    expect([policy.length, ratelimit.length]).toEqual([1648, 6288]);
+    expect(report.endpoints[0]?.headers.findings).toEqual([
+      'RateLimit says ' + cut(ratelimit) + ': 6,288 characters, more than 4,096',
+      `RateLimit-Policy says ${cut(policy)}, contract says q=5;w=1`,
+    ]);
   });
 });
 
@@ -656,7 +788,7 @@ describe('several limits on one endpoint', () => {
   ])('$wrong: the row named in the finding', async ({ served: table, failing: found }) => {
     const served = await start(createApp({ listing: table }));
     const report = await verify(served, { listing: rows, only });
-    expect(report.endpoints[0]?.findings).toEqual(found);
+    expect(findingsOf(report.endpoints[0])).toEqual(found);
   });
 
   it('refuses a row that a longer window allowing no more requests makes unreachable, naming both', () => {
@@ -903,6 +1035,7 @@ describe('bad options fail before anything is sent, naming the option', () => {
     [{ ...base, window: 'Sliding' }, 'ERR_INVALID_OPTION', 'options.window'],
     [{ ...base, timeoutMs: 0 }, 'ERR_INVALID_OPTION', 'options.timeoutMs'],
     [{ ...base, timeoutMs: 2 ** 31 }, 'ERR_INVALID_OPTION', 'options.timeoutMs'],
+    [{ ...base, strictHeaders: 'yes' }, 'ERR_INVALID_OPTION', 'options.strictHeaders'],
     [{ ...base, concurrency: 0 }, 'ERR_INVALID_OPTION', 'options.concurrency'],
     [{ ...base, concurrency: 1.5 }, 'ERR_INVALID_OPTION', 'options.concurrency'],
     [{ ...base, concurrency: 'all' }, 'ERR_INVALID_OPTION', 'options.concurrency'],

@@ -9,7 +9,7 @@ const tsc = require.resolve('typescript/bin/tsc');
 export interface Compiled {
   /** CommonJS: `<cjs>/lib/index.js`, `<cjs>/lib/client.js`, `<cjs>/example-server/app.js`. */
   readonly cjs: string;
-  /** ES modules of lib/: `<esm>/client.js`. */
+  /** ES modules of lib/: `<esm>/client.js`; absent when compiled without them. */
   readonly esm: string;
   /** A folder for the test's own files, beside the compiled ones. */
   readonly scratch: string;
@@ -17,10 +17,10 @@ export interface Compiled {
 }
 
 /**
- * Compiles lib/ with the example server to CommonJS, and lib/ to ES modules, inside the project so that they
- * resolve the project's packages. A few seconds: call it once per test file, in beforeAll.
+ * Compiles lib/ with the example server to CommonJS, and lib/ to ES modules unless `esm` is false, inside the
+ * project so that they resolve the project's packages. A few seconds: call it once per test file, in beforeAll.
  */
-export function compile(name: string): Compiled {
+export function compile(name: string, { esm: withEsm = true } = {}): Compiled {
   mkdirSync(join(root, '.pack-test'), { recursive: true });
   const dir = mkdtempSync(join(root, '.pack-test', `${name}-`));
   const cjs = join(dir, 'cjs');
@@ -30,9 +30,11 @@ export function compile(name: string): Compiled {
     execFileSync(process.execPath, [tsc, '-p', config, '--outDir', outDir, '--declaration', 'false'], { cwd: root });
   // The example server's build holds lib/ whole beside it (example-server/tsconfig.json includes it).
   build('example-server/tsconfig.json', cjs);
-  build('tsconfig.build.esm.json', esm);
   writeFileSync(join(cjs, 'package.json'), '{ "type": "commonjs" }\n');
-  writeFileSync(join(esm, 'package.json'), '{ "type": "module" }\n');
+  if (withEsm) {
+    build('tsconfig.build.esm.json', esm);
+    writeFileSync(join(esm, 'package.json'), '{ "type": "module" }\n');
+  }
   mkdirSync(scratch);
   return { cjs, esm, scratch, remove: () => rmSync(dir, { recursive: true, force: true }) };
 }

@@ -116,8 +116,10 @@ interface Waiter {
 /**
  * One endpoint's pacing: calls take turns in order, and one goes when every limit of the endpoint has a free
  * place (see Budget). The server's answers correct it: its limits and windows replace the table's, what it counts
- * beyond this client's own requests holds places for a window, a 429 blocks the endpoint until its Retry-After, and
- * an answer without any rate-limit field (an unlimited grant) lets calls go unpaced until the fields return.
+ * beyond this client's own requests holds places for a window, a 429 blocks the endpoint until its Retry-After. An
+ * answer without any rate-limit field, where earlier answers carried them, is an unlimited grant: calls go unpaced
+ * until the fields return. Where they never came (a server that sends none), silence is no grant, and every request
+ * holds its place.
  * A waiting call keeps the process alive, as a pending fetch does: its timer is not unref'd, and no timer is set
  * beyond MAX_TIMER_MS. `onWait` is told each wait of a call in line, and must not throw (the settings' does not).
  */
@@ -126,6 +128,8 @@ export class Pacer {
   /** A 429's Retry-After: nothing goes before. */
   #blockedUntil = 0;
   #unlimited = false;
+  /** Whether an answer on this endpoint told its limits: only then can an answer without them be a grant. */
+  #spoke = false;
   /** Cleared by a 429 met while unlimited: the server's silence was not a grant (a proxy dropping the fields). */
   #mayBeUnlimited = true;
   readonly #queue: Waiter[] = [];
@@ -211,17 +215,18 @@ export class Pacer {
   answered(ticket: Ticket, at: number, limits: readonly ServerLimit[] | undefined, ok: boolean): void {
     if (!ticket.open) return;
     ticket.open = false;
-    // A success without any field was not counted (an unlimited grant): it holds no place.
-    const counted = limits !== undefined || !ok;
+    // A success without any field, from a server that told this endpoint's limits before, is an unlimited grant: it
+    // was not counted, and holds no place. Any other answer was counted, and holds its place for a window.
+    const grant = ok && limits === undefined && this.#spoke && this.#mayBeUnlimited;
     for (const budget of ticket.budgets) {
       budget.inflight--;
-      if (counted) budget.add(at + budget.windowMs, 1, false);
+      if (!grant) budget.add(at + budget.windowMs, 1, false);
     }
     let longer = false;
-    if (limits === undefined) {
-      if (ok && this.#mayBeUnlimited) this.#unlimited = true;
-    } else {
+    if (grant) this.#unlimited = true;
+    else if (limits !== undefined) {
       this.#unlimited = false;
+      if (limits.length > 0) this.#spoke = true;
       for (const limit of limits) longer = this.#correct(limit, limits.length, at) || longer;
     }
     if (longer) this.#recheck();

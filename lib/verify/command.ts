@@ -30,10 +30,10 @@ const listingArgument = `--listing ${listingNames.join('|')}`;
 export const USAGE = `Usage: listing-limits verify <base-url> ${listingArgument} [options]
 
 Probes a running API, every endpoint at once, and checks that it enforces listing ${eitherListing} of the
-rate-limit contract: limit requests pass and the next gets a 429 with Retry-After, the rate-limit fields
-agree, the window opens again, requests across a window's end show the kind of window the API counts,
-another token has its own counter, and path parameters share the counter. A run lasts about as long as the
-listing's longest window.
+rate-limit contract: limit requests pass and the next gets a 429, the window opens again, requests across a
+window's end show the kind of window the API counts, another token has its own counter, and path parameters
+share the counter. The rate-limit header fields and Retry-After, in whichever draft or convention, are
+judged apart: those present must agree. A run lasts about as long as the listing's longest window.
 
 Options:
   ${listingArgument.padEnd(19)}  the listing the API serves (required)
@@ -47,11 +47,13 @@ Options:
   --concurrency N      probe at most N endpoints at a time (default: all of them at once)
   --grace MS           milliseconds kept between the requests and each window's end (default 1000,
                        at most a quarter of the window)
-  --json               print the findings (or the plan) as JSON on stdout
+  --timeout MS         milliseconds a request may take; then its endpoint fails (default 10000)
+  --strict-headers     fail endpoints on header notes too: fields absent, or in another draft
+  --json               print the report (or the plan) as JSON on stdout
   --dry-run            print the plan, and send nothing
   -h, --help           print this help
 
-Exit codes: 0 every endpoint passes, 1 an endpoint fails, 2 wrong arguments.
+Exit codes: 0 every endpoint passes, 1 an endpoint fails or could not be checked, 2 wrong arguments.
 `;
 
 const cliOptions = {
@@ -63,6 +65,8 @@ const cliOptions = {
   window: { type: 'string' },
   concurrency: { type: 'string' },
   grace: { type: 'string' },
+  timeout: { type: 'string' },
+  'strict-headers': { type: 'boolean' },
   json: { type: 'boolean' },
   'dry-run': { type: 'boolean' },
   help: { type: 'boolean', short: 'h' },
@@ -82,6 +86,8 @@ const argumentOf: Record<string, string> = {
   window: '--window',
   concurrency: '--concurrency',
   graceMs: '--grace',
+  timeoutMs: '--timeout',
+  strictHeaders: '--strict-headers',
 };
 
 interface Parsed {
@@ -161,13 +167,14 @@ function parse(argv: readonly string[]): Parsed {
     if (!match?.[1]) throw new UsageError(`--param must be NAME=VALUE, e.g. id=123; got ${JSON.stringify(param)}`);
     (params[match[1]] ??= []).push(match[2] ?? '');
   }
-  let graceMs: number | undefined;
-  if (values.grace !== undefined) {
-    if (!/^\d+$/.test(values.grace)) {
-      throw new UsageError(`--grace must be whole milliseconds; got ${JSON.stringify(values.grace)}`);
-    }
-    graceMs = Number(values.grace);
-  }
+  const milliseconds = (value: string | undefined, argument: string) => {
+    if (value === undefined) return undefined;
+    if (!/^\d+$/.test(value))
+      throw new UsageError(`${argument} must be whole milliseconds; got ${JSON.stringify(value)}`);
+    return Number(value);
+  };
+  const graceMs = milliseconds(values.grace, '--grace');
+  const timeoutMs = milliseconds(values.timeout, '--timeout');
   let concurrency: number | undefined;
   if (values.concurrency !== undefined) {
     if (!/^\d+$/.test(values.concurrency)) {
@@ -188,6 +195,8 @@ function parse(argv: readonly string[]): Parsed {
     ...(values.window !== undefined && { window: values.window as WindowKind }),
     ...(concurrency !== undefined && { concurrency }),
     ...(graceMs !== undefined && { graceMs }),
+    ...(timeoutMs !== undefined && { timeoutMs }),
+    ...(values['strict-headers'] === true && { strictHeaders: true }),
   };
   return { help: false, json, dryRun, options };
 }
@@ -235,25 +244,51 @@ function planText(plan: VerifyPlan, listing: string): string {
   ].join('\n');
 }
 
+/** Rows of a table: `cells` then the first of `details`, and a row of its own for each further one. */
+function withDetails(cells: readonly string[], details: readonly string[]): string[][] {
+  const blank = cells.map(() => '');
+  return [[...cells, details[0] ?? ''], ...details.slice(1).map((detail) => [...blank, detail])];
+}
+
+const verdict = (findings: readonly string[]) => (findings.length === 0 ? 'pass' : 'fail');
+const noted = (notes: readonly string[]) => notes.map((note) => `note: ${note}`);
+
+/** The report as two tables: the contract's verdicts, then the header fields', each endpoint on its own lines. */
 function reportText(report: VerifyReport, listing: string): string {
-  const rows: string[][] = [];
-  for (const e of report.endpoints) {
-    const details = [...e.findings, ...e.notes.map((note) => `note: ${note}`)];
-    rows.push([e.endpoint, e.ok ? 'pass' : 'fail', String(e.requests), e.windowSeen, details[0] ?? '']);
-    for (const detail of details.slice(1)) rows.push(['', '', '', '', detail]);
+  const { endpoints } = report;
+  const contract = endpoints.flatMap((e) =>
+    withDetails(
+      [e.endpoint, verdict(e.findings), String(e.requests), e.windowSeen],
+      [...e.findings, ...noted(e.notes)],
+    ),
+  );
+  const headers = endpoints.flatMap((e) =>
+    withDetails(
+      [e.endpoint, verdict(e.headers.findings), e.headers.sent.join(', ') || 'nothing'],
+      [...e.headers.findings, ...noted(e.headers.notes)],
+    ),
+  );
+  const failed = endpoints.filter((e) => !e.ok).length;
+  const total = endpoints.length;
+  const onContract = endpoints.filter((e) => e.findings.length > 0).length;
+  const onHeaders = endpoints.filter((e) => e.headers.findings.length > 0).length;
+  let summary: string;
+  if (total === 1) {
+    const on = [onContract && 'on the contract', onHeaders && 'on its headers'].filter(Boolean).join(' and ');
+    summary = failed ? `The endpoint fails ${on}.` : 'The endpoint passes.';
+  } else {
+    const on = [onContract && `${onContract} on the contract`, onHeaders && `${onHeaders} on their headers`];
+    summary = failed
+      ? `${failed} of ${total} endpoints fail: ${on.filter(Boolean).join(', ')}.`
+      : `All ${total} endpoints pass.`;
   }
-  const failed = report.endpoints.filter((e) => !e.ok).length;
-  const total = report.endpoints.length;
-  const summary =
-    total === 1
-      ? `The endpoint ${failed ? 'fails' : 'passes'}.`
-      : failed
-        ? `${failed} of ${total} endpoints fail.`
-        : `All ${total} endpoints pass.`;
   return [
-    `listing-limits verify ${report.baseUrl}, listing ${listing}, ${report.window} windows`,
+    `listing-limits verify ${report.baseUrl}, listing ${listing}, ${report.window} windows` +
+      (report.strictHeaders ? ', strict headers' : ''),
     '',
-    table(['Endpoint', 'Result', 'Requests', 'Window', 'Findings'], rows, [2]),
+    table(['Endpoint', 'Result', 'Requests', 'Window', 'Findings'], contract, [2]),
+    '',
+    table(['Headers', 'Result', 'Sent', 'Findings'], headers),
     '',
     summary,
     '',

@@ -2,7 +2,7 @@
 import { randomBytes } from 'node:crypto';
 import { closest } from 'fastest-levenshtein';
 import { compile, pathToRegexp } from 'path-to-regexp';
-import { Checker, MAX_TIMER_MS } from '../shared/check.js';
+import { Checker, MAX_TIMER_MS, show } from '../shared/check.js';
 import { listingNames } from '../contract/listings.js';
 import { checkTable, endpointsOf, rowShape } from '../contract/table.js';
 import type { Limit, WindowKind } from '../contract/limit.js';
@@ -21,6 +21,7 @@ const optionNames = [
   'concurrency',
   'graceMs',
   'timeoutMs',
+  'strictHeaders',
   'fetch',
   'sleep',
   'now',
@@ -45,6 +46,7 @@ export interface Settings {
   readonly otherToken: string;
   readonly window: WindowKind;
   readonly graceMs: number;
+  readonly strictHeaders: boolean;
 }
 
 export interface Run extends Settings {
@@ -76,6 +78,11 @@ function checkOnly(value: unknown, names: readonly string[], listing: string): S
     }
   });
   return new Set(value as string[]);
+}
+
+function checkBoolean(value: unknown, field: string): boolean {
+  if (value === undefined || typeof value === 'boolean') return value === true;
+  return invalid(field, `must be true or false; got ${show(value)}.`);
 }
 
 /** The next value of a path parameter: the number plus one, or the value with `-2` appended. */
@@ -206,6 +213,7 @@ export function resolve(options: VerifyOptions): Run {
     concurrency: whole('concurrency', targets.length, 'endpoints', 1),
     graceMs: whole('graceMs', 1000, 'milliseconds', 0),
     timeoutMs: whole('timeoutMs', 10_000, 'milliseconds', 1, MAX_TIMER_MS),
+    strictHeaders: checkBoolean(options.strictHeaders, 'strictHeaders'),
     fetch: check.function(options.fetch, 'options.fetch', globalThis.fetch),
     sleep: check.function(options.sleep, 'options.sleep', sleep),
     now: check.function(options.now, 'options.now', Date.now),

@@ -1,9 +1,10 @@
 // One endpoint's probe: the requests and waits that check it, as steps a runner carries out against a server.
 import type { Limit, WindowKind } from '../contract/limit.js';
+import { readFields } from '../contract/read-headers.js';
 import { marginMs } from './counted.js';
-import { RATE_LIMIT_FIELDS } from '../contract/read-headers.js';
-import { type Answer, checkFields, checkRetryAfter, type Expectation, fieldsOf } from './fields.js';
+import { type Answer, checkFields, checkRetryAfter, type Expectation, isRefusal, Seen } from './fields.js';
 import { Findings, requestsText, shown, tenths } from './findings.js';
+import { kindSeen } from './kind.js';
 import type { Settings, Target } from './options.js';
 import {
   Banned,
@@ -32,7 +33,9 @@ export type { Probing, Reply, Shared, Step } from './steps.js';
  */
 export class Probe {
   private readonly found = new Findings();
-  private readonly fieldsSeen = new Set<string>();
+  private readonly seen = new Seen(this.found);
+  /** Answers received: none, and the fields were never seen, rather than not sent. */
+  private answers = 0;
   private readonly rows: readonly Row[];
   private readonly own: Client;
   /** The paths, per token, that were served (answered neither 403 nor 429): a 403 there later is a ban. */
@@ -58,7 +61,7 @@ export class Probe {
       label: several ? `${limit} per ${windowMs / 1000} s: ` : '',
     }));
     this.own = new Client(target.limits, run.graceMs);
-    this.windowSeen = !several && (target.limits[0] as Limit).limit === 1 ? 'either' : 'unclear';
+    this.windowSeen = !several && (target.limits[0] as Limit).limit === 1 ? 'either' : 'not probed';
   }
 
   *report(): Probing {
@@ -69,11 +72,8 @@ export class Probe {
       else if (error instanceof Banned) this.found.find('banned', error.message);
       else throw error;
     }
-    const missing = RATE_LIMIT_FIELDS.filter((field) => !this.fieldsSeen.has(field));
-    if (missing.length === RATE_LIMIT_FIELDS.length) this.found.note('sent no rate-limit fields');
-    else if (missing.length > 0) this.found.note(`sent no ${missing.join(', ')}`);
+    if (this.answers > 0) this.seen.noteMissing();
     const { name, method, path, limits, paths } = this.target;
-    const findings = this.found.all;
     const first = limits[0] as Limit;
     return {
       endpoint: name,
@@ -87,9 +87,7 @@ export class Probe {
       waitMs: this.waitMs,
       boundaryRequests: this.boundaryRequests,
       boundaryWaitMs: 0,
-      ok: findings.length === 0,
-      findings,
-      notes: this.found.notes,
+      ...this.found.verdicts(this.run.strictHeaders, this.seen.sent),
       windowSeen: this.windowSeen,
     };
   }
@@ -100,7 +98,9 @@ export class Probe {
     const reply = yield { kind: 'send', path, authorization };
     if (reply === undefined) throw new TypeError('A request was answered with nothing.');
     if ('failed' in reply) throw new RequestFailed(reply.failed);
-    const answer: Answer = { status: reply.status, headers: reply.headers, sent, at: reply.at };
+    const { status, headers, at } = reply;
+    const answer: Answer = { status, headers, fields: readFields(headers, at), sent, at };
+    this.answers++;
     const other = authorization !== undefined && authorization === this.run.otherToken;
     const key = `${other ? 'other' : 'own'} ${path}`;
     const retryAfter = answer.headers.get('retry-after');
@@ -113,9 +113,10 @@ export class Probe {
           `${retryAfter === null ? '' : ` (Retry-After: ${shown(retryAfter)})`}; not probed further`,
       );
     }
-    if (answer.status !== 403 && answer.status !== 429) this.served.add(key);
-    fieldsOf(answer, this.fieldsSeen);
-    if (answer.status !== 429 && answer.status >= 400) {
+    if (answer.status !== 403 && !isRefusal(answer.status)) this.served.add(key);
+    this.seen.record(answer);
+    // The contract counts every request, whatever the route answers; a server error is judged where it comes.
+    if (answer.status >= 400 && !isRefusal(answer.status)) {
       this.found.note(`${this.target.method} ${path} answered ${answer.status}`);
     }
     return answer;
@@ -137,7 +138,7 @@ export class Probe {
   }
 
   private checkRetryAfter(answer: Answer, row: Row): number | undefined {
-    return checkRetryAfter(answer, row.windowMs, this.found, row.label);
+    return checkRetryAfter(answer, row.windowMs, this.found, this.seen, row.label);
   }
 
   /**
@@ -157,7 +158,7 @@ export class Probe {
       answers.push(answer);
       client.record(answer);
       this.checkFields(answer, client.expect(this.run.window, answer));
-      if (answer.status === 429) return { passed: n, answers, refused: answer };
+      if (isRefusal(answer.status)) return { passed: n, answers, refused: answer };
     }
     return { passed: max, answers };
   }
@@ -208,8 +209,14 @@ export class Probe {
     }
     this.own.record(opening);
     this.checkFields(opening, this.own.expect(run.window, opening));
-    if (opening.status === 429) {
-      this.find('limit 0', `${label}allowed 0 requests, contract says ${limit}`);
+    if (isRefusal(opening.status)) {
+      this.found.refusedEarly(
+        opening.status,
+        'limit 0',
+        `${label}allowed 0 requests, contract says ${limit}`,
+        `on the first request of a window, within the contract's limit of ${limit}`,
+        label,
+      );
       this.checkRetryAfter(opening, row);
       return undefined;
     }
@@ -219,12 +226,23 @@ export class Probe {
     const rest = yield* this.burst(this.own, [first], limit, run.token);
     const passed = 1 + rest.passed;
     if (this.tooSlow(row, passed, start)) return undefined;
-    if (passed !== limit) {
+    if (passed > limit) {
       this.find('limit 0', `${label}allowed ${requestsText(passed)}, contract says ${limit}`);
-      if (rest.refused) this.checkRetryAfter(rest.refused, row);
       return undefined;
     }
     const refused = rest.refused as Answer;
+    if (passed < limit) {
+      this.found.refusedEarly(
+        refused.status,
+        'limit 0',
+        `${label}allowed ${requestsText(passed)}, contract says ${limit}`,
+        `on request ${passed + 1} of a window, within the contract's limit of ${limit}`,
+        label,
+      );
+      this.checkRetryAfter(refused, row);
+      return undefined;
+    }
+    this.found.refusedAs(refused.status);
     const retryAfter = this.checkRetryAfter(refused, row);
     const beforeEnd = limit > 1 ? (rest.answers[limit - 2] as Answer).at : beforeStart;
     // After the window's end, a fixed window lets the limit pass: of several limits, as many as the others leave.
@@ -241,8 +259,9 @@ export class Probe {
       );
     }
     if (kindProbe && (beforeEnd - start > windowMs - margin || beforeEnd - start >= windowMs)) {
-      this.find(
-        'boundary',
+      // The contract does not say which kind it counts: a kind that cannot be told is noted, not held against it.
+      this.windowSeen = 'unclear';
+      this.found.note(
         `${label}window kind inconclusive: ${requestsText(limit - 1)} sent from the middle of a window took ` +
           `${tenths(beforeEnd - beforeStart)} s, too close to its end`,
       );
@@ -277,23 +296,30 @@ export class Probe {
       yield* this.wait(retryEnd + run.graceMs - this.now(), 'window');
       const again = yield* this.send(first, run.token);
       this.own.record(again);
-      if (again.status === 429) {
-        this.find('window 0', `${label}still refused when Retry-After had passed (${retryAfter} s)`);
-      } else {
+      if (!isRefusal(again.status)) {
         this.find(
           'window 0',
           `${label}allowed ${requestsText(limit + 1)} within ${tenths(again.at - start)} s once Retry-After had ` +
             `passed (${retryAfter} s), contract says ${limit} per ${row.seconds} s`,
         );
+        return false;
       }
-      return false;
+      // The window holds, as the contract says: Retry-After told the client to come back too soon.
+      this.checkFields(again, this.own.expect(run.window, again));
+      this.found.refusedAs(again.status);
+      if (again.status === 429) {
+        this.found.findField(
+          'retry-after-passed',
+          `${label}still refused when Retry-After had passed (${retryAfter} s)`,
+        );
+      }
     }
 
     yield* this.wait(opening.at + windowMs + margin - this.now(), 'window');
     const { fits, kindProbe } = opened;
     const after: Answer[] = [];
     const expected: Record<WindowKind, Expectation>[] = [];
-    while (after.length < fits && after.at(-1)?.status !== 429) {
+    while (after.length < fits && !isRefusal(after.at(-1)?.status ?? 200)) {
       if (after.length > 0) this.boundaryRequests++;
       const answer = yield* this.send(first, run.token);
       this.own.record(answer);
@@ -301,83 +327,28 @@ export class Probe {
       after.push(answer);
     }
     const last = after.at(-1) as Answer;
-    if (last === after[0] && last.status === 429) {
+    if (last === after[0] && isRefusal(last.status)) {
       this.checkFields(last, UNKNOWN);
-      this.find(
+      this.found.refusedEarly(
+        last.status,
         'window 0',
-        retryEnd < start + windowMs
-          ? `${label}still refused when Retry-After had passed (${retryAfter} s)`
-          : `${label}window longer than the contract's: still refused when its ${row.seconds} s had passed`,
+        `${label}window longer than the contract's: still refused when its ${row.seconds} s had passed`,
+        `when the window's ${row.seconds} s had passed, within the contract's limit of ${limit}`,
+        label,
       );
       this.checkRetryAfter(last, row);
       return false;
     }
-    if (kindProbe) this.windowSeen = this.kindSeen(row, opened, after);
+    if (kindProbe) {
+      const retryAfterOf = (answer: Answer) => this.checkRetryAfter(answer, row);
+      this.windowSeen = kindSeen(this.run.window, row, opened, after, this.found, retryAfterOf);
+    }
     const seen = this.windowSeen;
-    const kind = seen === 'either' ? 'fixed' : seen;
+    const kind = seen === 'either' ? 'fixed' : seen === 'fixed' || seen === 'sliding' ? seen : undefined;
     after.forEach((answer, i) => {
-      this.checkFields(answer, kind === 'unclear' ? UNKNOWN : (expected[i] as Record<WindowKind, Expectation>)[kind]);
+      this.checkFields(answer, kind ? (expected[i] as Record<WindowKind, Expectation>)[kind] : UNKNOWN);
     });
     return true;
-  }
-
-  /**
-   * Tells the kind of window from the requests across the end of the first row's window: `limit - 1` sent from its
-   * middle, done at least the margin before its end, then `after`, the margin after its end, up to `fits` until the
-   * first 429. Fixed windows let them all pass within less than a window; a sliding window still holds the
-   * `limit - 1`, so it lets one pass and refuses the next. A side that does not fit its time tells nothing.
-   */
-  private kindSeen(row: Row, opened: FirstWindow, after: readonly Answer[]): WindowSeen {
-    const { run } = this;
-    const { limit, windowMs, seconds, label } = row;
-    const { beforeStart, beforeEnd, fits } = opened;
-    const last = after.at(-1) as Answer;
-    const passed = after.length - (last.status === 429 ? 1 : 0);
-    const span = last.at - beforeStart;
-    let seen: WindowSeen = 'unclear';
-    if (passed === 1 && last.status === 429) seen = 'sliding';
-    else if (passed < fits) {
-      this.find(
-        'boundary',
-        `${label}neither fixed nor sliding window: allowed ${requestsText(limit - 1)} before the end of a window and ` +
-          `${passed} after it; a fixed window allows ${fits} after it, a sliding one 1`,
-      );
-    } else if (span < windowMs) seen = 'fixed';
-    else {
-      this.find(
-        'boundary',
-        `${label}window kind inconclusive: ${requestsText(limit - 1 + fits)} across the end of a window took ` +
-          `${tenths(span)} s, not less than the window of ${seconds} s`,
-      );
-    }
-    if (seen === 'fixed' && run.window === 'sliding') {
-      this.find(
-        'boundary',
-        `${label}fixed window: allowed ${requestsText(limit - 1 + fits)} within ${tenths(span)} s ` +
-          `across the end of a window (${limit - 1} before it, ${fits} after it); ` +
-          `a sliding window allows ${limit} in any ${seconds} s`,
-      );
-    } else if (seen === 'sliding') {
-      if (run.window === 'fixed') {
-        this.find(
-          'boundary',
-          `${label}sliding window: allowed ${requestsText(limit - 1)} before the end of a window and 1 after it, ` +
-            `then 429; a fixed window allows ${fits} after it`,
-        );
-      }
-      const retryAfter = this.checkRetryAfter(last, row);
-      // The oldest request counted is the first sent from the middle of the window: it leaves a window after it.
-      const soonest = Math.floor((beforeStart + windowMs - last.at) / 1000);
-      const latest = Math.ceil((beforeEnd + windowMs - (after[0] as Answer).at) / 1000);
-      if (retryAfter !== undefined && (retryAfter < soonest || retryAfter > latest)) {
-        this.find(
-          'retry-after-boundary',
-          `${label}Retry-After says ${retryAfter} on the 429 after the end of a window; its oldest request ` +
-            `counted leaves the window in ${soonest === latest ? soonest : `${soonest} to ${latest}`} s`,
-        );
-      }
-    }
-    return seen;
   }
 
   /**
@@ -393,19 +364,29 @@ export class Probe {
     const client = new Client(target.limits, run.graceMs);
     const paths = second === undefined ? [first] : [second, first];
     const burst = yield* this.burst(client, paths, second === undefined ? 1 : row.limit + 1, run.otherToken);
-    if (burst.answers[0]?.status === 429) {
-      this.find('token', 'a different token shares the counter');
+    const opening = burst.answers[0] as Answer;
+    if (isRefusal(opening.status)) {
+      this.found.refusedEarly(
+        opening.status,
+        'token',
+        'a different token shares the counter',
+        "to another token's first request",
+      );
       return;
     }
     if (second === undefined || this.tooSlow(row, burst.passed, start)) return;
+    const { refused } = burst;
     if (burst.passed > row.limit) this.find('params', 'path parameters counted separately');
     else if (burst.passed < row.limit) {
-      this.find(
+      this.found.refusedEarly(
+        (refused as Answer).status,
         'limit other',
         `${row.label}allowed ${requestsText(burst.passed)} with another token, contract says ${row.limit}`,
+        `on another token's request ${burst.passed + 1}, within the contract's limit of ${row.limit}`,
+        row.label,
       );
-    }
-    if (burst.refused) this.checkRetryAfter(burst.refused, row);
+    } else if (refused) this.found.refusedAs(refused.status);
+    if (refused) this.checkRetryAfter(refused, row);
   }
 
   /**
@@ -435,17 +416,24 @@ export class Probe {
       const answer = yield* this.send(path, run.token);
       this.own.record(answer);
       this.checkFields(answer, this.own.expect(kind, answer));
-      if (count >= limit && answer.status !== 429) {
+      if (count >= limit && !isRefusal(answer.status)) {
         this.find(`limit ${index}`, `${label}allowed ${requestsText(count + 1)}, contract says ${limit}`);
         return false;
       }
-      if (count < limit && answer.status === 429) {
-        this.find(`limit ${index}`, `${label}allowed ${requestsText(count)}, contract says ${limit}`);
+      if (count < limit && isRefusal(answer.status)) {
+        this.found.refusedEarly(
+          answer.status,
+          `limit ${index}`,
+          `${label}allowed ${requestsText(count)}, contract says ${limit}`,
+          `on request ${count + 1}, within the contract's limit`,
+          label,
+        );
         this.checkRetryAfter(answer, row);
         return false;
       }
-      if (answer.status === 429) refused = answer;
+      if (isRefusal(answer.status)) refused = answer;
     }
+    this.found.refusedAs(refused.status);
     this.checkRetryAfter(refused, row);
 
     const ready = counted.readyAt(this.now());
@@ -453,10 +441,13 @@ export class Probe {
     const answer = yield* this.send(path, run.token);
     this.own.record(answer);
     this.checkFields(answer, this.own.expect(kind, answer));
-    if (answer.status === 429) {
-      this.find(
+    if (isRefusal(answer.status)) {
+      this.found.refusedEarly(
+        answer.status,
         `window ${index}`,
         `${label}window longer than the contract's: still refused when its ${seconds} s had passed`,
+        `when the window's ${seconds} s had passed, within the contract's limit`,
+        label,
       );
       this.checkRetryAfter(answer, row);
       return false;

@@ -4,24 +4,50 @@ import { resolve, type Run, type Target } from './options.js';
 import { Probe, type Probing, type Reply, type Shared, type Step } from './probe.js';
 import type { EndpointPlan, EndpointReport, VerifyOptions, VerifyPlan, VerifyReport } from './types.js';
 
-/** Sends one request of a probe; a request that gets no response is told by why. */
+/** The deadline of a request, passed: what it fails with. */
+class Deadline extends Error {}
+
+/**
+ * Sends one request of a probe; a request that gets no response is told by why. It settles within `timeoutMs`,
+ * whatever the server or `fetch` do: the request is aborted then, and not awaited further. The deadline's timer
+ * keeps the process alive, as the request it waits for must: a fetch on a socket the server closed holds nothing
+ * that does, and a process whose loop is empty would end as if every check had passed.
+ */
 async function request(run: Run, target: Target, step: Step & { kind: 'send' }): Promise<Reply> {
+  const controller = new AbortController();
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const deadline = new Promise<never>((_done, fail) => {
+    timer = setTimeout(() => {
+      const error = new Deadline();
+      controller.abort(error);
+      fail(error);
+    }, run.timeoutMs);
+  });
   let response: Response;
   try {
-    response = await run.fetch(`${run.origin}${step.path}`, {
-      method: target.method,
-      headers: step.authorization === undefined ? {} : { authorization: step.authorization },
-      redirect: 'manual',
-      signal: AbortSignal.timeout(run.timeoutMs),
-    });
+    const sent = Promise.resolve().then(() =>
+      run.fetch(`${run.origin}${step.path}`, {
+        method: target.method,
+        headers: step.authorization === undefined ? {} : { authorization: step.authorization },
+        redirect: 'manual',
+        signal: controller.signal,
+      }),
+    );
+    sent.catch(() => {});
+    response = await Promise.race([sent, deadline]);
   } catch (error) {
-    const { name, message, cause } = (error ?? {}) as { name?: unknown; message?: unknown; cause?: unknown };
-    if (name === 'TimeoutError') return { failed: `no response within ${run.timeoutMs / 1000} s` };
+    if (error instanceof Deadline || controller.signal.aborted) {
+      return { failed: `no response within ${run.timeoutMs / 1000} s` };
+    }
+    const { message, cause } = (error ?? {}) as { message?: unknown; cause?: unknown };
     const { code, message: causeMessage } = (cause ?? {}) as { code?: unknown; message?: unknown };
     return { failed: String(code ?? causeMessage ?? message ?? error) };
+  } finally {
+    clearTimeout(timer);
+    deadline.catch(() => {});
   }
-  // The body is not needed: drop it so that the connection is freed.
-  await response.body?.cancel().catch(() => {});
+  // The body is not needed: drop it so that the connection is freed, without waiting for it.
+  response.body?.cancel().catch(() => {});
   return { status: response.status, headers: response.headers, at: run.now() };
 }
 
@@ -99,7 +125,8 @@ export async function verifyContract(options: VerifyOptions): Promise<VerifyRepo
     run.onProgress({ type: 'done', result });
     return result;
   });
-  return { baseUrl: run.baseUrl, window: run.window, ok: endpoints.every((e) => e.ok), endpoints };
+  const { baseUrl, window, strictHeaders } = run;
+  return { baseUrl, window, strictHeaders, ok: endpoints.every((e) => e.ok), endpoints };
 }
 
 /**
@@ -114,7 +141,7 @@ function simulate(run: Run, target: Target): EndpointPlan {
   for (;;) {
     const step = probing.next(reply);
     if (step.done) {
-      const { ok: _ok, findings: _findings, notes: _notes, windowSeen: _seen, ...plan } = step.value;
+      const { ok: _ok, findings: _findings, notes: _notes, headers: _headers, windowSeen: _seen, ...plan } = step.value;
       return plan;
     }
     if (step.value.kind === 'wait') {

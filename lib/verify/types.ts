@@ -48,8 +48,17 @@ export interface VerifyOptions {
    * of it, for latency and clocks. Default: `1000`.
    */
   graceMs?: number;
-  /** Milliseconds one request may take before it counts as failed. Default: `10000`. */
+  /**
+   * Milliseconds one request may take, from its send to its answer's head; then it counts as failed, and its
+   * endpoint's probe stops with a finding. Default: `10000`.
+   */
   timeoutMs?: number;
+  /**
+   * Whether the header notes fail the endpoint too: rate-limit fields or `Retry-After` that are absent, or written
+   * in another draft or convention than drafts 8 to 11 of the IETF fields, Unix times in `X-RateLimit-Reset` and
+   * seconds in `Retry-After`. Default: `false`, since the contract does not say which headers to send.
+   */
+  strictHeaders?: boolean;
   /** The fetch used to send requests. Default: the global `fetch` of Node.js. */
   fetch?: typeof fetch;
   /** Waits `ms` milliseconds. Tests pass one that moves a fake clock instead. Default: a timer. */
@@ -127,21 +136,41 @@ export interface VerifyPlan {
 
 /**
  * The windows the server was seen to count: `'either'` for a limit of 1, which fixed and sliding windows count
- * alike; `'unclear'` when the probe could not tell (the findings or notes say why).
+ * alike; `'unclear'` when the requests across a window's end could not tell (the findings say why); `'not probed'`
+ * when the probe stopped before them (a finding), or the endpoint's other limits left too few (a note).
  */
-export type WindowSeen = WindowKind | 'either' | 'unclear';
+export type WindowSeen = WindowKind | 'either' | 'unclear' | 'not probed';
+
+/** What the rate-limit header fields of an endpoint's answers said, judged apart from the contract. */
+export interface HeadersReport {
+  /**
+   * What the answers carried, in the order first seen: `'drafts 8-11'` (the IETF `RateLimit` and `RateLimit-Policy`
+   * lists), `'draft 7'`, `'draft 6'`, `'X-RateLimit'`, and `'Retry-After'` (or `'Retry-After (date)'`) on 429s.
+   */
+  readonly sent: readonly string[];
+  /**
+   * Each field present that contradicts the contract or the requests sent, or cannot be read, e.g.
+   * `X-RateLimit-Limit says 3, contract says 2`; with `strictHeaders`, the notes too.
+   */
+  readonly findings: readonly string[];
+  /** Fields absent, or in another draft or convention, e.g. `no Retry-After on 429`: they contradict nothing. */
+  readonly notes: readonly string[];
+}
 
 /** What was found on one endpoint. */
 export interface EndpointReport extends EndpointPlan {
-  /** True when nothing contradicts the contract: `findings` is empty. */
+  /** True when nothing contradicts the contract: `findings` and `headers.findings` are empty. */
   readonly ok: boolean;
   /**
-   * Each way the server contradicts the contract, in words, e.g. `allowed 16 requests, contract says 15`; on an
+   * Each way the server contradicts the contract (the counts per window, their keys, the 429), in words, e.g.
+   * `allowed 16 requests, contract says 15`, or why it could not be checked (`request failed: ECONNREFUSED`); on an
    * endpoint of several limits, what concerns one of them opens with it (`3 per 10 s: allowed 4 requests, …`).
    */
   readonly findings: readonly string[];
-  /** What is worth knowing but contradicts nothing, e.g. `sent no rate-limit fields`. */
+  /** What is worth knowing but contradicts nothing, e.g. `GET /v1/bots/2 answered 404`. */
   readonly notes: readonly string[];
+  /** The rate-limit header fields and `Retry-After`, judged in a section of their own. */
+  readonly headers: HeadersReport;
   /** The requests actually sent. */
   readonly requests: number;
   /** The windows the server counts, as the requests across a window's end showed them. */
@@ -153,6 +182,8 @@ export interface VerifyReport {
   readonly baseUrl: string;
   /** The windows the server should count. */
   readonly window: WindowKind;
+  /** Whether the header notes failed the endpoints too. */
+  readonly strictHeaders: boolean;
   /** True when every endpoint is ok. */
   readonly ok: boolean;
   readonly endpoints: readonly EndpointReport[];
