@@ -534,6 +534,12 @@ describe('runtime methods: bad input', () => {
       field: 'grant.multiplier',
     },
     {
+      // × 25 would be `q=25000000000000000`, which a strict Structured Field parser refuses, and the whole field with it.
+      name: 'a multiplier beyond what a header field carries',
+      call: (l) => l.grant({ token: 'x' }, { multiplier: 1e15 }),
+      field: 'grant.multiplier',
+    },
+    {
       name: 'a row of no endpoint',
       call: (l) => l.grant({ token: 'x' }, { rows: [{ method: 'GET', path: '/v1/other', limit: 1, windowMs: 1000 }] }),
       field: 'grant.rows[0]',
