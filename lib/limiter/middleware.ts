@@ -410,8 +410,11 @@ export function listingLimits(
       records.banClient(client, banOptions),
     unban: async (client: ClientRef | string) => {
       const key = records.unbanKey(client);
-      const [lifted] = await Promise.all([records.unban(key), bans?.forget(key)]);
-      return lifted;
+      // What led to the bans first: an unban that fails leaves the ban, never a ban lifted with its strikes kept.
+      return records.bounded('limits.unban', async (bound) => {
+        await bans?.forget(key, bound);
+        return records.unban(key);
+      });
     },
     bans: () => records.bans(),
     grant: (client: ClientRef, grant: Grant, grantOptions?: { until?: Date | number; note?: string }) =>

@@ -19,7 +19,8 @@ import {
   type Stored,
   storedBan,
 } from './records.js';
-import { HISTORY_MAX } from '../../stores/state.js';
+import { HISTORY_MAX, type RequestPut } from '../../stores/state.js';
+import type { CallBound } from '../../stores/call-bound.js';
 import type { ActiveBan, ActiveGrant, ChangeEvent, ClientKind, ForeignEntry, Grant, LostRecord } from '../types.js';
 import { RecordCache } from './record-cache.js';
 import {
@@ -37,6 +38,12 @@ import {
 } from './record-views.js';
 
 export { addressBan, type BanRecord };
+
+/** The first wait before a rule's ban the store could not take is written again; it doubles up to LAST_RETRY_MS. */
+const FIRST_RETRY_MS = 500;
+const LAST_RETRY_MS = 30_000;
+/** Rules' bans kept here to write again at the most; beyond, the oldest is no longer written (it still holds here). */
+const PENDING_KEPT = 10_000;
 
 /**
  * The bans, grants, lost records, logins and resets of one middleware. The store's runtime state holds them, one
@@ -89,24 +96,96 @@ export class RuntimeRecords extends RecordCache {
 
   /**
    * A rule's ban, decided by a request: in force here at once, then written unless a ban of the key is in force in
-   * the store already (another instance's, which then replaces this one here). Resolves whether this wrote it; a
-   * ban the store could not take stays here alone until it ends, and the failure goes to `onError`.
+   * the store already (another instance's, which then replaces this one here). Resolves whether this wrote it. A ban
+   * the store could not take holds here, and is written again until the store takes it (see #retry); the failure
+   * goes to `onError`, once.
    */
   ruleBan(banKey: string, ban: BanRecord, req: Request): Promise<boolean> {
     (banKey.startsWith('addr:') ? this._addressBans : this._bans).add(banKey, storedBan(ban, -1), ban.since);
     this._bansEnd = Math.max(this._bansEnd, ban.until);
-    return this._change(
-      { field: `ban:${banKey}`, value: JSON.stringify(ban), endsAt: ban.until, when: 'absent' },
-      banEvent(ban),
-      req,
-    ).then(
-      (result) => result.changed,
+    return this.#writeRuleBan(banKey, ban, req).then(
+      (taken) => taken,
       (error: unknown) => {
-        const message = `a rule's ban of ${ban.key} could not be written to the store; it holds on this instance only.`;
+        const message =
+          `a rule's ban of ${ban.key} could not be written to the store; it holds on this instance, and is written ` +
+          'again until the store takes it.';
         this._context.report(new RuntimeStateError('ERR_STATE_WRITE', message, { cause: error }), req);
+        this.#keep(banKey, ban, req);
         return false;
       },
     );
+  }
+
+  #writeRuleBan(banKey: string, ban: BanRecord, req: Request | undefined): Promise<boolean> {
+    const change = { field: `ban:${banKey}`, value: JSON.stringify(ban), endsAt: ban.until, when: 'absent' } as const;
+    return this._change([{ change, event: banEvent(ban) }], req, undefined).then(
+      (result) => result.records[0]?.changed === true,
+    );
+  }
+
+  /** Rules' bans the store has not taken yet, by ban key: written again, one at a time, until it takes them. */
+  readonly #pending = new Map<string, { readonly ban: BanRecord; readonly req: Request | undefined }>();
+  #retry: ReturnType<typeof setTimeout> | undefined;
+  #retryMs = FIRST_RETRY_MS;
+  #writing = false;
+  #closed = false;
+
+  #keep(banKey: string, ban: BanRecord, req: Request | undefined): void {
+    if (this.#closed) return;
+    if (this.#pending.size >= PENDING_KEPT && !this.#pending.has(banKey))
+      this.#pending.delete(this.#pending.keys().next().value as string);
+    this.#pending.set(banKey, { ban, req });
+    this.#schedule(this.#retryMs);
+  }
+
+  #schedule(ms: number): void {
+    if (this.#retry || this.#writing || this.#closed) return;
+    this.#retry = setTimeout(() => void this.#writePending(), ms);
+    this.#retry.unref?.();
+  }
+
+  /** The store answers again: the rules' bans it could not take are written now, not at the end of a long wait. */
+  protected override _answered(): void {
+    if (this.#pending.size === 0 || this.#writing || this.#retryMs === FIRST_RETRY_MS) return;
+    clearTimeout(this.#retry);
+    this.#retry = undefined;
+    this.#retryMs = FIRST_RETRY_MS;
+    this.#schedule(0);
+  }
+
+  /**
+   * Writes the rules' bans kept here again, one after another; the first the store fails stops the round, and the
+   * next waits twice as long (from FIRST_RETRY_MS to LAST_RETRY_MS, or until the store answers a read again); a round
+   * that writes them all starts again from the shortest. A ban that ended, that an unban lifted, or that the store
+   * holds already (another instance's) goes.
+   */
+  async #writePending(): Promise<void> {
+    this.#retry = undefined;
+    this.#writing = true;
+    let failed = false;
+    for (const [banKey, { ban, req }] of [...this.#pending]) {
+      if (this.#closed) break;
+      const local = (banKey.startsWith('addr:') ? this._addressBans : this._bans).get(banKey);
+      if (local?.seq !== -1 || ban.until <= Date.now()) {
+        this.#pending.delete(banKey);
+        continue;
+      }
+      try {
+        await this.#writeRuleBan(banKey, ban, req);
+        this.#pending.delete(banKey);
+      } catch {
+        failed = true;
+        break;
+      }
+    }
+    this.#writing = false;
+    this.#retryMs = failed ? Math.min(this.#retryMs * 2, LAST_RETRY_MS) : FIRST_RETRY_MS;
+    if (this.#pending.size > 0) this.#schedule(this.#retryMs);
+  }
+
+  /** How many rules' bans wait here for the store to take them. */
+  get pendingBans(): number {
+    return this.#pending.size;
   }
 
   /** An operator's ban. */
@@ -118,38 +197,43 @@ export class RuntimeRecords extends RecordCache {
     const duration = check.seconds(o.duration, 'options.duration');
     const reason = o.reason === undefined ? 'operator' : checkText(check, o.reason, 'options.reason');
     this.#writable(check);
-    const since = Date.now();
-    const ban: BanRecord = { key, kind, reason, since, until: since + duration, by: 'operator' };
-    const field = `ban:${address ? addressBan(key) : key}`;
-    await this._change(
-      { field, value: JSON.stringify(ban), endsAt: ban.until, when: 'always' },
-      banEvent(ban),
-      undefined,
-    );
-    return true;
+    return this.bounded('limits.ban', async (bound) => {
+      const since = Date.now();
+      const ban: BanRecord = { key, kind, reason, since, until: since + duration, by: 'operator' };
+      const field = `ban:${address ? addressBan(key) : key}`;
+      const change = { field, value: JSON.stringify(ban), endsAt: ban.until, when: 'always' } as const;
+      await this._change([{ change, event: banEvent(ban) }], undefined, bound);
+      return true;
+    });
   }
 
-  /** Lifts the bans of a key (its own and its address's). Resolves whether the store had one in force. */
-  async unban(key: string): Promise<boolean> {
-    const at = Date.now();
-    let lifted = false;
-    for (const banKey of [key, addressBan(key)]) {
-      const cache = banKey.startsWith('addr:') ? this._addressBans : this._bans;
-      const known = cache.get(banKey);
-      // A rule's ban only this instance has: the store cannot lift it.
-      if (known && known.seq < 0) {
-        cache.delete(banKey);
-        if (known.until > at) lifted = true;
+  /**
+   * Lifts the bans of a key (its own and its address's), both in one change of the store. Resolves whether the store
+   * had one in force.
+   */
+  unban(key: string): Promise<boolean> {
+    return this.bounded('limits.unban', async (bound) => {
+      const at = Date.now();
+      let lifted = false;
+      const changes = [key, addressBan(key)].map((banKey) => {
+        const cache = banKey.startsWith('addr:') ? this._addressBans : this._bans;
+        const known = cache.get(banKey);
+        const event = eventOf('unban', key, known?.kind ?? (banKey === key ? kindOf(key) : 'ip'), at);
+        return { change: { field: `ban:${banKey}`, value: null, endsAt: null, when: 'always' } as const, event };
+      });
+      const result = await this._change(changes, undefined, bound);
+      for (const banKey of [key, addressBan(key)]) {
+        const cache = banKey.startsWith('addr:') ? this._addressBans : this._bans;
+        const known = cache.get(banKey);
+        // A rule's ban only this instance has: the store had none to lift.
+        if (known && known.seq < 0) {
+          cache.delete(banKey);
+          this.#pending.delete(banKey);
+          if (known.until > at) lifted = true;
+        }
       }
-      const event = eventOf('unban', key, known?.kind ?? (banKey === key ? kindOf(key) : 'ip'), at);
-      const result = await this._change(
-        { field: `ban:${banKey}`, value: null, endsAt: null, when: 'always' },
-        event,
-        undefined,
-      );
-      if (result.changed) lifted = true;
-    }
-    return lifted;
+      return lifted || result.records.some((done) => done.changed);
+    });
   }
 
   /** The key to unban: a key as `onBan` reported it, or a client. */
@@ -158,8 +242,8 @@ export class RuntimeRecords extends RecordCache {
     return this.keyOf(new Checker('limits.unban'), client).key;
   }
 
-  async grant(client: unknown, grant: unknown, options: unknown): Promise<boolean> {
-    const check = new Checker('limits.grant');
+  /** A grant made at runtime, checked: its field's change and its history entry. */
+  #grantChange(check: Checker, client: unknown, grant: unknown, options: unknown) {
     const { key } = this.keyOf(check, client);
     const checked = this._context.checkGrant(check, grant, 'grant');
     const o = check.options(options, 'options', '{ until, note }');
@@ -179,25 +263,45 @@ export class RuntimeRecords extends RecordCache {
     const note = o.note === undefined ? null : checkText(check, o.note, 'options.note');
     this.#writable(check);
     const record: GrantRecord = { key, grant: checked, since, until, note };
-    await this._change(
-      { field: `grant:${key}`, value: JSON.stringify(record), endsAt: until, when: 'always' },
-      grantEvent(record),
-      undefined,
-    );
-    return true;
+    const change = { field: `grant:${key}`, value: JSON.stringify(record), endsAt: until, when: 'always' } as const;
+    return { change, event: grantEvent(record) };
   }
 
-  async revoke(client: unknown): Promise<boolean> {
+  grant(client: unknown, grant: unknown, options: unknown): Promise<boolean> {
+    const change = this.#grantChange(new Checker('limits.grant'), client, grant, options);
+    return this.bounded('limits.grant', async (bound) => {
+      await this._change([change], undefined, bound);
+      return true;
+    });
+  }
+
+  /**
+   * A grant given with a grant request's decision, in one change of the store: the grant is given only when the
+   * request still holds `request.expected`. Resolves the request's text as written, or undefined when it did not.
+   */
+  grantWithDecision(
+    check: Checker,
+    grant: unknown,
+    options: unknown,
+    request: RequestPut,
+  ): Promise<string | undefined> {
+    const change = this.#grantChange(check, { key: request.meta.key }, grant, options);
+    return this.bounded(
+      check.source,
+      async (bound) => (await this._change([change], undefined, bound, request)).request,
+    );
+  }
+
+  revoke(client: unknown): Promise<boolean> {
     const check = new Checker('limits.revoke');
     const { key, kind } = this.keyOf(check, client);
     this.#writable(check);
-    const event = eventOf('revoke', key, kind, Date.now());
-    const result = await this._change(
-      { field: `grant:${key}`, value: null, endsAt: null, when: 'always' },
-      event,
-      undefined,
-    );
-    return result.changed;
+    return this.bounded('limits.revoke', async (bound) => {
+      const event = eventOf('revoke', key, kind, Date.now());
+      const change = { field: `grant:${key}`, value: null, endsAt: null, when: 'always' } as const;
+      const result = await this._change([{ change, event }], undefined, bound);
+      return result.records[0]?.changed === true;
+    });
   }
 
   /**
@@ -221,41 +325,44 @@ export class RuntimeRecords extends RecordCache {
   }
 
   /** The epoch a login is made in now: the store's, or a new one when it has none (a first login, or after a loss). */
-  async loginsEpoch(): Promise<string> {
-    const epoch = this.loginEpoch();
-    if (epoch !== undefined) return epoch;
-    return this.#newEpoch('absent');
+  loginsEpoch(): Promise<string> {
+    return this.bounded('limitsAdmin', async (bound) => {
+      await this.#read(bound);
+      return this.loginEpoch() ?? this.#newEpoch('absent', bound);
+    });
   }
 
   /** Ends every login made before, on every instance: a new epoch. */
   endLogins(): Promise<string> {
-    return this.#newEpoch('always');
+    return this.bounded('limitsAdmin', (bound) => this.#newEpoch('always', bound));
   }
 
-  async #newEpoch(when: 'absent' | 'always'): Promise<string> {
+  async #newEpoch(when: 'absent' | 'always', bound: CallBound): Promise<string> {
     const now = Date.now();
     const record: EpochRecord = { epoch: randomBytes(16).toString('base64url'), since: now };
     const change = { field: 'session:epoch', value: JSON.stringify(record), endsAt: null, when, event: undefined };
-    const result = await this._write({ ...change, now });
+    const result = (await this._write([{ ...change, now }], bound)).records[0];
     // Another instance's epoch, written first, is the one: the store answers it.
-    const stored = result.stored === undefined ? undefined : (JSON.parse(result.stored) as Partial<EpochRecord>);
+    const stored = result?.stored === undefined ? undefined : (JSON.parse(result.stored) as Partial<EpochRecord>);
     return typeof stored?.epoch === 'string' ? stored.epoch : record.epoch;
   }
 
   /** Ends one login on every instance, until `until`, when it would have ended by itself. */
-  async endLogin(id: string, until: number): Promise<void> {
-    const now = Date.now();
-    if (until <= now) return;
-    const record: EndedLogin = { id, endedAt: now, until };
-    const change = { field: `session:${id}`, value: JSON.stringify(record), endsAt: until, when: 'always' } as const;
-    await this._write({ ...change, event: undefined, now });
+  endLogin(id: string, until: number): Promise<void> {
+    return this.bounded('limitsAdmin', async (bound) => {
+      const now = Date.now();
+      if (until <= now) return;
+      const record: EndedLogin = { id, endedAt: now, until };
+      const change = { field: `session:${id}`, value: JSON.stringify(record), endsAt: until, when: 'always' } as const;
+      await this._write([{ ...change, event: undefined, now }], bound);
+    });
   }
 
   /**
    * Tells every instance that a client's counters were cleared, so that each forgets the refusals it remembers of
    * it; kept for `windowMs`, the longest window a remembered refusal can last.
    */
-  async resetClient(key: string, windowMs: number): Promise<void> {
+  async resetClient(key: string, windowMs: number, bound: CallBound): Promise<void> {
     const at = Date.now();
     const record: ResetRecord = { key, at, until: at + windowMs };
     const change = {
@@ -264,21 +371,25 @@ export class RuntimeRecords extends RecordCache {
       endsAt: record.until,
       when: 'always',
     } as const;
-    await this._write({ ...change, event: undefined, now: at });
+    await this._write([{ ...change, event: undefined, now: at }], bound);
   }
 
   /** Reads what changed in the store now (a custom store's state is this process's: nothing to read). */
-  async sync(): Promise<void> {
-    if (this._shared) await this._follower?.sync();
+  sync(): Promise<void> {
+    return this.bounded('limits.sync', (bound) => this.#read(bound));
+  }
+
+  async #read(bound: CallBound): Promise<void> {
+    if (this._shared && this._follower) await bound.race(this._follower.sync());
   }
 
   /** The bans in force, rules' and operators', as the store has them now. */
   async bans(): Promise<ActiveBan[]> {
-    return (await this.bansPage(0, Infinity)).bans;
+    return (await this.bansPage(0, Infinity, 'limits.bans')).bans;
   }
 
   async grants(): Promise<ActiveGrant[]> {
-    return (await this.grantsPage(0, Infinity)).grants;
+    return (await this.grantsPage(0, Infinity, 'limits.grants')).grants;
   }
 
   #activeBans(): Stored<BanRecord>[] {
@@ -300,22 +411,30 @@ export class RuntimeRecords extends RecordCache {
    * Bans in force from `offset` (or, past the last, from the start of the last `limit` of them), at most `limit`, in
    * the order of `bans()`; where they start, and how many are in force.
    */
-  async bansPage(offset: number, limit: number): Promise<{ total: number; offset: number; bans: ActiveBan[] }> {
-    await this.sync();
+  async bansPage(
+    offset: number,
+    limit: number,
+    source = 'limitsAdmin',
+  ): Promise<{ total: number; offset: number; bans: ActiveBan[] }> {
+    await this.bounded(source, (bound) => this.#read(bound));
     const { total, from, rows } = page(this.#activeBans(), offset, limit, activeBan);
     return { total, offset: from, bans: rows };
   }
 
   /** Grants in force, as {@link bansPage} pages the bans. */
-  async grantsPage(offset: number, limit: number): Promise<{ total: number; offset: number; grants: ActiveGrant[] }> {
-    await this.sync();
+  async grantsPage(
+    offset: number,
+    limit: number,
+    source = 'limitsAdmin',
+  ): Promise<{ total: number; offset: number; grants: ActiveGrant[] }> {
+    await this.bounded(source, (bound) => this.#read(bound));
     const { total, from, rows } = page(this.#activeGrants(), offset, limit, activeGrant);
     return { total, offset: from, grants: rows };
   }
 
   /** The bans in force of one client key: its own, and for an `ip:` key its address's. */
   async bansOf(key: string): Promise<ActiveBan[]> {
-    await this.sync();
+    await this.bounded('limitsAdmin', (bound) => this.#read(bound));
     const now = Date.now();
     const found = [this._bans.get(key), this._addressBans.get(addressBan(key))];
     return found.filter((ban): ban is Stored<BanRecord> => ban !== undefined && ban.until > now).map(activeBan);
@@ -323,14 +442,14 @@ export class RuntimeRecords extends RecordCache {
 
   /** The runtime grant in force of one client key. */
   async grantOfKey(key: string): Promise<ActiveGrant | undefined> {
-    await this.sync();
+    await this.bounded('limitsAdmin', (bound) => this.#read(bound));
     const grant = this._grants.get(key);
     return grant && (grant.until === null || grant.until > Date.now()) ? activeGrant(grant) : undefined;
   }
 
   /** The operators' bans and grants the store lost, oldest loss first. */
   async lost(): Promise<LostRecord[]> {
-    await this.sync();
+    await this.bounded('limits.lost', (bound) => this.#read(bound));
     const now = Date.now();
     return [...this._lost.values()]
       .filter((lost) => endOf(lost.record) > now)
@@ -346,40 +465,54 @@ export class RuntimeRecords extends RecordCache {
       });
   }
 
-  /** Applies again an operator's ban or grant the store lost; resolves false when it has ended or is gone. */
-  async restoreLost(id: unknown): Promise<boolean> {
-    await this.sync();
-    const lost = typeof id === 'string' ? this._lost.get(id) : undefined;
-    if (!lost) return false;
-    const now = Date.now();
-    const record = lost.record;
-    if (endOf(record) > now) {
-      const value = JSON.stringify(record);
+  /**
+   * Applies again an operator's ban or grant the store lost, and forgets the lost record, in one change of the store;
+   * resolves false when it has ended or is gone.
+   */
+  restoreLost(id: unknown): Promise<boolean> {
+    return this.bounded('limits.restoreLost', async (bound) => {
+      await this.#read(bound);
+      const lost = typeof id === 'string' ? this._lost.get(id) : undefined;
+      if (!lost) return false;
+      const now = Date.now();
+      const record = lost.record;
+      const dismiss = { change: { field: `lost:${lost.field}`, value: null, endsAt: null, when: 'always' } as const };
+      if (endOf(record) <= now) {
+        await this._change([dismiss], undefined, bound);
+        return false;
+      }
       const event = isBan(record) ? banEvent(record) : grantEvent(record);
-      await this._change(
-        { field: lost.field, value, endsAt: record.until, when: 'always' },
-        { ...event, at: new Date(now) },
-        undefined,
-      );
-    }
-    await this.dismissLost(lost.field);
-    return endOf(record) > now;
+      const change = {
+        field: lost.field,
+        value: JSON.stringify(record),
+        endsAt: record.until,
+        when: 'always',
+      } as const;
+      await this._change([{ change, event: { ...event, at: new Date(now) } }, dismiss], undefined, bound);
+      return true;
+    });
   }
 
   /** Forgets a lost record. */
-  async dismissLost(id: unknown): Promise<boolean> {
-    if (typeof id !== 'string' || id === '') return false;
-    const change = { field: `lost:${id}`, value: null, endsAt: null, when: 'always', event: undefined } as const;
-    return (await this._write({ ...change, now: Date.now() })).changed;
+  dismissLost(id: unknown): Promise<boolean> {
+    return this.bounded('limits.dismissLost', async (bound) => {
+      if (typeof id !== 'string' || id === '') return false;
+      const change = { field: `lost:${id}`, value: null, endsAt: null, when: 'always', event: undefined } as const;
+      return (await this._write([{ ...change, now: Date.now() }], bound)).records[0]?.changed === true;
+    });
   }
 
   /** The entries of the store's runtime state this instance skips, records first, then the history's. */
-  async foreign(): Promise<ForeignEntry[]> {
-    await this.sync();
+  foreign(): Promise<ForeignEntry[]> {
+    return this.bounded('limits.foreign', (bound) => this.#foreign(bound));
+  }
+
+  async #foreign(bound: CallBound): Promise<ForeignEntry[]> {
+    await this.#read(bound);
     const entries: ForeignEntry[] = [...this._foreign]
       .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
       .map(([field, { shown: text, problem }]) => ({ id: `record ${field}`, place: 'record', field, text, problem }));
-    for (const json of await this._state.history()) {
+    for (const json of await bound.race(this._state.history())) {
       const problem = this.#eventProblem(json);
       if (problem !== undefined)
         entries.push({ id: `history ${digest(json)}`, place: 'history', field: undefined, text: shown(json), problem });
@@ -388,22 +521,25 @@ export class RuntimeRecords extends RecordCache {
   }
 
   /** Removes an entry `foreign()` listed, if it is still as listed; resolves whether it was there. */
-  async removeForeign(id: unknown): Promise<boolean> {
-    if (typeof id !== 'string') return false;
-    if (id.startsWith('record ')) {
-      const field = id.slice('record '.length);
-      const found = this._foreign.get(field);
-      if (!found) return false;
-      const change = { field, value: null, endsAt: null, when: { sha1: found.sha1 }, event: undefined };
-      const removed = (await this._write({ ...change, now: Date.now() })).changed;
-      if (removed) this._foreign.delete(field);
-      return removed;
-    }
-    if (id.startsWith('history ')) {
-      const json = (await this._state.history()).find((entry) => `history ${digest(entry)}` === id);
-      return json !== undefined && this.#eventProblem(json) !== undefined && this._state.removeHistory(json);
-    }
-    return false;
+  removeForeign(id: unknown): Promise<boolean> {
+    return this.bounded('limits.removeForeign', async (bound) => {
+      if (typeof id !== 'string') return false;
+      if (id.startsWith('record ')) {
+        const field = id.slice('record '.length);
+        const found = this._foreign.get(field);
+        if (!found) return false;
+        const change = { field, value: null, endsAt: null, when: { sha1: found.sha1 }, event: undefined };
+        const removed = (await this._write([{ ...change, now: Date.now() }], bound)).records[0]?.changed === true;
+        if (removed) this._foreign.delete(field);
+        return removed;
+      }
+      if (id.startsWith('history ')) {
+        const json = (await bound.race(this._state.history())).find((entry) => `history ${digest(entry)}` === id);
+        if (json === undefined || this.#eventProblem(json) === undefined) return false;
+        return bound.race(this._state.removeHistory(json, bound.applyBy));
+      }
+      return false;
+    });
   }
 
   #eventProblem(json: string): string | undefined {
@@ -424,15 +560,11 @@ export class RuntimeRecords extends RecordCache {
   /** The changes, newest first: since a time, at most `limit` of them. Entries that are not changes are skipped. */
   async history(options: unknown): Promise<ChangeEvent[]> {
     const check = new Checker('limits.history');
-    const o = check.options(options, 'options', '{ since, limit }');
-    check.unknownKeys(o, ['since', 'limit'], (k) => `options.${k}`);
-    const given: unknown = o.since instanceof Date ? o.since.getTime() : o.since;
-    if (given !== undefined && (typeof given !== 'number' || !Number.isFinite(given)))
-      check.invalid('options.since', `must be a Date or epoch milliseconds; got ${show(o.since)}.`);
-    const since = given as number | undefined;
-    const limit = o.limit === undefined ? HISTORY_MAX : check.count(o.limit, 'options.limit');
+    const checked = this.#historyOptions(check, options);
+    const texts = await this.bounded('limits.history', (bound) => bound.race(this._state.history()));
+    const { since, limit } = checked;
     const events: ChangeEvent[] = [];
-    for (const json of await this._state.history()) {
+    for (const json of texts) {
       let event: ChangeEvent;
       try {
         event = checkEvent(json);
@@ -448,9 +580,24 @@ export class RuntimeRecords extends RecordCache {
     return events;
   }
 
-  /** Stops following the state (the Redis store's reads). */
+  #historyOptions(check: Checker, options: unknown): { since: number | undefined; limit: number } {
+    const o = check.options(options, 'options', '{ since, limit }');
+    check.unknownKeys(o, ['since', 'limit'], (k) => `options.${k}`);
+    const given: unknown = o.since instanceof Date ? o.since.getTime() : o.since;
+    if (given !== undefined && (typeof given !== 'number' || !Number.isFinite(given)))
+      check.invalid('options.since', `must be a Date or epoch milliseconds; got ${show(o.since)}.`);
+    const since = given as number | undefined;
+    const limit = o.limit === undefined ? HISTORY_MAX : check.count(o.limit, 'options.limit');
+    return { since, limit };
+  }
+
+  /** Stops following the state (the Redis store's reads), and writing again the rules' bans the store has not taken. */
   close(): void {
     this._follower?.stop();
     this._follower = undefined;
+    this.#closed = true;
+    clearTimeout(this.#retry);
+    this.#retry = undefined;
+    this.#pending.clear();
   }
 }
