@@ -98,6 +98,11 @@ export interface StateUpdate {
   readonly records: ReadonlyMap<string, string | null>;
   /** The mark of a copy behind the state that took its place (a failover): another after each; undefined for none. */
   readonly copy?: string;
+  /**
+   * The sequence number that copy had when it took the state's place: its records of a higher one were written on it
+   * since. Undefined: the copy's sequence number when it was found.
+   */
+  readonly forked?: number;
 }
 
 /** How an instance follows the state: updates come by themselves; `sync()` reads what changed now. */

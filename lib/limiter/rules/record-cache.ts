@@ -362,11 +362,13 @@ export class RecordCache {
     }
     const stale: [string, string][] = [];
     if (copy) {
-      // Records in force that this instance did not hold, though it had read past the change that wrote them.
+      // Records in force that this instance did not hold, though it had read past the change that wrote them; but
+      // not those written on the copy since it took over, whatever their number.
+      const passed = Math.min(known.seq, update.forked ?? update.seq);
       for (const [field, json] of update.records) {
         if (json === null || known.fields.has(field) || known.foreign.has(field)) continue;
         const seq = Number(/^\{"seq":(\d+),/.exec(json)?.[1] ?? 0);
-        if (seq <= known.seq && this.#inForce(field, json, now)) stale.push([field, json]);
+        if (seq <= passed && this.#inForce(field, json, now)) stale.push([field, json]);
       }
     }
     const changes: RecordChange[] = stale.map(([field, json]) => ({

@@ -128,7 +128,8 @@ end
  *
  * A server that was promoted from replica (a failover: Redis gives it a new `master_replid` and keeps the history it
  * continues as `master_replid2`) may lack the last changes of the server it replaced: at its first change, `#copy` is
- * marked anew, so that every instance reads the state whole and compares it with what it knew. Every step is O(log n) in the records kept.
+ * marked anew, so that every instance reads the state whole and compares it with what it knew, and `#forked` says the
+ * sequence number the copy had then (its own changes come after it). Every step is O(log n) in the records kept.
  * Answers the sequence number, the epoch, then each change's: whether it applied, the text before (of a record in
  * force), the text after.
  */
@@ -145,7 +146,7 @@ const CHANGE_LIB = `local function changeRecords(record, changes, ends, history,
   if type(info) == 'string' then
     local replid, replid2 = string.match(info, 'master_replid:(%x+)'), string.match(info, 'master_replid2:(%x+)')
     if replid and last ~= replid then
-      if last and replid2 and string.find(replid2, '[^0]') then redis.call('hset', record, '#copy', newEpoch) end
+      if last and replid2 and string.find(replid2, '[^0]') then redis.call('hset', record, '#copy', newEpoch, '#forked', seq) end
       redis.call('hset', record, '#replid', replid)
     end
   end

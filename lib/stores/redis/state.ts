@@ -216,11 +216,12 @@ async function readWhole(
   const epoch = all['#epoch'];
   const seq = counted(all['#seq']);
   const copy = all['#copy'];
+  const forked = all['#forked'] === undefined ? undefined : counted(all['#forked']);
   const records = new Map<string, string>();
   for (const [field, value] of Object.entries(all)) if (!field.startsWith('#')) records.set(field, value);
   const replaced = known?.epoch !== undefined && (epoch !== known.epoch || seq < known.seq || copy !== known.copy);
   return [
-    { kind: replaced ? 'replaced' : 'whole', epoch, seq, records, copy },
+    { kind: replaced ? 'replaced' : 'whole', epoch, seq, records, copy, forked },
     { epoch, seq, copy },
   ];
 }
@@ -245,7 +246,12 @@ async function readState(
     (known?.epoch !== undefined && epoch === known.epoch && seq < known.seq) ||
     (seenEpoch !== undefined && epoch === seenEpoch && seq < seenSeq);
   if (behind) {
-    await redis.hset(record, '#copy', newEpoch());
+    // A copy behind, not marked yet: no change was made on it since it took over, or the first would have marked it
+    // (CHANGE_LIB), so it forked where it stands.
+    if (copy === known?.copy) {
+      await redis.hset(record, '#forked', String(seq));
+      await redis.hset(record, '#copy', newEpoch());
+    }
     const whole = await readWhole(redis, record, known ?? { epoch, seq: seenSeq, copy });
     // The copy is the state from now on: what this process saw before it is no longer to be found.
     seen.epoch = whole[1].epoch;
