@@ -7,13 +7,13 @@ import { type ClientKind, type Instance, type InstanceOptions, startInstance } f
 export const LIMIT = 4;
 export const PATH = '/v1/things';
 /** A request's wait for Redis (the default), and an operator's call's in all. */
-export const TIMEOUT_MS = 200;
-export const CALL_TIMEOUT_MS = 1000;
+const TIMEOUT_MS = 200;
+const CALL_TIMEOUT_MS = 1000;
 /**
  * How much later than its bound a call, a page or a request may settle before the test fails: a bound for a hang,
  * generous enough for a loaded machine's late timers, never a speed the machine must keep.
  */
-export const SLACK_MS = 1500;
+const SLACK_MS = 1500;
 /** No request waits for Redis longer than 5 × timeoutMs, however busy the process. */
 export const REQUEST_BOUND_MS = 5 * TIMEOUT_MS + SLACK_MS;
 export const CALL_BOUND_MS = CALL_TIMEOUT_MS + SLACK_MS;
@@ -21,7 +21,7 @@ export const CALL_BOUND_MS = CALL_TIMEOUT_MS + SLACK_MS;
 /** What the rule bans: the tenth refusal within a minute (bursts of a test refuse fewer). */
 const BAN_AFTER = 10;
 
-export const faultOptions: InstanceOptions & { callTimeoutMs: number; ban: object } = {
+const faultOptions: InstanceOptions & { callTimeoutMs: number; ban: object } = {
   rows: [{ method: 'GET', path: PATH, limit: LIMIT, windowMs: 60_000 }],
   timeoutMs: TIMEOUT_MS,
   callTimeoutMs: CALL_TIMEOUT_MS,
@@ -149,7 +149,7 @@ export const outcome = (s: Settled) => ({
 });
 
 /** A page's answer: its status, how long it took (ms), and its text. */
-export interface PageAnswer {
+interface PageAnswer {
   readonly page: string;
   readonly status: number;
   readonly ms: number;

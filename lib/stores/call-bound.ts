@@ -43,25 +43,35 @@ export class CallBound {
     this.applyBy = ms === undefined ? undefined : now + Math.floor(ms / 2);
   }
 
-  /** `call`'s answer; its failure, or the end of the call's time, as `ERR_STORE_UNAVAILABLE`. */
-  race<T>(call: Promise<T>): Promise<T> {
+  /**
+   * `call`'s answer; its failure, or the end of the call's time, as `ERR_STORE_UNAVAILABLE`. When the store answers
+   * after that end, `late` is told its answer: a change it took in time whose answer came too late (a store that
+   * stopped between taking it and answering), which the call said it had not made.
+   */
+  race<T>(call: Promise<T>, late?: (value: T) => void): Promise<T> {
     if (this.ms === undefined) return call;
     const remaining = this.#end - performance.now();
     if (remaining <= 0) {
-      call.catch(() => {});
+      call.then(late, () => {});
       return Promise.reject(this.#timedOut());
     }
     this.#timer ??= setTimeout(() => this.#expire(), remaining);
     this.#timer.unref?.();
     return new Promise<T>((resolve, reject) => {
-      this.#waiting.add(reject);
+      let waiting = true;
+      const timedOut = (error: Error) => {
+        waiting = false;
+        reject(error);
+      };
+      this.#waiting.add(timedOut);
       call.then(
         (value) => {
-          this.#waiting.delete(reject);
-          resolve(value);
+          this.#waiting.delete(timedOut);
+          if (waiting) resolve(value);
+          else late?.(value);
         },
         (error: unknown) => {
-          this.#waiting.delete(reject);
+          this.#waiting.delete(timedOut);
           reject(this.#failed(error));
         },
       );

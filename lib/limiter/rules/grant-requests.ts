@@ -264,7 +264,9 @@ export class GrantRequests implements PublicGrantRequests {
     const bounds = { perKey: PENDING_PER_CLIENT, perNetwork: PENDING_PER_NETWORK, max: GRANT_REQUESTS_MAX };
     const store = this.#storeFor(check);
     const done = await this.#records.bounded(check.source, (bound) =>
-      bound.race(store.file(record.id, serialise(record), metaOf(record), bounds, record.at, bound.applyBy)),
+      bound.race(store.file(record.id, serialise(record), metaOf(record), bounds, record.at, bound.applyBy), (late) => {
+        if (late === 'done') this.#records.lateChange(bound);
+      }),
     );
     if (done === 'key') {
       check.fail(
@@ -442,7 +444,10 @@ export class GrantRequests implements PublicGrantRequests {
       const declined: StoredGrantRequest = { ...record, status: 'declined', decidedAt: Date.now(), answer };
       const store = this.#storeFor(check);
       const put = store.put(declined.id, serialise(declined), json, metaOf(declined), Date.now(), bound.applyBy);
-      this.#decidedMeanwhile(check, await bound.race(put));
+      const written = await bound.race(put, (late) => {
+        if (late !== undefined) this.#records.lateChange(bound);
+      });
+      this.#decidedMeanwhile(check, written);
       return publicOf(declined);
     });
   }

@@ -429,7 +429,7 @@ export class RecordCache {
     request?: RequestPut,
   ): Promise<StateChangeResult> {
     const change = this._state.change({ records, request, applyBy: bound?.applyBy });
-    const result = await (bound ? bound.race(change) : change);
+    const result = await (bound ? bound.race(change, (late) => this.#lateChange(bound, late)) : change);
     const epoch = result.records[0]?.epoch;
     if (epoch !== undefined && epoch !== this._epoch && this._follower) {
       // Done: the store has it. Reading the state whole is only for this copy, which the next read brings anyway.
@@ -442,6 +442,22 @@ export class RecordCache {
       if (done) this.#put(c.field, done.stored ?? null, done.seq);
     });
     return result;
+  }
+
+  /**
+   * A change the store took in time but answered after the call's bound, when the call had said it made none: every
+   * instance applies it (it is in the store), and `onError` is told which call it was.
+   */
+  #lateChange(bound: CallBound, result: StateChangeResult): void {
+    if (result.records.some((done) => done.changed) || result.request !== undefined) this.lateChange(bound);
+  }
+
+  /** Tells `onError` that a change of the call `bound` bounds, which it said it had not made, was taken after all. */
+  lateChange(bound: CallBound): void {
+    const message =
+      `${bound.source} was refused as the store did not answer in time, but the store had taken its change: it ` +
+      'holds on every instance.';
+    this._context.report(new RuntimeStateError('ERR_STATE_WRITE', message), undefined);
   }
 
   /**
