@@ -410,7 +410,8 @@ export function listingLimits(
       records.banClient(client, banOptions),
     unban: async (client: ClientRef | string) => {
       const key = records.unbanKey(client);
-      // What led to the bans first: an unban that fails leaves the ban, never a ban lifted with its strikes kept.
+      // The counts that led to the bans first: an unban that fails after them leaves the ban in force, never a ban
+      // lifted whose kept strikes would ban the client again at its next refusal.
       return records.bounded('limits.unban', async (bound) => {
         await bans?.forget(key, bound);
         return records.unban(key);

@@ -217,7 +217,7 @@ export class Counter<A extends Answer = Answer> {
    */
   clear(key: string, bound: CallBound): Promise<boolean> {
     this.#refused.forget(key);
-    if (this.#fallback) void promised(() => this.#fallback?.reset(key) ?? false).catch(() => {});
+    void this.#fallback?.reset(key);
     return bound.race(promised(() => this.#store.reset(key)));
   }
 

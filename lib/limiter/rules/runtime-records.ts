@@ -97,7 +97,7 @@ export class RuntimeRecords extends RecordCache {
   /**
    * A rule's ban, decided by a request: in force here at once, then written unless a ban of the key is in force in
    * the store already (another instance's, which then replaces this one here). Resolves whether this wrote it. A ban
-   * the store could not take holds here, and is written again until the store takes it (see #retry); the failure
+   * the store could not take holds here, and is written again until the store takes it (see #writePending); the failure
    * goes to `onError`, once.
    */
   ruleBan(banKey: string, ban: BanRecord, req: Request): Promise<boolean> {
@@ -181,11 +181,6 @@ export class RuntimeRecords extends RecordCache {
     this.#writing = false;
     this.#retryMs = failed ? Math.min(this.#retryMs * 2, LAST_RETRY_MS) : FIRST_RETRY_MS;
     if (this.#pending.size > 0) this.#schedule(this.#retryMs);
-  }
-
-  /** How many rules' bans wait here for the store to take them. */
-  get pendingBans(): number {
-    return this.#pending.size;
   }
 
   /** An operator's ban. */
@@ -376,7 +371,12 @@ export class RuntimeRecords extends RecordCache {
 
   /** Reads what changed in the store now (a custom store's state is this process's: nothing to read). */
   sync(): Promise<void> {
-    return this.bounded('limits.sync', (bound) => this.#read(bound));
+    return this.#synced('limits.sync');
+  }
+
+  /** Reads what changed in the store now, within the bound of the call `source` (or of the one under way). */
+  #synced(source: string): Promise<void> {
+    return this.bounded(source, (bound) => this.#read(bound));
   }
 
   async #read(bound: CallBound): Promise<void> {
@@ -416,7 +416,7 @@ export class RuntimeRecords extends RecordCache {
     limit: number,
     source = 'limitsAdmin',
   ): Promise<{ total: number; offset: number; bans: ActiveBan[] }> {
-    await this.bounded(source, (bound) => this.#read(bound));
+    await this.#synced(source);
     const { total, from, rows } = page(this.#activeBans(), offset, limit, activeBan);
     return { total, offset: from, bans: rows };
   }
@@ -427,14 +427,14 @@ export class RuntimeRecords extends RecordCache {
     limit: number,
     source = 'limitsAdmin',
   ): Promise<{ total: number; offset: number; grants: ActiveGrant[] }> {
-    await this.bounded(source, (bound) => this.#read(bound));
+    await this.#synced(source);
     const { total, from, rows } = page(this.#activeGrants(), offset, limit, activeGrant);
     return { total, offset: from, grants: rows };
   }
 
   /** The bans in force of one client key: its own, and for an `ip:` key its address's. */
   async bansOf(key: string): Promise<ActiveBan[]> {
-    await this.bounded('limitsAdmin', (bound) => this.#read(bound));
+    await this.#synced('limitsAdmin');
     const now = Date.now();
     const found = [this._bans.get(key), this._addressBans.get(addressBan(key))];
     return found.filter((ban): ban is Stored<BanRecord> => ban !== undefined && ban.until > now).map(activeBan);
@@ -442,14 +442,14 @@ export class RuntimeRecords extends RecordCache {
 
   /** The runtime grant in force of one client key. */
   async grantOfKey(key: string): Promise<ActiveGrant | undefined> {
-    await this.bounded('limitsAdmin', (bound) => this.#read(bound));
+    await this.#synced('limitsAdmin');
     const grant = this._grants.get(key);
     return grant && (grant.until === null || grant.until > Date.now()) ? activeGrant(grant) : undefined;
   }
 
   /** The operators' bans and grants the store lost, oldest loss first. */
   async lost(): Promise<LostRecord[]> {
-    await this.bounded('limits.lost', (bound) => this.#read(bound));
+    await this.#synced('limits.lost');
     const now = Date.now();
     return [...this._lost.values()]
       .filter((lost) => endOf(lost.record) > now)

@@ -42,7 +42,8 @@ function counted(value: string | null | undefined): number {
  * history (a list) and the grant requests (a hash, and its sequence number). Each instance reads the hash's
  * `#epoch`, `#seq`, `#floor` and `#copy` every REFRESH_MS, in one command; when the sequence number moved on, the
  * fields changed since its last read and their values, two more; when the epoch or the copy is another, the sequence
- * number went back, or the instance is behind the changes kept, the whole hash.
+ * number went back (below what an instance read, or what this process's own changes took), or the instance is behind
+ * the changes kept, the whole hash. Every change is sent with the latest time Redis may take it at (see redisClock).
  */
 export function redisState(
   redis: StateCommands,
@@ -57,7 +58,10 @@ export function redisState(
   const seen: Seen = { epoch: undefined, seq: 0 };
   const saw = (result: StateChangeResult) => {
     const last = result.records[result.records.length - 1];
-    if (last && (last.epoch !== seen.epoch || last.seq > seen.seq)) Object.assign(seen, last);
+    if (last && (last.epoch !== seen.epoch || last.seq > seen.seq)) {
+      seen.epoch = last.epoch;
+      seen.seq = last.seq;
+    }
     return result;
   };
   const requestKeys = REQUEST_KEYS.map((key) => `${prefix}:{runtime}:${key}`);
