@@ -78,6 +78,11 @@ export function redisState(
 
 /** How long a measure of Redis' clock is trusted before a change that has a time measures it again. */
 const CLOCK_KEPT_MS = 60_000;
+/**
+ * A measure whose round trip took longer is used for its own change only: Redis was slow to answer it (paused, or
+ * busy), and its error, taken off each change's latest time, would make the next changes refused as late.
+ */
+const CLOCK_KEPT_ROUND_TRIP_MS = 250;
 
 /**
  * Redis' clock as this process knows it, measured with `TIME` on the server of the runtime state against this
@@ -90,14 +95,16 @@ function redisClock(redis: StateCommands, key: string) {
     /** Redis' time for `applyBy` (`performance.now()`), early by the measure's error; '' for none. */
     async notAfter(applyBy: number | undefined): Promise<string> {
       if (applyBy === undefined) return '';
-      if (!known || performance.now() - known.at > CLOCK_KEPT_MS) {
+      let measure = known;
+      if (!measure || performance.now() - measure.at > CLOCK_KEPT_MS) {
         const sent = performance.now();
         const [seconds, micros] = (await redis.clock([key])) as [unknown, unknown];
         const received = performance.now();
         const redisMs = Number(seconds) * 1000 + Math.floor(Number(micros) / 1000);
-        known = { offset: redisMs - (sent + received) / 2, error: (received - sent) / 2, at: received };
+        measure = { offset: redisMs - (sent + received) / 2, error: (received - sent) / 2, at: received };
+        if (received - sent <= CLOCK_KEPT_ROUND_TRIP_MS) known = measure;
       }
-      return String(Math.floor(applyBy + known.offset - known.error));
+      return String(Math.floor(applyBy + measure.offset - measure.error));
     },
     /**
      * A guarded script's answer, unless it is the store's refusal of a change that came late; then Redis' clock is
