@@ -225,13 +225,10 @@ export function badInput(error: unknown): error is ListingLimitsError {
 
 /**
  * One bound for every store call of a page's load (see `CallBound`): the page answers within the store's
- * `callTimeoutMs` in all, whatever it reads and changes. It ends when the answer is sent.
+ * `callTimeoutMs` in all, whatever it reads and changes.
  */
 export function boundEachLoad(records: RuntimeRecords, source: string): RequestHandler {
-  return (_req, res, next) => {
-    const { end } = records.withBound(source, next);
-    res.once('close', end);
-  };
+  return (_req, _res, next) => records.withBound(source, next);
 }
 
 /**

@@ -55,6 +55,7 @@ export class CallBound {
       call.then(late, () => {});
       return Promise.reject(this.#timedOut());
     }
+    // One timer while a store call waits; none once none does.
     this.#timer ??= setTimeout(() => this.#expire(), remaining);
     this.#timer.unref?.();
     return new Promise<T>((resolve, reject) => {
@@ -63,26 +64,25 @@ export class CallBound {
         waiting = false;
         reject(error);
       };
+      const settled = () => {
+        this.#waiting.delete(timedOut);
+        if (this.#waiting.size > 0) return;
+        clearTimeout(this.#timer);
+        this.#timer = undefined;
+      };
       this.#waiting.add(timedOut);
       call.then(
         (value) => {
-          this.#waiting.delete(timedOut);
+          settled();
           if (waiting) resolve(value);
           else late?.(value);
         },
         (error: unknown) => {
-          this.#waiting.delete(timedOut);
+          settled();
           reject(this.#failed(error));
         },
       );
     });
-  }
-
-  /** The call is settled: its timer goes. */
-  done(): void {
-    clearTimeout(this.#timer);
-    this.#timer = undefined;
-    this.#waiting.clear();
   }
 
   #expire(): void {
@@ -120,24 +120,14 @@ const current = new AsyncLocalStorage<CallBound>();
  * Runs an operator's call within its bound: `run` makes its store calls through `bound.race`. Within another call's
  * bound (a page's load: see {@link withBound}), it shares that one, so that the whole settles within one bound.
  */
-export async function bounded<T>(
-  source: string,
-  ms: number | undefined,
-  run: (bound: CallBound) => Promise<T>,
-): Promise<T> {
+export function bounded<T>(source: string, ms: number | undefined, run: (bound: CallBound) => Promise<T>): Promise<T> {
   const outer = current.getStore();
   if (outer) return run(outer);
   const bound = new CallBound(source, ms);
-  try {
-    return await current.run(bound, () => run(bound));
-  } finally {
-    bound.done();
-  }
+  return current.run(bound, () => run(bound));
 }
 
-/** Runs `next` (the rest of a page's handling) within one bound for every call it makes; `end()` ends it. */
-export function withBound(source: string, ms: number | undefined, next: () => void): { end(): void } {
-  const bound = new CallBound(source, ms);
-  current.run(bound, next);
-  return { end: () => bound.done() };
+/** Runs `next` (the rest of a page's handling) within one bound for every store call it makes. */
+export function withBound(source: string, ms: number | undefined, next: () => void): void {
+  current.run(new CallBound(source, ms), next);
 }

@@ -408,9 +408,9 @@ export class RecordCache {
   /** The store answered a read of the state: what waits for it may go on. */
   protected _answered(): void {}
 
-  /** Runs `next` (the rest of a page's load) within one bound for all its store calls; `end()` when it is answered. */
-  withBound(source: string, next: () => void): { end(): void } {
-    return withBound(source, this._context.callTimeoutMs, next);
+  /** Runs `next` (the rest of a page's load) within one bound for all its store calls. */
+  withBound(source: string, next: () => void): void {
+    withBound(source, this._context.callTimeoutMs, next);
   }
 
   /** Tells `onError` of an error met by an operator's call (a page's) that the caller answered itself. */
