@@ -27,12 +27,6 @@ export interface HeaderTemplate {
   readonly bucket: string;
 }
 
-/**
- * The largest integer a Structured Field carries (RFC 9651 §3.3.1: at most 15 digits). Every limit the package writes
- * (`q=`, `r=`, `X-RateLimit-Limit`) is at most this: larger rows and grants are refused where they are given.
- */
-export const LARGEST_FIELD_INTEGER = 999_999_999_999_999;
-
 /** Quotes a string as a Structured Field sf-string (RFC 9651 §3.3.3). */
 export function sfString(value: string): string {
   return `"${value.replace(/[\\"]/g, '\\$&')}"`;

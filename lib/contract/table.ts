@@ -4,8 +4,7 @@ import { type Checker, show } from '../shared/check.js';
 import { listingChoices, listingHint, listingOf } from './listing-names.js';
 import { type EndpointRow, listings } from './listings.js';
 import { compilePath } from './match.js';
-import type { Limit } from './limit.js';
-import { LARGEST_FIELD_INTEGER } from './headers.js';
+import { LARGEST_FIELD_INTEGER, type Limit } from './limit.js';
 
 const rowFields = ['method', 'path', 'limit', 'windowMs'] as const;
 
@@ -50,7 +49,8 @@ export function checkRow(check: Checker, row: unknown, at: string): EndpointRow 
     check.fail(
       'ERR_INVALID_ROW',
       `${at}.limit`,
-      `must be at most ${LARGEST_FIELD_INTEGER}, the largest integer a header field carries (15 digits); got ${checked}.`,
+      `must be at most ${LARGEST_FIELD_INTEGER}, the largest integer a header field carries (15 digits); ` +
+        `got ${checked}.`,
     );
   }
   return {

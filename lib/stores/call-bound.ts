@@ -22,9 +22,11 @@ const NOTHING = 'Nothing of this call was changed: try again once it answers.';
 /**
  * The deadline of one operator's call (`ban()`, `usage()`, a grant request's decision, a page's load): every store
  * call it makes races it, so that the whole call settles within `ms`, resolved, or rejected with a
- * `ListingLimitsError` of code `ERR_STORE_UNAVAILABLE`. A change it makes carries `applyBy`, half-way to the end: a
- * store that takes it later refuses it, so that a call that rejected changed nothing, and a change taken in time has
- * the other half to be answered. Without `ms` (a store in this process, which answers at once), calls are not raced.
+ * `ListingLimitsError` of code `ERR_STORE_UNAVAILABLE`. A change it makes carries `applyBy`, three quarters of the way:
+ * a store that takes it later refuses it, so that a call that rejected changed nothing, and a change taken in time has
+ * the last quarter to be answered (one answered later still is told to `late`). The end is acted on one turn of the
+ * event loop after its timer, once Node has read the sockets: an answer that came while the process was busy is
+ * taken, not refused. Without `ms` (a store in this process, which answers at once), calls are not raced.
  */
 export class CallBound {
   /** When the store must have taken a change of the call, or refuse it (`performance.now()`). */
@@ -40,7 +42,7 @@ export class CallBound {
   ) {
     const now = performance.now();
     this.#end = ms === undefined ? Infinity : now + ms;
-    this.applyBy = ms === undefined ? undefined : now + Math.floor(ms / 2);
+    this.applyBy = ms === undefined ? undefined : now + Math.floor((ms * 3) / 4);
   }
 
   /**
@@ -56,7 +58,7 @@ export class CallBound {
       return Promise.reject(this.#timedOut());
     }
     // One timer while a store call waits; none once none does.
-    this.#timer ??= setTimeout(() => this.#expire(), remaining);
+    this.#timer ??= setTimeout(() => setImmediate(() => this.#expire()), remaining);
     this.#timer.unref?.();
     return new Promise<T>((resolve, reject) => {
       let waiting = true;
@@ -86,6 +88,7 @@ export class CallBound {
   }
 
   #expire(): void {
+    if (!this.#timer) return;
     this.#timer = undefined;
     const error = this.#timedOut();
     for (const reject of this.#waiting) reject(error);
@@ -101,7 +104,7 @@ export class CallBound {
     if (error instanceof ListingLimitsError) return error;
     if (error instanceof TooLate) {
       return this.#unavailable(
-        `took a change after half of ${this.ms} ms (its callTimeoutMs) and refused it. ${NOTHING}`,
+        `took a change after three quarters of ${this.ms} ms (its callTimeoutMs), and refused it. ${NOTHING}`,
       );
     }
     const why = error instanceof Error ? error.message : String(error);

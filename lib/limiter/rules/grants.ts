@@ -9,9 +9,8 @@ import { tokenKey } from '../keys.js';
 import type { RuntimeRecords } from './runtime-records.js';
 import type { StoreContract } from '../../stores/store.js';
 import { checkRow, refuseDuplicates, rowShape } from '../../contract/table.js';
-import { LARGEST_FIELD_INTEGER } from '../../contract/headers.js';
 import type { EndpointRow } from '../../contract/listings.js';
-import type { Limit, WindowKind } from '../../contract/limit.js';
+import { LARGEST_FIELD_INTEGER, type Limit, type WindowKind } from '../../contract/limit.js';
 import type { Grant, ListingLimitsOptions } from '../types.js';
 import type { Waiting } from '../../stores/waiting.js';
 
@@ -72,8 +71,8 @@ export function checkGrant(check: Checker, grant: unknown, at: string, table: Gr
     if (largestProduct > BigInt(LARGEST_FIELD_INTEGER)) {
       check.invalid(
         `${at}.multiplier`,
-        `makes a limit of ${largestProduct} on ${largestRow.method} ${largestRow.path}; a header field carries at most ` +
-          `${LARGEST_FIELD_INTEGER} (15 digits). Grant 'unlimited', or a smaller multiplier.`,
+        `makes a limit of ${largestProduct} on ${largestRow.method} ${largestRow.path}; a header field carries ` +
+          `at most ${LARGEST_FIELD_INTEGER} (15 digits). Grant 'unlimited', or a smaller multiplier.`,
       );
     }
     const largest = Number(largestProduct);

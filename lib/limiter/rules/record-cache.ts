@@ -7,12 +7,7 @@ import type { Client, IpKey } from '../identify.js';
 import {
   addressBan,
   type BanRecord,
-  checkBan,
   type CheckGrant,
-  checkGrantRecord,
-  checkLost,
-  checkReset,
-  checkSession,
   type EndedLogin,
   type EpochRecord,
   type GrantRecord,
@@ -35,6 +30,7 @@ import { bounded, type CallBound, withBound } from '../../stores/call-bound.js';
 import { SweptMap } from '../../shared/swept.js';
 import type { ChangeEvent, Grant } from '../types.js';
 import { digest, endOf, eventText, plain, sameRecord, shown } from './record-views.js';
+import { type Kind, type KindCache, recordKinds } from './record-kinds.js';
 
 /** Foreign entries of the records kept in view for `foreign()` at the most; beyond, the oldest go. */
 const FOREIGN_KEPT = 1000;
@@ -55,23 +51,6 @@ interface RecordsContext {
   readonly answered?: (route: string) => void;
   /** Told the key of each reset of a client's counters this instance reads (its own included). */
   readonly onReset?: (key: string) => void;
-}
-
-/** Where this instance keeps the records of a kind, by the id of their field. */
-interface KindCache {
-  get(id: string): { readonly seq: number } | undefined;
-  add(id: string, record: { readonly seq: number }, now: number): unknown;
-  delete(id: string): boolean;
-}
-
-/** A kind of record: how an entry of it is checked, and where this instance keeps its records. */
-interface Kind {
-  check(id: string, text: string): { readonly seq: number };
-  cache(id: string): KindCache;
-  /** Whether a record of it is an operator's: kept as a lost record when the store loses it. */
-  operators(record: unknown): boolean;
-  /** When a record of it ends (epoch ms; Infinity for never). */
-  end(record: unknown): number;
 }
 
 /** What this instance knew when the state it followed was replaced. */
@@ -150,51 +129,10 @@ export class RecordCache {
       },
       delete: (id) => this.#resets.delete(id),
     };
-    // The kinds of record, by the prefix of their field: a new kind is a check, a cache and a line here. Logins and
-    // resets are no operator's ban or grant: a store that loses them loses nothing to restore (logins then end, as
-    // their epoch is gone).
-    this.#kinds = new Map<string, Kind>([
-      [
-        'ban',
-        {
-          check: checkBan,
-          cache: bans,
-          operators: (ban) => (ban as BanRecord).by === 'operator',
-          end: (ban) => (ban as BanRecord).until,
-        },
-      ],
-      [
-        'grant',
-        {
-          check: (id, json) => checkGrantRecord(id, json, context.checkGrant),
-          cache: () => this._grants,
-          operators: () => true,
-          end: (grant) => (grant as GrantRecord).until ?? Infinity,
-        },
-      ],
-      [
-        'lost',
-        {
-          check: (id, json) => checkLost(id, json, context.checkGrant),
-          cache: () => this._lost,
-          operators: () => true,
-          end: (lost) => endOf((lost as LostEntry).record),
-        },
-      ],
-      [
-        'session',
-        {
-          check: checkSession,
-          cache: () => this._logins,
-          operators: () => false,
-          end: (r) => ('until' in (r as object) ? (r as EndedLogin).until : Infinity),
-        },
-      ],
-      [
-        'reset',
-        { check: checkReset, cache: () => resets, operators: () => false, end: (r) => (r as ResetRecord).until },
-      ],
-    ]);
+    this.#kinds = recordKinds(
+      { bans, grants: this._grants, lost: this._lost, logins: this._logins, resets },
+      context.checkGrant,
+    );
   }
 
   /** Starts following the state: once the middleware is made, so that a configuration that fails leaves nothing. */

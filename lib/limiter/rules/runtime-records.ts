@@ -1,10 +1,8 @@
 // The records of the store's runtime state (bans, grants, lost records, logins, resets): this instance's cache of them.
 import { randomBytes } from 'node:crypto';
 import type { Request } from 'express';
-import ipaddr from 'ipaddr.js';
-import { Checker, isPlainObject, MAX_DURATION_MS, show } from '../../shared/check.js';
+import { Checker, MAX_DURATION_MS, show } from '../../shared/check.js';
 import { RuntimeStateError } from '../../shared/errors.js';
-import { tokenKey } from '../keys.js';
 import {
   addressBan,
   type BanRecord,
@@ -13,7 +11,6 @@ import {
   type EndedLogin,
   type EpochRecord,
   type GrantRecord,
-  LONGEST_TEXT,
   Problem,
   type ResetRecord,
   type Stored,
@@ -23,6 +20,8 @@ import { HISTORY_MAX, type RequestPut } from '../../stores/state.js';
 import type { CallBound } from '../../stores/call-bound.js';
 import type { ActiveBan, ActiveGrant, ChangeEvent, ClientKind, ForeignEntry, Grant, LostRecord } from '../types.js';
 import { RecordCache } from './record-cache.js';
+import { clientKeyOf } from './client-keys.js';
+import { PendingBans } from './pending-bans.js';
 import {
   digest,
   kindOf,
@@ -35,15 +34,11 @@ import {
   endOf,
   isBan,
   shown,
+  lostRecord,
+  changesOf,
 } from './record-views.js';
 
 export { addressBan, type BanRecord };
-
-/** The first wait before a rule's ban the store could not take is written again; it doubles up to LAST_RETRY_MS. */
-const FIRST_RETRY_MS = 500;
-const LAST_RETRY_MS = 30_000;
-/** Rules' bans kept here to write again at the most; beyond, the oldest is no longer written (it still holds here). */
-const PENDING_KEPT = 10_000;
 
 /**
  * The bans, grants, lost records, logins and resets of one middleware. The store's runtime state holds them, one
@@ -61,26 +56,7 @@ export class RuntimeRecords extends RecordCache {
 
   /** The key of a client named as an operator knows it. Throws ListingLimitsError naming the field. */
   keyOf(check: Checker, client: unknown): { key: string; kind: ClientKind; address: boolean } {
-    const fields = isPlainObject(client) ? Object.keys(client) : [];
-    if (fields.length !== 1 || !['token', 'ip', 'key'].includes(fields[0] as string)) {
-      check.invalid('client', `must be { token }, { ip } or { key }; got ${show(fields.length ? fields : client)}.`);
-    }
-    const c = client as { token?: unknown; ip?: unknown; key?: unknown };
-    const field = fields[0] as string;
-    const value = c[field as keyof typeof c];
-    if (typeof value !== 'string' || value === '')
-      check.invalid(
-        `client.${field}`,
-        `must be a non-empty string; got ${field === 'token' ? typeof value : show(value)}.`,
-      );
-    if (field === 'token') return { key: tokenKey(value), kind: 'token', address: false };
-    if (field === 'ip') {
-      if (!ipaddr.isValid(value)) check.invalid('client.ip', `must be an IP address; got ${show(value)}.`);
-      return { key: this._context.ipOf(value), kind: 'ip', address: true };
-    }
-    if (value.length > LONGEST_TEXT)
-      check.invalid('client.key', `must be at most ${LONGEST_TEXT} characters; got ${value.length}.`);
-    return { key: value, kind: kindOf(value), address: false };
+    return clientKeyOf(check, client, this._context.ipOf);
   }
 
   #writable(check: Checker): void {
@@ -97,7 +73,7 @@ export class RuntimeRecords extends RecordCache {
   /**
    * A rule's ban, decided by a request: in force here at once, then written unless a ban of the key is in force in
    * the store already (another instance's, which then replaces this one here). Resolves whether this wrote it. A ban
-   * the store could not take holds here, and is written again until the store takes it (see #writePending); the failure
+   * the store could not take holds here, and is written again until the store takes it (see PendingBans); the failure
    * goes to `onError`, once.
    */
   ruleBan(banKey: string, ban: BanRecord, req: Request): Promise<boolean> {
@@ -110,10 +86,21 @@ export class RuntimeRecords extends RecordCache {
           `a rule's ban of ${ban.key} could not be written to the store; it holds on this instance, and is written ` +
           'again until the store takes it.';
         this._context.report(new RuntimeStateError('ERR_STATE_WRITE', message, { cause: error }), req);
-        this.#keep(banKey, ban, req);
+        this.#pending.keep(banKey, ban, req);
         return false;
       },
     );
+  }
+
+  /** Rules' bans the store could not take yet, written again until it takes them. */
+  readonly #pending = new PendingBans(
+    (banKey, ban, req) => this.#writeRuleBan(banKey, ban, req),
+    (banKey) => (banKey.startsWith('addr:') ? this._addressBans : this._bans).get(banKey)?.seq === -1,
+  );
+
+  /** The store answers again: the rules' bans it could not take are written now. */
+  protected override _answered(): void {
+    this.#pending.answered();
   }
 
   #writeRuleBan(banKey: string, ban: BanRecord, req: Request | undefined): Promise<boolean> {
@@ -121,66 +108,6 @@ export class RuntimeRecords extends RecordCache {
     return this._change([{ change, event: banEvent(ban) }], req, undefined).then(
       (result) => result.records[0]?.changed === true,
     );
-  }
-
-  /** Rules' bans the store has not taken yet, by ban key: written again, one at a time, until it takes them. */
-  readonly #pending = new Map<string, { readonly ban: BanRecord; readonly req: Request | undefined }>();
-  #retry: ReturnType<typeof setTimeout> | undefined;
-  #retryMs = FIRST_RETRY_MS;
-  #writing = false;
-  #closed = false;
-
-  #keep(banKey: string, ban: BanRecord, req: Request | undefined): void {
-    if (this.#closed) return;
-    if (this.#pending.size >= PENDING_KEPT && !this.#pending.has(banKey))
-      this.#pending.delete(this.#pending.keys().next().value as string);
-    this.#pending.set(banKey, { ban, req });
-    this.#schedule(this.#retryMs);
-  }
-
-  #schedule(ms: number): void {
-    if (this.#retry || this.#writing || this.#closed) return;
-    this.#retry = setTimeout(() => void this.#writePending(), ms);
-    this.#retry.unref?.();
-  }
-
-  /** The store answers again: the rules' bans it could not take are written now, not at the end of a long wait. */
-  protected override _answered(): void {
-    if (this.#pending.size === 0 || this.#writing || this.#retryMs === FIRST_RETRY_MS) return;
-    clearTimeout(this.#retry);
-    this.#retry = undefined;
-    this.#retryMs = FIRST_RETRY_MS;
-    this.#schedule(0);
-  }
-
-  /**
-   * Writes the rules' bans kept here again, one after another; the first the store fails stops the round, and the
-   * next waits twice as long (from FIRST_RETRY_MS to LAST_RETRY_MS, or until the store answers a read again); a round
-   * that writes them all starts again from the shortest. A ban that ended, that an unban lifted, or that the store
-   * holds already (another instance's) goes.
-   */
-  async #writePending(): Promise<void> {
-    this.#retry = undefined;
-    this.#writing = true;
-    let failed = false;
-    for (const [banKey, { ban, req }] of [...this.#pending]) {
-      if (this.#closed) break;
-      const local = (banKey.startsWith('addr:') ? this._addressBans : this._bans).get(banKey);
-      if (local?.seq !== -1 || ban.until <= Date.now()) {
-        this.#pending.delete(banKey);
-        continue;
-      }
-      try {
-        await this.#writeRuleBan(banKey, ban, req);
-        this.#pending.delete(banKey);
-      } catch {
-        failed = true;
-        break;
-      }
-    }
-    this.#writing = false;
-    this.#retryMs = failed ? Math.min(this.#retryMs * 2, LAST_RETRY_MS) : FIRST_RETRY_MS;
-    if (this.#pending.size > 0) this.#schedule(this.#retryMs);
   }
 
   /** An operator's ban. */
@@ -223,7 +150,7 @@ export class RuntimeRecords extends RecordCache {
         // A rule's ban only this instance has: the store had none to lift.
         if (known && known.seq < 0) {
           cache.delete(banKey);
-          this.#pending.delete(banKey);
+          this.#pending.forget(banKey);
           if (known.until > at) lifted = true;
         }
       }
@@ -274,17 +201,10 @@ export class RuntimeRecords extends RecordCache {
    * A grant given with a grant request's decision, in one change of the store: the grant is given only when the
    * request still holds `request.expected`. Resolves the request's text as written, or undefined when it did not.
    */
-  grantWithDecision(
-    check: Checker,
-    grant: unknown,
-    options: unknown,
-    request: RequestPut,
-  ): Promise<string | undefined> {
+  grantWithDecision(check: Checker, grant: unknown, options: unknown, request: RequestPut) {
     const change = this.#grantChange(check, { key: request.meta.key }, grant, options);
-    return this.bounded(
-      check.source,
-      async (bound) => (await this._change([change], undefined, bound, request)).request,
-    );
+    const run = async (bound: CallBound) => (await this._change([change], undefined, bound, request)).request;
+    return this.bounded(check.source, run);
   }
 
   revoke(client: unknown): Promise<boolean> {
@@ -454,15 +374,7 @@ export class RuntimeRecords extends RecordCache {
     return [...this._lost.values()]
       .filter((lost) => endOf(lost.record) > now)
       .sort((a, b) => a.lostAt - b.lostAt || (a.field < b.field ? -1 : 1))
-      .map((lost): LostRecord => {
-        const r = lost.record;
-        const since = new Date(r.since);
-        const base = { id: lost.field, key: r.key, lostAt: new Date(lost.lostAt) };
-        if (isBan(r)) return { ...base, kind: 'ban', ban: { ...r, since, until: new Date(r.until) }, grant: undefined };
-        const until = r.until === null ? undefined : new Date(r.until);
-        const grant = { key: r.key, grant: r.grant, since, until, note: r.note ?? undefined };
-        return { ...base, kind: 'grant', ban: undefined, grant };
-      });
+      .map(lostRecord);
   }
 
   /**
@@ -562,22 +474,7 @@ export class RuntimeRecords extends RecordCache {
     const check = new Checker('limits.history');
     const checked = this.#historyOptions(check, options);
     const texts = await this.bounded('limits.history', (bound) => bound.race(this._state.history()));
-    const { since, limit } = checked;
-    const events: ChangeEvent[] = [];
-    for (const json of texts) {
-      let event: ChangeEvent;
-      try {
-        event = checkEvent(json);
-      } catch (error) {
-        if (!(error instanceof Problem)) throw error;
-        this._foreignFound('history', json, error.message);
-        continue;
-      }
-      if (since !== undefined && event.at.getTime() < since) break;
-      events.push(event);
-      if (events.length === limit) break;
-    }
-    return events;
+    return changesOf(texts, checked, (json, problem) => this._foreignFound('history', json, problem));
   }
 
   #historyOptions(check: Checker, options: unknown): { since: number | undefined; limit: number } {
@@ -595,9 +492,6 @@ export class RuntimeRecords extends RecordCache {
   close(): void {
     this._follower?.stop();
     this._follower = undefined;
-    this.#closed = true;
-    clearTimeout(this.#retry);
-    this.#retry = undefined;
-    this.#pending.clear();
+    this.#pending.close();
   }
 }

@@ -117,9 +117,9 @@ end
  * what follows from them. The keys are the records' hash, the changes (a sorted set: each changed field, by the
  * sequence number of its last change), the ends (a sorted set: each record that ends, by its end) and the history.
  * `args` from `at` on: the instance's clock, a new epoch (taken when the hash has none), the history's length, the
- * changes kept, the ended records dropped per change, how many changes; then, for each, the field, the value ('' removes),
- * the end ('' for never), when ('always', 'absent' or 'sha1'), the SHA-1 of the text expected for 'sha1', the history
- * entry ('' for none).
+ * changes kept, the ended records dropped per change, how many changes; then, for each, the field, the value (''
+ * removes), the end ('' for never), when ('always', 'absent' or 'sha1'), the SHA-1 of the text expected for 'sha1',
+ * the history entry ('' for none).
  *
  * A change that applies writes the record with the next sequence number as its JSON's first member; every field the
  * step changes takes that one number. A few ended records are dropped each time, and the changes kept are trimmed to
@@ -146,7 +146,9 @@ const CHANGE_LIB = `local function changeRecords(record, changes, ends, history,
   if type(info) == 'string' then
     local replid, replid2 = string.match(info, 'master_replid:(%x+)'), string.match(info, 'master_replid2:(%x+)')
     if replid and last ~= replid then
-      if last and replid2 and string.find(replid2, '[^0]') then redis.call('hset', record, '#copy', newEpoch, '#forked', seq) end
+      if last and replid2 and string.find(replid2, '[^0]') then
+        redis.call('hset', record, '#copy', newEpoch, '#forked', seq)
+      end
       redis.call('hset', record, '#replid', replid)
     end
   end
@@ -166,7 +168,8 @@ const CHANGE_LIB = `local function changeRecords(record, changes, ends, history,
   local answer = {0, epoch}
   for i = 0, n - 1 do
     local b = at + 6 + 6 * i
-    local field, value, endsAt, when, expected, event = args[b], args[b + 1], args[b + 2], args[b + 3], args[b + 4], args[b + 5]
+    local field, value, endsAt = args[b], args[b + 1], args[b + 2]
+    local when, expected, event = args[b + 3], args[b + 4], args[b + 5]
     local before = redis.call('hget', record, field)
     local applies
     if when == 'sha1' then applies = before and redis.sha1hex(before) == expected
@@ -289,6 +292,9 @@ local function remove(id)
 end
 `;
 
+/** What the request change script is made of before its own part: it changes records too. */
+const REQUEST_LIBS = `${GUARD}${REQUEST_COMMON}${REQUEST_INDEXING}${CHANGE_LIB}`;
+
 /**
  * A change of the grant requests, every step O(log n) in the requests kept, refused when it comes late (GUARD: the
  * first argument). ARGV[1] is then the change:
@@ -304,7 +310,7 @@ end
  * to KEYS[15]) and CHANGE_LIB's arguments after its own, it changes those records too, in the same step, when the
  * request held `expected`: answers the text written, then CHANGE_LIB's answer.
  */
-export const REQUEST_CHANGE_SCRIPT = `${GUARD}${REQUEST_COMMON}${REQUEST_INDEXING}${CHANGE_LIB}local function dropEnded(now, n)
+export const REQUEST_CHANGE_SCRIPT = `${REQUEST_LIBS}local function dropEnded(now, n)
   for _, z in ipairs({PE, DE}) do
     for _, id in ipairs(redis.call('zrangebyscore', z, '-inf', now, 'LIMIT', 0, n)) do remove(id) end
   end

@@ -51,7 +51,7 @@ export interface RedisStoreOptions {
    * Longest wait for Redis, in milliseconds, of one operator's call in all (`ban()`, `grant()`, `usage()`, a grant
    * request's decision, a load of the pages): then it rejects with a `ListingLimitsError` of code
    * `ERR_STORE_UNAVAILABLE` (a page answers 503), and nothing of it is changed: a change that reaches Redis after
-   * half of it is refused there. Default: `2000`.
+   * three quarters of it is refused there. Default: `2000`.
    */
   callTimeoutMs?: number;
 }
