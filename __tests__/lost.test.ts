@@ -5,7 +5,8 @@ import request from 'supertest';
 import { type EndpointRow, listingLimits, type ListingLimitsMiddleware, redisStore, RuntimeStateError } from '../lib';
 import { tokenKey } from '../lib/limiter/keys';
 import { limitsAdmin } from '../lib/pages';
-import { describeRedis, ioredisClient, redisForBlock } from './helpers/redis';
+import { createServer, type Server, type Socket, connect } from 'node:net';
+import { describeRedis, describeRedisServer, ioredisClient, redisForBlock, RedisServer } from './helpers/redis';
 
 const rows: readonly EndpointRow[] = [{ method: 'GET', path: '/v1/things', limit: 2, windowMs: 60_000 }];
 const ban = { after: 1, within: 60_000, duration: 600_000 };
@@ -155,3 +156,103 @@ describeRedis('the Redis store loses its runtime state', () => {
     expect(await redis.client.hget(record, `ban:${tokenKey('Bot lifted')}`)).toBeNull();
   });
 });
+
+/**
+ * A TCP proxy on a port of its own to a Redis that `switchTo()` changes, dropping every connection: what a failover
+ * behind one address (Sentinel's, a DNS name) does to the clients.
+ */
+async function proxy(to: number): Promise<{ port: number; switchTo(port: number): void; close(): Promise<void> }> {
+  let target = to;
+  const sockets = new Set<Socket>();
+  const server: Server = createServer((socket) => {
+    const upstream = connect(target, '127.0.0.1');
+    for (const s of [socket, upstream]) {
+      sockets.add(s);
+      s.on('error', () => {});
+      s.on('close', () => {
+        socket.destroy();
+        upstream.destroy();
+        sockets.delete(s);
+      });
+    }
+    socket.pipe(upstream).pipe(socket);
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return {
+    port: (server.address() as { port: number }).port,
+    switchTo(port) {
+      target = port;
+      for (const socket of sockets) socket.destroy();
+    },
+    close: () => new Promise((resolve) => server.close(() => resolve())),
+  };
+}
+
+describeRedisServer('a replica promoted while it was behind, written to before an instance reads it', () => {
+  it('its first change marks it a copy: the instance that knew more finds what it lacks lost, and keeps what was written on it since', async () => {
+    const master = await RedisServer.start();
+    const replica = await RedisServer.start(['--replicaof', '127.0.0.1', String(master.port)]);
+    const front = await proxy(master.port);
+    const clients: Redis[] = [];
+    const made: ListingLimitsMiddleware[] = [];
+    try {
+      const open = async (port: number) => {
+        const client = await ioredisClient(`redis://127.0.0.1:${port}`);
+        clients.push(client);
+        return client;
+      };
+      const [onMaster, onReplica] = [await open(master.port), await open(replica.port)];
+      await until(async () => String(await onReplica.info('replication')).includes('master_link_status:up'));
+      const errors: RuntimeStateError[] = [];
+      const limits = (client: Redis, onError?: (error: RuntimeStateError) => void) => {
+        const l = listingLimits(rows, {
+          store: redisStore(client, { prefix: 'promoted', timeoutMs: 5000 }),
+          onError: onError && ((error) => onError(error as RuntimeStateError)),
+        });
+        made.push(l);
+        return l;
+      };
+      // A follows the state through the address that the failover moves.
+      const a = limits(await open(front.port), (error) => errors.push(error));
+      expect(await a.ban({ token: 'Bot kept' }, { duration: 600_000 })).toBe(true);
+      expect(await onMaster.wait(1, 5000)).toBe(1);
+      // The replica loses its link, and cannot make it again: the next ban is on the master alone, and A knows it.
+      await onReplica.config('SET', 'masterauth', 'not-the-password');
+      await onMaster.call('CLIENT', 'KILL', 'TYPE', 'replica');
+      await until(async () => String(await onReplica.info('replication')).includes('master_link_status:down'));
+      expect(await a.ban({ token: 'Bot behind' }, { duration: 600_000 })).toBe(true);
+      await a.bans();
+
+      // Promoted, and written to first by another instance: its sequence number is A's again, on another history.
+      await onReplica.replicaof('NO', 'ONE');
+      const b = limits(onReplica);
+      expect(await b.ban({ token: 'Bot after' }, { duration: 600_000 })).toBe(true);
+      expect(await onReplica.hget('promoted:{runtime}:record', '#copy')).not.toBeNull();
+
+      front.switchTo(replica.port);
+      await until(async () => errors.length > 0);
+      await until(async () => (await a.lost()).length === 1);
+      expect((await a.lost()).map((l) => l.id)).toEqual([`ban:${tokenKey('Bot behind')}`]);
+      expect(errors.map((e) => e.code)).toEqual(['ERR_STATE_LOST']);
+      // What was written on the promoted replica since holds: it was never lifted, whatever its number.
+      const keys = async (l: ListingLimitsMiddleware) => (await l.bans()).map((ban) => ban.key).sort();
+      const expected = [tokenKey('Bot after'), tokenKey('Bot kept')].sort();
+      await until(async () => JSON.stringify(await keys(a)) === JSON.stringify(expected));
+      expect([await keys(a), await keys(b)]).toEqual([expected, expected]);
+    } finally {
+      for (const l of made) l.close();
+      for (const client of clients) client.disconnect();
+      await front.close();
+      await Promise.all([master.close(), replica.close()]);
+    }
+  });
+});
+
+/** Waits until `condition()` holds, asking every 25 ms, for up to 10 s: a bound for a hang. */
+async function until(condition: () => Promise<boolean>): Promise<void> {
+  const end = performance.now() + 10_000;
+  while (!(await condition())) {
+    if (performance.now() > end) throw new Error('never held');
+    await new Promise((resolve) => setTimeout(resolve, 25));
+  }
+}

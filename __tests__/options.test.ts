@@ -304,6 +304,28 @@ describe('bad configuration fails at creation, naming the field', () => {
       field: 'options.grants["tok"].multiplier',
     },
     {
+      // 1e308 × 25 is a limit of 309 digits: a Structured Field integer has at most 15.
+      name: 'grant multiplier beyond what a header field carries',
+      listing: 'B',
+      options: { grants: { tok: { multiplier: 1e308 } } },
+      code: 'ERR_INVALID_OPTION',
+      field: 'options.grants["tok"].multiplier',
+    },
+    {
+      name: 'row limit beyond what a header field carries',
+      listing: [row({ limit: Number.MAX_SAFE_INTEGER })],
+      options: {},
+      code: 'ERR_INVALID_ROW',
+      field: 'listing[0].limit',
+    },
+    {
+      name: 'grant row limit beyond what a header field carries',
+      listing: 'B',
+      options: { grants: { tok: { rows: [row({ path: '/v1/bots', limit: 1e15 })] } } },
+      code: 'ERR_INVALID_ROW',
+      field: 'options.grants["tok"].rows[0].limit',
+    },
+    {
       name: 'grant row of no table row',
       listing: 'B',
       options: { grants: { tok: { rows: [row({ path: '/v1/servers' })] } } },
@@ -364,6 +386,16 @@ describe('error messages show what was given, never code', () => {
       'a string limit',
       () => listingLimits([row({ limit: '5' })]),
       'listingLimits: listing[0].limit must be a positive integer; got "5".',
+    ],
+    [
+      'a limit of 16 digits',
+      () => listingLimits([row({ limit: 2 ** 53 - 1 })]),
+      'listingLimits: listing[0].limit must be at most 999999999999999, the largest integer a header field carries (15 digits); got 9007199254740991.',
+    ],
+    [
+      'a multiplier that makes a limit of 16 digits',
+      () => listingLimits('B', { grants: { 'Bot x': { multiplier: 1e15 } } }),
+      'listingLimits: options.grants["Bot x"].multiplier makes a limit of 30000000000000000 on GET /v1/bots/:id/uptime; a header field carries at most 999999999999999 (15 digits). Grant \'unlimited\', or a smaller multiplier.',
     ],
     [
       'the memoryStore function itself',

@@ -560,8 +560,10 @@ describe('a fresh install of the packed package, outside the project, as an app 
 
   it("pulls in what the middleware needs and nothing of the pages' or the progress bar's: at most express-rate-limit's count plus those", () => {
     const added = ours.packages.filter((p) => !express.packages.includes(p)).map((p) => p.slice(0, p.lastIndexOf('@')));
-    // ipaddr.js 2 beside Express's own ipaddr.js 1; structured-headers reads the fields for the client and verify.
+    // ipaddr.js 2 beside Express's own ipaddr.js 1; structured-headers reads the fields for the client and verify;
+    // cluster-key-slot (ioredis's and node-redis's) tells which node of a Redis Cluster holds a key.
     expect(added.sort()).toEqual([
+      'cluster-key-slot',
       'fastest-levenshtein',
       'ipaddr.js',
       'listing-limits',
@@ -577,6 +579,7 @@ describe('a fresh install of the packed package, outside the project, as an app 
       'ipaddr.js',
       'path-to-regexp',
       'fastest-levenshtein',
+      'cluster-key-slot',
     ];
     expect(
       Object.keys(pkg.dependencies)

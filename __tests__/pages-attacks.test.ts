@@ -555,19 +555,26 @@ describeRedisServer('a store that fails while a request is filed', () => {
     await redis?.close();
   });
 
-  it('reaches the app’s error handler with its message, and without the contact or the reason', async () => {
+  it('answers 503 and tells onError its message, without the contact or the reason, and nothing reaches the app’s error handler', async () => {
+    const told: unknown[] = [];
     const { app, limits } = pagesApp(undefined, {
       store: redisStore(client, { prefix: 'failing' }),
+      limits: { onError: (error) => void told.push(error) },
       // The form's limiter counts in memory here: the filing itself is what fails.
       contact: { store: memoryStore() },
     });
     const seen = errorsOf(app);
     const contact = 'private-contact@example.com';
     const reason = 'A private reason, not for the logs.';
-    await (await contactForm(app))({ ...valid, contact, reason }).expect(500);
-    expect(seen.length).toBe(1);
-    const error = seen[0] as Error;
-    expect(error.message).toMatch(/^OOM command not allowed when used memory > 'maxmemory'/);
+    const res = await (await contactForm(app))({ ...valid, contact, reason }).expect(503);
+    expect(flat(res.text)).toContain('Requests cannot be filed or checked right now: nothing was filed.');
+    expect(seen).toEqual([]);
+    expect(told.length).toBe(1);
+    const error = told[0] as Error & { code: string };
+    expect(error.code).toBe('ERR_STORE_UNAVAILABLE');
+    expect(error.message).toMatch(
+      /^limitsRequestPage: options\.store failed \(OOM command not allowed when used memory > 'maxmemory'/,
+    );
     const shown = `${inspect(error, { depth: 10, showHidden: true })} ${JSON.stringify(error)}`;
     for (const secret of [contact, reason, 'requester-token', 'private']) expect(shown).not.toContain(secret);
     expect(limits.requests.supported).toBe(true);

@@ -49,16 +49,13 @@ function suite(makeStore: () => Store) {
       const key = tokenKey(`Bot lost-${i}`);
       const record = { key, kind: 'token', reason, since: now, until: now + 3_600_000, by: 'operator' };
       const lost = JSON.stringify({ field: `ban:${key}`, record, lostAt: now });
-      await state.change({
-        field: `lost:ban:${key}`,
-        value: lost,
-        endsAt: null,
-        when: 'always',
-        event: undefined,
-        now,
-      });
       const junk = JSON.stringify({ junk: '&'.repeat(1000) });
-      await state.change({ field: `ban:junk-${i}`, value: junk, endsAt: null, when: 'always', event: undefined, now });
+      await state.change({
+        records: [
+          { field: `lost:ban:${key}`, value: lost, endsAt: null, when: 'always', event: undefined, now },
+          { field: `ban:junk-${i}`, value: junk, endsAt: null, when: 'always', event: undefined, now },
+        ],
+      });
     }
     const before = read();
     const page = await request(app).get('/admin/limits/').expect(200);

@@ -472,6 +472,22 @@ describe.each(expressVersions)('with %s', (_name, express) => {
       [tokenKey(TOKEN), { multiplier: 10 }, undefined],
     ]);
   });
+
+  it.each(['constructor', '__proto__', 'toString', 'hasOwnProperty', 'valueOf'])(
+    'a notice names only an action of its own: ?done=%s shows none',
+    async (done) => {
+      const { app } = pagesApp(() => true, { express });
+      for (const path of ['/admin/limits/', `/admin/limits/client?key=${encodeURIComponent(tokenKey(TOKEN))}&`]) {
+        const res = await request(app)
+          .get(`${path}${path.endsWith('&') ? '' : '?'}done=${done}`)
+          .expect(200);
+        expect(res.text).not.toContain('class="notice"');
+        expect(res.text).not.toMatch(/function|native code|\[object/);
+      }
+      const shown = await request(app).get('/admin/limits/?done=lifted').expect(200);
+      expect(flat(shown.text)).toContain('<p class="notice" role="status">The ban is lifted.</p>');
+    },
+  );
 });
 
 describeRedis('two instances sharing a Redis store', () => {

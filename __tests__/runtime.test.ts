@@ -14,6 +14,9 @@ import {
   type ListingLimitsOptions,
   memoryStore,
   redisStore,
+  type CounterSpec,
+  type RuntimeState,
+  type RuntimeStateError,
 } from '../lib';
 import { createApp } from './helpers/app';
 import { commandCalls, describeRedis, ioredisClient, scanKeys, startRedis } from './helpers/redis';
@@ -576,6 +579,12 @@ describe('runtime methods: bad input', () => {
       field: 'grant.multiplier',
     },
     {
+      // × 25 would be `q=25000000000000000`, which a strict Structured Field parser refuses, and the whole field with it.
+      name: 'a multiplier beyond what a header field carries',
+      call: (l) => l.grant({ token: 'x' }, { multiplier: 1e15 }),
+      field: 'grant.multiplier',
+    },
+    {
       name: 'a row of no endpoint',
       call: (l) => l.grant({ token: 'x' }, { rows: [{ method: 'GET', path: '/v1/other', limit: 1, windowMs: 1000 }] }),
       field: 'grant.rows[0]',
@@ -630,6 +639,59 @@ describe('runtime methods: bad input', () => {
       await expect(custom.unban({ token: 'x' })).resolves.toBe(false);
     } finally {
       custom.close();
+    }
+  });
+});
+
+describe('a store that answers an operator’s call after its bound', () => {
+  /** A store in this process whose state takes each change at once and answers it `delayMs` later. */
+  function slowToAnswer(delayMs: number) {
+    const memory = memoryStore();
+    const inner = memory.state as RuntimeState;
+    const state: RuntimeState = {
+      ...inner,
+      follow: (apply, answered) => inner.follow(apply, answered),
+      history: () => inner.history(),
+      removeHistory: (entry, applyBy) => inner.removeHistory(entry, applyBy),
+      change: async (change) => {
+        const result = await inner.change(change);
+        await new Promise((resolve) => setTimeout(resolve, delayMs));
+        return result;
+      },
+    };
+    return Object.assign((spec: CounterSpec) => memory(spec), {
+      state,
+      failure: { timeoutMs: 200, onFailure: 'memory' as const, callTimeoutMs: 100 },
+    });
+  }
+
+  it('rejects within the bound, then tells onError that the change was taken after all, and it holds', async () => {
+    const told: RuntimeStateError[] = [];
+    const limits = listingLimits(rows, {
+      store: slowToAnswer(400),
+      onError: (error) => void told.push(error as RuntimeStateError),
+    });
+    try {
+      const start = performance.now();
+      await expect(limits.ban({ token: 'Bot late' }, { duration: 60_000 })).rejects.toMatchObject({
+        code: 'ERR_STORE_UNAVAILABLE',
+        field: 'options.store',
+        message:
+          'limits.ban: options.store did not answer within 100 ms (its callTimeoutMs). Nothing of this call was ' +
+          'changed: try again once it answers.',
+      });
+      expect(performance.now() - start).toBeLessThan(400);
+      await new Promise((resolve) => setTimeout(resolve, 500));
+      expect(told.map((e) => [e.code, e.message])).toEqual([
+        [
+          'ERR_STATE_WRITE',
+          'listing-limits: limits.ban was refused as the store did not answer in time, but the store had taken its ' +
+            'change: it holds on every instance.',
+        ],
+      ]);
+      expect((await limits.bans()).map((b) => b.key)).toEqual([tokenKey('Bot late')]);
+    } finally {
+      limits.close();
     }
   });
 });

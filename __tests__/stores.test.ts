@@ -107,7 +107,7 @@ const contractCases: ContractCase[] = [
     countsNow: false,
     limits: true,
     state: true,
-    failure: { timeoutMs: 5000, onFailure: 'closed' },
+    failure: { timeoutMs: 5000, onFailure: 'closed', callTimeoutMs: 2000 },
   },
   {
     name: 'redisStore(GLIDE)',
@@ -116,7 +116,7 @@ const contractCases: ContractCase[] = [
     countsNow: false,
     limits: true,
     state: true,
-    failure: { timeoutMs: 200, onFailure: 'memory' },
+    failure: { timeoutMs: 200, onFailure: 'memory', callTimeoutMs: 2000 },
   },
   {
     name: 'a factory of rate-limiter-flexible limiters with a limits factory, through the adapter',

@@ -174,20 +174,37 @@ export async function scanKeys(client: Redis, pattern: string): Promise<string[]
   return keys.sort();
 }
 
-/** A local Redis Cluster, masters only: cluster-enabled servers joined with `redis-cli --cluster create`. */
+/**
+ * A local Redis Cluster: cluster-enabled servers joined with `redis-cli --cluster create`, masters only by default;
+ * with `replicas`, that many of each master, which the cluster promotes when its master fails (after
+ * `nodeTimeoutMs`). `fullCoverage: false` sets `cluster-require-full-coverage no`: the other masters keep serving
+ * their slots while one is down.
+ */
 export class RedisCluster {
   private constructor(readonly servers: readonly RedisServer[]) {}
 
-  static async start(masters = 3): Promise<RedisCluster> {
+  static async start(
+    masters = 3,
+    { replicas = 0, nodeTimeoutMs = 5000, fullCoverage = true } = {},
+  ): Promise<RedisCluster> {
     const servers: RedisServer[] = [];
     try {
-      for (let i = 0; i < masters; i++) {
+      for (let i = 0; i < masters * (1 + replicas); i++) {
         const settings = ['--cluster-enabled', 'yes', '--cluster-config-file', 'nodes.conf'];
-        settings.push('--cluster-node-timeout', '5000', '--cluster-port');
+        settings.push('--cluster-node-timeout', String(nodeTimeoutMs));
+        if (!fullCoverage) settings.push('--cluster-require-full-coverage', 'no');
+        settings.push('--cluster-port');
         servers.push(await RedisServer.start(async () => [...settings, String(await freePort())]));
       }
       const nodes = servers.map((s) => `127.0.0.1:${s.port}`);
-      await run('redis-cli', ['--cluster', 'create', ...nodes, '--cluster-replicas', '0', '--cluster-yes']);
+      await run('redis-cli', [
+        '--cluster',
+        'create',
+        ...nodes,
+        '--cluster-replicas',
+        String(replicas),
+        '--cluster-yes',
+      ]);
       const cluster = new RedisCluster(servers);
       await cluster.waitUntilOk();
       return cluster;
@@ -202,15 +219,20 @@ export class RedisCluster {
     return this.servers.map((s) => ({ host: '127.0.0.1', port: s.port }));
   }
 
+  /** Until every node says the cluster is ok, and every replica is in sync with its master. */
   private async waitUntilOk(): Promise<void> {
-    for (let attempt = 0; attempt < 100; attempt++) {
-      const infos = await Promise.all(
-        this.servers.map((s) => run('redis-cli', ['-p', String(s.port), 'cluster', 'info']).then((r) => r.stdout)),
+    const ask = (s: RedisServer, ...command: string[]) =>
+      run('redis-cli', ['-p', String(s.port), ...command]).then((r) => r.stdout);
+    for (let attempt = 0; attempt < 200; attempt++) {
+      const infos = await Promise.all(this.servers.map((s) => ask(s, 'cluster', 'info')));
+      const replication = await Promise.all(this.servers.map((s) => ask(s, 'info', 'replication')));
+      const synced = replication.every(
+        (info) => info.includes('role:master') || info.includes('master_link_status:up'),
       );
-      if (infos.every((info) => info.includes('cluster_state:ok'))) return;
+      if (infos.every((info) => info.includes('cluster_state:ok')) && synced) return;
       await new Promise((resolve) => setTimeout(resolve, 50));
     }
-    throw new Error('The Redis Cluster did not reach cluster_state:ok.');
+    throw new Error('The Redis Cluster did not reach cluster_state:ok with its replicas in sync.');
   }
 
   /** A GLIDE cluster client to this cluster, connected, set up as {@link glideClient} is. */

@@ -15,12 +15,16 @@ module.exports = {
   'contract.test.ts': 'redis-server',
   'example-process.test.ts': 'npm start in a process of its own, redis-server',
   'example-server.test.ts': 'redis-server',
+  'faults-failover.test.ts':
+    'builds lib/, app instances in processes of their own, Redis Sentinel and a Cluster with replicas',
+  'faults-redis.test.ts':
+    'builds lib/, app instances in processes of their own, redis-server stopped, paused and killed',
   'foreign.test.ts': 'redis-server',
   'header-drafts.test.ts': 'redis-server',
   'headers.test.ts': 'redis-server',
   'instances.test.ts': 'builds lib/, app instances in processes of their own, redis-server',
   'layout.test.ts': 'the TypeScript parser, over every file of lib/',
-  'lost.test.ts': 'redis-server, stopped and paused',
+  'lost.test.ts': 'redis-server, stopped and paused, and a replica promoted',
   'memory.test.ts': 'redis-server',
   'metrics.test.ts': 'redis-server',
   'optional-peers.test.ts': 'redis-server',

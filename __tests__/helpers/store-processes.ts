@@ -45,16 +45,20 @@ export function compileLib(name: string): { readonly dir: string; remove(): void
   return { dir, remove: () => rmSync(dir, { recursive: true, force: true }) };
 }
 
-/** Starts an instance; resolves once it listens and its client has said it is connected. */
+/**
+ * Starts an instance (`store-instance.js`, or another script that takes the same arguments and prints the same lines);
+ * resolves once it listens and its client has said it is connected.
+ */
 export async function startInstance(
   lib: string,
   kind: ClientKind,
   target: string,
   prefix: string,
   options: InstanceOptions,
+  script = 'store-instance.js',
 ): Promise<Instance> {
-  const script = join(__dirname, 'store-instance.js');
-  const child = spawn(process.execPath, [script, lib, kind, target, prefix, JSON.stringify(options)], { cwd: root });
+  const file = join(__dirname, script);
+  const child = spawn(process.execPath, [file, lib, kind, target, prefix, JSON.stringify(options)], { cwd: root });
   let stderr = '';
   let readies = 0;
   const errors: string[] = [];

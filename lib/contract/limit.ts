@@ -12,3 +12,10 @@ export interface Limit {
   readonly limit: number;
   readonly windowMs: number;
 }
+
+/**
+ * The largest limit: the largest integer a Structured Field carries (RFC 9651 §3.3.1, at most 15 digits), which every
+ * limit the package writes into a header is (`q=`, `r=`, `X-RateLimit-Limit`). Larger rows and grants are refused
+ * where they are given.
+ */
+export const LARGEST_FIELD_INTEGER = 999_999_999_999_999;

@@ -4,7 +4,7 @@ import { type Checker, show } from '../shared/check.js';
 import { listingChoices, listingHint, listingOf } from './listing-names.js';
 import { type EndpointRow, listings } from './listings.js';
 import { compilePath } from './match.js';
-import type { Limit } from './limit.js';
+import { LARGEST_FIELD_INTEGER, type Limit } from './limit.js';
 
 const rowFields = ['method', 'path', 'limit', 'windowMs'] as const;
 
@@ -44,10 +44,19 @@ export function checkRow(check: Checker, row: unknown, at: string): EndpointRow 
   } catch (error) {
     check.fail('ERR_INVALID_ROW', `${at}.path`, `is not a valid path-to-regexp path: ${(error as Error).message}`);
   }
+  const checked = check.count(limit, `${at}.limit`, 'ERR_INVALID_ROW');
+  if (checked > LARGEST_FIELD_INTEGER) {
+    check.fail(
+      'ERR_INVALID_ROW',
+      `${at}.limit`,
+      `must be at most ${LARGEST_FIELD_INTEGER}, the largest integer a header field carries (15 digits); ` +
+        `got ${checked}.`,
+    );
+  }
   return {
     method,
     path,
-    limit: check.count(limit, `${at}.limit`, 'ERR_INVALID_ROW'),
+    limit: checked,
     windowMs: check.seconds(windowMs, `${at}.windowMs`, 'ERR_INVALID_ROW'),
   };
 }

@@ -421,8 +421,12 @@ export function listingLimits(
       records.banClient(client, banOptions),
     unban: async (client: ClientRef | string) => {
       const key = records.unbanKey(client);
-      const [lifted] = await Promise.all([records.unban(key), bans?.forget(key)]);
-      return lifted;
+      // The counts that led to the bans first: an unban that fails after them leaves the ban in force, never a ban
+      // lifted whose kept strikes would ban the client again at its next refusal.
+      return records.bounded('limits.unban', async (bound) => {
+        await bans?.forget(key, bound);
+        return records.unban(key);
+      });
     },
     bans: () => records.bans(),
     grant: (client: ClientRef, grant: Grant, grantOptions?: { until?: Date | number; note?: string }) =>

@@ -25,6 +25,8 @@ import { Usage } from './observe/usage.js';
 import type { LimitHandler, ListingLimitsOptions } from './types.js';
 import type { EndpointRow } from '../contract/listings.js';
 import { Waiting } from '../stores/waiting.js';
+import { DEFAULT_CALL_TIMEOUT_MS } from '../stores/call-bound.js';
+import { MemoryState } from '../stores/state.js';
 import { type WindowKind } from '../contract/limit.js';
 import { MAX_SLIDING_LIMIT } from '../stores/limits.js';
 
@@ -191,6 +193,11 @@ export function configure(listing: unknown, options: unknown): Config {
     onChange: o.onChange,
     report,
     firstReadMs: store.failure?.timeoutMs ?? 1000,
+    // A store in this process answers at once: its calls need no bound.
+    callTimeoutMs:
+      store.failure?.callTimeoutMs ?? (store.state instanceof MemoryState ? undefined : DEFAULT_CALL_TIMEOUT_MS),
+    // Any answer of the store closes the breaker of the part that gave it: the state's reads too.
+    answered: waiting && ((route) => waiting.succeeded(route)),
     onReset: (key) => usage.forget(key),
   });
   const bans = ban && new Bans(store, ban, { shadow, onBan: o.onBan, report, waiting }, records);

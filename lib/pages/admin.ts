@@ -2,14 +2,16 @@
 import { createHmac } from 'node:crypto';
 import type { NextFunction, Request, RequestHandler, Response, Router } from 'express';
 import { Checker, DAY_MS, isPlainObject, show } from '../shared/check.js';
-import { ListingLimitsError } from '../shared/errors.js';
+import { type ListingLimitsError } from '../shared/errors.js';
 import type { Store } from '../stores/store.js';
 import type { Grant, ListingLimitsMiddleware } from '../limiter/types.js';
 import type { Linked } from '../limiter/linked.js';
 import type { RuntimeRecords } from '../limiter/rules/runtime-records.js';
 import { clientPage } from './client.js';
 import {
+  badInput,
   bare,
+  boundEachLoad,
   checkMiddleware,
   checkRate,
   checkSecret,
@@ -20,6 +22,7 @@ import {
   refuseForgery,
   secureRouter,
   sendPage,
+  unreachable,
 } from './common.js';
 import { checkStore } from '../limiter/options.js';
 import { dashboard } from './dashboard.js';
@@ -271,7 +274,7 @@ function mountPages(router: Router, admin: Admin): void {
       try {
         key = keyOf(linked.records, new Checker('limitsAdmin'), req.query.key);
       } catch (error) {
-        if (!(error instanceof ListingLimitsError)) throw error;
+        if (!badInput(error)) throw error;
         return notDone(req, res, error);
       }
       const loginForm = admin.config.adminToken !== undefined;
@@ -294,7 +297,7 @@ function action(records: RuntimeRecords, run: (req: Request, check: Checker) => 
       const done = await run(req, check);
       res.redirect(303, `${to}done=${done}`);
     } catch (error) {
-      if (!(error instanceof ListingLimitsError)) throw error;
+      if (!badInput(error)) throw error;
       notDone(req, res, error);
     }
   });
@@ -313,7 +316,7 @@ function mountClientActions(router: Router, { middleware, linked }: Admin): void
         const { key } = linked.records.keyOf(check, { [by]: value });
         res.redirect(303, clientPath(req.baseUrl, key));
       } catch (error) {
-        if (!(error instanceof ListingLimitsError)) throw error;
+        if (!badInput(error)) throw error;
         notDone(req, res, error);
       }
     }),
@@ -436,6 +439,7 @@ export function limitsAdmin(middleware: ListingLimitsMiddleware, options: AdminP
 
   const admin: Admin = { middleware, linked, config, ...adminSessions(config, linked.records) };
   const router = secureRouter();
+  router.use(boundEachLoad(linked.records, 'limitsAdmin'));
   router.use(...admin.cookies.start);
   const { adminToken } = config;
   const authorize = adminToken === undefined ? (config.authorize as Authorize) : mountLogin(router, admin, adminToken);
@@ -445,5 +449,16 @@ export function limitsAdmin(middleware: ListingLimitsMiddleware, options: AdminP
   mountGrantActions(router, admin);
   mountEndings(router, admin);
   if (adminToken !== undefined) mountLogout(router, admin);
+  router.use(
+    unreachable(
+      linked.records,
+      (req) => markup`<p class="alert" role="alert">The store of the rate limits' state (Redis) did not answer in time:
+        nothing was changed, and this page cannot be shown now.</p>
+        <p>What still works: the API answers its requests as the store's <code>onFailure</code> says (by default each
+        instance counts them in its own memory), and every instance keeps applying the bans and grants it last read.
+        Bans, grants and grant requests can be changed again, and this page shown, as soon as the store answers.</p>
+        <p><a href="${req.baseUrl}/">Try again</a></p>`,
+    ),
+  );
   return router;
 }

@@ -1,11 +1,11 @@
 // A client's page on the operator's page: its counters now, its refusals, ban, grant, requests and changes.
-import { ListingLimitsError } from '../shared/errors.js';
 import { HISTORY_MAX } from '../stores/state.js';
 import type { Linked } from '../limiter/linked.js';
 import type { EndpointUsage, ListingLimitsMiddleware } from '../limiter/types.js';
 import { clientLabel, when } from './describe.js';
 import { type Html, markup } from './html.js';
 import { doneNotice, header, searchForm } from './dashboard.js';
+import { badInput } from './common.js';
 import {
   banFields,
   banRow,
@@ -44,7 +44,7 @@ async function counters(v: View, middleware: ListingLimitsMiddleware, key: strin
   try {
     usage = await middleware.usage({ key });
   } catch (error) {
-    if (!(error instanceof ListingLimitsError)) throw error;
+    if (!badInput(error)) throw error;
     return markup`<p class="hint">${error.message}</p>`;
   }
   return markup`${table(

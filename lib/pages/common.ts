@@ -1,7 +1,15 @@
 // What both pages share: their options' checks, security headers, bodies, the limiter of their forms, errors.
 import { randomBytes } from 'node:crypto';
-import express, { type Request, type RequestHandler, type Response, type Router } from 'express';
+import express, {
+  type ErrorRequestHandler,
+  type Request,
+  type RequestHandler,
+  type Response,
+  type Router,
+} from 'express';
 import { type Checker, isPlainObject, show } from '../shared/check.js';
+import { ListingLimitsError } from '../shared/errors.js';
+import type { RuntimeRecords } from '../limiter/rules/runtime-records.js';
 import type { IpKey } from '../limiter/identify.js';
 import { type Linked, linkedOf } from '../limiter/linked.js';
 import { listingLimits } from '../limiter/middleware.js';
@@ -205,6 +213,36 @@ export function field(body: unknown, name: string): string {
   const value = isPlainObject(body) ? body[name] : undefined;
   const first = Array.isArray(value) ? value[0] : value;
   return typeof first === 'string' ? first : '';
+}
+
+/**
+ * Whether an error is bad input of a form, which a page answers with the form and the field named: a
+ * `ListingLimitsError`, but for a store that could not be reached (`ERR_STORE_UNAVAILABLE`: see {@link unreachable}).
+ */
+export function badInput(error: unknown): error is ListingLimitsError {
+  return error instanceof ListingLimitsError && error.code !== 'ERR_STORE_UNAVAILABLE';
+}
+
+/**
+ * One bound for every store call of a page's load (see `CallBound`): the page answers within the store's
+ * `callTimeoutMs` in all, whatever it reads and changes.
+ */
+export function boundEachLoad(records: RuntimeRecords, source: string): RequestHandler {
+  return (_req, _res, next) => records.withBound(source, next);
+}
+
+/**
+ * A page's answer when its store did not answer within `callTimeoutMs`, or failed (`ERR_STORE_UNAVAILABLE`): 503,
+ * with `body`, which says what still works; the error goes to the middleware's `onError`. Nothing of the load was
+ * changed. Any other error goes on to the app's error handler.
+ */
+export function unreachable(records: RuntimeRecords, body: (req: Request) => Html): ErrorRequestHandler {
+  return (error: unknown, req, res, next) => {
+    if ((error as { code?: unknown } | null)?.code !== 'ERR_STORE_UNAVAILABLE' || res.headersSent) return next(error);
+    records.report(error, req);
+    res.setHeader('Retry-After', '10');
+    sendPage(res, 503, 'Try again in a moment', body(req), req);
+  };
 }
 
 /** Runs an async handler: what it throws goes to the app's error handler, {@link bare}. */

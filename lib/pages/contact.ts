@@ -5,8 +5,10 @@ import { Checker, DAY_MS } from '../shared/check.js';
 import type { EndpointRow } from '../contract/listings.js';
 import type { Store } from '../stores/store.js';
 import type { GrantProof, GrantRequest, GrantRequestInput, ListingLimitsMiddleware } from '../limiter/types.js';
-import { ListingLimitsError } from '../shared/errors.js';
+import { type ListingLimitsError } from '../shared/errors.js';
 import {
+  badInput,
+  boundEachLoad,
   checkMiddleware,
   checkRate,
   checkSecret,
@@ -17,6 +19,7 @@ import {
   refuseForgery,
   secureRouter,
   sendPage,
+  unreachable,
 } from './common.js';
 import { checkStore } from '../limiter/options.js';
 import { clientLabel, grantText, perWindow, when } from './describe.js';
@@ -300,6 +303,7 @@ export function limitsRequestPage(middleware: ListingLimitsMiddleware, options?:
   const rows = middleware.requests.endpoints;
 
   const router = secureRouter();
+  router.use(boundEachLoad(linked.records, 'limitsRequestPage'));
   router.use(...cookies.start);
   const csrf = (req: Request, res: Response) =>
     markup`<input type="hidden" name="${CSRF_FIELD}" value="${cookies.token(req, res)}">`;
@@ -330,7 +334,7 @@ export function limitsRequestPage(middleware: ListingLimitsMiddleware, options?:
         // An address that is none (a header a proxy passed on as it came) is no network: the token's limit holds.
         filed = await middleware.requests.file(req.ip && ipaddr.isValid(req.ip) ? { ...input, ip: req.ip } : input);
       } catch (error) {
-        if (!(error instanceof ListingLimitsError)) throw error;
+        if (!badInput(error)) throw error;
         // As many pending as its token or its network may have: a refusal that says why, with nothing to correct.
         if (error.code === 'ERR_TOO_MANY_PENDING') {
           const who = error.field === 'input.ip' ? 'Your network has' : 'Your token has';
@@ -370,6 +374,13 @@ export function limitsRequestPage(middleware: ListingLimitsMiddleware, options?:
       }
       sendPage(res, 200, 'Your request', markup`${statusOf(found)}${statusForm(req, id)}`, req);
     }),
+  );
+  router.use(
+    unreachable(
+      linked.records,
+      () => markup`<p class="alert" role="alert">Requests cannot be filed or checked right now: nothing was filed. The
+        API itself keeps answering. Try again in a few minutes.</p>`,
+    ),
   );
   return router;
 }

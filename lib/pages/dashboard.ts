@@ -38,8 +38,10 @@ function pageOf(v: View, param: string): number {
 
 /** The notice of an action done, in fixed words: `?done=<what>`. */
 export function doneNotice(v: View): Html | '' {
-  const done = typeof v.req.query.done === 'string' ? DONE[v.req.query.done] : undefined;
-  return done ? markup`<p class="notice" role="status">${done}</p>` : '';
+  const { done } = v.req.query;
+  // Only the table's own words: `?done=constructor` names no action, whatever a plain object inherits.
+  const notice = typeof done === 'string' && Object.hasOwn(DONE, done) ? DONE[done] : undefined;
+  return notice ? markup`<p class="notice" role="status">${notice}</p>` : '';
 }
 
 /** The form that finds a client's page: by its token (hashed at once, never put in an address), address or key. */

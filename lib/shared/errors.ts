@@ -27,11 +27,13 @@ export type ListingLimitsErrorCode =
   | 'ERR_INVALID_OPTION'
   | 'ERR_UNSUPPORTED_STORE'
   | 'ERR_NOT_CALLED'
-  | 'ERR_TOO_MANY_PENDING';
+  | 'ERR_TOO_MANY_PENDING'
+  | 'ERR_STORE_UNAVAILABLE';
 
 /**
  * Thrown by `listingLimits()`, the stores and `verifyContract()` when their configuration cannot work, naming the
- * field at fault.
+ * field at fault; and by an operator's call (`ban()`, `usage()`, …) whose store did not answer in time or failed
+ * (`ERR_STORE_UNAVAILABLE`, field `options.store`): nothing of that call was changed.
  */
 export class ListingLimitsError extends Error {
   /** Stable, machine-readable reason. */
@@ -40,8 +42,14 @@ export class ListingLimitsError extends Error {
   readonly field: string;
 
   /** `source` names the function whose configuration is at fault, as the message's first word. */
-  constructor(code: ListingLimitsErrorCode, field: string, message: string, source = 'listingLimits') {
-    super(`${source}: ${field} ${message}`);
+  constructor(
+    code: ListingLimitsErrorCode,
+    field: string,
+    message: string,
+    source = 'listingLimits',
+    options?: { cause?: unknown },
+  ) {
+    super(`${source}: ${field} ${message}`, options?.cause === undefined ? undefined : { cause: options.cause });
     this.name = 'ListingLimitsError';
     this.code = code;
     this.field = field;

@@ -1,6 +1,6 @@
 // The one adapter between the store contract and a store given as a factory of rate-limiter-flexible limiters.
 import { type RateLimiterAbstract, RateLimiterRes } from 'rate-limiter-flexible';
-import { Checker, show } from '../shared/check.js';
+import { Checker, MAX_DURATION_MS, show } from '../shared/check.js';
 import type { Count, LimitsCounter, LimitsSpec } from './limits.js';
 import {
   type CounterCapabilities,
@@ -39,9 +39,21 @@ export function readOf(limiter: RateLimiterAbstract, key: string): Promise<Count
 /** A Redis store's hit script: one more request on a key, answering its count and the ms left of its window. */
 export type Hit = (key: string, seconds: number) => Promise<[unknown, unknown]>;
 
+/**
+ * The milliseconds a window has left, as a store answered them, within what the package gives anything (a window, a
+ * ban, a `block()`): at most a year, so that the times the headers carry stay small whatever another program left in
+ * the store; a time that is none counts as the whole window.
+ */
+export function msLeftOf(answered: number, windowMs: number): number {
+  return answered >= 0 ? Math.min(answered, MAX_DURATION_MS) : windowMs;
+}
+
 /** A key's count after one hit through a Redis store's hit script. */
 export function hitOf(hits: Hit, key: string, seconds: number): Promise<Count> {
-  return hits(key, seconds).then(([count, ttl]) => ({ count: Number(count), resetAt: Date.now() + Number(ttl) }));
+  return hits(key, seconds).then(([count, ttl]) => ({
+    count: Number(count),
+    resetAt: Date.now() + msLeftOf(Number(ttl), seconds * 1000),
+  }));
 }
 
 /** A hit through rate-limiter-flexible's `consume()`: resolved, or rejected with the result over the limit. */

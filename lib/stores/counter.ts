@@ -2,6 +2,7 @@
 import { StoreUnavailableError } from '../shared/errors.js';
 import { MemoryLimiter } from './memory/limiter.js';
 import type { CounterSpec, StoreCounter } from './store.js';
+import type { CallBound } from './call-bound.js';
 import { AFTER_DEADLINE, BREAKER_OPEN, type Deadline, TIMED_OUT, type Waiting } from './waiting.js';
 import { type Limit } from '../contract/limit.js';
 import { type Count, type LimitsSpec } from './limits.js';
@@ -65,19 +66,20 @@ function within<T, F>(
   fallback: F | undefined,
   call: () => Promise<T>,
   onFallback: (fallback: F) => T | Promise<T>,
+  route: string,
 ): Promise<T> {
   if (!waiting) return call();
   let answer: Promise<T>;
   if (deadline?.expired) answer = Promise.reject(AFTER_DEADLINE);
-  else if (!waiting.allow()) answer = Promise.reject(BREAKER_OPEN);
+  else if (!waiting.allow(route)) answer = Promise.reject(BREAKER_OPEN);
   else {
     answer = (deadline ? deadline.race(call()) : call()).then((value) => {
-      waiting.succeeded();
+      waiting.succeeded(route);
       return value;
     });
   }
   return answer.catch((error: unknown) => {
-    if (error === TIMED_OUT) waiting.failed();
+    if (error === TIMED_OUT) waiting.failed(route);
     if (error instanceof StoreUnavailableError) throw error;
     if (fallback !== undefined) return onFallback(fallback);
     throw new StoreUnavailableError(waiting.onFailure as 'open' | 'closed', { cause: error });
@@ -162,6 +164,7 @@ export class Counter<A extends Answer = Answer> {
     const refused = this.#refused.get(key);
     if (refused !== undefined) return refused;
     return this.#call(
+      key,
       deadline,
       () => this.#store.count(key) as Promise<A>,
       (fallback) => copied(fallback.count(key) as A) as A,
@@ -188,6 +191,7 @@ export class Counter<A extends Answer = Answer> {
    */
   get(key: string, deadline?: Deadline): Promise<A | undefined> {
     return this.#call(
+      key,
       deadline,
       () => promised(() => this.#store.peek(key)),
       (fallback) => fallback.peek(key),
@@ -199,21 +203,30 @@ export class Counter<A extends Answer = Answer> {
     this.#refused.forget(key);
   }
 
-  /** Forgets `key`, and its remembered refusal; true when it had a request counted. */
-  delete(key: string, deadline?: Deadline): Promise<boolean> {
+  /**
+   * `key`'s state for an operator's call (`usage()`): read from the store itself, never from the fallback, within the
+   * call's bound.
+   */
+  read(key: string, bound: CallBound): Promise<A | undefined> {
+    return bound.race(promised(() => this.#store.peek(key)));
+  }
+
+  /**
+   * Forgets `key` for an operator's call (`reset()`, `unban()`), and its remembered refusal: in the store itself and
+   * in the fallback, within the call's bound. True when the store had a request counted.
+   */
+  clear(key: string, bound: CallBound): Promise<boolean> {
     this.#refused.forget(key);
-    return this.#call(
-      deadline,
-      () => promised(() => this.#store.reset(key)),
-      (fallback) => fallback.reset(key),
-    );
+    void this.#fallback?.reset(key);
+    return bound.race(promised(() => this.#store.reset(key)));
   }
 
   #call<T>(
+    key: string,
     deadline: Deadline | undefined,
     call: () => Promise<T>,
     fallback: (counter: StoreCounter<A>) => T | Promise<T>,
   ): Promise<T> {
-    return within(this.#waiting, deadline, this.#fallback, call, fallback);
+    return within(this.#waiting, deadline, this.#fallback, call, fallback, this.#store.route?.(key) ?? '');
   }
 }

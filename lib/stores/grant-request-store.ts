@@ -39,14 +39,30 @@ export const ENDED_PER_CALL = 10;
 export interface GrantRequestStore {
   /**
    * Files a new pending request: refused when its key, or its network, has `bounds.perKey` (`bounds.perNetwork`)
-   * pending already; with `bounds.max` kept, one is dropped first. Ended requests are dropped on the way.
+   * pending already; with `bounds.max` kept, one is dropped first. Ended requests are dropped on the way. A store
+   * that takes it after `applyBy` (`performance.now()`) refuses it, as a state's change (see `StateChange`).
    */
-  file(id: string, value: string, meta: GrantRequestMeta, bounds: GrantRequestBounds, now: number): Promise<FileResult>;
+  file(
+    id: string,
+    value: string,
+    meta: GrantRequestMeta,
+    bounds: GrantRequestBounds,
+    now: number,
+    applyBy?: number,
+  ): Promise<FileResult>;
   /**
    * Sets `id` to `value`, indexed by `meta`, when it holds `expected` now; resolves the text written (with the store's
    * next sequence number as its first member, unless `value` has one: a request put back as it was), or undefined.
+   * A store that takes it after `applyBy` refuses it, as `file()` does.
    */
-  put(id: string, value: string, expected: string, meta: GrantRequestMeta, now: number): Promise<string | undefined>;
+  put(
+    id: string,
+    value: string,
+    expected: string,
+    meta: GrantRequestMeta,
+    now: number,
+    applyBy?: number,
+  ): Promise<string | undefined>;
   get(id: string): Promise<string | undefined>;
   /**
    * Rows `offset` to `offset + limit` of the pending requests (oldest change first) or of the decided ones (newest
@@ -271,12 +287,17 @@ export class MemoryGrantRequests implements GrantRequestStore {
   }
 
   put(id: string, value: string, expected: string, meta: GrantRequestMeta, now: number): Promise<string | undefined> {
-    if (this.#records.get(id)?.text !== expected) return Promise.resolve(undefined);
+    return Promise.resolve(this.putNow(id, value, expected, meta, now));
+  }
+
+  /** `put()`, at once: in one step with the changes of records that depend on it (see `StateChange`). */
+  putNow(id: string, value: string, expected: string, meta: GrantRequestMeta, now: number): string | undefined {
+    if (this.#records.get(id)?.text !== expected) return undefined;
     const { text, seq } = this.#stamp(value);
     this.#remove(id);
     this.#index(id, { text, seq, meta });
     this.#dropEnded(now, ENDED_PER_CALL);
-    return Promise.resolve(text);
+    return text;
   }
 
   get(id: string): Promise<string | undefined> {

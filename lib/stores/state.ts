@@ -1,6 +1,6 @@
 // The runtime state of a store: records numbered by the store's sequence, and how instances follow them.
 import { createHash, randomBytes } from 'node:crypto';
-import { MemoryGrantRequests, type GrantRequestStore } from './grant-request-store.js';
+import { type GrantRequestMeta, MemoryGrantRequests, type GrantRequestStore } from './grant-request-store.js';
 import { SweptMap } from '../shared/swept.js';
 
 export type { GrantRequestStore };
@@ -37,7 +37,7 @@ export interface RecordChange {
   readonly now: number;
 }
 
-/** What a change did. */
+/** What a change of one record did. */
 export interface ChangeResult {
   /** Whether the change applied. */
   readonly changed: boolean;
@@ -49,6 +49,38 @@ export interface ChangeResult {
   readonly seq: number;
   /** The state's epoch: a new one each time the state starts from nothing (a new store, or one that lost its data). */
   readonly epoch: string;
+}
+
+/** A grant request set to `value` when it holds `expected` now (a decision), indexed by `meta`. */
+export interface RequestPut {
+  readonly id: string;
+  readonly value: string;
+  readonly expected: string;
+  readonly meta: GrantRequestMeta;
+  readonly now: number;
+}
+
+/**
+ * One change of the state, atomic: records changed in order, each as its `when` says, and, before them, a grant
+ * request's decision, without which no record changes.
+ */
+export interface StateChange {
+  readonly records: readonly RecordChange[];
+  readonly request?: RequestPut;
+  /**
+   * The latest time, on this process's monotonic clock (`performance.now()`), at which the store may take the change:
+   * one that reaches it later (a store that was paused, or a command that waited in a client's queue) is refused
+   * whole, and answered as call-bound's `TooLate`. Undefined: whenever it arrives.
+   */
+  readonly applyBy?: number;
+}
+
+/** What a change of the state did. */
+export interface StateChangeResult {
+  /** Each record's change, in order; none when the request's decision did not apply. */
+  readonly records: readonly ChangeResult[];
+  /** The request's text as written; undefined when it did not hold the text expected (nothing changed then). */
+  readonly request?: string;
 }
 
 /**
@@ -66,6 +98,11 @@ export interface StateUpdate {
   readonly records: ReadonlyMap<string, string | null>;
   /** The mark of a copy behind the state that took its place (a failover): another after each; undefined for none. */
   readonly copy?: string;
+  /**
+   * The sequence number that copy had when it took the state's place: its records of a higher one were written on it
+   * since. Undefined: the copy's sequence number when it was found.
+   */
+  readonly forked?: number;
 }
 
 /** How an instance follows the state: updates come by themselves; `sync()` reads what changed now. */
@@ -81,14 +118,18 @@ export interface Follower {
  * for it (the memory and Redis stores).
  */
 export interface RuntimeState {
-  /** Changes one record, atomically with its history entry. */
-  change(change: RecordChange): Promise<ChangeResult>;
-  /** Follows the records: `apply` is called with each update, the first one (`'whole'`) as soon as it is read. */
-  follow(apply: (update: StateUpdate) => void): Follower;
+  /** Changes records (and a grant request), atomically with their history entries. */
+  change(change: StateChange): Promise<StateChangeResult>;
+  /**
+   * Follows the records: `apply` is called with each update, the first one (`'whole'`) as soon as it is read, and
+   * `answered` after each read the store answered, with the route of the part of the store that holds the state (see
+   * `StoreCounter.route`; '' for a store of one part): that part answers again.
+   */
+  follow(apply: (update: StateUpdate) => void, answered?: (route: string) => void): Follower;
   /** The history, newest first. */
   history(): Promise<string[]>;
-  /** Removes one entry of the history equal to `entry`; resolves whether there was one. */
-  removeHistory(entry: string): Promise<boolean>;
+  /** Removes one entry of the history equal to `entry`, unless the store takes it after `applyBy` (see StateChange). */
+  removeHistory(entry: string, applyBy?: number): Promise<boolean>;
   /** Where grant requests (rule 6) are kept, apart from the records that every instance copies. */
   readonly requests?: GrantRequestStore;
 }
@@ -133,9 +174,17 @@ export class MemoryState implements RuntimeState {
   readonly #followers = new Set<(update: StateUpdate) => void>();
   readonly #epoch = newEpoch();
   #seq = 0;
-  readonly requests: GrantRequestStore = new MemoryGrantRequests();
+  readonly requests = new MemoryGrantRequests();
 
-  change(c: RecordChange): Promise<ChangeResult> {
+  change(change: StateChange): Promise<StateChangeResult> {
+    const { request } = change;
+    const written =
+      request && this.requests.putNow(request.id, request.value, request.expected, request.meta, request.now);
+    if (request && written === undefined) return Promise.resolve({ records: [], request: undefined });
+    return Promise.resolve({ records: change.records.map((c) => this.#change(c)), request: written });
+  }
+
+  #change(c: RecordChange): ChangeResult {
     const kept = this.#records.get(c.field);
     const active = kept !== undefined && kept.endsAt > c.now;
     const applies =
@@ -145,9 +194,7 @@ export class MemoryState implements RuntimeState {
           ? !active
           : c.value !== null || active;
     const before = active ? kept.text : undefined;
-    if (!applies) {
-      return Promise.resolve({ changed: false, before, stored: kept?.text, seq: this.#seq, epoch: this.#epoch });
-    }
+    if (!applies) return { changed: false, before, stored: kept?.text, seq: this.#seq, epoch: this.#epoch };
     const seq = ++this.#seq;
     let stored: string | undefined;
     if (c.value === null) this.#records.delete(c.field);
@@ -166,7 +213,7 @@ export class MemoryState implements RuntimeState {
       records: new Map([[c.field, stored ?? null]]),
     };
     for (const follower of this.#followers) follower(update);
-    return Promise.resolve({ changed: true, before, stored, seq, epoch: this.#epoch });
+    return { changed: true, before, stored, seq, epoch: this.#epoch };
   }
 
   follow(apply: (update: StateUpdate) => void): Follower {

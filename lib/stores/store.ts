@@ -30,6 +30,12 @@ export interface StoreFailurePolicy {
   readonly timeoutMs: number;
   /** `'memory'` counts in this process meanwhile, `'open'` lets requests through uncounted, `'closed'` answers 503. */
   readonly onFailure: 'memory' | 'open' | 'closed';
+  /**
+   * The longest an operator's call (`ban()`, `usage()`, a page's load, …) waits for the store in all, in
+   * milliseconds: then it rejects with `ERR_STORE_UNAVAILABLE`, and a change of it that reaches the store later is
+   * refused. Default: 2000.
+   */
+  readonly callTimeoutMs?: number;
 }
 
 /**
@@ -69,6 +75,11 @@ export interface StoreCounter<A extends Count | readonly Count[]> {
   peek(key: string): A | undefined | Promise<A | undefined>;
   /** Forgets `key`; answers whether it had a request counted. Only when it `reads`. */
   reset(key: string): boolean | Promise<boolean>;
+  /**
+   * Which part of the store holds `key` (a Cluster's node), when the store has parts that fail apart: each has its
+   * own breaker (see `Waiting`). Undefined for a store of one part.
+   */
+  readonly route?: (key: string) => string;
 }
 
 /**

@@ -76,16 +76,24 @@ export class Deadline {
 }
 
 /**
- * Consecutive timeouts that open the breaker; while it is open, one request in PROBE_EVERY_MS probes the store. A
+ * Consecutive timeouts that open a breaker; while it is open, one request in PROBE_EVERY_MS probes the store. A
  * store that fails fast (Redis down: the client is not connected) needs no breaker: nothing waits for it.
  */
 const FAILURES_TO_OPEN = 3;
 export const PROBE_EVERY_MS = 500;
 
+/** The breaker of one part of a store: its timeouts in a row, and until when it is open. */
+interface Breaker {
+  failures: number;
+  openUntil: number;
+}
+
 /**
  * The waiting policy of one store for one middleware: the deadlines of its requests, ended in order by a single
- * timer (every deadline is `timeoutMs` after its request's start, so they end in the order they begin), and a
- * circuit breaker that stops requests from waiting for a store that keeps not answering.
+ * timer (every deadline is `timeoutMs` after its request's start, so they end in the order they begin), and circuit
+ * breakers that stop requests from waiting for a store that keeps not answering: one per part of the store, by its
+ * route (a Cluster's node that holds a key: see `StoreCounter.route`), so that a part that fails stops only its own
+ * keys' requests from waiting. Any answer of a part (a request's, or a read of the runtime state) closes its breaker.
  *
  * A deadline ends when the process has spent `timeoutMs` waiting for the store with nothing else to do (the event
  * loop idle): time this process spends busy with other work is not the store's delay, and an answer that arrived
@@ -100,8 +108,9 @@ export class Waiting {
   #queue: Deadline[] = [];
   #head = 0;
   #timer: NodeJS.Timeout | undefined;
-  #failures = 0;
-  #openUntil = 0;
+  /** The breaker of a store of one part (route ''), and those of the other routes. */
+  readonly #one: Breaker = { failures: 0, openUntil: 0 };
+  readonly #breakers = new Map<string, Breaker>();
 
   constructor(policy: StoreFailurePolicy) {
     this.timeoutMs = policy.timeoutMs;
@@ -154,20 +163,34 @@ export class Waiting {
     this.#arm(waitMore);
   }
 
-  /** Whether a call may go to the store now: no while the breaker is open, except one probe per interval. */
-  allow(): boolean {
-    if (this.#failures < FAILURES_TO_OPEN) return true;
+  #breaker(route: string): Breaker {
+    if (route === '') return this.#one;
+    let breaker = this.#breakers.get(route);
+    if (!breaker) this.#breakers.set(route, (breaker = { failures: 0, openUntil: 0 }));
+    return breaker;
+  }
+
+  /**
+   * Whether a call may go to the part of the store at `route` now: no while its breaker is open, except one probe per
+   * interval.
+   */
+  allow(route = ''): boolean {
+    const breaker = this.#breaker(route);
+    if (breaker.failures < FAILURES_TO_OPEN) return true;
     const now = Date.now();
-    if (now < this.#openUntil) return false;
-    this.#openUntil = now + PROBE_EVERY_MS;
+    if (now < breaker.openUntil) return false;
+    breaker.openUntil = now + PROBE_EVERY_MS;
     return true;
   }
 
-  succeeded(): void {
-    this.#failures = 0;
+  /** The part of the store at `route` answered: its breaker closes. */
+  succeeded(route = ''): void {
+    const breaker = route === '' ? this.#one : this.#breakers.get(route);
+    if (breaker) breaker.failures = 0;
   }
 
-  failed(): void {
-    if (++this.#failures === FAILURES_TO_OPEN) this.#openUntil = Date.now() + PROBE_EVERY_MS;
+  failed(route = ''): void {
+    const breaker = this.#breaker(route);
+    if (++breaker.failures === FAILURES_TO_OPEN) breaker.openUntil = Date.now() + PROBE_EVERY_MS;
   }
 }

@@ -154,12 +154,14 @@ export class Metrics {
 /** A store's counter whose calls that answer with a promise are timed. */
 class TimedCounter<A extends Count | readonly Count[]> implements StoreCounter<A> {
   readonly capabilities: StoreCounter<A>['capabilities'];
+  readonly route: StoreCounter<A>['route'];
 
   constructor(
     private readonly counter: StoreCounter<A>,
     private readonly observe: (seconds: number) => void,
   ) {
     this.capabilities = counter.capabilities;
+    this.route = counter.route;
   }
 
   count(key: string): A | Promise<A> {

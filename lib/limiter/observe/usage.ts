@@ -4,7 +4,8 @@ import type { CompiledEndpoint } from '../endpoint.js';
 import type { CompiledGrants } from '../rules/grants.js';
 import type { Client } from '../identify.js';
 import type { RuntimeRecords } from '../rules/runtime-records.js';
-import type { EndpointUsage } from '../types.js';
+import type { EndpointUsage, Grant } from '../types.js';
+import type { CallBound } from '../../stores/call-bound.js';
 
 /** Every counter of the endpoint, in order: the table's, then each grant's variant made so far. */
 function countersOf(endpoint: CompiledEndpoint, grants: CompiledGrants): CompiledEndpoint[] {
@@ -60,7 +61,12 @@ export class Usage {
       grant === undefined || grant === 'unlimited' ? endpoint : this.#grants.variant(endpoint, grant),
     );
     if (grant !== 'unlimited') this.#readable(check, counted, "read a client's counters");
-    const rows = await Promise.all(
+    const rows = await this.#records.bounded('limits.usage', (bound) => this.#rows(c, grant, counted, bound));
+    return rows.flat();
+  }
+
+  #rows(c: Client, grant: Grant | undefined, counted: CompiledEndpoint[], bound: CallBound) {
+    return Promise.all(
       counted.map(async (counter, i): Promise<EndpointUsage[]> => {
         const endpoint = (this.#endpoints[i] as CompiledEndpoint).name;
         if (grant === 'unlimited') {
@@ -74,7 +80,7 @@ export class Usage {
             resetTime: undefined,
           }));
         }
-        const read = await counter.counter.get(c.key);
+        const read = await counter.counter.read(c.key, bound);
         const counts = Array.isArray(read) ? read : [read];
         return counter.limits.map(({ limit, windowMs }, at) => {
           const count = counts[at];
@@ -91,7 +97,6 @@ export class Usage {
         });
       }),
     );
-    return rows.flat();
   }
 
   /**
@@ -112,11 +117,13 @@ export class Usage {
     }
     const counters = chosen.flatMap((e) => countersOf(e, this.#grants));
     this.#readable(check, counters, "clear a client's counters");
-    const cleared = await Promise.all(counters.map((e) => e.counter.delete(key)));
-    // Every instance forgets the refusals it remembers of the client, which would refuse it until its window ended.
-    const longest = Math.max(...counters.flatMap((e) => e.limits.map((l) => l.windowMs)));
-    await this.#records.resetClient(key, longest);
-    return cleared.some(Boolean);
+    return this.#records.bounded('limits.reset', async (bound) => {
+      const cleared = await Promise.all(counters.map((e) => e.counter.clear(key, bound)));
+      // Every instance forgets the refusals it remembers of the client, which would refuse it until its window ended.
+      const longest = Math.max(...counters.flatMap((e) => e.limits.map((l) => l.windowMs)));
+      await this.#records.resetClient(key, longest, bound);
+      return cleared.some(Boolean);
+    });
   }
 
   /** Forgets the refusals remembered of `key` on every counter of this instance. */

@@ -9,6 +9,7 @@ import { addressBan, type RuntimeRecords } from './runtime-records.js';
 import type { StoreContract } from '../../stores/store.js';
 import type { BanInfo, BanOptions, ClientKind, ListingLimitsOptions } from '../types.js';
 import type { Deadline, Waiting } from '../../stores/waiting.js';
+import type { CallBound } from '../../stores/call-bound.js';
 
 const banFields = ['after', 'within', 'duration', 'tokensPerIp', 'tokensWithin', 'scope'] as const;
 
@@ -189,10 +190,13 @@ export class Bans {
     });
   }
 
-  /** Forgets what led to the bans of `key` (its refusals, and its address's token count) on every instance. */
-  async forget(key: string): Promise<void> {
-    const forgotten: Promise<unknown>[] = [this.#strikes.delete(key)];
-    if (this.#tokens) forgotten.push(this.#tokens.delete(key));
+  /**
+   * Forgets what led to the bans of `key` (its refusals, and its address's token count) on every instance, within an
+   * operator's call's bound.
+   */
+  async forget(key: string, bound: CallBound): Promise<void> {
+    const forgotten: Promise<unknown>[] = [this.#strikes.clear(key, bound)];
+    if (this.#tokens) forgotten.push(this.#tokens.clear(key, bound));
     await Promise.all(forgotten);
   }
 }

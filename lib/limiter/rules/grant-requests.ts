@@ -6,6 +6,7 @@ import { tokenEnd, tokenKey } from '../keys.js';
 import type { EndpointRow } from '../../contract/listings.js';
 import { checkText, objectOf, Problem } from './records.js';
 import type { RuntimeRecords } from './runtime-records.js';
+import type { CallBound } from '../../stores/call-bound.js';
 import type { GrantRequestMeta, GrantRequestPlace, GrantRequestStore } from '../../stores/grant-request-store.js';
 import type {
   Grant,
@@ -256,7 +257,12 @@ export class GrantRequests implements PublicGrantRequests {
       ...place,
     };
     const bounds = { perKey: PENDING_PER_CLIENT, perNetwork: PENDING_PER_NETWORK, max: GRANT_REQUESTS_MAX };
-    const done = await this.#storeFor(check).file(record.id, serialise(record), metaOf(record), bounds, record.at);
+    const store = this.#storeFor(check);
+    const done = await this.#records.bounded(check.source, (bound) =>
+      bound.race(store.file(record.id, serialise(record), metaOf(record), bounds, record.at, bound.applyBy), (late) => {
+        if (late === 'done') this.#records.lateChange(bound);
+      }),
+    );
     if (done === 'key') {
       check.fail(
         'ERR_TOO_MANY_PENDING',
@@ -291,7 +297,8 @@ export class GrantRequests implements PublicGrantRequests {
   }
 
   async #read(check: Checker, id: string): Promise<StoredGrantRequest | undefined> {
-    const record = parse(await this.#storeFor(check).get(id));
+    const store = this.#storeFor(check);
+    const record = parse(await this.#records.bounded(check.source, (bound) => bound.race(store.get(id))));
     return record && endOf(record) > Date.now() ? record : undefined;
   }
 
@@ -331,21 +338,25 @@ export class GrantRequests implements PublicGrantRequests {
     const check = new Checker('limits.requests.list');
     const { status, offset, limit } = this.#page(check, options);
     const store = this.#storeFor(check);
-    const now = Date.now();
-    if (status !== undefined) return this.#visible((await store.page(status, offset, limit, now)).values, now);
-    const pending = await store.page('pending', offset, limit, now);
-    const listed = this.#visible(pending.values, now);
-    if (listed.length >= limit) return listed;
-    const from = Math.max(offset - pending.total, 0);
-    const decided = await store.page('decided', from, limit - listed.length, now);
-    return [...listed, ...this.#visible(decided.values, now)];
+    return this.#records.bounded(check.source, async (bound) => {
+      const now = Date.now();
+      const page = (of: 'pending' | 'decided', from: number, n: number) => bound.race(store.page(of, from, n, now));
+      if (status !== undefined) return this.#visible((await page(status, offset, limit)).values, now);
+      const pending = await page('pending', offset, limit);
+      const listed = this.#visible(pending.values, now);
+      if (listed.length >= limit) return listed;
+      const decided = await page('decided', Math.max(offset - pending.total, 0), limit - listed.length);
+      return [...listed, ...this.#visible(decided.values, now)];
+    });
   }
 
   /** How many requests are pending, and how many decided ones are kept. */
   async counts(): Promise<{ pending: number; decided: number }> {
     const store = this.#storeFor(new Checker('limits.requests.counts'));
     const now = Date.now();
-    const [pending, decided] = await Promise.all([store.page('pending', 0, 0, now), store.page('decided', 0, 0, now)]);
+    const [pending, decided] = await this.#records.bounded('limits.requests.counts', (bound) =>
+      bound.race(Promise.all([store.page('pending', 0, 0, now), store.page('decided', 0, 0, now)])),
+    );
     return { pending: pending.total, decided: decided.total };
   }
 
@@ -359,12 +370,16 @@ export class GrantRequests implements PublicGrantRequests {
     const { limit } = this.#page(check, options);
     const address = addressOfKey(key);
     const [by, value] = address === undefined ? ['key', key] : ['network', placeOf(address, this.#subnet).network];
-    return this.#visible(await this.#storeFor(check).find(by as 'key' | 'network', value, limit), Date.now());
+    const store = this.#storeFor(check);
+    const found = await this.#records.bounded(check.source, (bound) =>
+      bound.race(store.find(by as 'key' | 'network', value, limit)),
+    );
+    return this.#visible(found, Date.now());
   }
 
-  async #pending(check: Checker, id: unknown): Promise<{ record: StoredGrantRequest; json: string }> {
+  async #pending(check: Checker, id: unknown, bound: CallBound): Promise<{ record: StoredGrantRequest; json: string }> {
     if (typeof id !== 'string' || id === '') check.invalid('id', `must be a request's id; got ${show(id)}.`);
-    const json = await this.#storeFor(check).get(id);
+    const json = await bound.race(this.#storeFor(check).get(id));
     const record = parse(json);
     if (!record || json === undefined || endOf(record) <= Date.now())
       return check.invalid('id', `is no request's id; got ${show(id)}.`);
@@ -372,48 +387,64 @@ export class GrantRequests implements PublicGrantRequests {
     return { record, json };
   }
 
-  /** Writes a decision over the request as read; resolves the text the store wrote (with its sequence number). */
-  async #decide(check: Checker, json: string, decided: StoredGrantRequest): Promise<string> {
-    const written = await this.#storeFor(check).put(decided.id, serialise(decided), json, metaOf(decided), Date.now());
+  /** The refusal of a decision when the request no longer holds what was read: another operator decided meanwhile. */
+  #decidedMeanwhile(check: Checker, written: string | undefined): string {
     if (written === undefined) check.invalid('id', 'names a request another operator decided meanwhile.');
     return written;
   }
 
   /**
    * Approves a pending request: the client of its token is given `grant` (which may differ from what was asked)
-   * until `until`, with the request's id in the grant's note.
+   * until `until`, with the request's id in the grant's note. The decision and the grant are one change of the store:
+   * both, or neither.
    */
   async approve(id: string, grant: Grant, options?: { until?: Date | number; note?: string }): Promise<GrantRequest> {
     const check: Checker = new Checker('limits.requests.approve');
     const checked = this.#records.checkGrant(check, grant, 'grant');
-    const { record, json } = await this.#pending(check, id);
-    const until = options?.until instanceof Date ? options.until.getTime() : (options?.until ?? null);
-    const approved: StoredGrantRequest = {
-      ...record,
-      status: 'approved',
-      decidedAt: Date.now(),
-      granted: checked,
-      until,
-    };
-    const value = await this.#decide(check, json, approved);
-    try {
+    return this.#records.bounded(check.source, async (bound) => {
+      const { record, json } = await this.#pending(check, id, bound);
+      const until = options?.until instanceof Date ? options.until.getTime() : (options?.until ?? null);
+      const approved: StoredGrantRequest = {
+        ...record,
+        status: 'approved',
+        decidedAt: Date.now(),
+        granted: checked,
+        until,
+      };
       const note = options?.note ?? `request ${record.id}`;
-      await this.#records.grant({ key: record.key }, checked, { until: until ?? undefined, note }, record.tokenEnd);
-    } catch (error) {
-      // The grant could not be given (a bad `until`): the request is pending again, as it was.
-      await this.#store?.put(record.id, json, value, metaOf(record), Date.now());
-      throw error;
-    }
-    return publicOf(approved);
+      const decision = {
+        id: record.id,
+        value: serialise(approved),
+        expected: json,
+        meta: metaOf(approved),
+        now: Date.now(),
+      };
+      const written = await this.#records.grantWithDecision(
+        check,
+        checked,
+        { until: until ?? undefined, note },
+        decision,
+        record.tokenEnd,
+      );
+      this.#decidedMeanwhile(check, written);
+      return publicOf(approved);
+    });
   }
 
   /** Declines a pending request, with the reason its requester sees. */
   async decline(id: string, reason: string): Promise<GrantRequest> {
     const check: Checker = new Checker('limits.requests.decline');
     const answer = checkText(check, reason, 'reason', LONGEST_REASON, true);
-    const { record, json } = await this.#pending(check, id);
-    const declined: StoredGrantRequest = { ...record, status: 'declined', decidedAt: Date.now(), answer };
-    await this.#decide(check, json, declined);
-    return publicOf(declined);
+    return this.#records.bounded(check.source, async (bound) => {
+      const { record, json } = await this.#pending(check, id, bound);
+      const declined: StoredGrantRequest = { ...record, status: 'declined', decidedAt: Date.now(), answer };
+      const store = this.#storeFor(check);
+      const put = store.put(declined.id, serialise(declined), json, metaOf(declined), Date.now(), bound.applyBy);
+      const written = await bound.race(put, (late) => {
+        if (late !== undefined) this.#records.lateChange(bound);
+      });
+      this.#decidedMeanwhile(check, written);
+      return publicOf(declined);
+    });
   }
 }

@@ -10,7 +10,7 @@ import type { RuntimeRecords } from './runtime-records.js';
 import type { StoreContract } from '../../stores/store.js';
 import { checkRow, refuseDuplicates, rowShape } from '../../contract/table.js';
 import type { EndpointRow } from '../../contract/listings.js';
-import type { Limit, WindowKind } from '../../contract/limit.js';
+import { LARGEST_FIELD_INTEGER, type Limit, type WindowKind } from '../../contract/limit.js';
 import type { Grant, ListingLimitsOptions } from '../types.js';
 import type { Waiting } from '../../stores/waiting.js';
 
@@ -21,15 +21,21 @@ type Limited = Exclude<Grant, typeof UNLIMITED>;
 
 /**
  * `limit × multiplier`, rounded down, computed on the multiplier's decimal digits as written (`25 × 1.16` is 29,
- * where floating point says 28.999…), at least 1.
+ * where floating point says 28.999…), at least 1. Exact however large: a grant's check refuses one past
+ * LARGEST_FIELD_INTEGER.
  */
-function multiplied(limit: number, multiplier: number): number {
+function product(limit: number, multiplier: number): bigint {
   const [digits = '0', exponent = '0'] = multiplier.toExponential().split('e');
   const [whole = '0', fraction = ''] = digits.split('.');
   const scale = Number(exponent) - fraction.length;
-  const product = BigInt(limit) * BigInt(whole + fraction);
-  const exact = scale >= 0 ? product * 10n ** BigInt(scale) : product / 10n ** BigInt(-scale);
-  return Number(exact > BigInt(Number.MAX_SAFE_INTEGER) ? BigInt(Number.MAX_SAFE_INTEGER) : exact < 1n ? 1n : exact);
+  const exact = BigInt(limit) * BigInt(whole + fraction);
+  const rounded = scale >= 0 ? exact * 10n ** BigInt(scale) : exact / 10n ** BigInt(-scale);
+  return rounded < 1n ? 1n : rounded;
+}
+
+/** {@link product} as a number: a checked grant's, at most LARGEST_FIELD_INTEGER. */
+function multiplied(limit: number, multiplier: number): number {
+  return Number(product(limit, multiplier));
 }
 
 /** What a grant is checked against: the table's endpoints and rows, and the largest limit its windows can keep. */
@@ -59,8 +65,18 @@ export function checkGrant(check: Checker, grant: unknown, at: string, table: Gr
     if (typeof g.multiplier !== 'number' || !Number.isFinite(g.multiplier) || g.multiplier <= 0) {
       check.invalid(`${at}.multiplier`, `must be a positive number; got ${show(g.multiplier)}.`);
     }
-    const largest = maxLimit && Math.max(...table.rows.map((row) => multiplied(row.limit, g.multiplier as number)));
-    if (maxLimit && (largest as number) > maxLimit) {
+    const multiplier = g.multiplier;
+    const largestRow = table.rows.reduce((a, b) => (b.limit > a.limit ? b : a));
+    const largestProduct = product(largestRow.limit, multiplier);
+    if (largestProduct > BigInt(LARGEST_FIELD_INTEGER)) {
+      check.invalid(
+        `${at}.multiplier`,
+        `makes a limit of ${largestProduct} on ${largestRow.method} ${largestRow.path}; a header field carries ` +
+          `at most ${LARGEST_FIELD_INTEGER} (15 digits). Grant 'unlimited', or a smaller multiplier.`,
+      );
+    }
+    const largest = Number(largestProduct);
+    if (maxLimit && largest > maxLimit) {
       check.invalid(
         `${at}.multiplier`,
         `makes a limit of ${largest}; sliding windows keep every request of the window, up to ${maxLimit}.`,

@@ -7,12 +7,7 @@ import type { Client, IpKey } from '../identify.js';
 import {
   addressBan,
   type BanRecord,
-  checkBan,
   type CheckGrant,
-  checkGrantRecord,
-  checkLost,
-  checkReset,
-  checkSession,
   type EndedLogin,
   type EpochRecord,
   type GrantRecord,
@@ -22,17 +17,20 @@ import {
   type Stored,
 } from './records.js';
 import {
-  type ChangeResult,
   type Follower,
   MemoryState,
   type RecordChange,
+  type RequestPut,
   type RuntimeState,
   sha1,
+  type StateChangeResult,
   type StateUpdate,
 } from '../../stores/state.js';
+import { bounded, type CallBound, withBound } from '../../stores/call-bound.js';
 import { SweptMap } from '../../shared/swept.js';
 import type { ChangeEvent, Grant } from '../types.js';
 import { digest, endOf, eventText, plain, sameRecord, shown } from './record-views.js';
+import { type Kind, type KindCache, recordKinds } from './record-kinds.js';
 
 /** Foreign entries of the records kept in view for `foreign()` at the most; beyond, the oldest go. */
 const FOREIGN_KEPT = 1000;
@@ -47,23 +45,12 @@ interface RecordsContext {
   readonly report: OnError;
   /** The longest the first read of the state holds requests up (the store's `timeoutMs`, else a second). */
   readonly firstReadMs: number;
+  /** The longest an operator's call waits for the store in all; undefined for a store in this process. */
+  readonly callTimeoutMs?: number;
+  /** Told each time a read of the state was answered, with the route of the store's part that answered. */
+  readonly answered?: (route: string) => void;
   /** Told the key of each reset of a client's counters this instance reads (its own included). */
   readonly onReset?: (key: string) => void;
-}
-
-/** Where this instance keeps the records of a kind, by the id of their field. */
-interface KindCache {
-  get(id: string): { readonly seq: number } | undefined;
-  add(id: string, record: { readonly seq: number }, now: number): unknown;
-  delete(id: string): boolean;
-}
-
-/** A kind of record: how an entry of it is checked, and where this instance keeps its records. */
-interface Kind {
-  check(id: string, text: string): { readonly seq: number };
-  cache(id: string): KindCache;
-  /** Whether a record of it is an operator's: kept as a lost record when the store loses it. */
-  operators(record: unknown): boolean;
 }
 
 /** What this instance knew when the state it followed was replaced. */
@@ -71,6 +58,8 @@ interface Known {
   readonly epoch: string | undefined;
   readonly seq: number;
   readonly records: ReadonlyMap<string, Stored<BanRecord | GrantRecord | LostEntry>>;
+  /** Every field it held, of every kind. */
+  readonly fields: ReadonlySet<string>;
   readonly foreign: ReadonlySet<string>;
 }
 
@@ -140,36 +129,22 @@ export class RecordCache {
       },
       delete: (id) => this.#resets.delete(id),
     };
-    // The kinds of record, by the prefix of their field: a new kind is a check, a cache and a line here. Logins and
-    // resets are no operator's ban or grant: a store that loses them loses nothing to restore (logins then end, as
-    // their epoch is gone).
-    this.#kinds = new Map<string, Kind>([
-      ['ban', { check: checkBan, cache: bans, operators: (ban) => (ban as BanRecord).by === 'operator' }],
-      [
-        'grant',
-        {
-          check: (id, json) => checkGrantRecord(id, json, context.checkGrant),
-          cache: () => this._grants,
-          operators: () => true,
-        },
-      ],
-      [
-        'lost',
-        {
-          check: (id, json) => checkLost(id, json, context.checkGrant),
-          cache: () => this._lost,
-          operators: () => true,
-        },
-      ],
-      ['session', { check: checkSession, cache: () => this._logins, operators: () => false }],
-      ['reset', { check: checkReset, cache: () => resets, operators: () => false }],
-    ]);
+    this.#kinds = recordKinds(
+      { bans, grants: this._grants, lost: this._lost, logins: this._logins, resets },
+      context.checkGrant,
+    );
   }
 
   /** Starts following the state: once the middleware is made, so that a configuration that fails leaves nothing. */
   start(): void {
     if (this._follower) return;
-    this._follower = this._state.follow((update) => this.#apply(update));
+    this._follower = this._state.follow(
+      (update) => this.#apply(update),
+      (route) => {
+        this._context.answered?.(route);
+        this._answered();
+      },
+    );
     if (this.#loaded) return;
     let timer: ReturnType<typeof setTimeout> | undefined;
     const bound = new Promise<void>((resolve) => {
@@ -275,7 +250,23 @@ export class RecordCache {
     for (const [id, ban] of this._addressBans) records.set(`ban:${id}`, ban);
     for (const [id, grant] of this._grants) records.set(`grant:${id}`, grant);
     for (const [id, lost] of this._lost) records.set(`lost:${id}`, lost);
-    return { epoch: this._epoch, seq: this.#seq, records, foreign: new Set(this._foreign.keys()) };
+    const fields = new Set(records.keys());
+    for (const id of this._logins.keys()) fields.add(`session:${id}`);
+    for (const id of this.#resets.keys()) fields.add(`reset:${id}`);
+    return { epoch: this._epoch, seq: this.#seq, records, fields, foreign: new Set(this._foreign.keys()) };
+  }
+
+  /** Whether `json`, the text of `field`, is a record of a kind this instance applies that is in force at `now`. */
+  #inForce(field: string, json: string, now: number): boolean {
+    const colon = field.indexOf(':');
+    const kind = this.#kinds.get(field.slice(0, colon));
+    if (!kind) return false;
+    try {
+      return kind.end(kind.check(field.slice(colon + 1), json)) > now;
+    } catch (error) {
+      if (!(error instanceof Problem)) throw error;
+      return false;
+    }
   }
 
   /**
@@ -309,21 +300,30 @@ export class RecordCache {
     }
     const stale: [string, string][] = [];
     if (copy) {
+      // Records in force that this instance did not hold, though it had read past the change that wrote them; but
+      // not those written on the copy since it took over, whatever their number.
+      const passed = Math.min(known.seq, update.forked ?? update.seq);
       for (const [field, json] of update.records) {
-        if (json === null || known.records.has(field) || known.foreign.has(field)) continue;
+        if (json === null || known.fields.has(field) || known.foreign.has(field)) continue;
         const seq = Number(/^\{"seq":(\d+),/.exec(json)?.[1] ?? 0);
-        if (seq <= known.seq) stale.push([field, json]);
+        if (seq <= passed && this.#inForce(field, json, now)) stale.push([field, json]);
       }
     }
-    for (const [field, json] of stale) {
-      await this._write({ field, value: null, endsAt: null, when: { sha1: sha1(json) }, event: undefined, now });
-    }
+    const changes: RecordChange[] = stale.map(([field, json]) => ({
+      field,
+      value: null,
+      endsAt: null,
+      when: { sha1: sha1(json) },
+      event: undefined,
+      now,
+    }));
     for (const entry of lost) {
       const value = JSON.stringify({ field: entry.field, record: plain(entry.record), lostAt: entry.lostAt });
       const endsAt = endOf(entry.record) === Infinity ? null : endOf(entry.record);
       // Several instances may find the same record lost: the first one's lost record stays.
-      await this._write({ field: `lost:${entry.field}`, value, endsAt, when: 'absent', event: undefined, now });
+      changes.push({ field: `lost:${entry.field}`, value, endsAt, when: 'absent', event: undefined, now });
     }
+    if (changes.length > 0) await this._write(changes, undefined);
     if (lost.length + ruleBans + stale.length === 0) return;
     const what = copy ? 'replaced by a copy that is behind it (a failover)' : 'lost (a restart, a flush or a failover)';
     const parts: string[] = [];
@@ -335,25 +335,90 @@ export class RecordCache {
     this._context.report(new RuntimeStateError('ERR_STATE_LOST', message), undefined);
   }
 
-  /** Writes a change; the cache takes the store's answer (or, when the state's epoch changed, reads it whole). */
-  protected async _write(change: RecordChange): Promise<ChangeResult> {
-    const result = await this._state.change(change);
-    if (result.epoch !== this._epoch) {
-      await this._follower?.sync().catch(() => {});
+  /**
+   * Runs an operator's call within the store's bound (see CallBound): it settles within `callTimeoutMs`, or rejects
+   * with `ERR_STORE_UNAVAILABLE`, and a change of it that reaches the store later is refused.
+   */
+  bounded<T>(source: string, run: (bound: CallBound) => Promise<T>): Promise<T> {
+    return bounded(source, this._context.callTimeoutMs, run);
+  }
+
+  /** The store answered a read of the state: what waits for it may go on. */
+  protected _answered(): void {}
+
+  /** Runs `next` (the rest of a page's load) within one bound for all its store calls. */
+  withBound(source: string, next: () => void): void {
+    withBound(source, this._context.callTimeoutMs, next);
+  }
+
+  /** Tells `onError` of an error met by an operator's call (a page's) that the caller answered itself. */
+  report(error: unknown, req: Request | undefined): void {
+    this._context.report(error, req);
+  }
+
+  /**
+   * Writes changes, in one step of the store (with a grant request's decision before them, when there is one); the
+   * cache takes the store's answer (or, when the state's epoch changed, reads it whole). Within a call's `bound`, the
+   * store refuses the change when it takes it too late.
+   */
+  protected async _write(
+    records: readonly RecordChange[],
+    bound: CallBound | undefined,
+    request?: RequestPut,
+  ): Promise<StateChangeResult> {
+    const change = this._state.change({ records, request, applyBy: bound?.applyBy });
+    const result = await (bound ? bound.race(change, (late) => this.#lateChange(bound, late)) : change);
+    const epoch = result.records[0]?.epoch;
+    if (epoch !== undefined && epoch !== this._epoch && this._follower) {
+      // Done: the store has it. Reading the state whole is only for this copy, which the next read brings anyway.
+      const sync = this._follower.sync();
+      await (bound ? bound.race(sync) : sync).catch(() => {});
       if (this._follower) return result;
     }
-    this.#put(change.field, result.stored ?? null, result.seq);
+    records.forEach((c, i) => {
+      const done = result.records[i];
+      if (done) this.#put(c.field, done.stored ?? null, done.seq);
+    });
     return result;
   }
 
-  /** Writes a change of a ban or grant, with its history entry, and tells `onChange` when it applied. */
+  /**
+   * A change the store took in time but answered after the call's bound, when the call had said it made none: every
+   * instance applies it (it is in the store), and `onError` is told which call it was.
+   */
+  #lateChange(bound: CallBound, result: StateChangeResult): void {
+    if (result.records.some((done) => done.changed) || result.request !== undefined) this.lateChange(bound);
+  }
+
+  /** Tells `onError` that a change of the call `bound` bounds, which it said it had not made, was taken after all. */
+  lateChange(bound: CallBound): void {
+    const message =
+      `${bound.source} was refused as the store did not answer in time, but the store had taken its change: it ` +
+      'holds on every instance.';
+    this._context.report(new RuntimeStateError('ERR_STATE_WRITE', message), undefined);
+  }
+
+  /**
+   * Writes changes of bans and grants, with their history entries (a change without an event has none), and tells
+   * `onChange` of each that applied.
+   */
   protected async _change(
-    change: Omit<RecordChange, 'event' | 'now'>,
-    event: ChangeEvent,
+    changes: readonly { readonly change: Omit<RecordChange, 'event' | 'now'>; readonly event?: ChangeEvent }[],
     req: Request | undefined,
-  ): Promise<ChangeResult> {
-    const result = await this._write({ ...change, event: eventText(event), now: event.at.getTime() });
-    if (result.changed) observe(this._context.onChange, event, req, this._context.report);
+    bound: CallBound | undefined,
+    request?: RequestPut,
+  ): Promise<StateChangeResult> {
+    const now = Date.now();
+    const records = changes.map(({ change, event }) => ({
+      ...change,
+      event: event && eventText(event),
+      now: event ? event.at.getTime() : now,
+    }));
+    const result = await this._write(records, bound, request);
+    result.records.forEach((done, i) => {
+      const event = changes[i]?.event;
+      if (done.changed && event) observe(this._context.onChange, event, req, this._context.report);
+    });
     return result;
   }
 

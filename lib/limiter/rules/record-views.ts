@@ -1,7 +1,7 @@
 // Records as the runtime records show them: keys and kinds, pages of bans and grants, changes as events, foreign text.
 import { createHash } from 'node:crypto';
-import { type BanRecord, type GrantRecord, type Stored } from './records.js';
-import type { ActiveBan, ActiveGrant, ChangeEvent, ClientKind } from '../types.js';
+import { type BanRecord, checkEvent, type GrantRecord, type LostEntry, Problem, type Stored } from './records.js';
+import type { ActiveBan, ActiveGrant, ChangeEvent, ClientKind, LostRecord } from '../types.js';
 
 /** The longest text of a foreign entry shown. */
 const SHOWN_TEXT = 200;
@@ -134,4 +134,41 @@ export function grantEvent(grant: GrantRecord): ChangeEvent {
   const event = eventOf('grant', grant.key, kindOf(grant.key), grant.since);
   const until = grant.until === null ? undefined : new Date(grant.until);
   return { ...event, until, grant: grant.grant, note: grant.note ?? undefined };
+}
+
+/** A lost record as `lost()` lists it. */
+export function lostRecord(lost: Stored<LostEntry>): LostRecord {
+  const r = lost.record;
+  const since = new Date(r.since);
+  const base = { id: lost.field, key: r.key, lostAt: new Date(lost.lostAt) };
+  if (isBan(r)) return { ...base, kind: 'ban', ban: activeBan({ ...r, seq: 0 }), grant: undefined };
+  const until = r.until === null ? undefined : new Date(r.until);
+  const grant = { key: r.key, grant: r.grant, since, until, note: r.note ?? undefined, tokenEnd: r.tokenEnd ?? '' };
+  return { ...base, kind: 'grant', ban: undefined, grant };
+}
+
+/**
+ * The changes of a history (newest first) as `history()` lists them: those since `since`, at most `limit`. An entry
+ * that is not a change is skipped, and told to `foreign` with its problem.
+ */
+export function changesOf(
+  texts: readonly string[],
+  { since, limit }: { since: number | undefined; limit: number },
+  foreign: (json: string, problem: string) => void,
+): ChangeEvent[] {
+  const events: ChangeEvent[] = [];
+  for (const json of texts) {
+    let event: ChangeEvent;
+    try {
+      event = checkEvent(json);
+    } catch (error) {
+      if (!(error instanceof Problem)) throw error;
+      foreign(json, error.message);
+      continue;
+    }
+    if (since !== undefined && event.at.getTime() < since) break;
+    events.push(event);
+    if (events.length === limit) break;
+  }
+  return events;
 }

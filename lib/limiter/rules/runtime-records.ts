@@ -1,10 +1,8 @@
 // The records of the store's runtime state (bans, grants, lost records, logins, resets): this instance's cache of them.
 import { randomBytes } from 'node:crypto';
 import type { Request } from 'express';
-import ipaddr from 'ipaddr.js';
-import { Checker, isPlainObject, MAX_DURATION_MS, show } from '../../shared/check.js';
+import { Checker, MAX_DURATION_MS, show } from '../../shared/check.js';
 import { RuntimeStateError } from '../../shared/errors.js';
-import { tokenEnd, tokenKey } from '../keys.js';
 import {
   addressBan,
   type BanRecord,
@@ -13,15 +11,17 @@ import {
   type EndedLogin,
   type EpochRecord,
   type GrantRecord,
-  LONGEST_TEXT,
   Problem,
   type ResetRecord,
   type Stored,
   storedBan,
 } from './records.js';
-import { HISTORY_MAX } from '../../stores/state.js';
+import { HISTORY_MAX, type RequestPut } from '../../stores/state.js';
+import type { CallBound } from '../../stores/call-bound.js';
 import type { ActiveBan, ActiveGrant, ChangeEvent, ClientKind, ForeignEntry, Grant, LostRecord } from '../types.js';
 import { RecordCache } from './record-cache.js';
+import { clientKeyOf } from './client-keys.js';
+import { PendingBans } from './pending-bans.js';
 import {
   digest,
   kindOf,
@@ -34,6 +34,8 @@ import {
   endOf,
   isBan,
   shown,
+  lostRecord,
+  changesOf,
 } from './record-views.js';
 
 export { addressBan, type BanRecord };
@@ -57,27 +59,10 @@ export class RuntimeRecords extends RecordCache {
    * given, else the one a record of the key keeps ('' when none does). Throws ListingLimitsError naming the field.
    */
   keyOf(check: Checker, client: unknown): { key: string; kind: ClientKind; address: boolean; tokenEnd: string } {
-    const fields = isPlainObject(client) ? Object.keys(client) : [];
-    if (fields.length !== 1 || !['token', 'ip', 'key'].includes(fields[0] as string)) {
-      check.invalid('client', `must be { token }, { ip } or { key }; got ${show(fields.length ? fields : client)}.`);
-    }
-    const c = client as { token?: unknown; ip?: unknown; key?: unknown };
-    const field = fields[0] as string;
-    const value = c[field as keyof typeof c];
-    if (typeof value !== 'string' || value === '')
-      check.invalid(
-        `client.${field}`,
-        `must be a non-empty string; got ${field === 'token' ? typeof value : show(value)}.`,
-      );
-    if (field === 'token') return { key: tokenKey(value), kind: 'token', address: false, tokenEnd: tokenEnd(value) };
-    if (field === 'ip') {
-      if (!ipaddr.isValid(value)) check.invalid('client.ip', `must be an IP address; got ${show(value)}.`);
-      return { key: this._context.ipOf(value), kind: 'ip', address: true, tokenEnd: '' };
-    }
-    if (value.length > LONGEST_TEXT)
-      check.invalid('client.key', `must be at most ${LONGEST_TEXT} characters; got ${value.length}.`);
-    const known = this._grants.get(value)?.tokenEnd ?? this._bans.get(value)?.tokenEnd ?? '';
-    return { key: value, kind: kindOf(value), address: false, tokenEnd: known };
+    const named = clientKeyOf(check, client, this._context.ipOf);
+    if (named.tokenEnd !== '' || named.address) return named;
+    const known = this._grants.get(named.key)?.tokenEnd ?? this._bans.get(named.key)?.tokenEnd ?? '';
+    return { ...named, tokenEnd: known };
   }
 
   #writable(check: Checker): void {
@@ -93,23 +78,41 @@ export class RuntimeRecords extends RecordCache {
 
   /**
    * A rule's ban, decided by a request: in force here at once, then written unless a ban of the key is in force in
-   * the store already (another instance's, which then replaces this one here). Resolves whether this wrote it; a
-   * ban the store could not take stays here alone until it ends, and the failure goes to `onError`.
+   * the store already (another instance's, which then replaces this one here). Resolves whether this wrote it. A ban
+   * the store could not take holds here, and is written again until the store takes it (see PendingBans); the failure
+   * goes to `onError`, once.
    */
   ruleBan(banKey: string, ban: BanRecord, req: Request): Promise<boolean> {
     (banKey.startsWith('addr:') ? this._addressBans : this._bans).add(banKey, storedBan(ban, -1), ban.since);
     this._bansEnd = Math.max(this._bansEnd, ban.until);
-    return this._change(
-      { field: `ban:${banKey}`, value: JSON.stringify(ban), endsAt: ban.until, when: 'absent' },
-      banEvent(ban),
-      req,
-    ).then(
-      (result) => result.changed,
+    return this.#writeRuleBan(banKey, ban, req).then(
+      (taken) => taken,
       (error: unknown) => {
-        const message = `a rule's ban of ${ban.key} could not be written to the store; it holds on this instance only.`;
+        const message =
+          `a rule's ban of ${ban.key} could not be written to the store; it holds on this instance, and is written ` +
+          'again until the store takes it.';
         this._context.report(new RuntimeStateError('ERR_STATE_WRITE', message, { cause: error }), req);
+        this.#pending.keep(banKey, ban, req);
         return false;
       },
+    );
+  }
+
+  /** Rules' bans the store could not take yet, written again until it takes them. */
+  readonly #pending = new PendingBans(
+    (banKey, ban, req) => this.#writeRuleBan(banKey, ban, req),
+    (banKey) => (banKey.startsWith('addr:') ? this._addressBans : this._bans).get(banKey)?.seq === -1,
+  );
+
+  /** The store answers again: the rules' bans it could not take are written now. */
+  protected override _answered(): void {
+    this.#pending.answered();
+  }
+
+  #writeRuleBan(banKey: string, ban: BanRecord, req: Request | undefined): Promise<boolean> {
+    const change = { field: `ban:${banKey}`, value: JSON.stringify(ban), endsAt: ban.until, when: 'absent' } as const;
+    return this._change([{ change, event: banEvent(ban) }], req, undefined).then(
+      (result) => result.records[0]?.changed === true,
     );
   }
 
@@ -125,46 +128,44 @@ export class RuntimeRecords extends RecordCache {
     const duration = check.seconds(o.duration, 'options.duration');
     const reason = o.reason === undefined ? 'operator' : checkText(check, o.reason, 'options.reason');
     this.#writable(check);
-    const since = Date.now();
-    const ban: BanRecord = {
-      key,
-      kind,
-      reason,
-      since,
-      until: since + duration,
-      by: 'operator',
-      tokenEnd: end || known || undefined,
-    };
-    const field = `ban:${address ? addressBan(key) : key}`;
-    await this._change(
-      { field, value: JSON.stringify(ban), endsAt: ban.until, when: 'always' },
-      banEvent(ban),
-      undefined,
-    );
-    return true;
+    return this.bounded('limits.ban', async (bound) => {
+      const since = Date.now();
+      const tokenEnd = end || known || undefined;
+      const ban: BanRecord = { key, kind, reason, since, until: since + duration, by: 'operator', tokenEnd };
+      const field = `ban:${address ? addressBan(key) : key}`;
+      const change = { field, value: JSON.stringify(ban), endsAt: ban.until, when: 'always' } as const;
+      await this._change([{ change, event: banEvent(ban) }], undefined, bound);
+      return true;
+    });
   }
 
-  /** Lifts the bans of a key (its own and its address's). Resolves whether the store had one in force. */
-  async unban(key: string): Promise<boolean> {
-    const at = Date.now();
-    let lifted = false;
-    for (const banKey of [key, addressBan(key)]) {
-      const cache = banKey.startsWith('addr:') ? this._addressBans : this._bans;
-      const known = cache.get(banKey);
-      // A rule's ban only this instance has: the store cannot lift it.
-      if (known && known.seq < 0) {
-        cache.delete(banKey);
-        if (known.until > at) lifted = true;
+  /**
+   * Lifts the bans of a key (its own and its address's), both in one change of the store. Resolves whether the store
+   * had one in force.
+   */
+  unban(key: string): Promise<boolean> {
+    return this.bounded('limits.unban', async (bound) => {
+      const at = Date.now();
+      let lifted = false;
+      const changes = [key, addressBan(key)].map((banKey) => {
+        const cache = banKey.startsWith('addr:') ? this._addressBans : this._bans;
+        const known = cache.get(banKey);
+        const event = eventOf('unban', key, known?.kind ?? (banKey === key ? kindOf(key) : 'ip'), at);
+        return { change: { field: `ban:${banKey}`, value: null, endsAt: null, when: 'always' } as const, event };
+      });
+      const result = await this._change(changes, undefined, bound);
+      for (const banKey of [key, addressBan(key)]) {
+        const cache = banKey.startsWith('addr:') ? this._addressBans : this._bans;
+        const known = cache.get(banKey);
+        // A rule's ban only this instance has: the store had none to lift.
+        if (known && known.seq < 0) {
+          cache.delete(banKey);
+          this.#pending.forget(banKey);
+          if (known.until > at) lifted = true;
+        }
       }
-      const event = eventOf('unban', key, known?.kind ?? (banKey === key ? kindOf(key) : 'ip'), at);
-      const result = await this._change(
-        { field: `ban:${banKey}`, value: null, endsAt: null, when: 'always' },
-        event,
-        undefined,
-      );
-      if (result.changed) lifted = true;
-    }
-    return lifted;
+      return lifted || result.records.some((done) => done.changed);
+    });
   }
 
   /** The key to unban: a key as `onBan` reported it, or a client. */
@@ -173,9 +174,8 @@ export class RuntimeRecords extends RecordCache {
     return this.keyOf(new Checker('limits.unban'), client).key;
   }
 
-  /** An operator's grant; `known` as for {@link banClient} (the end of the token of the request it approves). */
-  async grant(client: unknown, grant: unknown, options: unknown, known = ''): Promise<boolean> {
-    const check = new Checker('limits.grant');
+  /** A grant made at runtime, checked: its field's change and its history entry. */
+  #grantChange(check: Checker, client: unknown, grant: unknown, options: unknown, known: string) {
     const { key, tokenEnd: end } = this.keyOf(check, client);
     const checked = this._context.checkGrant(check, grant, 'grant');
     const o = check.options(options, 'options', '{ until, note }');
@@ -195,25 +195,39 @@ export class RuntimeRecords extends RecordCache {
     const note = o.note === undefined ? null : checkText(check, o.note, 'options.note');
     this.#writable(check);
     const record: GrantRecord = { key, grant: checked, since, until, note, tokenEnd: end || known || undefined };
-    await this._change(
-      { field: `grant:${key}`, value: JSON.stringify(record), endsAt: until, when: 'always' },
-      grantEvent(record),
-      undefined,
-    );
-    return true;
+    const change = { field: `grant:${key}`, value: JSON.stringify(record), endsAt: until, when: 'always' } as const;
+    return { change, event: grantEvent(record) };
   }
 
-  async revoke(client: unknown): Promise<boolean> {
+  grant(client: unknown, grant: unknown, options: unknown): Promise<boolean> {
+    const change = this.#grantChange(new Checker('limits.grant'), client, grant, options, '');
+    return this.bounded('limits.grant', async (bound) => {
+      await this._change([change], undefined, bound);
+      return true;
+    });
+  }
+
+  /**
+   * A grant given with a grant request's decision, in one change of the store: the grant is given only when the
+   * request still holds `request.expected`. Resolves the request's text as written, or undefined when it did not.
+   * `known`: the end of the request's token, which the grant keeps for the pages.
+   */
+  grantWithDecision(check: Checker, grant: unknown, options: unknown, request: RequestPut, known: string) {
+    const change = this.#grantChange(check, { key: request.meta.key }, grant, options, known);
+    const run = async (bound: CallBound) => (await this._change([change], undefined, bound, request)).request;
+    return this.bounded(check.source, run);
+  }
+
+  revoke(client: unknown): Promise<boolean> {
     const check = new Checker('limits.revoke');
     const { key, kind } = this.keyOf(check, client);
     this.#writable(check);
-    const event = eventOf('revoke', key, kind, Date.now());
-    const result = await this._change(
-      { field: `grant:${key}`, value: null, endsAt: null, when: 'always' },
-      event,
-      undefined,
-    );
-    return result.changed;
+    return this.bounded('limits.revoke', async (bound) => {
+      const event = eventOf('revoke', key, kind, Date.now());
+      const change = { field: `grant:${key}`, value: null, endsAt: null, when: 'always' } as const;
+      const result = await this._change([{ change, event }], undefined, bound);
+      return result.records[0]?.changed === true;
+    });
   }
 
   /**
@@ -237,41 +251,44 @@ export class RuntimeRecords extends RecordCache {
   }
 
   /** The epoch a login is made in now: the store's, or a new one when it has none (a first login, or after a loss). */
-  async loginsEpoch(): Promise<string> {
-    const epoch = this.loginEpoch();
-    if (epoch !== undefined) return epoch;
-    return this.#newEpoch('absent');
+  loginsEpoch(): Promise<string> {
+    return this.bounded('limitsAdmin', async (bound) => {
+      await this.#read(bound);
+      return this.loginEpoch() ?? this.#newEpoch('absent', bound);
+    });
   }
 
   /** Ends every login made before, on every instance: a new epoch. */
   endLogins(): Promise<string> {
-    return this.#newEpoch('always');
+    return this.bounded('limitsAdmin', (bound) => this.#newEpoch('always', bound));
   }
 
-  async #newEpoch(when: 'absent' | 'always'): Promise<string> {
+  async #newEpoch(when: 'absent' | 'always', bound: CallBound): Promise<string> {
     const now = Date.now();
     const record: EpochRecord = { epoch: randomBytes(16).toString('base64url'), since: now };
     const change = { field: 'session:epoch', value: JSON.stringify(record), endsAt: null, when, event: undefined };
-    const result = await this._write({ ...change, now });
+    const result = (await this._write([{ ...change, now }], bound)).records[0];
     // Another instance's epoch, written first, is the one: the store answers it.
-    const stored = result.stored === undefined ? undefined : (JSON.parse(result.stored) as Partial<EpochRecord>);
+    const stored = result?.stored === undefined ? undefined : (JSON.parse(result.stored) as Partial<EpochRecord>);
     return typeof stored?.epoch === 'string' ? stored.epoch : record.epoch;
   }
 
   /** Ends one login on every instance, until `until`, when it would have ended by itself. */
-  async endLogin(id: string, until: number): Promise<void> {
-    const now = Date.now();
-    if (until <= now) return;
-    const record: EndedLogin = { id, endedAt: now, until };
-    const change = { field: `session:${id}`, value: JSON.stringify(record), endsAt: until, when: 'always' } as const;
-    await this._write({ ...change, event: undefined, now });
+  endLogin(id: string, until: number): Promise<void> {
+    return this.bounded('limitsAdmin', async (bound) => {
+      const now = Date.now();
+      if (until <= now) return;
+      const record: EndedLogin = { id, endedAt: now, until };
+      const change = { field: `session:${id}`, value: JSON.stringify(record), endsAt: until, when: 'always' } as const;
+      await this._write([{ ...change, event: undefined, now }], bound);
+    });
   }
 
   /**
    * Tells every instance that a client's counters were cleared, so that each forgets the refusals it remembers of
    * it; kept for `windowMs`, the longest window a remembered refusal can last.
    */
-  async resetClient(key: string, windowMs: number): Promise<void> {
+  async resetClient(key: string, windowMs: number, bound: CallBound): Promise<void> {
     const at = Date.now();
     const record: ResetRecord = { key, at, until: at + windowMs };
     const change = {
@@ -280,21 +297,30 @@ export class RuntimeRecords extends RecordCache {
       endsAt: record.until,
       when: 'always',
     } as const;
-    await this._write({ ...change, event: undefined, now: at });
+    await this._write([{ ...change, event: undefined, now: at }], bound);
   }
 
   /** Reads what changed in the store now (a custom store's state is this process's: nothing to read). */
-  async sync(): Promise<void> {
-    if (this._shared) await this._follower?.sync();
+  sync(): Promise<void> {
+    return this.#synced('limits.sync');
+  }
+
+  /** Reads what changed in the store now, within the bound of the call `source` (or of the one under way). */
+  #synced(source: string): Promise<void> {
+    return this.bounded(source, (bound) => this.#read(bound));
+  }
+
+  async #read(bound: CallBound): Promise<void> {
+    if (this._shared && this._follower) await bound.race(this._follower.sync());
   }
 
   /** The bans in force, rules' and operators', as the store has them now. */
   async bans(): Promise<ActiveBan[]> {
-    return (await this.bansPage(0, Infinity)).bans;
+    return (await this.bansPage(0, Infinity, 'limits.bans')).bans;
   }
 
   async grants(): Promise<ActiveGrant[]> {
-    return (await this.grantsPage(0, Infinity)).grants;
+    return (await this.grantsPage(0, Infinity, 'limits.grants')).grants;
   }
 
   #activeBans(): Stored<BanRecord>[] {
@@ -316,22 +342,30 @@ export class RuntimeRecords extends RecordCache {
    * Bans in force from `offset` (or, past the last, from the start of the last `limit` of them), at most `limit`, in
    * the order of `bans()`; where they start, and how many are in force.
    */
-  async bansPage(offset: number, limit: number): Promise<{ total: number; offset: number; bans: ActiveBan[] }> {
-    await this.sync();
+  async bansPage(
+    offset: number,
+    limit: number,
+    source = 'limitsAdmin',
+  ): Promise<{ total: number; offset: number; bans: ActiveBan[] }> {
+    await this.#synced(source);
     const { total, from, rows } = page(this.#activeBans(), offset, limit, activeBan);
     return { total, offset: from, bans: rows };
   }
 
   /** Grants in force, as {@link bansPage} pages the bans. */
-  async grantsPage(offset: number, limit: number): Promise<{ total: number; offset: number; grants: ActiveGrant[] }> {
-    await this.sync();
+  async grantsPage(
+    offset: number,
+    limit: number,
+    source = 'limitsAdmin',
+  ): Promise<{ total: number; offset: number; grants: ActiveGrant[] }> {
+    await this.#synced(source);
     const { total, from, rows } = page(this.#activeGrants(), offset, limit, activeGrant);
     return { total, offset: from, grants: rows };
   }
 
   /** The bans in force of one client key: its own, and for an `ip:` key its address's. */
   async bansOf(key: string): Promise<ActiveBan[]> {
-    await this.sync();
+    await this.#synced('limitsAdmin');
     const now = Date.now();
     const found = [this._bans.get(key), this._addressBans.get(addressBan(key))];
     return found.filter((ban): ban is Stored<BanRecord> => ban !== undefined && ban.until > now).map(activeBan);
@@ -339,70 +373,69 @@ export class RuntimeRecords extends RecordCache {
 
   /** The runtime grant in force of one client key. */
   async grantOfKey(key: string): Promise<ActiveGrant | undefined> {
-    await this.sync();
+    await this.#synced('limitsAdmin');
     const grant = this._grants.get(key);
     return grant && (grant.until === null || grant.until > Date.now()) ? activeGrant(grant) : undefined;
   }
 
   /** The operators' bans and grants the store lost, oldest loss first. */
   async lost(): Promise<LostRecord[]> {
-    await this.sync();
+    await this.#synced('limits.lost');
     const now = Date.now();
     return [...this._lost.values()]
       .filter((lost) => endOf(lost.record) > now)
       .sort((a, b) => a.lostAt - b.lostAt || (a.field < b.field ? -1 : 1))
-      .map((lost): LostRecord => {
-        const r = lost.record;
-        const since = new Date(r.since);
-        const base = { id: lost.field, key: r.key, lostAt: new Date(lost.lostAt) };
-        if (isBan(r)) return { ...base, kind: 'ban', ban: activeBan({ ...r, seq: 0 }), grant: undefined };
-        const until = r.until === null ? undefined : new Date(r.until);
-        const grant = {
-          key: r.key,
-          grant: r.grant,
-          since,
-          until,
-          note: r.note ?? undefined,
-          tokenEnd: r.tokenEnd ?? '',
-        };
-        return { ...base, kind: 'grant', ban: undefined, grant };
-      });
+      .map(lostRecord);
   }
 
-  /** Applies again an operator's ban or grant the store lost; resolves false when it has ended or is gone. */
-  async restoreLost(id: unknown): Promise<boolean> {
-    await this.sync();
-    const lost = typeof id === 'string' ? this._lost.get(id) : undefined;
-    if (!lost) return false;
-    const now = Date.now();
-    const record = lost.record;
-    if (endOf(record) > now) {
-      const value = JSON.stringify(record);
+  /**
+   * Applies again an operator's ban or grant the store lost, and forgets the lost record, in one change of the store;
+   * resolves false when it has ended or is gone.
+   */
+  restoreLost(id: unknown): Promise<boolean> {
+    return this.bounded('limits.restoreLost', async (bound) => {
+      await this.#read(bound);
+      const lost = typeof id === 'string' ? this._lost.get(id) : undefined;
+      if (!lost) return false;
+      const now = Date.now();
+      const record = lost.record;
+      const dismiss = { change: { field: `lost:${lost.field}`, value: null, endsAt: null, when: 'always' } as const };
+      if (endOf(record) <= now) {
+        await this._change([dismiss], undefined, bound);
+        return false;
+      }
       const event = isBan(record) ? banEvent(record) : grantEvent(record);
-      await this._change(
-        { field: lost.field, value, endsAt: record.until, when: 'always' },
-        { ...event, at: new Date(now) },
-        undefined,
-      );
-    }
-    await this.dismissLost(lost.field);
-    return endOf(record) > now;
+      const change = {
+        field: lost.field,
+        value: JSON.stringify(record),
+        endsAt: record.until,
+        when: 'always',
+      } as const;
+      await this._change([{ change, event: { ...event, at: new Date(now) } }, dismiss], undefined, bound);
+      return true;
+    });
   }
 
   /** Forgets a lost record. */
-  async dismissLost(id: unknown): Promise<boolean> {
-    if (typeof id !== 'string' || id === '') return false;
-    const change = { field: `lost:${id}`, value: null, endsAt: null, when: 'always', event: undefined } as const;
-    return (await this._write({ ...change, now: Date.now() })).changed;
+  dismissLost(id: unknown): Promise<boolean> {
+    return this.bounded('limits.dismissLost', async (bound) => {
+      if (typeof id !== 'string' || id === '') return false;
+      const change = { field: `lost:${id}`, value: null, endsAt: null, when: 'always', event: undefined } as const;
+      return (await this._write([{ ...change, now: Date.now() }], bound)).records[0]?.changed === true;
+    });
   }
 
   /** The entries of the store's runtime state this instance skips, records first, then the history's. */
-  async foreign(): Promise<ForeignEntry[]> {
-    await this.sync();
+  foreign(): Promise<ForeignEntry[]> {
+    return this.bounded('limits.foreign', (bound) => this.#foreign(bound));
+  }
+
+  async #foreign(bound: CallBound): Promise<ForeignEntry[]> {
+    await this.#read(bound);
     const entries: ForeignEntry[] = [...this._foreign]
       .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
       .map(([field, { shown: text, problem }]) => ({ id: `record ${field}`, place: 'record', field, text, problem }));
-    for (const json of await this._state.history()) {
+    for (const json of await bound.race(this._state.history())) {
       const problem = this.#eventProblem(json);
       if (problem !== undefined)
         entries.push({ id: `history ${digest(json)}`, place: 'history', field: undefined, text: shown(json), problem });
@@ -411,22 +444,25 @@ export class RuntimeRecords extends RecordCache {
   }
 
   /** Removes an entry `foreign()` listed, if it is still as listed; resolves whether it was there. */
-  async removeForeign(id: unknown): Promise<boolean> {
-    if (typeof id !== 'string') return false;
-    if (id.startsWith('record ')) {
-      const field = id.slice('record '.length);
-      const found = this._foreign.get(field);
-      if (!found) return false;
-      const change = { field, value: null, endsAt: null, when: { sha1: found.sha1 }, event: undefined };
-      const removed = (await this._write({ ...change, now: Date.now() })).changed;
-      if (removed) this._foreign.delete(field);
-      return removed;
-    }
-    if (id.startsWith('history ')) {
-      const json = (await this._state.history()).find((entry) => `history ${digest(entry)}` === id);
-      return json !== undefined && this.#eventProblem(json) !== undefined && this._state.removeHistory(json);
-    }
-    return false;
+  removeForeign(id: unknown): Promise<boolean> {
+    return this.bounded('limits.removeForeign', async (bound) => {
+      if (typeof id !== 'string') return false;
+      if (id.startsWith('record ')) {
+        const field = id.slice('record '.length);
+        const found = this._foreign.get(field);
+        if (!found) return false;
+        const change = { field, value: null, endsAt: null, when: { sha1: found.sha1 }, event: undefined };
+        const removed = (await this._write([{ ...change, now: Date.now() }], bound)).records[0]?.changed === true;
+        if (removed) this._foreign.delete(field);
+        return removed;
+      }
+      if (id.startsWith('history ')) {
+        const json = (await bound.race(this._state.history())).find((entry) => `history ${digest(entry)}` === id);
+        if (json === undefined || this.#eventProblem(json) === undefined) return false;
+        return bound.race(this._state.removeHistory(json, bound.applyBy));
+      }
+      return false;
+    });
   }
 
   #eventProblem(json: string): string | undefined {
@@ -447,6 +483,12 @@ export class RuntimeRecords extends RecordCache {
   /** The changes, newest first: since a time, at most `limit` of them. Entries that are not changes are skipped. */
   async history(options: unknown): Promise<ChangeEvent[]> {
     const check = new Checker('limits.history');
+    const checked = this.#historyOptions(check, options);
+    const texts = await this.bounded('limits.history', (bound) => bound.race(this._state.history()));
+    return changesOf(texts, checked, (json, problem) => this._foreignFound('history', json, problem));
+  }
+
+  #historyOptions(check: Checker, options: unknown): { since: number | undefined; limit: number } {
     const o = check.options(options, 'options', '{ since, limit }');
     check.unknownKeys(o, ['since', 'limit'], (k) => `options.${k}`);
     const given: unknown = o.since instanceof Date ? o.since.getTime() : o.since;
@@ -454,26 +496,13 @@ export class RuntimeRecords extends RecordCache {
       check.invalid('options.since', `must be a Date or epoch milliseconds; got ${show(o.since)}.`);
     const since = given as number | undefined;
     const limit = o.limit === undefined ? HISTORY_MAX : check.count(o.limit, 'options.limit');
-    const events: ChangeEvent[] = [];
-    for (const json of await this._state.history()) {
-      let event: ChangeEvent;
-      try {
-        event = checkEvent(json);
-      } catch (error) {
-        if (!(error instanceof Problem)) throw error;
-        this._foreignFound('history', json, error.message);
-        continue;
-      }
-      if (since !== undefined && event.at.getTime() < since) break;
-      events.push(event);
-      if (events.length === limit) break;
-    }
-    return events;
+    return { since, limit };
   }
 
-  /** Stops following the state (the Redis store's reads). */
+  /** Stops following the state (the Redis store's reads), and writing again the rules' bans the store has not taken. */
   close(): void {
     this._follower?.stop();
     this._follower = undefined;
+    this.#pending.close();
   }
 }

@@ -13,6 +13,10 @@ import {
   PEEK_SHA,
   CHANGE_SCRIPT,
   CHANGE_SHA,
+  CLOCK_SCRIPT,
+  CLOCK_SHA,
+  REMOVE_HISTORY_SCRIPT,
+  REMOVE_HISTORY_SHA,
   REQUEST_CHANGE_SCRIPT,
   REQUEST_CHANGE_SHA,
   REQUEST_READ_SCRIPT,
@@ -194,13 +198,15 @@ export interface StateCommands {
   change(keys: string[], args: string[]): Promise<unknown>;
   changeRequests(keys: string[], args: string[]): Promise<unknown>;
   readRequests(keys: string[], args: string[]): Promise<unknown>;
+  removeHistory(keys: string[], args: string[]): Promise<unknown>;
+  /** Redis' `TIME` on the server of `keys`. */
+  clock(keys: string[]): Promise<unknown>;
   hget(key: string, field: string): Promise<string | null>;
   hset(key: string, field: string, value: string): Promise<unknown>;
   hmget(key: string, fields: string[]): Promise<(string | null)[]>;
   hgetall(key: string): Promise<Record<string, string>>;
   zrangebyscore(key: string, min: string, max: string): Promise<string[]>;
   lrange(key: string): Promise<string[]>;
-  lrem(key: string, value: string): Promise<number>;
   hvals(key: string): Promise<string[]>;
   hdel(key: string, fields: string[]): Promise<unknown>;
 }
@@ -208,10 +214,13 @@ export interface StateCommands {
 export function commandsOf(client: unknown, kind: ClientKind): StateCommands {
   if (kind === 'glide') {
     const send = sendOf(client);
+    const clock = glideScript(send, CLOCK_SCRIPT, CLOCK_SHA);
     return {
       change: glideScript(send, CHANGE_SCRIPT, CHANGE_SHA),
       changeRequests: glideScript(send, REQUEST_CHANGE_SCRIPT, REQUEST_CHANGE_SHA),
       readRequests: glideScript(send, REQUEST_READ_SCRIPT, REQUEST_READ_SHA),
+      removeHistory: glideScript(send, REMOVE_HISTORY_SCRIPT, REMOVE_HISTORY_SHA),
+      clock: (keys) => clock(keys, []),
       ...glideCommands(send),
     };
   }
@@ -223,7 +232,6 @@ export function commandsOf(client: unknown, kind: ClientKind): StateCommands {
       hGetAll(key: string): Promise<Record<string, string>>;
       zRangeByScore(key: string, min: string, max: string): Promise<string[]>;
       lRange(key: string, start: number, stop: number): Promise<string[]>;
-      lRem(key: string, count: number, value: string): Promise<number>;
       hVals(key: string): Promise<string[]>;
       hDel(key: string, fields: string[]): Promise<unknown>;
       withTypeMapping?(mapping: Record<number, unknown>): { hGetAll(key: string): Promise<unknown> };
@@ -232,17 +240,19 @@ export function commandsOf(client: unknown, kind: ClientKind): StateCommands {
     // can (v5 on), its replies of type map (RESP3's `%`, its RESP_TYPES.MAP) mapped to arrays.
     const asList = redis.withTypeMapping?.call(redis, { [MAP_TYPE]: Array });
     const change = nodeRedisScript(redis, CHANGE_SCRIPT, CHANGE_SHA, true);
+    const clock = nodeRedisScript(redis, CLOCK_SCRIPT, CLOCK_SHA, true);
     return {
       change,
       changeRequests: nodeRedisScript(redis, REQUEST_CHANGE_SCRIPT, REQUEST_CHANGE_SHA, true),
       readRequests: nodeRedisScript(redis, REQUEST_READ_SCRIPT, REQUEST_READ_SHA, true),
+      removeHistory: nodeRedisScript(redis, REMOVE_HISTORY_SCRIPT, REMOVE_HISTORY_SHA, true),
+      clock: (keys) => clock(keys, []),
       hget: (key, field) => redis.hGet(key, field),
       hset: (key, field, value) => redis.hSet(key, field, value),
       hmget: (key, fields) => redis.hmGet(key, fields),
       hgetall: (key) => (asList ? asList.hGetAll(key).then(hashRecord) : redis.hGetAll(key)),
       zrangebyscore: (key, min, max) => redis.zRangeByScore(key, min, max),
       lrange: (key) => redis.lRange(key, 0, -1),
-      lrem: (key, value) => redis.lRem(key, 1, value),
       hvals: (key) => redis.hVals(key),
       hdel: (key, fields) => redis.hDel(key, fields),
     };
@@ -254,21 +264,22 @@ export function commandsOf(client: unknown, kind: ClientKind): StateCommands {
     hgetall(key: string): Promise<Record<string, string>>;
     zrangebyscore(key: string, min: string, max: string): Promise<string[]>;
     lrange(key: string, start: number, stop: number): Promise<string[]>;
-    lrem(key: string, count: number, value: string): Promise<number>;
     hvals(key: string): Promise<string[]>;
     hdel(key: string, ...fields: string[]): Promise<unknown>;
   };
+  const clock = ioRedisScript(redis, 'listingLimitsClock', CLOCK_SCRIPT);
   return {
     change: ioRedisScript(redis, 'listingLimitsChange', CHANGE_SCRIPT),
     changeRequests: ioRedisScript(redis, 'listingLimitsChangeRequests', REQUEST_CHANGE_SCRIPT),
     readRequests: ioRedisScript(redis, 'listingLimitsReadRequests', REQUEST_READ_SCRIPT),
+    removeHistory: ioRedisScript(redis, 'listingLimitsRemoveHistory', REMOVE_HISTORY_SCRIPT),
+    clock: (keys) => clock(keys, []),
     hget: (key, field) => redis.hget(key, field),
     hset: (key, field, value) => redis.hset(key, field, value),
     hmget: (key, fields) => redis.hmget(key, ...fields),
     hgetall: (key) => redis.hgetall(key),
     zrangebyscore: (key, min, max) => redis.zrangebyscore(key, min, max),
     lrange: (key) => redis.lrange(key, 0, -1),
-    lrem: (key, value) => redis.lrem(key, 1, value),
     hvals: (key) => redis.hvals(key),
     hdel: (key, fields) => redis.hdel(key, ...fields),
   };

@@ -94,7 +94,6 @@ export function glideCommands(send: Send) {
     zrangebyscore: (key: string, min: string, max: string) =>
       send(['ZRANGEBYSCORE', key, min, max]).then((v) => texts(v) as string[]),
     lrange: (key: string) => send(['LRANGE', key, '0', '-1']).then((v) => texts(v) as string[]),
-    lrem: (key: string, value: string) => send(['LREM', key, '1', value]).then(Number),
     hvals: (key: string) => send(['HVALS', key]).then((v) => texts(v) as string[]),
     hdel: (key: string, fields: string[]) => send(['HDEL', key, ...fields]),
   };
@@ -135,9 +134,17 @@ export class GlideLimiter extends RateLimiterValkeyGlide implements CountsAsync,
   readonly #hits: Hit;
   readonly #read: (keys: string[], args: string[]) => Promise<unknown>;
   readonly #consume: (keys: string[], args: string[]) => Promise<unknown>;
+  /** The node (or slot) of a key, for a `GlideClusterClient`: see routes.ts. */
+  readonly route: ((key: string) => string) | undefined;
 
-  constructor(options: { keyPrefix: string; points: number; duration: number }, client: unknown, hits: Hit) {
+  constructor(
+    options: { keyPrefix: string; points: number; duration: number },
+    client: unknown,
+    hits: Hit,
+    routes: ((redisKey: string) => string) | undefined,
+  ) {
     super({ storeClient: client, ...options });
+    this.route = routes && ((key) => routes(this.getKey(key)));
     const send = sendOf(client);
     this.#send = send;
     this.#hits = hits;

@@ -100,74 +100,132 @@ export const FORGET_SCRIPT = `return redis.call('del', unpack(KEYS))`;
 export const FORGET_SHA = createHash('sha1').update(FORGET_SCRIPT).digest('hex');
 
 /**
- * A change of one record of the runtime state, atomic with what follows from it. KEYS: the records' hash, the
- * changes (a sorted set: each changed field, by the sequence number of its last change), the ends (a sorted set:
- * each record that ends, by its end), the history. ARGV: field, value ('' removes), end ('' for never), when
- * ('always', 'absent' or 'sha1'), the SHA-1 of the text expected for 'sha1', the history entry ('' for none), the
- * instance's clock, a new epoch (taken when the hash has none), the history's length, the changes kept, the ended
- * records dropped per change.
- *
- * A change that applies takes the next sequence number and writes the record with it as its JSON's first member.
- * A few ended records are dropped each time, and the changes kept are trimmed to the newest; both count as changes
- * (so that a follower's copy drops them too), and `#floor` says up to which sequence number changes were trimmed: a
- * follower behind it reads the whole hash. Every step is O(log n) in the records kept.
+ * What the scripts that change the state begin with: ARGV[1] is the latest time (Redis' clock, epoch ms) at which the
+ * change may be taken, or '' for any; it is taken off ARGV, so that the script reads its own arguments from ARGV[1].
+ * A change that arrives later (a Redis that was paused, a command that waited in a client's queue) is refused whole,
+ * answering `{'late'}`.
  */
-export const CHANGE_SCRIPT = `local record, changes, ends, history = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
-local field, value, endsAt, when, expected, event = ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5], ARGV[6]
-local now = tonumber(ARGV[7])
-local epoch = redis.call('hget', record, '#epoch')
-if not epoch then
-  epoch = ARGV[8]
-  redis.call('hset', record, '#epoch', epoch)
+const GUARD = `local notAfter = table.remove(ARGV, 1)
+if notAfter ~= '' then
+  local t = redis.call('time')
+  if tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000) > tonumber(notAfter) then return {'late'} end
 end
-local seq = tonumber(redis.call('hget', record, '#seq') or '0') or 0
-local before = redis.call('hget', record, field)
-local ending = redis.call('zscore', ends, field)
-local active = before and (not ending or tonumber(ending) > now)
-local applies
-if when == 'sha1' then applies = before and redis.sha1hex(before) == expected
-elseif when == 'absent' then applies = not active
-else applies = value ~= '' or active end
-local gone = {}
-if before and not active and not applies then gone[1] = field end
-for _, f in ipairs(redis.call('zrangebyscore', ends, '-inf', now, 'LIMIT', 0, tonumber(ARGV[11]))) do
-  if f ~= field then gone[#gone + 1] = f end
-end
-local stored = before
-if applies or #gone > 0 then
-  seq = seq + 1
-  redis.call('hset', record, '#seq', seq)
-end
-for _, f in ipairs(gone) do
-  redis.call('hdel', record, f)
-  redis.call('zrem', ends, f)
-  redis.call('zadd', changes, seq, f)
-  if f == field then stored = false end
-end
-if applies then
-  if value == '' then
-    redis.call('hdel', record, field)
-    redis.call('zrem', ends, field)
-    stored = false
-  else
-    stored = '{"seq":' .. seq .. ',' .. string.sub(value, 2)
-    redis.call('hset', record, field, stored)
-    if endsAt == '' then redis.call('zrem', ends, field) else redis.call('zadd', ends, endsAt, field) end
+`;
+
+/**
+ * `changeRecords(record, changes, ends, history, args, at)`: changes of records of the runtime state, in one step with
+ * what follows from them. The keys are the records' hash, the changes (a sorted set: each changed field, by the
+ * sequence number of its last change), the ends (a sorted set: each record that ends, by its end) and the history.
+ * `args` from `at` on: the instance's clock, a new epoch (taken when the hash has none), the history's length, the
+ * changes kept, the ended records dropped per change, how many changes; then, for each, the field, the value (''
+ * removes), the end ('' for never), when ('always', 'absent' or 'sha1'), the SHA-1 of the text expected for 'sha1',
+ * the history entry ('' for none).
+ *
+ * A change that applies writes the record with the next sequence number as its JSON's first member; every field the
+ * step changes takes that one number. A few ended records are dropped each time, and the changes kept are trimmed to
+ * the newest; both count as changes (so that a follower's copy drops them too), and `#floor` says up to which sequence
+ * number changes were trimmed: a follower behind it reads the whole hash.
+ *
+ * A server that was promoted from replica (a failover: Redis gives it a new `master_replid` and keeps the history it
+ * continues as `master_replid2`) may lack the last changes of the server it replaced: at its first change, `#copy` is
+ * marked anew, so that every instance reads the state whole and compares it with what it knew, and `#forked` says the
+ * sequence number the copy had then (its own changes come after it). Every step is O(log n) in the records kept.
+ * Answers the sequence number, the epoch, then each change's: whether it applied, the text before (of a record in
+ * force), the text after.
+ */
+const CHANGE_LIB = `local function changeRecords(record, changes, ends, history, args, at)
+  local now, newEpoch, historyLength = tonumber(args[at]), args[at + 1], tonumber(args[at + 2])
+  local kept, endedPer, n = tonumber(args[at + 3]), tonumber(args[at + 4]), tonumber(args[at + 5])
+  local meta = redis.call('hmget', record, '#epoch', '#seq', '#replid')
+  local epoch, seq, last = meta[1], tonumber(meta[2] or '0') or 0, meta[3]
+  if not epoch then
+    epoch = newEpoch
+    redis.call('hset', record, '#epoch', epoch)
   end
-  redis.call('zadd', changes, seq, field)
-  if event ~= '' then
-    redis.call('lpush', history, event)
-    redis.call('ltrim', history, 0, tonumber(ARGV[9]) - 1)
+  local info = redis.pcall('info', 'replication')
+  if type(info) == 'string' then
+    local replid, replid2 = string.match(info, 'master_replid:(%x+)'), string.match(info, 'master_replid2:(%x+)')
+    if replid and last ~= replid then
+      if last and replid2 and string.find(replid2, '[^0]') then
+        redis.call('hset', record, '#copy', newEpoch, '#forked', seq)
+      end
+      redis.call('hset', record, '#replid', replid)
+    end
   end
+  local nextSeq, wrote = seq + 1, false
+  local gone = redis.call('zrangebyscore', ends, '-inf', now, 'LIMIT', 0, endedPer)
+  for i = 0, n - 1 do
+    local field = args[at + 6 + 6 * i]
+    local ending = redis.call('zscore', ends, field)
+    if ending and tonumber(ending) <= now then gone[#gone + 1] = field end
+  end
+  for _, f in ipairs(gone) do
+    redis.call('hdel', record, f)
+    redis.call('zrem', ends, f)
+    redis.call('zadd', changes, nextSeq, f)
+    wrote = true
+  end
+  local answer = {0, epoch}
+  for i = 0, n - 1 do
+    local b = at + 6 + 6 * i
+    local field, value, endsAt = args[b], args[b + 1], args[b + 2]
+    local when, expected, event = args[b + 3], args[b + 4], args[b + 5]
+    local before = redis.call('hget', record, field)
+    local applies
+    if when == 'sha1' then applies = before and redis.sha1hex(before) == expected
+    elseif when == 'absent' then applies = not before
+    else applies = value ~= '' or before end
+    local stored = before
+    if applies then
+      wrote = true
+      if value == '' then
+        redis.call('hdel', record, field)
+        redis.call('zrem', ends, field)
+        stored = false
+      else
+        stored = '{"seq":' .. nextSeq .. ',' .. string.sub(value, 2)
+        redis.call('hset', record, field, stored)
+        if endsAt == '' then redis.call('zrem', ends, field) else redis.call('zadd', ends, endsAt, field) end
+      end
+      redis.call('zadd', changes, nextSeq, field)
+      if event ~= '' then
+        redis.call('lpush', history, event)
+        redis.call('ltrim', history, 0, historyLength - 1)
+      end
+    end
+    answer[#answer + 1] = applies and 1 or 0
+    answer[#answer + 1] = before or ''
+    answer[#answer + 1] = stored or ''
+  end
+  if wrote then
+    seq = nextSeq
+    redis.call('hset', record, '#seq', seq)
+  end
+  local over = redis.call('zcard', changes) - kept
+  if over > 0 then
+    local trimmed = redis.call('zrange', changes, over - 1, over - 1, 'WITHSCORES')
+    redis.call('zremrangebyrank', changes, 0, over - 1)
+    redis.call('hset', record, '#floor', trimmed[2])
+  end
+  answer[1] = seq
+  return answer
 end
-local over = redis.call('zcard', changes) - tonumber(ARGV[10])
-if over > 0 then
-  local last = redis.call('zrange', changes, over - 1, over - 1, 'WITHSCORES')
-  redis.call('zremrangebyrank', changes, 0, over - 1)
-  redis.call('hset', record, '#floor', last[2])
-end
-if not active then before = false end
-return {applies and 1 or 0, before or '', stored or '', seq, epoch}`;
+`;
+
+/**
+ * Changes of records of the runtime state, all in one step (see CHANGE_LIB): KEYS are the records' hash, the changes,
+ * the ends and the history; ARGV the latest time it may be taken (GUARD), then CHANGE_LIB's arguments.
+ */
+export const CHANGE_SCRIPT = `${GUARD}${CHANGE_LIB}return changeRecords(KEYS[1], KEYS[2], KEYS[3], KEYS[4], ARGV, 1)`;
+
+/** Removes one entry of the history (KEYS[1]) equal to ARGV[2], unless it comes late (GUARD). */
+export const REMOVE_HISTORY_SCRIPT = `${GUARD}return redis.call('lrem', KEYS[1], 1, ARGV[1])`;
+
+/**
+ * Redis' clock, `TIME`, on the server that holds KEYS[1] (a Cluster's node of the runtime state): what the scripts'
+ * GUARD reads, so that an instance gives them times on it.
+ */
+export const CLOCK_SCRIPT = `return redis.call('time')`;
 
 /**
  * The grant requests' Redis keys, in the order every request script takes them (all on the runtime hash tag): the
@@ -234,8 +292,12 @@ local function remove(id)
 end
 `;
 
+/** What the request change script is made of before its own part: it changes records too. */
+const REQUEST_LIBS = `${GUARD}${REQUEST_COMMON}${REQUEST_INDEXING}${CHANGE_LIB}`;
+
 /**
- * A change of the grant requests, every step O(log n) in the requests kept. ARGV[1] is the change:
+ * A change of the grant requests, every step O(log n) in the requests kept, refused when it comes late (GUARD: the
+ * first argument). ARGV[1] is then the change:
  *
  * `file`, id, value (without seq), client key, network ('' for none), group, end, now, pending per key, pending per
  * network, most kept, ended dropped per call: files a new pending request unless its key or its network has as many
@@ -244,9 +306,11 @@ end
  *
  * `put`, id, value, expected, status, client key, network, group, end, now, ended dropped per call: writes `value`
  * over `expected` (a decision, or one undone), with the next sequence number unless it has one; answers the text
- * written, or '' when the request holds another value.
+ * written, or '' when the request holds another value. With the runtime state's four keys after the requests' (KEYS[12]
+ * to KEYS[15]) and CHANGE_LIB's arguments after its own, it changes those records too, in the same step, when the
+ * request held `expected`: answers the text written, then CHANGE_LIB's answer.
  */
-export const REQUEST_CHANGE_SCRIPT = `${REQUEST_COMMON}${REQUEST_INDEXING}local function dropEnded(now, n)
+export const REQUEST_CHANGE_SCRIPT = `${REQUEST_LIBS}local function dropEnded(now, n)
   for _, z in ipairs({PE, DE}) do
     for _, id in ipairs(redis.call('zrangebyscore', z, '-inf', now, 'LIMIT', 0, n)) do remove(id) end
   end
@@ -265,7 +329,10 @@ if ARGV[1] == 'put' then
   redis.call('hset', R, id, stored)
   index(id, seq, ARGV[5], ARGV[6], ARGV[7], ARGV[8], tonumber(ARGV[9]))
   dropEnded(tonumber(ARGV[10]), tonumber(ARGV[11]))
-  return stored
+  if #KEYS == 11 then return stored end
+  local changed = changeRecords(KEYS[12], KEYS[13], KEYS[14], KEYS[15], ARGV, 12)
+  table.insert(changed, 1, stored)
+  return changed
 end
 local id, value, key, net, group = ARGV[2], ARGV[3], ARGV[4], ARGV[5], ARGV[6]
 local ends, now = tonumber(ARGV[7]), tonumber(ARGV[8])
@@ -329,6 +396,8 @@ for _, id in ipairs(ids) do answer[#answer + 1] = redis.call('hget', R, id) or '
 return answer`;
 
 export const CHANGE_SHA = createHash('sha1').update(CHANGE_SCRIPT).digest('hex');
+export const REMOVE_HISTORY_SHA = createHash('sha1').update(REMOVE_HISTORY_SCRIPT).digest('hex');
+export const CLOCK_SHA = createHash('sha1').update(CLOCK_SCRIPT).digest('hex');
 export const REQUEST_CHANGE_SHA = createHash('sha1').update(REQUEST_CHANGE_SCRIPT).digest('hex');
 export const REQUEST_READ_SHA = createHash('sha1').update(REQUEST_READ_SCRIPT).digest('hex');
 
@@ -339,6 +408,8 @@ export const SCRIPTS = {
   peek: PEEK_SCRIPT,
   forget: FORGET_SCRIPT,
   change: CHANGE_SCRIPT,
+  removeHistory: REMOVE_HISTORY_SCRIPT,
+  clock: CLOCK_SCRIPT,
   changeRequests: REQUEST_CHANGE_SCRIPT,
   readRequests: REQUEST_READ_SCRIPT,
 } as const;

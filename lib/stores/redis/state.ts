@@ -9,8 +9,12 @@ import {
   type RecordChange,
   type RuntimeState,
   stamped,
+  type StateChange,
+  type StateChangeResult,
   type StateUpdate,
 } from '../state.js';
+import { performance } from 'node:perf_hooks';
+import { TooLate } from '../call-bound.js';
 import { ENDED_PER_CALL, type GrantRequestStore } from '../grant-request-store.js';
 import { type StateCommands } from './clients.js';
 import { REQUEST_KEYS } from './scripts.js';
@@ -38,18 +42,83 @@ function counted(value: string | null | undefined): number {
  * history (a list) and the grant requests (a hash, and its sequence number). Each instance reads the hash's
  * `#epoch`, `#seq`, `#floor` and `#copy` every REFRESH_MS, in one command; when the sequence number moved on, the
  * fields changed since its last read and their values, two more; when the epoch or the copy is another, the sequence
- * number went back, or the instance is behind the changes kept, the whole hash.
+ * number went back (below what an instance read, or what this process's own changes took), or the instance is behind
+ * the changes kept, the whole hash. Every change is sent with the latest time Redis may take it at (see redisClock).
  */
-export function redisState(redis: StateCommands, prefix: string): RuntimeState {
+export function redisState(
+  redis: StateCommands,
+  prefix: string,
+  routes: ((redisKey: string) => string) | undefined,
+): RuntimeState {
   const keys = stateKeys(prefix);
+  const route = () => routes?.(keys.record) ?? '';
+  const clock = redisClock(redis, keys.record);
+  // The highest sequence number of the state this process has seen its changes take: a state found below it (its
+  // epoch the same) is a copy behind it, even before any instance's read has passed that number.
+  const seen: Seen = { epoch: undefined, seq: 0 };
+  const saw = (result: StateChangeResult) => {
+    const last = result.records[result.records.length - 1];
+    if (last && (last.epoch !== seen.epoch || last.seq > seen.seq)) {
+      seen.epoch = last.epoch;
+      seen.seq = last.seq;
+    }
+    return result;
+  };
+  const requestKeys = REQUEST_KEYS.map((key) => `${prefix}:{runtime}:${key}`);
   return {
-    change: (c) => changeRecord(redis, keys, c),
-    follow: (apply) => follower((known) => readState(redis, keys, known), apply),
+    change: (c) => changeState(redis, keys, requestKeys, clock, c).then(saw),
+    follow: (apply, answered) =>
+      follower((known) => readState(redis, keys, known, seen), apply, answered && (() => answered(route()))),
     history: () => redis.lrange(keys.history),
-    removeHistory: async (entry) => (await redis.lrem(keys.history, entry)) > 0,
-    requests: requestsOf(redis, prefix),
+    removeHistory: async (entry, applyBy) =>
+      Number(clock.late(await redis.removeHistory([keys.history], [await clock.notAfter(applyBy), entry]))) > 0,
+    requests: requestsOf(redis, requestKeys, clock),
   };
 }
+
+/** How long a measure of Redis' clock is trusted before a change that has a time measures it again. */
+const CLOCK_KEPT_MS = 60_000;
+/**
+ * A measure whose round trip took longer is used for its own change only: Redis was slow to answer it (paused, or
+ * busy), and its error, taken off each change's latest time, would make the next changes refused as late.
+ */
+const CLOCK_KEPT_ROUND_TRIP_MS = 250;
+
+/**
+ * Redis' clock as this process knows it, measured with `TIME` on the server of the runtime state against this
+ * process's monotonic clock (`performance.now()`): the scripts read Redis' own time, so a change's latest time is
+ * given on it, whatever this process's clock says.
+ */
+function redisClock(redis: StateCommands, key: string) {
+  let known: { offset: number; error: number; at: number } | undefined;
+  return {
+    /** Redis' time for `applyBy` (`performance.now()`), early by the measure's error; '' for none. */
+    async notAfter(applyBy: number | undefined): Promise<string> {
+      if (applyBy === undefined) return '';
+      let measure = known;
+      if (!measure || performance.now() - measure.at > CLOCK_KEPT_MS) {
+        const sent = performance.now();
+        const [seconds, micros] = (await redis.clock([key])) as [unknown, unknown];
+        const received = performance.now();
+        const redisMs = Number(seconds) * 1000 + Math.floor(Number(micros) / 1000);
+        measure = { offset: redisMs - (sent + received) / 2, error: (received - sent) / 2, at: received };
+        if (received - sent <= CLOCK_KEPT_ROUND_TRIP_MS) known = measure;
+      }
+      return String(Math.floor(applyBy + measure.offset - measure.error));
+    },
+    /**
+     * A guarded script's answer, unless it is the store's refusal of a change that came late; then Redis' clock is
+     * measured again at the next change, in case this measure was off.
+     */
+    late(answer: unknown): unknown {
+      if (!Array.isArray(answer) || answer[0] !== 'late') return answer;
+      known = undefined;
+      throw new TooLate();
+    },
+  };
+}
+
+type Clock = ReturnType<typeof redisClock>;
 
 /** The runtime state's keys under the store's prefix, on one hash tag. */
 interface StateKeys {
@@ -71,39 +140,81 @@ function stateKeys(prefix: string): StateKeys {
 /** Where an instance's copy of the state stands: the epoch, sequence number and copy mark it last read. */
 type Position = { readonly epoch: string | undefined; readonly seq: number; readonly copy: string | undefined };
 
-/** One change of a record, by CHANGE_SCRIPT: atomic with the sequence number, the ends, the history. */
-async function changeRecord(
+/** The highest sequence number of an epoch this process's changes took (see redisState). */
+type Seen = { epoch: string | undefined; seq: number };
+
+/** CHANGE_LIB's arguments for `changes`, without the time they may be taken at. */
+function changeArgs(changes: readonly RecordChange[]): string[] {
+  const args = [
+    String(changes[0]?.now ?? Date.now()),
+    newEpoch(),
+    String(HISTORY_MAX),
+    String(CHANGES_KEPT),
+    String(ENDED_PER_CHANGE),
+    String(changes.length),
+  ];
+  for (const c of changes) {
+    if (c.value !== null) stamped(c.value, 0); // refuses what is not a record's JSON object, before Redis does
+    const when = typeof c.when === 'object' ? 'sha1' : c.when;
+    const expected = typeof c.when === 'object' ? c.when.sha1 : '';
+    args.push(c.field, c.value ?? '', c.endsAt === null ? '' : String(c.endsAt), when, expected, c.event ?? '');
+  }
+  return args;
+}
+
+/** CHANGE_LIB's answer from `at` on: each change's result. */
+function changeResults(answer: readonly unknown[], at: number, n: number): ChangeResult[] {
+  const seq = Number(answer[at]);
+  const epoch = String(answer[at + 1]);
+  const text = (value: unknown) => (value === '' || value === null || value === false ? undefined : String(value));
+  return Array.from({ length: n }, (_, i) => {
+    const b = at + 2 + 3 * i;
+    return { changed: Number(answer[b]) === 1, before: text(answer[b + 1]), stored: text(answer[b + 2]), seq, epoch };
+  });
+}
+
+/**
+ * One change of the state: its records by CHANGE_SCRIPT, or, with a grant request's decision, by the request script,
+ * which changes the records in the same step when the request holds what it expected.
+ */
+async function changeState(
   redis: StateCommands,
   { record, changes, ends, history }: StateKeys,
-  c: RecordChange,
-): Promise<ChangeResult> {
-  const when = typeof c.when === 'object' ? 'sha1' : c.when;
-  const expected = typeof c.when === 'object' ? c.when.sha1 : '';
-  if (c.value !== null) stamped(c.value, 0); // refuses what is not a record's JSON object, before Redis does
-  const answer = (await redis.change(
-    [record, changes, ends, history],
-    [
-      c.field,
-      c.value ?? '',
-      c.endsAt === null ? '' : String(c.endsAt),
-      when,
-      expected,
-      c.event ?? '',
-      String(c.now),
-      newEpoch(),
-      String(HISTORY_MAX),
-      String(CHANGES_KEPT),
-      String(ENDED_PER_CHANGE),
-    ],
-  )) as [unknown, unknown, unknown, unknown, unknown];
-  const text = (value: unknown) => (value === '' || value === null ? undefined : String(value));
-  return {
-    changed: Number(answer[0]) === 1,
-    before: text(answer[1]),
-    stored: text(answer[2]),
-    seq: Number(answer[3]),
-    epoch: String(answer[4]),
-  };
+  requestKeys: readonly string[],
+  clock: Clock,
+  c: StateChange,
+): Promise<StateChangeResult> {
+  const args = changeArgs(c.records);
+  const n = c.records.length;
+  const notAfter = await clock.notAfter(c.applyBy);
+  const { request } = c;
+  if (!request) {
+    const answer = clock.late(await redis.change([record, changes, ends, history], [notAfter, ...args])) as unknown[];
+    return { records: changeResults(answer, 0, n) };
+  }
+  const { meta } = request;
+  const answer = clock.late(
+    await redis.changeRequests(
+      [...requestKeys, record, changes, ends, history],
+      [
+        notAfter,
+        'put',
+        request.id,
+        request.value,
+        request.expected,
+        meta.status,
+        meta.key,
+        meta.network,
+        meta.group,
+        String(meta.endsAt),
+        String(request.now),
+        String(ENDED_PER_CALL),
+        ...args,
+      ],
+    ),
+  );
+  if (!Array.isArray(answer)) return { records: [], request: undefined };
+  return { records: changeResults(answer, 1, n), request: String(answer[0]) };
 }
 
 /** The whole records' hash: a `replaced` state when it is not the one `known` followed, else a `whole` one. */
@@ -116,11 +227,12 @@ async function readWhole(
   const epoch = all['#epoch'];
   const seq = counted(all['#seq']);
   const copy = all['#copy'];
+  const forked = all['#forked'] === undefined ? undefined : counted(all['#forked']);
   const records = new Map<string, string>();
   for (const [field, value] of Object.entries(all)) if (!field.startsWith('#')) records.set(field, value);
   const replaced = known?.epoch !== undefined && (epoch !== known.epoch || seq < known.seq || copy !== known.copy);
   return [
-    { kind: replaced ? 'replaced' : 'whole', epoch, seq, records, copy },
+    { kind: replaced ? 'replaced' : 'whole', epoch, seq, records, copy, forked },
     { epoch, seq, copy },
   ];
 }
@@ -133,14 +245,29 @@ async function readState(
   redis: StateCommands,
   { record, changes }: StateKeys,
   known: Position | undefined,
+  seen: Seen,
 ): Promise<[StateUpdate, Position] | undefined> {
+  // What this process had seen when the read began: a change answered later may be one the read came before.
+  const { epoch: seenEpoch, seq: seenSeq } = seen;
   const [epochText, seqText, floorText, copyText] = await redis.hmget(record, META);
   const epoch = epochText ?? undefined;
   const seq = counted(seqText);
   const copy = copyText ?? undefined;
-  if (known?.epoch !== undefined && epoch === known.epoch && seq < known.seq) {
-    await redis.hset(record, '#copy', newEpoch());
-    return readWhole(redis, record, known);
+  const behind =
+    (known?.epoch !== undefined && epoch === known.epoch && seq < known.seq) ||
+    (seenEpoch !== undefined && epoch === seenEpoch && seq < seenSeq);
+  if (behind) {
+    // A copy behind, not marked yet: no change was made on it since it took over, or the first would have marked it
+    // (CHANGE_LIB), so it forked where it stands.
+    if (copy === known?.copy) {
+      await redis.hset(record, '#forked', String(seq));
+      await redis.hset(record, '#copy', newEpoch());
+    }
+    const whole = await readWhole(redis, record, known ?? { epoch, seq: seenSeq, copy });
+    // The copy is the state from now on: what this process saw before it is no longer to be found.
+    seen.epoch = whole[1].epoch;
+    seen.seq = whole[1].seq;
+    return whole;
   }
   if (known === undefined) return readWhole(redis, record, known);
   const moved = epoch !== known.epoch || copy !== known.copy || seq < known.seq;
@@ -164,6 +291,7 @@ async function readState(
 function follower(
   read: (known: Position | undefined) => Promise<[StateUpdate, Position] | undefined>,
   apply: (update: StateUpdate) => void,
+  answered: (() => void) | undefined,
 ): Follower {
   let known: Position | undefined;
   let reading = 0;
@@ -178,6 +306,7 @@ function follower(
         return read(known);
       })
       .then((update) => {
+        answered?.();
         if (!update) return;
         known = update[1];
         apply(update[0]);
@@ -196,40 +325,45 @@ function follower(
 }
 
 /** The grant requests in Redis: each change one script, each read one script, every step O(log n). */
-function requestsOf(redis: StateCommands, prefix: string): GrantRequestStore {
-  const keys = REQUEST_KEYS.map((key) => `${prefix}:{runtime}:${key}`);
+function requestsOf(redis: StateCommands, keys: string[], clock: Clock): GrantRequestStore {
   const read = async (args: string[]) => ((await redis.readRequests(keys, args)) as unknown[]).map(String);
   const texts = (values: string[]) => values.filter((value) => value !== '');
   return {
-    file: async (id, value, meta, bounds, now) => {
-      const answer = await redis.changeRequests(keys, [
-        'file',
-        id,
-        value,
-        meta.key,
-        meta.network,
-        meta.group,
-        String(meta.endsAt),
-        String(now),
-        String(bounds.perKey),
-        String(bounds.perNetwork),
-        String(bounds.max),
-        String(ENDED_PER_CALL),
-      ]);
+    file: async (id, value, meta, bounds, now, applyBy) => {
+      const answer = clock.late(
+        await redis.changeRequests(keys, [
+          await clock.notAfter(applyBy),
+          'file',
+          id,
+          value,
+          meta.key,
+          meta.network,
+          meta.group,
+          String(meta.endsAt),
+          String(now),
+          String(bounds.perKey),
+          String(bounds.perNetwork),
+          String(bounds.max),
+          String(ENDED_PER_CALL),
+        ]),
+      );
       const result = String(answer);
       return result === 'done' || result === 'key' || result === 'network' ? result : 'conflict';
     },
-    put: async (id, value, expected, meta, now) => {
+    put: async (id, value, expected, meta, now, applyBy) => {
       const args = [meta.status, meta.key, meta.network, meta.group, String(meta.endsAt)];
-      const answer = await redis.changeRequests(keys, [
-        'put',
-        id,
-        value,
-        expected,
-        ...args,
-        String(now),
-        String(ENDED_PER_CALL),
-      ]);
+      const answer = clock.late(
+        await redis.changeRequests(keys, [
+          await clock.notAfter(applyBy),
+          'put',
+          id,
+          value,
+          expected,
+          ...args,
+          String(now),
+          String(ENDED_PER_CALL),
+        ]),
+      );
       return answer === '' || answer === null ? undefined : String(answer);
     },
     get: (id) => redis.hget(keys[0] as string, id).then((value) => value ?? undefined),

@@ -1,7 +1,7 @@
 // The Redis store: counters shared by every app instance, a bounded wait, and a chosen fallback while Redis fails.
 import { RateLimiterRedis } from 'rate-limiter-flexible';
 import { MAX_TIMER_MS, show } from '../../shared/check.js';
-import { type CountsAsync, type Hit, hitOf, readOf } from '../adapter.js';
+import { type CountsAsync, type Hit, hitOf, msLeftOf, readOf } from '../adapter.js';
 import { GlideLimiter } from './glide.js';
 import {
   type CounterCapabilities,
@@ -15,6 +15,8 @@ import type { Count, CountsLimitsAsync, LimitsSpec } from '../limits.js';
 import { check, type LimitsScripts, kindOf, hitsOf, commandsOf, limitsScriptsOf } from './clients.js';
 import { connectionWatch } from './connected.js';
 import { redisState } from './state.js';
+import { routesOf } from './routes.js';
+import { DEFAULT_CALL_TIMEOUT_MS } from '../call-bound.js';
 
 /**
  * An ioredis (or iovalkey) `Redis` or `Cluster` client, a node-redis (v4 or later) client or cluster, or a Valkey
@@ -46,24 +48,41 @@ export interface RedisStoreOptions {
    * `'closed'` answers `503` with a JSON body. Default: `'memory'`.
    */
   onFailure?: RedisFailureMode;
+  /**
+   * Longest wait for Redis, in milliseconds, of one operator's call in all (`ban()`, `grant()`, `usage()`, a grant
+   * request's decision, a load of the pages): then it rejects with a `ListingLimitsError` of code
+   * `ERR_STORE_UNAVAILABLE` (a page answers 503), and nothing of it is changed: a change that reaches Redis after
+   * three quarters of it is refused there. Default: `2000`.
+   */
+  callTimeoutMs?: number;
 }
 
-const optionNames = ['prefix', 'timeoutMs', 'onFailure'] as const;
+const optionNames = ['prefix', 'timeoutMs', 'onFailure', 'callTimeoutMs'] as const;
 const failureModes: readonly RedisFailureMode[] = ['memory', 'open', 'closed'];
 
 function checkOptions(options: unknown): Required<RedisStoreOptions> {
-  const o = check.options(options, 'options', '{ prefix, timeoutMs, onFailure }');
+  const o = check.options(options, 'options', '{ prefix, timeoutMs, onFailure, callTimeoutMs }');
   check.unknownKeys(o, optionNames, (key) => `options.${key}`);
-  const { prefix = 'listing-limits', timeoutMs = 200, onFailure = 'memory' } = o as RedisStoreOptions;
+  const {
+    prefix = 'listing-limits',
+    timeoutMs = 200,
+    onFailure = 'memory',
+    callTimeoutMs = DEFAULT_CALL_TIMEOUT_MS,
+  } = o as RedisStoreOptions;
   if (typeof prefix !== 'string' || prefix === '')
     check.invalid('options.prefix', `must be a non-empty string; got ${show(prefix)}.`);
-  if (!Number.isInteger(timeoutMs) || timeoutMs <= 0 || timeoutMs > MAX_TIMER_MS) {
-    check.invalid(
-      'options.timeoutMs',
-      `must be a positive whole number of milliseconds (at most 2147483647); got ${show(timeoutMs)}.`,
-    );
+  for (const [field, ms] of [
+    ['timeoutMs', timeoutMs],
+    ['callTimeoutMs', callTimeoutMs],
+  ] as const) {
+    if (!Number.isInteger(ms) || ms <= 0 || ms > MAX_TIMER_MS) {
+      check.invalid(
+        `options.${field}`,
+        `must be a positive whole number of milliseconds (at most 2147483647); got ${show(ms)}.`,
+      );
+    }
   }
-  return { prefix, timeoutMs, onFailure: check.oneOf(onFailure, failureModes, 'options.onFailure') };
+  return { prefix, timeoutMs, callTimeoutMs, onFailure: check.oneOf(onFailure, failureModes, 'options.onFailure') };
 }
 
 /**
@@ -77,16 +96,22 @@ class RedisLimits implements CountsLimitsAsync, StoreCounter<readonly Count[]> {
   readonly #prefix: string;
   readonly #suffixes: readonly string[];
   readonly #args: readonly string[];
+  readonly #windows: readonly number[];
+  readonly route: ((key: string) => string) | undefined;
 
   constructor(
     prefix: string,
     spec: LimitsSpec,
     private readonly scripts: LimitsScripts,
+    routes: ((redisKey: string) => string) | undefined,
   ) {
     const kind = spec.window === 'sliding' ? 's' : 'f';
     this.#prefix = `${prefix}:${spec.name}:{`;
     this.#suffixes = spec.limits.map(({ windowMs }) => `}:${kind}${windowMs / 1000}`);
     this.#args = [kind, ...spec.limits.flatMap(({ limit, windowMs }) => [String(limit), String(windowMs)])];
+    this.#windows = spec.limits.map(({ windowMs }) => windowMs);
+    // Every key of a request is on one slot (its client key's hash tag): its first key's.
+    this.route = routes && ((key) => routes(this.#prefix + key + (this.#suffixes[0] as string)));
   }
 
   #keys(key: string): string[] {
@@ -96,9 +121,9 @@ class RedisLimits implements CountsLimitsAsync, StoreCounter<readonly Count[]> {
   count(key: string): Promise<readonly Count[]> {
     return this.scripts.count(this.#keys(key), this.#args as string[]).then((answer) => {
       const now = Date.now();
-      return this.#suffixes.map((_, i) => ({
+      return this.#windows.map((windowMs, i) => ({
         count: Number(answer[2 * i]),
-        resetAt: now + Number(answer[2 * i + 1]),
+        resetAt: now + msLeftOf(Number(answer[2 * i + 1]), windowMs),
       }));
     });
   }
@@ -106,9 +131,9 @@ class RedisLimits implements CountsLimitsAsync, StoreCounter<readonly Count[]> {
   peek(key: string): Promise<readonly Count[]> {
     return this.scripts.peek(this.#keys(key), this.#args as string[]).then((answer) => {
       const now = Date.now();
-      return this.#suffixes.map((_, i) => {
+      return this.#windows.map((windowMs, i) => {
         const count = Number(answer[2 * i]);
-        return { count, resetAt: count > 0 ? now + Number(answer[2 * i + 1]) : 0 };
+        return { count, resetAt: count > 0 ? now + msLeftOf(Number(answer[2 * i + 1]), windowMs) : 0 };
       });
     });
   }
@@ -125,12 +150,15 @@ const ASYNC: CounterCapabilities = { countsNow: false, reads: true };
 class RedisLimiter extends RateLimiterRedis implements CountsAsync, StoreCounter<Count> {
   readonly countsAsync = true;
   readonly capabilities: CounterCapabilities = ASYNC;
+  readonly route: ((key: string) => string) | undefined;
 
   constructor(
     options: ConstructorParameters<typeof RateLimiterRedis>[0],
     private readonly hits: Hit,
+    routes: ((redisKey: string) => string) | undefined,
   ) {
     super(options);
+    this.route = routes && ((key) => routes(this.getKey(key)));
   }
 
   count(key: string): Promise<Count> {
@@ -161,13 +189,14 @@ class RedisLimiter extends RateLimiterRedis implements CountsAsync, StoreCounter
  */
 export function redisStore(client: RedisClient, options?: RedisStoreOptions): Store {
   const kind = kindOf(client);
-  const { prefix, timeoutMs, onFailure } = checkOptions(options);
+  const { prefix, timeoutMs, onFailure, callTimeoutMs } = checkOptions(options);
   const hits = hitsOf(client, kind);
+  const routes = routesOf(client);
   const counter = (spec: CounterSpec): GlideLimiter | RedisLimiter => {
     const keyPrefix = `${prefix}:${spec.name}`;
     const points = spec.limit;
     const duration = spec.windowMs / 1000;
-    if (kind === 'glide') return new GlideLimiter({ keyPrefix, points, duration }, client, hits);
+    if (kind === 'glide') return new GlideLimiter({ keyPrefix, points, duration }, client, hits, routes);
     return new RedisLimiter(
       {
         storeClient: client,
@@ -179,14 +208,22 @@ export function redisStore(client: RedisClient, options?: RedisStoreOptions): St
         duration,
       },
       hits,
+      routes,
     );
   };
-  const state = redisState(commandsOf(client, kind), prefix);
+  const state = redisState(commandsOf(client, kind), prefix, routes);
   const scripts = limitsScriptsOf(client, kind);
-  const limits = (spec: LimitsSpec) => new RedisLimits(prefix, spec, scripts);
+  const limits = (spec: LimitsSpec) => new RedisLimits(prefix, spec, scripts, routes);
   const watchConnection = connectionWatch(client, kind, prefix, onFailure);
   return storeOf(
-    { capabilities: { limits: true }, counter, limits, state, failure: { timeoutMs, onFailure }, watchConnection },
+    {
+      capabilities: { limits: true },
+      counter,
+      limits,
+      state,
+      failure: { timeoutMs, onFailure, callTimeoutMs },
+      watchConnection,
+    },
     { limiter: counter, limits },
   );
 }

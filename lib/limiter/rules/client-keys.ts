@@ -1,0 +1,40 @@
+// The client an operator names (`{ token }`, `{ ip }` or `{ key }`), as the key its records and counters have.
+import ipaddr from 'ipaddr.js';
+import { type Checker, isPlainObject, show } from '../../shared/check.js';
+import type { IpKey } from '../identify.js';
+import { tokenEnd, tokenKey } from '../keys.js';
+import type { ClientKind } from '../types.js';
+import { LONGEST_TEXT } from './records.js';
+import { kindOf } from './record-views.js';
+
+/**
+ * The key of a client named as an operator knows it: a token hashed at once, an address grouped by `ipOf` (as the
+ * requests are counted), or a key as it is; and the end of a token given, which the pages show ('' for the others).
+ * Throws ListingLimitsError naming the field.
+ */
+export function clientKeyOf(
+  check: Checker,
+  client: unknown,
+  ipOf: IpKey,
+): { key: string; kind: ClientKind; address: boolean; tokenEnd: string } {
+  const fields = isPlainObject(client) ? Object.keys(client) : [];
+  if (fields.length !== 1 || !['token', 'ip', 'key'].includes(fields[0] as string)) {
+    check.invalid('client', `must be { token }, { ip } or { key }; got ${show(fields.length ? fields : client)}.`);
+  }
+  const c = client as { token?: unknown; ip?: unknown; key?: unknown };
+  const field = fields[0] as string;
+  const value = c[field as keyof typeof c];
+  if (typeof value !== 'string' || value === '')
+    check.invalid(
+      `client.${field}`,
+      `must be a non-empty string; got ${field === 'token' ? typeof value : show(value)}.`,
+    );
+  if (field === 'token') return { key: tokenKey(value), kind: 'token', address: false, tokenEnd: tokenEnd(value) };
+  if (field === 'ip') {
+    if (!ipaddr.isValid(value)) check.invalid('client.ip', `must be an IP address; got ${show(value)}.`);
+    return { key: ipOf(value), kind: 'ip', address: true, tokenEnd: '' };
+  }
+  if (value.length > LONGEST_TEXT)
+    check.invalid('client.key', `must be at most ${LONGEST_TEXT} characters; got ${value.length}.`);
+  return { key: value, kind: kindOf(value), address: false, tokenEnd: '' };
+}

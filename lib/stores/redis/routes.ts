@@ -1,0 +1,40 @@
+// Which node of a Redis Cluster holds a key: so that a master that fails stops only its own keys' requests waiting.
+import calculateSlot from 'cluster-key-slot';
+
+/** A Cluster client as far as its slots are read: ioredis's table of slots, node-redis's master of a slot. */
+interface ClusterLike {
+  readonly isCluster?: unknown;
+  readonly slots?: unknown;
+  getSlotMaster?(slot: number): { host?: unknown; port?: unknown } | undefined;
+  fcallWithRoute?: unknown;
+}
+
+/**
+ * The route of each key of a Cluster client: the master that holds its slot, as the client knows it (an ioredis
+ * `Cluster`'s `slots`, a node-redis cluster's `getSlotMaster()`), else the slot itself (a `GlideClusterClient`, which
+ * does not tell). Undefined for a client of one server (or of Sentinel's master): all its keys have one route.
+ */
+export function routesOf(client: unknown): ((redisKey: string) => string) | undefined {
+  const c = client as ClusterLike;
+  if (c.isCluster === true && Array.isArray(c.slots)) {
+    return (key) => {
+      const slot = calculateSlot(key);
+      const nodes = (c.slots as unknown[])[slot];
+      return Array.isArray(nodes) && typeof nodes[0] === 'string' ? nodes[0] : `slot ${slot}`;
+    };
+  }
+  if (typeof c.getSlotMaster === 'function') {
+    return (key) => {
+      const slot = calculateSlot(key);
+      try {
+        const master = c.getSlotMaster?.(slot);
+        if (master && typeof master.host === 'string') return `${master.host}:${String(master.port)}`;
+      } catch {
+        // A cluster that has not read its slots yet: the slot is the route.
+      }
+      return `slot ${slot}`;
+    };
+  }
+  if (typeof c.fcallWithRoute === 'function') return (key) => `slot ${calculateSlot(key)}`;
+  return undefined;
+}
