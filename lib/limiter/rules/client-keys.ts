@@ -7,16 +7,25 @@ import type { ClientKind } from '../types.js';
 import { LONGEST_TEXT } from './records.js';
 import { kindOf } from './record-views.js';
 
+/** A client named by an operator: its key, its kind, whether it is an address, and the end of its token. */
+export interface ClientKeyOf {
+  readonly key: string;
+  readonly kind: ClientKind;
+  readonly address: boolean;
+  readonly tokenEnd: string;
+}
+
 /**
  * The key of a client named as an operator knows it: a token hashed at once, an address grouped by `ipOf` (as the
- * requests are counted), or a key as it is; and the end of a token given, which the pages show ('' for the others).
- * Throws ListingLimitsError naming the field.
+ * requests are counted), or a key as it is; and what the pages show of its token: the end of a token given, else the
+ * one `recordOf` the key keeps ('' when none does). Throws ListingLimitsError naming the field.
  */
 export function clientKeyOf(
   check: Checker,
   client: unknown,
   ipOf: IpKey,
-): { key: string; kind: ClientKind; address: boolean; tokenEnd: string } {
+  recordOf: (key: string) => { readonly tokenEnd?: string } | undefined,
+): ClientKeyOf {
   const fields = isPlainObject(client) ? Object.keys(client) : [];
   if (fields.length !== 1 || !['token', 'ip', 'key'].includes(fields[0] as string)) {
     check.invalid('client', `must be { token }, { ip } or { key }; got ${show(fields.length ? fields : client)}.`);
@@ -36,5 +45,5 @@ export function clientKeyOf(
   }
   if (value.length > LONGEST_TEXT)
     check.invalid('client.key', `must be at most ${LONGEST_TEXT} characters; got ${value.length}.`);
-  return { key: value, kind: kindOf(value), address: false, tokenEnd: '' };
+  return { key: value, kind: kindOf(value), address: false, tokenEnd: recordOf(value)?.tokenEnd ?? '' };
 }

@@ -18,9 +18,9 @@ import {
 } from './records.js';
 import { HISTORY_MAX, type RequestPut } from '../../stores/state.js';
 import type { CallBound } from '../../stores/call-bound.js';
-import type { ActiveBan, ActiveGrant, ChangeEvent, ClientKind, ForeignEntry, Grant, LostRecord } from '../types.js';
+import type { ActiveBan, ActiveGrant, ChangeEvent, ForeignEntry, Grant, LostRecord } from '../types.js';
 import { RecordCache } from './record-cache.js';
-import { clientKeyOf } from './client-keys.js';
+import { type ClientKeyOf, clientKeyOf } from './client-keys.js';
 import { PendingBans } from './pending-bans.js';
 import {
   digest,
@@ -54,15 +54,9 @@ export class RuntimeRecords extends RecordCache {
     return this._context.checkGrant(check, grant, field);
   }
 
-  /**
-   * The key of a client named as an operator knows it, and what the pages show of its token: the end of a token
-   * given, else the one a record of the key keeps ('' when none does). Throws ListingLimitsError naming the field.
-   */
-  keyOf(check: Checker, client: unknown): { key: string; kind: ClientKind; address: boolean; tokenEnd: string } {
-    const named = clientKeyOf(check, client, this._context.ipOf);
-    if (named.tokenEnd !== '' || named.address) return named;
-    const known = this._grants.get(named.key)?.tokenEnd ?? this._bans.get(named.key)?.tokenEnd ?? '';
-    return { ...named, tokenEnd: known };
+  /** The key of a client named as an operator knows it (clientKeyOf). Throws ListingLimitsError naming the field. */
+  keyOf(check: Checker, client: unknown): ClientKeyOf {
+    return clientKeyOf(check, client, this._context.ipOf, (key) => this._grants.get(key) ?? this._bans.get(key));
   }
 
   #writable(check: Checker): void {
@@ -116,10 +110,7 @@ export class RuntimeRecords extends RecordCache {
     );
   }
 
-  /**
-   * An operator's ban. `known`: what the pages show of the client's token when the caller knows it and the client
-   * names no token (a ban by key of a client whose grant request shows it).
-   */
+  /** An operator's ban; `known`: the end of the client's token when the caller knows it (from its grant request). */
   async banClient(client: unknown, options: unknown, known = ''): Promise<boolean> {
     const check = new Checker('limits.ban');
     const { key, kind, address, tokenEnd: end } = this.keyOf(check, client);
