@@ -6,7 +6,7 @@ import type { Express } from 'express';
 import type { Browser, BrowserContext, Page, Response } from 'playwright-core';
 import { createExampleApp } from '../example-server/app';
 import type { ListingLimitsMiddleware, TrafficMinute, TrafficSummary } from '../lib';
-import { tokenKey } from '../lib/limiter/keys';
+import { tokenKey } from '../lib/contract/keys';
 import { linkedOf } from '../lib/limiter/linked';
 import { describeBrowser, launchChromium } from './helpers/browser';
 import { type Served, serve } from './helpers/serve';

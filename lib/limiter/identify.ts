@@ -2,7 +2,8 @@
 import { IncomingMessage } from 'node:http';
 import type { Request } from 'express';
 import type { Checker } from '../shared/check.js';
-import { ipKey, remembered, tokenKey } from './keys.js';
+import { ipKey, tokenKey } from '../contract/keys.js';
+import { remembered } from '../shared/remembered.js';
 import { Lookups } from '../shared/lookups.js';
 import type { ClientKind, ListingLimitsOptions } from './types.js';
 

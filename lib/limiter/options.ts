@@ -8,7 +8,7 @@ import { checkGrant, compileGrants } from './rules/grants.js';
 import { compileHeaders, type HeaderWriter } from '../contract/headers.js';
 import { type OnError, reporter, type Warn, warner } from '../shared/hooks.js';
 import { compileIdentify, compileIpKey, type Identify, identifyOptions } from './identify.js';
-import { ipKey } from './keys.js';
+import { ipKey } from '../contract/keys.js';
 import type { Linked } from './linked.js';
 import { compileMatcher } from '../contract/match.js';
 import { type Table, tableOf } from './mount-order.js';

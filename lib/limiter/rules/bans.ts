@@ -3,7 +3,7 @@ import type { Checker } from '../../shared/check.js';
 import { answerBanned, type Context, GOING, type Step } from '../context.js';
 import type { Count, Counter } from '../../stores/counter.js';
 import { counterOf } from '../endpoint.js';
-import { tokenEnd } from '../keys.js';
+import { tokenEnd } from '../../contract/keys.js';
 import { observe, type OnError } from '../../shared/hooks.js';
 import { addressBan, type RuntimeRecords } from './runtime-records.js';
 import type { StoreContract } from '../../stores/store.js';

@@ -2,7 +2,7 @@
 import ipaddr from 'ipaddr.js';
 import { type Checker, isPlainObject, show } from '../../shared/check.js';
 import type { IpKey } from '../identify.js';
-import { tokenEnd, tokenKey } from '../keys.js';
+import { tokenEnd, tokenKey } from '../../contract/keys.js';
 import type { ClientKind } from '../types.js';
 import { LONGEST_TEXT } from './records.js';
 import { kindOf } from './record-views.js';

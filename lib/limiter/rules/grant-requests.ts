@@ -2,7 +2,7 @@
 import { randomBytes } from 'node:crypto';
 import ipaddr from 'ipaddr.js';
 import { Checker, DAY_MS, isPlainObject, show } from '../../shared/check.js';
-import { tokenEnd, tokenKey } from '../keys.js';
+import { tokenEnd, tokenKey } from '../../contract/keys.js';
 import type { EndpointRow } from '../../contract/listings.js';
 import { checkText, objectOf, Problem } from './records.js';
 import type { RuntimeRecords } from './runtime-records.js';

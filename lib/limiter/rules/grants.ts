@@ -5,7 +5,7 @@ import { type Checker, show, typoOf } from '../../shared/check.js';
 import { type Context, PASSED, type Step } from '../context.js';
 import { type CompiledEndpoint, compileEndpoint } from '../endpoint.js';
 import type { Client, IpKey } from '../identify.js';
-import { tokenKey } from '../keys.js';
+import { tokenKey } from '../../contract/keys.js';
 import type { RuntimeRecords } from './runtime-records.js';
 import type { StoreContract } from '../../stores/store.js';
 import { checkRow, refuseDuplicates, rowShape } from '../../contract/table.js';

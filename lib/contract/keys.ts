@@ -55,5 +55,3 @@ function canonicalIPv4(ip: string): string {
   }
   return ip;
 }
-
-export { remembered } from '../shared/remembered.js';
