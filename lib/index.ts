@@ -27,15 +27,14 @@ export {
   type CounterSpec,
   type CountsLimitsAsync,
   type CountsLimitsNow,
-  type Limit,
   type LimitsCounter,
   type LimitsSpec,
-  type RuntimeState,
+  MAX_SLIDING_LIMIT,
   type Store,
   type StoreFailurePolicy,
-  type WindowKind,
 } from './stores/store.js';
-export { MAX_SLIDING_LIMIT } from './stores/limits.js';
+export type { RuntimeState } from './stores/state.js';
+export type { Limit, WindowKind } from './contract/limit.js';
 export { memoryStore } from './stores/memory/store.js';
 export type {
   ActiveBan,

@@ -1,6 +1,6 @@
 // One counted request on its way through the steps of the middleware, and the answers a step can give it.
 import type { NextFunction, Request, Response } from 'express';
-import type { Count } from '../stores/counter.js';
+import type { Count } from '../stores/store.js';
 import type { CompiledEndpoint } from './endpoint.js';
 import { retryAfterSeconds } from '../contract/headers.js';
 import type { Client } from './identify.js';

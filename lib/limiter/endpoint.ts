@@ -1,8 +1,8 @@
 // An endpoint compiled once for the request path: its counter in the store and its precomputed header strings.
 import type { Checker } from '../shared/check.js';
-import { type Count, Counter } from '../stores/counter.js';
+import { Counter } from '../stores/counter.js';
 import { type HeaderTemplate, headerTemplate } from '../contract/headers.js';
-import type { CounterSpec, StoreContract } from '../stores/store.js';
+import type { Count, CounterSpec, StoreContract } from '../stores/store.js';
 import type { Waiting } from '../stores/waiting.js';
 import type { Limit, WindowKind } from '../contract/limit.js';
 

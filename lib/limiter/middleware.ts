@@ -12,7 +12,7 @@ import {
   UNAUTHORIZED_BODY,
   UNAVAILABLE_BODY,
 } from './context.js';
-import type { Count } from '../stores/counter.js';
+import type { Count } from '../stores/store.js';
 import { addEntry, type Entry, entryOf, readsEntries, UNSET } from './entries.js';
 import type { CompiledEndpoint, CompiledLimit } from './endpoint.js';
 import { ListingLimitsError, StoreUnavailableError } from '../shared/errors.js';

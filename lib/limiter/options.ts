@@ -16,9 +16,9 @@ import { checkMetrics, Metrics } from './observe/metrics.js';
 import { redisStore } from '../stores/redis/store.js';
 import { RuntimeRecords } from './rules/runtime-records.js';
 import { GrantRequests } from './rules/grant-requests.js';
-import type { Store } from '../stores/store.js';
+import { MAX_SLIDING_LIMIT, type Store } from '../stores/store.js';
 import { contractOf } from '../stores/adapter.js';
-import { memoryStore } from '../stores/memory/store.js';
+import { memoryCounterOf, memoryStore } from '../stores/memory/store.js';
 import { checkTable, endpointsOf, rowShape } from '../contract/table.js';
 import { Traffic } from './observe/traffic.js';
 import { Usage } from './observe/usage.js';
@@ -26,9 +26,8 @@ import type { LimitHandler, ListingLimitsOptions } from './types.js';
 import type { EndpointRow } from '../contract/listings.js';
 import { Waiting } from '../stores/waiting.js';
 import { DEFAULT_CALL_TIMEOUT_MS } from '../stores/call-bound.js';
-import { MemoryState } from '../stores/state.js';
+import { MemoryState } from '../stores/memory/state.js';
 import { type WindowKind } from '../contract/limit.js';
-import { MAX_SLIDING_LIMIT } from '../stores/limits.js';
 
 const optionNames = [
   'store',
@@ -174,7 +173,7 @@ export function configure(listing: unknown, options: unknown): Config {
   fn(o.onLimit, 'options.onLimit', '(event, req) => void');
   fn(o.onChange, 'options.onChange', '(event, req) => void');
 
-  const waiting = store.failure && new Waiting(store.failure);
+  const waiting = store.failure && new Waiting(store.failure, memoryCounterOf);
   const endpoints = table.map(({ name, limits }) => compileEndpoint(check, store, waiting, { name, window, limits }));
   const ipOf = compileIpKey(check, o);
   const identify = compileIdentify(check, o, ipOf, cacheMs);

@@ -2,7 +2,8 @@
 import type { NextFunction, Request, RequestHandler, Response } from 'express';
 import type { HeaderSyntax } from '../contract/headers.js';
 import type { MetricsRegistry } from './observe/metrics.js';
-import type { Store, WindowKind } from '../stores/store.js';
+import type { Store } from '../stores/store.js';
+import type { WindowKind } from '../contract/limit.js';
 import type {
   ActiveBan,
   ActiveGrant,

@@ -1,11 +1,13 @@
 // The one adapter between the store contract and a store given as a factory of rate-limiter-flexible limiters.
 import { type RateLimiterAbstract, RateLimiterRes } from 'rate-limiter-flexible';
 import { Checker, MAX_DURATION_MS, show } from '../shared/check.js';
-import type { Count, LimitsCounter, LimitsSpec } from './limits.js';
 import {
+  type Count,
   type CounterCapabilities,
   type CounterSpec,
   knownContract,
+  type LimitsCounter,
+  type LimitsSpec,
   type Store,
   type StoreContract,
   type StoreCounter,

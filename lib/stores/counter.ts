@@ -1,14 +1,9 @@
 // One counter as the request path uses it: a hit, a read, a reset, whatever store keeps it and however it fails.
 import { StoreUnavailableError } from '../shared/errors.js';
-import { MemoryLimiter } from './memory/limiter.js';
-import type { CounterSpec, StoreCounter } from './store.js';
+import type { Count, CounterSpec, LimitsSpec, StoreCounter } from './store.js';
 import type { CallBound } from './call-bound.js';
 import { AFTER_DEADLINE, BREAKER_OPEN, type Deadline, TIMED_OUT, type Waiting } from './waiting.js';
 import { type Limit } from '../contract/limit.js';
-import { type Count, type LimitsSpec } from './limits.js';
-import { MemoryLimits } from './memory/windows.js';
-
-export type { Count };
 
 /** What a counter answers: one limit's count, or each limit's. */
 type Answer = Count | readonly Count[];
@@ -96,11 +91,6 @@ function promised<T>(call: () => T | Promise<T>): Promise<T> {
   }
 }
 
-/** Whether a spec is of several limits (or sliding windows), rather than one limit in fixed windows. */
-function isLimits(spec: CounterSpec | LimitsSpec): spec is LimitsSpec {
-  return 'limits' in spec;
-}
-
 /** The refusal to remember of an answer, or undefined for an answer that allowed the request. */
 function refusalOf(spec: CounterSpec | LimitsSpec, answer: Answer): Refusal<Answer> | undefined {
   if (!Array.isArray(answer)) {
@@ -126,12 +116,6 @@ function copied(answer: Answer): Answer {
   return { count, resetAt };
 }
 
-/** The memory counter of a spec: what a store that fails with `onFailure: 'memory'` counts on meanwhile. */
-function memoryOf(spec: CounterSpec | LimitsSpec): StoreCounter<Answer> {
-  if (isLimits(spec)) return new MemoryLimits(spec);
-  return new MemoryLimiter({ points: spec.limit, duration: spec.windowMs / 1000 });
-}
-
 /**
  * A counter of a store: one limit in fixed windows (its answer a `Count`), or several limits, or sliding windows
  * (each limit's `Count` in order). Hits answer synchronously when the store's counter counts now (the memory store),
@@ -154,7 +138,7 @@ export class Counter<A extends Answer = Answer> {
     this.spec = spec;
     this.#store = store;
     this.#waiting = waiting;
-    this.#fallback = waiting?.onFailure === 'memory' ? (memoryOf(spec) as StoreCounter<A>) : undefined;
+    this.#fallback = waiting?.fallback?.(spec) as StoreCounter<A> | undefined;
     this.now = store.capabilities.countsNow;
   }
 

@@ -1,12 +1,12 @@
 // Bans for circumventing the limits (rule 5): option `ban`, checked and compiled into the steps that ban and refuse.
 import type { Checker } from '../../shared/check.js';
 import { answerBanned, type Context, GOING, type Step } from '../context.js';
-import type { Count, Counter } from '../../stores/counter.js';
+import type { Counter } from '../../stores/counter.js';
 import { counterOf } from '../endpoint.js';
 import { tokenEnd } from '../../contract/keys.js';
 import { observe, type OnError } from '../../shared/hooks.js';
 import { addressBan, type RuntimeRecords } from './runtime-records.js';
-import type { StoreContract } from '../../stores/store.js';
+import type { Count, StoreContract } from '../../stores/store.js';
 import type { BanInfo, BanOptions, ClientKind, ListingLimitsOptions } from '../types.js';
 import type { Deadline, Waiting } from '../../stores/waiting.js';
 import type { CallBound } from '../../stores/call-bound.js';

@@ -16,9 +16,9 @@ import {
   type ResetRecord,
   type Stored,
 } from './records.js';
+import { MemoryState } from '../../stores/memory/state.js';
 import {
   type Follower,
-  MemoryState,
   type RecordChange,
   type RequestPut,
   type RuntimeState,

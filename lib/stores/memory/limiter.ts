@@ -4,8 +4,7 @@ import { MAX_DURATION_MS } from '../../shared/check.js';
 import { Checker, show } from '../../shared/check.js';
 import { SweptMap } from '../../shared/swept.js';
 import type { CountsNow } from '../adapter.js';
-import type { Count } from '../limits.js';
-import type { CounterCapabilities, StoreCounter } from '../store.js';
+import type { Count, CounterCapabilities, StoreCounter } from '../store.js';
 
 const MAX_SECONDS = MAX_DURATION_MS / 1000;
 

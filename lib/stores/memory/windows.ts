@@ -1,7 +1,6 @@
 // Counters with several limits, in fixed or sliding windows, kept in this process's memory: all limits or none charged.
 import { SweptMap } from '../../shared/swept.js';
-import { type Count, type CountsLimitsNow, type LimitsSpec } from '../limits.js';
-import type { CounterCapabilities, StoreCounter } from '../store.js';
+import type { Count, CounterCapabilities, CountsLimitsNow, LimitsSpec, StoreCounter } from '../store.js';
 import type { Limit } from '../../contract/limit.js';
 
 /** One limit of one key, updated in place. */

@@ -2,8 +2,7 @@
 import { createHash } from 'node:crypto';
 import { RateLimiterValkeyGlide } from 'rate-limiter-flexible';
 import { type CountsAsync, type Hit, hitOf, readOf } from '../adapter.js';
-import type { Count } from '../limits.js';
-import type { CounterCapabilities, StoreCounter } from '../store.js';
+import type { Count, CounterCapabilities, StoreCounter } from '../store.js';
 
 /**
  * What the store uses of a GLIDE client: `customCommand`, the same on both clients, which routes a command with keys

@@ -4,14 +4,16 @@ import { MAX_TIMER_MS, show } from '../../shared/check.js';
 import { type CountsAsync, type Hit, hitOf, msLeftOf, readOf } from '../adapter.js';
 import { GlideLimiter } from './glide.js';
 import {
+  type Count,
   type CounterCapabilities,
   type CounterSpec,
+  type CountsLimitsAsync,
+  type LimitsSpec,
   type Store,
   type StoreCounter,
   type StoreFailurePolicy,
   storeOf,
 } from '../store.js';
-import type { Count, CountsLimitsAsync, LimitsSpec } from '../limits.js';
 import { check, type LimitsScripts, kindOf, hitsOf, commandsOf, limitsScriptsOf } from './clients.js';
 import { connectionWatch } from './connected.js';
 import { redisState } from './state.js';
