@@ -1,7 +1,7 @@
 // The table as the client calls it: each endpoint's path template and pacer, and the URL and body of a call.
 import { compile, pathToRegexp } from 'path-to-regexp';
 import { isPlainObject, show, suggestion } from '../shared/check.js';
-import { ListingClientError } from '../shared/errors.js';
+import { ListingClientError } from './errors.js';
 import { endpointsOf } from '../contract/table.js';
 import { Pacer } from './pacing.js';
 import type { Settings } from './options.js';

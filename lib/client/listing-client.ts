@@ -1,5 +1,5 @@
 // listingClient(): calls a listing API paced by the contract's table, so that the server never has to refuse it.
-import { ListingClientError } from '../shared/errors.js';
+import { ListingClientError } from './errors.js';
 import { compileEndpoints, type Endpoint, endpointOf, jsonOf, urlOf } from './endpoints.js';
 import { Gets } from './gets.js';
 import { type CallOptions, type ListingClient, type ListingClientOptions, type Params, resolve } from './options.js';

@@ -1,5 +1,5 @@
 // report(): rule 7's bodies, posted in the background; the latest body per URL, on every 5th change or each interval.
-import { ListingClientError } from '../shared/errors.js';
+import { ListingClientError } from './errors.js';
 import type { Endpoint } from './endpoints.js';
 import type { Settings } from './options.js';
 import type { Sender } from './sender.js';

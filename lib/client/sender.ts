@@ -1,6 +1,6 @@
 // A call sent paced and read: its turn, its request, and what the answer asks (a retry, a backoff, a ban, an error).
 import { isPlainObject } from '../shared/check.js';
-import { ListingClientError } from '../shared/errors.js';
+import { ListingClientError } from './errors.js';
 import { readServerLimits, retryAfterMs, type ServerLimit } from '../contract/read-headers.js';
 import type { Endpoint, Endpoints } from './endpoints.js';
 import { type Answer, delay, exchange, httpError, quoteAnswer, spentResetMs } from './exchange.js';
