@@ -10,10 +10,11 @@ const MAY_IMPORT: Readonly<Record<string, readonly string[]>> = {
   shared: [],
   contract: ['shared'],
   stores: ['contract', 'shared'],
-  limiter: ['stores', 'contract', 'shared'],
+  records: ['stores', 'contract', 'shared'],
+  limiter: ['records', 'stores', 'contract', 'shared'],
   client: ['contract', 'shared'],
   verify: ['contract', 'shared'],
-  pages: ['limiter', 'stores', 'contract', 'shared'],
+  pages: ['limiter', 'records', 'stores', 'contract', 'shared'],
 };
 /** The entry points: each only re-exports (but the command, which runs the command line), and none is imported. */
 const ENTRIES = ['cli.ts', 'client.ts', 'index.ts', 'pages.ts', 'verify.ts'];

@@ -5,7 +5,8 @@ import { runInNewContext } from 'node:vm';
 import { listingLimits, memoryStore, redisStore, type RuntimeState } from '../lib';
 import { Checker } from '../lib/shared/check';
 import { compileIpKey } from '../lib/limiter/identify';
-import { type BanRecord, RuntimeRecords } from '../lib/limiter/rules/runtime-records';
+import type { BanRecord } from '../lib/records/kinds';
+import { RuntimeRecords } from '../lib/records/records';
 import { commandCalls, describeRedis, ioredisClient, startRedis } from './helpers/redis';
 
 const T0 = Date.UTC(2026, 0, 1);

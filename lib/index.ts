@@ -37,14 +37,26 @@ export type { RuntimeState } from './stores/state.js';
 export type { Limit, WindowKind } from './contract/limit.js';
 export { memoryStore } from './stores/memory/store.js';
 export type {
-  ActiveBan,
-  ActiveGrant,
   Authenticate,
   BanInfo,
   BanOptions,
-  ChangeEvent,
-  ClientKind,
   EndpointUsage,
+  GrantLookup,
+  Grants,
+  LimitEvent,
+  LimitHandler,
+  ListingLimitsMiddleware,
+  ListingLimitsOptions,
+  OnBan,
+  RateLimitInfo,
+  TrafficMinute,
+  TrafficSummary,
+} from './limiter/types.js';
+export type { ClientKind } from './contract/keys.js';
+export type {
+  ActiveBan,
+  ActiveGrant,
+  ChangeEvent,
   ClientRef,
   ForeignEntry,
   Grant,
@@ -52,15 +64,5 @@ export type {
   GrantRequest,
   GrantRequestInput,
   GrantRequests,
-  GrantLookup,
-  Grants,
-  LimitEvent,
-  LimitHandler,
-  ListingLimitsMiddleware,
-  ListingLimitsOptions,
   LostRecord,
-  OnBan,
-  RateLimitInfo,
-  TrafficMinute,
-  TrafficSummary,
-} from './limiter/types.js';
+} from './records/types.js';

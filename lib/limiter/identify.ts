@@ -2,18 +2,14 @@
 import { IncomingMessage } from 'node:http';
 import type { Request } from 'express';
 import type { Checker } from '../shared/check.js';
-import { ipKey, tokenKey } from '../contract/keys.js';
+import { type IpKey, ipKey, tokenKey } from '../contract/keys.js';
 import { remembered } from '../shared/remembered.js';
 import { Lookups } from '../shared/lookups.js';
-import type { ClientKind, ListingLimitsOptions } from './types.js';
+import type { ClientKeys } from '../records/cache.js';
+import type { ListingLimitsOptions } from './types.js';
 
 /** The client of a request: its storage key, how it was found, and the keys of its address and token. */
-export interface Client {
-  /** Storage key: `t:<sha256 of the token>`, `ip:<address>`, or what the `key` option returned. */
-  readonly key: string;
-  readonly kind: ClientKind;
-  /** `ip:<address>`: the key of the client's address, whatever `key` is. */
-  readonly ip: string;
+export interface Client extends ClientKeys {
   /** The Authorization value, when there was one that identifies the client (not one `authenticate` refused). */
   readonly token: string | undefined;
   /** `t:<sha256 of the token>`, when there was such a token. */
@@ -100,9 +96,6 @@ export const REJECTED = Symbol('token rejected');
 export type Identify = (req: Request) => Client | typeof REJECTED | Promise<Client | typeof REJECTED>;
 
 export const identifyOptions = ['key', 'authenticate', 'invalidToken', 'ipv6Subnet'] as const;
-
-/** Keys of IP addresses, as counting groups them. */
-export type IpKey = (ip: string | undefined) => string;
 
 export function compileIpKey(check: Checker, options: ListingLimitsOptions): IpKey {
   const subnet = options.ipv6Subnet ?? 64;

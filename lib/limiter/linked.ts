@@ -1,6 +1,6 @@
 // What a middleware tells the pages built on it: its store, how it groups addresses, its records and its traffic.
-import type { IpKey } from './identify.js';
-import type { RuntimeRecords } from './rules/runtime-records.js';
+import type { IpKey } from '../contract/keys.js';
+import type { RuntimeRecords } from '../records/records.js';
 import type { Store } from '../stores/store.js';
 import type { Traffic } from './observe/traffic.js';
 

@@ -25,7 +25,8 @@ import type { AnyListingName, EndpointRow } from '../contract/listings.js';
 import { mountWarning } from './mount.js';
 import { watchMountOrder } from './mount-order.js';
 import { type Config, configure } from './options.js';
-import type { ClientRef, Grant, ListingLimitsMiddleware, ListingLimitsOptions, RateLimitInfo } from './types.js';
+import type { ClientRef, Grant } from '../records/types.js';
+import type { ListingLimitsMiddleware, ListingLimitsOptions, RateLimitInfo } from './types.js';
 import type { Deadline } from '../stores/waiting.js';
 
 declare global {

@@ -1,10 +1,10 @@
 // Options of listingLimits(): checked, then compiled by each feature's module into the steps of the request path.
 import type { Request } from 'express';
-import { Bans, banScope, checkBan } from './rules/bans.js';
+import { Bans, banScope, checkBan } from './ban-rule.js';
 import { Checker, className, show } from '../shared/check.js';
 import type { Step } from './context.js';
 import { type CompiledEndpoint, compileEndpoint } from './endpoint.js';
-import { checkGrant, compileGrants } from './rules/grants.js';
+import { checkGrant, compileGrants } from './grants.js';
 import { compileHeaders, type HeaderWriter } from '../contract/headers.js';
 import { type OnError, reporter, type Warn, warner } from '../shared/hooks.js';
 import { compileIdentify, compileIpKey, type Identify, identifyOptions } from './identify.js';
@@ -14,8 +14,8 @@ import { compileMatcher } from '../contract/match.js';
 import { type Table, tableOf } from './mount-order.js';
 import { checkMetrics, Metrics } from './observe/metrics.js';
 import { redisStore } from '../stores/redis/store.js';
-import { RuntimeRecords } from './rules/runtime-records.js';
-import { GrantRequests } from './rules/grant-requests.js';
+import { RuntimeRecords } from '../records/records.js';
+import { GrantRequests } from '../records/grant-requests.js';
 import { MAX_SLIDING_LIMIT, type Store } from '../stores/store.js';
 import { contractOf } from '../stores/adapter.js';
 import { memoryCounterOf, memoryStore } from '../stores/memory/store.js';

@@ -4,9 +4,10 @@ import type { NextFunction, Request, RequestHandler, Response, Router } from 'ex
 import { Checker, DAY_MS, isPlainObject, show } from '../shared/check.js';
 import { type ListingLimitsError } from '../shared/errors.js';
 import type { Store } from '../stores/store.js';
-import type { Grant, ListingLimitsMiddleware } from '../limiter/types.js';
+import type { Grant } from '../records/types.js';
+import type { ListingLimitsMiddleware } from '../limiter/types.js';
 import type { Linked } from '../limiter/linked.js';
-import type { RuntimeRecords } from '../limiter/rules/runtime-records.js';
+import type { RuntimeRecords } from '../records/records.js';
 import { clientPage } from './client.js';
 import {
   badInput,

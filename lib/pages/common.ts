@@ -9,8 +9,8 @@ import express, {
 } from 'express';
 import { type Checker, isPlainObject, show } from '../shared/check.js';
 import { ListingLimitsError } from '../shared/errors.js';
-import type { RuntimeRecords } from '../limiter/rules/runtime-records.js';
-import type { IpKey } from '../limiter/identify.js';
+import type { RuntimeRecords } from '../records/records.js';
+import type { IpKey } from '../contract/keys.js';
 import { type Linked, linkedOf } from '../limiter/linked.js';
 import { listingLimits } from '../limiter/middleware.js';
 import type { EndpointRow } from '../contract/listings.js';

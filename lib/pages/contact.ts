@@ -4,7 +4,8 @@ import ipaddr from 'ipaddr.js';
 import { Checker, DAY_MS } from '../shared/check.js';
 import type { EndpointRow } from '../contract/listings.js';
 import type { Store } from '../stores/store.js';
-import type { GrantProof, GrantRequest, GrantRequestInput, ListingLimitsMiddleware } from '../limiter/types.js';
+import type { GrantProof, GrantRequest, GrantRequestInput } from '../records/types.js';
+import type { ListingLimitsMiddleware } from '../limiter/types.js';
 import { type ListingLimitsError } from '../shared/errors.js';
 import {
   badInput,
@@ -32,7 +33,7 @@ import {
   LONGEST_REASON,
   LONGEST_TOKEN,
   PENDING_KEPT_MS,
-} from '../limiter/rules/grant-requests.js';
+} from '../records/grant-requests.js';
 
 /** Options of {@link limitsRequestPage}. */
 export interface RequestPageOptions {

@@ -1,13 +1,7 @@
 // The operator's page: a page of each list (requests, grants, bans), the store's state, the last hour, the changes.
 import type { Linked } from '../limiter/linked.js';
-import type {
-  ActiveBan,
-  ActiveGrant,
-  ChangeEvent,
-  GrantRequest,
-  ListingLimitsMiddleware,
-  TrafficSummary,
-} from '../limiter/types.js';
+import type { ListingLimitsMiddleware, TrafficSummary } from '../limiter/types.js';
+import type { ActiveBan, ActiveGrant, ChangeEvent, GrantRequest } from '../records/types.js';
 import { trafficChart } from './chart.js';
 import { countText } from './describe.js';
 import { type Html, markup } from './html.js';

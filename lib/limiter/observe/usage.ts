@@ -1,10 +1,11 @@
 // A client's counters read and cleared without a request: `limits.usage(client)` and `limits.reset(client)`.
 import { Checker } from '../../shared/check.js';
 import type { CompiledEndpoint } from '../endpoint.js';
-import type { CompiledGrants } from '../rules/grants.js';
+import type { CompiledGrants } from '../grants.js';
 import type { Client } from '../identify.js';
-import type { RuntimeRecords } from '../rules/runtime-records.js';
-import type { EndpointUsage, Grant } from '../types.js';
+import type { RuntimeRecords } from '../../records/records.js';
+import type { Grant } from '../../records/types.js';
+import type { EndpointUsage } from '../types.js';
 import type { CallBound } from '../../stores/call-bound.js';
 
 /** Every counter of the endpoint, in order: the table's, then each grant's variant made so far. */

@@ -1,20 +1,20 @@
 // Grant requests of rule 6: filed by clients with proof of their size, kept in the store's state, decided by operators.
 import { randomBytes } from 'node:crypto';
 import ipaddr from 'ipaddr.js';
-import { Checker, DAY_MS, isPlainObject, show } from '../../shared/check.js';
-import { tokenEnd, tokenKey } from '../../contract/keys.js';
-import type { EndpointRow } from '../../contract/listings.js';
-import { checkText, objectOf, Problem } from './records.js';
-import type { RuntimeRecords } from './runtime-records.js';
-import type { CallBound } from '../../stores/call-bound.js';
-import type { GrantRequestMeta, GrantRequestPlace, GrantRequestStore } from '../../stores/grant-request-store.js';
+import { Checker, DAY_MS, isPlainObject, show } from '../shared/check.js';
+import { tokenEnd, tokenKey } from '../contract/keys.js';
+import type { EndpointRow } from '../contract/listings.js';
+import { checkText, objectOf, Problem } from './kinds.js';
+import type { RuntimeRecords } from './records.js';
+import type { CallBound } from '../stores/call-bound.js';
+import type { GrantRequestMeta, GrantRequestPlace, GrantRequestStore } from '../stores/grant-request-store.js';
 import type {
   Grant,
   GrantProof,
   GrantRequest,
   GrantRequestInput,
   GrantRequests as PublicGrantRequests,
-} from '../types.js';
+} from './types.js';
 
 /**
  * Requests kept at the most. A new one is never refused for want of room: an ended one is dropped, else the oldest

@@ -1,8 +1,8 @@
 // The records of the store's runtime state (bans, grants, lost records, logins, resets): this instance's cache of them.
 import { randomBytes } from 'node:crypto';
 import type { Request } from 'express';
-import { Checker, MAX_DURATION_MS, show } from '../../shared/check.js';
-import { RuntimeStateError } from '../../shared/errors.js';
+import { Checker, MAX_DURATION_MS, show } from '../shared/check.js';
+import { RuntimeStateError } from '../shared/errors.js';
 import {
   addressBan,
   type BanRecord,
@@ -15,16 +15,16 @@ import {
   type ResetRecord,
   type Stored,
   storedBan,
-} from './records.js';
-import { HISTORY_MAX, type RequestPut } from '../../stores/state.js';
-import type { CallBound } from '../../stores/call-bound.js';
-import type { ActiveBan, ActiveGrant, ChangeEvent, ForeignEntry, Grant, LostRecord } from '../types.js';
-import { RecordCache } from './record-cache.js';
+} from './kinds.js';
+import { kindOf } from '../contract/keys.js';
+import { HISTORY_MAX, type RequestPut } from '../stores/state.js';
+import type { CallBound } from '../stores/call-bound.js';
+import type { ActiveBan, ActiveGrant, ChangeEvent, ForeignEntry, Grant, LostRecord } from './types.js';
+import { RecordCache } from './cache.js';
 import { type ClientKeyOf, clientKeyOf } from './client-keys.js';
 import { PendingBans } from './pending-bans.js';
 import {
   digest,
-  kindOf,
   banEvent,
   eventOf,
   grantEvent,
@@ -36,9 +36,7 @@ import {
   shown,
   lostRecord,
   changesOf,
-} from './record-views.js';
-
-export { addressBan, type BanRecord };
+} from './views.js';
 
 /**
  * The bans, grants, lost records, logins and resets of one middleware. The store's runtime state holds them, one

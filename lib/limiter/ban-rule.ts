@@ -1,15 +1,16 @@
 // Bans for circumventing the limits (rule 5): option `ban`, checked and compiled into the steps that ban and refuse.
-import type { Checker } from '../../shared/check.js';
-import { answerBanned, type Context, GOING, type Step } from '../context.js';
-import type { Counter } from '../../stores/counter.js';
-import { counterOf } from '../endpoint.js';
-import { tokenEnd } from '../../contract/keys.js';
-import { observe, type OnError } from '../../shared/hooks.js';
-import { addressBan, type RuntimeRecords } from './runtime-records.js';
-import type { Count, StoreContract } from '../../stores/store.js';
-import type { BanInfo, BanOptions, ClientKind, ListingLimitsOptions } from '../types.js';
-import type { Deadline, Waiting } from '../../stores/waiting.js';
-import type { CallBound } from '../../stores/call-bound.js';
+import type { Checker } from '../shared/check.js';
+import { answerBanned, type Context, GOING, type Step } from './context.js';
+import type { Counter } from '../stores/counter.js';
+import { counterOf } from './endpoint.js';
+import { type ClientKind, tokenEnd } from '../contract/keys.js';
+import { observe, type OnError } from '../shared/hooks.js';
+import { addressBan } from '../records/kinds.js';
+import type { RuntimeRecords } from '../records/records.js';
+import type { Count, StoreContract } from '../stores/store.js';
+import type { BanInfo, BanOptions, ListingLimitsOptions } from './types.js';
+import type { Deadline, Waiting } from '../stores/waiting.js';
+import type { CallBound } from '../stores/call-bound.js';
 
 const banFields = ['after', 'within', 'duration', 'tokensPerIp', 'tokensWithin', 'scope'] as const;
 

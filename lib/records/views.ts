@@ -1,14 +1,11 @@
 // Records as the runtime records show them: keys and kinds, pages of bans and grants, changes as events, foreign text.
 import { createHash } from 'node:crypto';
-import { type BanRecord, checkEvent, type GrantRecord, type LostEntry, Problem, type Stored } from './records.js';
-import type { ActiveBan, ActiveGrant, ChangeEvent, ClientKind, LostRecord } from '../types.js';
+import { type BanRecord, checkEvent, type GrantRecord, type LostEntry, Problem, type Stored } from './kinds.js';
+import { type ClientKind, kindOf } from '../contract/keys.js';
+import type { ActiveBan, ActiveGrant, ChangeEvent, LostRecord } from './types.js';
 
 /** The longest text of a foreign entry shown. */
 const SHOWN_TEXT = 200;
-
-export function kindOf(key: string): ClientKind {
-  return key.startsWith('t:') ? 'token' : key.startsWith('ip:') ? 'ip' : 'custom';
-}
 
 /** The order of the lists: oldest first, then by key. */
 function byTimeAndKey(a: { since: number; key: string }, b: { since: number; key: string }): number {

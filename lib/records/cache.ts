@@ -1,9 +1,9 @@
 // The cache of the store's runtime state one middleware keeps: its records, how it follows the store's changes.
 import type { Request } from 'express';
-import { show } from '../../shared/check.js';
-import { RuntimeStateError } from '../../shared/errors.js';
-import { observe, type OnError } from '../../shared/hooks.js';
-import type { Client, IpKey } from '../identify.js';
+import { show } from '../shared/check.js';
+import { RuntimeStateError } from '../shared/errors.js';
+import { observe, type OnError } from '../shared/hooks.js';
+import type { ClientKind, IpKey } from '../contract/keys.js';
 import {
   addressBan,
   type BanRecord,
@@ -15,8 +15,8 @@ import {
   Problem,
   type ResetRecord,
   type Stored,
-} from './records.js';
-import { MemoryState } from '../../stores/memory/state.js';
+} from './kinds.js';
+import { MemoryState } from '../stores/memory/state.js';
 import {
   type Follower,
   type RecordChange,
@@ -25,17 +25,26 @@ import {
   sha1,
   type StateChangeResult,
   type StateUpdate,
-} from '../../stores/state.js';
-import { bounded, type CallBound, withBound } from '../../stores/call-bound.js';
-import { SweptMap } from '../../shared/swept.js';
-import type { ChangeEvent, Grant } from '../types.js';
-import { digest, endOf, eventText, plain, sameRecord, shown } from './record-views.js';
-import { type Kind, type KindCache, recordKinds } from './record-kinds.js';
+} from '../stores/state.js';
+import { bounded, type CallBound, withBound } from '../stores/call-bound.js';
+import { SweptMap } from '../shared/swept.js';
+import type { ChangeEvent, Grant } from './types.js';
+import { digest, endOf, eventText, plain, sameRecord, shown } from './views.js';
+import { type Kind, type KindCache, recordKinds } from './fields.js';
 
 /** Foreign entries of the records kept in view for `foreign()` at the most; beyond, the oldest go. */
 const FOREIGN_KEPT = 1000;
 /** Foreign entries remembered as told to `onError`, so that each is told once; beyond, the oldest go. */
 const REPORTED_KEPT = 10_000;
+
+/** A request's client as the records are asked about it: its key, how it was identified, and its address's key. */
+export interface ClientKeys {
+  /** Storage key: `t:<sha256 of the token>`, `ip:<address>`, or what the `key` option returned. */
+  readonly key: string;
+  readonly kind: ClientKind;
+  /** `ip:<address>`: the key of the client's address, whatever `key` is. */
+  readonly ip: string;
+}
 
 /** What the runtime records need of the other features: how addresses are keyed, and how a grant is checked. */
 interface RecordsContext {
@@ -444,7 +453,7 @@ export class RecordCache {
   }
 
   /** The end of the ban that holds for `client` (its own, or its address's), or undefined. */
-  bannedUntil(client: Client, now: number): number | undefined {
+  bannedUntil(client: ClientKeys, now: number): number | undefined {
     if (!this.anyBan(now)) return undefined;
     const own = this._bans.get(client.key);
     let until = own && own.until > now ? own.until : undefined;
@@ -476,7 +485,7 @@ export class RecordCache {
    * counted by address, or a custom key), else by its address. A token that `authenticate` refused is not the
    * client's key, so a grant of that token does not apply.
    */
-  grantOf(client: Client): Grant | undefined {
+  grantOf(client: ClientKeys): Grant | undefined {
     if (this._grants.size === 0) return undefined;
     const now = Date.now();
     const found = this._grants.get(client.key) ?? (client.kind === 'ip' ? undefined : this._grants.get(client.ip));

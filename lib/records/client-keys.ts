@@ -1,11 +1,8 @@
 // The client an operator names (`{ token }`, `{ ip }` or `{ key }`), as the key its records and counters have.
 import ipaddr from 'ipaddr.js';
-import { type Checker, isPlainObject, show } from '../../shared/check.js';
-import type { IpKey } from '../identify.js';
-import { tokenEnd, tokenKey } from '../../contract/keys.js';
-import type { ClientKind } from '../types.js';
-import { LONGEST_TEXT } from './records.js';
-import { kindOf } from './record-views.js';
+import { type Checker, isPlainObject, show } from '../shared/check.js';
+import { type ClientKind, type IpKey, kindOf, tokenEnd, tokenKey } from '../contract/keys.js';
+import { LONGEST_TEXT } from './kinds.js';
 
 /** A client named by an operator: its key, its kind, whether it is an address, and the end of its token. */
 export interface ClientKeyOf {

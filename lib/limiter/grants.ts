@@ -1,18 +1,19 @@
 // Extended limits for approved clients (rule 6): option `grants`, compiled into the step that picks a client's limits.
 import ipaddr from 'ipaddr.js';
-import { Lookups } from '../../shared/lookups.js';
-import { type Checker, show, typoOf } from '../../shared/check.js';
-import { type Context, PASSED, type Step } from '../context.js';
-import { type CompiledEndpoint, compileEndpoint } from '../endpoint.js';
-import type { Client, IpKey } from '../identify.js';
-import { tokenKey } from '../../contract/keys.js';
-import type { RuntimeRecords } from './runtime-records.js';
-import type { StoreContract } from '../../stores/store.js';
-import { checkRow, refuseDuplicates, rowShape } from '../../contract/table.js';
-import type { EndpointRow } from '../../contract/listings.js';
-import { LARGEST_FIELD_INTEGER, type Limit, type WindowKind } from '../../contract/limit.js';
-import type { Grant, ListingLimitsOptions } from '../types.js';
-import type { Waiting } from '../../stores/waiting.js';
+import { Lookups } from '../shared/lookups.js';
+import { type Checker, show, typoOf } from '../shared/check.js';
+import { type Context, PASSED, type Step } from './context.js';
+import { type CompiledEndpoint, compileEndpoint } from './endpoint.js';
+import type { Client } from './identify.js';
+import { type IpKey, tokenKey } from '../contract/keys.js';
+import type { RuntimeRecords } from '../records/records.js';
+import type { StoreContract } from '../stores/store.js';
+import { checkRow, refuseDuplicates, rowShape } from '../contract/table.js';
+import type { EndpointRow } from '../contract/listings.js';
+import { LARGEST_FIELD_INTEGER, type Limit, type WindowKind } from '../contract/limit.js';
+import type { Grant } from '../records/types.js';
+import type { ListingLimitsOptions } from './types.js';
+import type { Waiting } from '../stores/waiting.js';
 
 const UNLIMITED = 'unlimited';
 const grantFields = ['multiplier', 'rows'];

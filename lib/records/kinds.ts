@@ -1,8 +1,9 @@
 // The kinds of record in the runtime state (bans, grants, lost records, logins, resets), their checks, the history's.
-import { Checker, isPlainObject, MAX_DURATION_MS, show } from '../../shared/check.js';
-import { ListingLimitsError } from '../../shared/errors.js';
-import { checkRow } from '../../contract/table.js';
-import type { ChangeEvent, ClientKind, Grant } from '../types.js';
+import { Checker, isPlainObject, MAX_DURATION_MS, show } from '../shared/check.js';
+import { ListingLimitsError } from '../shared/errors.js';
+import { checkRow } from '../contract/table.js';
+import type { ClientKind } from '../contract/keys.js';
+import type { ChangeEvent, Grant } from './types.js';
 
 /** A ban, as the state keeps it: `ban:<key>` for a client, `ban:addr:<address key>` for an address. */
 export interface BanRecord {

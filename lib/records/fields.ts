@@ -11,8 +11,8 @@ import {
   type GrantRecord,
   type LostEntry,
   type ResetRecord,
-} from './records.js';
-import { endOf } from './record-views.js';
+} from './kinds.js';
+import { endOf } from './views.js';
 
 /** Where an instance keeps the records of a kind, by the id of their field. */
 export interface KindCache {
