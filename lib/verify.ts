@@ -7,6 +7,8 @@ export type {
   VerifyOptions,
   VerifyPlan,
   VerifyReport,
-  WaitReason,
+  VerifyWaitReason,
+  /** @deprecated The name `VerifyWaitReason` says whose waits these are; `WaitReason` of listing-limits/client is the client's. */
+  VerifyWaitReason as WaitReason,
   WindowSeen,
 } from './verify/types.js';

@@ -63,6 +63,6 @@ function canonicalIPv4(ip: string): string {
 }
 
 /** How the client of a key was identified, from the key: `t:` a token's, `ip:` an address's, else a custom key. */
-export function kindOf(key: string): ClientKind {
+export function kindOfKey(key: string): ClientKind {
   return key.startsWith('t:') ? 'token' : key.startsWith('ip:') ? 'ip' : 'custom';
 }

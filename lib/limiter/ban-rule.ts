@@ -12,7 +12,7 @@ import type { BanInfo, BanOptions, ListingLimitsOptions } from './types.js';
 import type { Deadline, Waiting } from '../stores/waiting.js';
 import type { CallBound } from '../stores/call-bound.js';
 
-const banFields = ['after', 'within', 'duration', 'tokensPerIp', 'tokensWithin', 'scope'] as const;
+const banOptionFields = ['after', 'within', 'duration', 'tokensPerIp', 'tokensWithin', 'scope'] as const;
 
 /** Where bans are enforced: `'site'` (every request through the middleware) unless `ban.scope` says `'table'`. */
 export function banScope(check: Checker, options: ListingLimitsOptions): 'site' | 'table' {
@@ -20,7 +20,7 @@ export function banScope(check: Checker, options: ListingLimitsOptions): 'site' 
   return scope === undefined ? 'site' : check.oneOf(scope, ['site', 'table'], 'options.ban.scope');
 }
 
-export function checkBan(check: Checker, options: ListingLimitsOptions): BanOptions | undefined {
+export function checkBanOption(check: Checker, options: ListingLimitsOptions): BanOptions | undefined {
   const { ban, onBan } = options;
   if (onBan !== undefined && typeof onBan !== 'function')
     check.invalid('options.onBan', 'must be a function (info, req) => void.');
@@ -29,7 +29,7 @@ export function checkBan(check: Checker, options: ListingLimitsOptions): BanOpti
     return undefined;
   }
   const b = check.options(ban, 'options.ban', '{ after, within, duration }');
-  check.unknownKeys(b, banFields, (key) => `options.ban.${key}`);
+  check.unknownKeys(b, banOptionFields, (key) => `options.ban.${key}`);
   const within = check.seconds(b.within, 'options.ban.within');
   banScope(check, options);
   const checked: BanOptions = {
@@ -49,12 +49,12 @@ export function checkBan(check: Checker, options: ListingLimitsOptions): BanOpti
 }
 
 /**
- * The rules that ban (rule 5) of one middleware. A ban is decided from the value an atomic hit returns (the `after`-th
+ * The rules that ban (rule 5) of one middleware. A ban is decided from the value an atomic count returns (the `after`-th
  * refusal, the token that makes one too many), so requests in flight together cannot all slip past it, and `onBan`
  * fires for the one request that crossed the threshold. The ban itself is one record of the store's runtime state
  * (see RuntimeRecords): in force on this instance from the moment it is decided, and on the others when they read it.
  */
-export class Bans {
+export class BanRule {
   readonly #options: BanOptions;
   readonly #shadow: boolean;
   readonly #onBan: ListingLimitsOptions['onBan'];
@@ -117,35 +117,35 @@ export class Bans {
   /**
    * Before counting, with `tokensPerIp`: a token new to its address counts on the address's tokens, any other reads
    * them; past `tokensPerIp` the address is banned (by the token that is one too many) and the request refused. The
-   * count is not reset by the ban, so the store's order decides: a request whose hit or read follows the banning hit
+   * count is not reset by the ban, so the store's order decides: a request whose count or peek follows the banning count
    * sees more than `tokensPerIp` and is refused, one before it is not.
    */
   readonly tokens: Step = (ctx) => {
     const { client } = ctx;
     if (client.kind !== 'token') return;
-    const seen = (this.#seen as Counter<Count>).hit(`${client.ip}|${client.key}`, this.#deadline(ctx));
+    const seen = (this.#seen as Counter<Count>).count(`${client.ip}|${client.key}`, this.#deadline(ctx));
     if (!(seen instanceof Promise)) return this.#tokensOf(ctx, seen.count === 1);
-    return seen.then((hit) => this.#tokensOf(ctx, hit.count === 1));
+    return seen.then((counted) => this.#tokensOf(ctx, counted.count === 1));
   };
 
   #tokensOf(ctx: Context, first: boolean): void | Promise<void> {
     const tokens = this.#tokens as Counter<Count>;
     const ip = ctx.client.ip;
     if (first) {
-      const counted = tokens.hit(ip, ctx.deadline);
-      if (counted instanceof Promise) return counted.then((hit) => this.#tokenDecision(ctx, hit.count, true));
+      const counted = tokens.count(ip, ctx.deadline);
+      if (counted instanceof Promise) return counted.then((c) => this.#tokenDecision(ctx, c.count, true));
       return this.#tokenDecision(ctx, counted.count, true);
     }
     // In this process's memory everything is decided in order: the cache knows every ban decided before.
-    if (tokens.now) return this.#shadow ? undefined : void this.refuseBanned(ctx);
-    return tokens.get(ip, ctx.deadline).then((read) => this.#tokenDecision(ctx, read?.count ?? 0, false));
+    if (tokens.countsNow) return this.#shadow ? undefined : void this.refuseBanned(ctx);
+    return tokens.peek(ip, ctx.deadline).then((peeked) => this.#tokenDecision(ctx, peeked?.count ?? 0, false));
   }
 
-  #tokenDecision(ctx: Context, n: number, hit: boolean): void {
+  #tokenDecision(ctx: Context, n: number, counted: boolean): void {
     const limit = this.#options.tokensPerIp as number;
     if (n <= limit) return;
     const ip = ctx.client.ip;
-    this.#ban(ctx, ip, addressBan(ip), 'ip', 'token-rotation', hit && n === limit + 1);
+    this.#ban(ctx, ip, addressBan(ip), 'ip', 'token-rotation', counted && n === limit + 1);
     if (!this.#shadow && ctx.state === GOING) this.refuseBanned(ctx);
   }
 
@@ -155,14 +155,14 @@ export class Bans {
    */
   strike(ctx: Context): void | Promise<void> {
     const { client } = ctx;
-    const counted = this.#strikes.hit(client.key, this.#deadline(ctx));
+    const counted = this.#strikes.count(client.key, this.#deadline(ctx));
     const decide = (n: number) => {
       const { after } = this.#options;
       if (n < after) return;
       if (!this.#shadow && this.refuseBanned(ctx)) return;
       this.#ban(ctx, client.key, client.key, client.kind, 'limit', n === after);
     };
-    return counted instanceof Promise ? counted.then((hit) => decide(hit.count)) : decide(counted.count);
+    return counted instanceof Promise ? counted.then((c) => decide(c.count)) : decide(counted.count);
   }
 
   /**
@@ -196,8 +196,8 @@ export class Bans {
    * operator's call's bound.
    */
   async forget(key: string, bound: CallBound): Promise<void> {
-    const forgotten: Promise<unknown>[] = [this.#strikes.clear(key, bound)];
-    if (this.#tokens) forgotten.push(this.#tokens.clear(key, bound));
+    const forgotten: Promise<unknown>[] = [this.#strikes.resetWithin(key, bound)];
+    if (this.#tokens) forgotten.push(this.#tokens.resetWithin(key, bound));
     await Promise.all(forgotten);
   }
 }

@@ -215,14 +215,14 @@ function compileSiteSteps(config: Config): Step[] | undefined {
 
 /** The steps a configuration needs, in order; the fast case (no async option, a memory store) never waits. */
 function compileSteps(config: Config): Step[] {
-  const { bans, waiting, metrics } = config;
+  const { banRule, waiting, metrics } = config;
   const steps = identifySteps(config);
   if (!config.shadow) {
     const refuse = refuseBanned(config);
     steps.push(readyStep(config), (ctx) => void refuse(ctx));
   }
   steps.push(config.grant);
-  if (bans?.countsTokens) steps.push(bans.tokens);
+  if (banRule?.countsTokens) steps.push(banRule.tokens);
   const counted = (ctx: Context, count: Count | readonly Count[]) => {
     const { endpoint } = ctx;
     if (isCounts(count)) {
@@ -239,13 +239,13 @@ function compileSteps(config: Config): Step[] {
   steps.push((ctx) => {
     if (waiting) ctx.deadline ??= waiting.start();
     const { counter } = ctx.endpoint;
-    const count = counter.hit(ctx.client.key, ctx.deadline);
+    const count = counter.count(ctx.client.key, ctx.deadline);
     if (count instanceof Promise) return count.then((c) => counted(ctx, c));
     // A shared store's counter that answers at once answers from its remembered refusals.
-    if (metrics && !counter.now) metrics.cachedRefusal();
+    if (metrics && !counter.countsNow) metrics.cachedRefusal();
     counted(ctx, count);
   });
-  if (bans) steps.push((ctx) => (ctx.refused ? bans.strike(ctx) : undefined));
+  if (banRule) steps.push((ctx) => (ctx.refused ? banRule.strike(ctx) : undefined));
   steps.push((ctx) => respond(ctx as RequestContext, config));
   return steps;
 }
@@ -393,7 +393,7 @@ export function listingLimits(
   const config = configure(listing, options);
   const steps = compileSteps(config);
   const siteSteps = compileSiteSteps(config);
-  const { bans, records } = config;
+  const { banRule, records } = config;
   const warn = forwardedWarning(config.warn);
   const mounted = mountWarning(config.paths, config.warn);
 
@@ -425,7 +425,7 @@ export function listingLimits(
       // The counts that led to the bans first: an unban that fails after them leaves the ban in force, never a ban
       // lifted whose kept strikes would ban the client again at its next refusal.
       return records.bounded('limits.unban', async (bound) => {
-        await bans?.forget(key, bound);
+        await banRule?.forget(key, bound);
         return records.unban(key);
       });
     },

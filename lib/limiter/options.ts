@@ -1,6 +1,6 @@
 // Options of listingLimits(): checked, then compiled by each feature's module into the steps of the request path.
 import type { Request } from 'express';
-import { Bans, banScope, checkBan } from './ban-rule.js';
+import { BanRule, banScope, checkBanOption } from './ban-rule.js';
 import { Checker, className, show } from '../shared/check.js';
 import type { Step } from './context.js';
 import { type CompiledEndpoint, compileEndpoint } from './endpoint.js';
@@ -15,7 +15,7 @@ import { type Table, tableOf } from './mount-order.js';
 import { checkMetrics, Metrics } from './observe/metrics.js';
 import { redisStore } from '../stores/redis/store.js';
 import { RuntimeRecords } from '../records/records.js';
-import { GrantRequests } from '../records/grant-requests.js';
+import { GrantRequestDesk } from '../records/grant-requests.js';
 import { MAX_SLIDING_LIMIT, type Store } from '../stores/store.js';
 import { contractOf } from '../stores/adapter.js';
 import { memoryCounterOf, memoryStore } from '../stores/memory/store.js';
@@ -29,7 +29,7 @@ import { DEFAULT_CALL_TIMEOUT_MS } from '../stores/call-bound.js';
 import { MemoryState } from '../stores/memory/state.js';
 import { type WindowKind } from '../contract/limit.js';
 
-const optionNames = [
+const limiterOptionNames = [
   'store',
   'window',
   ...identifyOptions,
@@ -66,7 +66,8 @@ export interface Config {
   /** Sets the rate-limit headers of a counted response; undefined with `headers: false`. */
   readonly headers: HeaderWriter | undefined;
   readonly handler: LimitHandler | undefined;
-  readonly bans: Bans | undefined;
+  /** The ban rule (rule 5, option `ban`): the steps that ban and refuse; undefined without `ban`. */
+  readonly banRule: BanRule | undefined;
   /** Bans and grants as the store's runtime state has them, with the methods that change them. */
   readonly records: RuntimeRecords;
   /** Whether bans are enforced on requests that match no row too. */
@@ -79,7 +80,7 @@ export interface Config {
   /** How requests wait for a store that declares a failure policy: one deadline each, and a breaker. */
   readonly waiting: Waiting | undefined;
   /** Grant requests (rule 6), in the store's state. */
-  readonly grantRequests: GrantRequests;
+  readonly grantRequests: GrantRequestDesk;
   /** The last hour of traffic, counted once the operator's page asks for it. */
   readonly traffic: Traffic;
   /** What the pages built on the middleware count with: its store, unwrapped by metrics, and its address keys. */
@@ -88,9 +89,7 @@ export interface Config {
   readonly usage: Usage;
 }
 
-const check: Checker = new Checker('listingLimits');
-
-function fn<T>(value: T, field: string, shape: string): T {
+function fn<T>(check: Checker, value: T, field: string, shape: string): T {
   if (value !== undefined && typeof value !== 'function')
     check.invalid(field, `must be a function ${shape}; got ${show(value)}.`);
   return value;
@@ -126,7 +125,7 @@ export function checkStore(store: unknown, check: Checker = new Checker('listing
 }
 
 /** The window kind; a sliding window keeps each request it counts, so its rows' limits are bounded. */
-function checkWindow(value: unknown, rows: readonly EndpointRow[]): WindowKind {
+function checkWindow(check: Checker, value: unknown, rows: readonly EndpointRow[]): WindowKind {
   const window = value === undefined ? 'fixed' : check.oneOf(value, ['fixed', 'sliding'] as const, 'options.window');
   if (window === 'sliding') {
     const i = rows.findIndex((row) => row.limit > MAX_SLIDING_LIMIT);
@@ -147,10 +146,11 @@ function checkWindow(value: unknown, rows: readonly EndpointRow[]): WindowKind {
  * @internal
  */
 export function configure(listing: unknown, options: unknown): Config {
+  const check = new Checker('listingLimits');
   const rows = checkTable(check, listing, 'listing', true);
   const o = check.options(options, 'options', 'of options') as ListingLimitsOptions;
-  check.unknownKeys(o, optionNames, (key) => `options.${key}`);
-  const window = checkWindow(o.window, rows);
+  check.unknownKeys(o, limiterOptionNames, (key) => `options.${key}`);
+  const window = checkWindow(check, o.window, rows);
   const table = endpointsOf(rows);
   const registryOfMetrics = checkMetrics(check, o.metrics);
   // Each request done is counted once, into the metrics' totals and the last hour alike.
@@ -167,17 +167,17 @@ export function configure(listing: unknown, options: unknown): Config {
   const cacheMs = o.cacheMs === undefined ? 60_000 : check.ms(o.cacheMs, 'options.cacheMs');
   const shadow =
     (o.mode === undefined ? 'enforce' : check.oneOf(o.mode, ['enforce', 'shadow'], 'options.mode')) === 'shadow';
-  const onError = fn(o.onError, 'options.onError', '(error, req) => void');
+  const onError = fn(check, o.onError, 'options.onError', '(error, req) => void');
   const report = reporter(onError);
   const warn = warner(onError);
-  fn(o.onLimit, 'options.onLimit', '(event, req) => void');
-  fn(o.onChange, 'options.onChange', '(event, req) => void');
+  fn(check, o.onLimit, 'options.onLimit', '(event, req) => void');
+  fn(check, o.onChange, 'options.onChange', '(event, req) => void');
 
   const waiting = store.failure && new Waiting(store.failure, memoryCounterOf);
   const endpoints = table.map(({ name, limits }) => compileEndpoint(check, store, waiting, { name, window, limits }));
   const ipOf = compileIpKey(check, o);
   const identify = compileIdentify(check, o, ipOf, cacheMs);
-  const ban = checkBan(check, o);
+  const ban = checkBanOption(check, o);
   const site = banScope(check, o) === 'site';
   const paths = new Map(table.map((endpoint) => [rowShape(endpoint), endpoint.name]));
   const grantTable = {
@@ -199,7 +199,7 @@ export function configure(listing: unknown, options: unknown): Config {
     answered: waiting && ((route) => waiting.succeeded(route)),
     onReset: (key) => usage.forget(key),
   });
-  const bans = ban && new Bans(store, ban, { shadow, onBan: o.onBan, report, waiting }, records);
+  const banRule = ban && new BanRule(store, ban, { shadow, onBan: o.onBan, report, waiting }, records);
   const grants = compileGrants(check, o, { store, window, waiting, paths, table: grantTable, ipOf, cacheMs, records });
   const usage = new Usage(endpoints, grants, records);
   if (metrics) metrics.register(check, registryOfMetrics as NonNullable<typeof registryOfMetrics>, records);
@@ -219,10 +219,10 @@ export function configure(listing: unknown, options: unknown): Config {
     warn,
     stopWatching,
     identify,
-    skip: fn(o.skip, 'options.skip', '(req) => boolean'),
+    skip: fn(check, o.skip, 'options.skip', '(req) => boolean'),
     headers,
-    handler: fn(o.handler, 'options.handler', '(req, res, next, info) => void'),
-    bans,
+    handler: fn(check, o.handler, 'options.handler', '(req, res, next, info) => void'),
+    banRule,
     records,
     site,
     grant: grants.step,
@@ -231,7 +231,7 @@ export function configure(listing: unknown, options: unknown): Config {
     report,
     metrics,
     waiting,
-    grantRequests: new GrantRequests(store.state?.requests, records, rows, o.ipv6Subnet ?? 64),
+    grantRequests: new GrantRequestDesk(store.state?.requests, records, rows, o.ipv6Subnet ?? 64),
     traffic,
     linked: { store: given, ipOf, records, traffic },
     usage,

@@ -29,7 +29,7 @@ import {
 import { bounded, type CallBound, withBound } from '../stores/call-bound.js';
 import { SweptMap } from '../shared/swept.js';
 import type { ChangeEvent, Grant } from './types.js';
-import { digest, endOf, eventText, plain, sameRecord, shown } from './views.js';
+import { digest, endOf, eventText, withoutSeq, sameRecord, shownText } from './views.js';
 import { type Kind, type KindCache, recordKinds } from './fields.js';
 
 /** Foreign entries of the records kept in view for `foreign()` at the most; beyond, the oldest go. */
@@ -222,7 +222,7 @@ export class RecordCache {
   /** Keeps a foreign entry in view and tells `onError` of it, once. */
   #skip(field: string, json: string, problem: string): void {
     if (this._foreign.size >= FOREIGN_KEPT) this._foreign.delete(this._foreign.keys().next().value as string);
-    this._foreign.set(field, { shown: shown(json), sha1: sha1(json), problem });
+    this._foreign.set(field, { shown: shownText(json), sha1: sha1(json), problem });
     this._foreignFound(`record ${field}`, json, problem);
   }
 
@@ -327,7 +327,7 @@ export class RecordCache {
       now,
     }));
     for (const entry of lost) {
-      const value = JSON.stringify({ field: entry.field, record: plain(entry.record), lostAt: entry.lostAt });
+      const value = JSON.stringify({ field: entry.field, record: withoutSeq(entry.record), lostAt: entry.lostAt });
       const endsAt = endOf(entry.record) === Infinity ? null : endOf(entry.record);
       // Several instances may find the same record lost: the first one's lost record stays.
       changes.push({ field: `lost:${entry.field}`, value, endsAt, when: 'absent', event: undefined, now });

@@ -1,7 +1,7 @@
 // The client an operator names (`{ token }`, `{ ip }` or `{ key }`), as the key its records and counters have.
 import ipaddr from 'ipaddr.js';
 import { type Checker, isPlainObject, show } from '../shared/check.js';
-import { type ClientKind, type IpKey, kindOf, tokenEnd, tokenKey } from '../contract/keys.js';
+import { type ClientKind, type IpKey, kindOfKey, tokenEnd, tokenKey } from '../contract/keys.js';
 import { LONGEST_TEXT } from './kinds.js';
 
 /** A client named by an operator: its key, its kind, whether it is an address, and the end of its token. */
@@ -42,5 +42,5 @@ export function clientKeyOf(
   }
   if (value.length > LONGEST_TEXT)
     check.invalid('client.key', `must be at most ${LONGEST_TEXT} characters; got ${value.length}.`);
-  return { key: value, kind: kindOf(value), address: false, tokenEnd: recordOf(value)?.tokenEnd ?? '' };
+  return { key: value, kind: kindOfKey(value), address: false, tokenEnd: recordOf(value)?.tokenEnd ?? '' };
 }

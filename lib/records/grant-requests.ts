@@ -68,7 +68,7 @@ function serialise(record: StoredGrantRequest): string {
 }
 
 /** When the store drops a request: 30 days after it was filed, while pending; 30 days after its decision. */
-function endOf(r: StoredGrantRequest): number {
+function requestEnd(r: StoredGrantRequest): number {
   return r.decidedAt === null ? r.at + PENDING_KEPT_MS : r.decidedAt + DECIDED_KEPT_MS;
 }
 
@@ -78,7 +78,7 @@ function metaOf(r: StoredGrantRequest): GrantRequestMeta {
     network: r.network,
     group: r.group,
     status: r.status === 'pending' ? 'pending' : 'decided',
-    endsAt: endOf(r),
+    endsAt: requestEnd(r),
   };
 }
 
@@ -118,7 +118,7 @@ function count(check: Checker, value: unknown, field: string): number {
 }
 
 /** An http(s) URL: the page links to it, so nothing else (`javascript:`) may get through. */
-function link(check: Checker, value: unknown, field: string): string {
+function checkLink(check: Checker, value: unknown, field: string): string {
   const raw = checkText(check, value, field, LONGEST_LINK, true);
   let url: URL | undefined;
   try {
@@ -139,7 +139,7 @@ function checkProof(check: Checker, value: unknown): GrantProof {
       kind: 'bot',
       servers: count(check, value.servers, 'input.proof.servers'),
       shards: count(check, value.shards, 'input.proof.shards'),
-      link: link(check, value.link, 'input.proof.link'),
+      link: checkLink(check, value.link, 'input.proof.link'),
     };
   }
   if (value.kind === 'server') {
@@ -147,7 +147,7 @@ function checkProof(check: Checker, value: unknown): GrantProof {
     return {
       kind: 'server',
       members: count(check, value.members, 'input.proof.members'),
-      link: link(check, value.link, 'input.proof.link'),
+      link: checkLink(check, value.link, 'input.proof.link'),
     };
   }
   return check.invalid('input.proof.kind', `must be 'bot' or 'server'; got ${show(value.kind)}.`);
@@ -173,7 +173,7 @@ function publicOf(r: StoredGrantRequest): GrantRequest {
 }
 
 /** A request as stored, or undefined for a text that is none (read as the records are). */
-function parse(json: string | undefined): StoredGrantRequest | undefined {
+function parseRequest(json: string | undefined): StoredGrantRequest | undefined {
   if (json === undefined) return undefined;
   let r: StoredGrantRequest;
   try {
@@ -193,7 +193,7 @@ function parse(json: string | undefined): StoredGrantRequest | undefined {
  * hashed at once; only its last 4 characters are kept, for display. Every change is a compare-and-set: a request is
  * decided once. Every call reads or writes a few requests, however many are kept.
  */
-export class GrantRequests implements PublicGrantRequests {
+export class GrantRequestDesk implements PublicGrantRequests {
   readonly #store: GrantRequestStore | undefined;
   readonly #records: RuntimeRecords;
   readonly #subnet: number | false;
@@ -298,16 +298,16 @@ export class GrantRequests implements PublicGrantRequests {
 
   async #read(check: Checker, id: string): Promise<StoredGrantRequest | undefined> {
     const store = this.#storeFor(check);
-    const record = parse(await this.#records.bounded(check.source, (bound) => bound.race(store.get(id))));
-    return record && endOf(record) > Date.now() ? record : undefined;
+    const record = parseRequest(await this.#records.bounded(check.source, (bound) => bound.race(store.get(id))));
+    return record && requestEnd(record) > Date.now() ? record : undefined;
   }
 
   /** The requests of texts as stored, ended ones left out. */
   #visible(values: readonly string[], now: number): GrantRequest[] {
     const out: GrantRequest[] = [];
     for (const value of values) {
-      const record = parse(value);
-      if (record && endOf(record) > now) out.push(publicOf(record));
+      const record = parseRequest(value);
+      if (record && requestEnd(record) > now) out.push(publicOf(record));
     }
     return out;
   }
@@ -380,8 +380,8 @@ export class GrantRequests implements PublicGrantRequests {
   async #pending(check: Checker, id: unknown, bound: CallBound): Promise<{ record: StoredGrantRequest; json: string }> {
     if (typeof id !== 'string' || id === '') check.invalid('id', `must be a request's id; got ${show(id)}.`);
     const json = await bound.race(this.#storeFor(check).get(id));
-    const record = parse(json);
-    if (!record || json === undefined || endOf(record) <= Date.now())
+    const record = parseRequest(json);
+    if (!record || json === undefined || requestEnd(record) <= Date.now())
       return check.invalid('id', `is no request's id; got ${show(id)}.`);
     if (record.status !== 'pending') check.invalid('id', `names a request already ${record.status}.`);
     return { record, json };

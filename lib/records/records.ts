@@ -16,7 +16,7 @@ import {
   type Stored,
   storedBan,
 } from './kinds.js';
-import { kindOf } from '../contract/keys.js';
+import { kindOfKey } from '../contract/keys.js';
 import { HISTORY_MAX, type RequestPut } from '../stores/state.js';
 import type { CallBound } from '../stores/call-bound.js';
 import type { ActiveBan, ActiveGrant, ChangeEvent, ForeignEntry, Grant, LostRecord } from './types.js';
@@ -28,12 +28,12 @@ import {
   banEvent,
   eventOf,
   grantEvent,
-  page,
+  listPage,
   activeBan,
   activeGrant,
   endOf,
   isBan,
-  shown,
+  shownText,
   lostRecord,
   changesOf,
 } from './views.js';
@@ -139,7 +139,7 @@ export class RuntimeRecords extends RecordCache {
       const changes = [key, addressBan(key)].map((banKey) => {
         const cache = banKey.startsWith('addr:') ? this._addressBans : this._bans;
         const known = cache.get(banKey);
-        const event = eventOf('unban', key, known?.kind ?? (banKey === key ? kindOf(key) : 'ip'), at);
+        const event = eventOf('unban', key, known?.kind ?? (banKey === key ? kindOfKey(key) : 'ip'), at);
         return { change: { field: `ban:${banKey}`, value: null, endsAt: null, when: 'always' } as const, event };
       });
       const result = await this._change(changes, undefined, bound);
@@ -337,7 +337,7 @@ export class RuntimeRecords extends RecordCache {
     source = 'limitsAdmin',
   ): Promise<{ total: number; offset: number; bans: ActiveBan[] }> {
     await this.#synced(source);
-    const { total, from, rows } = page(this.#activeBans(), offset, limit, activeBan);
+    const { total, from, rows } = listPage(this.#activeBans(), offset, limit, activeBan);
     return { total, offset: from, bans: rows };
   }
 
@@ -348,7 +348,7 @@ export class RuntimeRecords extends RecordCache {
     source = 'limitsAdmin',
   ): Promise<{ total: number; offset: number; grants: ActiveGrant[] }> {
     await this.#synced(source);
-    const { total, from, rows } = page(this.#activeGrants(), offset, limit, activeGrant);
+    const { total, from, rows } = listPage(this.#activeGrants(), offset, limit, activeGrant);
     return { total, offset: from, grants: rows };
   }
 
@@ -427,7 +427,13 @@ export class RuntimeRecords extends RecordCache {
     for (const json of await bound.race(this._state.history())) {
       const problem = this.#eventProblem(json);
       if (problem !== undefined)
-        entries.push({ id: `history ${digest(json)}`, place: 'history', field: undefined, text: shown(json), problem });
+        entries.push({
+          id: `history ${digest(json)}`,
+          place: 'history',
+          field: undefined,
+          text: shownText(json),
+          problem,
+        });
     }
     return entries;
   }

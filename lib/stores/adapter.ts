@@ -26,16 +26,16 @@ export interface CountsAsync {
   count(key: string): Promise<Count>;
 }
 
-const check: Checker = new Checker('listingLimits');
+const storeCheck: Checker = new Checker('listingLimits');
 
 /** A rate-limiter-flexible result as a count: its consumed points, and when its window ends. */
-function countOf(result: RateLimiterRes): Count {
+function countFrom(result: RateLimiterRes): Count {
   return { count: result.consumedPoints, resetAt: Date.now() + Math.max(result.msBeforeNext, 0) };
 }
 
-/** A key's count read through rate-limiter-flexible's `get()`; undefined once its window has ended. */
-export function readOf(limiter: RateLimiterAbstract, key: string): Promise<Count | undefined> {
-  return limiter.get(key).then((result) => (result && result.msBeforeNext > 0 ? countOf(result) : undefined));
+/** A key's count peeked through rate-limiter-flexible's `get()`; undefined once its window has ended. */
+export function peekOf(limiter: RateLimiterAbstract, key: string): Promise<Count | undefined> {
+  return limiter.get(key).then((result) => (result && result.msBeforeNext > 0 ? countFrom(result) : undefined));
 }
 
 /** A Redis store's hit script: one more request on a key, answering its count and the ms left of its window. */
@@ -58,10 +58,10 @@ export function hitOf(hits: Hit, key: string, seconds: number): Promise<Count> {
   }));
 }
 
-/** A hit through rate-limiter-flexible's `consume()`: resolved, or rejected with the result over the limit. */
+/** A count through rate-limiter-flexible's `consume()`: resolved, or rejected with the result over the limit. */
 function consumed(limiter: RateLimiterAbstract, key: string): Promise<Count> {
-  return limiter.consume(key).then(countOf, (rejection: unknown) => {
-    if (rejection instanceof RateLimiterRes) return countOf(rejection);
+  return limiter.consume(key).then(countFrom, (rejection: unknown) => {
+    if (rejection instanceof RateLimiterRes) return countFrom(rejection);
     throw rejection;
   });
 }
@@ -86,7 +86,7 @@ class LimiterCounter implements StoreCounter<Count> {
   }
 
   peek(key: string): Promise<Count | undefined> {
-    return readOf(this.limiter, key);
+    return peekOf(this.limiter, key);
   }
 
   reset(key: string): Promise<boolean> {
@@ -98,7 +98,7 @@ class LimiterCounter implements StoreCounter<Count> {
 function limiterOf(store: Store, spec: CounterSpec): RateLimiterAbstract {
   const limiter = store(spec);
   if (typeof limiter !== 'object' || limiter === null || typeof limiter.consume !== 'function') {
-    check.invalid(
+    storeCheck.invalid(
       'options.store',
       `returned ${show(limiter)} for ${spec.name}; a store must return a rate-limiter-flexible limiter.`,
     );
@@ -111,7 +111,7 @@ function limitsCounterOf(counter: LimitsCounter, spec: LimitsSpec): StoreCounter
   const c = counter as Partial<{ countsNow: unknown; countNow: unknown; countsAsync: unknown; count: unknown }>;
   const countsNow = c.countsNow === true && typeof c.countNow === 'function';
   if (!countsNow && !(c.countsAsync === true && typeof c.count === 'function')) {
-    check.invalid(
+    storeCheck.invalid(
       'options.store',
       `limits() returned ${show(counter)} for ${spec.name}; it must return a limits counter.`,
     );

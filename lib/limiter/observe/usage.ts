@@ -38,7 +38,7 @@ export class Usage {
   }
 
   #readable(check: Checker, endpoints: readonly CompiledEndpoint[], what: string): void {
-    const refused = endpoints.find((endpoint) => !endpoint.counter.readable);
+    const refused = endpoints.find((endpoint) => !endpoint.counter.reads);
     if (refused) {
       check.fail(
         'ERR_UNSUPPORTED_STORE',
@@ -81,8 +81,8 @@ export class Usage {
             resetTime: undefined,
           }));
         }
-        const read = await counter.counter.read(c.key, bound);
-        const counts = Array.isArray(read) ? read : [read];
+        const peeked = await counter.counter.peekWithin(c.key, bound);
+        const counts = Array.isArray(peeked) ? peeked : [peeked];
         return counter.limits.map(({ limit, windowMs }, at) => {
           const count = counts[at];
           const used = Math.min(count?.count ?? 0, limit);
@@ -119,7 +119,7 @@ export class Usage {
     const counters = chosen.flatMap((e) => countersOf(e, this.#grants));
     this.#readable(check, counters, "clear a client's counters");
     return this.#records.bounded('limits.reset', async (bound) => {
-      const cleared = await Promise.all(counters.map((e) => e.counter.clear(key, bound)));
+      const cleared = await Promise.all(counters.map((e) => e.counter.resetWithin(key, bound)));
       // Every instance forgets the refusals it remembers of the client, which would refuse it until its window ended.
       const longest = Math.max(...counters.flatMap((e) => e.limits.map((l) => l.windowMs)));
       await this.#records.resetClient(key, longest, bound);
@@ -129,6 +129,7 @@ export class Usage {
 
   /** Forgets the refusals remembered of `key` on every counter of this instance. */
   forget(key: string): void {
-    for (const endpoint of this.#endpoints) for (const e of countersOf(endpoint, this.#grants)) e.counter.forget(key);
+    for (const endpoint of this.#endpoints)
+      for (const e of countersOf(endpoint, this.#grants)) e.counter.forgetRefusal(key);
   }
 }

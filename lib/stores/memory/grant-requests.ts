@@ -70,17 +70,17 @@ class Sorted {
 }
 
 /** A request as the memory store keeps it: its text, its sequence number and how it is indexed. */
-interface Kept {
+interface KeptRequest {
   readonly text: string;
   readonly seq: number;
   readonly meta: GrantRequestMeta;
 }
 
-const SEQ = /^\{"seq":(\d+),/;
+const STAMPED_SEQ = /^\{"seq":(\d+),/;
 
 /** The grant requests of the memory store, in this process, indexed as the Redis store indexes them. */
 export class MemoryGrantRequests implements GrantRequestStore {
-  readonly #records = new Map<string, Kept>();
+  readonly #records = new Map<string, KeptRequest>();
   #seq = 0;
   readonly #pending = new Sorted();
   readonly #pendingEnds = new Sorted();
@@ -112,7 +112,7 @@ export class MemoryGrantRequests implements GrantRequestStore {
     else if (from === this.#most && !this.#bySize.has(from)) this.#most = from - 1;
   }
 
-  #index(id: string, kept: Kept): void {
+  #index(id: string, kept: KeptRequest): void {
     const { meta, seq } = kept;
     const names = [`k\n${meta.key}`, ...(meta.network ? [`n\n${meta.network}`] : [])];
     if (meta.status === 'pending') {
@@ -190,7 +190,7 @@ export class MemoryGrantRequests implements GrantRequestStore {
   }
 
   #stamp(value: string): { text: string; seq: number } {
-    const seq = SEQ.exec(value)?.[1];
+    const seq = STAMPED_SEQ.exec(value)?.[1];
     if (seq !== undefined) return { text: value, seq: Number(seq) };
     const next = ++this.#seq;
     return { text: `{"seq":${next},${value.slice(1)}`, seq: next };
@@ -237,12 +237,12 @@ export class MemoryGrantRequests implements GrantRequestStore {
       status === 'pending' ? [this.#pending, this.#pendingEnds] : [this.#decided, this.#decidedEnds];
     const ended = ends.countTo(now);
     const ids = status === 'pending' ? sorted.slice(ended + offset, limit) : sorted.sliceDown(offset, limit);
-    const values = ids.map((id) => (this.#records.get(id) as Kept).text);
+    const values = ids.map((id) => (this.#records.get(id) as KeptRequest).text);
     return Promise.resolve({ total: sorted.size - ended, values });
   }
 
   find(by: 'key' | 'network', value: string, limit: number): Promise<string[]> {
     const ids = this.#of.get(`${by === 'key' ? 'k' : 'n'}\n${value}`)?.sliceDown(0, limit) ?? [];
-    return Promise.resolve(ids.map((id) => (this.#records.get(id) as Kept).text));
+    return Promise.resolve(ids.map((id) => (this.#records.get(id) as KeptRequest).text));
   }
 }

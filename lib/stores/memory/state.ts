@@ -16,7 +16,7 @@ import {
 import { MemoryGrantRequests } from './grant-requests.js';
 
 /** A record as the memory state keeps it. */
-interface Kept {
+interface KeptRecord {
   readonly text: string;
   readonly endsAt: number;
 }
@@ -27,7 +27,7 @@ interface Kept {
  * added, and each follower drops them by their end on its own.
  */
 export class MemoryState implements RuntimeState {
-  readonly #records = new SweptMap<Kept>((kept) => kept.endsAt);
+  readonly #records = new SweptMap<KeptRecord>((kept) => kept.endsAt);
   readonly #history: string[] = [];
   readonly #followers = new Set<(update: StateUpdate) => void>();
   readonly #epoch = newEpoch();

@@ -1,7 +1,7 @@
 // The Redis store through Valkey GLIDE (`GlideClient`, `GlideClusterClient`): commands and scripts, never importing it.
 import { createHash } from 'node:crypto';
 import { RateLimiterValkeyGlide } from 'rate-limiter-flexible';
-import { type CountsAsync, type Hit, hitOf, readOf } from '../adapter.js';
+import { type CountsAsync, type Hit, hitOf, peekOf } from '../adapter.js';
 import type { Count, CounterCapabilities, StoreCounter } from '../store.js';
 
 /**
@@ -156,7 +156,7 @@ export class GlideLimiter extends RateLimiterValkeyGlide implements CountsAsync,
   }
 
   peek(key: string): Promise<Count | undefined> {
-    return readOf(this, key);
+    return peekOf(this, key);
   }
 
   reset(key: string): Promise<boolean> {
