@@ -8,7 +8,7 @@ export type {
   VerifyPlan,
   VerifyReport,
   VerifyWaitReason,
-  /** @deprecated The name `VerifyWaitReason` says whose waits these are; `WaitReason` of listing-limits/client is the client's. */
+  /** @deprecated Use `VerifyWaitReason`, which says whose waits these are (the client has a `WaitReason`). */
   VerifyWaitReason as WaitReason,
   WindowSeen,
 } from './verify/types.js';

@@ -1,12 +1,12 @@
 // Bans for circumventing the limits (rule 5): option `ban`, checked and compiled into the steps that ban and refuse.
 import type { Checker } from '../shared/check.js';
-import { answerBanned, type Context, GOING, type Step } from './context.js';
+import { type Context, GOING, refuseBanned, type Step } from './context.js';
 import type { Counter } from '../stores/counter.js';
 import { counterOf } from './endpoint.js';
 import { type ClientKind, tokenEnd } from '../contract/keys.js';
 import { observe, type OnError } from '../shared/hooks.js';
 import { addressBan } from '../records/kinds.js';
-import type { RuntimeRecords } from '../records/records.js';
+import type { Records } from '../records/records.js';
 import type { Count, StoreContract } from '../stores/store.js';
 import type { BanInfo, BanOptions, ListingLimitsOptions } from './types.js';
 import type { Deadline, Waiting } from '../stores/waiting.js';
@@ -49,10 +49,10 @@ export function checkBanOption(check: Checker, options: ListingLimitsOptions): B
 }
 
 /**
- * The rules that ban (rule 5) of one middleware. A ban is decided from the value an atomic count returns (the `after`-th
- * refusal, the token that makes one too many), so requests in flight together cannot all slip past it, and `onBan`
- * fires for the one request that crossed the threshold. The ban itself is one record of the store's runtime state
- * (see RuntimeRecords): in force on this instance from the moment it is decided, and on the others when they read it.
+ * The rule that bans (rule 5) of one middleware. A ban is decided from the value an atomic count returns (the
+ * `after`-th refusal, the token that makes one too many), so requests in flight together cannot all slip past it, and
+ * `onBan` fires for the one request that crossed the threshold. The ban itself is one record of the store's runtime
+ * state (see Records): in force on this instance from the moment it is decided, and on the others when they read it.
  */
 export class BanRule {
   readonly #options: BanOptions;
@@ -63,13 +63,13 @@ export class BanRule {
   readonly #seen: Counter<Count> | undefined;
   readonly #tokens: Counter<Count> | undefined;
   readonly #waiting: Waiting | undefined;
-  readonly #records: RuntimeRecords;
+  readonly #records: Records;
 
   constructor(
     store: StoreContract,
     options: BanOptions,
     mode: { shadow: boolean; onBan: ListingLimitsOptions['onBan']; report: OnError; waiting: Waiting | undefined },
-    records: RuntimeRecords,
+    records: Records,
   ) {
     this.#options = options;
     this.#records = records;
@@ -101,14 +101,6 @@ export class BanRule {
     return this.#tokens !== undefined;
   }
 
-  /** Whether the client, or its address, is banned as far as this instance knows; answers 403 when it is. */
-  refuseBanned(ctx: Context): boolean {
-    const until = this.#records.bannedUntil(ctx.client, Date.now());
-    if (until === undefined) return false;
-    answerBanned(ctx, until);
-    return true;
-  }
-
   #deadline(ctx: Context): Deadline | undefined {
     if (this.#waiting) ctx.deadline ??= this.#waiting.start();
     return ctx.deadline;
@@ -117,8 +109,8 @@ export class BanRule {
   /**
    * Before counting, with `tokensPerIp`: a token new to its address counts on the address's tokens, any other reads
    * them; past `tokensPerIp` the address is banned (by the token that is one too many) and the request refused. The
-   * count is not reset by the ban, so the store's order decides: a request whose count or peek follows the banning count
-   * sees more than `tokensPerIp` and is refused, one before it is not.
+   * count is not reset by the ban, so the store's order decides: a request whose count or peek follows the banning
+   * count sees more than `tokensPerIp` and is refused, one before it is not.
    */
   readonly tokens: Step = (ctx) => {
     const { client } = ctx;
@@ -137,7 +129,7 @@ export class BanRule {
       return this.#tokenDecision(ctx, counted.count, true);
     }
     // In this process's memory everything is decided in order: the cache knows every ban decided before.
-    if (tokens.countsNow) return this.#shadow ? undefined : void this.refuseBanned(ctx);
+    if (tokens.countsNow) return this.#shadow ? undefined : void refuseBanned(this.#records.cache, ctx);
     return tokens.peek(ip, ctx.deadline).then((peeked) => this.#tokenDecision(ctx, peeked?.count ?? 0, false));
   }
 
@@ -146,7 +138,7 @@ export class BanRule {
     if (n <= limit) return;
     const ip = ctx.client.ip;
     this.#ban(ctx, ip, addressBan(ip), 'ip', 'token-rotation', counted && n === limit + 1);
-    if (!this.#shadow && ctx.state === GOING) this.refuseBanned(ctx);
+    if (!this.#shadow && ctx.state === GOING) refuseBanned(this.#records.cache, ctx);
   }
 
   /**
@@ -159,7 +151,7 @@ export class BanRule {
     const decide = (n: number) => {
       const { after } = this.#options;
       if (n < after) return;
-      if (!this.#shadow && this.refuseBanned(ctx)) return;
+      if (!this.#shadow && refuseBanned(this.#records.cache, ctx)) return;
       this.#ban(ctx, client.key, client.key, client.kind, 'limit', n === after);
     };
     return counted instanceof Promise ? counted.then((c) => decide(c.count)) : decide(counted.count);
@@ -181,12 +173,12 @@ export class BanRule {
       return;
     }
     // Requests in flight together with the one that banned find the ban here and add nothing to it.
-    if (this.#records.banned(banKey, now)) return;
+    if (this.#records.cache.banned(banKey, now)) return;
     if (crossed) observe(this.#onBan, info, ctx.req, this.#report);
     // A token's ban keeps what the pages show of it (its last characters), as its grant request shows it.
     const end = kind === 'token' ? tokenEnd(ctx.client.token ?? '') || undefined : undefined;
     const record = { key, kind, reason, since: now, until, by: 'rule' as const, tokenEnd: end };
-    void this.#records.ruleBan(banKey, record, ctx.req).then((taken) => {
+    void this.#records.bans.rule(banKey, record, ctx.req).then((taken) => {
       if (taken && !crossed) observe(this.#onBan, info, ctx.req, this.#report);
     });
   }

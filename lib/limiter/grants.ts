@@ -6,7 +6,7 @@ import { type Context, PASSED, type Step } from './context.js';
 import { type CompiledEndpoint, compileEndpoint } from './endpoint.js';
 import type { Client } from './identify.js';
 import { type IpKey, tokenKey } from '../contract/keys.js';
-import type { RuntimeRecords } from '../records/records.js';
+import type { RecordCache } from '../records/cache.js';
 import type { StoreContract } from '../stores/store.js';
 import { checkRow, refuseDuplicates, rowShape } from '../contract/table.js';
 import type { EndpointRow } from '../contract/listings.js';
@@ -138,7 +138,8 @@ export function compileGrants(
     table: GrantTable;
     ipOf: IpKey;
     cacheMs: number;
-    records: RuntimeRecords;
+    /** The grants made at runtime, which win over the option's. */
+    cache: RecordCache;
   },
 ): CompiledGrants {
   const { grants } = options;
@@ -207,14 +208,14 @@ export function compileGrants(
       ctx.outcome = 'allowed';
     } else ctx.endpoint = variant(ctx.endpoint, grant);
   };
-  const { records } = context;
+  const { cache } = context;
   return {
     step: (ctx) => {
-      const grant = records.grantOf(ctx.client) ?? find(ctx.client, ctx);
+      const grant = cache.grantOf(ctx.client) ?? find(ctx.client, ctx);
       if (grant instanceof Promise) return grant.then((g) => apply(ctx, g));
       apply(ctx, grant);
     },
-    known: (client) => records.grantOf(client) ?? known(client),
+    known: (client) => cache.grantOf(client) ?? known(client),
     variant,
     variantsOf: (base) => [...variants.values()].filter((v) => v.name.startsWith(`${base.name} (`)),
   };

@@ -1,7 +1,7 @@
 // Options of listingLimits(): checked, then compiled by each feature's module into the steps of the request path.
 import type { Request } from 'express';
 import { BanRule, banScope, checkBanOption } from './ban-rule.js';
-import { Checker, className, show } from '../shared/check.js';
+import { Checker, show } from '../shared/check.js';
 import type { Step } from './context.js';
 import { type CompiledEndpoint, compileEndpoint } from './endpoint.js';
 import { checkGrant, compileGrants } from './grants.js';
@@ -9,16 +9,15 @@ import { compileHeaders, type HeaderWriter } from '../contract/headers.js';
 import { type OnError, reporter, type Warn, warner } from '../shared/hooks.js';
 import { compileIdentify, compileIpKey, type Identify, identifyOptions } from './identify.js';
 import { ipKey } from '../contract/keys.js';
-import type { Linked } from './linked.js';
+import type { PagesLink } from '../records/pages-link.js';
 import { compileMatcher } from '../contract/match.js';
 import { type Table, tableOf } from './mount-order.js';
 import { checkMetrics, Metrics } from './observe/metrics.js';
-import { redisStore } from '../stores/redis/store.js';
-import { RuntimeRecords } from '../records/records.js';
-import { GrantRequestDesk } from '../records/grant-requests.js';
-import { MAX_SLIDING_LIMIT, type Store } from '../stores/store.js';
+import { Records } from '../records/records.js';
+import { MAX_SLIDING_LIMIT } from '../stores/store.js';
+import { checkStore } from '../stores/option.js';
 import { contractOf } from '../stores/adapter.js';
-import { memoryCounterOf, memoryStore } from '../stores/memory/store.js';
+import { memoryCounterOf } from '../stores/memory/store.js';
 import { checkTable, endpointsOf, rowShape } from '../contract/table.js';
 import { Traffic } from './observe/traffic.js';
 import { Usage } from './observe/usage.js';
@@ -69,7 +68,7 @@ export interface Config {
   /** The ban rule (rule 5, option `ban`): the steps that ban and refuse; undefined without `ban`. */
   readonly banRule: BanRule | undefined;
   /** Bans and grants as the store's runtime state has them, with the methods that change them. */
-  readonly records: RuntimeRecords;
+  readonly records: Records;
   /** Whether bans are enforced on requests that match no row too. */
   readonly site: boolean;
   readonly grant: Step;
@@ -79,12 +78,10 @@ export interface Config {
   readonly metrics: Metrics | undefined;
   /** How requests wait for a store that declares a failure policy: one deadline each, and a breaker. */
   readonly waiting: Waiting | undefined;
-  /** Grant requests (rule 6), in the store's state. */
-  readonly grantRequests: GrantRequestDesk;
   /** The last hour of traffic, counted once the operator's page asks for it. */
   readonly traffic: Traffic;
   /** What the pages built on the middleware count with: its store, unwrapped by metrics, and its address keys. */
-  readonly linked: Linked;
+  readonly pagesLink: PagesLink;
   /** A client's counters read and cleared without a request. */
   readonly usage: Usage;
 }
@@ -93,35 +90,6 @@ function fn<T>(check: Checker, value: T, field: string, shape: string): T {
   if (value !== undefined && typeof value !== 'function')
     check.invalid(field, `must be a function ${shape}; got ${show(value)}.`);
   return value;
-}
-
-/** The `store` option (the pages' too, with their own checker): memoryStore() when it is not given. */
-export function checkStore(store: unknown, check: Checker = new Checker('listingLimits')): Store {
-  if (store === undefined) return memoryStore();
-  if (store === memoryStore)
-    check.invalid('options.store', 'is the memoryStore function itself; call it: `memoryStore()`.');
-  if (store === redisStore)
-    check.invalid(
-      'options.store',
-      'is the redisStore function itself; call it with your client: `redisStore(client)`.',
-    );
-  if (typeof (store as { consume?: unknown } | null)?.consume === 'function') {
-    const limiter = className(store) || 'RateLimiterMemory';
-    check.invalid(
-      'options.store',
-      `is a ${limiter}, one limiter; a store makes a limiter for each counter of the table. Use memoryStore() or ` +
-        `redisStore(client), or a function that makes one: \`(counter) => new ${limiter}({ keyPrefix: ` +
-        'counter.name, points: counter.limit, duration: counter.windowMs / 1000 })`.',
-    );
-  }
-  if (typeof store !== 'function') {
-    check.invalid(
-      'options.store',
-      'must be a store: a function (counter) => rate-limiter-flexible limiter, such as memoryStore(); ' +
-        `got ${show(store)}.`,
-    );
-  }
-  return store as Store;
 }
 
 /** The window kind; a sliding window keeps each request it counts, so its rows' limits are bounded. */
@@ -185,7 +153,7 @@ export function configure(listing: unknown, options: unknown): Config {
     rows,
     maxLimit: window === 'sliding' ? MAX_SLIDING_LIMIT : undefined,
   };
-  const records = new RuntimeRecords(store.state, {
+  const records = new Records(store.state, {
     // An operator's call keys its address apart from the requests' remembered keys, which 10,000 bans would fill.
     ipOf: (ip) => ipKey(ip, o.ipv6Subnet ?? 64),
     checkGrant: (checker, grant, field) => checkGrant(checker, grant, field, grantTable),
@@ -198,11 +166,13 @@ export function configure(listing: unknown, options: unknown): Config {
     // Any answer of the store closes the breaker of the part that gave it: the state's reads too.
     answered: waiting && ((route) => waiting.succeeded(route)),
     onReset: (key) => usage.forget(key),
+    table: { rows, ipv6Subnet: o.ipv6Subnet ?? 64 },
   });
   const banRule = ban && new BanRule(store, ban, { shadow, onBan: o.onBan, report, waiting }, records);
-  const grants = compileGrants(check, o, { store, window, waiting, paths, table: grantTable, ipOf, cacheMs, records });
+  const { cache } = records;
+  const grants = compileGrants(check, o, { store, window, waiting, paths, table: grantTable, ipOf, cacheMs, cache });
   const usage = new Usage(endpoints, grants, records);
-  if (metrics) metrics.register(check, registryOfMetrics as NonNullable<typeof registryOfMetrics>, records);
+  if (metrics) metrics.register(check, registryOfMetrics as NonNullable<typeof registryOfMetrics>, cache);
   const match = compileMatcher(
     table.map((endpoint, i) => ({
       method: endpoint.method,
@@ -231,9 +201,8 @@ export function configure(listing: unknown, options: unknown): Config {
     report,
     metrics,
     waiting,
-    grantRequests: new GrantRequestDesk(store.state?.requests, records, rows, o.ipv6Subnet ?? 64),
     traffic,
-    linked: { store: given, ipOf, records, traffic },
+    pagesLink: { records, store: given, ipOf, traffic },
     usage,
   };
 }

@@ -1,9 +1,10 @@
-// The cache of the store's runtime state one middleware keeps: its records, how it follows the store's changes.
-import type { Request } from 'express';
+// This instance's cache of the records the store's runtime state holds: what it knows of them, read at once.
 import { show } from '../shared/check.js';
 import { RuntimeStateError } from '../shared/errors.js';
-import { observe, type OnError } from '../shared/hooks.js';
-import type { ClientKind, IpKey } from '../contract/keys.js';
+import type { OnError } from '../shared/hooks.js';
+import { SweptMap } from '../shared/swept.js';
+import type { ClientKind } from '../contract/keys.js';
+import { type RecordChange, sha1, type StateUpdate } from '../stores/state.js';
 import {
   addressBan,
   type BanRecord,
@@ -15,27 +16,18 @@ import {
   Problem,
   type ResetRecord,
   type Stored,
+  storedBan,
 } from './kinds.js';
-import { MemoryState } from '../stores/memory/state.js';
-import {
-  type Follower,
-  type RecordChange,
-  type RequestPut,
-  type RuntimeState,
-  sha1,
-  type StateChangeResult,
-  type StateUpdate,
-} from '../stores/state.js';
-import { bounded, type CallBound, withBound } from '../stores/call-bound.js';
-import { SweptMap } from '../shared/swept.js';
-import type { ChangeEvent, Grant } from './types.js';
-import { digest, endOf, eventText, withoutSeq, sameRecord, shownText } from './views.js';
 import { type Kind, type KindCache, recordKinds } from './fields.js';
+import type { Grant } from './types.js';
+import { digest, endOf, sameRecord, shownText, withoutSeq } from './views.js';
 
 /** Foreign entries of the records kept in view for `foreign()` at the most; beyond, the oldest go. */
 const FOREIGN_KEPT = 1000;
 /** Foreign entries remembered as told to `onError`, so that each is told once; beyond, the oldest go. */
 const REPORTED_KEPT = 10_000;
+/** How many addresses' ban keys the cache remembers at the most: see `#addressBanKeys`. */
+const ADDRESS_BAN_KEYS_KEPT = 10_000;
 
 /** A request's client as the records are asked about it: its key, how it was identified, and its address's key. */
 export interface ClientKeys {
@@ -46,20 +38,12 @@ export interface ClientKeys {
   readonly ip: string;
 }
 
-/** What the runtime records need of the other features: how addresses are keyed, and how a grant is checked. */
-interface RecordsContext {
-  readonly ipOf: IpKey;
-  readonly checkGrant: CheckGrant;
-  readonly onChange: ((event: ChangeEvent, req: Request | undefined) => unknown) | undefined;
-  readonly report: OnError;
-  /** The longest the first read of the state holds requests up (the store's `timeoutMs`, else a second). */
-  readonly firstReadMs: number;
-  /** The longest an operator's call waits for the store in all; undefined for a store in this process. */
-  readonly callTimeoutMs?: number;
-  /** Told each time a read of the state was answered, with the route of the store's part that answered. */
-  readonly answered?: (route: string) => void;
-  /** Told the key of each reset of a client's counters this instance reads (its own included). */
-  readonly onReset?: (key: string) => void;
+/** An entry of the records that this instance does not apply: its text as shown, its SHA-1, and why. */
+interface ForeignRecord {
+  readonly shown: string;
+  /** What a removal expects the field to hold still, so that only the entry as it was read is removed. */
+  readonly sha1: string;
+  readonly problem: string;
 }
 
 /** What this instance knew when the state it followed was replaced. */
@@ -72,63 +56,68 @@ interface Known {
   readonly foreign: ReadonlySet<string>;
 }
 
-/** How many addresses' ban keys a cache remembers at the most: see `#addressBanKeys`. */
-const ADDRESS_BAN_KEYS_KEPT = 10_000;
+/**
+ * What to do about a state that replaced the one this instance followed: the changes to write (lost records kept,
+ * records lifted before removed again), and what to tell `onError`.
+ */
+export interface Replacement {
+  readonly changes: readonly RecordChange[];
+  readonly message: string | undefined;
+}
 
-/** The cache of the runtime state that {@link RuntimeRecords} keeps: its records, and how it follows the store. */
+/**
+ * The records of the store's runtime state as this instance knows them: one map per kind, filled by the updates the
+ * store's follower brings and by the answers to this instance's own changes, each record numbered by the store. The
+ * request path asks it whether a client is banned and what its grant is, at once and without a store command; the
+ * operators' calls read it after a read of the store.
+ */
 export class RecordCache {
-  protected readonly _state: RuntimeState;
-  /** False for a store with no runtime state of its own: the cache then holds this process's rule bans only. */
-  protected readonly _shared: boolean;
-  protected readonly _context: RecordsContext;
   /** Client key → ban. Ended bans stay until swept or replaced; each check reads the end. */
-  protected readonly _bans = new SweptMap<Stored<BanRecord>>((ban) => ban.until);
+  readonly #bans = new SweptMap<Stored<BanRecord>>((ban) => ban.until);
   /** `addr:<address key>` → ban of an address: apart, so that no request reads its address while none is banned. */
-  protected readonly _addressBans = new SweptMap<Stored<BanRecord>>((ban) => ban.until);
-  protected readonly _grants = new SweptMap<Stored<GrantRecord>>((grant) => grant.until ?? Infinity);
+  readonly #addressBans = new SweptMap<Stored<BanRecord>>((ban) => ban.until);
+  readonly #grants = new SweptMap<Stored<GrantRecord>>((grant) => grant.until ?? Infinity);
   /** Field of the record lost → the lost record. */
-  protected readonly _lost = new SweptMap<Stored<LostEntry>>((lost) => endOf(lost.record));
+  readonly #lost = new SweptMap<Stored<LostEntry>>((lost) => endOf(lost.record));
   /** `epoch` → the epoch of the operators' logins; a login's id → that login, ended by its logout. */
-  protected readonly _logins = new SweptMap<Stored<EpochRecord | EndedLogin>>((r) =>
-    'until' in r ? r.until : Infinity,
-  );
+  readonly #logins = new SweptMap<Stored<EpochRecord | EndedLogin>>((r) => ('until' in r ? r.until : Infinity));
+  /** Client key → the last reset of its counters. */
+  readonly #resets = new SweptMap<Stored<ResetRecord>>((reset) => reset.until);
   /**
    * Address key → `addr:<address key>`, for the addresses of the last requests (all forgotten at 10,000): each
    * request's check would make that string again. A plain map rather than `remembered()`'s LRU, whose bookkeeping
    * costs as much as making the string.
    */
   readonly #addressBanKeys = new Map<string, string>();
-  /** Client key → the last reset of its counters. */
-  readonly #resets = new SweptMap<Stored<ResetRecord>>((reset) => reset.until);
-  /**
-   * Field → an entry of the records that is not a record this instance applies: its text as shown, and its SHA-1,
-   * by which it is removed only as it was read.
-   */
-  protected readonly _foreign = new Map<
-    string,
-    { readonly shown: string; readonly sha1: string; readonly problem: string }
-  >();
+  /** Field → an entry of the records that is not a record this instance applies. */
+  readonly #foreign = new Map<string, ForeignRecord>();
   readonly #reported = new Set<string>();
-  /** Entries of the history as `foreign()` judged them (undefined: a change), at most twice the history's. */
-  protected readonly _judged = new Map<string, string | undefined>();
   readonly #kinds: ReadonlyMap<string, Kind>;
+  readonly #report: OnError;
   /** When the last ban this instance has seen ends: past it (or with none), no request needs a look at the bans. */
-  protected _bansEnd = 0;
+  #bansEnd = 0;
   /** The epoch, copy mark and sequence number of the last update applied. */
-  protected _epoch: string | undefined;
-  protected _copy: string | undefined;
+  #epoch: string | undefined;
+  #copy: string | undefined;
   #seq = 0;
-  #loaded = false;
-  protected _follower: Follower | undefined;
-  #ready: Promise<void> | undefined;
+  /** Whether an update of the store has been applied: the state has been read once. */
+  loaded = false;
+  /**
+   * Until the state has been read once (or the first read's bound has passed): that first read, which a request waits
+   * for before its bans are checked. Set by the follower of the store.
+   */
+  ready: Promise<void> | undefined;
   /** Entries of the records parsed and checked by this instance, in all: what the cost tests count. @internal */
   parsed = 0;
 
-  constructor(state: RuntimeState | undefined, context: RecordsContext) {
-    this._state = state ?? new MemoryState();
-    this._shared = state !== undefined;
-    this._context = context;
-    const bans = (id: string) => (id.startsWith('addr:') ? this._addressBans : this._bans);
+  constructor(context: {
+    readonly checkGrant: CheckGrant;
+    readonly report: OnError;
+    /** Told the key of each reset of a client's counters the cache reads (this instance's own included). */
+    readonly onReset?: (key: string) => void;
+  }) {
+    this.#report = context.report;
+    const bans = (id: string) => (id.startsWith('addr:') ? this.#addressBans : this.#bans);
     // A reset read is told at once: the counters' remembered refusals of the client are stale from then on.
     const resets: KindCache = {
       get: (id) => this.#resets.get(id),
@@ -138,61 +127,183 @@ export class RecordCache {
       },
       delete: (id) => this.#resets.delete(id),
     };
-    this.#kinds = recordKinds(
-      { bans, grants: this._grants, lost: this._lost, logins: this._logins, resets },
-      context.checkGrant,
-    );
+    const caches = { bans, grants: this.#grants, lost: this.#lost, logins: this.#logins, resets };
+    this.#kinds = recordKinds(caches, context.checkGrant);
   }
 
-  /** Starts following the state: once the middleware is made, so that a configuration that fails leaves nothing. */
-  start(): void {
-    if (this._follower) return;
-    this._follower = this._state.follow(
-      (update) => this.#apply(update),
-      (route) => {
-        this._context.answered?.(route);
-        this._answered();
-      },
-    );
-    if (this.#loaded) return;
-    let timer: ReturnType<typeof setTimeout> | undefined;
-    const bound = new Promise<void>((resolve) => {
-      timer = setTimeout(resolve, this._context.firstReadMs);
-      timer.unref?.();
-    });
-    const first = this._follower.sync().catch(() => {});
-    this.#ready = Promise.race([first, bound]).then(() => {
-      clearTimeout(timer);
-      this.#ready = undefined;
-    });
+  /** Whether any ban may be in force: false means no request needs identifying for bans. */
+  anyBan(now: number): boolean {
+    return this.#bansEnd > now && (this.#bans.size > 0 || this.#addressBans.size > 0);
+  }
+
+  /** The end of the ban that holds for `client` (its own, or its address's), or undefined. */
+  bannedUntil(client: ClientKeys, now: number): number | undefined {
+    if (!this.anyBan(now)) return undefined;
+    const own = this.#bans.get(client.key);
+    let until = own && own.until > now ? own.until : undefined;
+    if (this.#addressBans.size > 0) {
+      const address = this.#addressBans.get(this.#addressBanKey(client.ip));
+      if (address && address.until > now) until = Math.max(until ?? 0, address.until);
+    }
+    return until;
+  }
+
+  #addressBanKey(ip: string): string {
+    let key = this.#addressBanKeys.get(ip);
+    if (key === undefined) {
+      if (this.#addressBanKeys.size >= ADDRESS_BAN_KEYS_KEPT) this.#addressBanKeys.clear();
+      key = addressBan(ip);
+      this.#addressBanKeys.set(ip, key);
+    }
+    return key;
   }
 
   /**
-   * Until the state has been read once (or `firstReadMs` has passed): the first read, which a request waits for
-   * before its bans are checked.
+   * The grant given at runtime to the client as identified: by its key (its token's, its address's for a client
+   * counted by address, or a custom key), else by its address. A token that `authenticate` refused is not the
+   * client's key, so a grant of that token does not apply.
    */
-  get ready(): Promise<void> | undefined {
-    return this.#ready;
+  grantOf(client: ClientKeys): Grant | undefined {
+    if (this.#grants.size === 0) return undefined;
+    const now = Date.now();
+    const found = this.#grants.get(client.key) ?? (client.kind === 'ip' ? undefined : this.#grants.get(client.ip));
+    return found && (found.until === null || found.until > now) ? found.grant : undefined;
   }
 
-  #apply(update: StateUpdate): void {
+  /** The ban stored as `banKey` (`addr:…` for an address's), in force or not, as far as this instance knows. */
+  banOf(banKey: string): Stored<BanRecord> | undefined {
+    return (banKey.startsWith('addr:') ? this.#addressBans : this.#bans).get(banKey);
+  }
+
+  /** The bans of a client key, in force or not: its own, and its address's (that of an `ip:` key's address). */
+  bansOfKey(key: string): readonly (Stored<BanRecord> | undefined)[] {
+    return [this.#bans.get(key), this.#addressBans.get(addressBan(key))];
+  }
+
+  /** Whether the ban stored as `banKey` is in force, as far as this instance knows. */
+  banned(banKey: string, now: number): boolean {
+    const ban = this.banOf(banKey);
+    return ban !== undefined && ban.until > now;
+  }
+
+  /**
+   * A rule's ban this instance decided, in force here at once, before the store has it (its sequence number -1):
+   * the requests in flight with the one that banned must find it.
+   */
+  holdRuleBan(banKey: string, ban: BanRecord): void {
+    (banKey.startsWith('addr:') ? this.#addressBans : this.#bans).add(banKey, storedBan(ban, -1), ban.since);
+    this.#bansEnd = Math.max(this.#bansEnd, ban.until);
+  }
+
+  /** Lifts a rule's ban only this instance holds (the store could not take it); answers it, or undefined for none. */
+  dropHeldBan(banKey: string): Stored<BanRecord> | undefined {
+    const ban = this.banOf(banKey);
+    if (ban === undefined || ban.seq >= 0) return undefined;
+    (banKey.startsWith('addr:') ? this.#addressBans : this.#bans).delete(banKey);
+    return ban;
+  }
+
+  /** The runtime grant of a client key, in force or not. */
+  grantRecordOf(key: string): Stored<GrantRecord> | undefined {
+    return this.#grants.get(key);
+  }
+
+  /** What the pages show of a client key's token, as its grant or its own ban keeps it; undefined when none does. */
+  tokenEndOf(key: string): string | undefined {
+    return (this.#grants.get(key) ?? this.#bans.get(key))?.tokenEnd;
+  }
+
+  /** The bans in force, the clients' and the addresses'. */
+  bansInForce(now = Date.now()): Stored<BanRecord>[] {
+    const active: Stored<BanRecord>[] = [];
+    for (const cache of [this.#bans, this.#addressBans])
+      for (const ban of cache.values()) if (ban.until > now) active.push(ban);
+    return active;
+  }
+
+  /** The runtime grants in force. */
+  grantsInForce(now = Date.now()): Stored<GrantRecord>[] {
+    const active: Stored<GrantRecord>[] = [];
+    for (const grant of this.#grants.values()) if (grant.until === null || grant.until > now) active.push(grant);
+    return active;
+  }
+
+  /** How many bans are in force, as far as this instance knows. */
+  countBansInForce(): number {
+    const now = Date.now();
+    let n = 0;
+    for (const cache of [this.#bans, this.#addressBans]) for (const ban of cache.values()) if (ban.until > now) n++;
+    return n;
+  }
+
+  /** How many runtime grants are in force, as far as this instance knows. */
+  countGrantsInForce(): number {
+    const now = Date.now();
+    let n = 0;
+    for (const grant of this.#grants.values()) if (grant.until === null || grant.until > now) n++;
+    return n;
+  }
+
+  /** The lost record kept in the field `lost:<id>`. */
+  lostOf(id: string): Stored<LostEntry> | undefined {
+    return this.#lost.get(id);
+  }
+
+  /** The lost records kept, ended ones too. */
+  lostRecords(): IterableIterator<Stored<LostEntry>> {
+    return this.#lost.values();
+  }
+
+  /** The entries of the records this instance skips, by field. */
+  foreignRecords(): ReadonlyMap<string, ForeignRecord> {
+    return this.#foreign;
+  }
+
+  /** The entry of `field` was removed from the store: it is no longer in view. */
+  foreignRemoved(field: string): void {
+    this.#foreign.delete(field);
+  }
+
+  /** The record `session:<id>`: the logins' epoch (`epoch`), or a login ended by its logout. */
+  loginRecordOf(id: string): Stored<EpochRecord | EndedLogin> | undefined {
+    return this.#logins.get(id);
+  }
+
+  /**
+   * Which state this instance follows: its epoch and copy mark, both new when the store loses its data or a copy
+   * behind it takes its place.
+   */
+  stateId(): string {
+    return `${this.#epoch ?? ''}/${this.#copy ?? ''}`;
+  }
+
+  /** The epoch of the last update applied: a change whose answer has another one found the state replaced. */
+  get epoch(): string | undefined {
+    return this.#epoch;
+  }
+
+  /**
+   * Applies an update of the store: what changed, or every record (the first read, a follower that fell behind, or a
+   * state that replaced the one it followed). For a replaced state, answers what to do about it.
+   */
+  apply(update: StateUpdate): Replacement | undefined {
     const known = update.kind === 'replaced' ? this.#known() : undefined;
-    if (update.kind !== 'changes') this.#reset();
-    for (const [field, json] of update.records) this.#put(field, json, update.seq);
-    this._epoch = update.epoch;
-    this._copy = update.copy;
+    if (update.kind !== 'changes') this.#clear();
+    for (const [field, json] of update.records) this.put(field, json, update.seq);
+    this.#epoch = update.epoch;
+    this.#copy = update.copy;
     this.#seq = update.seq;
-    this.#loaded = true;
-    if (known) this.#replaced(known, update).catch((error: unknown) => this._context.report(error, undefined));
+    this.loaded = true;
+    return known && this.#replaced(known, update);
   }
 
   /** Applies one field's text as read at sequence number `readAt` (null: no record). */
-  #put(field: string, json: string | null, readAt: number): void {
+  put(field: string, json: string | null, readAt: number): void {
     if (field.startsWith('#')) return;
     const colon = field.indexOf(':');
     const kind = colon > 0 ? this.#kinds.get(field.slice(0, colon)) : undefined;
     const id = field.slice(colon + 1);
-    this._foreign.delete(field);
+    this.#foreign.delete(field);
     if (json === null) {
       const cache = kind?.cache(id);
       const cached = cache?.get(id);
@@ -216,53 +327,54 @@ export class RecordCache {
     const cached = cache.get(id);
     if (cached !== undefined && cached.seq > record.seq) return;
     cache.add(id, record, Date.now());
-    if (field.startsWith('ban:')) this._bansEnd = Math.max(this._bansEnd, (record as Stored<BanRecord>).until);
+    if (field.startsWith('ban:')) this.#bansEnd = Math.max(this.#bansEnd, (record as Stored<BanRecord>).until);
   }
 
   /** Keeps a foreign entry in view and tells `onError` of it, once. */
   #skip(field: string, json: string, problem: string): void {
-    if (this._foreign.size >= FOREIGN_KEPT) this._foreign.delete(this._foreign.keys().next().value as string);
-    this._foreign.set(field, { shown: shownText(json), sha1: sha1(json), problem });
-    this._foreignFound(`record ${field}`, json, problem);
+    if (this.#foreign.size >= FOREIGN_KEPT) this.#foreign.delete(this.#foreign.keys().next().value as string);
+    this.#foreign.set(field, { shown: shownText(json), sha1: sha1(json), problem });
+    this.foreignFound(`record ${field}`, json, problem);
   }
 
-  protected _foreignFound(entry: string, json: string, problem: string): void {
+  /** Tells `onError` of a foreign entry of the state (`record <field>`, or `history`), once. */
+  foreignFound(entry: string, json: string, problem: string): void {
     const id = `${entry}\n${digest(json)}`;
     if (this.#reported.has(id)) return;
     if (this.#reported.size >= REPORTED_KEPT) this.#reported.delete(this.#reported.values().next().value as string);
     this.#reported.add(id);
     const message = `the store's runtime state has a foreign entry, skipped: ${entry} ${problem}.`;
-    this._context.report(new RuntimeStateError('ERR_FOREIGN_ENTRY', message, { entry }), undefined);
+    this.#report(new RuntimeStateError('ERR_FOREIGN_ENTRY', message, { entry }), undefined);
   }
 
   /** Empties the cache, but for the rule's bans that only this instance has (the store could not be written). */
-  #reset(): void {
-    for (const cache of [this._bans, this._addressBans]) {
-      const local = [...cache].filter(([, ban]) => ban.seq < 0);
+  #clear(): void {
+    for (const cache of [this.#bans, this.#addressBans]) {
+      const held = [...cache].filter(([, ban]) => ban.seq < 0);
       cache.clear();
-      for (const [id, ban] of local) cache.set(id, ban);
+      for (const [id, ban] of held) cache.set(id, ban);
     }
-    this._grants.clear();
-    this._lost.clear();
-    this._logins.clear();
+    this.#grants.clear();
+    this.#lost.clear();
+    this.#logins.clear();
     this.#resets.clear();
-    this._foreign.clear();
-    this._bansEnd = 0;
-    for (const cache of [this._bans, this._addressBans]) {
-      for (const ban of cache.values()) this._bansEnd = Math.max(this._bansEnd, ban.until);
+    this.#foreign.clear();
+    this.#bansEnd = 0;
+    for (const cache of [this.#bans, this.#addressBans]) {
+      for (const ban of cache.values()) this.#bansEnd = Math.max(this.#bansEnd, ban.until);
     }
   }
 
   #known(): Known {
     const records = new Map<string, Stored<BanRecord | GrantRecord | LostEntry>>();
-    for (const [id, ban] of this._bans) records.set(`ban:${id}`, ban);
-    for (const [id, ban] of this._addressBans) records.set(`ban:${id}`, ban);
-    for (const [id, grant] of this._grants) records.set(`grant:${id}`, grant);
-    for (const [id, lost] of this._lost) records.set(`lost:${id}`, lost);
+    for (const [id, ban] of this.#bans) records.set(`ban:${id}`, ban);
+    for (const [id, ban] of this.#addressBans) records.set(`ban:${id}`, ban);
+    for (const [id, grant] of this.#grants) records.set(`grant:${id}`, grant);
+    for (const [id, lost] of this.#lost) records.set(`lost:${id}`, lost);
     const fields = new Set(records.keys());
-    for (const id of this._logins.keys()) fields.add(`session:${id}`);
+    for (const id of this.#logins.keys()) fields.add(`session:${id}`);
     for (const id of this.#resets.keys()) fields.add(`reset:${id}`);
-    return { epoch: this._epoch, seq: this.#seq, records, fields, foreign: new Set(this._foreign.keys()) };
+    return { epoch: this.#epoch, seq: this.#seq, records, fields, foreign: new Set(this.#foreign.keys()) };
   }
 
   /** Whether `json`, the text of `field`, is a record of a kind this instance applies that is in force at `now`. */
@@ -286,7 +398,7 @@ export class RecordCache {
    * epoch) may bring back records that were removed after it: those whose sequence number this instance had passed
    * without holding them are removed again.
    */
-  async #replaced(known: Known, update: StateUpdate): Promise<void> {
+  #replaced(known: Known, update: StateUpdate): Replacement {
     const now = Date.now();
     const copy = known.epoch === update.epoch;
     const lost: Stored<LostEntry>[] = [];
@@ -332,163 +444,13 @@ export class RecordCache {
       // Several instances may find the same record lost: the first one's lost record stays.
       changes.push({ field: `lost:${entry.field}`, value, endsAt, when: 'absent', event: undefined, now });
     }
-    if (changes.length > 0) await this._write(changes, undefined);
-    if (lost.length + ruleBans + stale.length === 0) return;
+    if (lost.length + ruleBans + stale.length === 0) return { changes, message: undefined };
     const what = copy ? 'replaced by a copy that is behind it (a failover)' : 'lost (a restart, a flush or a failover)';
     const parts: string[] = [];
     if (lost.length > 0)
       parts.push(`${lost.length} ban(s) and grant(s) of operators are kept as lost records, to restore or dismiss`);
     if (ruleBans > 0) parts.push(`${ruleBans} ban(s) by rule are gone`);
     if (stale.length > 0) parts.push(`${stale.length} record(s) lifted before came back with it and are removed again`);
-    const message = `the store's runtime state was ${what}: ${parts.join('; ')}.`;
-    this._context.report(new RuntimeStateError('ERR_STATE_LOST', message), undefined);
-  }
-
-  /**
-   * Runs an operator's call within the store's bound (see CallBound): it settles within `callTimeoutMs`, or rejects
-   * with `ERR_STORE_UNAVAILABLE`, and a change of it that reaches the store later is refused.
-   */
-  bounded<T>(source: string, run: (bound: CallBound) => Promise<T>): Promise<T> {
-    return bounded(source, this._context.callTimeoutMs, run);
-  }
-
-  /** The store answered a read of the state: what waits for it may go on. */
-  protected _answered(): void {}
-
-  /** Runs `next` (the rest of a page's load) within one bound for all its store calls. */
-  withBound(source: string, next: () => void): void {
-    withBound(source, this._context.callTimeoutMs, next);
-  }
-
-  /** Tells `onError` of an error met by an operator's call (a page's) that the caller answered itself. */
-  report(error: unknown, req: Request | undefined): void {
-    this._context.report(error, req);
-  }
-
-  /**
-   * Writes changes, in one step of the store (with a grant request's decision before them, when there is one); the
-   * cache takes the store's answer (or, when the state's epoch changed, reads it whole). Within a call's `bound`, the
-   * store refuses the change when it takes it too late.
-   */
-  protected async _write(
-    records: readonly RecordChange[],
-    bound: CallBound | undefined,
-    request?: RequestPut,
-  ): Promise<StateChangeResult> {
-    const change = this._state.change({ records, request, applyBy: bound?.applyBy });
-    const result = await (bound ? bound.race(change, (late) => this.#lateChange(bound, late)) : change);
-    const epoch = result.records[0]?.epoch;
-    if (epoch !== undefined && epoch !== this._epoch && this._follower) {
-      // Done: the store has it. Reading the state whole is only for this copy, which the next read brings anyway.
-      const sync = this._follower.sync();
-      await (bound ? bound.race(sync) : sync).catch(() => {});
-      if (this._follower) return result;
-    }
-    records.forEach((c, i) => {
-      const done = result.records[i];
-      if (done) this.#put(c.field, done.stored ?? null, done.seq);
-    });
-    return result;
-  }
-
-  /**
-   * A change the store took in time but answered after the call's bound, when the call had said it made none: every
-   * instance applies it (it is in the store), and `onError` is told which call it was.
-   */
-  #lateChange(bound: CallBound, result: StateChangeResult): void {
-    if (result.records.some((done) => done.changed) || result.request !== undefined) this.lateChange(bound);
-  }
-
-  /** Tells `onError` that a change of the call `bound` bounds, which it said it had not made, was taken after all. */
-  lateChange(bound: CallBound): void {
-    const message =
-      `${bound.source} was refused as the store did not answer in time, but the store had taken its change: it ` +
-      'holds on every instance.';
-    this._context.report(new RuntimeStateError('ERR_STATE_WRITE', message), undefined);
-  }
-
-  /**
-   * Writes changes of bans and grants, with their history entries (a change without an event has none), and tells
-   * `onChange` of each that applied.
-   */
-  protected async _change(
-    changes: readonly { readonly change: Omit<RecordChange, 'event' | 'now'>; readonly event?: ChangeEvent }[],
-    req: Request | undefined,
-    bound: CallBound | undefined,
-    request?: RequestPut,
-  ): Promise<StateChangeResult> {
-    const now = Date.now();
-    const records = changes.map(({ change, event }) => ({
-      ...change,
-      event: event && eventText(event),
-      now: event ? event.at.getTime() : now,
-    }));
-    const result = await this._write(records, bound, request);
-    result.records.forEach((done, i) => {
-      const event = changes[i]?.event;
-      if (done.changed && event) observe(this._context.onChange, event, req, this._context.report);
-    });
-    return result;
-  }
-
-  /** How many bans are in force, as far as this instance knows. */
-  activeBans(): number {
-    const now = Date.now();
-    let n = 0;
-    for (const cache of [this._bans, this._addressBans]) for (const ban of cache.values()) if (ban.until > now) n++;
-    return n;
-  }
-
-  /** How many runtime grants are in force, as far as this instance knows. */
-  activeGrants(): number {
-    const now = Date.now();
-    let n = 0;
-    for (const grant of this._grants.values()) if (grant.until === null || grant.until > now) n++;
-    return n;
-  }
-
-  /** Whether any ban may be in force: false means no request needs identifying for bans. */
-  anyBan(now: number): boolean {
-    return this._bansEnd > now && (this._bans.size > 0 || this._addressBans.size > 0);
-  }
-
-  /** The end of the ban that holds for `client` (its own, or its address's), or undefined. */
-  bannedUntil(client: ClientKeys, now: number): number | undefined {
-    if (!this.anyBan(now)) return undefined;
-    const own = this._bans.get(client.key);
-    let until = own && own.until > now ? own.until : undefined;
-    if (this._addressBans.size > 0) {
-      const address = this._addressBans.get(this.#addressBanKey(client.ip));
-      if (address && address.until > now) until = Math.max(until ?? 0, address.until);
-    }
-    return until;
-  }
-
-  #addressBanKey(ip: string): string {
-    let key = this.#addressBanKeys.get(ip);
-    if (key === undefined) {
-      if (this.#addressBanKeys.size >= ADDRESS_BAN_KEYS_KEPT) this.#addressBanKeys.clear();
-      key = addressBan(ip);
-      this.#addressBanKeys.set(ip, key);
-    }
-    return key;
-  }
-
-  /** Whether the ban stored as `banKey` is in force, as far as this instance knows. */
-  banned(banKey: string, now: number): boolean {
-    const ban = (banKey.startsWith('addr:') ? this._addressBans : this._bans).get(banKey);
-    return ban !== undefined && ban.until > now;
-  }
-
-  /**
-   * The grant given at runtime to the client as identified: by its key (its token's, its address's for a client
-   * counted by address, or a custom key), else by its address. A token that `authenticate` refused is not the
-   * client's key, so a grant of that token does not apply.
-   */
-  grantOf(client: ClientKeys): Grant | undefined {
-    if (this._grants.size === 0) return undefined;
-    const now = Date.now();
-    const found = this._grants.get(client.key) ?? (client.kind === 'ip' ? undefined : this._grants.get(client.ip));
-    return found && (found.until === null || found.until > now) ? found.grant : undefined;
+    return { changes, message: `the store's runtime state was ${what}: ${parts.join('; ')}.` };
   }
 }

@@ -4,17 +4,13 @@ import ipaddr from 'ipaddr.js';
 import { Checker, DAY_MS, isPlainObject, show } from '../shared/check.js';
 import { tokenEnd, tokenKey } from '../contract/keys.js';
 import type { EndpointRow } from '../contract/listings.js';
-import { checkText, objectOf, Problem } from './kinds.js';
-import type { RuntimeRecords } from './records.js';
+import type { StateCalls } from './calls.js';
+import type { KeyOf } from './client-keys.js';
+import type { RuntimeGrants } from './grants.js';
+import { type CheckGrant, checkText, objectOf, Problem } from './kinds.js';
 import type { CallBound } from '../stores/call-bound.js';
 import type { GrantRequestMeta, GrantRequestPlace, GrantRequestStore } from '../stores/grant-request-store.js';
-import type {
-  Grant,
-  GrantProof,
-  GrantRequest,
-  GrantRequestInput,
-  GrantRequests as PublicGrantRequests,
-} from './types.js';
+import type { Grant, GrantProof, GrantRequest, GrantRequestInput, GrantRequests } from './types.js';
 
 /**
  * Requests kept at the most. A new one is never refused for want of room: an ended one is dropped, else the oldest
@@ -193,23 +189,34 @@ function parseRequest(json: string | undefined): StoredGrantRequest | undefined 
  * hashed at once; only its last 4 characters are kept, for display. Every change is a compare-and-set: a request is
  * decided once. Every call reads or writes a few requests, however many are kept.
  */
-export class GrantRequestDesk implements PublicGrantRequests {
+export class GrantRequestDesk implements GrantRequests {
   readonly #store: GrantRequestStore | undefined;
-  readonly #records: RuntimeRecords;
+  readonly #calls: StateCalls;
+  readonly #grants: RuntimeGrants;
+  readonly #keyOf: KeyOf;
+  readonly #checkGrant: CheckGrant;
   readonly #subnet: number | false;
   /** The rows of the table, which a request for specific endpoints names. */
   readonly endpoints: readonly EndpointRow[];
 
   constructor(
     store: GrantRequestStore | undefined,
-    records: RuntimeRecords,
-    rows: readonly EndpointRow[],
-    ipv6Subnet: number | false,
+    records: {
+      readonly calls: StateCalls;
+      /** Where an approval gives its grant, in one change of the store with the decision. */
+      readonly grants: RuntimeGrants;
+      readonly keyOf: KeyOf;
+      readonly checkGrant: CheckGrant;
+    },
+    table: { readonly rows: readonly EndpointRow[]; readonly ipv6Subnet: number | false },
   ) {
     this.#store = store;
-    this.#records = records;
-    this.#subnet = ipv6Subnet;
-    this.endpoints = rows;
+    this.#calls = records.calls;
+    this.#grants = records.grants;
+    this.#keyOf = records.keyOf;
+    this.#checkGrant = records.checkGrant;
+    this.#subnet = table.ipv6Subnet;
+    this.endpoints = table.rows;
   }
 
   /** Whether the store keeps grant requests (the memory and Redis stores do). */
@@ -244,7 +251,7 @@ export class GrantRequestDesk implements PublicGrantRequests {
       id: randomBytes(9).toString('base64url'),
       key,
       tokenEnd: tokenEnd(i.token),
-      ask: this.#records.checkGrant(check, i.ask, 'input.ask'),
+      ask: this.#checkGrant(check, i.ask, 'input.ask'),
       proof: checkProof(check, i.proof),
       contact: checkText(check, i.contact, 'input.contact', LONGEST_CONTACT, true),
       reason: checkText(check, i.reason, 'input.reason', LONGEST_REASON, true),
@@ -258,9 +265,9 @@ export class GrantRequestDesk implements PublicGrantRequests {
     };
     const bounds = { perKey: PENDING_PER_CLIENT, perNetwork: PENDING_PER_NETWORK, max: GRANT_REQUESTS_MAX };
     const store = this.#storeFor(check);
-    const done = await this.#records.bounded(check.source, (bound) =>
+    const done = await this.#calls.bounded(check.source, (bound) =>
       bound.race(store.file(record.id, serialise(record), metaOf(record), bounds, record.at, bound.applyBy), (late) => {
-        if (late === 'done') this.#records.lateChange(bound);
+        if (late === 'done') this.#calls.lateChange(bound);
       }),
     );
     if (done === 'key') {
@@ -298,7 +305,7 @@ export class GrantRequestDesk implements PublicGrantRequests {
 
   async #read(check: Checker, id: string): Promise<StoredGrantRequest | undefined> {
     const store = this.#storeFor(check);
-    const record = parseRequest(await this.#records.bounded(check.source, (bound) => bound.race(store.get(id))));
+    const record = parseRequest(await this.#calls.bounded(check.source, (bound) => bound.race(store.get(id))));
     return record && requestEnd(record) > Date.now() ? record : undefined;
   }
 
@@ -338,7 +345,7 @@ export class GrantRequestDesk implements PublicGrantRequests {
     const check = new Checker('limits.requests.list');
     const { status, offset, limit } = this.#page(check, options);
     const store = this.#storeFor(check);
-    return this.#records.bounded(check.source, async (bound) => {
+    return this.#calls.bounded(check.source, async (bound) => {
       const now = Date.now();
       const page = (of: 'pending' | 'decided', from: number, n: number) => bound.race(store.page(of, from, n, now));
       if (status !== undefined) return this.#visible((await page(status, offset, limit)).values, now);
@@ -354,7 +361,7 @@ export class GrantRequestDesk implements PublicGrantRequests {
   async counts(): Promise<{ pending: number; decided: number }> {
     const store = this.#storeFor(new Checker('limits.requests.counts'));
     const now = Date.now();
-    const [pending, decided] = await this.#records.bounded('limits.requests.counts', (bound) =>
+    const [pending, decided] = await this.#calls.bounded('limits.requests.counts', (bound) =>
       bound.race(Promise.all([store.page('pending', 0, 0, now), store.page('decided', 0, 0, now)])),
     );
     return { pending: pending.total, decided: decided.total };
@@ -366,12 +373,12 @@ export class GrantRequestDesk implements PublicGrantRequests {
    */
   async find(client: unknown, options?: { limit?: number }): Promise<GrantRequest[]> {
     const check = new Checker('limits.requests.find');
-    const { key } = this.#records.keyOf(check, client);
+    const { key } = this.#keyOf(check, client);
     const { limit } = this.#page(check, options);
     const address = addressOfKey(key);
     const [by, value] = address === undefined ? ['key', key] : ['network', placeOf(address, this.#subnet).network];
     const store = this.#storeFor(check);
-    const found = await this.#records.bounded(check.source, (bound) =>
+    const found = await this.#calls.bounded(check.source, (bound) =>
       bound.race(store.find(by as 'key' | 'network', value, limit)),
     );
     return this.#visible(found, Date.now());
@@ -400,8 +407,8 @@ export class GrantRequestDesk implements PublicGrantRequests {
    */
   async approve(id: string, grant: Grant, options?: { until?: Date | number; note?: string }): Promise<GrantRequest> {
     const check: Checker = new Checker('limits.requests.approve');
-    const checked = this.#records.checkGrant(check, grant, 'grant');
-    return this.#records.bounded(check.source, async (bound) => {
+    const checked = this.#checkGrant(check, grant, 'grant');
+    return this.#calls.bounded(check.source, async (bound) => {
       const { record, json } = await this.#pending(check, id, bound);
       const until = options?.until instanceof Date ? options.until.getTime() : (options?.until ?? null);
       const approved: StoredGrantRequest = {
@@ -419,7 +426,7 @@ export class GrantRequestDesk implements PublicGrantRequests {
         meta: metaOf(approved),
         now: Date.now(),
       };
-      const written = await this.#records.grantWithDecision(
+      const written = await this.#grants.withDecision(
         check,
         checked,
         { until: until ?? undefined, note },
@@ -435,13 +442,13 @@ export class GrantRequestDesk implements PublicGrantRequests {
   async decline(id: string, reason: string): Promise<GrantRequest> {
     const check: Checker = new Checker('limits.requests.decline');
     const answer = checkText(check, reason, 'reason', LONGEST_REASON, true);
-    return this.#records.bounded(check.source, async (bound) => {
+    return this.#calls.bounded(check.source, async (bound) => {
       const { record, json } = await this.#pending(check, id, bound);
       const declined: StoredGrantRequest = { ...record, status: 'declined', decidedAt: Date.now(), answer };
       const store = this.#storeFor(check);
       const put = store.put(declined.id, serialise(declined), json, metaOf(declined), Date.now(), bound.applyBy);
       const written = await bound.race(put, (late) => {
-        if (late !== undefined) this.#records.lateChange(bound);
+        if (late !== undefined) this.#calls.lateChange(bound);
       });
       this.#decidedMeanwhile(check, written);
       return publicOf(declined);

@@ -73,9 +73,11 @@ function consumed(limiter: RateLimiterAbstract, key: string): Promise<Count> {
 class LimiterCounter implements StoreCounter<Count> {
   readonly capabilities: CounterCapabilities;
   readonly count: (key: string) => Count | Promise<Count>;
+  readonly route: ((key: string) => string) | undefined;
 
   constructor(private readonly limiter: RateLimiterAbstract) {
-    const declared = limiter as RateLimiterAbstract & Partial<CountsNow & CountsAsync>;
+    const declared = limiter as RateLimiterAbstract & Partial<CountsNow & CountsAsync & Routed>;
+    this.route = routeOf(declared);
     const countsNow = declared.countsNow === true && typeof declared.countNow === 'function';
     const countsAsync = declared.countsAsync === true && typeof declared.count === 'function';
     // Every rate-limiter-flexible limiter reads and forgets; an object that only looks like one may not.
@@ -106,6 +108,17 @@ function limiterOf(store: Store, spec: CounterSpec): RateLimiterAbstract {
   return limiter;
 }
 
+/** What a counter of the Redis store declares: which part of the store holds a key (see `StoreCounter.route`). */
+interface Routed {
+  readonly route: ((key: string) => string) | undefined;
+}
+
+/** The route a counter declares, kept through its public form (the pages' forms count on the Redis store's). */
+function routeOf(counter: Partial<Routed>): ((key: string) => string) | undefined {
+  const { route } = counter;
+  return typeof route === 'function' ? (key) => route.call(counter, key) : undefined;
+}
+
 /** A store's public `limits` counter as a counter of the contract, refused at once when it declares no count. */
 function limitsCounterOf(counter: LimitsCounter, spec: LimitsSpec): StoreCounter<readonly Count[]> {
   const c = counter as Partial<{ countsNow: unknown; countNow: unknown; countsAsync: unknown; count: unknown }>;
@@ -128,6 +141,7 @@ function limitsCounterOf(counter: LimitsCounter, spec: LimitsSpec): StoreCounter
       : (key) => (counter as Extract<LimitsCounter, { countsAsync: true }>).count(key),
     peek: (key) => readable.peek(key),
     reset: (key) => readable.reset(key),
+    route: routeOf(counter as Partial<Routed>),
   };
 }
 

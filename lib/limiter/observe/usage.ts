@@ -3,7 +3,7 @@ import { Checker } from '../../shared/check.js';
 import type { CompiledEndpoint } from '../endpoint.js';
 import type { CompiledGrants } from '../grants.js';
 import type { Client } from '../identify.js';
-import type { RuntimeRecords } from '../../records/records.js';
+import type { Records } from '../../records/records.js';
 import type { Grant } from '../../records/types.js';
 import type { EndpointUsage } from '../types.js';
 import type { CallBound } from '../../stores/call-bound.js';
@@ -22,9 +22,9 @@ function countersOf(endpoint: CompiledEndpoint, grants: CompiledGrants): Compile
 export class Usage {
   readonly #endpoints: readonly CompiledEndpoint[];
   readonly #grants: CompiledGrants;
-  readonly #records: RuntimeRecords;
+  readonly #records: Records;
 
-  constructor(endpoints: readonly CompiledEndpoint[], grants: CompiledGrants, records: RuntimeRecords) {
+  constructor(endpoints: readonly CompiledEndpoint[], grants: CompiledGrants, records: Records) {
     this.#endpoints = endpoints;
     this.#grants = grants;
     this.#records = records;
@@ -62,7 +62,7 @@ export class Usage {
       grant === undefined || grant === 'unlimited' ? endpoint : this.#grants.variant(endpoint, grant),
     );
     if (grant !== 'unlimited') this.#readable(check, counted, "read a client's counters");
-    const rows = await this.#records.bounded('limits.usage', (bound) => this.#rows(c, grant, counted, bound));
+    const rows = await this.#records.calls.bounded('limits.usage', (bound) => this.#rows(c, grant, counted, bound));
     return rows.flat();
   }
 
@@ -118,7 +118,7 @@ export class Usage {
     }
     const counters = chosen.flatMap((e) => countersOf(e, this.#grants));
     this.#readable(check, counters, "clear a client's counters");
-    return this.#records.bounded('limits.reset', async (bound) => {
+    return this.#records.calls.bounded('limits.reset', async (bound) => {
       const cleared = await Promise.all(counters.map((e) => e.counter.resetWithin(key, bound)));
       // Every instance forgets the refusals it remembers of the client, which would refuse it until its window ended.
       const longest = Math.max(...counters.flatMap((e) => e.limits.map((l) => l.windowMs)));
