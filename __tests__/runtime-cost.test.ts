@@ -3,8 +3,6 @@ import type Redis from 'ioredis';
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import { listingLimits, memoryStore, redisStore, type RuntimeState } from '../lib';
-import { Checker } from '../lib/shared/check';
-import { compileIpKey } from '../lib/limiter/identify';
 import type { BanRecord } from '../lib/records/kinds';
 import { Records } from '../lib/records/records';
 import { commandCalls, describeRedis, ioredisClient, startRedis } from './helpers/redis';
@@ -67,12 +65,12 @@ const cases = [memory, ...(describeRedis === describe ? [redis()] : [])];
 
 function registry(state: RuntimeState, errors: unknown[]): Records {
   return new Records(state, {
-    ipOf: compileIpKey(new Checker('test'), {}),
     checkGrant: () => 'unlimited',
     onChange: undefined,
     report: (error) => void errors.push(error),
     firstReadMs: 1000,
-    table: { rows: [], ipv6Subnet: 64 },
+    rows: [],
+    ipv6Subnet: 64,
   });
 }
 

@@ -14,37 +14,39 @@ import type { CallBound } from '../stores/call-bound.js';
 
 const banOptionFields = ['after', 'within', 'duration', 'tokensPerIp', 'tokensWithin', 'scope'] as const;
 
-/** Where bans are enforced: `'site'` (every request through the middleware) unless `ban.scope` says `'table'`. */
-export function banScope(check: Checker, options: ListingLimitsOptions): 'site' | 'table' {
-  const scope = (options.ban as { scope?: unknown } | undefined)?.scope;
-  return scope === undefined ? 'site' : check.oneOf(scope, ['site', 'table'], 'options.ban.scope');
-}
+/** Option `ban`, checked: where bans are enforced is known. */
+type CheckedBan = BanOptions & { readonly scope: 'site' | 'table' };
 
-export function checkBanOption(check: Checker, options: ListingLimitsOptions): BanOptions | undefined {
-  const { ban, onBan } = options;
+/**
+ * Options `ban` and `onBan`, checked: undefined without `ban`. Its `scope`, where bans are enforced, is `'site'` (every
+ * request through the middleware) unless it says `'table'`.
+ */
+export function checkBanOption(check: Checker, options: ListingLimitsOptions): CheckedBan | undefined {
+  const { onBan } = options;
   if (onBan !== undefined && typeof onBan !== 'function')
     check.invalid('options.onBan', 'must be a function (info, req) => void.');
-  if (ban === undefined) {
+  if (options.ban === undefined) {
     if (onBan) check.invalid('options.onBan', 'needs options.ban, which decides when a client is banned.');
     return undefined;
   }
-  const b = check.options(ban, 'options.ban', '{ after, within, duration }');
-  check.unknownKeys(b, banOptionFields, (key) => `options.ban.${key}`);
-  const within = check.seconds(b.within, 'options.ban.within');
-  banScope(check, options);
-  const checked: BanOptions = {
-    after: check.count(b.after, 'options.ban.after'),
-    within,
-    duration: check.seconds(b.duration, 'options.ban.duration'),
+  const ban = check.options(options.ban, 'options.ban', '{ after, within, duration }');
+  check.unknownKeys(ban, banOptionFields, (key) => `options.ban.${key}`);
+  // In the order the fields are checked: the first at fault is told.
+  const checked = {
+    within: check.seconds(ban.within, 'options.ban.within'),
+    scope: ban.scope === undefined ? 'site' : check.oneOf(ban.scope, ['site', 'table'] as const, 'options.ban.scope'),
+    after: check.count(ban.after, 'options.ban.after'),
+    duration: check.seconds(ban.duration, 'options.ban.duration'),
   };
-  if (b.tokensPerIp === undefined) {
-    if (b.tokensWithin !== undefined) check.invalid('options.ban.tokensWithin', 'needs options.ban.tokensPerIp.');
+  if (ban.tokensPerIp === undefined) {
+    if (ban.tokensWithin !== undefined) check.invalid('options.ban.tokensWithin', 'needs options.ban.tokensPerIp.');
     return checked;
   }
   return {
     ...checked,
-    tokensPerIp: check.count(b.tokensPerIp, 'options.ban.tokensPerIp'),
-    tokensWithin: b.tokensWithin === undefined ? within : check.seconds(b.tokensWithin, 'options.ban.tokensWithin'),
+    tokensPerIp: check.count(ban.tokensPerIp, 'options.ban.tokensPerIp'),
+    tokensWithin:
+      ban.tokensWithin === undefined ? checked.within : check.seconds(ban.tokensWithin, 'options.ban.tokensWithin'),
   };
 }
 

@@ -41,6 +41,8 @@ function multiplied(limit: number, multiplier: number): number {
 
 /** What a grant is checked against: the table's endpoints and rows, and the largest limit its windows can keep. */
 interface GrantTable {
+  /** Each endpoint's shape (see rowShape) → its name, `<METHOD> <path>`. */
+  readonly paths: ReadonlyMap<string, string>;
   /** The endpoints' shapes (see rowShape). */
   readonly shapes: ReadonlySet<string>;
   readonly rows: readonly EndpointRow[];
@@ -131,10 +133,9 @@ export function compileGrants(
   check: Checker,
   options: ListingLimitsOptions,
   context: {
-    store: StoreContract;
+    contract: StoreContract;
     window: WindowKind;
     waiting: Waiting | undefined;
-    paths: ReadonlyMap<string, string>;
     table: GrantTable;
     ipOf: IpKey;
     cacheMs: number;
@@ -153,7 +154,8 @@ export function compileGrants(
       `must be an object of grants by token or IP, or a lookup function; got ${show(grants)}.`,
     );
   }
-  const { store, window, waiting, ipOf, paths, table } = context;
+  const { contract, window, waiting, ipOf, table } = context;
+  const { paths } = table;
   const variants = new Map<string, CompiledEndpoint>();
   const variant = (base: CompiledEndpoint, grant: Limited): CompiledEndpoint => {
     let limits: Limit[];
@@ -170,7 +172,7 @@ export function compileGrants(
     const name = `${base.name} (${label})`;
     let found = variants.get(name);
     if (!found) {
-      found = compileEndpoint(check, store, waiting, { name, window, limits });
+      found = compileEndpoint(check, contract, waiting, { name, window, limits });
       variants.set(name, found);
     }
     return found;

@@ -194,7 +194,7 @@ function identifySteps(config: Config): Step[] {
  * uncounted and without headers.
  */
 function compileSiteSteps(config: Config): Step[] | undefined {
-  if (!config.site || config.shadow) return undefined;
+  if (config.scope !== 'site' || config.shadow) return undefined;
   return [
     ...identifySteps(config),
     banStep(config),

@@ -110,25 +110,25 @@ export class RecordCache {
   /** Entries of the records parsed and checked by this instance, in all: what the cost tests count. @internal */
   parsed = 0;
 
-  constructor(context: {
+  constructor(options: {
     readonly checkGrant: CheckGrant;
     readonly report: OnError;
     /** Told the key of each reset of a client's counters the cache reads (this instance's own included). */
     readonly onReset?: (key: string) => void;
   }) {
-    this.#report = context.report;
+    this.#report = options.report;
     const bans = (id: string) => (id.startsWith('addr:') ? this.#addressBans : this.#bans);
     // A reset read is told at once: the counters' remembered refusals of the client are stale from then on.
     const resets: KindCache = {
       get: (id) => this.#resets.get(id),
       add: (id, record, now) => {
         this.#resets.add(id, record as Stored<ResetRecord>, now);
-        context.onReset?.(id);
+        options.onReset?.(id);
       },
       delete: (id) => this.#resets.delete(id),
     };
     const caches = { bans, grants: this.#grants, lost: this.#lost, logins: this.#logins, resets };
-    this.#kinds = recordKinds(caches, context.checkGrant);
+    this.#kinds = recordKinds(caches, options.checkGrant);
   }
 
   /** Whether any ban may be in force: false means no request needs identifying for bans. */

@@ -195,7 +195,7 @@ export class GrantRequestDesk implements GrantRequests {
   readonly #grants: RuntimeGrants;
   readonly #keyOf: KeyOf;
   readonly #checkGrant: CheckGrant;
-  readonly #subnet: number | false;
+  readonly #ipv6Subnet: number | false;
   /** The rows of the table, which a request for specific endpoints names. */
   readonly endpoints: readonly EndpointRow[];
 
@@ -215,7 +215,7 @@ export class GrantRequestDesk implements GrantRequests {
     this.#grants = records.grants;
     this.#keyOf = records.keyOf;
     this.#checkGrant = records.checkGrant;
-    this.#subnet = table.ipv6Subnet;
+    this.#ipv6Subnet = table.ipv6Subnet;
     this.endpoints = table.rows;
   }
 
@@ -246,7 +246,7 @@ export class GrantRequestDesk implements GrantRequests {
     if (i.ip !== undefined && (typeof i.ip !== 'string' || !ipaddr.isValid(i.ip)))
       check.invalid('input.ip', `must be an IP address; got ${show(i.ip)}.`);
     const key = tokenKey(i.token);
-    const place = i.ip === undefined ? { network: '', group: key } : placeOf(i.ip as string, this.#subnet);
+    const place = i.ip === undefined ? { network: '', group: key } : placeOf(i.ip as string, this.#ipv6Subnet);
     const record: StoredGrantRequest = {
       id: randomBytes(9).toString('base64url'),
       key,
@@ -376,7 +376,7 @@ export class GrantRequestDesk implements GrantRequests {
     const { key } = this.#keyOf(check, client);
     const { limit } = this.#page(check, options);
     const address = addressOfKey(key);
-    const [by, value] = address === undefined ? ['key', key] : ['network', placeOf(address, this.#subnet).network];
+    const [by, value] = address === undefined ? ['key', key] : ['network', placeOf(address, this.#ipv6Subnet).network];
     const store = this.#storeFor(check);
     const found = await this.#calls.bounded(check.source, (bound) =>
       bound.race(store.find(by as 'key' | 'network', value, limit)),

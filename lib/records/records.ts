@@ -1,7 +1,7 @@
 // The operators' records of one middleware, behind one interface: what the request path asks, what operators change.
 import type { Request } from 'express';
 import type { OnError } from '../shared/hooks.js';
-import type { IpKey } from '../contract/keys.js';
+import { type IpKey, ipKey } from '../contract/keys.js';
 import type { EndpointRow } from '../contract/listings.js';
 import type { CallBound } from '../stores/call-bound.js';
 import { MemoryState } from '../stores/memory/state.js';
@@ -22,7 +22,10 @@ import type { ChangeEvent } from './types.js';
 
 /** What the records need of the middleware they serve: how it keys addresses and checks a grant, its hooks, bounds. */
 interface RecordsContext {
-  readonly ipOf: IpKey;
+  /** The table's rows, which a grant request for specific endpoints names. */
+  readonly rows: readonly EndpointRow[];
+  /** How client addresses are grouped (option `ipv6Subnet`): an operator's `{ ip }` is keyed as requests are. */
+  readonly ipv6Subnet: number | false;
   readonly checkGrant: CheckGrant;
   readonly onChange: ((event: ChangeEvent, req: Request | undefined) => unknown) | undefined;
   readonly report: OnError;
@@ -34,8 +37,6 @@ interface RecordsContext {
   readonly answered?: (route: string) => void;
   /** Told the key of each reset of a client's counters this instance reads (its own included). */
   readonly onReset?: (key: string) => void;
-  /** The table's rows, which a grant request for specific endpoints names, and how networks of requests are cut. */
-  readonly table: { readonly rows: readonly EndpointRow[]; readonly ipv6Subnet: number | false };
 }
 
 /**
@@ -66,7 +67,9 @@ export class Records {
     const stored = state ?? new MemoryState();
     const { checkGrant, report } = context;
     this.checkGrant = checkGrant;
-    this.#ipOf = context.ipOf;
+    const { ipv6Subnet } = context;
+    // An operator's call keys its address apart from the requests' remembered keys, which 10,000 bans would fill.
+    this.#ipOf = (ip) => ipKey(ip, ipv6Subnet);
     this.cache = new RecordCache({ checkGrant, report, onReset: context.onReset });
     this.#follower = new CacheFollower(stored, this.cache, {
       firstReadMs: context.firstReadMs,
@@ -90,7 +93,7 @@ export class Records {
     this.lost = new LostRecords(this.cache, this.calls);
     this.history = new History(this.cache, this.calls);
     this.foreign = new ForeignEntries(this.cache, this.calls, this.history);
-    this.requests = new GrantRequestDesk(state?.requests, this, context.table);
+    this.requests = new GrantRequestDesk(state?.requests, this, { rows: context.rows, ipv6Subnet });
   }
 
   /**

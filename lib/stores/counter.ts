@@ -1,12 +1,9 @@
 // One counter as the middleware counts with it: count, peek and reset, whatever store keeps it and however it fails.
 import { StoreUnavailableError } from '../shared/errors.js';
-import type { Count, CounterSpec, LimitsSpec, StoreCounter } from './store.js';
+import type { Count, CountAnswer, CounterSpec, LimitsSpec, StoreCounter } from './store.js';
 import type { CallBound } from './call-bound.js';
 import { AFTER_DEADLINE, BREAKER_OPEN, type Deadline, TIMED_OUT, type Waiting } from './waiting.js';
 import { type Limit } from '../contract/limit.js';
-
-/** What a counter answers: one limit's count, or each limit's. */
-type CountAnswer = Count | readonly Count[];
 
 /** Refusals a counter remembers at the most; the oldest are forgotten first beyond that. */
 export const REMEMBERED_REFUSALS = 10_000;

@@ -43,6 +43,9 @@ export interface Count {
   readonly resetAt: number;
 }
 
+/** What a counter answers: one limit's count, or each limit's in order. */
+export type CountAnswer = Count | readonly Count[];
+
 /** A counter of several limits that counts synchronously, in this process. */
 export interface CountsLimitsNow {
   readonly countsNow: true;

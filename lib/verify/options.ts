@@ -5,11 +5,10 @@ import { compile, pathToRegexp } from 'path-to-regexp';
 import { Checker, MAX_TIMER_MS, show } from '../shared/check.js';
 import { listingNames } from '../contract/listings.js';
 import { checkTable, endpointsOf, rowShape } from '../contract/table.js';
-import type { Limit, WindowKind } from '../contract/limit.js';
+import { type Limit, type WindowKind, windowKinds } from '../contract/limit.js';
 import type { VerifyEvent, VerifyOptions } from './types.js';
 
 const SOURCE = 'verifyContract';
-const windowKinds = ['fixed', 'sliding'] as const satisfies readonly WindowKind[];
 const verifyOptionNames = [
   'baseUrl',
   'listing',

@@ -153,6 +153,7 @@ export class Metrics {
       limits: (spec) => timedCounter(store.limits(spec), observe),
       state: store.state,
       failure: store.failure,
+      watchConnection: store.watchConnection,
     };
   }
 }
@@ -202,9 +203,12 @@ function timedCounter<A extends Count | readonly Count[]>(
 /** Checks the `metrics` option: a prom-client Registry, or undefined. */
 export function checkMetrics(check: Checker, metrics: unknown): MetricsRegistry | undefined {
   if (metrics === undefined) return undefined;
-  const registry = metrics as Partial<MetricsRegistry> | null;
-  if (typeof registry !== 'object' || registry === null || typeof registry.registerMetric !== 'function') {
+  if (
+    typeof metrics !== 'object' ||
+    metrics === null ||
+    typeof (metrics as Partial<MetricsRegistry>).registerMetric !== 'function'
+  ) {
     check.invalid('options.metrics', `must be a prom-client Registry (e.g. \`new Registry()\`); got ${show(metrics)}.`);
   }
-  return registry as MetricsRegistry;
+  return metrics as MetricsRegistry;
 }
