@@ -105,6 +105,19 @@ it('has no import cycle', () => {
   expect(cycles).toEqual([]);
 });
 
+it('the example server imports only the entry points of lib/, so that any of its files can be copied into an app', () => {
+  const dir = join(__dirname, '..', 'example-server');
+  const specs = readdirSync(dir)
+    .filter((name) => name.endsWith('.ts'))
+    .flatMap((name) => ts.preProcessFile(readFileSync(join(dir, name), 'utf8'), true, true).importedFiles)
+    .map(({ fileName }) => fileName)
+    .filter((spec) => spec.startsWith('../'));
+  expect(specs.length).toBeGreaterThan(0);
+  expect(specs.filter((spec) => !ENTRIES.includes(spec.replace(/^\.\.\/lib\//, '').replace(/\.js$/, '.ts')))).toEqual(
+    [],
+  );
+});
+
 it('the test reads the imports it should: lib/index.ts imports the middleware', () => {
   expect(imports.get('index.ts')).toContain('limiter/middleware.ts');
   expect(imports.get('verify.ts')).toEqual(['verify/run.ts', 'verify/types.ts']);

@@ -17,9 +17,11 @@ export {
   type ListingFamily,
   listingFamilies,
   type ListingName,
+  listingNames,
   listings,
   type Method,
 } from './contract/listings.js';
+export { listingChoices, listingHint, listingOf } from './contract/listing-names.js';
 export { listingLimits } from './limiter/middleware.js';
 export { type RedisClient, type RedisFailureMode, type RedisStoreOptions, redisStore } from './stores/redis/store.js';
 export {
