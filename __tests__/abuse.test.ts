@@ -1,7 +1,7 @@
 // Rules 5 and 6 of the contract and the ways around limiters: authenticate, bans, grants, shadow mode, hooks.
 import request from 'supertest';
 import type { BanInfo, LimitEvent, ListingLimitsMiddleware, ListingLimitsOptions } from '../lib';
-import { tokenKey } from '../lib/limiter/keys';
+import { tokenKey } from '../lib/contract/keys';
 import { createApp } from './helpers/app';
 import { storeCases, T0, useFakeClock } from './helpers/stores';
 

@@ -17,7 +17,7 @@ import {
   listingLimits,
   redisStore,
 } from '../lib';
-import { tokenKey } from '../lib/limiter/keys';
+import { tokenKey } from '../lib/contract/keys';
 import { createApp } from './helpers/app';
 import { type PipelinedRequest, pipeline, tally } from './helpers/pipeline';
 import { describeRedisServer, ioredisClient, RedisServer } from './helpers/redis';

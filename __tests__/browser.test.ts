@@ -6,8 +6,9 @@ import type { Express } from 'express';
 import type { Browser, BrowserContext, Page, Response } from 'playwright-core';
 import { createExampleApp } from '../example-server/app';
 import type { ListingLimitsMiddleware, TrafficMinute, TrafficSummary } from '../lib';
-import { tokenKey } from '../lib/limiter/keys';
-import { linkedOf } from '../lib/limiter/linked';
+import { tokenKey } from '../lib/contract/keys';
+import type { Traffic } from '../lib/limiter/observe/traffic';
+import { pagesLinkOf } from '../lib/records/pages-link';
 import { describeBrowser, launchChromium } from './helpers/browser';
 import { type Served, serve } from './helpers/serve';
 
@@ -30,7 +31,7 @@ const SEEDED_CLIENT = 'ip:203.0.113.7';
  * few endpoints rise and fall, with a burst of refusals twenty minutes ago.
  */
 function seedHour(limits: ListingLimitsMiddleware): void {
-  const traffic = linkedOf(limits)?.traffic;
+  const traffic = pagesLinkOf(limits)?.traffic as Traffic | undefined;
   if (!traffic) throw new Error('no traffic recorder on the example server');
   const now = Date.now();
   const client = { key: SEEDED_CLIENT };

@@ -1,8 +1,8 @@
 // The client's parts alone: its settings from the options, and the endpoint, URL and body of a call.
 import { compileEndpoints, endpointOf, jsonOf, urlOf } from '../lib/client/endpoints';
-import { resolve } from '../lib/client/options';
+import { resolveClient } from '../lib/client/options';
 
-const settings = resolve({ listing: 'B', baseUrl: 'http://api.test/base/' });
+const settings = resolveClient({ listing: 'B', baseUrl: 'http://api.test/base/' });
 const endpoints = compileEndpoints(settings);
 const bot = endpointOf(endpoints, 'GET', '/v1/bots/:id');
 
@@ -26,14 +26,14 @@ it('settles the defaults once: base URL without its trailing slash, waits, retri
     '/v1/users/:id/bots': 0,
   });
   const day = [{ method: 'GET', path: '/x', limit: 1, windowMs: 86_400_000 }];
-  expect(resolve({ listing: day, baseUrl: 'http://api.test' }).maxWaitMs).toBe(86_400_000);
+  expect(resolveClient({ listing: day, baseUrl: 'http://api.test' }).maxWaitMs).toBe(86_400_000);
 });
 
 it('makes listeners quiet: what they throw is dropped', () => {
   const thrower = () => {
     throw new Error('no');
   };
-  const quiet = resolve({ listing: 'B', baseUrl: 'http://api.test', onWait: thrower, onError: thrower });
+  const quiet = resolveClient({ listing: 'B', baseUrl: 'http://api.test', onWait: thrower, onError: thrower });
   expect(() => quiet.onWait({ endpoint: 'GET /v1/bots', ms: 1, reason: 'table' })).not.toThrow();
   expect(() => quiet.onError(new Error('x'))).not.toThrow();
 });

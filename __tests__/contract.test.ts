@@ -7,7 +7,7 @@ import { rateLimit } from 'express-rate-limit';
 import request from 'supertest';
 import { type EndpointRow, type ListingLimitsOptions, listingLimits } from '../lib';
 import { partitionKey } from '../lib/contract/headers';
-import { tokenKey } from '../lib/limiter/keys';
+import { tokenKey } from '../lib/contract/keys';
 import { createApp, expressVersions, pathOf } from './helpers/app';
 import { BODY_429, expectLimitHolds, rowsOf } from './helpers/contract';
 import { storeCases, T0, useFakeWindows } from './helpers/stores';

@@ -5,22 +5,24 @@ import { RateLimiterMemory } from 'rate-limiter-flexible';
 import request from 'supertest';
 import { ListingLimitsError, listingLimits, StoreUnavailableError } from '../lib';
 import { ListingClientError } from '../lib/client';
-import type * as Errors from '../lib/shared/errors';
+import type * as ClientErrors from '../lib/client/errors';
+import type * as SharedErrors from '../lib/shared/errors';
 
-/** A second copy of lib/errors, as a second module system loads it: classes of their own. */
-function otherCopy(): typeof Errors {
-  let copy: typeof Errors | undefined;
+type Errors = typeof SharedErrors & typeof ClientErrors;
+
+/** A second copy of the errors' modules, as a second module system loads them: classes of their own. */
+function otherCopy(): Errors {
+  let copy: Errors | undefined;
   jest.isolateModules(() => {
-    copy = jest.requireActual<typeof Errors>('../lib/shared/errors');
+    const shared = jest.requireActual<typeof SharedErrors>('../lib/shared/errors');
+    copy = { ...shared, ...jest.requireActual<typeof ClientErrors>('../lib/client/errors') };
   });
-  return copy as typeof Errors;
+  return copy as Errors;
 }
 
 const other = otherCopy();
 
-type Make = (
-  errors: Pick<typeof Errors, 'ListingLimitsError' | 'StoreUnavailableError' | 'ListingClientError'>,
-) => Error;
+type Make = (errors: Pick<Errors, 'ListingLimitsError' | 'StoreUnavailableError' | 'ListingClientError'>) => Error;
 const classes: [string, Make][] = [
   ['ListingLimitsError', (e) => new e.ListingLimitsError('ERR_INVALID_OPTION', 'options.x', 'is wrong.')],
   ['StoreUnavailableError', (e) => new e.StoreUnavailableError('closed')],

@@ -10,7 +10,7 @@ import type * as App from '../example-server/app';
 import type * as Env from '../example-server/env';
 import { DEFAULT_HOST, DEFAULT_PORTS, startupFromEnv, storeFromEnv } from '../example-server/env';
 import type * as Listings from '../lib/contract/listings';
-import { tokenKey } from '../lib/limiter/keys';
+import { tokenKey } from '../lib/contract/keys';
 import { describeRedis, redisForBlock, scanKeys } from './helpers/redis';
 
 const root = join(__dirname, '..');

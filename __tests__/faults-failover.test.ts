@@ -4,7 +4,7 @@
 // docs/stores.md states), every operator call and the pages (settle within their bounds; what was refused is never
 // done), and the state's followers (a copy behind detected as a loss; they converge).
 import Redis, { type Cluster } from 'ioredis';
-import { tokenKey } from '../lib/limiter/keys';
+import { tokenKey } from '../lib/contract/keys';
 import { describeRedisServer, ioredisClient, RedisCluster, RedisSentinels } from './helpers/redis';
 import { withClients } from './helpers/redis-env';
 import {

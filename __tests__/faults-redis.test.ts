@@ -3,7 +3,7 @@
 // exact again after), every operator call (settles within its bound, and what it did not do is never done), the pages
 // (503 within the bound), the rule's bans (written once the store takes them) and the state's followers (converge).
 import type Redis from 'ioredis';
-import { tokenKey } from '../lib/limiter/keys';
+import { tokenKey } from '../lib/contract/keys';
 import { describeRedisServer, ioredisClient, RedisServer } from './helpers/redis';
 import {
   CALL_BOUND_MS,

@@ -2,7 +2,7 @@
 import express5 from 'express';
 import request from 'supertest';
 import { type EndpointRow, listingLimits, type ListingLimitsMiddleware, redisStore, RuntimeStateError } from '../lib';
-import { tokenKey } from '../lib/limiter/keys';
+import { tokenKey } from '../lib/contract/keys';
 import { limitsAdmin } from '../lib/pages';
 import { describeRedis, redisForBlock } from './helpers/redis';
 

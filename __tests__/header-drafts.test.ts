@@ -7,7 +7,7 @@ import { parseRateLimit } from 'ratelimit-header-parser';
 import { isInnerList, type Item, parseList } from 'structured-headers';
 import request from 'supertest';
 import { type EndpointRow, type ListingLimitsOptions, ListingLimitsError, listingLimits, listings } from '../lib';
-import { tokenKey } from '../lib/limiter/keys';
+import { tokenKey } from '../lib/contract/keys';
 import { headerTemplate, headerWriter, partitionKey } from '../lib/contract/headers';
 import { readServerLimits } from '../lib/contract/read-headers';
 import { T0, useFakeClock } from './helpers/stores';

@@ -1,6 +1,6 @@
 // Client keys: the token's hash, or the client address with IPv6 grouped by subnet.
 import { createHash } from 'node:crypto';
-import { ipKey, tokenKey } from '../lib/limiter/keys';
+import { ipKey, tokenKey } from '../lib/contract/keys';
 
 describe('ipKey', () => {
   it.each([

@@ -3,7 +3,7 @@ import express5 from 'express';
 import type Redis from 'ioredis';
 import request from 'supertest';
 import { type EndpointRow, listingLimits, type ListingLimitsMiddleware, redisStore, RuntimeStateError } from '../lib';
-import { tokenKey } from '../lib/limiter/keys';
+import { tokenKey } from '../lib/contract/keys';
 import { limitsAdmin } from '../lib/pages';
 import { createServer, type Server, type Socket, connect } from 'node:net';
 import { describeRedis, describeRedisServer, ioredisClient, redisForBlock, RedisServer } from './helpers/redis';

@@ -1,7 +1,7 @@
 // The operator's page whatever the store holds: a page of each list, a client's page found by token, address or key.
 import request from 'supertest';
 import { type GrantRequestInput, memoryStore, redisStore, type Store } from '../lib';
-import { tokenKey } from '../lib/limiter/keys';
+import { tokenKey } from '../lib/contract/keys';
 import type { GrantRequestStore } from '../lib/stores/grant-request-store';
 import { csrfOf, flat, pagesAppPerTest, TOKEN } from './helpers/pages';
 import { describeRedis, redisForBlock } from './helpers/redis';

@@ -2,7 +2,7 @@
 import express5 from 'express';
 import request from 'supertest';
 import { listingLimits, type ListingLimitsMiddleware, ListingLimitsError, redisStore } from '../lib';
-import { tokenKey } from '../lib/limiter/keys';
+import { tokenKey } from '../lib/contract/keys';
 import { escapeHtml, limitsAdmin, limitsRequestPage } from '../lib/pages';
 import { expressVersions } from './helpers/app';
 import { ADMIN, contactForm, csrfOf, flat, loggedIn, pagesAppPerTest, rows, TOKEN, valid } from './helpers/pages';

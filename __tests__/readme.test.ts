@@ -11,7 +11,7 @@ import { type EndpointRow, listingLimits, type ListingLimitsMiddleware, listings
 import { limitsRequestPage } from '../lib/pages';
 import { startupFromEnv, storeFromEnv } from '../example-server/env';
 import { listingHint } from '../lib/contract/listing-names';
-import { tokenKey } from '../lib/limiter/keys';
+import { tokenKey } from '../lib/contract/keys';
 import { planVerification, verifyContract } from '../lib/verify';
 import { serve } from './helpers/serve';
 import {

@@ -2,7 +2,7 @@
 // bans, grants and grant requests, a lost script cache, an outage and recovery; judged by what the server counted.
 import type Redis from 'ioredis';
 import type { GrantRequestInput } from '../lib';
-import { tokenKey } from '../lib/limiter/keys';
+import { tokenKey } from '../lib/contract/keys';
 import { PROBE_EVERY_MS } from '../lib/stores/waiting';
 import { describeRedisServer, ioredisClient, RedisServer } from './helpers/redis';
 import { type ClientPackage, withClients } from './helpers/redis-env';

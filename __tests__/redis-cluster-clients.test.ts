@@ -1,7 +1,7 @@
 // Every Redis Cluster client the store takes, on a local cluster of three masters, two app instances in processes of
 // their own: exact counts spread over the masters, bans, grants and grant requests, and every master losing its scripts.
 import Redis from 'ioredis';
-import { tokenKey } from '../lib/limiter/keys';
+import { tokenKey } from '../lib/contract/keys';
 import { describeRedisServer, RedisCluster, scanKeys } from './helpers/redis';
 import { type ClientPackage, withClients } from './helpers/redis-env';
 import {

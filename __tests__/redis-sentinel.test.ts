@@ -1,6 +1,6 @@
 // Redis Sentinel through ioredis: a master, a replica and three sentinels; the master killed under traffic from two app
 // instances in processes of their own: no 5xx, refusals kept, and counting back in Redis, on the new master, in time.
-import { tokenKey } from '../lib/limiter/keys';
+import { tokenKey } from '../lib/contract/keys';
 import { describeRedisServer, ioredisClient, RedisSentinels } from './helpers/redis';
 import { withClients } from './helpers/redis-env';
 import {

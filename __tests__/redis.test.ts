@@ -14,7 +14,7 @@ import {
   redisStore,
   type Store,
 } from '../lib';
-import { tokenKey } from '../lib/limiter/keys';
+import { tokenKey } from '../lib/contract/keys';
 import type { GlideClient } from '@valkey/valkey-glide';
 import { createApp } from './helpers/app';
 import {

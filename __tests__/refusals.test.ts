@@ -3,7 +3,8 @@ import { RateLimiterMemory } from 'rate-limiter-flexible';
 import request from 'supertest';
 import { type EndpointRow, redisStore, type Store } from '../lib';
 import { contractOf } from '../lib/stores/adapter';
-import { type Count, Counter, REMEMBERED_REFUSALS } from '../lib/stores/counter';
+import { Counter, REMEMBERED_REFUSALS } from '../lib/stores/counter';
+import type { Count } from '../lib/stores/store';
 import { createApp } from './helpers/app';
 import { describeRedis, redisForBlock, scriptRuns } from './helpers/redis';
 import { T0, useFakeClock } from './helpers/stores';
@@ -68,15 +69,15 @@ describe('the refusals a counter remembers', () => {
     const counter: Counter<Count> = new Counter(spec, contractOf(store).counter(spec), undefined);
     const clients = REMEMBERED_REFUSALS + 500;
     for (let i = 0; i < clients; i++) {
-      await counter.hit(`client-${i}`);
-      const refused = await counter.hit(`client-${i}`);
+      await counter.count(`client-${i}`);
+      const refused = await counter.count(`client-${i}`);
       expect(refused.count).toBe(2);
       expect(counter.refusals).toBeLessThanOrEqual(REMEMBERED_REFUSALS);
     }
     expect(counter.refusals).toBe(REMEMBERED_REFUSALS);
     // The newest is answered at once; the oldest was forgotten and goes to the store again (which refuses it).
-    expect(counter.hit(`client-${clients - 1}`)).not.toBeInstanceOf(Promise);
-    const oldest = counter.hit('client-0');
+    expect(counter.count(`client-${clients - 1}`)).not.toBeInstanceOf(Promise);
+    const oldest = counter.count('client-0');
     expect(oldest).toBeInstanceOf(Promise);
     await expect(oldest).resolves.toMatchObject({ count: 3 });
   });

@@ -10,7 +10,7 @@ import {
   redisStore,
   type Store,
 } from '../lib';
-import { tokenKey } from '../lib/limiter/keys';
+import { tokenKey } from '../lib/contract/keys';
 import { OTHER_CLIENTS, Traffic } from '../lib/limiter/observe/traffic';
 import { createApp } from './helpers/app';
 import { describeRedis, redisForBlock, scanKeys } from './helpers/redis';

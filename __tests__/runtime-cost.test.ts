@@ -3,9 +3,8 @@ import type Redis from 'ioredis';
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import { listingLimits, memoryStore, redisStore, type RuntimeState } from '../lib';
-import { Checker } from '../lib/shared/check';
-import { compileIpKey } from '../lib/limiter/identify';
-import { type BanRecord, RuntimeRecords } from '../lib/limiter/rules/runtime-records';
+import type { BanRecord } from '../lib/records/kinds';
+import { Records } from '../lib/records/records';
 import { commandCalls, describeRedis, ioredisClient, startRedis } from './helpers/redis';
 
 const T0 = Date.UTC(2026, 0, 1);
@@ -64,13 +63,14 @@ function redis(): Instances {
 
 const cases = [memory, ...(describeRedis === describe ? [redis()] : [])];
 
-function registry(state: RuntimeState, errors: unknown[]): RuntimeRecords {
-  return new RuntimeRecords(state, {
-    ipOf: compileIpKey(new Checker('test'), {}),
+function registry(state: RuntimeState, errors: unknown[]): Records {
+  return new Records(state, {
     checkGrant: () => 'unlimited',
     onChange: undefined,
     report: (error) => void errors.push(error),
     firstReadMs: 1000,
+    rows: [],
+    ipv6Subnet: 64,
   });
 }
 
@@ -107,26 +107,26 @@ describe.each(cases)('$name', (instances) => {
     try {
       // The state exists and the script is loaded, as on any store after its first change.
       const [primer, primed] = banOf(-1);
-      await a.ruleBan(primer, primed, undefined as never);
-      await a.unban(primer);
+      await a.bans.rule(primer, primed, undefined as never);
+      await a.bans.unban(primer);
       for (let from = 0; from < active; from += 500) {
         const batch = Array.from({ length: Math.min(500, active - from) }, (_, i) => banOf(from + i));
-        await Promise.all(batch.map(([key, ban]) => a.ruleBan(key, ban, undefined as never)));
+        await Promise.all(batch.map(([key, ban]) => a.bans.rule(key, ban, undefined as never)));
       }
       await Promise.all([a.sync(), b.sync()]);
-      expect([a.activeBans(), b.activeBans()]).toEqual([active, active]);
+      expect([a.cache.countBansInForce(), b.cache.countBansInForce()]).toEqual([active, active]);
 
       const commands = await instances.commands();
-      const parsed = a.parsed + b.parsed;
+      const parsed = a.cache.parsed + b.cache.parsed;
       const [key, ban] = banOf(active);
-      expect(await a.ruleBan(key, ban, undefined as never)).toBe(true);
+      expect(await a.bans.rule(key, ban, undefined as never)).toBe(true);
       await Promise.all([a.sync(), b.sync()]);
-      expect([a.activeBans(), b.activeBans()]).toEqual([active + 1, active + 1]);
+      expect([a.cache.countBansInForce(), b.cache.countBansInForce()]).toEqual([active + 1, active + 1]);
       expect(errors).toEqual([]);
       const after = await instances.commands();
       return {
         commands: commands && after ? sent(commands, after) : undefined,
-        parsed: a.parsed + b.parsed - parsed,
+        parsed: a.cache.parsed + b.cache.parsed - parsed,
       };
     } finally {
       a.close();
@@ -169,18 +169,18 @@ describe("a request's check of its address's ban", () => {
     const records = registry(memoryStore().state as RuntimeState, errors);
     records.start();
     try {
-      expect(await records.banClient({ ip: '203.0.113.7' }, { duration: DURATION })).toBe(true);
+      expect(await records.bans.ban({ ip: '203.0.113.7' }, { duration: DURATION })).toBe(true);
       const client = (address: string) =>
         ({ key: 't:token', kind: 'token', ip: `ip:${address}`, token: 'Bot x', tokenKey: 't:token' }) as const;
       const now = Date.now();
       const banned = client('203.0.113.7');
-      const until = records.bannedUntil(banned, now);
+      const until = records.cache.bannedUntil(banned, now);
       expect(until).toBeGreaterThan(now);
       const answers = new Map<string, number>();
       const tally = (answer: unknown) => answers.set(String(answer), (answers.get(String(answer)) ?? 0) + 1);
       for (let i = 0; i < 25_000; i++) {
-        tally(records.bannedUntil(client(`10.${i >> 16}.${(i >> 8) & 255}.${i & 255}`), now));
-        if (i % 1000 === 0) tally(records.bannedUntil(banned, now) === until ? 'banned' : 'not banned');
+        tally(records.cache.bannedUntil(client(`10.${i >> 16}.${(i >> 8) & 255}.${i & 255}`), now));
+        if (i % 1000 === 0) tally(records.cache.bannedUntil(banned, now) === until ? 'banned' : 'not banned');
       }
       expect(Object.fromEntries(answers)).toEqual({ undefined: 25_000, banned: 25 });
       expect(errors).toEqual([]);

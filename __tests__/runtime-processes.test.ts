@@ -4,7 +4,7 @@ import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import type Redis from 'ioredis';
-import { tokenKey } from '../lib/limiter/keys';
+import { tokenKey } from '../lib/contract/keys';
 import { describeRedisServer, ioredisClient, RedisServer } from './helpers/redis';
 
 const root = join(__dirname, '..');

@@ -20,7 +20,7 @@ import {
 } from '../lib';
 import { createApp } from './helpers/app';
 import { commandCalls, describeRedis, ioredisClient, scanKeys, startRedis } from './helpers/redis';
-import { tokenKey } from '../lib/limiter/keys';
+import { tokenKey } from '../lib/contract/keys';
 import { T0, useFakeClock } from './helpers/stores';
 
 const rows: readonly EndpointRow[] = [{ method: 'GET', path: '/v1/things', limit: 2, windowMs: 60_000 }];

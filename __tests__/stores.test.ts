@@ -212,7 +212,7 @@ function contractSuite(store: ContractCase): void {
     const counter = new Counter(spec, (await contract()).counter(spec), undefined);
     const hits = [];
     for (let i = 0; i < 4; i++) {
-      const answer = counter.hit('a');
+      const answer = counter.count('a');
       hits.push({ promise: answer instanceof Promise, count: (await answer).count });
     }
     // A store that counts now counts every request; another is asked until it refuses, then not again.
@@ -258,8 +258,8 @@ function contractSuite(store: ContractCase): void {
       expect(await counter.reset('a')).toBe(true);
       expect(((await counter.peek('a')) ?? []).map((count) => count.count)).toEqual([0, 0].slice(0, n));
       const refused = new Counter(limitsSpec, counter, undefined);
-      for (let i = 0; i < 3; i++) await refused.hit('b');
-      expect(refused.hit('b') instanceof Promise).toBe(false);
+      for (let i = 0; i < 3; i++) await refused.count('b');
+      expect(refused.count('b') instanceof Promise).toBe(false);
     },
   );
 }

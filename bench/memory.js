@@ -36,9 +36,9 @@ async function bytesPerRefusal(n) {
   const store = () => new RateLimiterMemory({ points: 1, duration: 60 });
   const counter = new Counter(spec, contractOf(store).counter(spec), undefined);
   const keys = Array.from({ length: count }, (_, i) => `t:${String(i).padStart(43, '0')}`);
-  for (const key of keys) await counter.hit(key); // counted: no refusal yet
+  for (const key of keys) await counter.count(key); // counted: no refusal yet
   const before = heap();
-  for (const key of keys) await counter.hit(key); // refused by the store: remembered
+  for (const key of keys) await counter.count(key); // refused by the store: remembered
   const bytes = (heap() - before) / count;
   if (counter.refusals !== count) throw new Error(`expected ${count} refusals, got ${counter.refusals}`);
   return bytes;

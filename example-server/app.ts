@@ -1,9 +1,17 @@
 // createExampleApp(): a local stand-in for a listing of the API, with listingLimits in front of every endpoint.
 import express, { type Express, type RequestHandler } from 'express';
 import { Registry } from 'prom-client';
-import { type ListingName, listingLimits, listings, type Store, type WindowKind } from '../lib/index.js';
-import { listingChoices, listingHint, listingOf } from '../lib/contract/listing-names.js';
-import type { AnyListingName } from '../lib/contract/listings.js';
+import {
+  type AnyListingName,
+  listingChoices,
+  listingHint,
+  type ListingName,
+  listingLimits,
+  listingOf,
+  listings,
+  type Store,
+  type WindowKind,
+} from '../lib/index.js';
 import { limitsAdmin, limitsRequestPage } from '../lib/pages.js';
 import { type Bot, type ExampleData, generateData, type Server } from './data.js';
 import { errorHandler, HttpError, notFound } from './errors.js';

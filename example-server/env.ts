@@ -1,8 +1,16 @@
 // Start-up settings of the example server, read from the environment; a bad value is a one-line error naming its variable.
 import Redis from 'ioredis';
-import { type ListingName, memoryStore, redisStore, type Store, type WindowKind } from '../lib/index.js';
-import { listingChoices, listingHint, listingOf } from '../lib/contract/listing-names.js';
-import { listingNames } from '../lib/contract/listings.js';
+import {
+  listingChoices,
+  listingHint,
+  type ListingName,
+  listingNames,
+  listingOf,
+  memoryStore,
+  redisStore,
+  type Store,
+  type WindowKind,
+} from '../lib/index.js';
 
 /** A setting that cannot work: the process prints the message alone and exits with code 1. */
 export class StartupError extends Error {

@@ -2,8 +2,7 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { createExampleApp, PAGES } from './app.js';
-import { type ListingName, listings } from '../lib/index.js';
-import { listingFamilies } from '../lib/contract/listings.js';
+import { listingFamilies, type ListingName, listings } from '../lib/index.js';
 import { type Listener, StartupError, type StoreChoice, startupFromEnv, storeFromEnv } from './env.js';
 
 /**

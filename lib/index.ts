@@ -17,9 +17,11 @@ export {
   type ListingFamily,
   listingFamilies,
   type ListingName,
+  listingNames,
   listings,
   type Method,
 } from './contract/listings.js';
+export { listingChoices, listingHint, listingOf } from './contract/listing-names.js';
 export { listingLimits } from './limiter/middleware.js';
 export { type RedisClient, type RedisFailureMode, type RedisStoreOptions, redisStore } from './stores/redis/store.js';
 export {
@@ -27,25 +29,36 @@ export {
   type CounterSpec,
   type CountsLimitsAsync,
   type CountsLimitsNow,
-  type Limit,
   type LimitsCounter,
   type LimitsSpec,
-  type RuntimeState,
+  MAX_SLIDING_LIMIT,
   type Store,
   type StoreFailurePolicy,
-  type WindowKind,
 } from './stores/store.js';
-export { MAX_SLIDING_LIMIT } from './stores/limits.js';
+export type { RuntimeState } from './stores/state.js';
+export type { Limit, WindowKind } from './contract/limit.js';
 export { memoryStore } from './stores/memory/store.js';
 export type {
-  ActiveBan,
-  ActiveGrant,
   Authenticate,
   BanInfo,
   BanOptions,
-  ChangeEvent,
-  ClientKind,
   EndpointUsage,
+  GrantLookup,
+  Grants,
+  LimitEvent,
+  LimitHandler,
+  ListingLimitsMiddleware,
+  ListingLimitsOptions,
+  OnBan,
+  RateLimitInfo,
+  TrafficMinute,
+  TrafficSummary,
+} from './limiter/types.js';
+export type { ClientKind } from './contract/keys.js';
+export type {
+  ActiveBan,
+  ActiveGrant,
+  ChangeEvent,
   ClientRef,
   ForeignEntry,
   Grant,
@@ -53,15 +66,5 @@ export type {
   GrantRequest,
   GrantRequestInput,
   GrantRequests,
-  GrantLookup,
-  Grants,
-  LimitEvent,
-  LimitHandler,
-  ListingLimitsMiddleware,
-  ListingLimitsOptions,
   LostRecord,
-  OnBan,
-  RateLimitInfo,
-  TrafficMinute,
-  TrafficSummary,
-} from './limiter/types.js';
+} from './records/types.js';

@@ -7,6 +7,8 @@ export type {
   VerifyOptions,
   VerifyPlan,
   VerifyReport,
-  WaitReason,
+  VerifyWaitReason,
+  /** @deprecated Use `VerifyWaitReason`, which says whose waits these are (the client has a `WaitReason`). */
+  VerifyWaitReason as WaitReason,
   WindowSeen,
 } from './verify/types.js';

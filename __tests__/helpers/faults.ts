@@ -1,6 +1,6 @@
 // The fault suite's parts: app instances with their pages in processes of their own (fault-instance.js), every
 // operator's call and every page with how long each took, and the checks that hold whatever the store does.
-import { tokenKey } from '../../lib/limiter/keys';
+import { tokenKey } from '../../lib/contract/keys';
 import { type ClientKind, type Instance, type InstanceOptions, startInstance } from './store-processes';
 
 /** The limit of the one endpoint, per minute: a minute, so that a fault and its recovery fall in one window. */

@@ -27,6 +27,7 @@ module.exports = {
   'lost.test.ts': 'redis-server, stopped and paused, and a replica promoted',
   'memory.test.ts': 'redis-server',
   'metrics.test.ts': 'redis-server',
+  'names.test.ts': 'the TypeScript parser, over every file of lib/',
   'optional-peers.test.ts': 'redis-server',
   'package.test.ts': 'npm pack, builds, the packed command in a process of its own',
   'pages-attacks.test.ts': 'redis-server',

@@ -1,10 +1,10 @@
 // The table as the client calls it: each endpoint's path template and pacer, and the URL and body of a call.
 import { compile, pathToRegexp } from 'path-to-regexp';
 import { isPlainObject, show, suggestion } from '../shared/check.js';
-import { ListingClientError } from '../shared/errors.js';
+import { ListingClientError } from './errors.js';
 import { endpointsOf } from '../contract/table.js';
 import { Pacer } from './pacing.js';
-import type { Settings } from './options.js';
+import type { ClientSettings } from './options.js';
 
 /** One endpoint of the table: `<METHOD> <path>`, its path's parameters, and its pacing. */
 export interface Endpoint {
@@ -21,7 +21,7 @@ export interface Endpoint {
 /** The endpoints of the table, by name. */
 export type Endpoints = ReadonlyMap<string, Endpoint>;
 
-export function compileEndpoints(settings: Settings): Endpoints {
+export function compileEndpoints(settings: ClientSettings): Endpoints {
   const { rows, cacheMs, maxWaitMs, onWait } = settings;
   return new Map(
     endpointsOf(rows).map(({ method, path, name, limits }) => {

@@ -1,6 +1,6 @@
 // One exchange with the server: the request sent, the answer read whole and bounded, waits that abort.
 import { isPlainObject, MAX_TIMER_MS } from '../shared/check.js';
-import { ListingClientError } from '../shared/errors.js';
+import { ListingClientError } from './errors.js';
 import { type ServerLimit } from '../contract/read-headers.js';
 
 /** The largest answer body read: a server that sends more is cut off (`ERR_TOO_LARGE`). */

@@ -1,8 +1,14 @@
 // listingClient(): calls a listing API paced by the contract's table, so that the server never has to refuse it.
-import { ListingClientError } from '../shared/errors.js';
+import { ListingClientError } from './errors.js';
 import { compileEndpoints, type Endpoint, endpointOf, jsonOf, urlOf } from './endpoints.js';
 import { Gets } from './gets.js';
-import { type CallOptions, type ListingClient, type ListingClientOptions, type Params, resolve } from './options.js';
+import {
+  type CallOptions,
+  type ListingClient,
+  type ListingClientOptions,
+  type Params,
+  resolveClient,
+} from './options.js';
 import { Reports } from './reports.js';
 import { Sender } from './sender.js';
 
@@ -11,7 +17,7 @@ import { Sender } from './sender.js';
  * "For API clients". Throws a `ListingLimitsError` naming the option when the options cannot work.
  */
 export function listingClient(options: ListingClientOptions): ListingClient {
-  const settings = resolve(options);
+  const settings = resolveClient(options);
   const endpoints = compileEndpoints(settings);
   const sender = new Sender(settings, endpoints);
   const gets = new Gets(sender);

@@ -67,7 +67,7 @@ export interface ListingClient {
   close(): Promise<void>;
 }
 
-const optionNames = [
+const clientOptionNames = [
   'listing',
   'baseUrl',
   'token',
@@ -92,7 +92,7 @@ const wholeOptions = {
 } as const;
 
 /** The options, checked: what the client's parts read. */
-export interface Settings {
+export interface ClientSettings {
   readonly rows: readonly EndpointRow[];
   /** The base URL without a trailing slash: each path is appended to it. */
   readonly baseUrl: string;
@@ -109,7 +109,7 @@ export interface Settings {
   readonly retries: number;
 }
 
-const check: Checker = new Checker('listingClient');
+const clientCheck: Checker = new Checker('listingClient');
 
 /** A listener whose mistakes are dropped: what it throws breaks no call, and no report's send rejects with it. */
 function quietly<T>(listener: (arg: T) => void): (arg: T) => void {
@@ -127,41 +127,45 @@ function checkCache(value: unknown, rows: readonly EndpointRow[]): Map<string, n
   const cache = new Map(shapes.map((path) => [path, LIST_PATHS.has(path) ? LIST_CACHE_MS : 0]));
   if (value === undefined) return cache;
   if (!isPlainObject(value))
-    check.invalid('options.cache', `must be an object of milliseconds by path shape; got ${show(value)}.`);
+    clientCheck.invalid('options.cache', `must be an object of milliseconds by path shape; got ${show(value)}.`);
   for (const [shape, ms] of Object.entries(value)) {
     const field = `options.cache[${JSON.stringify(shape)}]`;
     if (!cache.has(shape)) {
       const near = suggestion(shape, shapes);
-      check.invalid(field, `is not the path of a GET row of the table.${near ? ` Did you mean \`${near}\`?` : ''}`);
+      clientCheck.invalid(
+        field,
+        `is not the path of a GET row of the table.${near ? ` Did you mean \`${near}\`?` : ''}`,
+      );
     }
-    cache.set(shape, check.whole(ms, field, 'milliseconds', 0, 24 * 3600 * 1000));
+    cache.set(shape, clientCheck.whole(ms, field, 'milliseconds', 0, 24 * 3600 * 1000));
   }
   return cache;
 }
 
 /** The settings of `options`; throws a `ListingLimitsError` naming the first option that cannot work. */
-export function resolve(options: ListingClientOptions): Settings {
-  const o = check.options(options, 'options', '{ listing, baseUrl, token }');
-  if (options === undefined) check.invalid('options', 'must be an object { listing, baseUrl, token }; got undefined.');
-  check.unknownKeys(o, optionNames, (key) => `options.${key}`);
-  if (o.listing === undefined) check.invalid('options.listing', "is required: 'A', 'B' or an array of rows.");
-  const rows = checkTable(check, o.listing, 'options.listing', true);
-  const { origin, path } = check.baseUrl(o.baseUrl, 'options.baseUrl');
-  const token = check.token(o.token, 'options.token');
-  const send = check.function<typeof fetch>(o.fetch, 'options.fetch', globalThis.fetch);
+export function resolveClient(options: ListingClientOptions): ClientSettings {
+  const o = clientCheck.options(options, 'options', '{ listing, baseUrl, token }');
+  if (options === undefined)
+    clientCheck.invalid('options', 'must be an object { listing, baseUrl, token }; got undefined.');
+  clientCheck.unknownKeys(o, clientOptionNames, (key) => `options.${key}`);
+  if (o.listing === undefined) clientCheck.invalid('options.listing', "is required: 'A', 'B' or an array of rows.");
+  const rows = checkTable(clientCheck, o.listing, 'options.listing', true);
+  const { origin, path } = clientCheck.baseUrl(o.baseUrl, 'options.baseUrl');
+  const token = clientCheck.token(o.token, 'options.token');
+  const send = clientCheck.function<typeof fetch>(o.fetch, 'options.fetch', globalThis.fetch);
   const whole = (field: keyof typeof wholeOptions, fallback: number = wholeOptions[field].fallback) => {
     const { unit, least, most } = wholeOptions[field];
-    return o[field] === undefined ? fallback : check.whole(o[field], `options.${field}`, unit, least, most);
+    return o[field] === undefined ? fallback : clientCheck.whole(o[field], `options.${field}`, unit, least, most);
   };
   const longest = Math.max(wholeOptions.maxWaitMs.fallback, ...rows.map((row) => row.windowMs));
   const maxWaitMs = whole('maxWaitMs', Math.min(longest, MAX_TIMER_MS));
   const timeoutMs = whole('timeoutMs');
   const cacheMs = checkCache(o.cache, rows);
   const reportIntervalMs = whole('reportIntervalMs');
-  const onWait = check.function<(event: WaitEvent) => void>(o.onWait, 'options.onWait', () => {});
-  const onError = check.function<(error: unknown) => void>(o.onError, 'options.onError', () => {});
+  const onWait = clientCheck.function<(event: WaitEvent) => void>(o.onWait, 'options.onWait', () => {});
+  const onError = clientCheck.function<(error: unknown) => void>(o.onError, 'options.onError', () => {});
   const retries = whole('retries');
-  if (typeof send !== 'function') check.invalid('options.fetch', 'is required where there is no global fetch.');
+  if (typeof send !== 'function') clientCheck.invalid('options.fetch', 'is required where there is no global fetch.');
   return {
     rows,
     baseUrl: `${origin}${path}`,

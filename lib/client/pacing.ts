@@ -1,6 +1,6 @@
 // One endpoint's budget on the client side: a request holds a place from its send until one window after its answer.
 import { MAX_TIMER_MS } from '../shared/check.js';
-import { ListingClientError } from '../shared/errors.js';
+import { ListingClientError } from './errors.js';
 import type { Limit } from '../contract/limit.js';
 import type { ServerLimit } from '../contract/read-headers.js';
 

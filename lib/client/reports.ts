@@ -1,7 +1,7 @@
 // report(): rule 7's bodies, posted in the background; the latest body per URL, on every 5th change or each interval.
-import { ListingClientError } from '../shared/errors.js';
+import { ListingClientError } from './errors.js';
 import type { Endpoint } from './endpoints.js';
-import type { Settings } from './options.js';
+import type { ClientSettings } from './options.js';
 import type { Sender } from './sender.js';
 
 /** Changes of a URL's body that send it at once, without waiting for the interval. */
@@ -32,7 +32,7 @@ export class Reports {
 
   constructor(
     private readonly sender: Sender,
-    private readonly settings: Pick<Settings, 'reportIntervalMs' | 'onError'>,
+    private readonly settings: Pick<ClientSettings, 'reportIntervalMs' | 'onError'>,
     /** Whether the client is closed: then each pending body is sent once, and nothing waits for an interval. */
     private readonly closed: () => boolean,
   ) {}

@@ -1,10 +1,10 @@
 // A call sent paced and read: its turn, its request, and what the answer asks (a retry, a backoff, a ban, an error).
 import { isPlainObject } from '../shared/check.js';
-import { ListingClientError } from '../shared/errors.js';
+import { ListingClientError } from './errors.js';
 import { readServerLimits, retryAfterMs, type ServerLimit } from '../contract/read-headers.js';
 import type { Endpoint, Endpoints } from './endpoints.js';
 import { type Answer, delay, exchange, httpError, quoteAnswer, spentResetMs } from './exchange.js';
-import type { Settings } from './options.js';
+import type { ClientSettings } from './options.js';
 import type { Ticket } from './pacing.js';
 
 /** The first backoff of a GET after a network error, a timeout or a 5xx; each retry doubles it, less up to half. */
@@ -35,7 +35,7 @@ export class Sender {
   readonly #running = new Set<Promise<unknown>>();
 
   constructor(
-    private readonly settings: Settings,
+    private readonly settings: ClientSettings,
     private readonly endpoints: Endpoints,
   ) {}
 

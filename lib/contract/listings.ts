@@ -18,14 +18,14 @@ export interface EndpointRow {
 const SECOND = 1000;
 const MINUTE = 60 * SECOND;
 
-function table<const T extends readonly EndpointRow[]>(rows: T): T {
+function frozenTable<const T extends readonly EndpointRow[]>(rows: T): T {
   for (const row of rows) Object.freeze(row);
   return Object.freeze(rows);
 }
 
 /** The limits of the two listings of the contract: A ("servers") and B ("bots"). */
 export const listings = Object.freeze({
-  A: table([
+  A: frozenTable([
     { method: 'GET', path: '/v1/statistics', limit: 1, windowMs: SECOND },
     { method: 'GET', path: '/v1/servers', limit: 15, windowMs: 2 * MINUTE },
     { method: 'GET', path: '/v1/servers/:id', limit: 6, windowMs: 15 * SECOND },
@@ -33,7 +33,7 @@ export const listings = Object.freeze({
     { method: 'GET', path: '/v1/users/:id', limit: 2, windowMs: SECOND },
     { method: 'GET', path: '/v1/users/:id/servers', limit: 6, windowMs: 15 * SECOND },
   ]),
-  B: table([
+  B: frozenTable([
     { method: 'GET', path: '/v1/statistics', limit: 5, windowMs: SECOND },
     { method: 'GET', path: '/v1/bots', limit: 25, windowMs: MINUTE },
     { method: 'GET', path: '/v1/bots/:id', limit: 2, windowMs: SECOND },

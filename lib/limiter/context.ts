@@ -1,12 +1,13 @@
 // One counted request on its way through the steps of the middleware, and the answers a step can give it.
 import type { NextFunction, Request, Response } from 'express';
-import type { Count } from '../stores/counter.js';
+import type { Count } from '../stores/store.js';
 import type { CompiledEndpoint } from './endpoint.js';
 import { retryAfterSeconds } from '../contract/headers.js';
 import type { Client } from './identify.js';
 import type { Outcome } from './observe/metrics.js';
 import { bannedProblemBody, PROBLEM_JSON, quotaExceededBody, wantsProblem } from './problems.js';
 import type { Deadline } from '../stores/waiting.js';
+import type { RecordCache } from '../records/cache.js';
 
 /** Where a request stands: still going through the steps, let through, or answered by a step. */
 export const GOING = 0;
@@ -99,8 +100,16 @@ export function answerLimited(ctx: Context, retryAfter: number): void {
   } else sendJson(ctx, 429, limitedBody(retryAfter), retryAfter);
 }
 
+/** Refuses a client banned (or whose address is), as far as the records' cache knows: 403. Whether it was. */
+export function refuseBanned(cache: RecordCache, ctx: Context): boolean {
+  const until = cache.bannedUntil(ctx.client, Date.now());
+  if (until === undefined) return false;
+  answerBanned(ctx, until);
+  return true;
+}
+
 /** Answers 403 to a client banned until `until` (epoch ms): problem details when the request asks for them. */
-export function answerBanned(ctx: Context, until: number): void {
+function answerBanned(ctx: Context, until: number): void {
   const retryAfter = retryAfterSeconds(until - Date.now());
   ctx.outcome = 'banned';
   varyOnAccept(ctx.res);

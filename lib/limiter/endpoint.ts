@@ -1,8 +1,8 @@
 // An endpoint compiled once for the request path: its counter in the store and its precomputed header strings.
 import type { Checker } from '../shared/check.js';
-import { type Count, Counter } from '../stores/counter.js';
+import { Counter } from '../stores/counter.js';
 import { type HeaderTemplate, headerTemplate } from '../contract/headers.js';
-import type { CounterSpec, StoreContract } from '../stores/store.js';
+import type { Count, CountAnswer, CounterSpec, StoreContract, StoreCounter } from '../stores/store.js';
 import type { Waiting } from '../stores/waiting.js';
 import type { Limit, WindowKind } from '../contract/limit.js';
 
@@ -18,7 +18,7 @@ export interface CompiledEndpoint {
   /** The endpoint's limits, one per row, in table order: one for most endpoints. */
   readonly limits: readonly CompiledLimit[];
   /** Counts a request: its one count for one limit in fixed windows, each limit's for sliding windows or several. */
-  readonly counter: Counter<Count> | Counter<readonly Count[]>;
+  readonly counter: Counter;
   /** The first limit, as `req.rateLimit` and the headers show it for an endpoint of one limit. */
   readonly limit: number;
   readonly windowMs: number;
@@ -37,26 +37,11 @@ export function counterOf(store: StoreContract, waiting: Waiting | undefined, sp
   return new Counter(spec, store.counter(spec), waiting);
 }
 
-/** The counter of sliding windows or several limits, refusing a store that declares it cannot keep it. */
-function limitsOf(
-  check: Checker,
-  store: StoreContract,
-  waiting: Waiting | undefined,
-  spec: EndpointSpec,
-): Counter<readonly Count[]> {
-  if (!store.capabilities.limits) {
-    const why =
-      spec.window === 'sliding'
-        ? 'sliding windows'
-        : `several limits on one endpoint (${spec.name} has ${spec.limits.length})`;
-    check.fail(
-      'ERR_UNSUPPORTED_STORE',
-      'options.store',
-      `cannot count ${why}: a rate-limiter-flexible limiter counts one fixed window. ` +
-        'Use memoryStore() or redisStore(), whose `limits` factory counts them.',
-    );
-  }
-  return new Counter(spec, store.limits(spec), waiting);
+/** What a rate-limiter-flexible limiter cannot count of an endpoint: sliding windows, or several limits. */
+function beyondALimiter(spec: EndpointSpec): string {
+  return spec.window === 'sliding'
+    ? 'sliding windows'
+    : `several limits on one endpoint (${spec.name} has ${spec.limits.length})`;
 }
 
 /** The one way an endpoint is compiled, for the table's rows and for granted variants alike. */
@@ -75,10 +60,19 @@ export function compileEndpoint(
     headers: headerTemplate(several ? `${name} per ${windowMs / 1000}s` : name, limit, windowMs),
   }));
   const first = compiled[0] as CompiledLimit;
-  const counter =
-    window === 'fixed' && !several
-      ? counterOf(store, waiting, { name, limit: first.limit, windowMs: first.windowMs })
-      : limitsOf(check, store, waiting, spec);
+  // One limit in fixed windows is a rate-limiter-flexible limiter's; sliding windows and several limits need the
+  // store's `limits` factory, and a store that declares none is refused.
+  const one = window === 'fixed' && !several ? { name, limit: first.limit, windowMs: first.windowMs } : undefined;
+  if (!one && !store.capabilities.limits) {
+    check.fail(
+      'ERR_UNSUPPORTED_STORE',
+      'options.store',
+      `cannot count ${beyondALimiter(spec)}: a rate-limiter-flexible limiter counts one fixed window. ` +
+        'Use memoryStore() or redisStore(), whose `limits` factory counts them.',
+    );
+  }
+  const counted: StoreCounter<CountAnswer> = one ? store.counter(one) : store.limits(spec);
+  const counter = new Counter(one ?? spec, counted, waiting);
   return {
     name,
     window,

@@ -2,17 +2,14 @@
 import { IncomingMessage } from 'node:http';
 import type { Request } from 'express';
 import type { Checker } from '../shared/check.js';
-import { ipKey, remembered, tokenKey } from './keys.js';
+import { type IpKey, ipKey, tokenKey } from '../contract/keys.js';
+import { remembered } from '../shared/remembered.js';
 import { Lookups } from '../shared/lookups.js';
-import type { ClientKind, ListingLimitsOptions } from './types.js';
+import type { ClientKeys } from '../records/cache.js';
+import type { ListingLimitsOptions } from './types.js';
 
 /** The client of a request: its storage key, how it was found, and the keys of its address and token. */
-export interface Client {
-  /** Storage key: `t:<sha256 of the token>`, `ip:<address>`, or what the `key` option returned. */
-  readonly key: string;
-  readonly kind: ClientKind;
-  /** `ip:<address>`: the key of the client's address, whatever `key` is. */
-  readonly ip: string;
+export interface Client extends ClientKeys {
   /** The Authorization value, when there was one that identifies the client (not one `authenticate` refused). */
   readonly token: string | undefined;
   /** `t:<sha256 of the token>`, when there was such a token. */
@@ -100,25 +97,25 @@ export type Identify = (req: Request) => Client | typeof REJECTED | Promise<Clie
 
 export const identifyOptions = ['key', 'authenticate', 'invalidToken', 'ipv6Subnet'] as const;
 
-/** Keys of IP addresses, as counting groups them. */
-export type IpKey = (ip: string | undefined) => string;
-
-export function compileIpKey(check: Checker, options: ListingLimitsOptions): IpKey {
-  const subnet = options.ipv6Subnet ?? 64;
-  if (subnet !== false && !(Number.isInteger(subnet) && subnet >= 1 && subnet <= 128)) {
-    check.invalid('options.ipv6Subnet', `must be an integer from 1 to 128, or false; got ${JSON.stringify(subnet)}.`);
-  }
-  const known = remembered((ip) => ipKey(ip, subnet));
-  return (ip) => (ip ? known(ip) : ipKey(undefined, subnet));
+/** The identification of clients, compiled: who a request is counted for, and how its address is keyed. */
+interface Identification {
+  readonly identify: Identify;
+  /** The key of an address as the requests are counted: IPv4-mapped folded, IPv6 by `ipv6Subnet`. */
+  readonly ipOf: IpKey;
 }
 
 /**
- * Compiles the identification of clients. Returns the client, or REJECTED when `authenticate` refused the token
- * and `invalidToken` is `'reject'`; without `authenticate`, every token is taken as given. Synchronous unless
- * `key` or `authenticate` is given.
+ * Compiles the identification of clients (options `key`, `authenticate`, `invalidToken`, `ipv6Subnet`). It answers the
+ * client, or REJECTED when `authenticate` refused the token and `invalidToken` is `'reject'`; without `authenticate`,
+ * every token is taken as given. Synchronous unless `key` or `authenticate` is given.
  */
-export function compileIdentify(check: Checker, options: ListingLimitsOptions, ipOf: IpKey, cacheMs: number): Identify {
+export function compileIdentify(check: Checker, options: ListingLimitsOptions, cacheMs: number): Identification {
   const { key, authenticate, invalidToken } = options;
+  const ipv6Subnet = options.ipv6Subnet ?? 64;
+  if (ipv6Subnet !== false && !(Number.isInteger(ipv6Subnet) && ipv6Subnet >= 1 && ipv6Subnet <= 128)) {
+    const got = JSON.stringify(ipv6Subnet);
+    check.invalid('options.ipv6Subnet', `must be an integer from 1 to 128, or false; got ${got}.`);
+  }
   if (key !== undefined && typeof key !== 'function')
     check.invalid('options.key', 'must be a function (req) => string.');
   if (authenticate !== undefined && typeof authenticate !== 'function') {
@@ -133,6 +130,19 @@ export function compileIdentify(check: Checker, options: ListingLimitsOptions, i
   if (invalidToken !== undefined) check.oneOf(invalidToken, ['ip', 'reject'], 'options.invalidToken');
   if (invalidToken && !authenticate)
     check.invalid('options.invalidToken', 'needs options.authenticate, which decides what is invalid.');
+  const known = remembered((ip) => ipKey(ip, ipv6Subnet));
+  const ipOf: IpKey = (ip) => (ip ? known(ip) : ipKey(undefined, ipv6Subnet));
+  return { identify: identifyOf(key, authenticate, invalidToken === 'reject', ipOf, cacheMs), ipOf };
+}
+
+/** Who a request is counted for, by the options of identification, checked. */
+function identifyOf(
+  key: ListingLimitsOptions['key'],
+  authenticate: ListingLimitsOptions['authenticate'],
+  reject: boolean,
+  ipOf: IpKey,
+  cacheMs: number,
+): Identify {
   const hash = remembered(tokenKey);
   const addressKey = addressKeyOf(ipOf);
 
@@ -163,7 +173,6 @@ export function compileIdentify(check: Checker, options: ListingLimitsOptions, i
   const verdicts = new Lookups<boolean>(cacheMs);
   const verdict = (hashed: string, token: string, req: Request) =>
     verdicts.get(hashed, async () => (await authenticate(token, req)) === true);
-  const reject = invalidToken === 'reject';
   return async (req) => {
     const token = req.headers.authorization || undefined;
     const ip = ipOf(req.ip);

@@ -2,30 +2,31 @@
 import type { NextFunction, Request, Response } from 'express';
 import {
   ANSWERED,
-  answerBanned,
   answerLimited,
   type Context,
   GOING,
   PASSED,
+  refuseBanned,
   sendJson,
   type Step,
   UNAUTHORIZED_BODY,
   UNAVAILABLE_BODY,
 } from './context.js';
-import type { Count } from '../stores/counter.js';
+import type { Count } from '../stores/store.js';
 import { addEntry, type Entry, entryOf, readsEntries, UNSET } from './entries.js';
 import type { CompiledEndpoint, CompiledLimit } from './endpoint.js';
 import { ListingLimitsError, StoreUnavailableError } from '../shared/errors.js';
 import { retryAfterSeconds } from '../contract/headers.js';
 import { observe, type Warn } from '../shared/hooks.js';
-import { link } from './linked.js';
+import { linkPages } from '../records/pages-link.js';
 import { NO_ENDPOINT } from './observe/metrics.js';
 import { type Client, REJECTED } from './identify.js';
 import type { AnyListingName, EndpointRow } from '../contract/listings.js';
 import { mountWarning } from './mount.js';
 import { watchMountOrder } from './mount-order.js';
 import { type Config, configure } from './options.js';
-import type { ClientRef, Grant, ListingLimitsMiddleware, ListingLimitsOptions, RateLimitInfo } from './types.js';
+import type { ClientRef, Grant } from '../records/types.js';
+import type { ListingLimitsMiddleware, ListingLimitsOptions, RateLimitInfo } from './types.js';
 import type { Deadline } from '../stores/waiting.js';
 
 declare global {
@@ -141,31 +142,23 @@ function failed(ctx: RequestContext, error: unknown, config: Config): void {
   sendJson(ctx, 503, UNAVAILABLE_BODY);
 }
 
-/** Refuses a banned client (or address), as far as this instance knows: from its cache of the store's bans. */
-function refuseBanned(config: Config): (ctx: Context) => boolean {
-  const { records } = config;
-  return (ctx) => {
-    const until = records.bannedUntil(ctx.client, Date.now());
-    if (until === undefined) return false;
-    answerBanned(ctx, until);
-    return true;
-  };
-}
-
-const ignore = () => {};
-
 /**
- * Until this instance has read the store's runtime state once (just after it starts), a request waits for that read
- * before its bans are checked, within its deadline (or the runtime records' bound on that read, for a store without a
- * failure policy): a banned client is refused from the first request.
+ * The one question the request path asks the records: is the client (or its address) banned, as far as this instance
+ * knows? Answered from their cache of the store's bans, at once; refused with 403 when it is. Until the cache has read
+ * the store's state once (just after it starts), the request waits for that read first, within its deadline (or the
+ * records' bound on that read, for a store without a failure policy): a banned client is refused from the first
+ * request.
  */
-function readyStep(config: Config): Step {
+function banStep(config: Config): Step {
   const { records, waiting } = config;
+  const { cache } = records;
   return (ctx) => {
-    const ready = records.ready;
-    if (!ready || !waiting) return ready;
+    const ready = cache.ready;
+    if (ready === undefined) return void refuseBanned(cache, ctx);
+    const refuse = () => void refuseBanned(cache, ctx);
+    if (!waiting) return ready.then(refuse);
     ctx.deadline ??= waiting.start();
-    return ctx.deadline.race(ready).then(ignore, ignore);
+    return ctx.deadline.race(ready).then(refuse, refuse);
   };
 }
 
@@ -201,27 +194,23 @@ function identifySteps(config: Config): Step[] {
  * uncounted and without headers.
  */
 function compileSiteSteps(config: Config): Step[] | undefined {
-  if (!config.site || config.shadow) return undefined;
-  const refuse = refuseBanned(config);
+  if (config.scope !== 'site' || config.shadow) return undefined;
   return [
     ...identifySteps(config),
-    readyStep(config),
+    banStep(config),
     (ctx) => {
-      if (!refuse(ctx)) ctx.state = PASSED;
+      ctx.state = PASSED;
     },
   ];
 }
 
 /** The steps a configuration needs, in order; the fast case (no async option, a memory store) never waits. */
 function compileSteps(config: Config): Step[] {
-  const { bans, waiting, metrics } = config;
+  const { banRule, waiting, metrics } = config;
   const steps = identifySteps(config);
-  if (!config.shadow) {
-    const refuse = refuseBanned(config);
-    steps.push(readyStep(config), (ctx) => void refuse(ctx));
-  }
+  if (!config.shadow) steps.push(banStep(config));
   steps.push(config.grant);
-  if (bans?.countsTokens) steps.push(bans.tokens);
+  if (banRule?.countsTokens) steps.push(banRule.tokens);
   const counted = (ctx: Context, count: Count | readonly Count[]) => {
     const { endpoint } = ctx;
     if (isCounts(count)) {
@@ -238,13 +227,13 @@ function compileSteps(config: Config): Step[] {
   steps.push((ctx) => {
     if (waiting) ctx.deadline ??= waiting.start();
     const { counter } = ctx.endpoint;
-    const count = counter.hit(ctx.client.key, ctx.deadline);
+    const count = counter.count(ctx.client.key, ctx.deadline);
     if (count instanceof Promise) return count.then((c) => counted(ctx, c));
     // A shared store's counter that answers at once answers from its remembered refusals.
-    if (metrics && !counter.now) metrics.cachedRefusal();
+    if (metrics && !counter.countsNow) metrics.cachedRefusal();
     counted(ctx, count);
   });
-  if (bans) steps.push((ctx) => (ctx.refused ? bans.strike(ctx) : undefined));
+  if (banRule) steps.push((ctx) => (ctx.refused ? banRule.strike(ctx) : undefined));
   steps.push((ctx) => respond(ctx as RequestContext, config));
   return steps;
 }
@@ -392,14 +381,15 @@ export function listingLimits(
   const config = configure(listing, options);
   const steps = compileSteps(config);
   const siteSteps = compileSiteSteps(config);
-  const { bans, records } = config;
+  const { records } = config;
+  const { cache } = records;
   const warn = forwardedWarning(config.warn);
   const mounted = mountWarning(config.paths, config.warn);
 
   const middleware = function listingLimitsMiddleware(req: Request, res: Response, next: NextFunction) {
     const endpoint = config.match(req.method, req.path);
     if (!endpoint) {
-      if (siteSteps && (records.anyBan(Date.now()) || records.ready)) {
+      if (siteSteps && (cache.anyBan(Date.now()) || cache.ready)) {
         const site = new RequestContext(req, res, next, NO_ROW, NO_ENDPOINT, undefined, undefined);
         return proceed(site, siteSteps, 0, config);
       }
@@ -416,41 +406,50 @@ export function listingLimits(
   };
   records.start();
   const stopMountOrder = watchMountOrder(middleware, config.endpoints, config.warn);
-  const limits = Object.assign(middleware, {
-    ban: (client: ClientRef, banOptions: { duration: number; reason?: string }) =>
-      records.banClient(client, banOptions),
+  const limits = Object.assign(middleware, methods(config, stopMountOrder));
+  return linkPages(limits, config.pagesLink);
+}
+
+/**
+ * The middleware's methods: the operators' calls, each answered by the part of its records that keeps what it asks
+ * about (an unban forgets first what led to the ban), a client's counters, the last hour, and `close()`.
+ */
+function methods(config: Config, stopMountOrder: () => void) {
+  const { banRule, records, usage, traffic } = config;
+  const { bans, grants, lost, foreign } = records;
+  return {
+    ban: (client: ClientRef, banOptions: { duration: number; reason?: string }) => bans.ban(client, banOptions),
     unban: async (client: ClientRef | string) => {
-      const key = records.unbanKey(client);
+      const key = bans.unbanKey(client);
       // The counts that led to the bans first: an unban that fails after them leaves the ban in force, never a ban
       // lifted whose kept strikes would ban the client again at its next refusal.
-      return records.bounded('limits.unban', async (bound) => {
-        await bans?.forget(key, bound);
-        return records.unban(key);
+      return records.calls.bounded('limits.unban', async (bound) => {
+        await banRule?.forget(key, bound);
+        return bans.unban(key);
       });
     },
-    bans: () => records.bans(),
+    bans: () => bans.list(),
     grant: (client: ClientRef, grant: Grant, grantOptions?: { until?: Date | number; note?: string }) =>
-      records.grant(client, grant, grantOptions),
-    revoke: (client: ClientRef) => records.revoke(client),
-    grants: () => records.grants(),
-    history: (historyOptions?: { since?: Date | number; limit?: number }) => records.history(historyOptions),
-    lost: () => records.lost(),
-    restoreLost: (id: string) => records.restoreLost(id),
-    dismissLost: (id: string) => records.dismissLost(id),
-    foreign: () => records.foreign(),
-    removeForeign: (id: string) => records.removeForeign(id),
+      grants.grant(client, grant, grantOptions),
+    revoke: (client: ClientRef) => grants.revoke(client),
+    grants: () => grants.list(),
+    history: (historyOptions?: { since?: Date | number; limit?: number }) => records.history.list(historyOptions),
+    lost: () => lost.list(),
+    restoreLost: (id: string) => lost.restore(id),
+    dismissLost: (id: string) => lost.dismiss(id),
+    foreign: () => foreign.list(),
+    removeForeign: (id: string) => foreign.remove(id),
     close: () => {
       stopMountOrder();
       config.stopWatching();
       records.close();
     },
-    usage: (client: ClientRef) => config.usage.of(client),
-    reset: (client: ClientRef, endpoint?: string) => config.usage.reset(client, endpoint),
-    requests: config.grantRequests,
+    usage: (client: ClientRef) => usage.of(client),
+    reset: (client: ClientRef, endpoint?: string) => usage.reset(client, endpoint),
+    requests: records.requests,
     traffic: () => {
-      config.traffic.on = true;
-      return config.traffic.summary();
+      traffic.on = true;
+      return traffic.summary();
     },
-  });
-  return link(limits, config.linked);
+  };
 }

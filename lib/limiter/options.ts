@@ -1,36 +1,33 @@
 // Options of listingLimits(): checked, then compiled by each feature's module into the steps of the request path.
 import type { Request } from 'express';
-import { Bans, banScope, checkBan } from './rules/bans.js';
-import { Checker, className, show } from '../shared/check.js';
+import { BanRule, checkBanOption } from './ban-rule.js';
+import { Checker } from '../shared/check.js';
 import type { Step } from './context.js';
 import { type CompiledEndpoint, compileEndpoint } from './endpoint.js';
-import { checkGrant, compileGrants } from './rules/grants.js';
+import { checkGrant, compileGrants } from './grants.js';
 import { compileHeaders, type HeaderWriter } from '../contract/headers.js';
 import { type OnError, reporter, type Warn, warner } from '../shared/hooks.js';
-import { compileIdentify, compileIpKey, type Identify, identifyOptions } from './identify.js';
-import { ipKey } from './keys.js';
-import type { Linked } from './linked.js';
+import { compileIdentify, type Identify, identifyOptions } from './identify.js';
+import type { PagesLink } from '../records/pages-link.js';
 import { compileMatcher } from '../contract/match.js';
 import { type Table, tableOf } from './mount-order.js';
 import { checkMetrics, Metrics } from './observe/metrics.js';
-import { redisStore } from '../stores/redis/store.js';
-import { RuntimeRecords } from './rules/runtime-records.js';
-import { GrantRequests } from './rules/grant-requests.js';
-import type { Store } from '../stores/store.js';
+import { Records } from '../records/records.js';
+import { MAX_SLIDING_LIMIT } from '../stores/store.js';
+import { checkStore } from '../stores/option.js';
 import { contractOf } from '../stores/adapter.js';
-import { memoryStore } from '../stores/memory/store.js';
+import { memoryCounterOf } from '../stores/memory/store.js';
 import { checkTable, endpointsOf, rowShape } from '../contract/table.js';
 import { Traffic } from './observe/traffic.js';
 import { Usage } from './observe/usage.js';
 import type { LimitHandler, ListingLimitsOptions } from './types.js';
 import type { EndpointRow } from '../contract/listings.js';
+import { windowKinds } from '../contract/limit.js';
 import { Waiting } from '../stores/waiting.js';
 import { DEFAULT_CALL_TIMEOUT_MS } from '../stores/call-bound.js';
-import { MemoryState } from '../stores/state.js';
-import { type WindowKind } from '../contract/limit.js';
-import { MAX_SLIDING_LIMIT } from '../stores/limits.js';
+import { MemoryState } from '../stores/memory/state.js';
 
-const optionNames = [
+const limiterOptionNames = [
   'store',
   'window',
   ...identifyOptions,
@@ -67,11 +64,12 @@ export interface Config {
   /** Sets the rate-limit headers of a counted response; undefined with `headers: false`. */
   readonly headers: HeaderWriter | undefined;
   readonly handler: LimitHandler | undefined;
-  readonly bans: Bans | undefined;
+  /** The ban rule (rule 5, option `ban`): the steps that ban and refuse; undefined without `ban`. */
+  readonly banRule: BanRule | undefined;
   /** Bans and grants as the store's runtime state has them, with the methods that change them. */
-  readonly records: RuntimeRecords;
-  /** Whether bans are enforced on requests that match no row too. */
-  readonly site: boolean;
+  readonly records: Records;
+  /** Where bans are enforced: on every request through the middleware (`'site'`), or on the table's endpoints. */
+  readonly scope: 'site' | 'table';
   readonly grant: Step;
   readonly shadow: boolean;
   readonly onLimit: ListingLimitsOptions['onLimit'];
@@ -79,131 +77,97 @@ export interface Config {
   readonly metrics: Metrics | undefined;
   /** How requests wait for a store that declares a failure policy: one deadline each, and a breaker. */
   readonly waiting: Waiting | undefined;
-  /** Grant requests (rule 6), in the store's state. */
-  readonly grantRequests: GrantRequests;
   /** The last hour of traffic, counted once the operator's page asks for it. */
   readonly traffic: Traffic;
   /** What the pages built on the middleware count with: its store, unwrapped by metrics, and its address keys. */
-  readonly linked: Linked;
+  readonly pagesLink: PagesLink;
   /** A client's counters read and cleared without a request. */
   readonly usage: Usage;
 }
 
-const check: Checker = new Checker('listingLimits');
+const modes = ['enforce', 'shadow'] as const;
 
-function fn<T>(value: T, field: string, shape: string): T {
-  if (value !== undefined && typeof value !== 'function')
-    check.invalid(field, `must be a function ${shape}; got ${show(value)}.`);
-  return value;
-}
-
-/** The `store` option (the pages' too, with their own checker): memoryStore() when it is not given. */
-export function checkStore(store: unknown, check: Checker = new Checker('listingLimits')): Store {
-  if (store === undefined) return memoryStore();
-  if (store === memoryStore)
-    check.invalid('options.store', 'is the memoryStore function itself; call it: `memoryStore()`.');
-  if (store === redisStore)
-    check.invalid(
-      'options.store',
-      'is the redisStore function itself; call it with your client: `redisStore(client)`.',
-    );
-  if (typeof (store as { consume?: unknown } | null)?.consume === 'function') {
-    const limiter = className(store) || 'RateLimiterMemory';
-    check.invalid(
-      'options.store',
-      `is a ${limiter}, one limiter; a store makes a limiter for each counter of the table. Use memoryStore() or ` +
-        `redisStore(client), or a function that makes one: \`(counter) => new ${limiter}({ keyPrefix: ` +
-        'counter.name, points: counter.limit, duration: counter.windowMs / 1000 })`.',
+/** A sliding window keeps each request it counts: its rows' limits are bounded. */
+function refuseLargeRows(check: Checker, rows: readonly EndpointRow[]): void {
+  const i = rows.findIndex((row) => row.limit > MAX_SLIDING_LIMIT);
+  if (i >= 0) {
+    check.fail(
+      'ERR_INVALID_ROW',
+      `listing[${i}].limit`,
+      `must be at most ${MAX_SLIDING_LIMIT} with sliding windows, which keep every request of the window; ` +
+        `got ${(rows[i] as EndpointRow).limit}.`,
     );
   }
-  if (typeof store !== 'function') {
-    check.invalid(
-      'options.store',
-      'must be a store: a function (counter) => rate-limiter-flexible limiter, such as memoryStore(); ' +
-        `got ${show(store)}.`,
-    );
-  }
-  return store as Store;
-}
-
-/** The window kind; a sliding window keeps each request it counts, so its rows' limits are bounded. */
-function checkWindow(value: unknown, rows: readonly EndpointRow[]): WindowKind {
-  const window = value === undefined ? 'fixed' : check.oneOf(value, ['fixed', 'sliding'] as const, 'options.window');
-  if (window === 'sliding') {
-    const i = rows.findIndex((row) => row.limit > MAX_SLIDING_LIMIT);
-    if (i >= 0) {
-      check.fail(
-        'ERR_INVALID_ROW',
-        `listing[${i}].limit`,
-        `must be at most ${MAX_SLIDING_LIMIT} with sliding windows, which keep every request of the window; ` +
-          `got ${(rows[i] as EndpointRow).limit}.`,
-      );
-    }
-  }
-  return window;
 }
 
 /**
- * Checks the listing and options and compiles everything the request path needs. Throws ListingLimitsError.
+ * Checks the listing and options and compiles everything the request path needs. Throws ListingLimitsError. The
+ * options no feature owns are checked first; then each feature is given its options, once, and checks and compiles
+ * them: the store (timed by the metrics), the headers, identification, the records of bans and grants, the ban rule,
+ * the grants, and the endpoints.
  * @internal
  */
-export function configure(listing: unknown, options: unknown): Config {
+export function configure(listing: unknown, options: ListingLimitsOptions = {}): Config {
+  const check = new Checker('listingLimits');
   const rows = checkTable(check, listing, 'listing', true);
-  const o = check.options(options, 'options', 'of options') as ListingLimitsOptions;
-  check.unknownKeys(o, optionNames, (key) => `options.${key}`);
-  const window = checkWindow(o.window, rows);
+  check.options(options, 'options', 'of options');
+  check.unknownKeys(options, limiterOptionNames, (key) => `options.${key}`);
+  const window = options.window === undefined ? 'fixed' : check.oneOf(options.window, windowKinds, 'options.window');
+  const cacheMs = options.cacheMs === undefined ? 60_000 : check.ms(options.cacheMs, 'options.cacheMs');
+  const shadow = options.mode !== undefined && check.oneOf(options.mode, modes, 'options.mode') === 'shadow';
+  check.callback(options.onError, 'options.onError', '(error, req) => void');
+  check.callback(options.onLimit, 'options.onLimit', '(event, req) => void');
+  check.callback(options.onChange, 'options.onChange', '(event, req) => void');
+  check.callback(options.skip, 'options.skip', '(req) => boolean');
+  check.callback(options.handler, 'options.handler', '(req, res, next, info) => void');
+  if (window === 'sliding') refuseLargeRows(check, rows);
+  const report = reporter(options.onError);
+  const warn = warner(options.onError);
   const table = endpointsOf(rows);
-  const registryOfMetrics = checkMetrics(check, o.metrics);
+
+  const store = checkStore(options.store);
+  const registry = checkMetrics(check, options.metrics);
   // Each request done is counted once, into the metrics' totals and the last hour alike.
   const traffic = new Traffic(
     table.map((endpoint) => endpoint.name),
-    registryOfMetrics !== undefined,
+    registry !== undefined,
   );
   // The metrics time the store from its first counter on.
-  const metrics = registryOfMetrics && new Metrics(traffic);
-  const given = checkStore(o.store);
-  const contract = contractOf(given);
-  const store = metrics ? metrics.timed(contract) : contract;
-  const headers = compileHeaders(check, o.headers);
-  const cacheMs = o.cacheMs === undefined ? 60_000 : check.ms(o.cacheMs, 'options.cacheMs');
-  const shadow =
-    (o.mode === undefined ? 'enforce' : check.oneOf(o.mode, ['enforce', 'shadow'], 'options.mode')) === 'shadow';
-  const onError = fn(o.onError, 'options.onError', '(error, req) => void');
-  const report = reporter(onError);
-  const warn = warner(onError);
-  fn(o.onLimit, 'options.onLimit', '(event, req) => void');
-  fn(o.onChange, 'options.onChange', '(event, req) => void');
-
-  const waiting = store.failure && new Waiting(store.failure);
-  const endpoints = table.map(({ name, limits }) => compileEndpoint(check, store, waiting, { name, window, limits }));
-  const ipOf = compileIpKey(check, o);
-  const identify = compileIdentify(check, o, ipOf, cacheMs);
-  const ban = checkBan(check, o);
-  const site = banScope(check, o) === 'site';
+  const metrics = registry && new Metrics(traffic);
+  const contract = metrics ? metrics.timed(contractOf(store)) : contractOf(store);
+  const headers = compileHeaders(check, options.headers);
+  const { identify, ipOf } = compileIdentify(check, options, cacheMs);
+  const waiting = contract.failure && new Waiting(contract.failure, memoryCounterOf);
+  const endpoints = table.map(({ name, limits }) =>
+    compileEndpoint(check, contract, waiting, { name, window, limits }),
+  );
   const paths = new Map(table.map((endpoint) => [rowShape(endpoint), endpoint.name]));
   const grantTable = {
+    paths,
     shapes: new Set(paths.keys()),
     rows,
     maxLimit: window === 'sliding' ? MAX_SLIDING_LIMIT : undefined,
   };
-  const records = new RuntimeRecords(store.state, {
-    // An operator's call keys its address apart from the requests' remembered keys, which 10,000 bans would fill.
-    ipOf: (ip) => ipKey(ip, o.ipv6Subnet ?? 64),
+  const records = new Records(contract.state, {
+    rows,
+    ipv6Subnet: options.ipv6Subnet ?? 64,
     checkGrant: (checker, grant, field) => checkGrant(checker, grant, field, grantTable),
-    onChange: o.onChange,
+    onChange: options.onChange,
     report,
-    firstReadMs: store.failure?.timeoutMs ?? 1000,
+    firstReadMs: contract.failure?.timeoutMs ?? 1000,
     // A store in this process answers at once: its calls need no bound.
     callTimeoutMs:
-      store.failure?.callTimeoutMs ?? (store.state instanceof MemoryState ? undefined : DEFAULT_CALL_TIMEOUT_MS),
+      contract.failure?.callTimeoutMs ?? (contract.state instanceof MemoryState ? undefined : DEFAULT_CALL_TIMEOUT_MS),
     // Any answer of the store closes the breaker of the part that gave it: the state's reads too.
     answered: waiting && ((route) => waiting.succeeded(route)),
     onReset: (key) => usage.forget(key),
   });
-  const bans = ban && new Bans(store, ban, { shadow, onBan: o.onBan, report, waiting }, records);
-  const grants = compileGrants(check, o, { store, window, waiting, paths, table: grantTable, ipOf, cacheMs, records });
+  const { cache } = records;
+  const ban = checkBanOption(check, options);
+  const banRule = ban && new BanRule(contract, ban, { shadow, onBan: options.onBan, report, waiting }, records);
+  const grants = compileGrants(check, options, { contract, window, waiting, table: grantTable, ipOf, cacheMs, cache });
   const usage = new Usage(endpoints, grants, records);
-  if (metrics) metrics.register(check, registryOfMetrics as NonNullable<typeof registryOfMetrics>, records);
+  if (metrics) metrics.register(check, registry as NonNullable<typeof registry>, cache);
   const match = compileMatcher(
     table.map((endpoint, i) => ({
       method: endpoint.method,
@@ -220,21 +184,20 @@ export function configure(listing: unknown, options: unknown): Config {
     warn,
     stopWatching,
     identify,
-    skip: fn(o.skip, 'options.skip', '(req) => boolean'),
+    skip: options.skip,
     headers,
-    handler: fn(o.handler, 'options.handler', '(req, res, next, info) => void'),
-    bans,
+    handler: options.handler,
+    banRule,
     records,
-    site,
+    scope: ban?.scope ?? 'site',
     grant: grants.step,
     shadow,
-    onLimit: o.onLimit,
+    onLimit: options.onLimit,
     report,
     metrics,
     waiting,
-    grantRequests: new GrantRequests(store.state?.requests, records, rows, o.ipv6Subnet ?? 64),
     traffic,
-    linked: { store: given, ipOf, records, traffic },
+    pagesLink: { records, store, ipOf, traffic },
     usage,
   };
 }

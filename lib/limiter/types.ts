@@ -1,39 +1,21 @@
-// The public types of listingLimits(): its options, what it tells handlers and hooks, and the middleware it returns.
+// The public types of listingLimits(): its options, what it tells handlers and hooks, the middleware it returns, and
+// what it observes (a client's usage, the last hour of traffic).
 import type { NextFunction, Request, RequestHandler, Response } from 'express';
 import type { HeaderSyntax } from '../contract/headers.js';
 import type { MetricsRegistry } from './observe/metrics.js';
-import type { Store, WindowKind } from '../stores/store.js';
+import type { Store } from '../stores/store.js';
+import type { WindowKind } from '../contract/limit.js';
+import type { ClientKind } from '../contract/keys.js';
 import type {
   ActiveBan,
   ActiveGrant,
   ChangeEvent,
-  ClientKind,
   ClientRef,
-  EndpointUsage,
   ForeignEntry,
   Grant,
   GrantRequests,
   LostRecord,
-  TrafficSummary,
-} from './operator-types.js';
-
-export type {
-  ClientKind,
-  Grant,
-  ClientRef,
-  ActiveBan,
-  ActiveGrant,
-  ChangeEvent,
-  ForeignEntry,
-  LostRecord,
-  GrantProof,
-  GrantRequestInput,
-  GrantRequest,
-  GrantRequests,
-  EndpointUsage,
-  TrafficMinute,
-  TrafficSummary,
-} from './operator-types.js';
+} from '../records/types.js';
 
 /** What `req.rateLimit` and the `handler` option are told about a counted request. */
 export interface RateLimitInfo {
@@ -310,4 +292,59 @@ export interface ListingLimitsMiddleware extends RequestHandler {
    * call (the operator's page makes it when mounted); until then the request path does not count.
    */
   traffic(): TrafficSummary;
+}
+
+/**
+ * A client's state on one limit of one endpoint, as `usage()` reads it: without counting a request, on the counter
+ * it counts on now.
+ */
+export interface EndpointUsage {
+  /** The table's endpoint, `<METHOD> <path>`. */
+  readonly endpoint: string;
+  /**
+   * The counter the client counts on: the endpoint's name, or its grant's variant (`GET /v1/bots/:id (x10)`);
+   * undefined for a client granted removal of limits, which is not counted.
+   */
+  readonly counter: string | undefined;
+  /** Requests allowed per window (`Infinity` with removal of limits). */
+  readonly limit: number;
+  readonly windowMs: number;
+  /** Requests counted in the window now. */
+  readonly used: number;
+  /** Requests left in the window now: `limit - used`. */
+  readonly remaining: number;
+  /**
+   * When the window frees a request: the end of a fixed window, or when the oldest request counted leaves a sliding
+   * one; undefined when none is counted.
+   */
+  readonly resetTime: Date | undefined;
+}
+
+/** Requests of one minute: allowed, and refused (429 or 403). */
+export interface TrafficMinute {
+  /** When the minute starts (a whole minute, UTC). */
+  readonly at: Date;
+  readonly allowed: number;
+  readonly refused: number;
+}
+
+/** The last hour of requests through one middleware in this process, as the operator's page shows it. */
+export interface TrafficSummary {
+  /**
+   * Allowed and refused requests per endpoint of the table (`(none)`: banned requests that matched no row), in the
+   * hour and minute by minute (`minutes`, as the summary's own).
+   */
+  readonly endpoints: readonly {
+    readonly endpoint: string;
+    readonly allowed: number;
+    readonly refused: number;
+    readonly minutes: readonly TrafficMinute[];
+  }[];
+  /** The clients refused most often (429 or 403), by key, most first. */
+  readonly refused: readonly { readonly key: string; readonly count: number }[];
+  /**
+   * The hour minute by minute, every endpoint together: 60 minutes, oldest first, the last one the minute under way.
+   * The totals of `endpoints` are their sums.
+   */
+  readonly minutes: readonly TrafficMinute[];
 }

@@ -4,9 +4,10 @@ import type { NextFunction, Request, RequestHandler, Response, Router } from 'ex
 import { Checker, DAY_MS, isPlainObject, show } from '../shared/check.js';
 import { type ListingLimitsError } from '../shared/errors.js';
 import type { Store } from '../stores/store.js';
-import type { Grant, ListingLimitsMiddleware } from '../limiter/types.js';
-import type { Linked } from '../limiter/linked.js';
-import type { RuntimeRecords } from '../limiter/rules/runtime-records.js';
+import type { Grant } from '../records/types.js';
+import type { ListingLimitsMiddleware } from '../limiter/types.js';
+import type { PagesLink } from '../records/pages-link.js';
+import type { Records } from '../records/records.js';
 import { clientPage } from './client.js';
 import {
   badInput,
@@ -24,7 +25,7 @@ import {
   sendPage,
   unreachable,
 } from './common.js';
-import { checkStore } from '../limiter/options.js';
+import { checkStore } from '../stores/option.js';
 import { dashboard } from './dashboard.js';
 import { markup } from './html.js';
 import { BAN_DURATIONS, clientPath, EXPIRIES, type View } from './rows.js';
@@ -125,7 +126,7 @@ function checkAuthorize(check: Checker, given: unknown): { authorize?: Authorize
   );
 }
 
-function checkAdminOptions(check: Checker, options: unknown, linked: Linked): AdminConfig {
+function checkAdminOptions(check: Checker, options: unknown, link: PagesLink): AdminConfig {
   const o = check.options(options, 'options', '{ authorize }');
   check.unknownKeys(o, ['authorize', 'secret', 'store', 'logins', 'sessionMs'], (k) => `options.${k}`);
   const { authorize, adminToken } = checkAuthorize(check, o.authorize);
@@ -135,14 +136,14 @@ function checkAdminOptions(check: Checker, options: unknown, linked: Linked): Ad
     secret: checkSecret(check, o.secret),
     sessionMs: o.sessionMs === undefined ? 8 * 3600_000 : check.ms(o.sessionMs, 'options.sessionMs'),
     logins: checkRate(check, o.logins, 'options.logins', { limit: 10, windowMs: 900_000 }),
-    store: o.store === undefined ? linked.store : checkStore(o.store, check),
+    store: o.store === undefined ? link.store : checkStore(o.store, check),
   };
 }
 
 /** What the routes of the operator's page share. */
 interface Admin {
   readonly middleware: ListingLimitsMiddleware;
-  readonly linked: Linked;
+  readonly link: PagesLink;
   readonly config: AdminConfig;
   readonly cookies: Sessions;
   /** What a login made in the logins' epoch `epoch` is bound to. */
@@ -154,18 +155,18 @@ interface Admin {
  * a new token, a new epoch ("log out everywhere") or a state that replaced the one it was made in (lost, or a copy
  * behind it) ends every login made before; a logout ends its own, on every instance.
  */
-function adminSessions(config: AdminConfig, records: RuntimeRecords): Pick<Admin, 'cookies' | 'boundTo'> {
+function adminSessions(config: AdminConfig, records: Records): Pick<Admin, 'cookies' | 'boundTo'> {
   const boundTo = (epoch: string) =>
     createHmac('sha256', config.secret)
-      .update(`listing-limits admin login\n${epoch}\n${records.stateId()}\n${config.adminToken ?? ''}`)
+      .update(`listing-limits admin login\n${epoch}\n${records.logins.stateId()}\n${config.adminToken ?? ''}`)
       .digest('base64url')
       .slice(0, 22);
   const inForce = async (login: LoginSession) => {
     // What another instance changed a moment ago (a logout, a new epoch) holds here from this request on. A store
     // that fails goes to the app's error handler as every error of the pages does: bare.
     await records.sync().catch((error: unknown) => Promise.reject(bare(error)));
-    const epoch = records.loginEpoch();
-    return epoch !== undefined && !records.loginEnded(login.id) && sameToken(login.bound, boundTo(epoch));
+    const epoch = records.logins.epoch();
+    return epoch !== undefined && !records.logins.ended(login.id) && sameToken(login.bound, boundTo(epoch));
   };
   return { cookies: sessions(config.secret, 'admin', config.sessionMs, inForce), boundTo };
 }
@@ -182,8 +183,8 @@ function viewOf(admin: Admin, req: Request, res: Response, client?: string): Vie
 
 /** The login form of `{ token }` and its limiter; what decides whether a request may use the page. */
 function mountLogin(router: Router, admin: Admin, token: string): Authorize {
-  const { cookies, linked, config } = admin;
-  const records = linked.records;
+  const { cookies, link, config } = admin;
+  const records = link.records;
   const loginPage = (req: Request, res: Response, status: number, message?: string) =>
     sendPage(
       res,
@@ -205,7 +206,7 @@ function mountLogin(router: Router, admin: Admin, token: string): Authorize {
           </form>`,
       req,
     );
-  router.use(formLimiter([{ method: 'POST', path: '/login', ...config.logins }], 'admin', config.store, linked.ipOf));
+  router.use(formLimiter([{ method: 'POST', path: '/login', ...config.logins }], 'admin', config.store, link.ipOf));
   router.get('/login', (req, res) => loginPage(req, res, 200));
   router.post(
     '/login',
@@ -213,7 +214,7 @@ function mountLogin(router: Router, admin: Admin, token: string): Authorize {
       if (!cookies.valid(req)) return refuseForgery(req, res);
       if (!sameToken(field(req.body, 'token'), token)) return loginPage(req, res, 401, 'Wrong admin token.');
       await records.sync();
-      const epoch = await records.loginsEpoch();
+      const epoch = await records.logins.epochNow();
       cookies.logIn(req, res, admin.boundTo(epoch));
       res.redirect(303, `${req.baseUrl}/`);
     }),
@@ -252,19 +253,19 @@ function notDone(req: Request, res: Response, error: ListingLimitsError): void {
 }
 
 /** The key of a client as a form or an address gives it (`key`), checked as the middleware checks a `{ key }`. */
-function keyOf(records: RuntimeRecords, check: Checker, value: unknown): string {
+function keyOf(records: Records, check: Checker, value: unknown): string {
   return records.keyOf(check, { key: typeof value === 'string' ? value : '' }).key;
 }
 
 /** The operators' page and a client's page. */
 function mountPages(router: Router, admin: Admin): void {
-  const { middleware, linked } = admin;
+  const { middleware, link } = admin;
   router.get(
     '/',
     handle(async (req, res) => {
       const v = viewOf(admin, req, res);
       const loginForm = admin.config.adminToken !== undefined;
-      sendPage(res, 200, 'Rate limits: operators', await dashboard(v, middleware, linked, loginForm), req);
+      sendPage(res, 200, 'Rate limits: operators', await dashboard(v, middleware, link, loginForm), req);
     }),
   );
   router.get(
@@ -272,13 +273,13 @@ function mountPages(router: Router, admin: Admin): void {
     handle(async (req, res) => {
       let key: string;
       try {
-        key = keyOf(linked.records, new Checker('limitsAdmin'), req.query.key);
+        key = keyOf(link.records, new Checker('limitsAdmin'), req.query.key);
       } catch (error) {
         if (!badInput(error)) throw error;
         return notDone(req, res, error);
       }
       const loginForm = admin.config.adminToken !== undefined;
-      const page = await clientPage(viewOf(admin, req, res, key), key, middleware, linked, loginForm);
+      const page = await clientPage(viewOf(admin, req, res, key), key, middleware, link, loginForm);
       sendPage(res, 200, 'Rate limits: a client', page, req);
     }),
   );
@@ -288,7 +289,7 @@ function mountPages(router: Router, admin: Admin): void {
  * Runs an action of a form, then goes back to the page it came from (the client's page of `back`, else the
  * operators'): a ListingLimitsError (bad input) is a 400 page that names the field.
  */
-function action(records: RuntimeRecords, run: (req: Request, check: Checker) => Promise<string>): RequestHandler {
+function action(records: Records, run: (req: Request, check: Checker) => Promise<string>): RequestHandler {
   return handle(async (req, res) => {
     try {
       const check = new Checker('limitsAdmin');
@@ -304,7 +305,7 @@ function action(records: RuntimeRecords, run: (req: Request, check: Checker) => 
 }
 
 /** The actions on a client: find its page, clear its counters, ban it. */
-function mountClientActions(router: Router, { middleware, linked }: Admin): void {
+function mountClientActions(router: Router, { middleware, link }: Admin): void {
   /** Finds a client's page: a token is hashed here, so that it never appears in an address or a log. */
   router.post(
     '/search',
@@ -313,7 +314,7 @@ function mountClientActions(router: Router, { middleware, linked }: Admin): void
         const check = new Checker('limitsAdmin');
         const by = check.oneOf(field(req.body, 'by'), ['token', 'ip', 'key'], 'by');
         const value = field(req.body, 'value').trim();
-        const { key } = linked.records.keyOf(check, { [by]: value });
+        const { key } = link.records.keyOf(check, { [by]: value });
         res.redirect(303, clientPath(req.baseUrl, key));
       } catch (error) {
         if (!badInput(error)) throw error;
@@ -323,7 +324,7 @@ function mountClientActions(router: Router, { middleware, linked }: Admin): void
   );
   router.post(
     '/client/reset',
-    action(linked.records, async (req) => {
+    action(link.records, async (req) => {
       const endpoint = field(req.body, 'endpoint');
       await middleware.reset({ key: field(req.body, 'back') }, endpoint === '' ? undefined : endpoint);
       return 'reset';
@@ -331,7 +332,7 @@ function mountClientActions(router: Router, { middleware, linked }: Admin): void
   );
   router.post(
     '/bans/new',
-    action(linked.records, async (req, check) => {
+    action(link.records, async (req, check) => {
       const by = check.oneOf(field(req.body, 'by'), ['token', 'ip', 'key'], 'by');
       const value = field(req.body, 'value').trim();
       const seconds = BAN_DURATIONS.find(([s]) => s === field(req.body, 'duration'))?.[0];
@@ -341,17 +342,17 @@ function mountClientActions(router: Router, { middleware, linked }: Admin): void
       // A token's key keeps what its grant request shows of the token, when it filed one.
       const [request] =
         by === 'key' && value.startsWith('t:') ? await middleware.requests.find(client, { limit: 1 }) : [];
-      await linked.records.banClient(client, { duration: Number(seconds) * 1000, reason }, request?.tokenEnd);
+      await link.records.bans.ban(client, { duration: Number(seconds) * 1000, reason }, request?.tokenEnd);
       return 'banned';
     }),
   );
 }
 
 /** The decisions on grant requests, and a grant's new expiry. */
-function mountGrantActions(router: Router, { middleware, linked }: Admin): void {
+function mountGrantActions(router: Router, { middleware, link }: Admin): void {
   router.post(
     '/requests/approve',
-    action(linked.records, async (req, check) => {
+    action(link.records, async (req, check) => {
       const id = field(req.body, 'id');
       const asked = (await middleware.requests.get(id))?.ask;
       const grant = grantOf(check, field(req.body, 'grant'), field(req.body, 'multiplier'), asked);
@@ -361,16 +362,16 @@ function mountGrantActions(router: Router, { middleware, linked }: Admin): void 
   );
   router.post(
     '/requests/decline',
-    action(linked.records, async (req) => {
+    action(link.records, async (req) => {
       await middleware.requests.decline(field(req.body, 'id'), field(req.body, 'reason'));
       return 'declined';
     }),
   );
   router.post(
     '/grants/expiry',
-    action(linked.records, async (req, check) => {
+    action(link.records, async (req, check) => {
       const key = field(req.body, 'key');
-      const grant = await linked.records.grantOfKey(key);
+      const grant = await link.records.grants.of(key);
       if (!grant) return 'none';
       await middleware.grant({ key }, grant.grant, {
         until: expiryOf(check, field(req.body, 'expiry')),
@@ -385,7 +386,7 @@ function mountGrantActions(router: Router, { middleware, linked }: Admin): void 
  * The actions of one field that end a record: each says what it did, or `none` when the record was already gone. The
  * field is `key` (a client) or `id` (a lost record, a foreign entry).
  */
-function mountEndings(router: Router, { middleware, linked }: Admin): void {
+function mountEndings(router: Router, { middleware, link }: Admin): void {
   const endings: readonly [path: string, end: (req: Request) => Promise<boolean>, done: string][] = [
     ['/grants/revoke', (req) => middleware.revoke({ key: field(req.body, 'key') }), 'revoked'],
     ['/bans/lift', (req) => middleware.unban(field(req.body, 'key')), 'lifted'],
@@ -396,19 +397,19 @@ function mountEndings(router: Router, { middleware, linked }: Admin): void {
   for (const [path, end, done] of endings) {
     router.post(
       path,
-      action(linked.records, async (req) => ((await end(req)) ? done : 'none')),
+      action(link.records, async (req) => ((await end(req)) ? done : 'none')),
     );
   }
 }
 
 /** Logging out: this login, on every instance; or every login of every operator (a new epoch). */
-function mountLogout(router: Router, { cookies, linked, config }: Admin): void {
+function mountLogout(router: Router, { cookies, link, config }: Admin): void {
   router.post(
     '/logout',
     handle(async (req, res) => {
       const login = cookies.login(req);
       // Ended in the store, so that a copy of its cookie is refused on every instance too.
-      if (login) await linked.records.endLogin(login.id, login.issuedAt + config.sessionMs);
+      if (login) await link.records.logins.end(login.id, login.issuedAt + config.sessionMs);
       cookies.logOut(req, res);
       res.redirect(303, `${req.baseUrl}/login`);
     }),
@@ -416,7 +417,7 @@ function mountLogout(router: Router, { cookies, linked, config }: Admin): void {
   router.post(
     '/logout/everywhere',
     handle(async (req, res) => {
-      await linked.records.endLogins();
+      await link.records.logins.endAll();
       cookies.logOut(req, res);
       res.redirect(303, `${req.baseUrl}/login`);
     }),
@@ -431,15 +432,15 @@ function mountLogout(router: Router, { cookies, linked, config }: Admin): void {
  */
 export function limitsAdmin(middleware: ListingLimitsMiddleware, options: AdminPageOptions): Router {
   const check: Checker = new Checker('limitsAdmin');
-  const linked = checkMiddleware(check, middleware);
-  const config = checkAdminOptions(check, options, linked);
+  const link = checkMiddleware(check, middleware);
+  const config = checkAdminOptions(check, options, link);
   needGrantRequests(check, middleware);
   // Counting the last hour starts now.
   middleware.traffic();
 
-  const admin: Admin = { middleware, linked, config, ...adminSessions(config, linked.records) };
+  const admin: Admin = { middleware, link, config, ...adminSessions(config, link.records) };
   const router = secureRouter();
-  router.use(boundEachLoad(linked.records, 'limitsAdmin'));
+  router.use(boundEachLoad(link.records, 'limitsAdmin'));
   router.use(...admin.cookies.start);
   const { adminToken } = config;
   const authorize = adminToken === undefined ? (config.authorize as Authorize) : mountLogin(router, admin, adminToken);
@@ -451,7 +452,7 @@ export function limitsAdmin(middleware: ListingLimitsMiddleware, options: AdminP
   if (adminToken !== undefined) mountLogout(router, admin);
   router.use(
     unreachable(
-      linked.records,
+      link.records,
       (req) => markup`<p class="alert" role="alert">The store of the rate limits' state (Redis) did not answer in time:
         nothing was changed, and this page cannot be shown now.</p>
         <p>What still works: the API answers its requests as the store's <code>onFailure</code> says (by default each

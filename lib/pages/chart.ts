@@ -4,14 +4,14 @@ import { countText } from './describe.js';
 import { type Html, markup } from './html.js';
 
 /** Minutes a chart shows at the most: the hour `traffic()` keeps. */
-const MINUTES = 60;
+const BARS = 60;
 /** Its geometry, in the SVG's units (pixels at its natural size): a slot and a bar per minute, a plot, margins. */
 const SLOT = 13;
 const BAR = 9;
 const LEFT = 64;
 const TOP = 40;
 const PLOT = 200;
-const WIDTH = LEFT + MINUTES * SLOT + 24;
+const WIDTH = LEFT + BARS * SLOT + 24;
 const HEIGHT = TOP + PLOT + 50;
 /** The width of a character of the legend at the most (digits of a wide sans-serif at 13 px), for its layout. */
 const CHAR = 8;
@@ -87,7 +87,7 @@ function grid(top: number, step: number): Html[] {
   for (let k = 0; k * step <= top; k++) {
     const y = TOP + PLOT - Math.round((PLOT * k * step) / top);
     lines.push(
-      markup`<line x1="${LEFT}" y1="${y}" x2="${LEFT + MINUTES * SLOT}" y2="${y}" stroke="${k === 0 ? MUTED : GRID}"/>`,
+      markup`<line x1="${LEFT}" y1="${y}" x2="${LEFT + BARS * SLOT}" y2="${y}" stroke="${k === 0 ? MUTED : GRID}"/>`,
       markup`<text x="${LEFT - 8}" y="${y + 4}" text-anchor="end">${short.format(k * step)}</text>`,
     );
   }
@@ -114,12 +114,12 @@ function times(minutes: readonly TrafficMinute[]): Html[] {
  * `subject` says what is counted, e.g. `All endpoints`.
  */
 export function trafficChart(subject: string, minutes: readonly TrafficMinute[]): Html {
-  const shown = minutes.slice(-MINUTES);
+  const shown = minutes.slice(-BARS);
   const allowed = countText(shown.reduce((n, m) => n + countOf(m.allowed), 0));
   const refused = countText(shown.reduce((n, m) => n + countOf(m.refused), 0));
   const most = Math.max(0, ...shown.map((m) => countOf(m.allowed) + countOf(m.refused)));
   const { top, step } = scaleOf(most);
-  const [center, middle] = [LEFT + (MINUTES * SLOT) / 2, TOP + PLOT / 2];
+  const [center, middle] = [LEFT + (BARS * SLOT) / 2, TOP + PLOT / 2];
   const title = `${subject}: ${allowed} allowed and ${refused} refused in the last hour, per minute`;
   // The second entry of the legend starts past the first, however long its count.
   const second = LEFT + 18 + `allowed: ${allowed}`.length * CHAR + 24;

@@ -1,6 +1,5 @@
 // A client's page on the operator's page: its counters now, its refusals, ban, grant, requests and changes.
-import { HISTORY_MAX } from '../stores/state.js';
-import type { Linked } from '../limiter/linked.js';
+import type { PagesLink } from '../records/pages-link.js';
 import type { EndpointUsage, ListingLimitsMiddleware } from '../limiter/types.js';
 import { clientLabel, when } from './describe.js';
 import { type Html, markup } from './html.js';
@@ -66,16 +65,16 @@ export async function clientPage(
   page: View,
   key: string,
   middleware: ListingLimitsMiddleware,
-  linked: Linked,
+  link: PagesLink,
   loginForm: boolean,
 ): Promise<Html> {
-  const { records, traffic } = linked;
+  const { records, traffic } = link;
   const [usage, bans, grant, requests, history] = await Promise.all([
     counters(page, middleware, key),
-    records.bansOf(key),
-    records.grantOfKey(key),
+    records.bans.of(key),
+    records.grants.of(key),
     middleware.requests.find({ key }, { limit: PER_PAGE }),
-    middleware.history({ limit: HISTORY_MAX }),
+    middleware.history(),
   ]);
   const pending = requests.filter((r) => r.status === 'pending');
   const decided = requests.filter((r) => r.status !== 'pending');

@@ -9,14 +9,13 @@ import express, {
 } from 'express';
 import { type Checker, isPlainObject, show } from '../shared/check.js';
 import { ListingLimitsError } from '../shared/errors.js';
-import type { RuntimeRecords } from '../limiter/rules/runtime-records.js';
-import type { IpKey } from '../limiter/identify.js';
-import { type Linked, linkedOf } from '../limiter/linked.js';
-import { listingLimits } from '../limiter/middleware.js';
+import type { IpKey } from '../contract/keys.js';
 import type { EndpointRow } from '../contract/listings.js';
-import { contractOf } from '../stores/adapter.js';
-import { type Store, storeOf } from '../stores/store.js';
+import { listingLimits } from '../limiter/middleware.js';
 import type { ListingLimitsMiddleware } from '../limiter/types.js';
+import { type PagesLink, pagesLinkOf } from '../records/pages-link.js';
+import type { Records } from '../records/records.js';
+import type { CounterSpec, LimitsSpec, Store } from '../stores/store.js';
 import { serveCss, serveJs } from './assets.js';
 import { helmet, missing } from './peers.cjs';
 import { type Html, markup, page } from './html.js';
@@ -33,13 +32,13 @@ const FIELDS_LIMIT = 200;
  * Checks that the page's first argument (`limits` in its errors) is the middleware listingLimits() returned; answers
  * what the middleware tells its pages.
  */
-export function checkMiddleware(check: Checker, middleware: unknown): Linked {
+export function checkMiddleware(check: Checker, middleware: unknown): PagesLink {
   const m = middleware as { grant?: unknown; requests?: unknown } | null;
-  const linked = linkedOf(middleware);
-  if (!linked || typeof m?.grant !== 'function' || typeof m.requests !== 'object') {
+  const link = pagesLinkOf(middleware);
+  if (!link || typeof m?.grant !== 'function' || typeof m.requests !== 'object') {
     check.invalid('limits', `must be the middleware listingLimits() returned; got ${show(middleware)}.`);
   }
-  return linked;
+  return link;
 }
 
 /** Refuses a middleware whose store keeps no grant requests (a custom store): both pages need them. */
@@ -175,19 +174,13 @@ export function formLimiter(rows: readonly EndpointRow[], page: string, store: S
     ...spec,
     name: `listing-limits ${page} ${spec.name}`,
   });
-  const given = contractOf(store);
-  // What the forms take of the store: its counters, under their names, and how it fails. No runtime state: the forms
-  // need none, and so no background reads of it.
-  const forms = storeOf(
-    {
-      capabilities: given.capabilities,
-      counter: (spec) => given.counter(named(spec)),
-      limits: (spec) => given.limits(named(spec)),
-      state: undefined,
-      failure: given.failure,
-    },
-    { limiter: (spec) => store(named(spec)) },
-  );
+  // What the forms take of the store, in its public form: its counters, under their names, and how it fails. No
+  // runtime state: the forms need none, and so no background reads of it.
+  const { failure, limits } = store;
+  const forms: Store = Object.assign((spec: CounterSpec) => store(named(spec)), {
+    ...(failure && { failure }),
+    ...(limits && { limits: (spec: LimitsSpec) => limits(named(spec)) }),
+  });
   const limiter = listingLimits(rows, {
     store: forms,
     // By address only: a form's Authorization header (or its absence) must not give a fresh counter.
@@ -227,8 +220,8 @@ export function badInput(error: unknown): error is ListingLimitsError {
  * One bound for every store call of a page's load (see `CallBound`): the page answers within the store's
  * `callTimeoutMs` in all, whatever it reads and changes.
  */
-export function boundEachLoad(records: RuntimeRecords, source: string): RequestHandler {
-  return (_req, _res, next) => records.withBound(source, next);
+export function boundEachLoad(records: Records, source: string): RequestHandler {
+  return (_req, _res, next) => records.calls.withBound(source, next);
 }
 
 /**
@@ -236,10 +229,10 @@ export function boundEachLoad(records: RuntimeRecords, source: string): RequestH
  * with `body`, which says what still works; the error goes to the middleware's `onError`. Nothing of the load was
  * changed. Any other error goes on to the app's error handler.
  */
-export function unreachable(records: RuntimeRecords, body: (req: Request) => Html): ErrorRequestHandler {
+export function unreachable(records: Records, body: (req: Request) => Html): ErrorRequestHandler {
   return (error: unknown, req, res, next) => {
     if ((error as { code?: unknown } | null)?.code !== 'ERR_STORE_UNAVAILABLE' || res.headersSent) return next(error);
-    records.report(error, req);
+    records.calls.report(error, req);
     res.setHeader('Retry-After', '10');
     sendPage(res, 503, 'Try again in a moment', body(req), req);
   };

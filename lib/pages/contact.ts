@@ -4,7 +4,8 @@ import ipaddr from 'ipaddr.js';
 import { Checker, DAY_MS } from '../shared/check.js';
 import type { EndpointRow } from '../contract/listings.js';
 import type { Store } from '../stores/store.js';
-import type { GrantProof, GrantRequest, GrantRequestInput, ListingLimitsMiddleware } from '../limiter/types.js';
+import type { GrantProof, GrantRequest, GrantRequestInput } from '../records/types.js';
+import type { ListingLimitsMiddleware } from '../limiter/types.js';
 import { type ListingLimitsError } from '../shared/errors.js';
 import {
   badInput,
@@ -21,7 +22,7 @@ import {
   sendPage,
   unreachable,
 } from './common.js';
-import { checkStore } from '../limiter/options.js';
+import { checkStore } from '../stores/option.js';
 import { clientLabel, grantText, perWindow, when } from './describe.js';
 import { type Html, markup } from './html.js';
 import { CSRF_FIELD, sessions } from './session.js';
@@ -32,7 +33,7 @@ import {
   LONGEST_REASON,
   LONGEST_TOKEN,
   PENDING_KEPT_MS,
-} from '../limiter/rules/grant-requests.js';
+} from '../records/grant-requests.js';
 
 /** Options of {@link limitsRequestPage}. */
 export interface RequestPageOptions {
@@ -292,18 +293,18 @@ function statusOf(r: GrantRequest): Html {
  */
 export function limitsRequestPage(middleware: ListingLimitsMiddleware, options?: RequestPageOptions): Router {
   const check: Checker = new Checker('limitsRequestPage');
-  const linked = checkMiddleware(check, middleware);
+  const link = checkMiddleware(check, middleware);
   const o = check.options(options, 'options', '{ store, submissions, checks }');
   check.unknownKeys(o, ['store', 'submissions', 'checks', 'secret'], (k) => `options.${k}`);
   const cookies = sessions(checkSecret(check, o.secret), 'contact');
   const submissions = checkRate(check, o.submissions, 'options.submissions', { limit: 5, windowMs: 3_600_000 });
   const checks = checkRate(check, o.checks, 'options.checks', { limit: 30, windowMs: 900_000 });
-  const store = o.store === undefined ? linked.store : checkStore(o.store, check);
+  const store = o.store === undefined ? link.store : checkStore(o.store, check);
   needGrantRequests(check, middleware);
   const rows = middleware.requests.endpoints;
 
   const router = secureRouter();
-  router.use(boundEachLoad(linked.records, 'limitsRequestPage'));
+  router.use(boundEachLoad(link.records, 'limitsRequestPage'));
   router.use(...cookies.start);
   const csrf = (req: Request, res: Response) =>
     markup`<input type="hidden" name="${CSRF_FIELD}" value="${cookies.token(req, res)}">`;
@@ -315,7 +316,7 @@ export function limitsRequestPage(middleware: ListingLimitsMiddleware, options?:
       ],
       'contact',
       store,
-      linked.ipOf,
+      link.ipOf,
     ),
   );
   const title = 'Ask for extended limits';
@@ -377,7 +378,7 @@ export function limitsRequestPage(middleware: ListingLimitsMiddleware, options?:
   );
   router.use(
     unreachable(
-      linked.records,
+      link.records,
       () => markup`<p class="alert" role="alert">Requests cannot be filed or checked right now: nothing was filed. The
         API itself keeps answering. Try again in a few minutes.</p>`,
     ),

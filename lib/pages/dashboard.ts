@@ -1,13 +1,7 @@
 // The operator's page: a page of each list (requests, grants, bans), the store's state, the last hour, the changes.
-import type { Linked } from '../limiter/linked.js';
-import type {
-  ActiveBan,
-  ActiveGrant,
-  ChangeEvent,
-  GrantRequest,
-  ListingLimitsMiddleware,
-  TrafficSummary,
-} from '../limiter/types.js';
+import type { PagesLink } from '../records/pages-link.js';
+import type { ListingLimitsMiddleware, TrafficSummary } from '../limiter/types.js';
+import type { ActiveBan, ActiveGrant, ChangeEvent, GrantRequest } from '../records/types.js';
 import { trafficChart } from './chart.js';
 import { countText } from './describe.js';
 import { type Html, markup } from './html.js';
@@ -201,7 +195,7 @@ function auditSection(v: View, history: ChangeEvent[]): Html {
 export async function dashboard(
   v: View,
   middleware: ListingLimitsMiddleware,
-  linked: Linked,
+  link: PagesLink,
   loginForm: boolean,
 ): Promise<Html> {
   const counts = await middleware.requests.counts();
@@ -210,8 +204,8 @@ export async function dashboard(
   const [pending, decided, grants, bans, history, lost, foreign] = await Promise.all([
     middleware.requests.list({ status: 'pending', offset: (requestsPage - 1) * PER_PAGE, limit: PER_PAGE }),
     middleware.requests.list({ status: 'decided', limit: 10 }),
-    linked.records.grantsPage((pageOf(v, 'grants') - 1) * PER_PAGE, PER_PAGE),
-    linked.records.bansPage((pageOf(v, 'bans') - 1) * PER_PAGE, PER_PAGE),
+    link.records.grants.page((pageOf(v, 'grants') - 1) * PER_PAGE, PER_PAGE),
+    link.records.bans.page((pageOf(v, 'bans') - 1) * PER_PAGE, PER_PAGE),
     middleware.history({ limit: PER_PAGE }),
     middleware.lost(),
     middleware.foreign(),

@@ -1,6 +1,6 @@
 // Words for what the pages show: grants, durations and dates, the same on the contact page and the operator's.
 import type { EndpointRow } from '../contract/listings.js';
-import type { Grant } from '../limiter/types.js';
+import type { Grant } from '../records/types.js';
 
 /** A count in full, grouped by thousands: `1,234,567`. */
 export const countText = (n: number): string => counts.format(n);

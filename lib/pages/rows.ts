@@ -1,6 +1,6 @@
 // The rows and cards of the operator's pages: requests, grants, bans, lost records, foreign entries, changes, pages.
 import type { Request } from 'express';
-import type { ActiveBan, ActiveGrant, ChangeEvent, ForeignEntry, GrantRequest, LostRecord } from '../limiter/types.js';
+import type { ActiveBan, ActiveGrant, ChangeEvent, ForeignEntry, GrantRequest, LostRecord } from '../records/types.js';
 import { clientLabel, grantText, when } from './describe.js';
 import { type Html, markup } from './html.js';
 

@@ -103,6 +103,13 @@ export class Checker {
     return this.invalid(field, `must be a whole number of ${unit}, ${range}; got ${show(value)}.`);
   }
 
+  /** A callback option: a function of the shape `shape` names, or undefined. */
+  callback<T>(value: T, field: string, shape: string): T {
+    if (value !== undefined && typeof value !== 'function')
+      this.invalid(field, `must be a function ${shape}; got ${show(value)}.`);
+    return value;
+  }
+
   /** A function, or `fallback` when `value` is undefined. */
   function<T>(value: unknown, field: string, fallback: T): T {
     if (value === undefined) return fallback;

@@ -1,22 +1,22 @@
-// The package's errors: bad configuration (a stable `code` and the field at fault), and a store that could not count.
+// The package's errors: bad configuration (a stable `code` and the field at fault), a store that could not count, and
+// what every copy of the package answers to `instanceof`.
 
 /**
  * `instanceof` for the package's error classes, true across copies of the package (an app that loads it both as an
  * ES module and as CommonJS has two of each class): an instance carries its class's brand, a symbol every copy
  * shares, on its prototype. A subclass of an app's own is tested as usual.
  */
-function branded(target: unknown, own: unknown, brand: symbol, value: unknown): boolean {
+export function branded(target: unknown, own: unknown, brand: symbol, value: unknown): boolean {
   if (target !== own) return Function.prototype[Symbol.hasInstance].call(target, value);
   return typeof value === 'object' && value !== null && (value as { [brand]?: unknown })[brand] === true;
 }
 
-function brandOf<T extends { prototype: object }>(cls: T, brand: symbol): void {
+export function brandOf<T extends { prototype: object }>(cls: T, brand: symbol): void {
   Object.defineProperty(cls.prototype, brand, { value: true });
 }
 
 const LIMITS_BRAND = Symbol.for('listing-limits.ListingLimitsError');
 const STORE_BRAND = Symbol.for('listing-limits.StoreUnavailableError');
-const CLIENT_BRAND = Symbol.for('listing-limits.ListingClientError');
 
 /** Stable codes of {@link ListingLimitsError}. */
 export type ListingLimitsErrorCode =
@@ -134,54 +134,3 @@ export class ListingLimitsWarning extends Error {
     this.code = code;
   }
 }
-
-/** Stable codes of {@link ListingClientError}. */
-export type ListingClientErrorCode =
-  | 'ERR_WAIT_TOO_LONG'
-  | 'ERR_BANNED'
-  | 'ERR_RATE_LIMITED'
-  | 'ERR_HTTP'
-  | 'ERR_NETWORK'
-  | 'ERR_TIMEOUT'
-  | 'ERR_TOO_LARGE'
-  | 'ERR_UNKNOWN_ENDPOINT'
-  | 'ERR_INVALID_PARAMS'
-  | 'ERR_CLOSED';
-
-/** What a call of `listingClient()` rejects with; an aborted call rejects with its signal's reason instead. */
-export class ListingClientError extends Error {
-  /** Stable, machine-readable reason. */
-  readonly code: ListingClientErrorCode;
-  /** The endpoint of the call, `<METHOD> <path>` as in the table. */
-  readonly endpoint: string;
-  /** The HTTP status of the last answer, when there was one. */
-  readonly status: number | undefined;
-  /** `ERR_WAIT_TOO_LONG`: how long the call would have had to wait; `ERR_RATE_LIMITED`: the last wait asked. */
-  readonly waitMs: number | undefined;
-  /** `ERR_BANNED`: when the ban ends. */
-  readonly bannedUntil: Date | undefined;
-  /** The parsed body of the last answer (JSON, else text), when there was one. */
-  readonly body: unknown;
-
-  constructor(
-    code: ListingClientErrorCode,
-    endpoint: string,
-    message: string,
-    details: { status?: number; waitMs?: number; bannedUntil?: Date; body?: unknown; cause?: unknown } = {},
-  ) {
-    super(`listingClient: ${endpoint}: ${message}`, details.cause === undefined ? undefined : { cause: details.cause });
-    this.name = 'ListingClientError';
-    this.code = code;
-    this.endpoint = endpoint;
-    this.status = details.status;
-    this.waitMs = details.waitMs;
-    this.bannedUntil = details.bannedUntil;
-    this.body = details.body;
-  }
-
-  /** True for a ListingClientError of any copy of the package, ES module or CommonJS. */
-  static override [Symbol.hasInstance](value: unknown): boolean {
-    return branded(this, ListingClientError, CLIENT_BRAND, value);
-  }
-}
-brandOf(ListingClientError, CLIENT_BRAND);

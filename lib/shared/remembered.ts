@@ -10,11 +10,11 @@ export function remembered(fn: (value: string) => string, max = 10_000): (value:
   return (value) => {
     // Long values are not kept: a flood of huge tokens must not fill memory.
     if (value.length > 256) return fn(value);
-    let result = cache.get(value);
-    if (result === undefined) {
-      result = fn(value);
-      cache.set(value, result);
+    let known = cache.get(value);
+    if (known === undefined) {
+      known = fn(value);
+      cache.set(value, known);
     }
-    return result;
+    return known;
   };
 }

@@ -1,11 +1,13 @@
 // The one adapter between the store contract and a store given as a factory of rate-limiter-flexible limiters.
 import { type RateLimiterAbstract, RateLimiterRes } from 'rate-limiter-flexible';
 import { Checker, MAX_DURATION_MS, show } from '../shared/check.js';
-import type { Count, LimitsCounter, LimitsSpec } from './limits.js';
 import {
+  type Count,
   type CounterCapabilities,
   type CounterSpec,
   knownContract,
+  type LimitsCounter,
+  type LimitsSpec,
   type Store,
   type StoreContract,
   type StoreCounter,
@@ -24,16 +26,16 @@ export interface CountsAsync {
   count(key: string): Promise<Count>;
 }
 
-const check: Checker = new Checker('listingLimits');
+const storeCheck: Checker = new Checker('listingLimits');
 
 /** A rate-limiter-flexible result as a count: its consumed points, and when its window ends. */
-function countOf(result: RateLimiterRes): Count {
+function countFrom(result: RateLimiterRes): Count {
   return { count: result.consumedPoints, resetAt: Date.now() + Math.max(result.msBeforeNext, 0) };
 }
 
-/** A key's count read through rate-limiter-flexible's `get()`; undefined once its window has ended. */
-export function readOf(limiter: RateLimiterAbstract, key: string): Promise<Count | undefined> {
-  return limiter.get(key).then((result) => (result && result.msBeforeNext > 0 ? countOf(result) : undefined));
+/** A key's count peeked through rate-limiter-flexible's `get()`; undefined once its window has ended. */
+export function peekOf(limiter: RateLimiterAbstract, key: string): Promise<Count | undefined> {
+  return limiter.get(key).then((result) => (result && result.msBeforeNext > 0 ? countFrom(result) : undefined));
 }
 
 /** A Redis store's hit script: one more request on a key, answering its count and the ms left of its window. */
@@ -56,10 +58,10 @@ export function hitOf(hits: Hit, key: string, seconds: number): Promise<Count> {
   }));
 }
 
-/** A hit through rate-limiter-flexible's `consume()`: resolved, or rejected with the result over the limit. */
+/** A count through rate-limiter-flexible's `consume()`: resolved, or rejected with the result over the limit. */
 function consumed(limiter: RateLimiterAbstract, key: string): Promise<Count> {
-  return limiter.consume(key).then(countOf, (rejection: unknown) => {
-    if (rejection instanceof RateLimiterRes) return countOf(rejection);
+  return limiter.consume(key).then(countFrom, (rejection: unknown) => {
+    if (rejection instanceof RateLimiterRes) return countFrom(rejection);
     throw rejection;
   });
 }
@@ -71,9 +73,11 @@ function consumed(limiter: RateLimiterAbstract, key: string): Promise<Count> {
 class LimiterCounter implements StoreCounter<Count> {
   readonly capabilities: CounterCapabilities;
   readonly count: (key: string) => Count | Promise<Count>;
+  readonly route: ((key: string) => string) | undefined;
 
   constructor(private readonly limiter: RateLimiterAbstract) {
-    const declared = limiter as RateLimiterAbstract & Partial<CountsNow & CountsAsync>;
+    const declared = limiter as RateLimiterAbstract & Partial<CountsNow & CountsAsync & Routed>;
+    this.route = routeOf(declared);
     const countsNow = declared.countsNow === true && typeof declared.countNow === 'function';
     const countsAsync = declared.countsAsync === true && typeof declared.count === 'function';
     // Every rate-limiter-flexible limiter reads and forgets; an object that only looks like one may not.
@@ -84,7 +88,7 @@ class LimiterCounter implements StoreCounter<Count> {
   }
 
   peek(key: string): Promise<Count | undefined> {
-    return readOf(this.limiter, key);
+    return peekOf(this.limiter, key);
   }
 
   reset(key: string): Promise<boolean> {
@@ -96,7 +100,7 @@ class LimiterCounter implements StoreCounter<Count> {
 function limiterOf(store: Store, spec: CounterSpec): RateLimiterAbstract {
   const limiter = store(spec);
   if (typeof limiter !== 'object' || limiter === null || typeof limiter.consume !== 'function') {
-    check.invalid(
+    storeCheck.invalid(
       'options.store',
       `returned ${show(limiter)} for ${spec.name}; a store must return a rate-limiter-flexible limiter.`,
     );
@@ -104,12 +108,23 @@ function limiterOf(store: Store, spec: CounterSpec): RateLimiterAbstract {
   return limiter;
 }
 
+/** What a counter of the Redis store declares: which part of the store holds a key (see `StoreCounter.route`). */
+interface Routed {
+  readonly route: ((key: string) => string) | undefined;
+}
+
+/** The route a counter declares, kept through its public form (the pages' forms count on the Redis store's). */
+function routeOf(counter: Partial<Routed>): ((key: string) => string) | undefined {
+  const { route } = counter;
+  return typeof route === 'function' ? (key) => route.call(counter, key) : undefined;
+}
+
 /** A store's public `limits` counter as a counter of the contract, refused at once when it declares no count. */
 function limitsCounterOf(counter: LimitsCounter, spec: LimitsSpec): StoreCounter<readonly Count[]> {
   const c = counter as Partial<{ countsNow: unknown; countNow: unknown; countsAsync: unknown; count: unknown }>;
   const countsNow = c.countsNow === true && typeof c.countNow === 'function';
   if (!countsNow && !(c.countsAsync === true && typeof c.count === 'function')) {
-    check.invalid(
+    storeCheck.invalid(
       'options.store',
       `limits() returned ${show(counter)} for ${spec.name}; it must return a limits counter.`,
     );
@@ -126,6 +141,7 @@ function limitsCounterOf(counter: LimitsCounter, spec: LimitsSpec): StoreCounter
       : (key) => (counter as Extract<LimitsCounter, { countsAsync: true }>).count(key),
     peek: (key) => readable.peek(key),
     reset: (key) => readable.reset(key),
+    route: routeOf(counter as Partial<Routed>),
   };
 }
 

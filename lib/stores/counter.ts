@@ -1,17 +1,9 @@
-// One counter as the request path uses it: a hit, a read, a reset, whatever store keeps it and however it fails.
+// One counter as the middleware counts with it: count, peek and reset, whatever store keeps it and however it fails.
 import { StoreUnavailableError } from '../shared/errors.js';
-import { MemoryLimiter } from './memory/limiter.js';
-import type { CounterSpec, StoreCounter } from './store.js';
+import type { Count, CountAnswer, CounterSpec, LimitsSpec, StoreCounter } from './store.js';
 import type { CallBound } from './call-bound.js';
 import { AFTER_DEADLINE, BREAKER_OPEN, type Deadline, TIMED_OUT, type Waiting } from './waiting.js';
 import { type Limit } from '../contract/limit.js';
-import { type Count, type LimitsSpec } from './limits.js';
-import { MemoryLimits } from './memory/windows.js';
-
-export type { Count };
-
-/** What a counter answers: one limit's count, or each limit's. */
-type Answer = Count | readonly Count[];
 
 /** Refusals a counter remembers at the most; the oldest are forgotten first beyond that. */
 export const REMEMBERED_REFUSALS = 10_000;
@@ -96,13 +88,8 @@ function promised<T>(call: () => T | Promise<T>): Promise<T> {
   }
 }
 
-/** Whether a spec is of several limits (or sliding windows), rather than one limit in fixed windows. */
-function isLimits(spec: CounterSpec | LimitsSpec): spec is LimitsSpec {
-  return 'limits' in spec;
-}
-
 /** The refusal to remember of an answer, or undefined for an answer that allowed the request. */
-function refusalOf(spec: CounterSpec | LimitsSpec, answer: Answer): Refusal<Answer> | undefined {
+function refusalOf(spec: CounterSpec | LimitsSpec, answer: CountAnswer): Refusal<CountAnswer> | undefined {
   if (!Array.isArray(answer)) {
     const { count, resetAt } = answer as Count;
     const { limit } = spec as CounterSpec;
@@ -120,47 +107,41 @@ function refusalOf(spec: CounterSpec | LimitsSpec, answer: Answer): Refusal<Answ
  * A copy of a memory counter's live answer, taken at once: the requests whose deadlines end together fall back in
  * one turn, and each must read its own count, not the last one's.
  */
-function copied(answer: Answer): Answer {
+function copied(answer: CountAnswer): CountAnswer {
   if (Array.isArray(answer)) return answer.map(({ count, resetAt }: Count) => ({ count, resetAt }));
   const { count, resetAt } = answer as Count;
   return { count, resetAt };
 }
 
-/** The memory counter of a spec: what a store that fails with `onFailure: 'memory'` counts on meanwhile. */
-function memoryOf(spec: CounterSpec | LimitsSpec): StoreCounter<Answer> {
-  if (isLimits(spec)) return new MemoryLimits(spec);
-  return new MemoryLimiter({ points: spec.limit, duration: spec.windowMs / 1000 });
-}
-
 /**
  * A counter of a store: one limit in fixed windows (its answer a `Count`), or several limits, or sliding windows
- * (each limit's `Count` in order). Hits answer synchronously when the store's counter counts now (the memory store),
+ * (each limit's `Count` in order). Counts answer synchronously when the store's counter counts now (the memory store),
  * or when the store has already said that this key is over its limit until its window ends: that refusal is
  * remembered (at most REMEMBERED_REFUSALS keys), so a client over its limit costs the store no command for the rest
  * of the window. Other calls go to the store through a promise that settles within the request's deadline. A store
  * with a failure policy that fails (or whose breaker is open) is handled as the policy says: counted in this
  * process's memory meanwhile, or a StoreUnavailableError (`open`/`closed`); without a policy, its error is passed on.
  */
-export class Counter<A extends Answer = Answer> {
+export class Counter<A extends CountAnswer = CountAnswer> {
   readonly spec: CounterSpec | LimitsSpec;
   readonly #store: StoreCounter<A>;
   readonly #waiting: Waiting | undefined;
   readonly #fallback: StoreCounter<A> | undefined;
-  /** Whether the store's counter counts now, in this process: hits answer at once. */
-  readonly now: boolean;
+  /** Whether the store's counter counts now, in this process: counts answer at once. */
+  readonly countsNow: boolean;
   readonly #refused = new Refusals<A>();
 
   constructor(spec: CounterSpec | LimitsSpec, store: StoreCounter<A>, waiting: Waiting | undefined) {
     this.spec = spec;
     this.#store = store;
     this.#waiting = waiting;
-    this.#fallback = waiting?.onFailure === 'memory' ? (memoryOf(spec) as StoreCounter<A>) : undefined;
-    this.now = store.capabilities.countsNow;
+    this.#fallback = waiting?.fallback?.(spec) as StoreCounter<A> | undefined;
+    this.countsNow = store.capabilities.countsNow;
   }
 
   /** Counts one request of `key`: on every limit, or on none when one refuses it. */
-  hit(key: string, deadline?: Deadline): A | Promise<A> {
-    if (this.now) return this.#store.count(key) as A;
+  count(key: string, deadline?: Deadline): A | Promise<A> {
+    if (this.countsNow) return this.#store.count(key) as A;
     const refused = this.#refused.get(key);
     if (refused !== undefined) return refused;
     return this.#call(
@@ -180,8 +161,8 @@ export class Counter<A extends Answer = Answer> {
     return this.#refused.size;
   }
 
-  /** Whether the store's counter can read a key without counting and forget it. */
-  get readable(): boolean {
+  /** Whether the store's counter can read a key without counting (`peek`) and forget it (`reset`). */
+  get reads(): boolean {
     return this.#store.capabilities.reads;
   }
 
@@ -189,7 +170,7 @@ export class Counter<A extends Answer = Answer> {
    * `key`'s state, read without counting: undefined (a counter of one limit) or counts of 0 (several) when it has
    * none.
    */
-  get(key: string, deadline?: Deadline): Promise<A | undefined> {
+  peek(key: string, deadline?: Deadline): Promise<A | undefined> {
     return this.#call(
       key,
       deadline,
@@ -199,7 +180,7 @@ export class Counter<A extends Answer = Answer> {
   }
 
   /** Forgets the refusal remembered for `key`: the store's count of it was cleared, here or by another instance. */
-  forget(key: string): void {
+  forgetRefusal(key: string): void {
     this.#refused.forget(key);
   }
 
@@ -207,7 +188,7 @@ export class Counter<A extends Answer = Answer> {
    * `key`'s state for an operator's call (`usage()`): read from the store itself, never from the fallback, within the
    * call's bound.
    */
-  read(key: string, bound: CallBound): Promise<A | undefined> {
+  peekWithin(key: string, bound: CallBound): Promise<A | undefined> {
     return bound.race(promised(() => this.#store.peek(key)));
   }
 
@@ -215,7 +196,7 @@ export class Counter<A extends Answer = Answer> {
    * Forgets `key` for an operator's call (`reset()`, `unban()`), and its remembered refusal: in the store itself and
    * in the fallback, within the call's bound. True when the store had a request counted.
    */
-  clear(key: string, bound: CallBound): Promise<boolean> {
+  resetWithin(key: string, bound: CallBound): Promise<boolean> {
     this.#refused.forget(key);
     void this.#fallback?.reset(key);
     return bound.race(promised(() => this.#store.reset(key)));

@@ -9,8 +9,6 @@ import { planVerification, verifyContract } from './run.js';
 import type { VerifyOptions, VerifyPlan, VerifyReport } from './types.js';
 import { durationText, type Output, progressOn } from './progress.js';
 
-export type { Output };
-
 /** What the command runs with: its output streams, and what tests put in place of the network's clock. */
 export interface CliContext {
   readonly stdout: Output;
@@ -211,7 +209,11 @@ function usageOf(error: ListingLimitsError): UsageError {
 }
 
 /** Aligned plain-text columns; `right` names the columns aligned to the right. */
-function table(header: readonly string[], rows: readonly (readonly string[])[], right: readonly number[] = []): string {
+function textTable(
+  header: readonly string[],
+  rows: readonly (readonly string[])[],
+  right: readonly number[] = [],
+): string {
   const widths = header.map((h, i) => Math.max(h.length, ...rows.map((row) => (row[i] ?? '').length)));
   const line = (cells: readonly string[]) =>
     cells
@@ -222,7 +224,7 @@ function table(header: readonly string[], rows: readonly (readonly string[])[], 
 }
 
 /** How many endpoints a run probes at a time, in words. */
-function together(plan: VerifyPlan): string {
+function plannedTotals(plan: VerifyPlan): string {
   const total = plan.endpoints.length;
   if (total === 1) return 'one endpoint';
   if (plan.concurrency >= total) return `all ${total} endpoints at once`;
@@ -233,10 +235,10 @@ function planText(plan: VerifyPlan, listing: string): string {
   const rows = plan.endpoints.map((e) => [e.endpoint, e.paths.join(', '), String(e.requests), durationText(e.waitMs)]);
   const boundaryRequests = plan.endpoints.reduce((sum, e) => sum + e.boundaryRequests, 0);
   return [
-    `Plan: listing ${listing}, ${plan.window} windows, at ${plan.baseUrl}, ${together(plan)}. ` +
+    `Plan: listing ${listing}, ${plan.window} windows, at ${plan.baseUrl}, ${plannedTotals(plan)}. ` +
       'Nothing was sent (--dry-run).',
     '',
-    table(['Endpoint', 'Paths', 'Requests', 'Wait'], rows, [2]),
+    textTable(['Endpoint', 'Paths', 'Requests', 'Wait'], rows, [2]),
     '',
     `${plan.requests} requests in about ${durationText(plan.waitMs)} ` +
       `(${boundaryRequests} of them after a window's end, to tell its kind).`,
@@ -286,9 +288,9 @@ function reportText(report: VerifyReport, listing: string): string {
     `listing-limits verify ${report.baseUrl}, listing ${listing}, ${report.window} windows` +
       (report.strictHeaders ? ', strict headers' : ''),
     '',
-    table(['Endpoint', 'Result', 'Requests', 'Window', 'Findings'], contract, [2]),
+    textTable(['Endpoint', 'Result', 'Requests', 'Window', 'Findings'], contract, [2]),
     '',
-    table(['Headers', 'Result', 'Sent', 'Findings'], headers),
+    textTable(['Headers', 'Result', 'Sent', 'Findings'], headers),
     '',
     summary,
     '',

@@ -11,7 +11,7 @@ import {
 import { asSent, type Findings, shown } from './findings.js';
 
 /** A response, as far as the checks need it. */
-export interface Answer {
+export interface ProbeAnswer {
   readonly status: number;
   readonly headers: Headers;
   /** Its rate-limit fields, as the shared reader reads them. */
@@ -49,7 +49,7 @@ const dialectNames: Readonly<Record<Dialect, string>> = {
 const NOTED_FIELDS = RATE_LIMIT_FIELDS.filter((field) => !(DRAFT_6_FIELDS as readonly string[]).includes(field));
 
 /** What the answers of one endpoint carried: the fields and dialects, told in its report and noted. */
-export class Seen {
+export class FieldsSeen {
   private readonly fields = new Set<string>();
   /** The dialects and `Retry-After`, in the order first seen. */
   readonly sent: string[] = [];
@@ -61,7 +61,7 @@ export class Seen {
   }
 
   /** Records an answer's fields, and notes those in another draft or convention than drafts 8 to 11's. */
-  record({ fields }: Answer): void {
+  record({ fields }: ProbeAnswer): void {
     for (const field of fields.present) this.fields.add(field);
     if (DRAFT_6_FIELDS.some((field) => this.fields.has(field))) this.fields.add('RateLimit');
     for (const { dialect } of [...fields.policies, ...fields.states]) this.send(dialectNames[dialect]);
@@ -104,7 +104,7 @@ const keyed = (told: Told, n: number) => (told.key === undefined ? String(n) : `
  * within the window after the answer's `Date`, or this run's clock (a server whose clock is faked in a test still
  * writes `Date` from the real one). Both are whole seconds apart from the reset, rounded up: a second of slack.
  */
-function checkReset(answer: Answer, told: Told, seconds: number, found: Findings): void {
+function checkReset(answer: ProbeAnswer, told: Told, seconds: number, found: Findings): void {
   const says = `${told.field} says ${quote(answer.headers, told.field)}`;
   if (told.unixMs !== undefined) {
     const date = Date.parse(answer.headers.get('date') ?? '');
@@ -126,7 +126,12 @@ function checkReset(answer: Answer, told: Told, seconds: number, found: Findings
  * item of drafts 8 to 11, and the one limit that drafts 6 and 7 and the legacy fields show. What the expectation
  * leaves unknown is not checked; a field that cannot be read is a finding.
  */
-export function checkFields(answer: Answer, limits: readonly Limit[], expected: Expectation, found: Findings): void {
+export function checkFields(
+  answer: ProbeAnswer,
+  limits: readonly Limit[],
+  expected: Expectation,
+  found: Findings,
+): void {
   const { headers, fields } = answer;
   const refused = isRefusal(answer.status);
   const several = limits.length > 1;
@@ -208,10 +213,10 @@ export function checkFields(answer: Answer, limits: readonly Limit[], expected: 
  * several. A server error in a 429's place is a finding of its own: its `Retry-After` is not checked.
  */
 export function checkRetryAfter(
-  answer: Answer,
+  answer: ProbeAnswer,
   windowMs: number,
   found: Findings,
-  seen: Seen,
+  seen: FieldsSeen,
   label = '',
 ): number | undefined {
   if (answer.status !== 429) return undefined;

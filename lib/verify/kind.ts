@@ -1,6 +1,6 @@
 // Tells the kind of window a server counts from the requests sent on either side of the end of one of its windows.
 import type { WindowKind } from '../contract/limit.js';
-import { type Answer, isRefusal } from './fields.js';
+import { type ProbeAnswer, isRefusal } from './fields.js';
 import { type Findings, requestsText, tenths } from './findings.js';
 import type { FirstWindow, Row } from './steps.js';
 import type { WindowSeen } from './types.js';
@@ -17,13 +17,13 @@ export function kindSeen(
   expected: WindowKind,
   row: Row,
   opened: FirstWindow,
-  after: readonly Answer[],
+  after: readonly ProbeAnswer[],
   found: Findings,
-  retryAfterOf: (answer: Answer) => number | undefined,
+  retryAfterOf: (answer: ProbeAnswer) => number | undefined,
 ): WindowSeen {
   const { limit, windowMs, seconds, label } = row;
   const { beforeStart, beforeEnd, fits } = opened;
-  const last = after.at(-1) as Answer;
+  const last = after.at(-1) as ProbeAnswer;
   const refused = isRefusal(last.status);
   const passed = after.length - (refused ? 1 : 0);
   const span = last.at - beforeStart;
@@ -68,7 +68,7 @@ export function kindSeen(
     const retryAfter = retryAfterOf(last);
     // The oldest request counted is the first sent from the middle of the window: it leaves a window after it.
     const soonest = Math.floor((beforeStart + windowMs - last.at) / 1000);
-    const latest = Math.ceil((beforeEnd + windowMs - (after[0] as Answer).at) / 1000);
+    const latest = Math.ceil((beforeEnd + windowMs - (after[0] as ProbeAnswer).at) / 1000);
     if (retryAfter !== undefined && (retryAfter < soonest || retryAfter > latest)) {
       found.findField(
         'retry-after-boundary',

@@ -5,12 +5,11 @@ import { compile, pathToRegexp } from 'path-to-regexp';
 import { Checker, MAX_TIMER_MS, show } from '../shared/check.js';
 import { listingNames } from '../contract/listings.js';
 import { checkTable, endpointsOf, rowShape } from '../contract/table.js';
-import type { Limit, WindowKind } from '../contract/limit.js';
+import { type Limit, type WindowKind, windowKinds } from '../contract/limit.js';
 import type { VerifyEvent, VerifyOptions } from './types.js';
 
 const SOURCE = 'verifyContract';
-const windowKinds = ['fixed', 'sliding'] as const satisfies readonly WindowKind[];
-const optionNames = [
+const verifyOptionNames = [
   'baseUrl',
   'listing',
   'token',
@@ -41,7 +40,7 @@ export interface Target {
 }
 
 /** What probes read of a run: the same for the real one and for a plan's simulated one. */
-export interface Settings {
+export interface ProbeSettings {
   readonly token: string | undefined;
   readonly otherToken: string;
   readonly window: WindowKind;
@@ -49,7 +48,7 @@ export interface Settings {
   readonly strictHeaders: boolean;
 }
 
-export interface Run extends Settings {
+export interface Run extends ProbeSettings {
   readonly baseUrl: string;
   /** The scheme, host and port of the base URL: the targets' paths start with its path. */
   readonly origin: string;
@@ -62,10 +61,10 @@ export interface Run extends Settings {
   readonly onProgress: (event: VerifyEvent) => void;
 }
 
-const check: Checker = new Checker(SOURCE);
+const verifyCheck: Checker = new Checker(SOURCE);
 
 function invalid(field: string, message: string): never {
-  return check.invalid(`options.${field}`, message);
+  return verifyCheck.invalid(`options.${field}`, message);
 }
 
 function checkOnly(value: unknown, names: readonly string[], listing: string): Set<string> | undefined {
@@ -141,7 +140,7 @@ function sortedLimits(limits: readonly Limit[], name: string, rowIndex: (limit: 
     const longer = sorted.slice(i + 1).find((other) => other.limit <= row.limit);
     if (longer) {
       const per = (l: Limit) => `${l.limit} per ${l.windowMs / 1000} s`;
-      check.fail(
+      verifyCheck.fail(
         'ERR_INVALID_ROW',
         `options.listing[${rowIndex(row)}]`,
         `(${name}, ${per(row)}) is never reached: options.listing[${rowIndex(longer)}] allows no more ` +
@@ -160,11 +159,11 @@ async function sleep(ms: number): Promise<void> {
   }
 }
 
-export function resolve(options: VerifyOptions): Run {
+export function resolveRun(options: VerifyOptions): Run {
   if (typeof options !== 'object' || options === null)
-    check.invalid('options', 'must be an object { baseUrl, listing }.');
-  check.unknownKeys(options, optionNames, (key) => `options.${key}`);
-  const { origin, path: base } = check.baseUrl(options.baseUrl, 'options.baseUrl');
+    verifyCheck.invalid('options', 'must be an object { baseUrl, listing }.');
+  verifyCheck.unknownKeys(options, verifyOptionNames, (key) => `options.${key}`);
+  const { origin, path: base } = verifyCheck.baseUrl(options.baseUrl, 'options.baseUrl');
   if (options.listing === undefined) {
     const names = listingNames.map((name) => JSON.stringify(name));
     invalid(
@@ -172,7 +171,7 @@ export function resolve(options: VerifyOptions): Run {
       `is required: ${new Intl.ListFormat('en', { type: 'disjunction' }).format([...names, 'an array of rows'])}.`,
     );
   }
-  const rows = checkTable(check, options.listing, 'options.listing', true);
+  const rows = checkTable(verifyCheck, options.listing, 'options.listing', true);
   const listingName = typeof options.listing === 'string' ? `listing ${options.listing}` : 'the table';
   const endpoints = endpointsOf(rows);
   const names = endpoints.map((endpoint) => endpoint.name);
@@ -180,9 +179,10 @@ export function resolve(options: VerifyOptions): Run {
   const chosen = endpoints.filter((endpoint) => !only || only.has(endpoint.name));
   const known = new Set(chosen.flatMap((endpoint) => pathToRegexp(endpoint.path).keys.map((key) => key.name)));
   const params = checkParams(options.params, known);
-  const token = check.token(options.token, 'options.token');
+  const token = verifyCheck.token(options.token, 'options.token');
   const otherToken =
-    check.token(options.otherToken, 'options.otherToken') ?? `listing-limits-verify-${randomBytes(8).toString('hex')}`;
+    verifyCheck.token(options.otherToken, 'options.otherToken') ??
+    `listing-limits-verify-${randomBytes(8).toString('hex')}`;
   if (otherToken === token) invalid('otherToken', 'must differ from options.token.');
   const targets = chosen.map(({ name, method, path, limits }) => {
     const shape = rowShape({ method, path });
@@ -202,21 +202,22 @@ export function resolve(options: VerifyOptions): Run {
     unit: string,
     least: number,
     most?: number,
-  ) => (options[field] === undefined ? fallback : check.whole(options[field], `options.${field}`, unit, least, most));
+  ) =>
+    options[field] === undefined ? fallback : verifyCheck.whole(options[field], `options.${field}`, unit, least, most);
   return {
     baseUrl: `${origin}${base}`,
     origin,
     targets,
     token,
     otherToken,
-    window: options.window === undefined ? 'fixed' : check.oneOf(options.window, windowKinds, 'options.window'),
+    window: options.window === undefined ? 'fixed' : verifyCheck.oneOf(options.window, windowKinds, 'options.window'),
     concurrency: whole('concurrency', targets.length, 'endpoints', 1),
     graceMs: whole('graceMs', 1000, 'milliseconds', 0),
     timeoutMs: whole('timeoutMs', 10_000, 'milliseconds', 1, MAX_TIMER_MS),
     strictHeaders: checkBoolean(options.strictHeaders, 'strictHeaders'),
-    fetch: check.function(options.fetch, 'options.fetch', globalThis.fetch),
-    sleep: check.function(options.sleep, 'options.sleep', sleep),
-    now: check.function(options.now, 'options.now', Date.now),
-    onProgress: check.function(options.onProgress, 'options.onProgress', () => {}),
+    fetch: verifyCheck.function(options.fetch, 'options.fetch', globalThis.fetch),
+    sleep: verifyCheck.function(options.sleep, 'options.sleep', sleep),
+    now: verifyCheck.function(options.now, 'options.now', Date.now),
+    onProgress: verifyCheck.function(options.onProgress, 'options.onProgress', () => {}),
   };
 }

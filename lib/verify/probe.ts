@@ -2,26 +2,24 @@
 import type { Limit, WindowKind } from '../contract/limit.js';
 import { readFields } from '../contract/read-headers.js';
 import { marginMs } from './counted.js';
-import { type Answer, checkFields, checkRetryAfter, type Expectation, isRefusal, Seen } from './fields.js';
+import { type ProbeAnswer, checkFields, checkRetryAfter, type Expectation, isRefusal, FieldsSeen } from './fields.js';
 import { Findings, requestsText, shown, tenths } from './findings.js';
 import { kindSeen } from './kind.js';
-import type { Settings, Target } from './options.js';
+import type { ProbeSettings, Target } from './options.js';
 import {
   Banned,
   type Burst,
-  Client,
+  ClientCounts,
   type FirstWindow,
   type Probing,
   type Reply,
   RequestFailed,
   type Row,
-  type Shared,
-  type Step,
+  type SharedByProbes,
+  type ProbeStep,
   UNKNOWN,
 } from './steps.js';
-import type { WaitReason, WindowSeen } from './types.js';
-
-export type { Probing, Reply, Shared, Step } from './steps.js';
+import type { VerifyWaitReason, WindowSeen } from './types.js';
 
 /**
  * One endpoint's probe. Its first row (of several, the one of the shortest window) gets one request at the start of
@@ -33,11 +31,11 @@ export type { Probing, Reply, Shared, Step } from './steps.js';
  */
 export class Probe {
   private readonly found = new Findings();
-  private readonly seen = new Seen(this.found);
+  private readonly seen = new FieldsSeen(this.found);
   /** Answers received: none, and the fields were never seen, rather than not sent. */
   private answers = 0;
   private readonly rows: readonly Row[];
-  private readonly own: Client;
+  private readonly own: ClientCounts;
   /** The paths, per token, that were served (answered neither 403 nor 429): a 403 there later is a ban. */
   private readonly served = new Set<string>();
   private requests = 0;
@@ -46,10 +44,10 @@ export class Probe {
   private windowSeen: WindowSeen;
 
   constructor(
-    private readonly run: Settings,
+    private readonly run: ProbeSettings,
     private readonly target: Target,
     private readonly now: () => number,
-    private readonly shared: Shared,
+    private readonly shared: SharedByProbes,
   ) {
     const several = target.limits.length > 1;
     this.rows = target.limits.map(({ limit, windowMs }, index) => ({
@@ -60,7 +58,7 @@ export class Probe {
       margin: marginMs(windowMs, run.graceMs),
       label: several ? `${limit} per ${windowMs / 1000} s: ` : '',
     }));
-    this.own = new Client(target.limits, run.graceMs);
+    this.own = new ClientCounts(target.limits, run.graceMs);
     this.windowSeen = !several && (target.limits[0] as Limit).limit === 1 ? 'either' : 'not probed';
   }
 
@@ -92,14 +90,14 @@ export class Probe {
     };
   }
 
-  private *send(path: string, authorization: string | undefined): Generator<Step, Answer, Reply> {
+  private *send(path: string, authorization: string | undefined): Generator<ProbeStep, ProbeAnswer, Reply> {
     this.requests++;
     const sent = this.now();
     const reply = yield { kind: 'send', path, authorization };
     if (reply === undefined) throw new TypeError('A request was answered with nothing.');
     if ('failed' in reply) throw new RequestFailed(reply.failed);
     const { status, headers, at } = reply;
-    const answer: Answer = { status, headers, fields: readFields(headers, at), sent, at };
+    const answer: ProbeAnswer = { status, headers, fields: readFields(headers, at), sent, at };
     this.answers++;
     const other = authorization !== undefined && authorization === this.run.otherToken;
     const key = `${other ? 'other' : 'own'} ${path}`;
@@ -122,7 +120,7 @@ export class Probe {
     return answer;
   }
 
-  private *wait(ms: number, reason: WaitReason): Generator<Step, void, Reply> {
+  private *wait(ms: number, reason: VerifyWaitReason): Generator<ProbeStep, void, Reply> {
     const wait = Math.ceil(ms);
     if (wait <= 0) return;
     this.waitMs += wait;
@@ -133,11 +131,11 @@ export class Probe {
     this.found.find(key, text);
   }
 
-  private checkFields(answer: Answer, expected: Expectation): void {
+  private checkFields(answer: ProbeAnswer, expected: Expectation): void {
     checkFields(answer, this.target.limits, expected, this.found);
   }
 
-  private checkRetryAfter(answer: Answer, row: Row): number | undefined {
+  private checkRetryAfter(answer: ProbeAnswer, row: Row): number | undefined {
     return checkRetryAfter(answer, row.windowMs, this.found, this.seen, row.label);
   }
 
@@ -147,12 +145,12 @@ export class Probe {
    * count alike.
    */
   private *burst(
-    client: Client,
+    client: ClientCounts,
     paths: readonly string[],
     max: number,
     authorization: string | undefined,
-  ): Generator<Step, Burst, Reply> {
-    const answers: Answer[] = [];
+  ): Generator<ProbeStep, Burst, Reply> {
+    const answers: ProbeAnswer[] = [];
     for (let n = 0; n < max; n++) {
       const answer = yield* this.send(paths[n % paths.length] as string, authorization);
       answers.push(answer);
@@ -178,7 +176,7 @@ export class Probe {
     return true;
   }
 
-  private *probe(): Generator<Step, void, Reply> {
+  private *probe(): Generator<ProbeStep, void, Reply> {
     const first = yield* this.firstWindow();
     if (!first || !(yield* this.acrossTheEnd(first))) return;
     yield* this.otherClient();
@@ -192,7 +190,7 @@ export class Probe {
    * limit follows from its middle, then one more, which must be refused. Returns what the window's end is probed
    * with, or undefined when the probe ends here.
    */
-  private *firstWindow(): Generator<Step, FirstWindow | undefined, Reply> {
+  private *firstWindow(): Generator<ProbeStep, FirstWindow | undefined, Reply> {
     const { run, target } = this;
     const row = this.rows[0] as Row;
     const { limit, windowMs, margin, label } = row;
@@ -230,7 +228,7 @@ export class Probe {
       this.find('limit 0', `${label}allowed ${requestsText(passed)}, contract says ${limit}`);
       return undefined;
     }
-    const refused = rest.refused as Answer;
+    const refused = rest.refused as ProbeAnswer;
     if (passed < limit) {
       this.found.refusedEarly(
         refused.status,
@@ -244,7 +242,7 @@ export class Probe {
     }
     this.found.refusedAs(refused.status);
     const retryAfter = this.checkRetryAfter(refused, row);
-    const beforeEnd = limit > 1 ? (rest.answers[limit - 2] as Answer).at : beforeStart;
+    const beforeEnd = limit > 1 ? (rest.answers[limit - 2] as ProbeAnswer).at : beforeStart;
     // After the window's end, a fixed window lets the limit pass: of several limits, as many as the others leave.
     const fixed = this.own.counted.fixed;
     // One at least, to see the window open again, even where other traffic has used up what the others leave.
@@ -285,7 +283,7 @@ export class Probe {
    * that ends well within the window is checked first: a client that obeys it must be served. Returns whether the
    * probe goes on.
    */
-  private *acrossTheEnd(opened: FirstWindow): Generator<Step, boolean, Reply> {
+  private *acrossTheEnd(opened: FirstWindow): Generator<ProbeStep, boolean, Reply> {
     const { run } = this;
     const row = this.rows[0] as Row;
     const { limit, windowMs, margin, label } = row;
@@ -317,7 +315,7 @@ export class Probe {
 
     yield* this.wait(opening.at + windowMs + margin - this.now(), 'window');
     const { fits, kindProbe } = opened;
-    const after: Answer[] = [];
+    const after: ProbeAnswer[] = [];
     const expected: Record<WindowKind, Expectation>[] = [];
     while (after.length < fits && !isRefusal(after.at(-1)?.status ?? 200)) {
       if (after.length > 0) this.boundaryRequests++;
@@ -326,7 +324,7 @@ export class Probe {
       expected.push({ fixed: this.own.expect('fixed', answer), sliding: this.own.expect('sliding', answer) });
       after.push(answer);
     }
-    const last = after.at(-1) as Answer;
+    const last = after.at(-1) as ProbeAnswer;
     if (last === after[0] && isRefusal(last.status)) {
       this.checkFields(last, UNKNOWN);
       this.found.refusedEarly(
@@ -340,7 +338,7 @@ export class Probe {
       return false;
     }
     if (kindProbe) {
-      const retryAfterOf = (answer: Answer) => this.checkRetryAfter(answer, row);
+      const retryAfterOf = (answer: ProbeAnswer) => this.checkRetryAfter(answer, row);
       this.windowSeen = kindSeen(this.run.window, row, opened, after, this.found, retryAfterOf);
     }
     const seen = this.windowSeen;
@@ -356,15 +354,15 @@ export class Probe {
    * full. With path parameters, that client's `limit + 1` requests alternate between the two paths (the second
    * first): the last is refused, since both paths count on one counter.
    */
-  private *otherClient(): Generator<Step, void, Reply> {
+  private *otherClient(): Generator<ProbeStep, void, Reply> {
     const { run, target } = this;
     const row = this.rows[0] as Row;
     const [first, second] = target.paths as [string, string?];
     const start = this.now();
-    const client = new Client(target.limits, run.graceMs);
+    const client = new ClientCounts(target.limits, run.graceMs);
     const paths = second === undefined ? [first] : [second, first];
     const burst = yield* this.burst(client, paths, second === undefined ? 1 : row.limit + 1, run.otherToken);
-    const opening = burst.answers[0] as Answer;
+    const opening = burst.answers[0] as ProbeAnswer;
     if (isRefusal(opening.status)) {
       this.found.refusedEarly(
         opening.status,
@@ -379,7 +377,7 @@ export class Probe {
     if (burst.passed > row.limit) this.find('params', 'path parameters counted separately');
     else if (burst.passed < row.limit) {
       this.found.refusedEarly(
-        (refused as Answer).status,
+        (refused as ProbeAnswer).status,
         'limit other',
         `${row.label}allowed ${requestsText(burst.passed)} with another token, contract says ${row.limit}`,
         `on another token's request ${burst.passed + 1}, within the contract's limit of ${row.limit}`,
@@ -394,13 +392,13 @@ export class Probe {
    * pass on every other row, until one more is refused; once that row lets a request go, the next must pass. Returns
    * whether everything held. A row that the shorter ones never let fill up within two of its windows is noted.
    */
-  private *fill(row: Row, kind: WindowKind): Generator<Step, boolean, Reply> {
+  private *fill(row: Row, kind: WindowKind): Generator<ProbeStep, boolean, Reply> {
     const { run } = this;
     const counted = this.own.counted[kind];
     const [path] = this.target.paths as [string];
     const { index, limit, seconds, label } = row;
     const began = this.now();
-    let refused: Answer | undefined;
+    let refused: ProbeAnswer | undefined;
     while (!refused) {
       const ready = counted.readyAt(this.now(), index);
       if (ready - began > 2 * row.windowMs + 2 * row.margin) {

@@ -1,7 +1,7 @@
 // The command's progress on stderr: on a terminal a line per endpoint updated in place, elsewhere a line per event.
 import type { MultiBar as ProgressBars, SingleBar } from 'cli-progress';
 import { MultiBar } from './progress-bar.cjs';
-import type { VerifyEvent, VerifyPlan, WaitReason } from './types.js';
+import type { VerifyEvent, VerifyPlan, VerifyWaitReason } from './types.js';
 
 /** Where the command writes: the process's streams, or stand-ins in tests. */
 export interface Output {
@@ -15,7 +15,7 @@ interface Progress {
   stop(): void;
 }
 
-const why: Readonly<Record<WaitReason, string>> = {
+const why: Readonly<Record<VerifyWaitReason, string>> = {
   busy: 'for the counter in use to reopen',
   window: 'for the window to end',
   boundary: "to send the rest of the limit before the window's end",

@@ -1,11 +1,12 @@
 // Runs the probes: against the server, several endpoints at a time; or against a simulated server, for the plan.
 import { Counted } from './counted.js';
-import { resolve, type Run, type Target } from './options.js';
-import { Probe, type Probing, type Reply, type Shared, type Step } from './probe.js';
+import { resolveRun, type Run, type Target } from './options.js';
+import { Probe } from './probe.js';
+import type { Probing, ProbeStep, Reply, SharedByProbes } from './steps.js';
 import type { EndpointPlan, EndpointReport, VerifyOptions, VerifyPlan, VerifyReport } from './types.js';
 
 /** The deadline of a request, passed: what it fails with. */
-class Deadline extends Error {}
+class DeadlinePassed extends Error {}
 
 /**
  * Sends one request of a probe; a request that gets no response is told by why. It settles within `timeoutMs`,
@@ -13,12 +14,12 @@ class Deadline extends Error {}
  * keeps the process alive, as the request it waits for must: a fetch on a socket the server closed holds nothing
  * that does, and a process whose loop is empty would end as if every check had passed.
  */
-async function request(run: Run, target: Target, step: Step & { kind: 'send' }): Promise<Reply> {
+async function request(run: Run, target: Target, step: ProbeStep & { kind: 'send' }): Promise<Reply> {
   const controller = new AbortController();
   let timer: ReturnType<typeof setTimeout> | undefined;
   const deadline = new Promise<never>((_done, fail) => {
     timer = setTimeout(() => {
-      const error = new Deadline();
+      const error = new DeadlinePassed();
       controller.abort(error);
       fail(error);
     }, run.timeoutMs);
@@ -36,7 +37,7 @@ async function request(run: Run, target: Target, step: Step & { kind: 'send' }):
     sent.catch(() => {});
     response = await Promise.race([sent, deadline]);
   } catch (error) {
-    if (error instanceof Deadline || controller.signal.aborted) {
+    if (error instanceof DeadlinePassed || controller.signal.aborted) {
       return { failed: `no response within ${run.timeoutMs / 1000} s` };
     }
     const { message, cause } = (error ?? {}) as { message?: unknown; cause?: unknown };
@@ -116,8 +117,8 @@ async function pool<T, R>(
  * reached, or that bans this client, is a finding, not an error.
  */
 export async function verifyContract(options: VerifyOptions): Promise<VerifyReport> {
-  const run = resolve(options);
-  const shared: Shared = { banned: false };
+  const run = resolveRun(options);
+  const shared: SharedByProbes = { banned: false };
   const total = run.targets.length;
   const endpoints = await pool(run.targets, run.concurrency, async (target, i, stopped) => {
     run.onProgress({ type: 'endpoint', endpoint: target.name, index: i + 1, total });
@@ -174,7 +175,7 @@ function makespan(durations: readonly number[], concurrency: number): number {
  * Throws a `ListingLimitsError` naming the option when the options cannot work.
  */
 export function planVerification(options: VerifyOptions): VerifyPlan {
-  const run = resolve(options);
+  const run = resolveRun(options);
   const endpoints = run.targets.map((target) => simulate(run, target));
   return {
     baseUrl: run.baseUrl,

@@ -1,23 +1,23 @@
 // What a probe asks its runner and gets back, and what it keeps as it goes: its clients, rows and windows.
 import type { Limit, WindowKind } from '../contract/limit.js';
 import { Counted, type Span } from './counted.js';
-import { type Answer, type Expectation } from './fields.js';
-import type { EndpointReport, WaitReason } from './types.js';
+import { type ProbeAnswer, type Expectation } from './fields.js';
+import type { EndpointReport, VerifyWaitReason } from './types.js';
 
 /** What a probe asks its runner to do next. */
-export type Step =
+export type ProbeStep =
   | { readonly kind: 'send'; readonly path: string; readonly authorization: string | undefined }
-  | { readonly kind: 'wait'; readonly ms: number; readonly reason: WaitReason };
+  | { readonly kind: 'wait'; readonly ms: number; readonly reason: VerifyWaitReason };
 
 /** What the runner gives back: the response to a request, or why none came; nothing after a wait. */
 export type Reply =
   { readonly status: number; readonly headers: Headers; readonly at: number } | { readonly failed: string } | undefined;
 
 /** A probe under way: it yields steps, is given their replies, and returns the endpoint's report. */
-export type Probing = Generator<Step, EndpointReport, Reply>;
+export type Probing = Generator<ProbeStep, EndpointReport, Reply>;
 
 /** What the probes of one run share. */
-export interface Shared {
+export interface SharedByProbes {
   /** Whether a probe has seen the server ban this client: from then on, every 403 is that ban. */
   banned: boolean;
 }
@@ -41,14 +41,14 @@ export interface Row {
 }
 
 /** A client's counter as both kinds of window count it: they differ only once a window has ended. */
-export class Client {
+export class ClientCounts {
   readonly counted: Record<WindowKind, Counted>;
 
   constructor(limits: readonly Limit[], graceMs: number) {
     this.counted = { fixed: new Counted(limits, 'fixed', graceMs), sliding: new Counted(limits, 'sliding', graceMs) };
   }
 
-  record(answer: Answer): void {
+  record(answer: ProbeAnswer): void {
     const passed = answer.status !== 429;
     this.counted.fixed.record(answer, passed);
     this.counted.sliding.record(answer, passed);
@@ -68,9 +68,9 @@ export const UNKNOWN: Expectation = { counts: [], shown: undefined };
 export interface FirstWindow {
   /** When its opening request was sent, and that request. */
   readonly start: number;
-  readonly opening: Answer;
+  readonly opening: ProbeAnswer;
   /** The request over the limit, and its Retry-After when usable. */
-  readonly refused: Answer;
+  readonly refused: ProbeAnswer;
   readonly retryAfter: number | undefined;
   /** When the rest of the limit began to be sent from the window's middle, and when the last of it was answered. */
   readonly beforeStart: number;
@@ -84,6 +84,6 @@ export interface FirstWindow {
 /** The requests of a burst: how many passed before the first 429, which ends it. */
 export interface Burst {
   readonly passed: number;
-  readonly answers: readonly Answer[];
-  readonly refused?: Answer;
+  readonly answers: readonly ProbeAnswer[];
+  readonly refused?: ProbeAnswer;
 }

@@ -74,14 +74,14 @@ export interface VerifyOptions {
  * end (`window`); for a counter already in use to open again (`busy`); or, on an endpoint of several limits, for
  * another of its limits to allow the next request (`limit`).
  */
-export type WaitReason = 'boundary' | 'window' | 'busy' | 'limit';
+export type VerifyWaitReason = 'boundary' | 'window' | 'busy' | 'limit';
 
 /** What {@link VerifyOptions.onProgress} is told. Endpoints probed together tell their events interleaved. */
 export type VerifyEvent =
   /** Probing of an endpoint begins; `index` counts from 1, in the order the probes begin. */
   | { readonly type: 'endpoint'; readonly endpoint: string; readonly index: number; readonly total: number }
   /** A wait of `ms` begins. */
-  | { readonly type: 'wait'; readonly endpoint: string; readonly ms: number; readonly reason: WaitReason }
+  | { readonly type: 'wait'; readonly endpoint: string; readonly ms: number; readonly reason: VerifyWaitReason }
   /** Probing of an endpoint is over. */
   | { readonly type: 'done'; readonly result: EndpointReport };
 

@@ -52,6 +52,12 @@ interface RequestTotals {
   totals(): ReadonlyMap<string, ReadonlyMap<Outcome, number>>;
 }
 
+/** Where the gauges read the bans and grants in force: the records' cache. */
+interface RecordsInForce {
+  countBansInForce(): number;
+  countGrantsInForce(): number;
+}
+
 /** The metrics of one middleware. */
 export class Metrics {
   readonly #buckets = new Array<number>(BUCKETS.length).fill(0);
@@ -60,7 +66,7 @@ export class Metrics {
   #cachedRefusals = 0;
   readonly #metrics: readonly Metric[];
   /** Where the gauges read the bans and grants in force. */
-  #inForce: { activeBans(): number; activeGrants(): number } | undefined;
+  #inForce: RecordsInForce | undefined;
 
   constructor(requests: RequestTotals) {
     this.#metrics = [
@@ -77,10 +83,10 @@ export class Metrics {
         },
       ),
       new Metric('listing_limits_active_bans', 'Bans in force, of the rules and of operators.', 'gauge', () => [
-        { value: this.#inForce?.activeBans() ?? 0, labels: {} },
+        { value: this.#inForce?.countBansInForce() ?? 0, labels: {} },
       ]),
       new Metric('listing_limits_active_grants', 'Grants made at runtime and in force.', 'gauge', () => [
-        { value: this.#inForce?.activeGrants() ?? 0, labels: {} },
+        { value: this.#inForce?.countGrantsInForce() ?? 0, labels: {} },
       ]),
       new Metric(
         'listing_limits_store_duration_seconds',
@@ -98,7 +104,7 @@ export class Metrics {
   }
 
   /** Registers the metrics: last, once every other option is known to work, so that a failed start leaves none. */
-  register(check: Checker, registry: MetricsRegistry, inForce: { activeBans(): number; activeGrants(): number }): void {
+  register(check: Checker, registry: MetricsRegistry, inForce: RecordsInForce): void {
     this.#inForce = inForce;
     try {
       for (const metric of this.#metrics) registry.registerMetric(metric as never);
@@ -147,6 +153,7 @@ export class Metrics {
       limits: (spec) => timedCounter(store.limits(spec), observe),
       state: store.state,
       failure: store.failure,
+      watchConnection: store.watchConnection,
     };
   }
 }
@@ -196,9 +203,12 @@ function timedCounter<A extends Count | readonly Count[]>(
 /** Checks the `metrics` option: a prom-client Registry, or undefined. */
 export function checkMetrics(check: Checker, metrics: unknown): MetricsRegistry | undefined {
   if (metrics === undefined) return undefined;
-  const registry = metrics as Partial<MetricsRegistry> | null;
-  if (typeof registry !== 'object' || registry === null || typeof registry.registerMetric !== 'function') {
+  if (
+    typeof metrics !== 'object' ||
+    metrics === null ||
+    typeof (metrics as Partial<MetricsRegistry>).registerMetric !== 'function'
+  ) {
     check.invalid('options.metrics', `must be a prom-client Registry (e.g. \`new Registry()\`); got ${show(metrics)}.`);
   }
-  return registry as MetricsRegistry;
+  return metrics as MetricsRegistry;
 }

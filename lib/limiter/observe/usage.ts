@@ -1,10 +1,11 @@
 // A client's counters read and cleared without a request: `limits.usage(client)` and `limits.reset(client)`.
 import { Checker } from '../../shared/check.js';
 import type { CompiledEndpoint } from '../endpoint.js';
-import type { CompiledGrants } from '../rules/grants.js';
+import type { CompiledGrants } from '../grants.js';
 import type { Client } from '../identify.js';
-import type { RuntimeRecords } from '../rules/runtime-records.js';
-import type { EndpointUsage, Grant } from '../types.js';
+import type { Records } from '../../records/records.js';
+import type { Grant } from '../../records/types.js';
+import type { EndpointUsage } from '../types.js';
 import type { CallBound } from '../../stores/call-bound.js';
 
 /** Every counter of the endpoint, in order: the table's, then each grant's variant made so far. */
@@ -21,9 +22,9 @@ function countersOf(endpoint: CompiledEndpoint, grants: CompiledGrants): Compile
 export class Usage {
   readonly #endpoints: readonly CompiledEndpoint[];
   readonly #grants: CompiledGrants;
-  readonly #records: RuntimeRecords;
+  readonly #records: Records;
 
-  constructor(endpoints: readonly CompiledEndpoint[], grants: CompiledGrants, records: RuntimeRecords) {
+  constructor(endpoints: readonly CompiledEndpoint[], grants: CompiledGrants, records: Records) {
     this.#endpoints = endpoints;
     this.#grants = grants;
     this.#records = records;
@@ -37,7 +38,7 @@ export class Usage {
   }
 
   #readable(check: Checker, endpoints: readonly CompiledEndpoint[], what: string): void {
-    const refused = endpoints.find((endpoint) => !endpoint.counter.readable);
+    const refused = endpoints.find((endpoint) => !endpoint.counter.reads);
     if (refused) {
       check.fail(
         'ERR_UNSUPPORTED_STORE',
@@ -61,7 +62,7 @@ export class Usage {
       grant === undefined || grant === 'unlimited' ? endpoint : this.#grants.variant(endpoint, grant),
     );
     if (grant !== 'unlimited') this.#readable(check, counted, "read a client's counters");
-    const rows = await this.#records.bounded('limits.usage', (bound) => this.#rows(c, grant, counted, bound));
+    const rows = await this.#records.calls.bounded('limits.usage', (bound) => this.#rows(c, grant, counted, bound));
     return rows.flat();
   }
 
@@ -80,8 +81,8 @@ export class Usage {
             resetTime: undefined,
           }));
         }
-        const read = await counter.counter.read(c.key, bound);
-        const counts = Array.isArray(read) ? read : [read];
+        const peeked = await counter.counter.peekWithin(c.key, bound);
+        const counts = Array.isArray(peeked) ? peeked : [peeked];
         return counter.limits.map(({ limit, windowMs }, at) => {
           const count = counts[at];
           const used = Math.min(count?.count ?? 0, limit);
@@ -117,8 +118,8 @@ export class Usage {
     }
     const counters = chosen.flatMap((e) => countersOf(e, this.#grants));
     this.#readable(check, counters, "clear a client's counters");
-    return this.#records.bounded('limits.reset', async (bound) => {
-      const cleared = await Promise.all(counters.map((e) => e.counter.clear(key, bound)));
+    return this.#records.calls.bounded('limits.reset', async (bound) => {
+      const cleared = await Promise.all(counters.map((e) => e.counter.resetWithin(key, bound)));
       // Every instance forgets the refusals it remembers of the client, which would refuse it until its window ended.
       const longest = Math.max(...counters.flatMap((e) => e.limits.map((l) => l.windowMs)));
       await this.#records.resetClient(key, longest, bound);
@@ -128,6 +129,7 @@ export class Usage {
 
   /** Forgets the refusals remembered of `key` on every counter of this instance. */
   forget(key: string): void {
-    for (const endpoint of this.#endpoints) for (const e of countersOf(endpoint, this.#grants)) e.counter.forget(key);
+    for (const endpoint of this.#endpoints)
+      for (const e of countersOf(endpoint, this.#grants)) e.counter.forgetRefusal(key);
   }
 }

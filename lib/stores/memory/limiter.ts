@@ -4,8 +4,7 @@ import { MAX_DURATION_MS } from '../../shared/check.js';
 import { Checker, show } from '../../shared/check.js';
 import { SweptMap } from '../../shared/swept.js';
 import type { CountsNow } from '../adapter.js';
-import type { Count } from '../limits.js';
-import type { CounterCapabilities, StoreCounter } from '../store.js';
+import type { Count, CounterCapabilities, StoreCounter } from '../store.js';
 
 const MAX_SECONDS = MAX_DURATION_MS / 1000;
 
@@ -30,7 +29,7 @@ interface MemoryLimiterOptions {
 }
 
 /** A key's counter. Updated in place, so that counting a request allocates nothing. */
-class Entry implements Count {
+class KeyCount implements Count {
   count: number;
   resetAt: number;
 
@@ -40,7 +39,7 @@ class Entry implements Count {
   }
 }
 
-const check: Checker = new Checker('MemoryLimiter');
+const memoryLimiterCheck: Checker = new Checker('MemoryLimiter');
 
 /**
  * Milliseconds of a duration given in seconds to a method: undefined or negative means the limiter's duration,
@@ -58,12 +57,12 @@ function durationMs(seconds: number | undefined, fallback: number, what: string)
 }
 
 /** rate-limiter-flexible's `msBeforeNext`: -1 for a counter that never expires. */
-function msLeft(entry: Entry, now: number): number {
+function msLeft(entry: KeyCount, now: number): number {
   return entry.resetAt === Infinity ? -1 : entry.resetAt - now;
 }
 
 /** The map's key: 7 and '7' are one key, as they are in rate-limiter-flexible's prefixed keys. */
-function keyOf(key: string | number): string {
+function mapKey(key: string | number): string {
   return typeof key === 'string' ? key : String(key);
 }
 
@@ -99,7 +98,7 @@ export class MemoryLimiter
   override readonly keyPrefix: string;
   #points = 0;
   #duration = 0;
-  readonly #entries = new SweptMap<Entry>((entry) => entry.resetAt);
+  readonly #entries = new SweptMap<KeyCount>((entry) => entry.resetAt);
 
   /** Throws a `ListingLimitsError` naming the option when it cannot work (e.g. a duration over one year). */
   constructor(options: MemoryLimiterOptions) {
@@ -115,13 +114,14 @@ export class MemoryLimiter
       blockDuration?: unknown;
       execEvenly?: unknown;
     };
-    if (typeof keyPrefix !== 'string') check.invalid('keyPrefix', `must be a string; got ${show(keyPrefix)}.`);
+    if (typeof keyPrefix !== 'string')
+      memoryLimiterCheck.invalid('keyPrefix', `must be a string; got ${show(keyPrefix)}.`);
     this.keyPrefix = keyPrefix;
     if (blockDuration !== undefined && blockDuration !== 0) {
-      check.invalid('blockDuration', 'is not supported by the memory store.');
+      memoryLimiterCheck.invalid('blockDuration', 'is not supported by the memory store.');
     }
     if (execEvenly !== undefined && execEvenly !== false) {
-      check.invalid('execEvenly', 'is not supported by the memory store.');
+      memoryLimiterCheck.invalid('execEvenly', 'is not supported by the memory store.');
     }
   }
 
@@ -131,7 +131,7 @@ export class MemoryLimiter
   }
 
   set points(value: number) {
-    if (!Number.isFinite(value)) check.invalid('points', `must be a finite number; got ${show(value)}.`);
+    if (!Number.isFinite(value)) memoryLimiterCheck.invalid('points', `must be a finite number; got ${show(value)}.`);
     this.#points = value;
   }
 
@@ -143,7 +143,10 @@ export class MemoryLimiter
   set duration(value: number) {
     if (typeof value !== 'number' || !(value >= 0 && value * 1000 <= MAX_DURATION_MS)) {
       const got = String(value);
-      check.invalid('duration', `must be a number of seconds from 0 to ${MAX_SECONDS} (one year); got ${got}.`);
+      memoryLimiterCheck.invalid(
+        'duration',
+        `must be a number of seconds from 0 to ${MAX_SECONDS} (one year); got ${got}.`,
+      );
     }
     this.#duration = value;
   }
@@ -223,7 +226,7 @@ export class MemoryLimiter
   ): Promise<RateLimiterRes> {
     let result: RateLimiterRes;
     try {
-      result = this.#add(keyOf(key), pointsToConsume, options?.customDuration);
+      result = this.#add(mapKey(key), pointsToConsume, options?.customDuration);
     } catch (error) {
       return Promise.reject(error);
     }
@@ -232,7 +235,7 @@ export class MemoryLimiter
 
   /** Resolves with the key's counter (`isFirstInDuration` false), or null when it has none or its window has ended. */
   override get(key: string | number): Promise<RateLimiterRes | null> {
-    const k = keyOf(key);
+    const k = mapKey(key);
     const entry = this.#entries.get(k);
     const now = Date.now();
     if (entry === undefined) return Promise.resolve(null);
@@ -249,12 +252,12 @@ export class MemoryLimiter
    * rejects with a RangeError for a duration over one year.
    */
   override set(key: string | number, points: number, secDuration: number): Promise<RateLimiterRes> {
-    return this.#put(keyOf(key), points, secDuration, 'set(): secDuration');
+    return this.#put(mapKey(key), points, secDuration, 'set(): secDuration');
   }
 
   /** Forgets the key; resolves true when it had a counter whose window had not ended. */
   override delete(key: string | number): Promise<boolean> {
-    return Promise.resolve(this.reset(keyOf(key)));
+    return Promise.resolve(this.reset(mapKey(key)));
   }
 
   /** The key's count, read without counting: a copy; undefined when it has none or its window has ended. */
@@ -299,17 +302,17 @@ export class MemoryLimiter
   }
 
   /** Starts a window of `ms` (0: no end) for the key with `points`, reusing its ended entry when it has one. */
-  #start(key: string, entry: Entry | undefined, points: number, ms: number, now: number): Entry {
+  #start(key: string, entry: KeyCount | undefined, points: number, ms: number, now: number): KeyCount {
     const resetAt = ms > 0 ? now + ms : Infinity;
     if (entry !== undefined) {
       entry.count = points;
       entry.resetAt = resetAt;
       return entry;
     }
-    return this.#entries.add(key, new Entry(points, resetAt), now);
+    return this.#entries.add(key, new KeyCount(points, resetAt), now);
   }
 
-  #result(entry: Entry, now: number, isFirstInDuration: boolean): RateLimiterRes {
+  #result(entry: KeyCount, now: number, isFirstInDuration: boolean): RateLimiterRes {
     const consumed = entry.count;
     return new RateLimiterRes(Math.max(this.points - consumed, 0), msLeft(entry, now), consumed, isFirstInDuration);
   }

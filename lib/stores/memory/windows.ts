@@ -1,11 +1,10 @@
 // Counters with several limits, in fixed or sliding windows, kept in this process's memory: all limits or none charged.
 import { SweptMap } from '../../shared/swept.js';
-import { type Count, type CountsLimitsNow, type LimitsSpec } from '../limits.js';
-import type { CounterCapabilities, StoreCounter } from '../store.js';
+import type { Count, CounterCapabilities, CountsLimitsNow, LimitsSpec, StoreCounter } from '../store.js';
 import type { Limit } from '../../contract/limit.js';
 
 /** One limit of one key, updated in place. */
-class Slot implements Count {
+class LimitSlot implements Count {
   count = 0;
   resetAt = 0;
   /** Sliding windows: the times of the requests counted, oldest first, from `head` on. */
@@ -14,14 +13,14 @@ class Slot implements Count {
 }
 
 /** A key's limits, and when the last of them is empty again (the map forgets the key then). */
-class Entry {
-  readonly slots: Slot[];
+class KeyLimits {
+  readonly slots: LimitSlot[];
 
   constructor(
     n: number,
     public endsAt: number,
   ) {
-    this.slots = Array.from({ length: n }, () => new Slot());
+    this.slots = Array.from({ length: n }, () => new LimitSlot());
   }
 }
 
@@ -43,7 +42,7 @@ export class MemoryLimits implements CountsLimitsNow, StoreCounter<readonly Coun
   readonly #limits: readonly Limit[];
   readonly #sliding: boolean;
   readonly #longest: number;
-  readonly #entries = new SweptMap<Entry>((entry) => entry.endsAt);
+  readonly #entries = new SweptMap<KeyLimits>((entry) => entry.endsAt);
 
   constructor(spec: LimitsSpec) {
     this.#limits = spec.limits;
@@ -70,11 +69,11 @@ export class MemoryLimits implements CountsLimitsNow, StoreCounter<readonly Coun
     const limits = this.#limits;
     let entry = this.#entries.get(key);
     // A new key's windows have not started: it is kept for the longest of them, until a request sets its end.
-    if (entry === undefined) entry = this.#entries.add(key, new Entry(limits.length, now + this.#longest), now);
+    if (entry === undefined) entry = this.#entries.add(key, new KeyLimits(limits.length, now + this.#longest), now);
     const { slots } = entry;
     let allowed = true;
     for (let i = 0; i < slots.length; i++) {
-      const slot = slots[i] as Slot;
+      const slot = slots[i] as LimitSlot;
       const { limit, windowMs } = limits[i] as Limit;
       if (this.#sliding) slide(slot, now - windowMs, windowMs);
       else if (now >= slot.resetAt) slot.count = 0;
@@ -84,7 +83,7 @@ export class MemoryLimits implements CountsLimitsNow, StoreCounter<readonly Coun
       // Told in place, at no allocation: a full slot as over its limit (a fixed count at its limit refuses as one
       // over it does, and a sliding count is read again from its times), an empty one as a window from now.
       for (let i = 0; i < slots.length; i++) {
-        const slot = slots[i] as Slot;
+        const slot = slots[i] as LimitSlot;
         const { limit, windowMs } = limits[i] as Limit;
         if (slot.count >= limit) slot.count = limit + 1;
         else if (slot.count === 0) slot.resetAt = now + windowMs;
@@ -92,7 +91,7 @@ export class MemoryLimits implements CountsLimitsNow, StoreCounter<readonly Coun
       return slots;
     }
     for (let i = 0; i < slots.length; i++) {
-      const slot = slots[i] as Slot;
+      const slot = slots[i] as LimitSlot;
       const { windowMs } = limits[i] as Limit;
       if (this.#sliding) {
         slot.times.push(now);
@@ -139,7 +138,7 @@ export class MemoryLimits implements CountsLimitsNow, StoreCounter<readonly Coun
 }
 
 /** Drops the requests of a sliding slot made at or before `from`, and sets its count and the time it frees one. */
-function slide(slot: Slot, from: number, windowMs: number): void {
+function slide(slot: LimitSlot, from: number, windowMs: number): void {
   const { times } = slot;
   let { head } = slot;
   while (head < times.length && (times[head] as number) <= from) head++;

@@ -29,9 +29,9 @@ export const check: Checker = new Checker('redisStore');
  * The package that made the client: ioredis (or iovalkey, its fork: one API), node-redis, which rate-limiter-flexible
  * must be told, or Valkey GLIDE, whose commands the store sends itself ({@link glideCommands}).
  */
-export type ClientKind = 'ioredis' | 'node-redis' | 'glide';
+export type RedisClientKind = 'ioredis' | 'node-redis' | 'glide';
 
-export function kindOf(client: unknown): ClientKind {
+export function kindOf(client: unknown): RedisClientKind {
   if (typeof client === 'function') {
     check.invalid(
       'client',
@@ -133,7 +133,7 @@ function nodeRedisScript(redis: NodeRedisLike, script: string, sha: string, queu
  * the store's order of commands is the order the requests asked in. While the client is not connected, hits fail at
  * once instead of queueing (GLIDE does not tell: its hits wait for it).
  */
-export function hitsOf(client: unknown, kind: ClientKind): Hit {
+export function hitsOf(client: unknown, kind: RedisClientKind): Hit {
   if (kind === 'glide') {
     const run = glideScript(sendOf(client), HIT_SCRIPT, HIT_SHA);
     return (key, seconds) => run([key], [String(seconds)]) as Promise<[unknown, unknown]>;
@@ -163,7 +163,7 @@ export interface LimitsScripts {
 }
 
 /** A script with a variable number of keys, on one client; while the client is not connected, it fails at once. */
-function scriptOf(client: unknown, kind: ClientKind, name: string, lua: string, sha: string) {
+function scriptOf(client: unknown, kind: RedisClientKind, name: string, lua: string, sha: string) {
   if (kind === 'glide')
     return glideScript(sendOf(client), lua, sha) as (k: string[], a: string[]) => Promise<unknown[]>;
   if (kind === 'node-redis')
@@ -184,7 +184,7 @@ function scriptOf(client: unknown, kind: ClientKind, name: string, lua: string, 
   };
 }
 
-export function limitsScriptsOf(client: unknown, kind: ClientKind): LimitsScripts {
+export function limitsScriptsOf(client: unknown, kind: RedisClientKind): LimitsScripts {
   const forget = scriptOf(client, kind, 'listingLimitsForget', FORGET_SCRIPT, FORGET_SHA);
   return {
     count: scriptOf(client, kind, 'listingLimitsLimits', LIMITS_SCRIPT, LIMITS_SHA),
@@ -211,7 +211,7 @@ export interface StateCommands {
   hdel(key: string, fields: string[]): Promise<unknown>;
 }
 
-export function commandsOf(client: unknown, kind: ClientKind): StateCommands {
+export function commandsOf(client: unknown, kind: RedisClientKind): StateCommands {
   if (kind === 'glide') {
     const send = sendOf(client);
     const clock = glideScript(send, CLOCK_SCRIPT, CLOCK_SHA);

@@ -1,9 +1,7 @@
 // Whether the Redis store's client connects: told once when it has not, a few seconds after the middleware started.
-import type { ClientKind } from './clients.js';
+import type { RedisClientKind } from './clients.js';
 import { sendOf } from './glide.js';
 import type { StoreFailurePolicy } from '../store.js';
-
-type RedisFailureMode = StoreFailurePolicy['onFailure'];
 
 /** How long a client may take to connect, from the start of the middleware, before the store tells that it has not. */
 export const CONNECT_WITHIN_MS = 5000;
@@ -14,13 +12,13 @@ const LOOK_EVERY_MS = 250;
 /** Clients already told of, once each, whatever the stores and middlewares on them. */
 const told = new WeakSet<object>();
 
-const packages: Readonly<Record<ClientKind, string>> = {
+const packages: Readonly<Record<RedisClientKind, string>> = {
   ioredis: 'ioredis',
   'node-redis': 'node-redis',
   glide: 'Valkey GLIDE',
 };
 
-const meanwhile: Readonly<Record<RedisFailureMode, string>> = {
+const meanwhile: Readonly<Record<StoreFailurePolicy['onFailure'], string>> = {
   memory:
     "each instance counts in its own memory (onFailure: 'memory'), so that N instances let a client through up to " +
     'N times the limits',
@@ -29,14 +27,14 @@ const meanwhile: Readonly<Record<RedisFailureMode, string>> = {
 };
 
 /** Whether the client says it is connected and ready for commands; GLIDE says nothing (undefined). */
-function ready(client: unknown, kind: ClientKind): boolean | undefined {
+function ready(client: unknown, kind: RedisClientKind): boolean | undefined {
   if (kind === 'glide') return undefined;
   if (kind === 'ioredis') return (client as { status?: unknown }).status === 'ready';
   const c = client as { isReady?: unknown; isOpen?: unknown };
   return typeof c.isReady === 'boolean' ? c.isReady : c.isOpen === true;
 }
 
-function whatItSays(client: unknown, kind: ClientKind): string {
+function whatItSays(client: unknown, kind: RedisClientKind): string {
   if (kind === 'glide') return 'it has not answered a PING';
   if (kind === 'ioredis') return `its status is ${JSON.stringify((client as { status?: unknown }).status)}`;
   return (client as { isOpen?: unknown }).isOpen === true
@@ -51,9 +49,9 @@ function whatItSays(client: unknown, kind: ClientKind): string {
  */
 export function connectionWatch(
   client: unknown,
-  kind: ClientKind,
+  kind: RedisClientKind,
   prefix: string,
-  onFailure: RedisFailureMode,
+  onFailure: StoreFailurePolicy['onFailure'],
 ): (tell: (message: string) => void) => () => void {
   return (tell) => {
     if (ready(client, kind) === true) return () => {};

@@ -1,9 +1,8 @@
 // The Redis store through Valkey GLIDE (`GlideClient`, `GlideClusterClient`): commands and scripts, never importing it.
 import { createHash } from 'node:crypto';
 import { RateLimiterValkeyGlide } from 'rate-limiter-flexible';
-import { type CountsAsync, type Hit, hitOf, readOf } from '../adapter.js';
-import type { Count } from '../limits.js';
-import type { CounterCapabilities, StoreCounter } from '../store.js';
+import { type CountsAsync, type Hit, hitOf, peekOf } from '../adapter.js';
+import type { Count, CounterCapabilities, StoreCounter } from '../store.js';
 
 /**
  * What the store uses of a GLIDE client: `customCommand`, the same on both clients, which routes a command with keys
@@ -157,7 +156,7 @@ export class GlideLimiter extends RateLimiterValkeyGlide implements CountsAsync,
   }
 
   peek(key: string): Promise<Count | undefined> {
-    return readOf(this, key);
+    return peekOf(this, key);
   }
 
   reset(key: string): Promise<boolean> {

@@ -1,17 +1,19 @@
 // The Redis store: counters shared by every app instance, a bounded wait, and a chosen fallback while Redis fails.
 import { RateLimiterRedis } from 'rate-limiter-flexible';
 import { MAX_TIMER_MS, show } from '../../shared/check.js';
-import { type CountsAsync, type Hit, hitOf, msLeftOf, readOf } from '../adapter.js';
+import { type CountsAsync, type Hit, hitOf, msLeftOf, peekOf } from '../adapter.js';
 import { GlideLimiter } from './glide.js';
 import {
+  type Count,
   type CounterCapabilities,
   type CounterSpec,
+  type CountsLimitsAsync,
+  type LimitsSpec,
   type Store,
   type StoreCounter,
   type StoreFailurePolicy,
   storeOf,
 } from '../store.js';
-import type { Count, CountsLimitsAsync, LimitsSpec } from '../limits.js';
 import { check, type LimitsScripts, kindOf, hitsOf, commandsOf, limitsScriptsOf } from './clients.js';
 import { connectionWatch } from './connected.js';
 import { redisState } from './state.js';
@@ -166,7 +168,7 @@ class RedisLimiter extends RateLimiterRedis implements CountsAsync, StoreCounter
   }
 
   peek(key: string): Promise<Count | undefined> {
-    return readOf(this, key);
+    return peekOf(this, key);
   }
 
   reset(key: string): Promise<boolean> {

@@ -1,59 +1,62 @@
 // Bans for circumventing the limits (rule 5): option `ban`, checked and compiled into the steps that ban and refuse.
-import type { Checker } from '../../shared/check.js';
-import { answerBanned, type Context, GOING, type Step } from '../context.js';
-import type { Count, Counter } from '../../stores/counter.js';
-import { counterOf } from '../endpoint.js';
-import { tokenEnd } from '../keys.js';
-import { observe, type OnError } from '../../shared/hooks.js';
-import { addressBan, type RuntimeRecords } from './runtime-records.js';
-import type { StoreContract } from '../../stores/store.js';
-import type { BanInfo, BanOptions, ClientKind, ListingLimitsOptions } from '../types.js';
-import type { Deadline, Waiting } from '../../stores/waiting.js';
-import type { CallBound } from '../../stores/call-bound.js';
+import type { Checker } from '../shared/check.js';
+import { type Context, GOING, refuseBanned, type Step } from './context.js';
+import type { Counter } from '../stores/counter.js';
+import { counterOf } from './endpoint.js';
+import { type ClientKind, tokenEnd } from '../contract/keys.js';
+import { observe, type OnError } from '../shared/hooks.js';
+import { addressBan } from '../records/kinds.js';
+import type { Records } from '../records/records.js';
+import type { Count, StoreContract } from '../stores/store.js';
+import type { BanInfo, BanOptions, ListingLimitsOptions } from './types.js';
+import type { Deadline, Waiting } from '../stores/waiting.js';
+import type { CallBound } from '../stores/call-bound.js';
 
-const banFields = ['after', 'within', 'duration', 'tokensPerIp', 'tokensWithin', 'scope'] as const;
+const banOptionFields = ['after', 'within', 'duration', 'tokensPerIp', 'tokensWithin', 'scope'] as const;
 
-/** Where bans are enforced: `'site'` (every request through the middleware) unless `ban.scope` says `'table'`. */
-export function banScope(check: Checker, options: ListingLimitsOptions): 'site' | 'table' {
-  const scope = (options.ban as { scope?: unknown } | undefined)?.scope;
-  return scope === undefined ? 'site' : check.oneOf(scope, ['site', 'table'], 'options.ban.scope');
-}
+/** Option `ban`, checked: where bans are enforced is known. */
+type CheckedBan = BanOptions & { readonly scope: 'site' | 'table' };
 
-export function checkBan(check: Checker, options: ListingLimitsOptions): BanOptions | undefined {
-  const { ban, onBan } = options;
+/**
+ * Options `ban` and `onBan`, checked: undefined without `ban`. Its `scope`, where bans are enforced, is `'site'` (every
+ * request through the middleware) unless it says `'table'`.
+ */
+export function checkBanOption(check: Checker, options: ListingLimitsOptions): CheckedBan | undefined {
+  const { onBan } = options;
   if (onBan !== undefined && typeof onBan !== 'function')
     check.invalid('options.onBan', 'must be a function (info, req) => void.');
-  if (ban === undefined) {
+  if (options.ban === undefined) {
     if (onBan) check.invalid('options.onBan', 'needs options.ban, which decides when a client is banned.');
     return undefined;
   }
-  const b = check.options(ban, 'options.ban', '{ after, within, duration }');
-  check.unknownKeys(b, banFields, (key) => `options.ban.${key}`);
-  const within = check.seconds(b.within, 'options.ban.within');
-  banScope(check, options);
-  const checked: BanOptions = {
-    after: check.count(b.after, 'options.ban.after'),
-    within,
-    duration: check.seconds(b.duration, 'options.ban.duration'),
+  const ban = check.options(options.ban, 'options.ban', '{ after, within, duration }');
+  check.unknownKeys(ban, banOptionFields, (key) => `options.ban.${key}`);
+  // In the order the fields are checked: the first at fault is told.
+  const checked = {
+    within: check.seconds(ban.within, 'options.ban.within'),
+    scope: ban.scope === undefined ? 'site' : check.oneOf(ban.scope, ['site', 'table'] as const, 'options.ban.scope'),
+    after: check.count(ban.after, 'options.ban.after'),
+    duration: check.seconds(ban.duration, 'options.ban.duration'),
   };
-  if (b.tokensPerIp === undefined) {
-    if (b.tokensWithin !== undefined) check.invalid('options.ban.tokensWithin', 'needs options.ban.tokensPerIp.');
+  if (ban.tokensPerIp === undefined) {
+    if (ban.tokensWithin !== undefined) check.invalid('options.ban.tokensWithin', 'needs options.ban.tokensPerIp.');
     return checked;
   }
   return {
     ...checked,
-    tokensPerIp: check.count(b.tokensPerIp, 'options.ban.tokensPerIp'),
-    tokensWithin: b.tokensWithin === undefined ? within : check.seconds(b.tokensWithin, 'options.ban.tokensWithin'),
+    tokensPerIp: check.count(ban.tokensPerIp, 'options.ban.tokensPerIp'),
+    tokensWithin:
+      ban.tokensWithin === undefined ? checked.within : check.seconds(ban.tokensWithin, 'options.ban.tokensWithin'),
   };
 }
 
 /**
- * The rules that ban (rule 5) of one middleware. A ban is decided from the value an atomic hit returns (the `after`-th
- * refusal, the token that makes one too many), so requests in flight together cannot all slip past it, and `onBan`
- * fires for the one request that crossed the threshold. The ban itself is one record of the store's runtime state
- * (see RuntimeRecords): in force on this instance from the moment it is decided, and on the others when they read it.
+ * The rule that bans (rule 5) of one middleware. A ban is decided from the value an atomic count returns (the
+ * `after`-th refusal, the token that makes one too many), so requests in flight together cannot all slip past it, and
+ * `onBan` fires for the one request that crossed the threshold. The ban itself is one record of the store's runtime
+ * state (see Records): in force on this instance from the moment it is decided, and on the others when they read it.
  */
-export class Bans {
+export class BanRule {
   readonly #options: BanOptions;
   readonly #shadow: boolean;
   readonly #onBan: ListingLimitsOptions['onBan'];
@@ -62,13 +65,13 @@ export class Bans {
   readonly #seen: Counter<Count> | undefined;
   readonly #tokens: Counter<Count> | undefined;
   readonly #waiting: Waiting | undefined;
-  readonly #records: RuntimeRecords;
+  readonly #records: Records;
 
   constructor(
     store: StoreContract,
     options: BanOptions,
     mode: { shadow: boolean; onBan: ListingLimitsOptions['onBan']; report: OnError; waiting: Waiting | undefined },
-    records: RuntimeRecords,
+    records: Records,
   ) {
     this.#options = options;
     this.#records = records;
@@ -100,14 +103,6 @@ export class Bans {
     return this.#tokens !== undefined;
   }
 
-  /** Whether the client, or its address, is banned as far as this instance knows; answers 403 when it is. */
-  refuseBanned(ctx: Context): boolean {
-    const until = this.#records.bannedUntil(ctx.client, Date.now());
-    if (until === undefined) return false;
-    answerBanned(ctx, until);
-    return true;
-  }
-
   #deadline(ctx: Context): Deadline | undefined {
     if (this.#waiting) ctx.deadline ??= this.#waiting.start();
     return ctx.deadline;
@@ -116,36 +111,36 @@ export class Bans {
   /**
    * Before counting, with `tokensPerIp`: a token new to its address counts on the address's tokens, any other reads
    * them; past `tokensPerIp` the address is banned (by the token that is one too many) and the request refused. The
-   * count is not reset by the ban, so the store's order decides: a request whose hit or read follows the banning hit
-   * sees more than `tokensPerIp` and is refused, one before it is not.
+   * count is not reset by the ban, so the store's order decides: a request whose count or peek follows the banning
+   * count sees more than `tokensPerIp` and is refused, one before it is not.
    */
   readonly tokens: Step = (ctx) => {
     const { client } = ctx;
     if (client.kind !== 'token') return;
-    const seen = (this.#seen as Counter<Count>).hit(`${client.ip}|${client.key}`, this.#deadline(ctx));
+    const seen = (this.#seen as Counter<Count>).count(`${client.ip}|${client.key}`, this.#deadline(ctx));
     if (!(seen instanceof Promise)) return this.#tokensOf(ctx, seen.count === 1);
-    return seen.then((hit) => this.#tokensOf(ctx, hit.count === 1));
+    return seen.then((counted) => this.#tokensOf(ctx, counted.count === 1));
   };
 
   #tokensOf(ctx: Context, first: boolean): void | Promise<void> {
     const tokens = this.#tokens as Counter<Count>;
     const ip = ctx.client.ip;
     if (first) {
-      const counted = tokens.hit(ip, ctx.deadline);
-      if (counted instanceof Promise) return counted.then((hit) => this.#tokenDecision(ctx, hit.count, true));
+      const counted = tokens.count(ip, ctx.deadline);
+      if (counted instanceof Promise) return counted.then((c) => this.#tokenDecision(ctx, c.count, true));
       return this.#tokenDecision(ctx, counted.count, true);
     }
     // In this process's memory everything is decided in order: the cache knows every ban decided before.
-    if (tokens.now) return this.#shadow ? undefined : void this.refuseBanned(ctx);
-    return tokens.get(ip, ctx.deadline).then((read) => this.#tokenDecision(ctx, read?.count ?? 0, false));
+    if (tokens.countsNow) return this.#shadow ? undefined : void refuseBanned(this.#records.cache, ctx);
+    return tokens.peek(ip, ctx.deadline).then((peeked) => this.#tokenDecision(ctx, peeked?.count ?? 0, false));
   }
 
-  #tokenDecision(ctx: Context, n: number, hit: boolean): void {
+  #tokenDecision(ctx: Context, n: number, counted: boolean): void {
     const limit = this.#options.tokensPerIp as number;
     if (n <= limit) return;
     const ip = ctx.client.ip;
-    this.#ban(ctx, ip, addressBan(ip), 'ip', 'token-rotation', hit && n === limit + 1);
-    if (!this.#shadow && ctx.state === GOING) this.refuseBanned(ctx);
+    this.#ban(ctx, ip, addressBan(ip), 'ip', 'token-rotation', counted && n === limit + 1);
+    if (!this.#shadow && ctx.state === GOING) refuseBanned(this.#records.cache, ctx);
   }
 
   /**
@@ -154,14 +149,14 @@ export class Bans {
    */
   strike(ctx: Context): void | Promise<void> {
     const { client } = ctx;
-    const counted = this.#strikes.hit(client.key, this.#deadline(ctx));
+    const counted = this.#strikes.count(client.key, this.#deadline(ctx));
     const decide = (n: number) => {
       const { after } = this.#options;
       if (n < after) return;
-      if (!this.#shadow && this.refuseBanned(ctx)) return;
+      if (!this.#shadow && refuseBanned(this.#records.cache, ctx)) return;
       this.#ban(ctx, client.key, client.key, client.kind, 'limit', n === after);
     };
-    return counted instanceof Promise ? counted.then((hit) => decide(hit.count)) : decide(counted.count);
+    return counted instanceof Promise ? counted.then((c) => decide(c.count)) : decide(counted.count);
   }
 
   /**
@@ -180,12 +175,12 @@ export class Bans {
       return;
     }
     // Requests in flight together with the one that banned find the ban here and add nothing to it.
-    if (this.#records.banned(banKey, now)) return;
+    if (this.#records.cache.banned(banKey, now)) return;
     if (crossed) observe(this.#onBan, info, ctx.req, this.#report);
     // A token's ban keeps what the pages show of it (its last characters), as its grant request shows it.
     const end = kind === 'token' ? tokenEnd(ctx.client.token ?? '') || undefined : undefined;
     const record = { key, kind, reason, since: now, until, by: 'rule' as const, tokenEnd: end };
-    void this.#records.ruleBan(banKey, record, ctx.req).then((taken) => {
+    void this.#records.bans.rule(banKey, record, ctx.req).then((taken) => {
       if (taken && !crossed) observe(this.#onBan, info, ctx.req, this.#report);
     });
   }
@@ -195,8 +190,8 @@ export class Bans {
    * operator's call's bound.
    */
   async forget(key: string, bound: CallBound): Promise<void> {
-    const forgotten: Promise<unknown>[] = [this.#strikes.clear(key, bound)];
-    if (this.#tokens) forgotten.push(this.#tokens.clear(key, bound));
+    const forgotten: Promise<unknown>[] = [this.#strikes.resetWithin(key, bound)];
+    if (this.#tokens) forgotten.push(this.#tokens.resetWithin(key, bound));
     await Promise.all(forgotten);
   }
 }

@@ -1,8 +1,9 @@
 // The kinds of record in the runtime state (bans, grants, lost records, logins, resets), their checks, the history's.
-import { Checker, isPlainObject, MAX_DURATION_MS, show } from '../../shared/check.js';
-import { ListingLimitsError } from '../../shared/errors.js';
-import { checkRow } from '../../contract/table.js';
-import type { ChangeEvent, ClientKind, Grant } from '../types.js';
+import { Checker, isPlainObject, MAX_DURATION_MS, show } from '../shared/check.js';
+import { ListingLimitsError } from '../shared/errors.js';
+import { checkRow } from '../contract/table.js';
+import type { ClientKind } from '../contract/keys.js';
+import type { ChangeEvent, Grant } from './types.js';
 
 /** A ban, as the state keeps it: `ban:<key>` for a client, `ban:addr:<address key>` for an address. */
 export interface BanRecord {
@@ -106,7 +107,7 @@ function isTime(value: unknown): value is number {
   return typeof value === 'number' && Number.isSafeInteger(value) && value >= 0 && value <= LATEST_TIME;
 }
 
-function field<T>(o: Record<string, unknown>, name: string, ok: (value: unknown) => boolean, what: string): T {
+function checkedField<T>(o: Record<string, unknown>, name: string, ok: (value: unknown) => boolean, what: string): T {
   if (!ok(o[name])) problem(`"${name}" must be ${what}; got ${show(o[name])}`);
   return o[name] as T;
 }
@@ -118,7 +119,7 @@ const isKey = (value: unknown) => typeof value === 'string' && value !== '';
 function tokenEndOf(o: Record<string, unknown>): string | undefined {
   const end = o.tokenEnd;
   if (end === undefined || end === '') return undefined;
-  return field<string>(o, 'tokenEnd', (v) => typeof v === 'string' && v.length <= 4, 'up to 4 characters');
+  return checkedField<string>(o, 'tokenEnd', (v) => typeof v === 'string' && v.length <= 4, 'up to 4 characters');
 }
 
 /** The JSON object of a stored entry, or a Problem. */
@@ -136,7 +137,7 @@ export function objectOf(text: string): Record<string, unknown> {
 /** The sequence number a store gave the record; 0 for one written without (by an older version). */
 function seqOf(o: Record<string, unknown>): number {
   if (o.seq === undefined) return 0;
-  return field<number>(
+  return checkedField<number>(
     o,
     'seq',
     (v) => typeof v === 'number' && Number.isSafeInteger(v) && v >= 0,
@@ -144,25 +145,25 @@ function seqOf(o: Record<string, unknown>): number {
   );
 }
 
-function banOf(o: Record<string, unknown>): BanRecord {
-  const since = field<number>(o, 'since', isTime, 'a time in epoch ms');
-  const until = field<number>(o, 'until', isTime, 'a time in epoch ms');
+function banRecordOf(o: Record<string, unknown>): BanRecord {
+  const since = checkedField<number>(o, 'since', isTime, 'a time in epoch ms');
+  const until = checkedField<number>(o, 'until', isTime, 'a time in epoch ms');
   if (until <= since || until - since > MAX_DURATION_MS)
     problem(`"until" must be after "since", by at most one year; got ${until - since} ms`);
   return {
-    key: field(o, 'key', isKey, 'a non-empty string'),
-    kind: field(o, 'kind', (v) => clientKinds.includes(v as ClientKind), "'token', 'ip' or 'custom'"),
-    reason: field(o, 'reason', isText, `a non-empty string of at most ${LONGEST_TEXT} characters`),
+    key: checkedField(o, 'key', isKey, 'a non-empty string'),
+    kind: checkedField(o, 'kind', (v) => clientKinds.includes(v as ClientKind), "'token', 'ip' or 'custom'"),
+    reason: checkedField(o, 'reason', isText, `a non-empty string of at most ${LONGEST_TEXT} characters`),
     since,
     until,
-    by: field(o, 'by', (v) => v === 'rule' || v === 'operator', "'rule' or 'operator'"),
+    by: checkedField(o, 'by', (v) => v === 'rule' || v === 'operator', "'rule' or 'operator'"),
     tokenEnd: tokenEndOf(o),
   };
 }
 
-function grantOf(o: Record<string, unknown>, checkGrant: CheckGrant): GrantRecord {
-  const since = field<number>(o, 'since', isTime, 'a time in epoch ms');
-  const until = field<number | null>(o, 'until', (v) => v === null || isTime(v), 'a time in epoch ms or null');
+function grantRecordOf(o: Record<string, unknown>, checkGrant: CheckGrant): GrantRecord {
+  const since = checkedField<number>(o, 'since', isTime, 'a time in epoch ms');
+  const until = checkedField<number | null>(o, 'until', (v) => v === null || isTime(v), 'a time in epoch ms or null');
   if (until !== null && (until <= since || until - since > MAX_DURATION_MS))
     problem(`"until" must be after "since", by at most one year; got ${until - since} ms`);
   let grant: Grant;
@@ -173,11 +174,16 @@ function grantOf(o: Record<string, unknown>, checkGrant: CheckGrant): GrantRecor
     return problem(`is not a grant of this table: ${error.message.replace(/^grant: /, '')}`);
   }
   return {
-    key: field(o, 'key', isKey, 'a non-empty string'),
+    key: checkedField(o, 'key', isKey, 'a non-empty string'),
     grant,
     since,
     until,
-    note: field(o, 'note', (v) => v === null || isText(v), `null or a string of at most ${LONGEST_TEXT} characters`),
+    note: checkedField(
+      o,
+      'note',
+      (v) => v === null || isText(v),
+      `null or a string of at most ${LONGEST_TEXT} characters`,
+    ),
     tokenEnd: tokenEndOf(o),
   };
 }
@@ -192,9 +198,9 @@ export function storedBan(ban: BanRecord, seq: number): Stored<BanRecord> {
 }
 
 /** A ban under its field's id: the id is the client's key, or `addr:` and an address key. */
-export function checkBan(id: string, text: string): Stored<BanRecord> {
+export function checkBanRecord(id: string, text: string): Stored<BanRecord> {
   const o = objectOf(text);
-  const ban = banOf(o);
+  const ban = banRecordOf(o);
   if (id !== ban.key && !(id === addressBan(ban.key) && ban.kind === 'ip'))
     problem(`is the ban of ${show(ban.key)}, not of ${show(id)}`);
   return storedBan(ban, seqOf(o));
@@ -202,47 +208,52 @@ export function checkBan(id: string, text: string): Stored<BanRecord> {
 
 export function checkGrantRecord(id: string, text: string, checkGrant: CheckGrant): Stored<GrantRecord> {
   const o = objectOf(text);
-  const grant = grantOf(o, checkGrant);
+  const grant = grantRecordOf(o, checkGrant);
   if (id !== grant.key) problem(`is the grant of ${show(grant.key)}, not of ${show(id)}`);
   const { key, since, until, note, tokenEnd } = grant;
   return { key, grant: grant.grant, since, until, note, tokenEnd, seq: seqOf(o) };
 }
 
-export function checkLost(id: string, text: string, checkGrant: CheckGrant): Stored<LostEntry> {
+export function checkLostRecord(id: string, text: string, checkGrant: CheckGrant): Stored<LostEntry> {
   const o = objectOf(text);
-  const lostField = field<string>(o, 'field', (v) => v === id, show(id));
-  const record = field<Record<string, unknown>>(o, 'record', isPlainObject, 'an object');
+  const lostField = checkedField<string>(o, 'field', (v) => v === id, show(id));
+  const record = checkedField<Record<string, unknown>>(o, 'record', isPlainObject, 'an object');
   let checked: BanRecord | GrantRecord;
-  if (lostField.startsWith('ban:')) checked = banOf(record);
-  else if (lostField.startsWith('grant:')) checked = grantOf(record, checkGrant);
+  if (lostField.startsWith('ban:')) checked = banRecordOf(record);
+  else if (lostField.startsWith('grant:')) checked = grantRecordOf(record, checkGrant);
   else return problem(`keeps a record of no known kind: ${show(lostField)}`);
-  return { field: lostField, record: checked, lostAt: field(o, 'lostAt', isTime, 'a time in epoch ms'), seq: seqOf(o) };
+  return {
+    field: lostField,
+    record: checked,
+    lostAt: checkedField(o, 'lostAt', isTime, 'a time in epoch ms'),
+    seq: seqOf(o),
+  };
 }
 
 /** The login id of `session:<id>`: 16 random bytes, base64url. */
 const LOGIN_ID = /^[\w-]{22}$/;
 
 /** The epoch of the logins (`session:epoch`), or a login ended by its logout (`session:<login id>`). */
-export function checkSession(id: string, text: string): Stored<EpochRecord | EndedLogin> {
+export function checkSessionRecord(id: string, text: string): Stored<EpochRecord | EndedLogin> {
   const o = objectOf(text);
   if (id === 'epoch') {
-    const epoch = field<string>(o, 'epoch', (v) => typeof v === 'string' && LOGIN_ID.test(v), 'a random id');
-    return { epoch, since: field(o, 'since', isTime, 'a time in epoch ms'), seq: seqOf(o) };
+    const epoch = checkedField<string>(o, 'epoch', (v) => typeof v === 'string' && LOGIN_ID.test(v), 'a random id');
+    return { epoch, since: checkedField(o, 'since', isTime, 'a time in epoch ms'), seq: seqOf(o) };
   }
   if (!LOGIN_ID.test(id)) problem(`is no login's id: ${show(id)}`);
-  const endedAt = field<number>(o, 'endedAt', isTime, 'a time in epoch ms');
-  const until = field<number>(o, 'until', isTime, 'a time in epoch ms');
+  const endedAt = checkedField<number>(o, 'endedAt', isTime, 'a time in epoch ms');
+  const until = checkedField<number>(o, 'until', isTime, 'a time in epoch ms');
   if (until - endedAt > MAX_DURATION_MS) problem(`"until" must be at most one year after "endedAt"`);
-  return { id: field(o, 'id', (v) => v === id, show(id)), endedAt, until, seq: seqOf(o) };
+  return { id: checkedField(o, 'id', (v) => v === id, show(id)), endedAt, until, seq: seqOf(o) };
 }
 
 /** A reset of a client's counters, `reset:<client key>`. */
-export function checkReset(id: string, text: string): Stored<ResetRecord> {
+export function checkResetRecord(id: string, text: string): Stored<ResetRecord> {
   const o = objectOf(text);
-  const at = field<number>(o, 'at', isTime, 'a time in epoch ms');
-  const until = field<number>(o, 'until', isTime, 'a time in epoch ms');
+  const at = checkedField<number>(o, 'at', isTime, 'a time in epoch ms');
+  const until = checkedField<number>(o, 'until', isTime, 'a time in epoch ms');
   if (until <= at || until - at > MAX_DURATION_MS) problem(`"until" must be after "at", by at most one year`);
-  return { key: field(o, 'key', (v) => v === id, show(id)), at, until, seq: seqOf(o) };
+  return { key: checkedField(o, 'key', (v) => v === id, show(id)), at, until, seq: seqOf(o) };
 }
 
 /** A grant of a history entry: its shape only, as the table may have changed since. */
@@ -270,15 +281,15 @@ const actions: readonly ChangeEvent['action'][] = ['ban', 'unban', 'grant', 'rev
 export function checkEvent(text: string): ChangeEvent {
   const o = objectOf(text);
   const optional = <T>(name: string, ok: (v: unknown) => boolean, what: string): T | undefined =>
-    o[name] === undefined || o[name] === null ? undefined : field<T>(o, name, ok, what);
+    o[name] === undefined || o[name] === null ? undefined : checkedField<T>(o, name, ok, what);
   const until = optional<number>('until', isTime, 'a time in epoch ms');
   const grant = o.grant === undefined || o.grant === null ? undefined : grantShape(o.grant);
   return {
-    action: field(o, 'action', (v) => actions.includes(v as ChangeEvent['action']), actions.join(', ')),
-    key: field(o, 'key', isKey, 'a non-empty string'),
-    kind: field(o, 'kind', (v) => clientKinds.includes(v as ClientKind), "'token', 'ip' or 'custom'"),
-    by: field(o, 'by', (v) => v === 'rule' || v === 'operator', "'rule' or 'operator'"),
-    at: new Date(field<number>(o, 'at', isTime, 'a time in epoch ms')),
+    action: checkedField(o, 'action', (v) => actions.includes(v as ChangeEvent['action']), actions.join(', ')),
+    key: checkedField(o, 'key', isKey, 'a non-empty string'),
+    kind: checkedField(o, 'kind', (v) => clientKinds.includes(v as ClientKind), "'token', 'ip' or 'custom'"),
+    by: checkedField(o, 'by', (v) => v === 'rule' || v === 'operator', "'rule' or 'operator'"),
+    at: new Date(checkedField<number>(o, 'at', isTime, 'a time in epoch ms')),
     reason: optional('reason', isText, `a string of at most ${LONGEST_TEXT} characters`),
     until: until === undefined ? undefined : new Date(until),
     grant,

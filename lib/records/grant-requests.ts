@@ -1,20 +1,16 @@
 // Grant requests of rule 6: filed by clients with proof of their size, kept in the store's state, decided by operators.
 import { randomBytes } from 'node:crypto';
 import ipaddr from 'ipaddr.js';
-import { Checker, DAY_MS, isPlainObject, show } from '../../shared/check.js';
-import { tokenEnd, tokenKey } from '../keys.js';
-import type { EndpointRow } from '../../contract/listings.js';
-import { checkText, objectOf, Problem } from './records.js';
-import type { RuntimeRecords } from './runtime-records.js';
-import type { CallBound } from '../../stores/call-bound.js';
-import type { GrantRequestMeta, GrantRequestPlace, GrantRequestStore } from '../../stores/grant-request-store.js';
-import type {
-  Grant,
-  GrantProof,
-  GrantRequest,
-  GrantRequestInput,
-  GrantRequests as PublicGrantRequests,
-} from '../types.js';
+import { Checker, DAY_MS, isPlainObject, show } from '../shared/check.js';
+import { tokenEnd, tokenKey } from '../contract/keys.js';
+import type { EndpointRow } from '../contract/listings.js';
+import type { StateCalls } from './calls.js';
+import type { KeyOf } from './client-keys.js';
+import type { RuntimeGrants } from './grants.js';
+import { type CheckGrant, checkText, objectOf, Problem } from './kinds.js';
+import type { CallBound } from '../stores/call-bound.js';
+import type { GrantRequestMeta, GrantRequestPlace, GrantRequestStore } from '../stores/grant-request-store.js';
+import type { Grant, GrantProof, GrantRequest, GrantRequestInput, GrantRequests } from './types.js';
 
 /**
  * Requests kept at the most. A new one is never refused for want of room: an ended one is dropped, else the oldest
@@ -68,7 +64,7 @@ function serialise(record: StoredGrantRequest): string {
 }
 
 /** When the store drops a request: 30 days after it was filed, while pending; 30 days after its decision. */
-function endOf(r: StoredGrantRequest): number {
+function requestEnd(r: StoredGrantRequest): number {
   return r.decidedAt === null ? r.at + PENDING_KEPT_MS : r.decidedAt + DECIDED_KEPT_MS;
 }
 
@@ -78,7 +74,7 @@ function metaOf(r: StoredGrantRequest): GrantRequestMeta {
     network: r.network,
     group: r.group,
     status: r.status === 'pending' ? 'pending' : 'decided',
-    endsAt: endOf(r),
+    endsAt: requestEnd(r),
   };
 }
 
@@ -118,7 +114,7 @@ function count(check: Checker, value: unknown, field: string): number {
 }
 
 /** An http(s) URL: the page links to it, so nothing else (`javascript:`) may get through. */
-function link(check: Checker, value: unknown, field: string): string {
+function checkLink(check: Checker, value: unknown, field: string): string {
   const raw = checkText(check, value, field, LONGEST_LINK, true);
   let url: URL | undefined;
   try {
@@ -139,7 +135,7 @@ function checkProof(check: Checker, value: unknown): GrantProof {
       kind: 'bot',
       servers: count(check, value.servers, 'input.proof.servers'),
       shards: count(check, value.shards, 'input.proof.shards'),
-      link: link(check, value.link, 'input.proof.link'),
+      link: checkLink(check, value.link, 'input.proof.link'),
     };
   }
   if (value.kind === 'server') {
@@ -147,7 +143,7 @@ function checkProof(check: Checker, value: unknown): GrantProof {
     return {
       kind: 'server',
       members: count(check, value.members, 'input.proof.members'),
-      link: link(check, value.link, 'input.proof.link'),
+      link: checkLink(check, value.link, 'input.proof.link'),
     };
   }
   return check.invalid('input.proof.kind', `must be 'bot' or 'server'; got ${show(value.kind)}.`);
@@ -173,7 +169,7 @@ function publicOf(r: StoredGrantRequest): GrantRequest {
 }
 
 /** A request as stored, or undefined for a text that is none (read as the records are). */
-function parse(json: string | undefined): StoredGrantRequest | undefined {
+function parseRequest(json: string | undefined): StoredGrantRequest | undefined {
   if (json === undefined) return undefined;
   let r: StoredGrantRequest;
   try {
@@ -193,23 +189,34 @@ function parse(json: string | undefined): StoredGrantRequest | undefined {
  * hashed at once; only its last 4 characters are kept, for display. Every change is a compare-and-set: a request is
  * decided once. Every call reads or writes a few requests, however many are kept.
  */
-export class GrantRequests implements PublicGrantRequests {
+export class GrantRequestDesk implements GrantRequests {
   readonly #store: GrantRequestStore | undefined;
-  readonly #records: RuntimeRecords;
-  readonly #subnet: number | false;
+  readonly #calls: StateCalls;
+  readonly #grants: RuntimeGrants;
+  readonly #keyOf: KeyOf;
+  readonly #checkGrant: CheckGrant;
+  readonly #ipv6Subnet: number | false;
   /** The rows of the table, which a request for specific endpoints names. */
   readonly endpoints: readonly EndpointRow[];
 
   constructor(
     store: GrantRequestStore | undefined,
-    records: RuntimeRecords,
-    rows: readonly EndpointRow[],
-    ipv6Subnet: number | false,
+    records: {
+      readonly calls: StateCalls;
+      /** Where an approval gives its grant, in one change of the store with the decision. */
+      readonly grants: RuntimeGrants;
+      readonly keyOf: KeyOf;
+      readonly checkGrant: CheckGrant;
+    },
+    table: { readonly rows: readonly EndpointRow[]; readonly ipv6Subnet: number | false },
   ) {
     this.#store = store;
-    this.#records = records;
-    this.#subnet = ipv6Subnet;
-    this.endpoints = rows;
+    this.#calls = records.calls;
+    this.#grants = records.grants;
+    this.#keyOf = records.keyOf;
+    this.#checkGrant = records.checkGrant;
+    this.#ipv6Subnet = table.ipv6Subnet;
+    this.endpoints = table.rows;
   }
 
   /** Whether the store keeps grant requests (the memory and Redis stores do). */
@@ -239,12 +246,12 @@ export class GrantRequests implements PublicGrantRequests {
     if (i.ip !== undefined && (typeof i.ip !== 'string' || !ipaddr.isValid(i.ip)))
       check.invalid('input.ip', `must be an IP address; got ${show(i.ip)}.`);
     const key = tokenKey(i.token);
-    const place = i.ip === undefined ? { network: '', group: key } : placeOf(i.ip as string, this.#subnet);
+    const place = i.ip === undefined ? { network: '', group: key } : placeOf(i.ip as string, this.#ipv6Subnet);
     const record: StoredGrantRequest = {
       id: randomBytes(9).toString('base64url'),
       key,
       tokenEnd: tokenEnd(i.token),
-      ask: this.#records.checkGrant(check, i.ask, 'input.ask'),
+      ask: this.#checkGrant(check, i.ask, 'input.ask'),
       proof: checkProof(check, i.proof),
       contact: checkText(check, i.contact, 'input.contact', LONGEST_CONTACT, true),
       reason: checkText(check, i.reason, 'input.reason', LONGEST_REASON, true),
@@ -258,9 +265,9 @@ export class GrantRequests implements PublicGrantRequests {
     };
     const bounds = { perKey: PENDING_PER_CLIENT, perNetwork: PENDING_PER_NETWORK, max: GRANT_REQUESTS_MAX };
     const store = this.#storeFor(check);
-    const done = await this.#records.bounded(check.source, (bound) =>
+    const done = await this.#calls.bounded(check.source, (bound) =>
       bound.race(store.file(record.id, serialise(record), metaOf(record), bounds, record.at, bound.applyBy), (late) => {
-        if (late === 'done') this.#records.lateChange(bound);
+        if (late === 'done') this.#calls.lateChange(bound);
       }),
     );
     if (done === 'key') {
@@ -298,16 +305,16 @@ export class GrantRequests implements PublicGrantRequests {
 
   async #read(check: Checker, id: string): Promise<StoredGrantRequest | undefined> {
     const store = this.#storeFor(check);
-    const record = parse(await this.#records.bounded(check.source, (bound) => bound.race(store.get(id))));
-    return record && endOf(record) > Date.now() ? record : undefined;
+    const record = parseRequest(await this.#calls.bounded(check.source, (bound) => bound.race(store.get(id))));
+    return record && requestEnd(record) > Date.now() ? record : undefined;
   }
 
   /** The requests of texts as stored, ended ones left out. */
   #visible(values: readonly string[], now: number): GrantRequest[] {
     const out: GrantRequest[] = [];
     for (const value of values) {
-      const record = parse(value);
-      if (record && endOf(record) > now) out.push(publicOf(record));
+      const record = parseRequest(value);
+      if (record && requestEnd(record) > now) out.push(publicOf(record));
     }
     return out;
   }
@@ -338,7 +345,7 @@ export class GrantRequests implements PublicGrantRequests {
     const check = new Checker('limits.requests.list');
     const { status, offset, limit } = this.#page(check, options);
     const store = this.#storeFor(check);
-    return this.#records.bounded(check.source, async (bound) => {
+    return this.#calls.bounded(check.source, async (bound) => {
       const now = Date.now();
       const page = (of: 'pending' | 'decided', from: number, n: number) => bound.race(store.page(of, from, n, now));
       if (status !== undefined) return this.#visible((await page(status, offset, limit)).values, now);
@@ -354,7 +361,7 @@ export class GrantRequests implements PublicGrantRequests {
   async counts(): Promise<{ pending: number; decided: number }> {
     const store = this.#storeFor(new Checker('limits.requests.counts'));
     const now = Date.now();
-    const [pending, decided] = await this.#records.bounded('limits.requests.counts', (bound) =>
+    const [pending, decided] = await this.#calls.bounded('limits.requests.counts', (bound) =>
       bound.race(Promise.all([store.page('pending', 0, 0, now), store.page('decided', 0, 0, now)])),
     );
     return { pending: pending.total, decided: decided.total };
@@ -366,12 +373,12 @@ export class GrantRequests implements PublicGrantRequests {
    */
   async find(client: unknown, options?: { limit?: number }): Promise<GrantRequest[]> {
     const check = new Checker('limits.requests.find');
-    const { key } = this.#records.keyOf(check, client);
+    const { key } = this.#keyOf(check, client);
     const { limit } = this.#page(check, options);
     const address = addressOfKey(key);
-    const [by, value] = address === undefined ? ['key', key] : ['network', placeOf(address, this.#subnet).network];
+    const [by, value] = address === undefined ? ['key', key] : ['network', placeOf(address, this.#ipv6Subnet).network];
     const store = this.#storeFor(check);
-    const found = await this.#records.bounded(check.source, (bound) =>
+    const found = await this.#calls.bounded(check.source, (bound) =>
       bound.race(store.find(by as 'key' | 'network', value, limit)),
     );
     return this.#visible(found, Date.now());
@@ -380,8 +387,8 @@ export class GrantRequests implements PublicGrantRequests {
   async #pending(check: Checker, id: unknown, bound: CallBound): Promise<{ record: StoredGrantRequest; json: string }> {
     if (typeof id !== 'string' || id === '') check.invalid('id', `must be a request's id; got ${show(id)}.`);
     const json = await bound.race(this.#storeFor(check).get(id));
-    const record = parse(json);
-    if (!record || json === undefined || endOf(record) <= Date.now())
+    const record = parseRequest(json);
+    if (!record || json === undefined || requestEnd(record) <= Date.now())
       return check.invalid('id', `is no request's id; got ${show(id)}.`);
     if (record.status !== 'pending') check.invalid('id', `names a request already ${record.status}.`);
     return { record, json };
@@ -400,8 +407,8 @@ export class GrantRequests implements PublicGrantRequests {
    */
   async approve(id: string, grant: Grant, options?: { until?: Date | number; note?: string }): Promise<GrantRequest> {
     const check: Checker = new Checker('limits.requests.approve');
-    const checked = this.#records.checkGrant(check, grant, 'grant');
-    return this.#records.bounded(check.source, async (bound) => {
+    const checked = this.#checkGrant(check, grant, 'grant');
+    return this.#calls.bounded(check.source, async (bound) => {
       const { record, json } = await this.#pending(check, id, bound);
       const until = options?.until instanceof Date ? options.until.getTime() : (options?.until ?? null);
       const approved: StoredGrantRequest = {
@@ -419,7 +426,7 @@ export class GrantRequests implements PublicGrantRequests {
         meta: metaOf(approved),
         now: Date.now(),
       };
-      const written = await this.#records.grantWithDecision(
+      const written = await this.#grants.withDecision(
         check,
         checked,
         { until: until ?? undefined, note },
@@ -435,13 +442,13 @@ export class GrantRequests implements PublicGrantRequests {
   async decline(id: string, reason: string): Promise<GrantRequest> {
     const check: Checker = new Checker('limits.requests.decline');
     const answer = checkText(check, reason, 'reason', LONGEST_REASON, true);
-    return this.#records.bounded(check.source, async (bound) => {
+    return this.#calls.bounded(check.source, async (bound) => {
       const { record, json } = await this.#pending(check, id, bound);
       const declined: StoredGrantRequest = { ...record, status: 'declined', decidedAt: Date.now(), answer };
       const store = this.#storeFor(check);
       const put = store.put(declined.id, serialise(declined), json, metaOf(declined), Date.now(), bound.applyBy);
       const written = await bound.race(put, (late) => {
-        if (late !== undefined) this.#records.lateChange(bound);
+        if (late !== undefined) this.#calls.lateChange(bound);
       });
       this.#decidedMeanwhile(check, written);
       return publicOf(declined);

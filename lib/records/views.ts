@@ -1,14 +1,11 @@
 // Records as the runtime records show them: keys and kinds, pages of bans and grants, changes as events, foreign text.
 import { createHash } from 'node:crypto';
-import { type BanRecord, checkEvent, type GrantRecord, type LostEntry, Problem, type Stored } from './records.js';
-import type { ActiveBan, ActiveGrant, ChangeEvent, ClientKind, LostRecord } from '../types.js';
+import { type BanRecord, checkEvent, type GrantRecord, type LostEntry, Problem, type Stored } from './kinds.js';
+import { type ClientKind, kindOfKey } from '../contract/keys.js';
+import type { ActiveBan, ActiveGrant, ChangeEvent, LostRecord } from './types.js';
 
 /** The longest text of a foreign entry shown. */
 const SHOWN_TEXT = 200;
-
-export function kindOf(key: string): ClientKind {
-  return key.startsWith('t:') ? 'token' : key.startsWith('ip:') ? 'ip' : 'custom';
-}
 
 /** The order of the lists: oldest first, then by key. */
 function byTimeAndKey(a: { since: number; key: string }, b: { since: number; key: string }): number {
@@ -24,17 +21,17 @@ export function isBan(record: BanRecord | GrantRecord): record is BanRecord {
 }
 
 /** A record as the store is given it: without the sequence number the store adds. */
-export function plain<R extends object>(record: Stored<R> | R): R {
+export function withoutSeq<R extends object>(record: Stored<R> | R): R {
   const { seq: _seq, ...rest } = record as R & { seq?: number };
   return rest as R;
 }
 
 export function sameRecord(a: object, b: object): boolean {
-  return JSON.stringify(plain(a)) === JSON.stringify(plain(b));
+  return JSON.stringify(withoutSeq(a)) === JSON.stringify(withoutSeq(b));
 }
 
 /** A text as the lists show it: cut to SHOWN_TEXT characters. */
-export function shown(json: string): string {
+export function shownText(json: string): string {
   return json.length > SHOWN_TEXT ? `${json.slice(0, SHOWN_TEXT)}…` : json;
 }
 
@@ -47,7 +44,7 @@ export function digest(value: string): string {
  * last kept and put in place only when it comes before, so that the first page of 10,000 costs about 10,000
  * comparisons, not a sort of them all.
  */
-function first<T extends { since: number; key: string }>(items: readonly T[], n: number): T[] {
+function firstInOrder<T extends { since: number; key: string }>(items: readonly T[], n: number): T[] {
   if (n >= items.length) return [...items].sort(byTimeAndKey);
   const kept: T[] = [];
   for (const item of items) {
@@ -74,7 +71,7 @@ function pageStart(offset: number, limit: number, total: number): number {
  * A page of `items` in the lists' order, from `offset` (or, past the last, from the start of the last `limit` of
  * them), at most `limit`, each shown by `view`; where it starts, and how many there are.
  */
-export function page<T extends { since: number; key: string }, V>(
+export function listPage<T extends { since: number; key: string }, V>(
   items: readonly T[],
   offset: number,
   limit: number,
@@ -84,7 +81,7 @@ export function page<T extends { since: number; key: string }, V>(
   return {
     total: items.length,
     from,
-    rows: first(items, from + limit)
+    rows: firstInOrder(items, from + limit)
       .slice(from)
       .map(view),
   };
@@ -131,7 +128,7 @@ export function banEvent(ban: BanRecord): ChangeEvent {
 }
 
 export function grantEvent(grant: GrantRecord): ChangeEvent {
-  const event = eventOf('grant', grant.key, kindOf(grant.key), grant.since);
+  const event = eventOf('grant', grant.key, kindOfKey(grant.key), grant.since);
   const until = grant.until === null ? undefined : new Date(grant.until);
   return { ...event, until, grant: grant.grant, note: grant.note ?? undefined };
 }

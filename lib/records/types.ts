@@ -1,8 +1,6 @@
-// The public types of what an operator reads and changes: clients, grants, bans, grant requests, changes, usage.
+// The public types of the operators' records: clients as operators name them, grants, bans, grant requests, changes.
+import type { ClientKind } from '../contract/keys.js';
 import type { EndpointRow } from '../contract/listings.js';
-
-/** How a client was identified. */
-export type ClientKind = 'token' | 'ip' | 'custom';
 
 /**
  * What an approved client gets instead of the contract's limits: `'unlimited'`; `{ multiplier }`, every limit
@@ -197,59 +195,4 @@ export interface GrantRequests {
   approve(id: string, grant: Grant, options?: { until?: Date | number; note?: string }): Promise<GrantRequest>;
   /** Declines a pending request, with the reason its requester sees. */
   decline(id: string, reason: string): Promise<GrantRequest>;
-}
-
-/**
- * A client's state on one limit of one endpoint, as `usage()` reads it: without counting a request, on the counter
- * it counts on now.
- */
-export interface EndpointUsage {
-  /** The table's endpoint, `<METHOD> <path>`. */
-  readonly endpoint: string;
-  /**
-   * The counter the client counts on: the endpoint's name, or its grant's variant (`GET /v1/bots/:id (x10)`);
-   * undefined for a client granted removal of limits, which is not counted.
-   */
-  readonly counter: string | undefined;
-  /** Requests allowed per window (`Infinity` with removal of limits). */
-  readonly limit: number;
-  readonly windowMs: number;
-  /** Requests counted in the window now. */
-  readonly used: number;
-  /** Requests left in the window now: `limit - used`. */
-  readonly remaining: number;
-  /**
-   * When the window frees a request: the end of a fixed window, or when the oldest request counted leaves a sliding
-   * one; undefined when none is counted.
-   */
-  readonly resetTime: Date | undefined;
-}
-
-/** Requests of one minute: allowed, and refused (429 or 403). */
-export interface TrafficMinute {
-  /** When the minute starts (a whole minute, UTC). */
-  readonly at: Date;
-  readonly allowed: number;
-  readonly refused: number;
-}
-
-/** The last hour of requests through one middleware in this process, as the operator's page shows it. */
-export interface TrafficSummary {
-  /**
-   * Allowed and refused requests per endpoint of the table (`(none)`: banned requests that matched no row), in the
-   * hour and minute by minute (`minutes`, as the summary's own).
-   */
-  readonly endpoints: readonly {
-    readonly endpoint: string;
-    readonly allowed: number;
-    readonly refused: number;
-    readonly minutes: readonly TrafficMinute[];
-  }[];
-  /** The clients refused most often (429 or 403), by key, most first. */
-  readonly refused: readonly { readonly key: string; readonly count: number }[];
-  /**
-   * The hour minute by minute, every endpoint together: 60 minutes, oldest first, the last one the minute under way.
-   * The totals of `endpoints` are their sums.
-   */
-  readonly minutes: readonly TrafficMinute[];
 }

@@ -1,11 +1,8 @@
 // The client an operator names (`{ token }`, `{ ip }` or `{ key }`), as the key its records and counters have.
 import ipaddr from 'ipaddr.js';
-import { type Checker, isPlainObject, show } from '../../shared/check.js';
-import type { IpKey } from '../identify.js';
-import { tokenEnd, tokenKey } from '../keys.js';
-import type { ClientKind } from '../types.js';
-import { LONGEST_TEXT } from './records.js';
-import { kindOf } from './record-views.js';
+import { type Checker, isPlainObject, show } from '../shared/check.js';
+import { type ClientKind, type IpKey, kindOfKey, tokenEnd, tokenKey } from '../contract/keys.js';
+import { LONGEST_TEXT } from './kinds.js';
 
 /** A client named by an operator: its key, its kind, whether it is an address, and the end of its token. */
 export interface ClientKeyOf {
@@ -15,16 +12,19 @@ export interface ClientKeyOf {
   readonly tokenEnd: string;
 }
 
+/** The key of a client named as an operator knows it, as {@link clientKeyOf} finds it with the records' own. */
+export type KeyOf = (check: Checker, client: unknown) => ClientKeyOf;
+
 /**
  * The key of a client named as an operator knows it: a token hashed at once, an address grouped by `ipOf` (as the
  * requests are counted), or a key as it is; and what the pages show of its token: the end of a token given, else the
- * one `recordOf` the key keeps ('' when none does). Throws ListingLimitsError naming the field.
+ * one the records of the key keep (`tokenEndOf`; '' when none does). Throws ListingLimitsError naming the field.
  */
 export function clientKeyOf(
   check: Checker,
   client: unknown,
   ipOf: IpKey,
-  recordOf: (key: string) => { readonly tokenEnd?: string } | undefined,
+  tokenEndOf: (key: string) => string | undefined,
 ): ClientKeyOf {
   const fields = isPlainObject(client) ? Object.keys(client) : [];
   if (fields.length !== 1 || !['token', 'ip', 'key'].includes(fields[0] as string)) {
@@ -45,5 +45,5 @@ export function clientKeyOf(
   }
   if (value.length > LONGEST_TEXT)
     check.invalid('client.key', `must be at most ${LONGEST_TEXT} characters; got ${value.length}.`);
-  return { key: value, kind: kindOf(value), address: false, tokenEnd: recordOf(value)?.tokenEnd ?? '' };
+  return { key: value, kind: kindOfKey(value), address: false, tokenEnd: tokenEndOf(value) ?? '' };
 }

@@ -1,6 +1,6 @@
 // Rules' bans the store could not take yet: they hold on the instance that decided them, and are written again.
 import type { Request } from 'express';
-import type { BanRecord } from './records.js';
+import type { BanRecord } from './kinds.js';
 
 /** The first wait before a rule's ban the store could not take is written again; it doubles up to LAST_RETRY_MS. */
 const FIRST_RETRY_MS = 500;

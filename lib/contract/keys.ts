@@ -2,6 +2,12 @@
 import { createHash } from 'node:crypto';
 import ipaddr from 'ipaddr.js';
 
+/** How a client was identified. */
+export type ClientKind = 'token' | 'ip' | 'custom';
+
+/** Keys of IP addresses, as counting groups them. */
+export type IpKey = (ip: string | undefined) => string;
+
 /**
  * Hash of a credential, used in its place in every storage key: a shared store never holds the token itself.
  * SHA-256 is deterministic, so every app instance derives the same counter key for the same token.
@@ -56,4 +62,7 @@ function canonicalIPv4(ip: string): string {
   return ip;
 }
 
-export { remembered } from '../shared/remembered.js';
+/** How the client of a key was identified, from the key: `t:` a token's, `ip:` an address's, else a custom key. */
+export function kindOfKey(key: string): ClientKind {
+  return key.startsWith('t:') ? 'token' : key.startsWith('ip:') ? 'ip' : 'custom';
+}

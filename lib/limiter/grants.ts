@@ -1,18 +1,19 @@
 // Extended limits for approved clients (rule 6): option `grants`, compiled into the step that picks a client's limits.
 import ipaddr from 'ipaddr.js';
-import { Lookups } from '../../shared/lookups.js';
-import { type Checker, show, typoOf } from '../../shared/check.js';
-import { type Context, PASSED, type Step } from '../context.js';
-import { type CompiledEndpoint, compileEndpoint } from '../endpoint.js';
-import type { Client, IpKey } from '../identify.js';
-import { tokenKey } from '../keys.js';
-import type { RuntimeRecords } from './runtime-records.js';
-import type { StoreContract } from '../../stores/store.js';
-import { checkRow, refuseDuplicates, rowShape } from '../../contract/table.js';
-import type { EndpointRow } from '../../contract/listings.js';
-import { LARGEST_FIELD_INTEGER, type Limit, type WindowKind } from '../../contract/limit.js';
-import type { Grant, ListingLimitsOptions } from '../types.js';
-import type { Waiting } from '../../stores/waiting.js';
+import { Lookups } from '../shared/lookups.js';
+import { type Checker, show, typoOf } from '../shared/check.js';
+import { type Context, PASSED, type Step } from './context.js';
+import { type CompiledEndpoint, compileEndpoint } from './endpoint.js';
+import type { Client } from './identify.js';
+import { type IpKey, tokenKey } from '../contract/keys.js';
+import type { RecordCache } from '../records/cache.js';
+import type { StoreContract } from '../stores/store.js';
+import { checkRow, refuseDuplicates, rowShape } from '../contract/table.js';
+import type { EndpointRow } from '../contract/listings.js';
+import { LARGEST_FIELD_INTEGER, type Limit, type WindowKind } from '../contract/limit.js';
+import type { Grant } from '../records/types.js';
+import type { ListingLimitsOptions } from './types.js';
+import type { Waiting } from '../stores/waiting.js';
 
 const UNLIMITED = 'unlimited';
 const grantFields = ['multiplier', 'rows'];
@@ -40,6 +41,8 @@ function multiplied(limit: number, multiplier: number): number {
 
 /** What a grant is checked against: the table's endpoints and rows, and the largest limit its windows can keep. */
 interface GrantTable {
+  /** Each endpoint's shape (see rowShape) → its name, `<METHOD> <path>`. */
+  readonly paths: ReadonlyMap<string, string>;
   /** The endpoints' shapes (see rowShape). */
   readonly shapes: ReadonlySet<string>;
   readonly rows: readonly EndpointRow[];
@@ -130,14 +133,14 @@ export function compileGrants(
   check: Checker,
   options: ListingLimitsOptions,
   context: {
-    store: StoreContract;
+    contract: StoreContract;
     window: WindowKind;
     waiting: Waiting | undefined;
-    paths: ReadonlyMap<string, string>;
     table: GrantTable;
     ipOf: IpKey;
     cacheMs: number;
-    records: RuntimeRecords;
+    /** The grants made at runtime, which win over the option's. */
+    cache: RecordCache;
   },
 ): CompiledGrants {
   const { grants } = options;
@@ -151,7 +154,8 @@ export function compileGrants(
       `must be an object of grants by token or IP, or a lookup function; got ${show(grants)}.`,
     );
   }
-  const { store, window, waiting, ipOf, paths, table } = context;
+  const { contract, window, waiting, ipOf, table } = context;
+  const { paths } = table;
   const variants = new Map<string, CompiledEndpoint>();
   const variant = (base: CompiledEndpoint, grant: Limited): CompiledEndpoint => {
     let limits: Limit[];
@@ -168,7 +172,7 @@ export function compileGrants(
     const name = `${base.name} (${label})`;
     let found = variants.get(name);
     if (!found) {
-      found = compileEndpoint(check, store, waiting, { name, window, limits });
+      found = compileEndpoint(check, contract, waiting, { name, window, limits });
       variants.set(name, found);
     }
     return found;
@@ -206,14 +210,14 @@ export function compileGrants(
       ctx.outcome = 'allowed';
     } else ctx.endpoint = variant(ctx.endpoint, grant);
   };
-  const { records } = context;
+  const { cache } = context;
   return {
     step: (ctx) => {
-      const grant = records.grantOf(ctx.client) ?? find(ctx.client, ctx);
+      const grant = cache.grantOf(ctx.client) ?? find(ctx.client, ctx);
       if (grant instanceof Promise) return grant.then((g) => apply(ctx, g));
       apply(ctx, grant);
     },
-    known: (client) => records.grantOf(client) ?? known(client),
+    known: (client) => cache.grantOf(client) ?? known(client),
     variant,
     variantsOf: (base) => [...variants.values()].filter((v) => v.name.startsWith(`${base.name} (`)),
   };

@@ -1,18 +1,18 @@
 // The kinds of record of the runtime state, by the prefix of their field: how each is checked, kept and ended.
 import {
   type BanRecord,
-  checkBan,
+  checkBanRecord,
   type CheckGrant,
   checkGrantRecord,
-  checkLost,
-  checkReset,
-  checkSession,
+  checkLostRecord,
+  checkResetRecord,
+  checkSessionRecord,
   type EndedLogin,
   type GrantRecord,
   type LostEntry,
   type ResetRecord,
-} from './records.js';
-import { endOf } from './record-views.js';
+} from './kinds.js';
+import { endOf } from './views.js';
 
 /** Where an instance keeps the records of a kind, by the id of their field. */
 export interface KindCache {
@@ -50,7 +50,7 @@ export function recordKinds(caches: Caches, checkGrant: CheckGrant): ReadonlyMap
     [
       'ban',
       {
-        check: checkBan,
+        check: checkBanRecord,
         cache: caches.bans,
         operators: (ban) => (ban as BanRecord).by === 'operator',
         end: (ban) => (ban as BanRecord).until,
@@ -68,7 +68,7 @@ export function recordKinds(caches: Caches, checkGrant: CheckGrant): ReadonlyMap
     [
       'lost',
       {
-        check: (id, json) => checkLost(id, json, checkGrant),
+        check: (id, json) => checkLostRecord(id, json, checkGrant),
         cache: () => caches.lost,
         operators: () => true,
         end: (lost) => endOf((lost as LostEntry).record),
@@ -77,7 +77,7 @@ export function recordKinds(caches: Caches, checkGrant: CheckGrant): ReadonlyMap
     [
       'session',
       {
-        check: checkSession,
+        check: checkSessionRecord,
         cache: () => caches.logins,
         operators: () => false,
         end: (r) => ('until' in (r as object) ? (r as EndedLogin).until : Infinity),
@@ -85,7 +85,12 @@ export function recordKinds(caches: Caches, checkGrant: CheckGrant): ReadonlyMap
     ],
     [
       'reset',
-      { check: checkReset, cache: () => caches.resets, operators: () => false, end: (r) => (r as ResetRecord).until },
+      {
+        check: checkResetRecord,
+        cache: () => caches.resets,
+        operators: () => false,
+        end: (r) => (r as ResetRecord).until,
+      },
     ],
   ]);
 }
