@@ -145,7 +145,7 @@ describe('a run', () => {
           ok: true,
           findings: [],
           notes: [],
-          headers: { sent: ['drafts 8-11', 'X-RateLimit', 'Retry-After'], findings: [], notes: [] },
+          headers: { probed: true, sent: ['drafts 8-11', 'X-RateLimit', 'Retry-After'], findings: [], notes: [] },
           windowSeen: 'fixed',
         },
       ],
@@ -223,6 +223,7 @@ describe('--strict-headers and --timeout', () => {
     ) as VerifyReport;
     expect(json).toMatchObject({ ok: false, strictHeaders: true });
     expect(json.endpoints[0]?.headers).toEqual({
+      probed: true,
       sent: [],
       findings: ['no Retry-After on 429', 'sent no rate-limit fields'],
       notes: [],
@@ -256,7 +257,7 @@ describe('progress off a terminal', () => {
       ok,
       findings: [],
       notes: [],
-      headers: { sent: [], findings: [], notes: [] },
+      headers: { probed: true, sent: [], findings: [], notes: [] },
       windowSeen: 'fixed' as const,
     });
     progress.onEvent({ type: 'endpoint', endpoint: 'GET /v1/bots', index: 1, total: 2 });

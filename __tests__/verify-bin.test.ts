@@ -285,6 +285,12 @@ describe('a server that is down: exit 1 within the timeout, every endpoint faili
     const run = await command(['verify', url, '--listing', 'A', '--timeout', String(timeoutMs)]);
     expect(run.code).toBe(1);
     expect(run.stdout).toContain('\n\n6 of 6 endpoints fail: 6 on the contract.\n');
+    // No answer came: the header fields are not judged, neither passed nor failed.
+    const headersTable = (run.stdout.split('\n\n')[2] as string).split('\n');
+    expect(headersTable.map((line) => line.replace(/ +/g, ' ').trimEnd())).toEqual([
+      'Headers Result Sent Findings',
+      ...listings.A.map((row) => `${row.method} ${row.path} not probed`),
+    ]);
     expect(
       run.stderr
         .trimEnd()

@@ -34,6 +34,7 @@ const failing = (report: VerifyReport) =>
 /** What each kind sends, and what is noted of it: it contradicts nothing. */
 const headersOf: Record<WorldKind, EndpointReport['headers']> = {
   'express-rate-limit draft-6': {
+    probed: true,
     sent: ['draft 6', 'Retry-After'],
     findings: [],
     notes: [
@@ -42,6 +43,7 @@ const headersOf: Record<WorldKind, EndpointReport['headers']> = {
     ],
   },
   'express-rate-limit draft-7': {
+    probed: true,
     sent: ['draft 7', 'Retry-After'],
     findings: [],
     notes: [
@@ -50,16 +52,19 @@ const headersOf: Record<WorldKind, EndpointReport['headers']> = {
     ],
   },
   'express-rate-limit draft-8': {
+    probed: true,
     sent: ['drafts 8-11', 'Retry-After'],
     findings: [],
     notes: ['sent no X-RateLimit-Limit, X-RateLimit-Remaining, X-RateLimit-Reset, X-RateLimit-Reset-After'],
   },
   'express-rate-limit legacy': {
+    probed: true,
     sent: ['X-RateLimit', 'Retry-After'],
     findings: [],
     notes: ['sent no RateLimit-Policy, RateLimit, X-RateLimit-Reset-After'],
   },
   '@fastify/rate-limit': {
+    probed: true,
     sent: ['X-RateLimit', 'Retry-After'],
     findings: [],
     notes: [
@@ -68,6 +73,7 @@ const headersOf: Record<WorldKind, EndpointReport['headers']> = {
     ],
   },
   '@fastify/rate-limit draft': {
+    probed: true,
     sent: ['draft 6', 'Retry-After'],
     findings: [],
     notes: [
@@ -76,6 +82,7 @@ const headersOf: Record<WorldKind, EndpointReport['headers']> = {
     ],
   },
   'rate-limiter-flexible, no headers': {
+    probed: true,
     sent: [],
     findings: [],
     notes: ['no Retry-After on 429', 'sent no rate-limit fields'],

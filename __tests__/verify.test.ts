@@ -462,6 +462,7 @@ describe('against deliberately wrong servers', () => {
     expect(report.ok).toBe(true);
     expect(report.endpoints.map((e) => e.headers)).toEqual(
       only.map(() => ({
+        probed: true,
         sent: ['drafts 8-11', 'X-RateLimit'],
         findings: [],
         notes: ['no Retry-After on 429'],
@@ -481,7 +482,7 @@ describe('against deliberately wrong servers', () => {
       ok: false,
       findings: ['allowed 26 requests, contract says 25'],
       notes: [],
-      headers: { sent: [], findings: [], notes: ['sent no rate-limit fields'] },
+      headers: { probed: true, sent: [], findings: [], notes: ['sent no rate-limit fields'] },
       requests: 26,
       windowSeen: 'not probed',
     });
@@ -647,10 +648,10 @@ describe('against deliberately wrong servers', () => {
       // fetch may also see the close, as a socket error: a failure all the same.
       const failed = expect.stringMatching(/^request failed: (no response within 0\.2 s|UND_ERR_SOCKET|ECONNRESET)$/);
       expect(failing(report)).toEqual({ 'GET /v1/statistics': [failed], 'GET /v1/bots/:id': [failed] });
-      // Nothing was received: nothing is said of the fields.
+      // Nothing was received: nothing is said of the fields, which were not probed.
       expect(report.endpoints.map((e) => e.headers)).toEqual([
-        { sent: [], findings: [], notes: [] },
-        { sent: [], findings: [], notes: [] },
+        { probed: false, sent: [], findings: [], notes: [] },
+        { probed: false, sent: [], findings: [], notes: [] },
       ]);
     } finally {
       server.close();

@@ -266,7 +266,9 @@ function reportText(report: VerifyReport, listing: string): string {
   );
   const headers = endpoints.flatMap((e) =>
     withDetails(
-      [e.endpoint, verdict(e.headers.findings), e.headers.sent.join(', ') || 'nothing'],
+      e.headers.probed
+        ? [e.endpoint, verdict(e.headers.findings), e.headers.sent.join(', ') || 'nothing']
+        : [e.endpoint, 'not probed', ''],
       [...e.headers.findings, ...noted(e.headers.notes)],
     ),
   );

@@ -54,15 +54,19 @@ export class Findings {
 
   /**
    * The endpoint's verdicts: its findings and notes, those of its header fields apart, with what its answers sent.
-   * With `strict`, what is only noted of the fields fails the endpoint too.
+   * With `strict`, what is only noted of the fields fails the endpoint too; `probed` is false when no answer came.
    */
-  verdicts(strict: boolean, sent: readonly string[]): Pick<EndpointReport, 'ok' | 'findings' | 'notes' | 'headers'> {
+  verdicts(
+    strict: boolean,
+    sent: readonly string[],
+    probed: boolean,
+  ): Pick<EndpointReport, 'ok' | 'findings' | 'notes' | 'headers'> {
     const headers = strict ? [...this.headers, ...this.headerNotes] : this.headers;
     return {
       ok: this.contract.length === 0 && headers.length === 0,
       findings: this.contract,
       notes: this.notes,
-      headers: { sent, findings: headers, notes: strict ? [] : this.headerNotes },
+      headers: { probed, sent, findings: headers, notes: strict ? [] : this.headerNotes },
     };
   }
 

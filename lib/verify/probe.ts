@@ -85,7 +85,7 @@ export class Probe {
       waitMs: this.waitMs,
       boundaryRequests: this.boundaryRequests,
       boundaryWaitMs: 0,
-      ...this.found.verdicts(this.run.strictHeaders, this.seen.sent),
+      ...this.found.verdicts(this.run.strictHeaders, this.seen.sent, this.answers > 0),
       windowSeen: this.windowSeen,
     };
   }

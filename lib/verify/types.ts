@@ -144,6 +144,11 @@ export type WindowSeen = WindowKind | 'either' | 'unclear' | 'not probed';
 /** What the rate-limit header fields of an endpoint's answers said, judged apart from the contract. */
 export interface HeadersReport {
   /**
+   * Whether any answer came to judge the fields of: false when every request of the endpoint failed (its contract
+   * finding says why), and then nothing is said of its fields.
+   */
+  readonly probed: boolean;
+  /**
    * What the answers carried, in the order first seen: `'drafts 8-11'` (the IETF `RateLimit` and `RateLimit-Policy`
    * lists), `'draft 7'`, `'draft 6'`, `'X-RateLimit'`, and `'Retry-After'` (or `'Retry-After (date)'`) on 429s.
    */
