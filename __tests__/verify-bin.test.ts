@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import { type ListingName, listings } from '../lib';
 import type { VerifyReport } from '../lib/verify';
 import { type Compiled, compile } from './helpers/compiled';
-import type { Fault, WorldKind } from './helpers/world-apis';
+import { type Fault, KINDS, type WorldKind } from './helpers/world-apis';
 import { startWorldApi, type WorldProcess } from './helpers/world-process';
 
 /** The endpoints of one-second windows: the command checks them in about a second and a half. */
@@ -80,17 +80,7 @@ interface Case {
 }
 
 const honest: Case[] = [
-  ...(
-    [
-      'express-rate-limit draft-6',
-      'express-rate-limit draft-7',
-      'express-rate-limit draft-8',
-      'express-rate-limit legacy',
-      '@fastify/rate-limit',
-      '@fastify/rate-limit draft',
-      'rate-limiter-flexible, no headers',
-    ] as const
-  ).map((kind): Case => ({ name: `${kind}, listing B`, kind, listing: 'B', only: short.B, failing: {} })),
+  ...KINDS.map((kind): Case => ({ name: `${kind}, listing B`, kind, listing: 'B', only: short.B, failing: {} })),
   ...(['express-rate-limit draft-7', 'rate-limiter-flexible, no headers'] as const).map((kind): Case => ({
     name: `${kind}, listing A`,
     kind,
