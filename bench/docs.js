@@ -28,20 +28,25 @@ const targetPairs = [
   'redis sliding refused',
   'memory with 10k banned tokens',
   'memory with 10k banned addresses',
+  'redis node-redis',
+  'redis cluster',
+  'redis glide',
+  'redis sliding of bare',
+  'redis',
 ];
 
-/** Whether a value meets its target, as the target's words say: `at least x`, `within x`, or `0 …`. */
+/** Whether a value meets its target, as the target's words say: `at least x`, `within x`, `at most x` or `0 …`. */
 function meets(target, value) {
   const atLeast = /at least ([\d.]+)/.exec(target);
   if (atLeast) return value >= Number(atLeast[1]);
-  const within = /within ([\d.]+)/.exec(target);
+  const within = /(?:within|at most) ([\d.]+)/.exec(target);
   if (within) return Math.abs(value) <= Number(within[1]);
   return value === 0;
 }
 
 /** By how much a value misses its target. */
 function missedBy(target, value) {
-  const bound = Number((/(?:at least|within) ([\d.]+)/.exec(target) ?? [])[1]);
+  const bound = Number((/(?:at least|within|at most) ([\d.]+)/.exec(target) ?? [])[1]);
   return Math.abs(Math.abs(value) - bound);
 }
 
@@ -56,16 +61,23 @@ function targets(latest, earlier) {
   const rows = latest.sliced.targets.map((t, i) => {
     const pair = targetPairs[i];
     const s = summary[pair];
-    const figure = (value) => (t.digits === 4 ? String(value) : signed(value, 3));
+    const figure = (value) => {
+      if (value === undefined || value === null) return '-';
+      return t.digits === 4 ? String(value) : t.digits === 3 ? signed(value, 3) : value.toFixed(t.digits);
+    };
+    if (!s) return [t.target, figure(previous.targets[i]), 'not measured', '', figure(E.targets[i])];
     let now = `**${figure(t.value)}** (${list(s.rounds)})`;
     if (i === 0)
       now += `; ${Math.round(s.cpuUsPerRequest)} against ${Math.round(s.referenceCpuUsPerRequest)} µs per request`;
     if (i === 1) now += `; express-rate-limit is ${r3(summary['express-rate-limit'].ratio)} of bare`;
     if (i === 2) now += `; ${s.redis.perRequest.toFixed(4)} Redis scripts per request`;
     if (i === 5) now = `**${t.value}** commands (besides the runtime state's reads every 250 ms)`;
-    if (i >= 10)
+    if (i === 10 || i === 11)
       now = `${r3(s.ratio)} × without (${list(s.rounds)}): the figure of bare moves by **${figure(t.value)}**`;
+    if (i >= 12 && i <= 15) now += `; Redis ${s.redis.usPerRequest.toFixed(1)} µs per request`;
+    if (i === 16) now = `**${figure(t.value)}** µs; ${s.redis.perRequest.toFixed(3)} commands per request`;
     const then = E.targets[i];
+    if (then === undefined) return [t.target, figure(previous.targets[i]), now, t.met ? 'met' : 'missed', '-'];
     const ratio = E.ratios?.[pair];
     const rounds =
       E.rounds?.[pair] && `${ratio === undefined ? '' : `${r3(ratio)} × without: `}${list(E.rounds[pair])}`;
