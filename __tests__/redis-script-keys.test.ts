@@ -25,8 +25,9 @@ const requestKeys = REQUEST_KEYS.map((name) => `q:{r}:${name}`);
 const stateKeys = ['s:{r}:record', 's:{r}:changes', 's:{r}:ends', 's:{r}:history'];
 
 const runs: { script: string; setup?: string[][]; keys: string[]; args: string[] }[] = [
-  { script: 'hit', keys: ['h:1'], args: ['60'] },
-  { script: 'hit', setup: [['SET', 'h:2', '7']], keys: ['h:2'], args: ['60'] },
+  { script: 'heal', setup: [['INCR', 'h:1']], keys: ['h:1'], args: ['60000'] },
+  { script: 'heal', keys: ['h:1'], args: ['60000'] },
+  { script: 'heal', keys: ['h:2'], args: ['60000'] },
   { script: 'limits', keys: ['l:{a}:f1', 'l:{a}:f2'], args: ['f', '1', '1000', '5', '60000'] },
   { script: 'limits', keys: ['l:{a}:f1', 'l:{a}:f2'], args: ['f', '1', '1000', '5', '60000'] },
   {

@@ -3,8 +3,8 @@ import { Checker, show } from '../../shared/check.js';
 import type { Hit } from '../adapter.js';
 import { glideCommands, glideScript, hashRecord, isGlideClient, sendOf } from './glide.js';
 import {
-  HIT_SCRIPT,
-  HIT_SHA,
+  HEAL_SCRIPT,
+  HEAL_SHA,
   FORGET_SCRIPT,
   FORGET_SHA,
   LIMITS_SCRIPT,
@@ -67,17 +67,20 @@ interface IoRedisLike {
   /** The socket of a standalone client; a Cluster has none. */
   stream?: { cork?(): void; uncork(): void };
   defineCommand(name: string, definition: { numberOfKeys?: number; lua: string }): void;
-  listingLimitsHit?: (key: string, seconds: number) => Promise<[unknown, unknown]>;
+  incr(key: string): Promise<unknown>;
+  pttl(key: string): Promise<unknown>;
+  listingLimitsHeal?: (key: string, ms: number) => Promise<unknown>;
 }
 
 interface NodeRedisLike {
   isReady?: boolean;
-  evalSha(sha: string, options: { keys: string[]; arguments: string[] }): Promise<unknown>;
-  eval(script: string, options: { keys: string[]; arguments: string[] }): Promise<unknown>;
+  /** A cluster's: the master of a slot. */
+  getSlotMaster?: unknown;
+  sendCommand(...args: unknown[]): Promise<unknown>;
 }
 
 /**
- * ioredis writes each command to its socket at once: a system call per request. The store's commands of one turn of
+ * ioredis writes each command to its socket at once: a system call per command. The store's commands of one turn of
  * the event loop leave in one write instead: the first corks the client's socket, which is uncorked once Node has
  * read every socket that was ready (`setImmediate`). Redis receives them in the order they were sent, as before; the
  * app's own commands on that client in the same turn leave with them. One per client, whatever its stores.
@@ -111,47 +114,98 @@ const notReady = () => Promise.reject(new Error('the Redis client is not connect
 const MAP_TYPE = 0x25;
 
 /**
+ * How the store's commands go through node-redis: `sendCommand`, which a cluster routes by the key it is given, to the
+ * key's master (never a replica: no command is declared read-only). node-redis already writes the commands of one
+ * turn of the event loop together.
+ */
+function nodeRedisSend(redis: NodeRedisLike): (key: string, args: string[]) => Promise<unknown> {
+  if (typeof redis.getSlotMaster === 'function') return (key, args) => redis.sendCommand(key, false, args);
+  return (_key, args) => redis.sendCommand(args);
+}
+
+/**
  * A script run by node-redis: EVALSHA, and EVAL when Redis does not have the script yet. While the client is not
  * connected it fails at once, unless `queued` (the runtime state's changes, which wait in the client's queue as its
  * other commands do).
  */
 function nodeRedisScript(redis: NodeRedisLike, script: string, sha: string, queued = false) {
+  const send = nodeRedisSend(redis);
   return (keys: string[], args: string[]): Promise<unknown> => {
     if (redis.isReady === false && !queued) return notReady();
-    const options = { keys, arguments: args };
-    return redis.evalSha(sha, options).catch((error: unknown) => {
+    const key = keys[0] as string;
+    const call = [String(keys.length), ...keys, ...args];
+    return send(key, ['EVALSHA', sha, ...call]).catch((error: unknown) => {
       if (!String((error as Error)?.message).includes('NOSCRIPT')) throw error;
-      return redis.eval(script, options);
+      return send(key, ['EVAL', script, ...call]);
     });
   };
 }
 
 /**
- * How one client runs hits: with ioredis a command defined once (EVALSHA, loading the script when Redis lacks it),
- * the hits of one turn of the event loop in one write ({@link together}), with node-redis and GLIDE EVALSHA with a
- * fallback to EVAL. Each hit is sent when it is asked for, in the order of every other call of the store, so that
- * the store's order of commands is the order the requests asked in. While the client is not connected, hits fail at
- * once instead of queueing (GLIDE does not tell: its hits wait for it).
+ * One hit from its two commands, `INCR` and `PTTL` of the key, sent one after the other: the count, exact whatever
+ * runs beside it (Redis runs each command whole), and the time the window has left. A key without an expiry (which
+ * its `INCR` has just created) is given its window by HEAL_SCRIPT, which answers the time left instead. The key and
+ * value are rate-limiter-flexible's RateLimiterRedis' (a count that expires at the end of its window), which serves
+ * the reads and writes of the package's other counters, so both kinds of call see one counter.
+ */
+function hitOfCommands(
+  incr: (key: string) => Promise<unknown>,
+  pttl: (key: string) => Promise<unknown>,
+  heal: (key: string, ms: number) => Promise<unknown>,
+): Hit {
+  return (key, seconds) =>
+    Promise.all([incr(key), pttl(key)]).then(([count, ttl]) =>
+      Number(ttl) >= 0 ? [count, ttl] : heal(key, seconds * 1000).then((left) => [count, left]),
+    );
+}
+
+/**
+ * How one client runs hits ({@link hitOfCommands}): with ioredis its commands (a command defined once for the
+ * script: EVALSHA, loading it when Redis lacks it), those of one turn of the event loop in one write
+ * ({@link together}); with node-redis through `sendCommand`; with GLIDE through `customCommand`.
+ * Each hit is sent when it is asked for, in the order of every other call of the store, so that the store's order of
+ * commands is the order the requests asked in. While the client is not connected, hits fail at once instead of
+ * queueing (GLIDE does not tell: its hits wait for it).
  */
 export function hitsOf(client: unknown, kind: RedisClientKind): Hit {
   if (kind === 'glide') {
-    const run = glideScript(sendOf(client), HIT_SCRIPT, HIT_SHA);
-    return (key, seconds) => run([key], [String(seconds)]) as Promise<[unknown, unknown]>;
+    const send = sendOf(client);
+    const heal = glideScript(send, HEAL_SCRIPT, HEAL_SHA);
+    return hitOfCommands(
+      (key) => send(['INCR', key]),
+      (key) => send(['PTTL', key]),
+      (key, ms) => heal([key], [String(ms)]),
+    );
   }
   if (kind === 'node-redis') {
-    const run = nodeRedisScript(client as NodeRedisLike, HIT_SCRIPT, HIT_SHA);
-    return (key, seconds) => run([key], [String(seconds)]) as Promise<[unknown, unknown]>;
+    const redis = client as NodeRedisLike;
+    const send = nodeRedisSend(redis);
+    const heal = nodeRedisScript(redis, HEAL_SCRIPT, HEAL_SHA);
+    const hit = hitOfCommands(
+      (key) => send(key, ['INCR', key]),
+      (key) => send(key, ['PTTL', key]),
+      (key, ms) => heal([key], [String(ms)]),
+    );
+    return (key, seconds) => (redis.isReady === false ? notReady() : hit(key, seconds));
   }
   const redis = client as IoRedisLike;
-  if (typeof redis.listingLimitsHit !== 'function') {
-    redis.defineCommand('listingLimitsHit', { numberOfKeys: 1, lua: HIT_SCRIPT });
+  if (typeof redis.listingLimitsHeal !== 'function') {
+    redis.defineCommand('listingLimitsHeal', { numberOfKeys: 1, lua: HEAL_SCRIPT });
   }
-  const hit = redis.listingLimitsHit as NonNullable<IoRedisLike['listingLimitsHit']>;
+  const heal = redis.listingLimitsHeal as NonNullable<IoRedisLike['listingLimitsHeal']>;
   const batch = together(redis);
+  const hit = hitOfCommands(
+    (key) => redis.incr(key),
+    (key) => redis.pttl(key),
+    (key, ms) => {
+      batch();
+      return heal.call(redis, key, ms);
+    },
+  );
   return (key, seconds) => {
     if (redis.status !== 'ready') return notReady();
     batch();
-    return hit.call(redis, key, seconds);
+    return hit(key, seconds);
   };
 }
 

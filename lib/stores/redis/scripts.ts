@@ -2,19 +2,19 @@
 import { createHash } from 'node:crypto';
 
 /**
- * One hit: creates the key with its window's expiry when it has none, counts, and answers the count and the time
- * the window has left. The same key and value as rate-limiter-flexible's RateLimiterRedis, which serves the reads
- * and writes of the package's other counters, so both kinds of call see one counter.
+ * A hit's key found without an expiry (its `INCR` created it, or a client stopped before it gave it one): given its
+ * window of `ARGV[1]` ms unless it has an expiry by now, on the master of the key whatever server answered the hit's
+ * `PTTL` (a replica may not have the key yet). Answers the milliseconds it has left (-2 for a key that is gone).
+ * Hits themselves are plain commands (see clients.ts): `INCR` and `PTTL`, no script, which costs Redis less than
+ * half as much.
  */
-export const HIT_SCRIPT = `redis.call('set', KEYS[1], 0, 'EX', ARGV[1], 'NX')
-local count = redis.call('incr', KEYS[1])
-local ttl = redis.call('pttl', KEYS[1])
+export const HEAL_SCRIPT = `local ttl = redis.call('pttl', KEYS[1])
 if ttl == -1 then
-  redis.call('expire', KEYS[1], ARGV[1])
-  ttl = 1000 * ARGV[1]
+  redis.call('pexpire', KEYS[1], ARGV[1])
+  return tonumber(ARGV[1])
 end
-return {count, ttl}`;
-export const HIT_SHA = createHash('sha1').update(HIT_SCRIPT).digest('hex');
+return ttl`;
+export const HEAL_SHA = createHash('sha1').update(HEAL_SCRIPT).digest('hex');
 
 /**
  * What the scripts of an endpoint's limits share: Redis' time, the window kind (ARGV[1]), and `read`, which answers a
@@ -403,7 +403,7 @@ export const REQUEST_READ_SHA = createHash('sha1').update(REQUEST_READ_SCRIPT).d
 
 /** The scripts of the store, for the test that every script declares the keys it touches. @internal */
 export const SCRIPTS = {
-  hit: HIT_SCRIPT,
+  heal: HEAL_SCRIPT,
   limits: LIMITS_SCRIPT,
   peek: PEEK_SCRIPT,
   forget: FORGET_SCRIPT,
