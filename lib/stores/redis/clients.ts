@@ -116,20 +116,28 @@ const MAP_TYPE = 0x25;
 /**
  * How the store's commands go through node-redis: `sendCommand`, which a cluster routes by the key it is given, to the
  * key's master (never a replica: no command is declared read-only). node-redis already writes the commands of one
- * turn of the event loop together.
+ * turn of the event loop together. A request's commands go without node-redis' timeout of each command (an
+ * `AbortSignal.timeout` and its listener per command, most of what node-redis costs per command): the store bounds
+ * each request's wait itself (`timeoutMs`), and node-redis rejects what it has not answered when its connection
+ * closes. The runtime state's commands keep the client's own options.
  */
-function nodeRedisSend(redis: NodeRedisLike): (key: string, args: string[]) => Promise<unknown> {
-  if (typeof redis.getSlotMaster === 'function') return (key, args) => redis.sendCommand(key, false, args);
-  return (_key, args) => redis.sendCommand(args);
+const REQUEST_OPTIONS = { timeout: undefined };
+
+function nodeRedisSend(
+  redis: NodeRedisLike,
+  options: typeof REQUEST_OPTIONS | undefined,
+): (key: string, args: string[]) => Promise<unknown> {
+  if (typeof redis.getSlotMaster === 'function') return (key, args) => redis.sendCommand(key, false, args, options);
+  return (_key, args) => redis.sendCommand(args, options);
 }
 
 /**
  * A script run by node-redis: EVALSHA, and EVAL when Redis does not have the script yet. While the client is not
  * connected it fails at once, unless `queued` (the runtime state's changes, which wait in the client's queue as its
- * other commands do).
+ * other commands do, with the client's own timeout).
  */
 function nodeRedisScript(redis: NodeRedisLike, script: string, sha: string, queued = false) {
-  const send = nodeRedisSend(redis);
+  const send = nodeRedisSend(redis, queued ? undefined : REQUEST_OPTIONS);
   return (keys: string[], args: string[]): Promise<unknown> => {
     if (redis.isReady === false && !queued) return notReady();
     const key = keys[0] as string;
@@ -179,7 +187,7 @@ export function hitsOf(client: unknown, kind: RedisClientKind): Hit {
   }
   if (kind === 'node-redis') {
     const redis = client as NodeRedisLike;
-    const send = nodeRedisSend(redis);
+    const send = nodeRedisSend(redis, REQUEST_OPTIONS);
     const heal = nodeRedisScript(redis, HEAL_SCRIPT, HEAL_SHA);
     const hit = hitOfCommands(
       (key) => send(key, ['INCR', key]),
