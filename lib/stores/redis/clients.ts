@@ -1,7 +1,7 @@
 // The Redis clients the store accepts (ioredis, node-redis, GLIDE): what kind each is, and its scripts and commands.
 import { Checker, show } from '../../shared/check.js';
 import type { Hit } from '../adapter.js';
-import { glideCommands, glideScript, hashRecord, isGlideClient, sendOf } from './glide.js';
+import { batchedSendOf, glideCommands, glideScript, hashRecord, isGlideClient, sendOf } from './glide.js';
 import {
   HEAL_SCRIPT,
   HEAL_SHA,
@@ -170,14 +170,14 @@ function hitOfCommands(
 /**
  * How one client runs hits ({@link hitOfCommands}): with ioredis its commands (a command defined once for the
  * script: EVALSHA, loading it when Redis lacks it), those of one turn of the event loop in one write
- * ({@link together}); with node-redis through `sendCommand`; with GLIDE through `customCommand`.
+ * ({@link together}); with node-redis through `sendCommand`; with GLIDE in one batch a turn ({@link batchedSendOf}).
  * Each hit is sent when it is asked for, in the order of every other call of the store, so that the store's order of
  * commands is the order the requests asked in. While the client is not connected, hits fail at once instead of
  * queueing (GLIDE does not tell: its hits wait for it).
  */
 export function hitsOf(client: unknown, kind: RedisClientKind): Hit {
   if (kind === 'glide') {
-    const send = sendOf(client);
+    const send = batchedSendOf(client);
     const heal = glideScript(send, HEAL_SCRIPT, HEAL_SHA);
     return hitOfCommands(
       (key) => send(['INCR', key]),
@@ -227,7 +227,7 @@ export interface LimitsScripts {
 /** A script with a variable number of keys, on one client; while the client is not connected, it fails at once. */
 function scriptOf(client: unknown, kind: RedisClientKind, name: string, lua: string, sha: string) {
   if (kind === 'glide')
-    return glideScript(sendOf(client), lua, sha) as (k: string[], a: string[]) => Promise<unknown[]>;
+    return glideScript(batchedSendOf(client), lua, sha) as (k: string[], a: string[]) => Promise<unknown[]>;
   if (kind === 'node-redis')
     return nodeRedisScript(client as NodeRedisLike, lua, sha) as (k: string[], a: string[]) => Promise<unknown[]>;
   const redis = client as IoRedisLike;
