@@ -62,10 +62,18 @@ export function kindOf(client: unknown): RedisClientKind {
   );
 }
 
+/** A socket that can hold its writes: a client's, or a Cluster node's. */
+interface Corkable {
+  cork?(): void;
+  uncork(): void;
+}
+
 interface IoRedisLike {
   status?: string;
-  /** The socket of a standalone client; a Cluster has none. */
-  stream?: { cork?(): void; uncork(): void };
+  /** The socket of a standalone client; a Cluster has none, but one per node. */
+  stream?: Corkable;
+  isCluster?: boolean;
+  nodes?(role: 'master'): { stream?: Corkable }[];
   defineCommand(name: string, definition: { numberOfKeys?: number; lua: string }): void;
   incr(key: string): Promise<unknown>;
   pttl(key: string): Promise<unknown>;
@@ -81,27 +89,32 @@ interface NodeRedisLike {
 
 /**
  * ioredis writes each command to its socket at once: a system call per command. The store's commands of one turn of
- * the event loop leave in one write instead: the first corks the client's socket, which is uncorked once Node has
- * read every socket that was ready (`setImmediate`). Redis receives them in the order they were sent, as before; the
- * app's own commands on that client in the same turn leave with them. One per client, whatever its stores.
+ * the event loop leave in one write instead: the first corks the client's socket (each master's socket, for a
+ * `Cluster`), which is uncorked once Node has read every socket that was ready (`setImmediate`). Redis receives them
+ * in the order they were sent, as before; the app's own commands on that client in the same turn leave with them.
+ * One per client, whatever its stores.
  */
 const togetherByClient = new WeakMap<IoRedisLike, () => void>();
 
 function together(redis: IoRedisLike): () => void {
   let batch = togetherByClient.get(redis);
   if (batch) return batch;
-  let corked: { uncork(): void } | undefined;
+  let corked: Corkable[] | undefined;
   const uncork = () => {
-    const stream = corked;
+    const streams = corked ?? [];
     corked = undefined;
-    stream?.uncork();
+    for (const stream of streams) stream.uncork();
   };
+  const streamsOf = (): (Corkable | undefined)[] =>
+    redis.isCluster === true ? (redis.nodes?.('master') ?? []).map((node) => node.stream) : [redis.stream];
   batch = () => {
     if (corked) return;
-    const { stream } = redis;
-    if (typeof stream?.cork !== 'function') return;
-    stream.cork();
-    corked = stream;
+    corked = [];
+    for (const stream of streamsOf()) {
+      if (typeof stream?.cork !== 'function') continue;
+      stream.cork();
+      corked.push(stream);
+    }
     setImmediate(uncork);
   };
   togetherByClient.set(redis, batch);
