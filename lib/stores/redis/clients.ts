@@ -1,4 +1,5 @@
 // The Redis clients the store accepts (ioredis, node-redis, GLIDE): what kind each is, and its scripts and commands.
+import calculateSlot from 'cluster-key-slot';
 import { Checker, show } from '../../shared/check.js';
 import type { Hit } from '../adapter.js';
 import { batchedSendOf, glideCommands, glideScript, hashRecord, isGlideClient, sendOf } from './glide.js';
@@ -215,9 +216,10 @@ export function hitsOf(client: unknown, kind: RedisClientKind): Hit {
   }
   const heal = redis.listingLimitsHeal as NonNullable<IoRedisLike['listingLimitsHeal']>;
   const batch = together(redis);
+  const master = redis.isCluster === true ? mastersOf(redis as IoRedisCluster) : undefined;
   const hit = hitOfCommands(
-    (key) => redis.incr(key),
-    (key) => redis.pttl(key),
+    master ? (key) => master(key, 'incr') : (key) => redis.incr(key),
+    master ? (key) => master(key, 'pttl') : (key) => redis.pttl(key),
     (key, ms) => {
       batch();
       return heal.call(redis, key, ms);
@@ -227,6 +229,46 @@ export function hitsOf(client: unknown, kind: RedisClientKind): Hit {
     if (redis.status !== 'ready') return notReady();
     batch();
     return hit(key, seconds);
+  };
+}
+
+/** What an ioredis Cluster tells of its masters: the master of each slot, and each master's connection. */
+interface IoRedisCluster extends IoRedisLike {
+  slots?: unknown;
+  nodes(role: 'master'): (IoRedisLike & { options?: { host?: unknown; port?: unknown } })[];
+}
+
+/** The errors of a Cluster's node for a command it did not run, which the Cluster itself sends again elsewhere. */
+const SENT_AGAIN = /^(MOVED|ASK|TRYAGAIN|CLUSTERDOWN) |^Connection is closed/;
+
+/**
+ * A hit's command through an ioredis `Cluster`, sent straight to the connection of its key's master (as the
+ * Cluster's table of slots has it), without the Cluster's routing of each command: that computes the key's slot
+ * again, and makes a closure and an entry in a weak set per command, as much as all the rest of a hit. A command
+ * that master did not run (it no longer holds the slot, or its connection closed) goes through the Cluster, which
+ * follows the redirection and updates its table as it does for its own commands; so does every command while the
+ * table has no connection ready for the key.
+ */
+function mastersOf(cluster: IoRedisCluster): (key: string, command: 'incr' | 'pttl') => Promise<unknown> {
+  let byAddress = new Map<string, IoRedisLike>();
+  const connectionOf = (key: string): IoRedisLike | undefined => {
+    const nodes = Array.isArray(cluster.slots) ? (cluster.slots[calculateSlot(key)] as unknown) : undefined;
+    const address = Array.isArray(nodes) ? nodes[0] : undefined;
+    if (typeof address !== 'string') return undefined;
+    let node = byAddress.get(address);
+    if (!node) {
+      byAddress = new Map(cluster.nodes('master').map((n) => [`${n.options?.host}:${n.options?.port}`, n]));
+      node = byAddress.get(address);
+    }
+    return node?.status === 'ready' ? node : undefined;
+  };
+  return (key, command) => {
+    const node = connectionOf(key);
+    if (!node) return cluster[command](key);
+    return node[command](key).catch((error: unknown) => {
+      if (!SENT_AGAIN.test(String((error as Error)?.message))) throw error;
+      return cluster[command](key);
+    });
   };
 }
 
