@@ -68,13 +68,27 @@ const PAIRS = [
     reference: 'listing-limits-memory',
     variant: 'listing-limits-memory-bans-ip',
   },
+  // Run on demand only (BENCH_SLICED_PAIRS, or `clients` for these three): each client against ioredis' `Redis`.
+  ...['node-redis', 'glide', 'cluster'].map((client) => ({
+    name: `redis ${client} vs ioredis`,
+    reference: 'listing-limits-redis',
+    variant: `listing-limits-redis-${client}`,
+    onDemand: 'clients',
+  })),
   // Run on demand only (BENCH_SLICED_PAIRS): what single operations cost a middleware, for the profile's reading.
   ...['empty', 'property', 'headers', 'weakset', 'ip'].map((what) => ({
     name: `ceiling ${what}`,
     reference: 'bare',
     variant: `ceiling-${what}`,
-    onDemand: true,
+    onDemand: 'ceiling',
   })),
+  // And the memory store with `headers: false`: what the middleware costs without the seven headers.
+  {
+    name: 'memory without headers',
+    reference: 'bare',
+    variant: 'listing-limits-memory-no-headers',
+    onDemand: 'ceiling',
+  },
 ];
 
 /** The targets, each read from the pairs' medians: a figure, and the least (or most) it may be. */
@@ -392,9 +406,9 @@ async function runSliced({
   checkMachine();
   let pairs = PAIRS.filter((p) => !p.onDemand);
   if (process.env.BENCH_SLICED_PAIRS) {
-    // Names of pairs; `ceiling` runs every ceiling pair.
+    // Names of pairs; `ceiling` runs every ceiling pair, `clients` each client against ioredis.
     const names = process.env.BENCH_SLICED_PAIRS.split(',');
-    pairs = PAIRS.filter((p) => names.includes(p.name) || (p.onDemand && names.includes('ceiling')));
+    pairs = PAIRS.filter((p) => names.includes(p.name) || names.includes(p.onDemand));
   }
   if (process.env.BENCH_SLICED_AB) {
     // Each variant named, of this build, against the same variant of the build at BENCH_REFERENCE_DIST.
