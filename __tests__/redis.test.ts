@@ -452,6 +452,52 @@ describeRedis('redisStore', () => {
     }
   });
 
+  (withClients(['glide'] as const, (kind) => kind).length > 0 ? it : it.skip)(
+    "GLIDE: one turn's commands leave as one batch, in the order asked, each answered as alone",
+    async () => {
+      const prefix = freshPrefix();
+      const client = await glideClient(redis.url);
+      const batches: number[] = []; // commands per exec
+      const exec = client.exec.bind(client);
+      type Exec = typeof exec;
+      client.exec = (batch: Parameters<Exec>[0], raiseOnError: boolean, options?: Parameters<Exec>[2]) => {
+        // The batch's commands, which GLIDE keeps as `commands` (not in its types).
+        batches.push((batch as unknown as { commands: unknown[] }).commands.length);
+        return exec(batch, raiseOnError, options);
+      };
+      try {
+        const store = redisStore(client, { prefix, ...counting });
+        type Counts<T> = { count(key: string): Promise<T> };
+        const fixed = store({ name: 'GET /x', limit: 3, windowMs: 60_000 }) as unknown as Counts<{ count: number }>;
+        const limits = { name: 'GET /y', window: 'sliding', limits: [{ limit: 3, windowMs: 60_000 }] } as const;
+        const sliding = store.limits?.(limits) as unknown as Counts<readonly { count: number }[]>;
+        // Scripts loaded and the fixed window of `k` begun, so that only the commands below are sent.
+        await Promise.all([fixed.count('k'), sliding.count('warm')]);
+        batches.length = 0;
+        const answers = await Promise.all([fixed.count('k'), sliding.count('k'), fixed.count('k'), fixed.count('k')]);
+        const count = (a: { count: number } | readonly { count: number }[]) => ('count' in a ? a.count : a[0]?.count);
+        expect(answers.map(count)).toEqual([2, 1, 3, 4]);
+        // Three counts of two commands and a script: one batch.
+        expect(batches).toEqual([7]);
+        // A command that fails fails alone: a counter holding a list is no count, the next one counts.
+        await fixed.count('bad');
+        const key = `${prefix}:GET /x:bad`;
+        await client.customCommand(['DEL', key]);
+        await client.customCommand(['RPUSH', key, 'x']);
+        batches.length = 0;
+        const [failed, next] = await Promise.allSettled([fixed.count('bad'), fixed.count('k')]);
+        expect(failed).toMatchObject({
+          status: 'rejected',
+          reason: expect.objectContaining({ message: expect.stringMatching(/WRONGTYPE/) }),
+        });
+        expect(next).toMatchObject({ status: 'fulfilled', value: { count: 5 } });
+        expect(batches).toEqual([4]);
+      } finally {
+        client.close();
+      }
+    },
+  );
+
   it('ioredis: commands held for one write when the connection drops are answered or fail; the next are counted', async () => {
     const prefix = freshPrefix();
     const client = await ioredisClient(redis.url);

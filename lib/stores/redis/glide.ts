@@ -85,7 +85,11 @@ export function batchedSendOf(client: unknown): Send {
   let send = batchedByClient.get(glide);
   if (send) return send;
   const Batch = batchClassOf(glide);
-  if (!Batch) return sendOf(client);
+  if (!Batch) {
+    send = sendOf(client);
+    batchedByClient.set(glide, send);
+    return send;
+  }
   let waiting: { args: string[]; resolve(value: unknown): void; reject(error: unknown): void }[] = [];
   const flush = () => {
     const commands = waiting;
