@@ -1,7 +1,7 @@
-// The Redis store against real Redis servers: client kinds, keys, round trips, every failure mode, recovery, and a cluster.
+// The Redis store against real Redis servers: client kinds, keys, a limiter's reads and writes, every failure mode and
+// recovery. What each request sends is in redis-commands.test.ts, a Cluster through ioredis in redis-cluster.test.ts.
 import { PROBE_EVERY_MS } from '../lib/stores/waiting';
 import type { Server } from 'node:http';
-import type { Socket } from 'node:net';
 import Redis from 'ioredis';
 import { createClient } from 'redis';
 import { RateLimiterRes } from 'rate-limiter-flexible';
@@ -15,16 +15,12 @@ import {
   type Store,
 } from '../lib';
 import { tokenKey } from '../lib/contract/keys';
-import { HEAL_SCRIPT } from '../lib/stores/redis/scripts';
-import type { GlideClient } from '@valkey/valkey-glide';
 import { createApp } from './helpers/app';
 import {
-  commandCalls,
   describeRedis,
   describeRedisServer,
   glideClient,
   ioredisClient,
-  RedisCluster,
   RedisServer,
   scanKeys,
   startRedis,
@@ -251,44 +247,6 @@ describeRedis('redisStore', () => {
       expect(statuses.filter((s) => s === 429)).toHaveLength(3 * row.limit * 5 - row.limit);
     });
 
-    it('counts a request with INCR and PTTL in one round trip, gives a new window its expiry once, and sends nothing for a client the store has already refused', async () => {
-      const client = await open();
-      const server = serveOn(redisStore(client, { prefix: freshPrefix(), ...counting }));
-      // The script that gives a new window's key its expiry is loaded: its run below is one command.
-      await inspect.script('LOAD', HEAL_SCRIPT);
-      const info =
-        client instanceof Redis
-          ? String(await client.client('INFO'))
-          : 'customCommand' in client
-            ? String(await (client as GlideClient).customCommand(['CLIENT', 'INFO']))
-            : await (client as ReturnType<typeof createClient>).clientInfo().then((i) => `addr=${i.addr}`);
-      const address = /addr=(\S+)/.exec(info)?.[1];
-      const monitor = await inspect.monitor();
-      const seen: { source: string; command: string }[] = [];
-      const statuses: number[] = [];
-      const marker = `end-of-${freshPrefix()}`;
-      let ended = false;
-      monitor.on('monitor', (_time: string, args: string[], source: string) => {
-        if (args[1] === marker) ended = true;
-        // The runtime state's read, every 250 ms, belongs to no request: a slow machine's requests may span one.
-        else if (String(args[1]).includes(':{runtime}:')) return;
-        else if (source === address || source === 'lua') seen.push({ source, command: String(args[0]).toLowerCase() });
-      });
-      try {
-        // The limit is 2: the first begins the window, the third is refused by Redis, the next five from that refusal.
-        for (let i = 0; i < 8; i++) statuses.push((await get(server)).status);
-        await inspect.echo(marker);
-        await until(() => ended, 'MONITOR has shown every command');
-      } finally {
-        monitor.disconnect();
-      }
-      expect(statuses).toEqual([200, 200, 429, 429, 429, 429, 429, 429]);
-      // The script runs as EVALSHA, or as EVAL where the client sends a script it has not sent before so (ioredis).
-      const sent = seen.filter((s) => s.source === address).map((s) => s.command.replace(/^evalsha$/, 'eval'));
-      expect(sent).toEqual(['incr', 'pttl', 'eval', 'incr', 'pttl', 'incr', 'pttl']);
-      expect(seen.filter((s) => s.source === 'lua').map((s) => s.command)).toEqual(['pttl', 'pexpire']);
-    });
-
     it("its limiters are rate-limiter-flexible limiters on the hits' keys: get, set, consume, penalty, reward, block, delete", async () => {
       const prefix = freshPrefix();
       const limiter = redisStore(await open(), { prefix, ...counting })({ name: 'GET /x', limit: 3, windowMs: 60_000 });
@@ -393,128 +351,6 @@ describeRedis('redisStore', () => {
         expect(dump?.includes('very-secret')).toBeFalsy();
       }
       expect(await inspect.get(`${prefix}:GET /v1/bots/:id/upvotes:ip:127.0.0.1`)).toBe('2');
-    } finally {
-      server.close();
-      client.disconnect();
-    }
-  });
-
-  it("ioredis: one turn's commands leave in one write, in the order asked, the app's own among them", async () => {
-    const prefix = freshPrefix();
-    const client = await ioredisClient(redis.url);
-    const stream = client.stream as Socket;
-    const writes: number[] = []; // chunks per system call: write() one, writev() as many as it sends
-    const { _write: write, _writev: writev } = stream as unknown as Record<string, (...args: unknown[]) => void>;
-    Object.assign(stream, {
-      _write(...args: unknown[]) {
-        writes.push(1);
-        return write?.apply(stream, args);
-      },
-      _writev(chunks: unknown[], ...rest: unknown[]) {
-        writes.push(chunks.length);
-        return writev?.apply(stream, [chunks, ...rest]);
-      },
-    });
-    try {
-      const store = redisStore(client, { prefix, ...counting });
-      type Counts<T> = { count(key: string): Promise<T> };
-      const fixed = store({ name: 'GET /x', limit: 3, windowMs: 60_000 }) as unknown as Counts<{ count: number }>;
-      const limits = { name: 'GET /y', window: 'sliding', limits: [{ limit: 3, windowMs: 60_000 }] } as const;
-      const sliding = store.limits?.(limits) as unknown as Counts<readonly { count: number }[]>;
-      // Scripts loaded, the store's first reads done and the fixed window of `k` begun (its key given its expiry),
-      // so that only the commands below are written.
-      await Promise.all([fixed.count('warm'), sliding.count('warm'), client.ping()]);
-      await fixed.count('k');
-      await client.ping();
-      writes.length = 0;
-      const asked = [
-        fixed.count('k'),
-        sliding.count('k'),
-        client.incr(`${prefix}:own`),
-        fixed.count('k'),
-        sliding.count('k'),
-        fixed.count('k'),
-      ];
-      expect(stream.writableCorked).toBe(1);
-      const answers = await Promise.all(asked);
-      const count = (a: number | { count: number } | readonly { count: number }[]) =>
-        typeof a === 'number' ? a : 'count' in a ? a.count : a[0]?.count;
-      expect(answers.map(count)).toEqual([2, 1, 1, 3, 2, 4]);
-      // A count is two commands (INCR and PTTL): 3 counts, 2 scripts and the app's own command in one write.
-      expect(writes).toEqual([9]);
-      expect(stream.writableCorked).toBe(0);
-      // The next turn's commands leave at once after their own turn, not held for another.
-      expect(await fixed.count('k')).toMatchObject({ count: 5 });
-      expect(writes).toEqual([9, 2]);
-      expect(stream.writableCorked).toBe(0);
-    } finally {
-      client.disconnect();
-    }
-  });
-
-  (withClients(['glide'] as const, (kind) => kind).length > 0 ? it : it.skip)(
-    "GLIDE: one turn's commands leave as one batch, in the order asked, each answered as alone",
-    async () => {
-      const prefix = freshPrefix();
-      const client = await glideClient(redis.url);
-      const batches: number[] = []; // commands per exec
-      const exec = client.exec.bind(client);
-      type Exec = typeof exec;
-      client.exec = (batch: Parameters<Exec>[0], raiseOnError: boolean, options?: Parameters<Exec>[2]) => {
-        // The batch's commands, which GLIDE keeps as `commands` (not in its types).
-        batches.push((batch as unknown as { commands: unknown[] }).commands.length);
-        return exec(batch, raiseOnError, options);
-      };
-      try {
-        const store = redisStore(client, { prefix, ...counting });
-        type Counts<T> = { count(key: string): Promise<T> };
-        const fixed = store({ name: 'GET /x', limit: 3, windowMs: 60_000 }) as unknown as Counts<{ count: number }>;
-        const limits = { name: 'GET /y', window: 'sliding', limits: [{ limit: 3, windowMs: 60_000 }] } as const;
-        const sliding = store.limits?.(limits) as unknown as Counts<readonly { count: number }[]>;
-        // Scripts loaded and the fixed window of `k` begun, so that only the commands below are sent.
-        await Promise.all([fixed.count('k'), sliding.count('warm')]);
-        batches.length = 0;
-        const answers = await Promise.all([fixed.count('k'), sliding.count('k'), fixed.count('k'), fixed.count('k')]);
-        const count = (a: { count: number } | readonly { count: number }[]) => ('count' in a ? a.count : a[0]?.count);
-        expect(answers.map(count)).toEqual([2, 1, 3, 4]);
-        // Three counts of two commands and a script: one batch.
-        expect(batches).toEqual([7]);
-        // A command that fails fails alone: a counter holding a list is no count, the next one counts.
-        await fixed.count('bad');
-        const key = `${prefix}:GET /x:bad`;
-        await client.customCommand(['DEL', key]);
-        await client.customCommand(['RPUSH', key, 'x']);
-        batches.length = 0;
-        const [failed, next] = await Promise.allSettled([fixed.count('bad'), fixed.count('k')]);
-        expect(failed).toMatchObject({
-          status: 'rejected',
-          reason: expect.objectContaining({ message: expect.stringMatching(/WRONGTYPE/) }),
-        });
-        expect(next).toMatchObject({ status: 'fulfilled', value: { count: 5 } });
-        expect(batches).toEqual([4]);
-      } finally {
-        client.close();
-      }
-    },
-  );
-
-  it('ioredis: commands held for one write when the connection drops are answered or fail; the next are counted', async () => {
-    const prefix = freshPrefix();
-    const client = await ioredisClient(redis.url);
-    const server = serve(redisStore(client, { prefix, ...counting }));
-    try {
-      const fixed = redisStore(client, { prefix, ...counting })({ name: BUCKET, limit: 2, windowMs: 60_000 });
-      const counts = fixed as unknown as { count(key: string): Promise<{ count: number }> };
-      const held = [counts.count('ip:127.0.0.1'), counts.count('ip:127.0.0.1')];
-      client.stream.destroy(); // before the turn ends: the held commands have not left
-      // ioredis sends a dropped connection's commands again once it has reconnected, or rejects them: none hangs,
-      // and those answered are counted once each, in order.
-      const settled = await Promise.allSettled(held);
-      const answered = settled.flatMap((r) => (r.status === 'fulfilled' ? [r.value.count] : []));
-      expect(answered).toEqual([1, 2].slice(0, answered.length));
-      await until(() => client.status === 'ready', 'ioredis has reconnected');
-      expect(outcome(await get(server))).toBe(['200 1', '200 0', '429 0'][answered.length]);
-      expect(await inspect.get(`${prefix}:${BUCKET}:ip:127.0.0.1`)).toBe(String(answered.length + 1));
     } finally {
       server.close();
       client.disconnect();
@@ -638,124 +474,4 @@ describeRedisServer('redisStore when Redis fails', () => {
       }
     },
   );
-});
-
-describeRedisServer('redisStore on a Redis Cluster of three masters, through an ioredis Cluster client', () => {
-  let cluster: RedisCluster;
-  beforeAll(async () => {
-    cluster = await RedisCluster.start(3);
-  }, 30_000);
-  afterAll(() => cluster?.close());
-
-  it('enforces every limit of listing B exactly, with counters spread over the masters', async () => {
-    const client = await cluster.client();
-    const prefix = 'cluster'; // a fixed prefix, so that the keys' slots, and so their masters, are the same every run
-    const server = createApp({ listing: 'B', options: { store: redisStore(client, { prefix, ...counting }) } }).listen(
-      0,
-    );
-    try {
-      const statuses = await Promise.all(
-        Array.from({ length: 45 }, () =>
-          request(server)
-            .post('/v1/bots/1')
-            .then((res) => res.status),
-        ),
-      );
-      expect(statuses.filter((s) => s === 200)).toHaveLength(15);
-      expect(statuses.filter((s) => s === 429)).toHaveLength(30);
-      for (const [path, limit] of [
-        ['/v1/bots', 25],
-        ['/v1/bots/2/upvotes', 2],
-        ['/v1/bots/3/uptime', 30],
-        ['/v1/users/4/bots', 10],
-      ] as const) {
-        for (let i = 1; i <= limit; i++) {
-          const res = await request(server).get(path).set('Authorization', `Bot cluster-${path}`).expect(200);
-          expect(res.headers['x-ratelimit-remaining']).toBe(String(limit - i));
-        }
-        await request(server).get(path).set('Authorization', `Bot cluster-${path}`).expect(429);
-      }
-      // Refused once by Redis, the client is refused by this instance until the window ends: no more commands run.
-      const counting = async () => {
-        let runs = 0;
-        for (const s of cluster.servers) {
-          const node = await ioredisClient(s.url);
-          const calls = await commandCalls(node);
-          for (const name of ['incr', 'pttl', 'eval', 'evalsha']) runs += calls.get(name) ?? 0;
-          node.disconnect();
-        }
-        return runs;
-      };
-      const before = await counting();
-      for (let i = 0; i < 3; i++)
-        await request(server).get('/v1/bots').set('Authorization', 'Bot cluster-/v1/bots').expect(429);
-      expect(await counting()).toBe(before);
-      const perMaster = await Promise.all(
-        cluster.servers.map(async (s) => {
-          const node = await ioredisClient(s.url);
-          const keys = await scanKeys(node, `${prefix}:*`);
-          node.disconnect();
-          return keys.length;
-        }),
-      );
-      expect(perMaster.reduce((a, b) => a + b)).toBe(5);
-      expect(perMaster.filter((n) => n > 0).length).toBeGreaterThan(1);
-    } finally {
-      server.close();
-      client.disconnect();
-    }
-  });
-
-  it("counts exactly while a counter's slot moves to another master: the old one answers MOVED, the count goes on", async () => {
-    const client = await cluster.client();
-    const prefix = `cluster-moved-${process.pid}`;
-    const limit = 20;
-    const app = createApp({
-      listing: [{ method: 'GET', path: '/v1/things', limit, windowMs: 60_000 }],
-      options: { store: redisStore(client, { prefix, ...counting }) },
-    });
-    const server = app.listen(0);
-    const nodes = await Promise.all(cluster.servers.map((s) => ioredisClient(s.url)));
-    try {
-      const token = 'Bot moving';
-      const key = `${prefix}:GET /v1/things:${tokenKey(token)}`;
-      const send = () => request(server).get('/v1/things').set('Authorization', token);
-      for (let i = 0; i < 5; i++) await send().expect(200);
-      // The slot of the key moves from its master to another, its key with it, as `redis-cli --cluster reshard`
-      // moves it; the client's table of slots still names the old master.
-      const slot = Number(await nodes[0]?.cluster('KEYSLOT', key));
-      const ids = await Promise.all(nodes.map(async (n) => String(await n.cluster('MYID'))));
-      const owner = await Promise.all(nodes.map(async (n) => (await n.exists(key).catch(() => 0)) === 1));
-      const from = owner.indexOf(true);
-      const to = (from + 1) % nodes.length;
-      const [source, target] = [nodes[from] as Redis, nodes[to] as Redis];
-      await target.cluster('SETSLOT', slot, 'IMPORTING', ids[from] as string);
-      await source.cluster('SETSLOT', slot, 'MIGRATING', ids[to] as string);
-      await source.migrate('127.0.0.1', cluster.servers[to]?.port as number, '', 0, 5000, 'KEYS', key);
-      for (const node of nodes) await node.cluster('SETSLOT', slot, 'NODE', ids[to] as string);
-      expect(await target.get(key)).toBe('5');
-      /** INCRs a master ran, and those it refused without running them (MOVED). */
-      const incrs = async (node: Redis) => {
-        const info = String(await node.info('commandstats'));
-        const [, calls = 0, rejected = 0] = /^cmdstat_incr:calls=(\d+),.*rejected_calls=(\d+)/m.exec(info) ?? [];
-        return { calls: Number(calls), rejected: Number(rejected) };
-      };
-      const before = await Promise.all([incrs(source), incrs(target)]);
-
-      const statuses = await Promise.all(Array.from({ length: 30 }, () => send().then((res) => res.status)));
-      expect(statuses.filter((s) => s === 200)).toHaveLength(limit - 5);
-      expect(statuses.filter((s) => s === 429)).toHaveLength(30 - (limit - 5));
-      const after = await Promise.all([incrs(source), incrs(target)]);
-      // The old master was asked first and ran nothing; every request that reached Redis was counted once, on the new.
-      expect(after[0].calls).toBe(before[0].calls);
-      expect(after[0].rejected).toBeGreaterThan(before[0].rejected);
-      expect(Number(await target.get(key))).toBe(5 + after[1].calls - before[1].calls);
-      expect(await target.pttl(key)).toBeGreaterThan(50_000);
-    } finally {
-      for (const node of nodes) node.disconnect();
-      server.close();
-      app.locals.limiter.close();
-      client.disconnect();
-    }
-  });
 });
