@@ -1,6 +1,7 @@
-// What a request costs Redis, with every kind of client, on a server and on a Cluster of three masters: each request's
-// commands exactly as Redis received them (MONITOR on every node), a counter that a client left without an expiry,
-// and how the commands of one turn leave (one write with ioredis, one batch with GLIDE).
+// What a request costs Redis, and what the store makes of what it finds there, with every kind of client, on a server
+// and on a Cluster of three masters: each request's commands exactly as Redis received them (MONITOR on every node),
+// a counter that a client left without an expiry, a counter's key that holds no count, and how the commands of one
+// turn leave (one write with ioredis, one batch with GLIDE).
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
 import type { Server } from 'node:http';
@@ -10,7 +11,7 @@ import type Redis from 'ioredis';
 import { createClient, createCluster } from 'redis';
 import request from 'supertest';
 import { type EndpointRow, redisStore } from '../lib';
-import { HEAL_SCRIPT } from '../lib/stores/redis/scripts';
+import { HEAL_SCRIPT, REPAIR_SCRIPT } from '../lib/stores/redis/scripts';
 import { createApp } from './helpers/app';
 import { describeRedisServer, glideClient, ioredisClient, RedisCluster, RedisServer } from './helpers/redis';
 import { type ClientPackage, withClients } from './helpers/redis-env';
@@ -81,7 +82,7 @@ const kinds = withClients<[string, ClientPackage, (t: Target) => Promise<Connect
   ([, kind]) => kind,
 );
 
-describeRedisServer('the Redis commands of each request', () => {
+describeRedisServer('the Redis commands of each request, and what the store makes of a key it finds', () => {
   let target: Target;
   /** One connection per node of the server and of the Cluster, to look and to write as an operator would. */
   let nodes: { server: Redis[]; cluster: Redis[] };
@@ -94,6 +95,7 @@ describeRedisServer('the Redis commands of each request', () => {
     // The scripts of the rare paths loaded everywhere, so that each of their runs is one command (EVALSHA).
     for (const node of [...nodes.server, ...nodes.cluster]) {
       await node.script('LOAD', HEAL_SCRIPT);
+      await node.script('LOAD', REPAIR_SCRIPT);
     }
   }, 60_000);
   afterAll(async () => {
@@ -245,6 +247,63 @@ describeRedisServer('the Redis commands of each request', () => {
     },
   );
 
+  /** What another program may leave at a counter's key, and how it is written there. */
+  const foreign: [string, (node: Redis, key: string) => Promise<unknown>][] = [
+    ['a word', (node, key) => node.set(key, 'many')],
+    ['a fraction', (node, key) => node.set(key, '1.5')],
+    ['a count below zero', (node, key) => node.set(key, '-5', 'PX', 3_600_000)],
+    ['the largest 64-bit integer', (node, key) => node.set(key, '9223372036854775807')],
+    ['a list', (node, key) => node.rpush(key, '1')],
+  ];
+
+  describe.each(kinds)('%s: a key that holds no count', (...kind) => {
+    it.each(foreign)(
+      '%s: the request that finds it begins a new window, exactly; no 5xx, nothing left without an expiry',
+      async (_what, write) => {
+        await withApp(kind, async (app, prefix, node) => {
+          await write(node, keyOf(prefix));
+          const stop = await watch(kind[0], prefix);
+          const outcomes = await inTurn(app, 3);
+          const commands = await stop();
+          expect(outcomes).toEqual(['200 1', '200 0', '429 0']);
+          // Its INCR finds no count: the repair script counts it again, as the first of a new window.
+          expect(commands).toEqual(['incr', 'pttl', 'eval', 'lua incr', 'lua set', 'incr', 'pttl', 'incr', 'pttl']);
+          expect(await node.get(keyOf(prefix))).toBe('3');
+          const ttl = await node.pttl(keyOf(prefix));
+          expect(ttl).toBeGreaterThan(0);
+          expect(ttl).toBeLessThanOrEqual(row.windowMs);
+        });
+      },
+    );
+  });
+
+  it.each(kinds)(
+    '%s: of simultaneous requests through two instances onto a key that holds no count, exactly the limit pass',
+    async (...kind) => {
+      const [, , connect] = kind;
+      const prefix = freshPrefix();
+      const connections = [await connect(target), await connect(target)];
+      const apps = connections.map((c) => serving(c, prefix));
+      try {
+        const node = await nodeOf(kind[0], keyOf(prefix));
+        await node.set(keyOf(prefix), 'many');
+        const outcomes = await Promise.all(
+          Array.from({ length: 20 }, (_, i) => (apps[i % 2] as (typeof apps)[0]).get()),
+        );
+        expect(outcomes.filter((o) => o.startsWith('200'))).toHaveLength(LIMIT);
+        expect(outcomes.filter((o) => o.startsWith('429'))).toHaveLength(20 - LIMIT);
+        // Every request that reached Redis was counted once on the repaired key (those refused by a remembered
+        // refusal never reached it), and the key has its window.
+        expect(Number(await node.get(keyOf(prefix)))).toBeGreaterThan(LIMIT);
+        expect(Number(await node.get(keyOf(prefix)))).toBeLessThanOrEqual(20);
+        expect(await node.pttl(keyOf(prefix))).toBeGreaterThan(0);
+      } finally {
+        for (const app of apps) app.close();
+        for (const connection of connections) await connection.close();
+      }
+    },
+  );
+
   it("ioredis: one turn's commands leave in one write, in the order asked, the app's own among them", async () => {
     const prefix = freshPrefix();
     const client = await ioredisClient(target.server.url);
@@ -325,19 +384,17 @@ describeRedisServer('the Redis commands of each request', () => {
         expect(answers.map(count)).toEqual([2, 1, 3, 4]);
         // Three counts of two commands and a script: one batch.
         expect(batches).toEqual([7]);
-        // A command that fails fails alone: a counter holding a list is no count, the next one counts.
-        await fixed.count('bad');
-        const key = `${prefix}:GET /x:bad`;
-        await client.customCommand(['DEL', key]);
-        await client.customCommand(['RPUSH', key, 'x']);
+        // A command that fails fails alone: a sliding window's key holding a string is no list, the next one counts.
+        const key = `${prefix}:GET /y:{bad}:s60`;
+        await client.customCommand(['SET', key, 'x']);
         batches.length = 0;
-        const [failed, next] = await Promise.allSettled([fixed.count('bad'), fixed.count('k')]);
+        const [failed, next] = await Promise.allSettled([sliding.count('bad'), fixed.count('k')]);
         expect(failed).toMatchObject({
           status: 'rejected',
           reason: expect.objectContaining({ message: expect.stringMatching(/WRONGTYPE/) }),
         });
         expect(next).toMatchObject({ status: 'fulfilled', value: { count: 5 } });
-        expect(batches).toEqual([4]);
+        expect(batches).toEqual([3]);
       } finally {
         client.close();
       }

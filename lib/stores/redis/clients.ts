@@ -6,6 +6,8 @@ import { batchedSendOf, glideCommands, glideScript, hashRecord, isGlideClient, s
 import {
   HEAL_SCRIPT,
   HEAL_SHA,
+  REPAIR_SCRIPT,
+  REPAIR_SHA,
   FORGET_SCRIPT,
   FORGET_SHA,
   LIMITS_SCRIPT,
@@ -79,6 +81,7 @@ interface IoRedisLike {
   incr(key: string): Promise<unknown>;
   pttl(key: string): Promise<unknown>;
   listingLimitsHeal?: (key: string, ms: number) => Promise<unknown>;
+  listingLimitsRepair?: (key: string, ms: number) => Promise<[unknown, unknown]>;
 }
 
 interface NodeRedisLike {
@@ -163,22 +166,38 @@ function nodeRedisScript(redis: NodeRedisLike, script: string, sha: string, queu
   };
 }
 
+/** What Redis answers an `INCR` of a key that holds no integer count: not one, at the edge of 64 bits, no string. */
+const NO_COUNT = /not an integer|would overflow|WRONGTYPE/;
+const noCount = Symbol('no count');
+
+/** A hit's two commands and the scripts of its rare paths, as each client sends them. */
+interface HitCommands {
+  incr(key: string): Promise<unknown>;
+  pttl(key: string): Promise<unknown>;
+  heal(key: string, ms: number): Promise<unknown>;
+  repair(key: string, ms: number): Promise<[unknown, unknown]>;
+}
+
 /**
  * One hit from its two commands, `INCR` and `PTTL` of the key, sent one after the other: the count, exact whatever
  * runs beside it (Redis runs each command whole), and the time the window has left. A key without an expiry (which
- * its `INCR` has just created) is given its window by HEAL_SCRIPT, which answers the time left instead. The key and
- * value are rate-limiter-flexible's RateLimiterRedis' (a count that expires at the end of its window), which serves
- * the reads and writes of the package's other counters, so both kinds of call see one counter.
+ * its `INCR` has just created, or a client stopped before it gave it one) is given its window by HEAL_SCRIPT, which
+ * answers the time left instead. A key that holds no count (another program's value, or below zero) is counted by
+ * REPAIR_SCRIPT, a new window where no instance has repaired it yet. The key and value are rate-limiter-flexible's
+ * RateLimiterRedis' (a count that expires at the end of its window), which serves the reads and writes of the
+ * package's other counters, so both kinds of call see one counter.
  */
-function hitOfCommands(
-  incr: (key: string) => Promise<unknown>,
-  pttl: (key: string) => Promise<unknown>,
-  heal: (key: string, ms: number) => Promise<unknown>,
-): Hit {
+function hitOfCommands({ incr, pttl, heal, repair }: HitCommands): Hit {
+  const counted = (key: string) =>
+    incr(key).catch((error: unknown) => {
+      if (NO_COUNT.test(String((error as Error)?.message))) return noCount;
+      throw error;
+    });
   return (key, seconds) =>
-    Promise.all([incr(key), pttl(key)]).then(([count, ttl]) =>
-      Number(ttl) >= 0 ? [count, ttl] : heal(key, seconds * 1000).then((left) => [count, left]),
-    );
+    Promise.all([counted(key), pttl(key)]).then(([count, ttl]) => {
+      if (count === noCount || !(Number(count) >= 1)) return repair(key, seconds * 1000);
+      return Number(ttl) >= 0 ? [count, ttl] : heal(key, seconds * 1000).then((left) => [count, left]);
+    });
 }
 
 /**
@@ -192,39 +211,49 @@ function hitOfCommands(
 export function hitsOf(client: unknown, kind: RedisClientKind): Hit {
   if (kind === 'glide') {
     const send = batchedSendOf(client);
-    const heal = glideScript(send, HEAL_SCRIPT, HEAL_SHA);
-    return hitOfCommands(
-      (key) => send(['INCR', key]),
-      (key) => send(['PTTL', key]),
-      (key, ms) => heal([key], [String(ms)]),
-    );
+    const [heal, repair] = [glideScript(send, HEAL_SCRIPT, HEAL_SHA), glideScript(send, REPAIR_SCRIPT, REPAIR_SHA)];
+    return hitOfCommands({
+      incr: (key) => send(['INCR', key]),
+      pttl: (key) => send(['PTTL', key]),
+      heal: (key, ms) => heal([key], [String(ms)]),
+      repair: (key, ms) => repair([key], [String(ms)]) as Promise<[unknown, unknown]>,
+    });
   }
   if (kind === 'node-redis') {
     const redis = client as NodeRedisLike;
     const send = nodeRedisSend(redis, REQUEST_OPTIONS);
     const heal = nodeRedisScript(redis, HEAL_SCRIPT, HEAL_SHA);
-    const hit = hitOfCommands(
-      (key) => send(key, ['INCR', key]),
-      (key) => send(key, ['PTTL', key]),
-      (key, ms) => heal([key], [String(ms)]),
-    );
+    const repair = nodeRedisScript(redis, REPAIR_SCRIPT, REPAIR_SHA);
+    const hit = hitOfCommands({
+      incr: (key) => send(key, ['INCR', key]),
+      pttl: (key) => send(key, ['PTTL', key]),
+      heal: (key, ms) => heal([key], [String(ms)]),
+      repair: (key, ms) => repair([key], [String(ms)]) as Promise<[unknown, unknown]>,
+    });
     return (key, seconds) => (redis.isReady === false ? notReady() : hit(key, seconds));
   }
   const redis = client as IoRedisLike;
   if (typeof redis.listingLimitsHeal !== 'function') {
     redis.defineCommand('listingLimitsHeal', { numberOfKeys: 1, lua: HEAL_SCRIPT });
   }
-  const heal = redis.listingLimitsHeal as NonNullable<IoRedisLike['listingLimitsHeal']>;
+  if (typeof redis.listingLimitsRepair !== 'function') {
+    redis.defineCommand('listingLimitsRepair', { numberOfKeys: 1, lua: REPAIR_SCRIPT });
+  }
+  const { listingLimitsHeal: heal, listingLimitsRepair: repair } = redis as Required<IoRedisLike>;
   const batch = together(redis);
   const master = redis.isCluster === true ? mastersOf(redis as IoRedisCluster) : undefined;
-  const hit = hitOfCommands(
-    master ? (key) => master(key, 'incr') : (key) => redis.incr(key),
-    master ? (key) => master(key, 'pttl') : (key) => redis.pttl(key),
-    (key, ms) => {
+  const hit = hitOfCommands({
+    incr: master ? (key) => master(key, 'incr') : (key) => redis.incr(key),
+    pttl: master ? (key) => master(key, 'pttl') : (key) => redis.pttl(key),
+    heal: (key, ms) => {
       batch();
       return heal.call(redis, key, ms);
     },
-  );
+    repair: (key, ms) => {
+      batch();
+      return repair.call(redis, key, ms);
+    },
+  });
   return (key, seconds) => {
     if (redis.status !== 'ready') return notReady();
     batch();

@@ -5,7 +5,7 @@ import { createHash } from 'node:crypto';
  * A hit's key found without an expiry (its `INCR` created it, or a client stopped before it gave it one): given its
  * window of `ARGV[1]` ms unless it has an expiry by now, on the master of the key whatever server answered the hit's
  * `PTTL` (a replica may not have the key yet). Answers the milliseconds it has left (-2 for a key that is gone).
- * Hits themselves are plain commands (see clients.ts): `INCR` and `PTTL`, no script, which costs Redis less than
+ * Hits themselves are plain commands (see clients.ts): `INCR` and `PTTL`, no script, which costs Redis about
  * half as much.
  */
 export const HEAL_SCRIPT = `local ttl = redis.call('pttl', KEYS[1])
@@ -15,6 +15,26 @@ if ttl == -1 then
 end
 return ttl`;
 export const HEAL_SHA = createHash('sha1').update(HEAL_SCRIPT).digest('hex');
+
+/**
+ * A hit whose `INCR` found no count at its key: a value that is no integer, one at the edge of 64 bits, another type
+ * (`WRONGTYPE`), or a count below zero, which no instance writes (another program did). The request is counted again
+ * here: where the key holds a count by now (another request repaired it first), on that count, its expiry given as
+ * HEAL_SCRIPT gives it; else the key becomes the first request of a new window of `ARGV[1]` ms. Answers the count and
+ * the milliseconds left, as a hit does. Run only on that rare path.
+ */
+export const REPAIR_SCRIPT = `local count = redis.pcall('incr', KEYS[1])
+if type(count) ~= 'number' or count < 1 then
+  redis.call('set', KEYS[1], 1, 'px', ARGV[1])
+  return {1, tonumber(ARGV[1])}
+end
+local ttl = redis.call('pttl', KEYS[1])
+if ttl == -1 then
+  redis.call('pexpire', KEYS[1], ARGV[1])
+  ttl = tonumber(ARGV[1])
+end
+return {count, ttl}`;
+export const REPAIR_SHA = createHash('sha1').update(REPAIR_SCRIPT).digest('hex');
 
 /**
  * What the scripts of an endpoint's limits share: Redis' time, the window kind (ARGV[1]), and `read`, which answers a
@@ -404,6 +424,7 @@ export const REQUEST_READ_SHA = createHash('sha1').update(REQUEST_READ_SCRIPT).d
 /** The scripts of the store, for the test that every script declares the keys it touches. @internal */
 export const SCRIPTS = {
   heal: HEAL_SCRIPT,
+  repair: REPAIR_SCRIPT,
   limits: LIMITS_SCRIPT,
   peek: PEEK_SCRIPT,
   forget: FORGET_SCRIPT,
