@@ -9,6 +9,7 @@ import type { Socket } from 'node:net';
 import { createInterface } from 'node:readline';
 import type Redis from 'ioredis';
 import { createClient, createCluster } from 'redis';
+import { RateLimiterRedis } from 'rate-limiter-flexible';
 import request from 'supertest';
 import { type EndpointRow, redisStore } from '../lib';
 import { HEAL_SCRIPT, REPAIR_SCRIPT } from '../lib/stores/redis/scripts';
@@ -301,6 +302,36 @@ describeRedisServer('the Redis commands of each request, and what the store make
         for (const app of apps) app.close();
         for (const connection of connections) await connection.close();
       }
+    },
+  );
+
+  it.each(kinds)(
+    "%s: the counter is rate-limiter-flexible's RateLimiterRedis': an app's own limiter on the key sees it, and the store its own",
+    async (...kind) => {
+      await withApp(kind, async (app, prefix) => {
+        const storeClient = kind[0].includes('luster')
+          ? await target.cluster.client()
+          : await ioredisClient(target.server.url);
+        try {
+          // Made by the app itself, as rate-limiter-flexible documents it: its keys are `<keyPrefix>:<key>`.
+          const own = new RateLimiterRedis({
+            storeClient,
+            keyPrefix: `${prefix}:${BUCKET}`,
+            points: LIMIT,
+            duration: 60,
+          });
+          expect(await app.get()).toBe('200 1');
+          const read = await own.get('ip:127.0.0.1');
+          expect(read?.consumedPoints).toBe(1);
+          expect(read?.msBeforeNext).toBeGreaterThan(0);
+          expect(read?.msBeforeNext).toBeLessThanOrEqual(row.windowMs);
+          expect((await own.consume('ip:127.0.0.1')).consumedPoints).toBe(2);
+          expect(await app.get()).toBe('429 0');
+          expect((await own.get('ip:127.0.0.1'))?.consumedPoints).toBe(3);
+        } finally {
+          storeClient.disconnect();
+        }
+      });
     },
   );
 
