@@ -1,469 +1,87 @@
 // The benchmark's figures in the manual are the benchmark's: each block made from bench/results/*.json (a table, a
 // quoted output) is what bench/docs.js makes of them, every figure of the prose around them in the README and the
 // guides is read from them, and no figure of the README's Performance or of docs/performance.md is left unread.
-import { readFileSync } from 'node:fs';
-import { join } from 'node:path';
-import { manual, type Page, root } from './helpers/manual';
+import { bound, E, f1, f2, f3, figures, type Json, S, T, thousands } from './helpers/bench-figures';
+import { manual, type Page } from './helpers/manual';
 
+// eslint-disable-next-line @typescript-eslint/no-require-imports
+const pairs = require('../bench/pairs.js') as { TARGETS: { target: string; pair: string }[] };
 // eslint-disable-next-line @typescript-eslint/no-require-imports
 const docs = require('../bench/docs.js') as {
   blocks(): Record<string, Record<string, string[]>>;
   blockOf(text: string, name: string): string | undefined;
 };
 
-type Json = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
-const results = (name: string): Json =>
-  JSON.parse(readFileSync(join(root, 'bench', 'results', `${name}.json`), 'utf8'));
-const latest = results('latest');
-const profile = results('profile');
-const client = results('client');
-const earlier = results('earlier');
-const source = (path: string) => readFileSync(join(root, path), 'utf8');
-
 const pages = manual();
 const page = (path: string): Page => pages.find((p) => p.path === path) as Page;
 /** A page's prose as the figures are looked for in it: one space for every run of white space. */
 const flat = (text: string) => text.replace(/\s+/g, ' ');
-
-const fixed = (digits: number) => (x: number) => x.toFixed(digits);
-const [f1, f2, f3, f4] = [fixed(1), fixed(2), fixed(3), fixed(4)];
-const round = (x: number) => String(Math.round(x));
-const signed = (x: number) => (x < 0 ? `−${f3(-x)}` : f3(x));
-const thousands = (x: number) => Math.round(x).toLocaleString('en-US');
-const span = (values: number[], format: (x: number) => string) => [
-  format(Math.min(...values)),
-  format(Math.max(...values)),
-];
-
-const S = latest.sliced.summary;
-const T = latest.sliced.targets as { target: string; value: number; met: boolean }[];
-const at = (i: number) => T[i] as (typeof T)[number];
-const E = earlier.runs.E;
-const previous = earlier.runs['0.3.0'];
-/** The number a target's words set: `at least 0.88`, `within 0.02`. */
-const bound = (i: number) => Number((/(?:at least|within) ([\d.]+)/.exec(at(i).target) ?? [])[1]);
-const httpRuns = (kind: string, variant: string) =>
-  (latest.http.runs as Json[]).filter((r) => r.kind === kind && r.variant === variant);
-const [bare, memory] = profile.results as [Json, Json];
-const top = (name: string) => (memory.top as Json[]).find((t) => t.name.startsWith(`${name} `))?.usPerRequest as number;
-const own = memory.groups['listing-limits'] as number;
-const micro = (task: string) => (latest.micro.rows as Json[]).find((r) => r.task === task) as Json;
-const sliding = latest.memory.bytesPerSlidingKey;
-const perRequest = [(sliding[25] - sliding[1]) / 24, (sliding[100] - sliding[25]) / 75];
-const change = (n: string) => (earlier.changes as Json[]).find((c) => c.change.startsWith(`${n}. `)) as Json;
-const pagesAt = latest.pages;
-const clientRows = client.report as Json[];
-
-/** Each figure of the prose: its page, its words as the page has them with `{}` for each value, and the values. */
-const figures: [string, string, ...(string | number)[]][] = [
-  // README.md, Performance
-  [
-    'README.md',
-    '(medians of {} rounds in one run; a quiet {}-CPU VM, Node {}, Express 5), every target met',
-    latest.sliced.settings.rounds,
-    latest.machine.cpus,
-    latest.machine.node.slice(1).split('.')[0],
-  ],
-  [
-    'README.md',
-    'an allowed request at **{} of bare Express** (target {}) and **{} × express-rate-limit** (target {})',
-    f3(at(0).value),
-    f2(bound(0)),
-    f3(at(1).value),
-    f2(bound(1)),
-  ],
-  ['README.md', 'Redis store with a default ioredis client at **{}** (target {})', f3(at(2).value), f2(bound(2))],
-  [
-    'README.md',
-    'the route: **{}** (memory) and **{}** (Redis, **{} Redis commands** per refusal',
-    f3(at(3).value),
-    f3(at(4).value),
-    at(5).value,
-  ],
-  [
-    'README.md',
-    '(**{}** and **{}** × fixed, allowed, with the memory and the Redis store)',
-    f3(at(6).value),
-    f3(at(8).value),
-  ],
-  [
-    'README.md',
-    'within {} of the figure without bans (**{}** and **{}**)',
-    f2(bound(10)),
-    signed(at(10).value),
-    signed(at(11).value),
-  ],
-  [
-    'README.md',
-    "met every target but the banned addresses' (**{}**, missed by {}), with **{}** × express-rate-limit",
-    f3(E.targets[11]),
-    f3(E.targets[11] - bound(11)),
-    f3(E.targets[1]),
-  ],
-  ['README.md', "then the package's own functions, **{} µs** a request", f1(own)],
-
-  // docs/performance.md
-  [
-    'docs/performance.md',
-    'on CPU 1 ({} connections, `GET {}` with one',
-    latest.sliced.settings.connections,
-    latest.sliced.settings.path,
-  ],
-  [
-    'docs/performance.md',
-    'every {} ms for the {} s of the measurement, after {} s of load',
-    latest.sliced.settings.sliceMs,
-    latest.sliced.settings.duration,
-    latest.sliced.settings.warmup,
-  ],
-  ['docs/performance.md', 'Each pair is measured {} times in one run', latest.sliced.settings.rounds],
-  [
-    'docs/performance.md',
-    'The rounds of one pair differ by up to {} in this run',
-    f3(Math.max(...Object.values(S as Json).map((s) => Math.max(...s.rounds) - Math.min(...s.rounds)))),
-  ],
-  [
-    'docs/performance.md',
-    '{} × {} (a shared VM), {} GiB, Node {}, Express 5',
-    latest.machine.cpus,
-    latest.machine.cpu,
-    latest.machine.memoryGiB,
-    latest.machine.node,
-  ],
-  [
-    'docs/performance.md',
-    'load average (1 minute) {} at the start of the ruler and {}, {} and {} after its rounds',
-    ...(latest.sliced.loadAverage as number[][]).map((l) => f2(l[0] as number)),
-  ],
-  [
-    'docs/performance.md',
-    '(load average {}–{}): every target met but one, 10,000 banned addresses, missed by {} ({}), and the figure ' +
-      'against express-rate-limit met by {} ({})',
-    ...E.loadAverage,
-    f3(E.targets[11] - bound(11)),
-    f3(E.targets[11]),
-    f3(E.targets[1] - bound(1)),
-    f3(E.targets[1]),
-  ],
-  [
-    'docs/performance.md',
-    '`npm run bench` under other work (load average {}–{}), its first run',
-    ...previous.loadAverage,
-  ],
-  [
-    'docs/performance.md',
-    'cost the memory store {} µs of CPU per request more than bare Express ({} against {}): about {}%, where the ' +
-      'target allows {}%',
-    round(S.memory.cpuUsPerRequest - S.memory.referenceCpuUsPerRequest),
-    round(S.memory.cpuUsPerRequest),
-    round(S.memory.referenceCpuUsPerRequest),
-    round((S.memory.cpuUsPerRequest / S.memory.referenceCpuUsPerRequest - 1) * 100),
-    f1((1 / bound(0) - 1) * 100),
-  ],
-  [
-    'docs/performance.md',
-    'Against express-rate-limit the figure is {}, every round above {} ({}–{}), and {} in run E',
-    f3(S['memory vs express-rate-limit'].ratio),
-    f2(bound(1)),
-    ...span(S['memory vs express-rate-limit'].rounds, f3),
-    f3(E.targets[1]),
-  ],
-  [
-    'docs/performance.md',
-    'serving the route ({} with the memory store, {} with Redis)',
-    f3(S['memory refused'].ratio),
-    f3(S['redis refused'].ratio),
-  ],
-  [
-    'docs/performance.md',
-    'which runs its store for each refusal, is {} of bare there',
-    f3(S['express-rate-limit refused'].ratio),
-  ],
-  ['docs/performance.md', 'one script per request ({} per request:', f4(S.redis.redis.perRequest)],
-  ['docs/performance.md', 'The figure went from {} in 0.3.0 to {}:', f3(previous.targets[2]), f3(at(2).value)],
-  [
-    'docs/performance.md',
-    "spends {} µs per request against bare's {}, {} µs more than with the memory store",
-    round(S.redis.cpuUsPerRequest),
-    round(S.redis.referenceCpuUsPerRequest),
-    round(S.redis.cpuUsPerRequest - S.memory.cpuUsPerRequest),
-  ],
-  [
-    'docs/performance.md',
-    '10,000 banned tokens move the figure by {} ({} in run E)',
-    signed(at(10).value),
-    f3(E.targets[10]),
-  ],
-  [
-    'docs/performance.md',
-    'moved by {} in this run ({} in run E, just over the target), where it was {} in 0.3.0',
-    f3(at(11).value),
-    f3(E.targets[11]),
-    f3(previous.targets[11]),
-  ],
-  [
-    'docs/performance.md',
-    "under {} s of load after 2 s of warm-up (V8's sampling profiler through `node:inspector`, one sample every {} µs)",
-    profile.durationS,
-    profile.intervalUs,
-  ],
-  [
-    'docs/performance.md',
-    '({} profiles each, {} requests of bare Express and {} of the memory store;',
-    profile.rounds,
-    thousands(bare.requests),
-    thousands(memory.requests),
-  ],
-  [
-    'docs/performance.md',
-    'bare {} µs of CPU per request, the memory store {} ({} of bare, where the ruler gives {})',
-    f1(bare.usPerRequest),
-    f1(memory.usPerRequest),
-    f3(bare.usPerRequest / memory.usPerRequest),
-    f3(at(0).value),
-  ],
-  [
-    'docs/performance.md',
-    "The package's own functions take {} µs: the header writer `one` {} µs, `listingLimitsMiddleware` {}, and {} for " +
-      'the rest',
-    f1(own),
-    f2(top('one')),
-    f2(top('listingLimitsMiddleware')),
-    f1(own - top('one') - top('listingLimitsMiddleware')),
-  ],
-  [
-    'docs/performance.md',
-    'against bare Express (one run, {} rounds, load average {}–{})',
-    earlier.ceiling.pairs[0].rounds.length,
-    ...earlier.ceiling.loadAverage,
-  ],
-  [
-    'docs/performance.md',
-    'cost {} µs a request here ({} against {})',
-    earlier.ceiling.pairs[1].us - earlier.ceiling.pairs[1].referenceUs,
-    earlier.ceiling.pairs[1].us,
-    earlier.ceiling.pairs[1].referenceUs,
-  ],
-  ['docs/performance.md', 'while other work ran on it (load average {}–{})', ...earlier.changeRuns.before.loadAverage],
-  ['docs/performance.md', 'on a quiet machine (load average {}–{})', ...earlier.changeRuns.after.loadAverage],
-  ['docs/performance.md', '({} connections, every endpoint of listing B in turn', latest.settings.connections],
-  [
-    'docs/performance.md',
-    '{} rounds of {} s after {} s of warm-up, the variants alternating',
-    latest.settings.rounds,
-    latest.settings.duration,
-    latest.settings.warmup,
-  ],
-  [
-    'docs/performance.md',
-    'bare Express served {} to {} req/s from round to round',
-    ...span(
-      httpRuns('allowed', 'bare').map((r) => r.rps),
-      thousands,
-    ),
-  ],
-  [
-    'docs/performance.md',
-    'bare Express took {}–{} µs per request, express-rate-limit {}–{} and the memory store {}–{}; refused, the ' +
-      "memory store {}–{} against express-rate-limit's {}–{}",
-    ...[
-      ['allowed', 'bare'],
-      ['allowed', 'express-rate-limit'],
-      ['allowed', 'listing-limits-memory'],
-      ['refused', 'listing-limits-memory'],
-      ['refused', 'express-rate-limit'],
-    ].flatMap(([kind, variant]) =>
-      span(
-        httpRuns(kind as string, variant as string).map((r) => r.serverCpuUs),
-        round,
-      ),
-    ),
-  ],
-  [
-    'docs/performance.md',
-    '({} µs with them, {} µs with `headers: false`)',
-    f3(micro('listing B, token').ownCostUs),
-    f3(micro('listing B, token, headers: false').ownCostUs),
-  ],
-  [
-    'docs/performance.md',
-    "({} × and {} ×, within this harness's spread)",
-    f2(latest.micro.bigTableRatio),
-    f2(latest.micro.slidingCostRatio),
-  ],
-  [
-    'docs/performance.md',
-    "({} bytes against {} with the memory store, {} against {} in a Redis instance's cache)",
-    round(latest.bans.bytes.memoryStore),
-    previous.bansBytes.memoryStore,
-    round(latest.bans.bytes.redisStoreCache),
-    previous.bansBytes.redisStoreCache,
-  ],
-  [
-    'docs/performance.md',
-    'holds 10,000 bans of the memory store to at most {} bytes each by token and {} by address',
-    ...['token', 'address'].map(
-      (by) =>
-        (new RegExp(`by: '${by}', most: (\\d+)`).exec(source('__tests__/runtime-cost.test.ts')) ?? [])[1] as string,
-    ),
-  ],
-  [
-    'docs/performance.md',
-    'a batch of {} took {} ms from none and {} ms from {} with the memory store, {} and {} ms with Redis',
-    latest.bans.batch,
-    f1(latest.bans.memory.batchMs[0]),
-    f1(latest.bans.memory.batchMs[latest.bans.bans - latest.bans.batch]),
-    thousands(latest.bans.bans - latest.bans.batch),
-    f1(latest.bans.redis.batchMs[0]),
-    f1(latest.bans.redis.batchMs[latest.bans.bans - latest.bans.batch]),
-  ],
-  [
-    'docs/performance.md',
-    'slow down: {} µs with no ban and {} µs with {} in process with the memory store; with Redis its latency is one ' +
-      'round trip to Redis, {} and {} µs',
-    f1(latest.bans.memory.unrelatedUs[0]),
-    f1(latest.bans.memory.unrelatedUs[latest.bans.bans]),
-    thousands(latest.bans.bans),
-    f1(latest.bans.redis.unrelatedUs[0]),
-    f1(latest.bans.redis.unrelatedUs[latest.bans.bans]),
-  ],
-  [
-    'docs/performance.md',
-    'cost nothing the ruler can see ({} × without) and 10,000 banned addresses {}% ({} ×)',
-    f3(S['memory with 10k banned tokens'].ratio),
-    round((1 - S['memory with 10k banned addresses'].ratio) * 100),
-    f3(S['memory with 10k banned addresses'].ratio),
-  ],
-  [
-    'docs/performance.md',
-    "loads the operator's page (`bench/pages.js`, alone: `npm run build && node bench/pages.js`) {} times",
-    pagesAt.loads,
-  ],
-  [
-    'docs/performance.md',
-    'one load is {} KiB and takes {} ms in the server with the memory store and {} ms with Redis (medians)',
-    (pagesAt.memory.requests.bytes / 1024).toFixed(0),
-    f1(pagesAt.memory.requests.medianMs),
-    f1(pagesAt.redis.requests.medianMs),
-  ],
-  [
-    'docs/performance.md',
-    'bans in force besides add {} and {} ms',
-    f1(pagesAt.memory.bans.medianMs - pagesAt.memory.requests.medianMs),
-    f1(pagesAt.redis.bans.medianMs - pagesAt.redis.requests.medianMs),
-  ],
-  [
-    'docs/performance.md',
-    'checks the size with both stores: under {} MiB',
-    source('__tests__/pages-operator.test.ts').includes('const ONE_MIB = 1024 * 1024;') ? 1 : 'another size',
-  ],
-
-  // docs/stores.md
-  [
-    'docs/stores.md',
-    "a tracked counter takes {} bytes ({} with rate-limiter-flexible's `RateLimiterMemory`)",
-    round(latest.memory.bytesPerCounter),
-    round(latest.memory.bytesPerCounterRateLimiterMemory),
-  ],
-  [
-    'docs/stores.md',
-    'a client key takes {} bytes with one request in its window, {} with 25 and {} with 100 ({} to {} bytes per ' +
-      'request)',
-    round(sliding[1]),
-    round(sliding[25]),
-    thousands(sliding[100]),
-    ...span(perRequest, round),
-  ],
-  [
-    'docs/stores.md',
-    'so at most about {} KB per client and row',
-    round((sliding[100] + (10_000 - 100) * (perRequest[1] as number)) / 1000),
-  ],
-  [
-    'docs/stores.md',
-    'cost the server about {}% less CPU ({} × the code before it, change 7',
-    round((1 - 1 / Number((/\*\*([\d.]+)\*\*/.exec(change('7').measured) ?? [])[1])) * 100),
-    (/\*\*([\d.]+)\*\*/.exec(change('7').measured) ?? [])[1] as string,
-  ],
-  [
-    'docs/stores.md',
-    'A sliding key takes about {} bytes in Redis with one request in its window and about 10 bytes more per ' +
-      'request (`MEMORY USAGE`: {} with 25, {} with 100, measured once with Redis 7.0.15)',
-    earlier.redisSlidingKey.bytes[1],
-    earlier.redisSlidingKey.bytes[25],
-    thousands(earlier.redisSlidingKey.bytes[100]),
-  ],
-  ['docs/stores.md', '{} bytes each in the memory bench', round(latest.memory.bytesPerRememberedRefusal)],
-  [
-    'docs/stores.md',
-    'so at most about {} MB per counter',
-    f1((10_000 * latest.memory.bytesPerRememberedRefusal) / 1e6),
-  ],
-
-  // docs/bans-and-grants.md
-  [
-    'docs/bans-and-grants.md',
-    'a ban takes {} bytes in the copy of an instance of the Redis store, {} bytes with the memory store (its state ' +
-      "and one middleware's copy), and {} bytes of Redis memory per record",
-    round(latest.bans.bytes.redisStoreCache),
-    round(latest.bans.bytes.memoryStore),
-    round(latest.bans.bytes.redisPerRecord),
-  ],
-  [
-    'docs/bans-and-grants.md',
-    'the history adds at most its 1,000 entries, about {} KB',
-    round(latest.bans.bytes.redisHistory / 1000),
-  ],
-
-  // docs/client.md
-  ['docs/client.md', 'Measured with `CLIENT_BENCH_ROUNDS={} npm run bench:client`', client.rounds],
-  ['docs/client.md', 'Node {}, medians of {} rounds', client.node, client.rounds],
-  [
-    'docs/client.md',
-    '{} of {} within the bound, and {} refusals counted by the servers',
-    clientRows.filter((r) => r.ms <= r.bound).length,
-    clientRows.length,
-    clientRows.reduce((n, r) => n + r.limited, 0),
-  ],
-  [
-    'docs/client.md',
-    'Every endpoint took {} to {} ms beyond 2W ({} to {} times its mean round trip',
-    ...span(
-      clientRows.map((r) => r.ms - 2 * r.windowMs),
-      round,
-    ),
-    ...span(
-      clientRows.map((r) => (r.ms - 2 * r.windowMs) / r.rtt),
-      f1,
-    ),
-  ],
-  [
-    'docs/client.md',
-    'and {} to {} of the bound',
-    ...span(
-      clientRows.map((r) => r.ms / r.bound),
-      f2,
-    ),
-  ],
-];
 
 const fill = (text: string, values: (string | number)[]) => {
   let i = 0;
   return text.replace(/\{\}/g, () => String(values[i++]));
 };
 
-it('the results say what the prose around them says: every target met, run E missing only one', () => {
-  expect(T.map((t) => t.met)).toEqual(T.map(() => true));
+it('the results say what the prose around them says: run E missing only one', () => {
   expect(
     T.map((_t, i) => i).filter((i) =>
       i >= 10 ? Math.abs(E.targets[i]) > bound(i) : i === 5 ? E.targets[i] !== 0 : E.targets[i] < bound(i),
     ),
   ).toEqual([11]);
-  expect(S['memory vs express-rate-limit'].rounds.every((r: number) => r > bound(1))).toBe(true);
 });
 
 it.each(figures.map(([path, text, ...values]) => [path, fill(text, values)]))('%s: %s', (path, text) => {
   expect(flat(page(path).text)).toContain(flat(text));
+});
+
+describe('a figure the run did not measure', () => {
+  const NOT_MEASURED = 'not measured in this run';
+  /** The cells of the row of a block's table that starts with `first`. */
+  const row = (path: string, name: string, first: string) =>
+    (docs.blockOf(page(path).text, name) ?? '')
+      .split('\n')
+      .find((line) => line.startsWith(`| ${first} |`))
+      ?.slice(2, -2)
+      .split(' | ');
+
+  it.each(pairs.TARGETS.map((t) => [t.target, t]))(
+    'README.md, the target "%s": its value, or said not measured',
+    (_name, t) => {
+      const run = T.find((r) => r.target === t.target);
+      const cells = row('README.md', 'targets', t.target);
+      if (!run || run.value === null) expect(cells).toEqual([t.target, NOT_MEASURED, '']);
+      else expect(cells?.[1]).not.toBe(NOT_MEASURED);
+    },
+  );
+
+  it.each([
+    ['redis', 'ioredis `Redis` (the default client)'],
+    ['redis node-redis', 'node-redis `createClient`'],
+    ['redis glide', 'Valkey GLIDE `GlideClient`'],
+    ['redis cluster', 'ioredis `Cluster` of 3 masters, per master'],
+    ['redis sliding of bare', "ioredis `Redis`, `window: 'sliding'`"],
+  ])("README.md, the scale of the pair %s: Redis' CPU per request, or said not measured", (pair, client) => {
+    const s = S[pair] as Json | undefined;
+    const us = pair === 'redis cluster' ? s?.redis?.busiestUsPerRequest : s?.redis?.usPerRequest;
+    const cells = row('README.md', 'scale', client);
+    expect(cells?.[0]).toBe(client);
+    expect(cells?.[1]).toBe(s ? `${f3(s.ratio)} (${s.rounds.map(f3).join(', ')})` : NOT_MEASURED);
+    if (us === undefined) expect(cells?.slice(3).filter((c) => c === NOT_MEASURED)).toHaveLength(s?.redis ? 3 : 4);
+    else
+      expect(cells?.slice(3)).toEqual([
+        f1(us),
+        f2(s?.redis.perRequest),
+        thousands(1e6 / us),
+        f1(s?.cpuUsPerRequest / us),
+      ]);
+  });
+
+  it('docs/performance.md, the memory store without headers: its ratio, or said not measured', () => {
+    const s = S['memory without headers'] as Json | undefined;
+    expect(row('docs/performance.md', 'moonshot', 'the memory store, `headers: false`')?.[1]).toBe(
+      s ? `${f3(s.ratio)} (${s.rounds.map(f3).join(', ')})` : NOT_MEASURED,
+    );
+  });
 });
 
 describe('blocks made from the results', () => {
@@ -493,6 +111,10 @@ describe('no figure left unchecked', () => {
     '1.00 costs the same as the reference; 0.80 means the variant spends 25% more CPU per request',
     "the runtime state's keys (`{runtime}`, the bans and grants that every instance reads every 250 ms",
     "**0** commands (besides the runtime state's reads every 250 ms)",
+    // The memory store's moonshot, a goal and no measurement.
+    'Toward 0.92 of bare',
+    "The memory store's moonshot is 0.92 of bare Express",
+    'So 0.92 is out of reach',
   ];
   /** A number that looks measured: with decimals, or with a unit of time, size or share (versions left out). */
   const measured = /(?<![\w.])\d[\d,]*(?:\.\d+)?(?:\s?(?:µs|ms|bytes|KiB|MiB|GiB|KB|MB|%))?(?![\w.])/g;

@@ -26,7 +26,7 @@ import {
   startFaultInstances,
   until,
 } from './helpers/faults';
-import { compileLib, type Instance, scriptsRun, stopInstances } from './helpers/store-processes';
+import { compileLib, hitsRun, type Instance, stopInstances } from './helpers/store-processes';
 
 /**
  * The failover bounds docs/stores.md states, which the measures below must keep: a client gets at most one limit
@@ -221,13 +221,13 @@ describeIoredis('failovers under three app instances in processes of their own',
         await expectDoneOrNot(instances, 'sentinel', seeded, settled);
         for (const instance of instances) expect(await outside(instance, behind)).toBe(200);
 
-        // Exact again on the new master: one script run per request that reached it, no more than the limit through.
+        // Exact again on the new master: one INCR per request that reached it, no more than the limit through.
         const after = 'Bot sentinel-after';
-        const before = await scriptsRun(replica);
+        const before = await hitsRun(replica);
         expect((await requests(instances, 3 * LIMIT, after)).statuses).toEqual({ 200: LIMIT, 429: 2 * LIMIT });
         const strikes = `sentinel:listing-limits strikes:${tokenKey(after)}`;
         const counted = Number(await replica.get(`sentinel:GET ${PATH}:${tokenKey(after)}`));
-        expect(counted + Number(await replica.get(strikes))).toBe((await scriptsRun(replica)) - before);
+        expect(counted + Number(await replica.get(strikes))).toBe((await hitsRun(replica)) - before);
         await converges(instances, 'Bot sentinel-banned-after');
       } finally {
         master.disconnect();
@@ -342,7 +342,7 @@ describeIoredis('failovers under three app instances in processes of their own',
           (await shards()).map((shard) => new Redis(cluster.servers.find((s) => s.port === shard.port)?.url as string)),
         );
         try {
-          const runs = async () => (await Promise.all(masters.map(scriptsRun))).reduce((x, y) => x + y);
+          const runs = async () => (await Promise.all(masters.map(hitsRun))).reduce((x, y) => x + y);
           const before = await runs();
           expect((await requests(instances, 3 * LIMIT, after)).statuses).toEqual({ 200: LIMIT, 429: 2 * LIMIT });
           const strikes = `cluster:listing-limits strikes:${tokenKey(after)}`;

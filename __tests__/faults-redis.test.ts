@@ -26,7 +26,7 @@ import {
   startFaultInstances,
   until,
 } from './helpers/faults';
-import { compileLib, type Instance, scriptsRun, stopInstances } from './helpers/store-processes';
+import { compileLib, hitsRun, type Instance, stopInstances } from './helpers/store-processes';
 
 /** How long a fault of a scenario with a "during" lasts at least: every call's bound, and then some. */
 const FAULT_MS = 3000;
@@ -80,14 +80,14 @@ describeRedisServer('faults of one Redis under three app instances in processes 
   const exactAgain = async (name: string) => {
     await sleep(1000);
     const token = `Bot ${name}-after`;
-    const before = await scriptsRun(admin);
+    const before = await hitsRun(admin);
     // Counted in each instance's memory, as during the fault, these would get 3 × LIMIT through.
     const { statuses } = await requests(instances, 3 * LIMIT, token);
     expect(statuses).toEqual({ 200: LIMIT, 429: 2 * LIMIT });
-    // Every request that reached Redis was counted there, and each refusal on the rule's strikes: one script each.
+    // Every request that reached Redis was counted there, and each refusal on the rule's strikes: one INCR each.
     const strikes = `faults-${name}:listing-limits strikes:${tokenKey(token)}`;
     const counted = Number(await admin.get(keyOf(name, token))) + Number(await admin.get(strikes));
-    expect(counted).toBe((await scriptsRun(admin)) - before);
+    expect(counted).toBe((await hitsRun(admin)) - before);
   };
 
   /** A change made on one instance now holds on the others within a second: the followers read the store again. */

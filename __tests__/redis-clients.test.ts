@@ -12,6 +12,7 @@ import {
   type ClientKind,
   compileLib,
   get,
+  hitsRun,
   type Instance,
   type InstanceOptions,
   scriptsRun,
@@ -83,6 +84,8 @@ describeRedisServer('one redis-server, two app instances in separate processes',
      * What the server counted for `token`: a fixed window's count (every request that reached Redis, refused ones
      * too), or the requests a sliding window holds (only those let through).
      */
+    /** What the server ran to count: INCRs for fixed windows, scripts for sliding ones. */
+    const runs = (window: Window) => (window === 'fixed' ? hitsRun(inspect) : scriptsRun(inspect));
     const counted = async (window: Window, token: string, variant = '') =>
       window === 'fixed'
         ? Number(await inspect.get(keyOf(window, token, variant)))
@@ -92,15 +95,16 @@ describeRedisServer('one redis-server, two app instances in separate processes',
       '%s windows: of 300 simultaneous requests spread over both, exactly 25 pass, each one counted by the server',
       async (window) => {
         const token = `Bot exact-${window}`;
-        const before = await scriptsRun(inspect);
+        const before = await runs(window);
         expect(await burst(pair, 300, `/${window}/v1/things`, token)).toEqual({ 200: LIMIT, 429: 300 - LIMIT });
-        const runs = (await scriptsRun(inspect)) - before;
-        // Fixed: one script per request that reached Redis, each counted; those refused from an instance's memory of
-        // Redis' refusal reached nothing. Sliding: only the requests let through are held.
-        if (window === 'fixed') expect(await counted(window, token)).toBe(runs);
+        const counts = (await runs(window)) - before;
+        // Fixed: one INCR per request that reached Redis, each counted; those refused from an instance's memory of
+        // Redis' refusal reached nothing. Sliding: one script per request that reached Redis, and only the requests
+        // let through are held.
+        if (window === 'fixed') expect(await counted(window, token)).toBe(counts);
         else expect(await counted(window, token)).toBe(LIMIT);
         // Each instance learns of the refusals from Redis' own answer: at least one refused request reached it.
-        expect(runs).toBeGreaterThan(LIMIT);
+        expect(counts).toBeGreaterThan(LIMIT);
       },
     );
 
@@ -124,9 +128,9 @@ describeRedisServer('one redis-server, two app instances in separate processes',
       // Seen through the fixed windows' middleware, which B changed: its sliding one reads the change as A does.
       await within(from, 1000, 'A applies the grant B made', async () => (await limitOn(a, granted)) === '50');
       // Counted once, for the check above: 49 more pass, of the grant's 50, on the grant's own counter.
-      const before = await scriptsRun(inspect);
+      const before = await hitsRun(inspect);
       expect(await burst(pair, 100, '/fixed/v1/things', granted)).toEqual({ 200: 49, 429: 51 });
-      expect(await counted('fixed', granted, ' (x2)')).toBe(1 + (await scriptsRun(inspect)) - before);
+      expect(await counted('fixed', granted, ' (x2)')).toBe(1 + (await hitsRun(inspect)) - before);
 
       const input: GrantRequestInput = {
         token: requester,
@@ -172,11 +176,15 @@ describeRedisServer('one redis-server, two app instances in separate processes',
         const path = `/${window}/v1/things`;
         expect(await burst(pair, 10, path, token)).toEqual({ 200: 10 });
         expect(await inspect.script('FLUSH')).toBe('OK');
-        const before = await scriptsRun(inspect);
+        const before = await runs(window);
         // Counted in memory instead, these would let 25 more through on each instance.
         expect(await burst(pair, 40, path, token)).toEqual({ 200: LIMIT - 10, 429: 40 - (LIMIT - 10) });
-        const runs = (await scriptsRun(inspect)) - before;
-        expect(await counted(window, token)).toBe(window === 'fixed' ? 10 + runs : LIMIT);
+        const counts = (await runs(window)) - before;
+        expect(await counted(window, token)).toBe(window === 'fixed' ? 10 + counts : LIMIT);
+        // A window that begins after the flush: its key is given its expiry by a script loaded again.
+        const fresh = `Bot flush-fresh-${window}`;
+        expect(await burst(pair, 5, path, fresh)).toEqual({ 200: 5 });
+        expect(await inspect.pttl(keyOf(window, fresh))).toBeGreaterThan(50_000);
 
         // The runtime state's scripts were lost too: a ban through A still holds on B.
         const banned = `Bot flush-banned-${window}`;
@@ -231,10 +239,10 @@ describeRedisServer('one redis-server, two app instances in separate processes',
 
       for (const window of windows) {
         const token = `Bot after-restart-${window}`;
-        const before = await scriptsRun(inspect);
+        const before = await runs(window);
         expect(await burst(pair, 75, `/${window}/v1/things`, token)).toEqual({ 200: LIMIT, 429: 75 - LIMIT });
-        const runs = (await scriptsRun(inspect)) - before;
-        expect(await counted(window, token)).toBe(window === 'fixed' ? runs : LIMIT);
+        const counts = (await runs(window)) - before;
+        expect(await counted(window, token)).toBe(window === 'fixed' ? counts : LIMIT);
       }
       for (const instance of pair) expect(instance.child.exitCode).toBeNull();
     }, 60_000);

@@ -7,9 +7,9 @@ import {
   burst,
   call,
   compileLib,
+  hitsRun,
   type Instance,
   type InstanceOptions,
-  scriptsRun,
   send,
   startInstance,
   stopInstances,
@@ -90,9 +90,9 @@ describeSentinel('Redis Sentinel: a master, a replica and three sentinels, two a
       expect(((await replica.role()) as string[])[0]).toBe('master');
 
       // Shared again, exactly, on the new master; the ban made before the failover holds on both.
-      const before = await scriptsRun(replica);
+      const before = await hitsRun(replica);
       expect(await burst(pair, 75, '/fixed/v1/things', 'Bot after')).toEqual({ 200: LIMIT, 429: 75 - LIMIT });
-      expect(Number(await replica.get(keyOf('Bot after')))).toBe((await scriptsRun(replica)) - before);
+      expect(Number(await replica.get(keyOf('Bot after')))).toBe((await hitsRun(replica)) - before);
       expect(await Promise.all([a, b].map((i) => send(i, '/outside', 'Bot banned')))).toEqual([403, 403]);
       for (const instance of pair) expect(instance.child.exitCode).toBeNull();
     } finally {

@@ -1,7 +1,7 @@
-// The Redis store against real Redis servers: client kinds, keys, round trips, every failure mode, recovery, and a cluster.
+// The Redis store against real Redis servers: client kinds, keys, a limiter's reads and writes, every failure mode and
+// recovery. What each request sends is in redis-commands.test.ts, a Cluster through ioredis in redis-cluster.test.ts.
 import { PROBE_EVERY_MS } from '../lib/stores/waiting';
 import type { Server } from 'node:http';
-import type { Socket } from 'node:net';
 import Redis from 'ioredis';
 import { createClient } from 'redis';
 import { RateLimiterRes } from 'rate-limiter-flexible';
@@ -15,17 +15,14 @@ import {
   type Store,
 } from '../lib';
 import { tokenKey } from '../lib/contract/keys';
-import type { GlideClient } from '@valkey/valkey-glide';
 import { createApp } from './helpers/app';
 import {
   describeRedis,
   describeRedisServer,
   glideClient,
   ioredisClient,
-  RedisCluster,
   RedisServer,
   scanKeys,
-  scriptRuns,
   startRedis,
 } from './helpers/redis';
 import { type ClientPackage, withClients } from './helpers/redis-env';
@@ -250,45 +247,6 @@ describeRedis('redisStore', () => {
       expect(statuses.filter((s) => s === 429)).toHaveLength(3 * row.limit * 5 - row.limit);
     });
 
-    it('makes one round trip per counted request, and none for a client the store has already refused', async () => {
-      const client = await open();
-      const server = serveOn(redisStore(client, { prefix: freshPrefix(), ...counting }));
-      await get(server).expect(200); // the first call may load the script; count from the second on
-      const info =
-        client instanceof Redis
-          ? String(await client.client('INFO'))
-          : 'customCommand' in client
-            ? String(await (client as GlideClient).customCommand(['CLIENT', 'INFO']))
-            : await (client as ReturnType<typeof createClient>).clientInfo().then((i) => `addr=${i.addr}`);
-      const address = /addr=(\S+)/.exec(info)?.[1];
-      const monitor = await inspect.monitor();
-      const seen: { source: string; command: string }[] = [];
-      const statuses: number[] = [];
-      const marker = `end-of-${freshPrefix()}`;
-      let ended = false;
-      monitor.on('monitor', (_time: string, args: string[], source: string) => {
-        if (args[1] === marker) ended = true;
-        // The runtime state's read, every 250 ms, belongs to no request: a slow machine's requests may span one.
-        else if (String(args[1]).includes(':{runtime}:')) return;
-        else if (source === address || source === 'lua') seen.push({ source, command: String(args[0]).toLowerCase() });
-      });
-      try {
-        // The limit is 2: the second counts, the third is refused by Redis, the next five from that refusal.
-        for (let i = 0; i < 7; i++) statuses.push((await get(server)).status);
-        await inspect.echo(marker);
-        await until(() => ended, 'MONITOR has shown every command');
-      } finally {
-        monitor.disconnect();
-      }
-      expect(statuses).toEqual([200, 429, 429, 429, 429, 429, 429]);
-      const fromClient = seen.filter((s) => s.source === address).map((s) => s.command);
-      expect(fromClient).toHaveLength(2);
-      for (const command of fromClient) expect(['eval', 'evalsha']).toContain(command);
-      expect(seen.filter((s) => s.source === 'lua').map((s) => s.command)).toEqual(
-        Array.from({ length: 2 }, () => ['set', 'incr', 'pttl']).flat(),
-      );
-    });
-
     it("its limiters are rate-limiter-flexible limiters on the hits' keys: get, set, consume, penalty, reward, block, delete", async () => {
       const prefix = freshPrefix();
       const limiter = redisStore(await open(), { prefix, ...counting })({ name: 'GET /x', limit: 3, windowMs: 60_000 });
@@ -393,78 +351,6 @@ describeRedis('redisStore', () => {
         expect(dump?.includes('very-secret')).toBeFalsy();
       }
       expect(await inspect.get(`${prefix}:GET /v1/bots/:id/upvotes:ip:127.0.0.1`)).toBe('2');
-    } finally {
-      server.close();
-      client.disconnect();
-    }
-  });
-
-  it("ioredis: one turn's commands leave in one write, in the order asked, the app's own among them", async () => {
-    const prefix = freshPrefix();
-    const client = await ioredisClient(redis.url);
-    const stream = client.stream as Socket;
-    const writes: number[] = []; // chunks per system call: write() one, writev() as many as it sends
-    const { _write: write, _writev: writev } = stream as unknown as Record<string, (...args: unknown[]) => void>;
-    Object.assign(stream, {
-      _write(...args: unknown[]) {
-        writes.push(1);
-        return write?.apply(stream, args);
-      },
-      _writev(chunks: unknown[], ...rest: unknown[]) {
-        writes.push(chunks.length);
-        return writev?.apply(stream, [chunks, ...rest]);
-      },
-    });
-    try {
-      const store = redisStore(client, { prefix, ...counting });
-      type Counts<T> = { count(key: string): Promise<T> };
-      const fixed = store({ name: 'GET /x', limit: 3, windowMs: 60_000 }) as unknown as Counts<{ count: number }>;
-      const limits = { name: 'GET /y', window: 'sliding', limits: [{ limit: 3, windowMs: 60_000 }] } as const;
-      const sliding = store.limits?.(limits) as unknown as Counts<readonly { count: number }[]>;
-      // Scripts loaded and the store's first reads done, so that only the commands below are written.
-      await Promise.all([fixed.count('warm'), sliding.count('warm'), client.ping()]);
-      writes.length = 0;
-      const asked = [
-        fixed.count('k'),
-        sliding.count('k'),
-        client.incr(`${prefix}:own`),
-        fixed.count('k'),
-        sliding.count('k'),
-        fixed.count('k'),
-      ];
-      expect(stream.writableCorked).toBe(1);
-      const answers = await Promise.all(asked);
-      const count = (a: number | { count: number } | readonly { count: number }[]) =>
-        typeof a === 'number' ? a : 'count' in a ? a.count : a[0]?.count;
-      expect(answers.map(count)).toEqual([1, 1, 1, 2, 2, 3]);
-      expect(writes).toEqual([6]);
-      expect(stream.writableCorked).toBe(0);
-      // The next turn's command leaves at once after its own turn, not held for another.
-      expect(await fixed.count('k')).toMatchObject({ count: 4 });
-      expect(writes).toEqual([6, 1]);
-      expect(stream.writableCorked).toBe(0);
-    } finally {
-      client.disconnect();
-    }
-  });
-
-  it('ioredis: commands held for one write when the connection drops are answered or fail; the next are counted', async () => {
-    const prefix = freshPrefix();
-    const client = await ioredisClient(redis.url);
-    const server = serve(redisStore(client, { prefix, ...counting }));
-    try {
-      const fixed = redisStore(client, { prefix, ...counting })({ name: BUCKET, limit: 2, windowMs: 60_000 });
-      const counts = fixed as unknown as { count(key: string): Promise<{ count: number }> };
-      const held = [counts.count('ip:127.0.0.1'), counts.count('ip:127.0.0.1')];
-      client.stream.destroy(); // before the turn ends: the held commands have not left
-      // ioredis sends a dropped connection's commands again once it has reconnected, or rejects them: none hangs,
-      // and those answered are counted once each, in order.
-      const settled = await Promise.allSettled(held);
-      const answered = settled.flatMap((r) => (r.status === 'fulfilled' ? [r.value.count] : []));
-      expect(answered).toEqual([1, 2].slice(0, answered.length));
-      await until(() => client.status === 'ready', 'ioredis has reconnected');
-      expect(outcome(await get(server))).toBe(['200 1', '200 0', '429 0'][answered.length]);
-      expect(await inspect.get(`${prefix}:${BUCKET}:ip:127.0.0.1`)).toBe(String(answered.length + 1));
     } finally {
       server.close();
       client.disconnect();
@@ -588,70 +474,4 @@ describeRedisServer('redisStore when Redis fails', () => {
       }
     },
   );
-});
-
-describeRedisServer('redisStore on a Redis Cluster of three masters, through an ioredis Cluster client', () => {
-  let cluster: RedisCluster;
-  beforeAll(async () => {
-    cluster = await RedisCluster.start(3);
-  }, 30_000);
-  afterAll(() => cluster?.close());
-
-  it('enforces every limit of listing B exactly, with counters spread over the masters', async () => {
-    const client = await cluster.client();
-    const prefix = 'cluster'; // a fixed prefix, so that the keys' slots, and so their masters, are the same every run
-    const server = createApp({ listing: 'B', options: { store: redisStore(client, { prefix, ...counting }) } }).listen(
-      0,
-    );
-    try {
-      const statuses = await Promise.all(
-        Array.from({ length: 45 }, () =>
-          request(server)
-            .post('/v1/bots/1')
-            .then((res) => res.status),
-        ),
-      );
-      expect(statuses.filter((s) => s === 200)).toHaveLength(15);
-      expect(statuses.filter((s) => s === 429)).toHaveLength(30);
-      for (const [path, limit] of [
-        ['/v1/bots', 25],
-        ['/v1/bots/2/upvotes', 2],
-        ['/v1/bots/3/uptime', 30],
-        ['/v1/users/4/bots', 10],
-      ] as const) {
-        for (let i = 1; i <= limit; i++) {
-          const res = await request(server).get(path).set('Authorization', `Bot cluster-${path}`).expect(200);
-          expect(res.headers['x-ratelimit-remaining']).toBe(String(limit - i));
-        }
-        await request(server).get(path).set('Authorization', `Bot cluster-${path}`).expect(429);
-      }
-      // Refused once by Redis, the client is refused by this instance until the window ends: no more scripts run.
-      const scripts = async () => {
-        let runs = 0;
-        for (const s of cluster.servers) {
-          const node = await ioredisClient(s.url);
-          runs += await scriptRuns(node);
-          node.disconnect();
-        }
-        return runs;
-      };
-      const before = await scripts();
-      for (let i = 0; i < 3; i++)
-        await request(server).get('/v1/bots').set('Authorization', 'Bot cluster-/v1/bots').expect(429);
-      expect(await scripts()).toBe(before);
-      const perMaster = await Promise.all(
-        cluster.servers.map(async (s) => {
-          const node = await ioredisClient(s.url);
-          const keys = await scanKeys(node, `${prefix}:*`);
-          node.disconnect();
-          return keys.length;
-        }),
-      );
-      expect(perMaster.reduce((a, b) => a + b)).toBe(5);
-      expect(perMaster.filter((n) => n > 0).length).toBeGreaterThan(1);
-    } finally {
-      server.close();
-      client.disconnect();
-    }
-  });
 });

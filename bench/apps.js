@@ -1,7 +1,13 @@
 // The apps the benchmark compares: listing B's routes bare, behind express-rate-limit per route, and behind listingLimits.
+const { join } = require('node:path');
 const express = require('express');
 const { rateLimit, ipKeyGenerator } = require('express-rate-limit');
-const { listingLimits, listings, MAX_SLIDING_LIMIT } = require('../dist/cjs/index.js');
+const { listingLimits, listings, MAX_SLIDING_LIMIT } = require(distOf('index.js'));
+
+/** A module of the build measured: dist/, or BENCH_DIST (another build, the reference of an A/B run of the ruler). */
+function distOf(module) {
+  return join(process.env.BENCH_DIST ?? join(__dirname, '..', 'dist'), 'cjs', module);
+}
 
 /**
  * `allowed`: limits no load reaches, so every request passes: 10,000 per second on every row (the most a sliding
@@ -84,4 +90,4 @@ function createBenchApp(variant, kind, store, options) {
   return app;
 }
 
-module.exports = { createBenchApp, table };
+module.exports = { createBenchApp, distOf, table };

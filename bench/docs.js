@@ -4,6 +4,7 @@
 // block is not what the results make, and checks the figures of the prose around them.
 const { readFileSync, writeFileSync } = require('node:fs');
 const { join } = require('node:path');
+const { TARGETS } = require('./pairs.js');
 const { bansLines, clientLines, httpLines, memoryLines, microLines, pagesLines } = require('./reports.js');
 
 const root = join(__dirname, '..');
@@ -13,35 +14,31 @@ const r3 = (x) => x.toFixed(3);
 /** A signed figure as the manual writes it: a true minus sign, and `+` where `plus` asks for it. */
 const signed = (x, digits, plus = '') => (x < 0 ? `−${(-x).toFixed(digits)}` : `${plus}${x.toFixed(digits)}`);
 const list = (values) => values.map(r3).join(', ');
+/** What a table says for a figure its run did not measure (an older run, or a part left out), never a number. */
+const NOT_MEASURED = 'not measured in this run';
 
-/** The pair of the ruler each target is read on, in the order of `sliced.targets`. */
-const targetPairs = [
-  'memory',
-  'memory vs express-rate-limit',
-  'redis',
-  'memory refused',
-  'redis refused',
-  'redis refused',
-  'memory sliding',
-  'memory sliding refused',
-  'redis sliding',
-  'redis sliding refused',
-  'memory with 10k banned tokens',
-  'memory with 10k banned addresses',
-];
+/**
+ * Every target of the ruler (bench/pairs.js), with what the run measured of it: its value (`null` when the run did
+ * not measure it, as a run from before the target was has no such figure) and whether it was met.
+ */
+const targetsOf = (latest) =>
+  TARGETS.map(({ target, pair, digits = 3 }) => {
+    const run = latest.sliced.targets.find((t) => t.target === target);
+    return { target, pair, digits, value: run?.value ?? null, met: run?.met ?? null };
+  });
 
-/** Whether a value meets its target, as the target's words say: `at least x`, `within x`, or `0 …`. */
+/** Whether a value meets its target, as the target's words say: `at least x`, `within x`, `at most x` or `0 …`. */
 function meets(target, value) {
   const atLeast = /at least ([\d.]+)/.exec(target);
   if (atLeast) return value >= Number(atLeast[1]);
-  const within = /within ([\d.]+)/.exec(target);
+  const within = /(?:within|at most) ([\d.]+)/.exec(target);
   if (within) return Math.abs(value) <= Number(within[1]);
   return value === 0;
 }
 
 /** By how much a value misses its target. */
 function missedBy(target, value) {
-  const bound = Number((/(?:at least|within) ([\d.]+)/.exec(target) ?? [])[1]);
+  const bound = Number((/(?:at least|within|at most) ([\d.]+)/.exec(target) ?? [])[1]);
   return Math.abs(Math.abs(value) - bound);
 }
 
@@ -53,25 +50,34 @@ function table(header, align, rows) {
 function targets(latest, earlier) {
   const { summary } = latest.sliced;
   const { E, '0.3.0': previous } = earlier.runs;
-  const rows = latest.sliced.targets.map((t, i) => {
-    const pair = targetPairs[i];
-    const s = summary[pair];
-    const figure = (value) => (t.digits === 4 ? String(value) : signed(value, 3));
+  const rows = targetsOf(latest).map((t, i) => {
+    const s = summary[t.pair];
+    const figure = (value) => {
+      if (value === undefined || value === null) return '-';
+      return t.digits === 4 ? String(value) : t.digits === 3 ? signed(value, 3) : value.toFixed(t.digits);
+    };
+    const then = E.targets[i];
+    let e = '-';
+    if (then !== undefined) {
+      const ratio = E.ratios?.[t.pair];
+      const rounds =
+        E.rounds?.[t.pair] && `${ratio === undefined ? '' : `${r3(ratio)} × without: `}${list(E.rounds[t.pair])}`;
+      e = `${figure(then)}${rounds ? ` (${rounds})` : ''}`;
+      if (!meets(t.target, then))
+        e = `**${figure(then)}**${rounds ? ` (${rounds})` : ''}: missed, by ${r3(missedBy(t.target, then))}`;
+    }
+    if (!s || t.value === null) return [t.target, figure(previous.targets[i]), NOT_MEASURED, '', e];
     let now = `**${figure(t.value)}** (${list(s.rounds)})`;
     if (i === 0)
       now += `; ${Math.round(s.cpuUsPerRequest)} against ${Math.round(s.referenceCpuUsPerRequest)} µs per request`;
     if (i === 1) now += `; express-rate-limit is ${r3(summary['express-rate-limit'].ratio)} of bare`;
-    if (i === 2) now += `; ${s.redis.perRequest.toFixed(4)} Redis scripts per request`;
+    if (i === 2) now += `; ${s.redis.perRequest.toFixed(4)} Redis commands per request`;
     if (i === 5) now = `**${t.value}** commands (besides the runtime state's reads every 250 ms)`;
-    if (i >= 10)
+    if (i === 10 || i === 11)
       now = `${r3(s.ratio)} × without (${list(s.rounds)}): the figure of bare moves by **${figure(t.value)}**`;
-    const then = E.targets[i];
-    const ratio = E.ratios?.[pair];
-    const rounds =
-      E.rounds?.[pair] && `${ratio === undefined ? '' : `${r3(ratio)} × without: `}${list(E.rounds[pair])}`;
-    let e = `${figure(then)}${rounds ? ` (${rounds})` : ''}`;
-    if (!meets(t.target, then))
-      e = `**${figure(then)}**${rounds ? ` (${rounds})` : ''}: missed, by ${r3(missedBy(t.target, then))}`;
+    if (i >= 12 && i <= 15 && s.redis.usPerRequest !== undefined)
+      now += `; Redis ${s.redis.usPerRequest.toFixed(1)} µs per request`;
+    if (i === 16) now = `**${figure(t.value)}** µs; ${s.redis.perRequest.toFixed(3)} commands per request`;
     return [t.target, figure(previous.targets[i]), now, t.met ? 'met' : 'missed', e];
   });
   return table(
@@ -127,6 +133,130 @@ function changes(earlier, which) {
 
 const fence = (lines) => ['```text', ...lines, '```'];
 
+const thousands = (x) => Math.round(x).toLocaleString('en-US');
+
+/** The run the figures come from: its date, the machine, and the load beside the ruler. */
+function runLine(latest) {
+  const { machine, date } = latest;
+  const loads = latest.sliced.loadAverage.map((l) => l[0]);
+  const load = `${Math.min(...loads).toFixed(1)}–${Math.max(...loads).toFixed(1)}`;
+  return (
+    `\`npm run bench\` of ${date.slice(0, 10)}, ${machine.cpus} × ${machine.cpu}, ${machine.memoryGiB} GiB, ` +
+    `Node ${machine.node}; load average (1 minute) ${load} during the ruler, ${latest.sliced.settings.rounds} rounds.`
+  );
+}
+
+/** The Redis clients of the ruler, by pair, as the tables call each. */
+const redisPairs = [
+  ['redis', 'ioredis `Redis` (the default client)'],
+  ['redis node-redis', 'node-redis `createClient`'],
+  ['redis glide', 'Valkey GLIDE `GlideClient`'],
+  ['redis cluster', 'ioredis `Cluster` of 3 masters, per master'],
+  ['redis sliding of bare', "ioredis `Redis`, `window: 'sliding'`"],
+];
+
+/**
+ * What one Redis core carries with each client, from the ruler's pairs against bare Express: Redis' CPU per allowed
+ * request (on the master of the request's key, for a Cluster), the requests a second it serves at one core, and the
+ * app's CPU per request it serves alongside (cores of the app's servers per core of Redis). A figure the run did not
+ * measure (a run from before Redis' CPU was measured, or without Redis) is said to be so.
+ */
+function scale(latest) {
+  const { summary } = latest.sliced;
+  const rows = redisPairs.map(([pair, client]) => {
+    const s = summary[pair];
+    if (!s) return [client, ...Array(6).fill(NOT_MEASURED)];
+    const redisUs = pair === 'redis cluster' ? s.redis?.busiestUsPerRequest : s.redis?.usPerRequest;
+    const known = (value, format) => (value === undefined ? NOT_MEASURED : format(value));
+    return [
+      client,
+      `${r3(s.ratio)} (${list(s.rounds)})`,
+      `${Math.round(s.cpuUsPerRequest)} (bare ${Math.round(s.referenceCpuUsPerRequest)})`,
+      known(redisUs, (us) => us.toFixed(1)),
+      known(s.redis?.perRequest, (n) => n.toFixed(2)),
+      known(redisUs, (us) => thousands(1e6 / us)),
+      known(redisUs, (us) => (s.cpuUsPerRequest / us).toFixed(1)),
+    ];
+  });
+  // A run of the bench from before it measured Redis' CPU measured the build before it too: one script a request.
+  const before = summary.redis?.redis && summary.redis.redis.usPerRequest === undefined;
+  const note = before
+    ? [
+        '',
+        "This run is from before `npm run bench` measured Redis' CPU and each client: what it did not measure is " +
+          `*${NOT_MEASURED}*, and its default client's Redis commands per request are those of the build it ` +
+          'measured, one Lua script per request.',
+      ]
+    : [];
+  return [
+    runLine(latest),
+    ...note,
+    '',
+    ...table(
+      [
+        'Client',
+        'Of bare Express (rounds)',
+        'App CPU µs per request',
+        'Redis CPU µs per request',
+        'Redis commands per request',
+        'Requests per second one Redis core serves',
+        'App cores one Redis core carries',
+      ],
+      ['---', '---', '---:', '---:', '---:', '---:', '---:'],
+      rows,
+    ),
+  ];
+}
+
+/** The README's targets: each measured value of this run, met or missed, or not measured in this run. */
+function readmeTargets(latest) {
+  const rows = targetsOf(latest).map((t) => {
+    if (t.value === null) return [t.target, NOT_MEASURED, ''];
+    const value = t.digits === 4 ? String(t.value) : signed(t.value, t.digits);
+    return [t.target, value, t.met ? 'met' : '**missed**'];
+  });
+  return [runLine(latest), '', ...table(['Target', 'This run', ''], ['---', '---:', '---'], rows)];
+}
+
+/**
+ * The memory store and its headers on the ruler: the store against bare Express with its seven headers and without
+ * them (`headers: false`), and a middleware that does nothing but set them (this run's ceiling pair when it ran, else
+ * the earlier run's).
+ */
+function moonshot(latest, earlier) {
+  const { summary } = latest.sliced;
+  const ofRun = (pair) => (summary[pair] ? `${r3(summary[pair].ratio)} (${list(summary[pair].rounds)})` : NOT_MEASURED);
+  const ceilingRun = summary['ceiling headers'];
+  const ceilingEarlier = earlier.ceiling.pairs.find((p) => p.middleware.startsWith('sets the seven'));
+  const headersOnly = ceilingRun
+    ? [ofRun('ceiling headers'), 'this run']
+    : [`${r3(ceilingEarlier.ratio)} (${list(ceilingEarlier.rounds)})`, "the ceiling pairs' run (the table below)"];
+  const [withHeaders, without] = [summary.memory, summary['memory without headers']];
+  const headersCost = withHeaders && without ? `${r3(withHeaders.ratio / without.ratio)} × without` : NOT_MEASURED;
+  // What 0.92 of bare leaves the middleware, in this run's CPU per request of the memory pair's two servers.
+  const budget = withHeaders
+    ? [
+        '',
+        `0.92 of bare leaves ${(withHeaders.referenceCpuUsPerRequest / 0.92 - withHeaders.referenceCpuUsPerRequest).toFixed(1)} ` +
+          `µs per request beyond bare Express' ${withHeaders.referenceCpuUsPerRequest.toFixed(1)} in this run's memory ` +
+          `pair; the memory store spent ${(withHeaders.cpuUsPerRequest - withHeaders.referenceCpuUsPerRequest).toFixed(1)}.`,
+      ]
+    : [];
+  return [
+    ...table(
+      ['On the ruler, against bare Express', 'Of bare (rounds)', 'Run'],
+      ['---', '---', '---'],
+      [
+        ['the memory store, its seven headers sent (the default)', ofRun('memory'), 'this run'],
+        ['the memory store, `headers: false`', ofRun('memory without headers'), 'this run'],
+        ["the memory store's headers: its figure with them against without", headersCost, 'this run'],
+        ['a middleware that only sets the seven headers (`res.setHeader`)', ...headersOnly],
+      ],
+    ),
+    ...budget,
+  ];
+}
+
 /** Every block, by page and name: its lines. */
 function blocks() {
   const latest = results('latest');
@@ -138,12 +268,16 @@ function blocks() {
       ceiling: ceiling(earlier),
       'changes-before': changes(earlier, 'before'),
       'changes-after': changes(earlier, 'after'),
+      'changes-redis': changes(earlier, 'redis'),
+      clients: scale(latest),
+      moonshot: moonshot(latest, earlier),
       http: fence(httpLines(latest.http)),
       'micro-memory': fence([...microLines(latest.micro), '', ...memoryLines(latest.memory)]),
       bans: fence(bansLines(latest.bans)),
       pages: fence(pagesLines(latest.pages)),
     },
     'docs/client.md': { client: fence(clientLines(results('client').report)) },
+    'README.md': { targets: readmeTargets(latest), scale: scale(latest) },
   };
 }
 

@@ -227,4 +227,4 @@ async function runHttp({ rounds, duration, warmup, connections, log }) {
   return { runs, summary, pinned: hasTaskset };
 }
 
-module.exports = { portOf, runHttp, startRedis };
+module.exports = { freePort, pinned, portOf, runHttp, startRedis };

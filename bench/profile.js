@@ -3,14 +3,15 @@
 // package it uses, Node's modules, the garbage collector), with the functions that take the most and what each group
 // costs beyond bare Express. `npm run build && node bench/profile.js [variant[@refused] ...]`; default: the memory
 // store, allowed. Settings: BENCH_PROFILE_ROUNDS (profiles of each, pooled, default 3), BENCH_PROFILE_DURATION (s of
-// load each, default 10), BENCH_PROFILE_TOP (functions, default 25).
-// Writes bench/results/profile.json. Needs wrk and taskset, as bench/sliced.js does.
+// load each, default 10), BENCH_PROFILE_TOP (functions, default 25), BENCH_PROFILE_OUT (the file written in
+// bench/results, default profile.json, which docs/performance.md quotes).
+// Needs wrk and taskset, as bench/sliced.js does.
 const { execFile, spawn } = require('node:child_process');
 const { once } = require('node:events');
 const { mkdirSync, mkdtempSync, readFileSync, writeFileSync } = require('node:fs');
 const { tmpdir } = require('node:os');
-const { join, sep } = require('node:path');
-const { startRedis } = require('./http.js');
+const { join, resolve: resolvePath, sep } = require('node:path');
+const { startRedisFor } = require('./redis.js');
 
 const DURATION_S = Number(process.env.BENCH_PROFILE_DURATION ?? 10);
 const TOP = Number(process.env.BENCH_PROFILE_TOP ?? 25);
@@ -159,12 +160,22 @@ function selfTimes(profile) {
   return [...functions.values()];
 }
 
-async function profileOne(side, redisPort) {
+async function profileOne(side) {
   const [variant, kind = 'allowed'] = side.split('@');
+  // A Redis of its own for each profile (a Cluster of three masters for `-cluster` variants), on CPU 1 with the load.
+  const redis = variant.includes('redis') ? await startRedisFor(1, variant.includes('-cluster')) : undefined;
+  try {
+    return await profileWith(side, variant, kind, redis?.target);
+  } finally {
+    redis?.stop();
+  }
+}
+
+async function profileWith(side, variant, kind, redisTarget) {
   const file = join(mkdtempSync(join(tmpdir(), 'listing-limits-profile-')), 'server.cpuprofile');
   const child = spawn(
     'taskset',
-    ['-c', '0', process.execPath, join(__dirname, 'server.js'), variant, kind, String(redisPort ?? '')],
+    ['-c', '0', process.execPath, join(__dirname, 'server.js'), variant, kind, redisTarget ?? ''],
     { stdio: ['ignore', 'pipe', 'inherit'], env: { ...process.env, BENCH_PROFILE: file } },
   );
   const [chunk] = await once(child.stdout, 'data');
@@ -245,25 +256,19 @@ function report(results) {
 async function main() {
   const sides = process.argv.slice(2);
   const wanted = ['bare', ...(sides.length ? sides : ['listing-limits-memory'])];
-  const redis = wanted.some((s) => s.includes('redis')) ? await startRedis(1) : undefined;
   const runs = Object.fromEntries(wanted.map((side) => [side, []]));
-  try {
-    // Rounds alternate the order, as the ruler's do; each side's profiles are pooled.
-    for (let round = 1; round <= ROUNDS; round++) {
-      for (const side of round % 2 ? wanted : [...wanted].reverse())
-        runs[side].push(await profileOne(side, redis?.port));
-    }
-  } finally {
-    redis?.stop();
+  // Rounds alternate the order, as the ruler's do; each side's profiles are pooled.
+  for (let round = 1; round <= ROUNDS; round++) {
+    for (const side of round % 2 ? wanted : [...wanted].reverse()) runs[side].push(await profileOne(side));
   }
   const bare = summarise(pool(runs.bare));
   const results = [bare, ...wanted.slice(1).map((side) => summarise(pool(runs[side]), bare))];
   for (const line of report(results)) process.stdout.write(`${line}\n`);
   mkdirSync(join(__dirname, 'results'), { recursive: true });
-  const file = join(__dirname, 'results', 'profile.json');
+  const file = resolvePath(__dirname, 'results', process.env.BENCH_PROFILE_OUT ?? 'profile.json');
   const settings = { rounds: ROUNDS, durationS: DURATION_S, intervalUs: INTERVAL_US };
   writeFileSync(file, `${JSON.stringify({ date: new Date().toISOString(), ...settings, results }, null, 2)}\n`);
-  process.stdout.write('\nWrote bench/results/profile.json\n');
+  process.stdout.write(`\nWrote ${file}\n`);
 }
 
 main().catch((error) => {

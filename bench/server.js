@@ -1,33 +1,58 @@
-// One benchmark server: `node bench/server.js <variant> <allowed|refused> [redis-port]`; prints its port when ready.
+// One benchmark server: `node bench/server.js <variant> <allowed|refused> [redis-port, or a Cluster's ports]`; prints
+// its port when ready. `listing-limits-redis-*` variants name their client (see connect).
 // `-sliding` variants use sliding windows; `-bans-token` and `-bans-ip` have 10,000 other clients banned after the
 // server's first requests (see serveSome), by token or by address.
 const { once } = require('node:events');
-const { createBenchApp } = require('./apps.js');
+const { createBenchApp, distOf } = require('./apps.js');
 
 const BANS = 10_000;
 const WARM_UP_REQUESTS = 200;
-const [variant, kind, redisPort] = process.argv.slice(2);
+const [variant, kind, redisTarget] = process.argv.slice(2);
 let store;
-let redis;
 let connecting = Promise.resolve();
 let quit = () => {};
-if (variant.startsWith('listing-limits-redis')) {
-  const { redisStore } = require('../dist/cjs/index.js');
-  if (variant === 'listing-limits-redis-node-redis') {
+
+/**
+ * The Redis client of a `listing-limits-redis` variant, connected as its package's users connect it: a default ioredis
+ * `Redis` (no `-CLIENT`), `-node-redis` (`createClient`), `-glide` (Valkey GLIDE's `GlideClient`) or `-cluster` (an
+ * ioredis `Cluster` of the masters whose ports `redisTarget` gives, comma-separated).
+ */
+async function connect(client) {
+  const [port] = redisTarget.split(',').map(Number);
+  if (client === 'node-redis') {
     const { createClient } = require('redis');
-    redis = createClient({ url: `redis://127.0.0.1:${redisPort}` });
+    const redis = createClient({ url: `redis://127.0.0.1:${port}` });
     redis.on('error', () => {});
-    connecting = redis.connect();
     quit = () => redis.quit().catch(() => {});
-  } else {
-    // A default ioredis client, as users get it.
-    const Redis = require('ioredis');
-    redis = new Redis({ port: Number(redisPort), host: '127.0.0.1' });
-    connecting = new Promise((resolve) => redis.once('ready', resolve));
-    quit = () => redis.disconnect();
+    await redis.connect();
+    return redis;
   }
+  if (client === 'glide') {
+    const { GlideClient, Logger } = require('@valkey/valkey-glide');
+    // GLIDE logs every error Redis answers (the first NOSCRIPT) to stdout, where the server prints its port.
+    Logger.setLoggerConfig('off');
+    const redis = await GlideClient.createClient({ addresses: [{ host: '127.0.0.1', port }] });
+    quit = () => redis.close();
+    return redis;
+  }
+  const { Cluster, default: Redis } = require('ioredis');
+  const redis =
+    client === 'cluster'
+      ? new Cluster(redisTarget.split(',').map((p) => ({ host: '127.0.0.1', port: Number(p) })))
+      : new Redis({ port, host: '127.0.0.1' });
+  redis.on('error', () => {});
+  quit = () => redis.disconnect();
+  await new Promise((resolve) => redis.once('ready', resolve));
+  return redis;
+}
+
+if (variant.startsWith('listing-limits-redis')) {
+  const { redisStore } = require(distOf('index.js'));
+  const client = /^listing-limits-redis-(node-redis|glide|cluster)/.exec(variant)?.[1] ?? 'ioredis';
   // The prefix names the server's process, so that what Redis runs can be told apart per server.
-  store = redisStore(redis, { prefix: `bench-${process.pid}` });
+  connecting = connect(client).then((redis) => {
+    store = redisStore(redis, { prefix: `bench-${process.pid}` });
+  });
 }
 const options =
   variant === 'listing-limits-memory-no-headers'

@@ -4,15 +4,21 @@
 // on both alike. The figure is the reference's server CPU per request divided by the variant's (every thread, from
 // /proc/PID/task/*/schedstat): 1.00 is free, 0.80 means the variant spends 25% more CPU per request.
 // `npm run bench` runs it; alone: `npm run build && node bench/sliced.js` (writes bench/results/sliced.json).
+// Each side that uses Redis has a Redis of its own on CPU 1 (a server, or a Cluster of three masters), whose CPU time
+// per request (INFO cpu) is measured with the app's.
 // Settings: BENCH_SLICED_ROUNDS (default 3), BENCH_SLICED_DURATION (s of measured load per pair, default 8),
-// BENCH_SLICED_PAIRS (names of the pairs to run, comma-separated, for quick A/B runs).
+// BENCH_SLICED_PAIRS (names of the pairs to run, comma-separated, for quick A/B runs); BENCH_REFERENCE_DIST (the dist/
+// of another build, a copy inside the project so that it finds the project's node_modules) with BENCH_SLICED_AB
+// (variants, comma-separated): each variant of this build against the same variant of that build.
 const { execFile, execFileSync, spawn } = require('node:child_process');
 const { once } = require('node:events');
 const { mkdirSync, readdirSync, readFileSync, writeFileSync } = require('node:fs');
 const { cpus, loadavg } = require('node:os');
 const { join } = require('node:path');
 const { createInterface } = require('node:readline');
-const { portOf, startRedis } = require('./http.js');
+const { portOf } = require('./http.js');
+const { PAIRS, TARGETS } = require('./pairs.js');
+const { hasRedis, startRedisFor } = require('./redis.js');
 
 const CONNECTIONS = 32;
 const WARMUP_S = 3;
@@ -22,103 +28,6 @@ const SLICE_MS = 100;
 /** One client, one endpoint: an authenticated `GET /v1/bots/:id`, as most of an API's traffic is. */
 const PATH = '/v1/bots/42';
 const AUTHORIZATION = 'Bot bench-token';
-
-/**
- * What is measured, each a variant against a reference server, both with the same load. The reference is bare
- * Express for the figures "of bare", express-rate-limit for "× express-rate-limit", fixed windows for sliding ones,
- * and the same store without bans for bans in force. Sides are `variant@kind`, as `bench/server.js` takes them.
- */
-const PAIRS = [
-  { name: 'express-rate-limit', reference: 'bare', variant: 'express-rate-limit' },
-  { name: 'memory', reference: 'bare', variant: 'listing-limits-memory' },
-  { name: 'memory vs express-rate-limit', reference: 'express-rate-limit', variant: 'listing-limits-memory' },
-  { name: 'redis', reference: 'bare', variant: 'listing-limits-redis' },
-  { name: 'express-rate-limit refused', reference: 'bare', variant: 'express-rate-limit@refused' },
-  { name: 'memory refused', reference: 'bare', variant: 'listing-limits-memory@refused' },
-  { name: 'redis refused', reference: 'bare', variant: 'listing-limits-redis@refused' },
-  { name: 'memory sliding', reference: 'listing-limits-memory', variant: 'listing-limits-memory-sliding' },
-  {
-    name: 'memory sliding refused',
-    reference: 'listing-limits-memory@refused',
-    variant: 'listing-limits-memory-sliding@refused',
-  },
-  { name: 'redis sliding', reference: 'listing-limits-redis', variant: 'listing-limits-redis-sliding' },
-  {
-    name: 'redis sliding refused',
-    reference: 'listing-limits-redis@refused',
-    variant: 'listing-limits-redis-sliding@refused',
-  },
-  {
-    name: 'memory with 10k banned tokens',
-    reference: 'listing-limits-memory',
-    variant: 'listing-limits-memory-bans-token',
-  },
-  {
-    name: 'memory with 10k banned addresses',
-    reference: 'listing-limits-memory',
-    variant: 'listing-limits-memory-bans-ip',
-  },
-  // Run on demand only (BENCH_SLICED_PAIRS): what single operations cost a middleware, for the profile's reading.
-  ...['empty', 'property', 'headers', 'weakset', 'ip'].map((what) => ({
-    name: `ceiling ${what}`,
-    reference: 'bare',
-    variant: `ceiling-${what}`,
-    onDemand: true,
-  })),
-];
-
-/** The targets, each read from the pairs' medians: a figure, and the least (or most) it may be. */
-// Ratios are shown with three digits, so that a figure just under its target does not read as meeting it.
-const TARGETS = [
-  { target: 'Memory store, allowed: at least 0.88 of bare Express', figure: (m) => m('memory'), atLeast: 0.88 },
-  {
-    target: 'Memory store, allowed: at least 1.10 × express-rate-limit',
-    figure: (m) => m('memory vs express-rate-limit'),
-    atLeast: 1.1,
-  },
-  {
-    target: 'Redis store, allowed, default ioredis client: at least 0.80 of bare Express',
-    figure: (m) => m('redis'),
-    atLeast: 0.8,
-  },
-  { target: 'Memory store, refused: at least 1.0 of bare Express', figure: (m) => m('memory refused'), atLeast: 1 },
-  { target: 'Redis store, refused: at least 1.0 of bare Express', figure: (m) => m('redis refused'), atLeast: 1 },
-  {
-    target: 'Redis store, refused: 0 Redis commands per refusal after the first',
-    figure: (_m, pairs) => pairs['redis refused']?.redis?.perRefusal,
-    atMost: 0,
-    digits: 4,
-  },
-  {
-    target: 'Sliding windows, memory store, allowed: at least 0.95 of fixed',
-    figure: (m) => m('memory sliding'),
-    atLeast: 0.95,
-  },
-  {
-    target: 'Sliding windows, memory store, refused: at least 0.95 of fixed',
-    figure: (m) => m('memory sliding refused'),
-    atLeast: 0.95,
-  },
-  {
-    target: 'Sliding windows, Redis store, allowed: at least 0.95 of fixed',
-    figure: (m) => m('redis sliding'),
-    atLeast: 0.95,
-  },
-  {
-    target: 'Sliding windows, Redis store, refused: at least 0.95 of fixed',
-    figure: (m) => m('redis sliding refused'),
-    atLeast: 0.95,
-  },
-  ...['tokens', 'addresses'].map((by) => ({
-    // The figure of bare with bans in force is this pair's ratio times the figure without: it moves by the difference.
-    target: `Memory store, allowed, 10,000 ${by} of other clients banned: within 0.02 of the figure of bare without`,
-    figure: (m) => {
-      const ratio = m(`memory with 10k banned ${by}`);
-      return ratio === undefined || m('memory') === undefined ? undefined : m('memory') * (1 - ratio);
-    },
-    atMost: 0.02,
-  })),
-];
 
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 
@@ -181,12 +90,13 @@ function wrk(port, seconds) {
   );
 }
 
-async function startServer(side, redisPort) {
+/** A server of `side` (`variant@kind`) pinned to CPU 0; with `dist`, of that build (BENCH_DIST). */
+async function startServer(side, redisTarget, dist) {
   const [variant, kind = 'allowed'] = side.split('@');
   const child = spawn(
     'taskset',
-    ['-c', '0', process.execPath, join(__dirname, 'server.js'), variant, kind, String(redisPort ?? '')],
-    { stdio: ['ignore', 'pipe', 'inherit'] },
+    ['-c', '0', process.execPath, join(__dirname, 'server.js'), variant, kind, redisTarget ?? ''],
+    { stdio: ['ignore', 'pipe', 'inherit'], env: dist ? { ...process.env, BENCH_DIST: dist } : process.env },
   );
   const port = await portOf(child, side);
   // taskset execs the command, so the child's pid is the server's.
@@ -205,38 +115,46 @@ async function stopServer(server) {
 }
 
 /**
- * What Redis runs for each server, from MONITOR: a command whose keys are the runtime state's (`{runtime}`) is the
- * state's periodic read, any other is a request's. Read from `redis-cli monitor` (Debian's redis-server package has
- * it): ioredis' `monitor()` connection, stopped while lines still arrive, took one for a reply to no command and threw
- * from its socket's handler, which ended the whole run.
+ * What Redis runs for each server, from MONITOR on every port of its Redis: a command whose keys are the runtime
+ * state's (`{runtime}`) is the state's periodic read, any other is a request's. Read from `redis-cli monitor`
+ * (Debian's redis-server package has it): ioredis' `monitor()` connection, stopped while lines still arrive, took one
+ * for a reply to no command and threw from its socket's handler, which ended the whole run.
  */
-async function watchRedis(port, pids) {
-  const cli = spawn('redis-cli', ['-h', '127.0.0.1', '-p', String(port), 'monitor'], {
-    stdio: ['ignore', 'pipe', 'inherit'],
-  });
+async function watchRedis(ports, pids) {
   const counts = Object.fromEntries(pids.map((pid) => [pid, { requests: 0, state: 0 }]));
-  const lines = createInterface({ input: cli.stdout });
-  const started = new Promise((resolve, reject) => {
-    cli.once('error', reject);
-    cli.once('exit', (code) => reject(new Error(`redis-cli monitor exited with code ${code} before it started`)));
-    lines.once('line', resolve); // MONITOR's OK
-  });
-  // `<time> [<db> <client address, or lua for a command a script ran>] "<command>" "<key>" ...`
-  lines.on('line', (line) => {
-    const source = /^\S+ \[\d+ ([^\]]+)\] /.exec(line);
-    if (!source || source[1] === 'lua') return; // a command a script ran: the script itself is counted
-    const pid = pids.find((p) => line.includes(`"bench-${p}:`));
-    if (pid === undefined) return;
-    if (line.includes(':{runtime}:')) counts[pid].state++;
-    else counts[pid].requests++;
-  });
-  await started;
+  const watch = async (port) => {
+    const cli = spawn('redis-cli', ['-h', '127.0.0.1', '-p', String(port), 'monitor'], {
+      stdio: ['ignore', 'pipe', 'inherit'],
+    });
+    const lines = createInterface({ input: cli.stdout });
+    const started = new Promise((resolve, reject) => {
+      cli.once('error', reject);
+      cli.once('exit', (code) => reject(new Error(`redis-cli monitor exited with code ${code} before it started`)));
+      lines.once('line', resolve); // MONITOR's OK
+    });
+    // `<time> [<db> <client address, or lua for a command a script ran>] "<command>" "<key>" ...`
+    lines.on('line', (line) => {
+      const source = /^\S+ \[\d+ ([^\]]+)\] /.exec(line);
+      if (!source || source[1] === 'lua') return; // a command a script ran: the script itself is counted
+      const pid = pids.find((p) => line.includes(`"bench-${p}:`));
+      if (pid === undefined) return;
+      if (line.includes(':{runtime}:')) counts[pid].state++;
+      else counts[pid].requests++;
+    });
+    await started;
+    return cli;
+  };
+  const clis = await Promise.all(ports.map(watch));
   return {
     stop: async () => {
       await sleep(100); // the last commands' lines
-      const exited = once(cli, 'exit');
-      cli.kill();
-      await exited;
+      await Promise.all(
+        clis.map((cli) => {
+          const exited = once(cli, 'exit');
+          cli.kill();
+          return exited;
+        }),
+      );
       return counts;
     },
   };
@@ -247,9 +165,9 @@ async function watchRedis(port, pids) {
  * `COUNT_S` seconds: MONITOR makes Redis send every command to one more client, which slows its answers and so would
  * change what the measured servers spend. Each side's `requests` here are that load's.
  */
-async function countCommands(redisPort, servers) {
+async function countCommands(ports, servers) {
   const watch = await watchRedis(
-    redisPort,
+    ports,
     servers.map((s) => s.pid),
   );
   const loads = await Promise.all(servers.map((s) => wrk(s.port, COUNT_S)));
@@ -258,17 +176,30 @@ async function countCommands(redisPort, servers) {
   return counts;
 }
 
-/** One measurement of a pair: both servers loaded at once, one running at a time. */
-async function measure(pair, duration, redisPort) {
-  const reference = await startServer(pair.reference, redisPort);
-  const variant = await startServer(pair.variant, redisPort);
-  const usesRedis = [pair.reference, pair.variant].some((side) => side.includes('redis'));
+const usesRedis = (side) => side.includes('redis');
+
+/**
+ * One measurement of a pair: both servers loaded at once, one running at a time. Each side that uses Redis has its
+ * own, started for this measurement (a Cluster for `-cluster` variants), so that Redis' CPU time per request is
+ * each side's own.
+ */
+async function measure(pair, duration) {
+  const sides = [pair.reference, pair.variant];
+  const redises = [];
+  const servers = [];
   try {
+    for (const side of sides)
+      redises.push(usesRedis(side) ? await startRedisFor(1, side.includes('-cluster')) : undefined);
+    for (const [i, side] of sides.entries()) {
+      servers.push(await startServer(side, redises[i]?.target, i === 0 ? pair.referenceDist : undefined));
+    }
+    const [reference, variant] = servers;
     // JIT, caches and counters warm; with the `refused` table, each server's first refusal happens here. Both at
     // once, sharing CPU 0, so that neither goes faster than the measured load (the allowed table's limits stay out
     // of reach).
     await Promise.all([wrk(reference.port, WARMUP_S), wrk(variant.port, WARMUP_S)]);
     process.kill(variant.pid, 'SIGSTOP');
+    const redisBefore = await Promise.all(redises.map((r) => r?.usage()));
     const before = [cpuNs(reference.pid), cpuNs(variant.pid)];
     const loads = Promise.all([wrk(reference.port, duration), wrk(variant.port, duration)]);
     let running = reference;
@@ -282,18 +213,37 @@ async function measure(pair, duration, redisPort) {
     clearInterval(timer);
     process.kill(paused.pid, 'SIGCONT');
     const after = [cpuNs(reference.pid), cpuNs(variant.pid)];
-    const commands = usesRedis ? await countCommands(redisPort, [reference, variant]) : undefined;
-    const side = (load, i, server) => ({
-      ...load,
-      cpuUsPerRequest: (after[i] - before[i]) / 1000 / load.requests,
-      redisCommands: commands?.[server.pid],
-    });
-    const a = side(ref, 0, reference);
-    const b = side(mine, 1, variant);
+    const redisAfter = await Promise.all(redises.map((r) => r?.usage()));
+    const withRedis = servers.filter((_server, i) => redises[i]);
+    const counted = withRedis.length
+      ? await countCommands(
+          redises.flatMap((r) => r?.ports ?? []),
+          withRedis,
+        )
+      : {};
+    const commands = servers.map((server) => counted[server.pid]);
+    const side = (load, i) => {
+      const measured = {
+        ...load,
+        cpuUsPerRequest: (after[i] - before[i]) / 1000 / load.requests,
+        redisCommands: commands[i],
+      };
+      if (redises[i]) {
+        // Every process of its Redis; a Cluster's request runs on the master of its key, the busiest.
+        const used = redisAfter[i].map((u, p) => u.cpuUs - redisBefore[i][p].cpuUs);
+        const reads = redisAfter[i].reduce((n, u, p) => n + u.reads - redisBefore[i][p].reads, 0);
+        measured.redisUsPerRequest = used.reduce((a, b) => a + b, 0) / load.requests;
+        measured.redisBusiestUsPerRequest = Math.max(...used) / load.requests;
+        measured.redisReadsPerRequest = reads / load.requests;
+      }
+      return measured;
+    };
+    const a = side(ref, 0);
+    const b = side(mine, 1);
     return { ratio: a.cpuUsPerRequest / b.cpuUsPerRequest, reference: a, variant: b };
   } finally {
-    await stopServer(reference);
-    await stopServer(variant);
+    for (const server of servers) await stopServer(server);
+    for (const redis of redises) redis?.stop();
   }
 }
 
@@ -315,41 +265,47 @@ async function runSliced({
   checkMachine();
   let pairs = PAIRS.filter((p) => !p.onDemand);
   if (process.env.BENCH_SLICED_PAIRS) {
-    // Names of pairs; `ceiling` runs every ceiling pair.
+    // Names of pairs; `ceiling` runs every ceiling pair, `clients` each client against ioredis.
     const names = process.env.BENCH_SLICED_PAIRS.split(',');
-    pairs = PAIRS.filter((p) => names.includes(p.name) || (p.onDemand && names.includes('ceiling')));
+    pairs = PAIRS.filter((p) => names.includes(p.name) || names.includes(p.onDemand));
   }
-  const redis = await startRedis(1);
-  if (!redis) {
-    log('redis-server not found: the Redis pairs are left out of this run.');
-    pairs = pairs.filter((p) => !`${p.reference} ${p.variant}`.includes('redis'));
+  if (process.env.BENCH_SLICED_AB) {
+    // Each variant named, of this build, against the same variant of the build at BENCH_REFERENCE_DIST.
+    const referenceDist = process.env.BENCH_REFERENCE_DIST;
+    if (!referenceDist)
+      throw new Error('BENCH_SLICED_AB needs BENCH_REFERENCE_DIST, the dist/ of the reference build.');
+    pairs = process.env.BENCH_SLICED_AB.split(',').map((side) => ({
+      name: `${side} vs reference build`,
+      reference: side,
+      variant: side,
+      referenceDist,
+    }));
+  }
+  if (!hasRedis()) {
+    log('redis-server or redis-cli not found: the Redis pairs are left out of this run.');
+    pairs = pairs.filter((p) => !usesRedis(`${p.reference} ${p.variant}`));
   }
   const loadAverage = [loadavg()];
   const runs = [];
-  try {
-    for (let round = 1; round <= rounds; round++) {
-      // Alternate the order each round, so that no pair always runs first or last.
-      for (const pair of round % 2 ? pairs : [...pairs].reverse()) {
-        const run = { round, pair: pair.name, ...(await measure(pair, duration, redis?.port)) };
-        run.problems = [unexpected(pair.reference, run.reference), unexpected(pair.variant, run.variant)].filter(
-          Boolean,
-        );
-        runs.push(run);
-        const commands = (side) =>
-          side.redisCommands
-            ? `, Redis: ${side.redisCommands.requests} request commands and ${side.redisCommands.state} state reads ` +
-              `in ${side.redisCommands.load} requests`
-            : '';
-        log(
-          `round ${round} ${pair.name.padEnd(32)} ${run.ratio.toFixed(3)}  (${run.variant.cpuUsPerRequest.toFixed(0)} µs/req vs ` +
-            `${run.reference.cpuUsPerRequest.toFixed(0)}; ${run.variant.requests} and ${run.reference.requests} requests` +
-            `${commands(run.variant)})${run.problems.length ? `  UNEXPECTED: ${run.problems.join('; ')}` : ''}`,
-        );
-      }
-      loadAverage.push(loadavg());
+  for (let round = 1; round <= rounds; round++) {
+    // Alternate the order each round, so that no pair always runs first or last.
+    for (const pair of round % 2 ? pairs : [...pairs].reverse()) {
+      const run = { round, pair: pair.name, ...(await measure(pair, duration)) };
+      run.problems = [unexpected(pair.reference, run.reference), unexpected(pair.variant, run.variant)].filter(Boolean);
+      runs.push(run);
+      const commands = (side) =>
+        side.redisCommands
+          ? `, Redis: ${side.redisUsPerRequest.toFixed(1)} µs/req, ${side.redisReadsPerRequest.toFixed(2)} reads/req, ` +
+            `${side.redisCommands.requests} request commands ` +
+            `and ${side.redisCommands.state} state reads in ${side.redisCommands.load} requests`
+          : '';
+      log(
+        `round ${round} ${pair.name.padEnd(32)} ${run.ratio.toFixed(3)}  (${run.variant.cpuUsPerRequest.toFixed(0)} µs/req vs ` +
+          `${run.reference.cpuUsPerRequest.toFixed(0)}; ${run.variant.requests} and ${run.reference.requests} requests` +
+          `${commands(run.variant)})${run.problems.length ? `  UNEXPECTED: ${run.problems.join('; ')}` : ''}`,
+      );
     }
-  } finally {
-    redis?.stop();
+    loadAverage.push(loadavg());
   }
 
   const summary = {};
@@ -364,18 +320,25 @@ async function runSliced({
       referenceCpuUsPerRequest: median(mine.map((r) => r.reference.cpuUsPerRequest)),
       problems: mine.flatMap((r) => r.problems),
     };
-    if (pair.variant.includes('redis')) {
+    if (usesRedis(pair.variant)) {
       const requests = mine.reduce((n, r) => n + (r.variant.redisCommands?.load ?? 0), 0);
       const own = mine.reduce((n, r) => n + (r.variant.redisCommands?.requests ?? 0), 0);
       const state = mine.reduce((n, r) => n + (r.variant.redisCommands?.state ?? 0), 0);
       // Every counted request of a refused side is a refusal after its client's first (that one is in the warm-up).
       entry.redis = { requests, commands: own, stateReads: state, perRequest: own / requests };
       if (pair.variant.endsWith('@refused')) entry.redis.perRefusal = own / requests;
+      // Redis' CPU time per request of the measured load (every process of its Redis), and the busiest process'.
+      entry.redis.usPerRequest = median(mine.map((r) => r.variant.redisUsPerRequest));
+      entry.redis.busiestUsPerRequest = median(mine.map((r) => r.variant.redisBusiestUsPerRequest));
+      entry.redis.readsPerRequest = median(mine.map((r) => r.variant.redisReadsPerRequest));
+      if (usesRedis(pair.reference)) {
+        entry.redis.referenceUsPerRequest = median(mine.map((r) => r.reference.redisUsPerRequest));
+      }
     }
     summary[pair.name] = entry;
   }
   const m = (name) => summary[name]?.ratio;
-  const targets = TARGETS.map(({ target, figure, atLeast, atMost, digits = 3 }) => {
+  const targets = TARGETS.map(({ target, pair, figure = (ratio) => ratio(pair), atLeast, atMost, digits = 3 }) => {
     const value = figure(m, summary);
     const met = value === undefined ? null : atLeast !== undefined ? value >= atLeast : value <= atMost;
     return { target, value: value ?? null, met, digits };
@@ -394,7 +357,9 @@ function report(results) {
   const lines = [];
   for (const [name, s] of Object.entries(results.summary)) {
     const redis = s.redis
-      ? `, Redis ${s.redis.perRequest.toFixed(4)} commands/req (+${s.redis.stateReads} state reads in all)`
+      ? `, Redis ${s.redis.perRequest.toFixed(4)} commands/req (+${s.redis.stateReads} state reads in all), ` +
+        `${s.redis.usPerRequest.toFixed(1)} µs/req of Redis CPU` +
+        (s.redis.referenceUsPerRequest === undefined ? '' : ` vs ${s.redis.referenceUsPerRequest.toFixed(1)}`)
       : '';
     lines.push(
       `${name.padEnd(32)} ${s.ratio.toFixed(3)} of ${s.reference}  (rounds ${s.rounds.map((r) => r.toFixed(3)).join(', ')}; ` +

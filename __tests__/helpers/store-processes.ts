@@ -157,12 +157,21 @@ export async function within(
   return took;
 }
 
-/** Scripts a Redis server has run to the end, without an error (EVAL and EVALSHA; a NOSCRIPT is no run). */
-export async function scriptsRun(redis: Redis): Promise<number> {
+/** Calls of the commands `names` matches that a Redis server has run without an error, from INFO commandstats. */
+async function runsOf(redis: Redis, names: RegExp): Promise<number> {
   const info = String(await redis.info('commandstats'));
   let runs = 0;
-  for (const [, calls, failed] of info.matchAll(/^cmdstat_eval(?:sha)?:calls=(\d+),.*failed_calls=(\d+)/gm)) {
-    runs += Number(calls) - Number(failed);
+  for (const [, name, calls, failed] of info.matchAll(/^cmdstat_(\w+):calls=(\d+),.*failed_calls=(\d+)/gm)) {
+    if (names.test(name as string)) runs += Number(calls) - Number(failed);
   }
   return runs;
 }
+
+/** Scripts a Redis server has run to the end, without an error (EVAL and EVALSHA; a NOSCRIPT is no run). */
+export const scriptsRun = (redis: Redis): Promise<number> => runsOf(redis, /^eval(sha)?$/);
+
+/**
+ * Requests a Redis server has counted on fixed windows of one limit: its `INCR` commands (a hit is `INCR` and `PTTL`,
+ * and the first of a window a script that gives the key its expiry, which counts nothing).
+ */
+export const hitsRun = (redis: Redis): Promise<number> => runsOf(redis, /^incr$/);

@@ -1,10 +1,13 @@
 // The Redis clients the store accepts (ioredis, node-redis, GLIDE): what kind each is, and its scripts and commands.
+import calculateSlot from 'cluster-key-slot';
 import { Checker, show } from '../../shared/check.js';
 import type { Hit } from '../adapter.js';
-import { glideCommands, glideScript, hashRecord, isGlideClient, sendOf } from './glide.js';
+import { batchedSendOf, glideCommands, glideScript, hashRecord, isGlideClient, sendOf } from './glide.js';
 import {
-  HIT_SCRIPT,
-  HIT_SHA,
+  HEAL_SCRIPT,
+  HEAL_SHA,
+  REPAIR_SCRIPT,
+  REPAIR_SHA,
   FORGET_SCRIPT,
   FORGET_SHA,
   LIMITS_SCRIPT,
@@ -62,43 +65,60 @@ export function kindOf(client: unknown): RedisClientKind {
   );
 }
 
+/** A socket that can hold its writes: a client's, or a Cluster node's. */
+interface Corkable {
+  cork?(): void;
+  uncork(): void;
+}
+
 interface IoRedisLike {
   status?: string;
-  /** The socket of a standalone client; a Cluster has none. */
-  stream?: { cork?(): void; uncork(): void };
+  /** The socket of a standalone client; a Cluster has none, but one per node. */
+  stream?: Corkable;
+  isCluster?: boolean;
+  nodes?(role: 'master'): { stream?: Corkable }[];
   defineCommand(name: string, definition: { numberOfKeys?: number; lua: string }): void;
-  listingLimitsHit?: (key: string, seconds: number) => Promise<[unknown, unknown]>;
+  incr(key: string): Promise<unknown>;
+  pttl(key: string): Promise<unknown>;
+  listingLimitsHeal?: (key: string, ms: number) => Promise<unknown>;
+  listingLimitsRepair?: (key: string, ms: number) => Promise<[unknown, unknown]>;
 }
 
 interface NodeRedisLike {
   isReady?: boolean;
-  evalSha(sha: string, options: { keys: string[]; arguments: string[] }): Promise<unknown>;
-  eval(script: string, options: { keys: string[]; arguments: string[] }): Promise<unknown>;
+  /** A cluster's: the master of a slot. */
+  getSlotMaster?: unknown;
+  sendCommand(...args: unknown[]): Promise<unknown>;
 }
 
 /**
- * ioredis writes each command to its socket at once: a system call per request. The store's commands of one turn of
- * the event loop leave in one write instead: the first corks the client's socket, which is uncorked once Node has
- * read every socket that was ready (`setImmediate`). Redis receives them in the order they were sent, as before; the
- * app's own commands on that client in the same turn leave with them. One per client, whatever its stores.
+ * ioredis writes each command to its socket at once: a system call per command. The store's commands of one turn of
+ * the event loop leave in one write instead: the first corks the client's socket (each master's socket, for a
+ * `Cluster`), which is uncorked once Node has read every socket that was ready (`setImmediate`). Redis receives them
+ * in the order they were sent, as before; the app's own commands on that client in the same turn leave with them.
+ * One per client, whatever its stores.
  */
 const togetherByClient = new WeakMap<IoRedisLike, () => void>();
 
 function together(redis: IoRedisLike): () => void {
   let batch = togetherByClient.get(redis);
   if (batch) return batch;
-  let corked: { uncork(): void } | undefined;
+  let corked: Corkable[] | undefined;
   const uncork = () => {
-    const stream = corked;
+    const streams = corked ?? [];
     corked = undefined;
-    stream?.uncork();
+    for (const stream of streams) stream.uncork();
   };
+  const streamsOf = (): (Corkable | undefined)[] =>
+    redis.isCluster === true ? (redis.nodes?.('master') ?? []).map((node) => node.stream) : [redis.stream];
   batch = () => {
     if (corked) return;
-    const { stream } = redis;
-    if (typeof stream?.cork !== 'function') return;
-    stream.cork();
-    corked = stream;
+    corked = [];
+    for (const stream of streamsOf()) {
+      if (typeof stream?.cork !== 'function') continue;
+      stream.cork();
+      corked.push(stream);
+    }
     setImmediate(uncork);
   };
   togetherByClient.set(redis, batch);
@@ -111,47 +131,173 @@ const notReady = () => Promise.reject(new Error('the Redis client is not connect
 const MAP_TYPE = 0x25;
 
 /**
+ * How the store's commands go through node-redis: `sendCommand`, which a cluster routes by the key it is given, to the
+ * key's master (never a replica: no command is declared read-only). node-redis already writes the commands of one
+ * turn of the event loop together. A request's commands go without node-redis' timeout of each command (an
+ * `AbortSignal.timeout` and its listener per command, most of what node-redis costs per command): the store bounds
+ * each request's wait itself (`timeoutMs`), and node-redis rejects what it has not answered when its connection
+ * closes. The runtime state's commands keep the client's own options.
+ */
+const REQUEST_OPTIONS = { timeout: undefined };
+
+function nodeRedisSend(
+  redis: NodeRedisLike,
+  options: typeof REQUEST_OPTIONS | undefined,
+): (key: string, args: string[]) => Promise<unknown> {
+  if (typeof redis.getSlotMaster === 'function') return (key, args) => redis.sendCommand(key, false, args, options);
+  return (_key, args) => redis.sendCommand(args, options);
+}
+
+/**
  * A script run by node-redis: EVALSHA, and EVAL when Redis does not have the script yet. While the client is not
  * connected it fails at once, unless `queued` (the runtime state's changes, which wait in the client's queue as its
- * other commands do).
+ * other commands do, with the client's own timeout).
  */
 function nodeRedisScript(redis: NodeRedisLike, script: string, sha: string, queued = false) {
+  const send = nodeRedisSend(redis, queued ? undefined : REQUEST_OPTIONS);
   return (keys: string[], args: string[]): Promise<unknown> => {
     if (redis.isReady === false && !queued) return notReady();
-    const options = { keys, arguments: args };
-    return redis.evalSha(sha, options).catch((error: unknown) => {
+    const key = keys[0] as string;
+    const call = [String(keys.length), ...keys, ...args];
+    return send(key, ['EVALSHA', sha, ...call]).catch((error: unknown) => {
       if (!String((error as Error)?.message).includes('NOSCRIPT')) throw error;
-      return redis.eval(script, options);
+      return send(key, ['EVAL', script, ...call]);
     });
   };
 }
 
+/** What Redis answers an `INCR` of a key that holds no integer count: not one, at the edge of 64 bits, no string. */
+const NO_COUNT = /not an integer|would overflow|WRONGTYPE/;
+const noCount = Symbol('no count');
+
+/** A hit's two commands and the scripts of its rare paths, as each client sends them. */
+interface HitCommands {
+  incr(key: string): Promise<unknown>;
+  pttl(key: string): Promise<unknown>;
+  heal(key: string, ms: number): Promise<unknown>;
+  repair(key: string, ms: number): Promise<[unknown, unknown]>;
+}
+
 /**
- * How one client runs hits: with ioredis a command defined once (EVALSHA, loading the script when Redis lacks it),
- * the hits of one turn of the event loop in one write ({@link together}), with node-redis and GLIDE EVALSHA with a
- * fallback to EVAL. Each hit is sent when it is asked for, in the order of every other call of the store, so that
- * the store's order of commands is the order the requests asked in. While the client is not connected, hits fail at
- * once instead of queueing (GLIDE does not tell: its hits wait for it).
+ * One hit from its two commands, `INCR` and `PTTL` of the key, sent one after the other: the count, exact whatever
+ * runs beside it (Redis runs each command whole), and the time the window has left. A key without an expiry (which
+ * its `INCR` has just created, or a client stopped before it gave it one) is given its window by HEAL_SCRIPT, which
+ * answers the time left instead. A key that holds no count (another program's value, or below zero) is counted by
+ * REPAIR_SCRIPT, a new window where no instance has repaired it yet. The key and value are rate-limiter-flexible's
+ * RateLimiterRedis' (a count that expires at the end of its window), which serves the reads and writes of the
+ * package's other counters, so both kinds of call see one counter.
+ */
+function hitOfCommands({ incr, pttl, heal, repair }: HitCommands): Hit {
+  const counted = (key: string) =>
+    incr(key).catch((error: unknown) => {
+      if (NO_COUNT.test(String((error as Error)?.message))) return noCount;
+      throw error;
+    });
+  return (key, seconds) =>
+    Promise.all([counted(key), pttl(key)]).then(([count, ttl]) => {
+      if (count === noCount || !(Number(count) >= 1)) return repair(key, seconds * 1000);
+      return Number(ttl) >= 0 ? [count, ttl] : heal(key, seconds * 1000).then((left) => [count, left]);
+    });
+}
+
+/**
+ * How one client runs hits ({@link hitOfCommands}): with ioredis its commands (a command defined once for the
+ * script: EVALSHA, loading it when Redis lacks it), those of one turn of the event loop in one write
+ * ({@link together}); with node-redis through `sendCommand`; with GLIDE in one batch a turn ({@link batchedSendOf}).
+ * Each hit is sent when it is asked for, in the order of every other call of the store, so that the store's order of
+ * commands is the order the requests asked in. While the client is not connected, hits fail at once instead of
+ * queueing (GLIDE does not tell: its hits wait for it).
  */
 export function hitsOf(client: unknown, kind: RedisClientKind): Hit {
   if (kind === 'glide') {
-    const run = glideScript(sendOf(client), HIT_SCRIPT, HIT_SHA);
-    return (key, seconds) => run([key], [String(seconds)]) as Promise<[unknown, unknown]>;
+    const send = batchedSendOf(client);
+    const [heal, repair] = [glideScript(send, HEAL_SCRIPT, HEAL_SHA), glideScript(send, REPAIR_SCRIPT, REPAIR_SHA)];
+    return hitOfCommands({
+      incr: (key) => send(['INCR', key]),
+      pttl: (key) => send(['PTTL', key]),
+      heal: (key, ms) => heal([key], [String(ms)]),
+      repair: (key, ms) => repair([key], [String(ms)]) as Promise<[unknown, unknown]>,
+    });
   }
   if (kind === 'node-redis') {
-    const run = nodeRedisScript(client as NodeRedisLike, HIT_SCRIPT, HIT_SHA);
-    return (key, seconds) => run([key], [String(seconds)]) as Promise<[unknown, unknown]>;
+    const redis = client as NodeRedisLike;
+    const send = nodeRedisSend(redis, REQUEST_OPTIONS);
+    const heal = nodeRedisScript(redis, HEAL_SCRIPT, HEAL_SHA);
+    const repair = nodeRedisScript(redis, REPAIR_SCRIPT, REPAIR_SHA);
+    const hit = hitOfCommands({
+      incr: (key) => send(key, ['INCR', key]),
+      pttl: (key) => send(key, ['PTTL', key]),
+      heal: (key, ms) => heal([key], [String(ms)]),
+      repair: (key, ms) => repair([key], [String(ms)]) as Promise<[unknown, unknown]>,
+    });
+    return (key, seconds) => (redis.isReady === false ? notReady() : hit(key, seconds));
   }
   const redis = client as IoRedisLike;
-  if (typeof redis.listingLimitsHit !== 'function') {
-    redis.defineCommand('listingLimitsHit', { numberOfKeys: 1, lua: HIT_SCRIPT });
+  if (typeof redis.listingLimitsHeal !== 'function') {
+    redis.defineCommand('listingLimitsHeal', { numberOfKeys: 1, lua: HEAL_SCRIPT });
   }
-  const hit = redis.listingLimitsHit as NonNullable<IoRedisLike['listingLimitsHit']>;
+  if (typeof redis.listingLimitsRepair !== 'function') {
+    redis.defineCommand('listingLimitsRepair', { numberOfKeys: 1, lua: REPAIR_SCRIPT });
+  }
+  const { listingLimitsHeal: heal, listingLimitsRepair: repair } = redis as Required<IoRedisLike>;
   const batch = together(redis);
+  const master = redis.isCluster === true ? mastersOf(redis as IoRedisCluster) : undefined;
+  const hit = hitOfCommands({
+    incr: master ? (key) => master(key, 'incr') : (key) => redis.incr(key),
+    pttl: master ? (key) => master(key, 'pttl') : (key) => redis.pttl(key),
+    heal: (key, ms) => {
+      batch();
+      return heal.call(redis, key, ms);
+    },
+    repair: (key, ms) => {
+      batch();
+      return repair.call(redis, key, ms);
+    },
+  });
   return (key, seconds) => {
     if (redis.status !== 'ready') return notReady();
     batch();
-    return hit.call(redis, key, seconds);
+    return hit(key, seconds);
+  };
+}
+
+/** What an ioredis Cluster tells of its masters: the master of each slot, and each master's connection. */
+interface IoRedisCluster extends IoRedisLike {
+  slots?: unknown;
+  nodes(role: 'master'): (IoRedisLike & { options?: { host?: unknown; port?: unknown } })[];
+}
+
+/** The errors of a Cluster's node for a command it did not run, which the Cluster itself sends again elsewhere. */
+const SENT_AGAIN = /^(MOVED|ASK|TRYAGAIN|CLUSTERDOWN) |^Connection is closed/;
+
+/**
+ * A hit's command through an ioredis `Cluster`, sent straight to the connection of its key's master (as the
+ * Cluster's table of slots has it), without the Cluster's routing of each command: that computes the key's slot
+ * again, and makes a closure and an entry in a weak set per command, as much as all the rest of a hit. A command
+ * that master did not run (it no longer holds the slot, or its connection closed) goes through the Cluster, which
+ * follows the redirection and updates its table as it does for its own commands; so does every command while the
+ * table has no connection ready for the key.
+ */
+function mastersOf(cluster: IoRedisCluster): (key: string, command: 'incr' | 'pttl') => Promise<unknown> {
+  let byAddress = new Map<string, IoRedisLike>();
+  const connectionOf = (key: string): IoRedisLike | undefined => {
+    const nodes = Array.isArray(cluster.slots) ? (cluster.slots[calculateSlot(key)] as unknown) : undefined;
+    const address = Array.isArray(nodes) ? nodes[0] : undefined;
+    if (typeof address !== 'string') return undefined;
+    let node = byAddress.get(address);
+    if (!node) {
+      byAddress = new Map(cluster.nodes('master').map((n) => [`${n.options?.host}:${n.options?.port}`, n]));
+      node = byAddress.get(address);
+    }
+    return node?.status === 'ready' ? node : undefined;
+  };
+  return (key, command) => {
+    const node = connectionOf(key);
+    if (!node) return cluster[command](key);
+    return node[command](key).catch((error: unknown) => {
+      if (!SENT_AGAIN.test(String((error as Error)?.message))) throw error;
+      return cluster[command](key);
+    });
   };
 }
 
@@ -165,7 +311,7 @@ export interface LimitsScripts {
 /** A script with a variable number of keys, on one client; while the client is not connected, it fails at once. */
 function scriptOf(client: unknown, kind: RedisClientKind, name: string, lua: string, sha: string) {
   if (kind === 'glide')
-    return glideScript(sendOf(client), lua, sha) as (k: string[], a: string[]) => Promise<unknown[]>;
+    return glideScript(batchedSendOf(client), lua, sha) as (k: string[], a: string[]) => Promise<unknown[]>;
   if (kind === 'node-redis')
     return nodeRedisScript(client as NodeRedisLike, lua, sha) as (k: string[], a: string[]) => Promise<unknown[]>;
   const redis = client as IoRedisLike;

@@ -2,19 +2,39 @@
 import { createHash } from 'node:crypto';
 
 /**
- * One hit: creates the key with its window's expiry when it has none, counts, and answers the count and the time
- * the window has left. The same key and value as rate-limiter-flexible's RateLimiterRedis, which serves the reads
- * and writes of the package's other counters, so both kinds of call see one counter.
+ * A hit's key found without an expiry (its `INCR` created it, or a client stopped before it gave it one): given its
+ * window of `ARGV[1]` ms unless it has an expiry by now, on the master of the key whatever server answered the hit's
+ * `PTTL` (a replica may not have the key yet). Answers the milliseconds it has left (-2 for a key that is gone).
+ * Hits themselves are plain commands (see clients.ts): `INCR` and `PTTL`, no script, which costs Redis about
+ * half as much.
  */
-export const HIT_SCRIPT = `redis.call('set', KEYS[1], 0, 'EX', ARGV[1], 'NX')
-local count = redis.call('incr', KEYS[1])
+export const HEAL_SCRIPT = `local ttl = redis.call('pttl', KEYS[1])
+if ttl == -1 then
+  redis.call('pexpire', KEYS[1], ARGV[1])
+  return tonumber(ARGV[1])
+end
+return ttl`;
+export const HEAL_SHA = createHash('sha1').update(HEAL_SCRIPT).digest('hex');
+
+/**
+ * A hit whose `INCR` found no count at its key: a value that is no integer, one at the edge of 64 bits, another type
+ * (`WRONGTYPE`), or a count below zero, which no instance writes (another program did). The request is counted again
+ * here: where the key holds a count by now (another request repaired it first), on that count, its expiry given as
+ * HEAL_SCRIPT gives it; else the key becomes the first request of a new window of `ARGV[1]` ms. Answers the count and
+ * the milliseconds left, as a hit does. Run only on that rare path.
+ */
+export const REPAIR_SCRIPT = `local count = redis.pcall('incr', KEYS[1])
+if type(count) ~= 'number' or count < 1 then
+  redis.call('set', KEYS[1], 1, 'px', ARGV[1])
+  return {1, tonumber(ARGV[1])}
+end
 local ttl = redis.call('pttl', KEYS[1])
 if ttl == -1 then
-  redis.call('expire', KEYS[1], ARGV[1])
-  ttl = 1000 * ARGV[1]
+  redis.call('pexpire', KEYS[1], ARGV[1])
+  ttl = tonumber(ARGV[1])
 end
 return {count, ttl}`;
-export const HIT_SHA = createHash('sha1').update(HIT_SCRIPT).digest('hex');
+export const REPAIR_SHA = createHash('sha1').update(REPAIR_SCRIPT).digest('hex');
 
 /**
  * What the scripts of an endpoint's limits share: Redis' time, the window kind (ARGV[1]), and `read`, which answers a
@@ -403,7 +423,8 @@ export const REQUEST_READ_SHA = createHash('sha1').update(REQUEST_READ_SCRIPT).d
 
 /** The scripts of the store, for the test that every script declares the keys it touches. @internal */
 export const SCRIPTS = {
-  hit: HIT_SCRIPT,
+  heal: HEAL_SCRIPT,
+  repair: REPAIR_SCRIPT,
   limits: LIMITS_SCRIPT,
   peek: PEEK_SCRIPT,
   forget: FORGET_SCRIPT,
