@@ -189,7 +189,9 @@ describeRedisServer('the Redis commands of each request, and what the store make
       app.locals.limiter.close();
       server.close();
     };
-    return { get, close };
+    /** The client's counter on the endpoint as the operators read it, without counting. */
+    const usage = () => app.locals.limiter.usage({ ip: '127.0.0.1' }).then(([u]: { used: number }[]) => u);
+    return { get, close, usage };
   };
 
   /** Runs `body` with a fresh prefix and an app counting through one connection of `kind`, closing them after. */
@@ -244,6 +246,20 @@ describeRedisServer('the Redis commands of each request, and what the store make
         const ttl = await node.pttl(keyOf(prefix));
         expect(ttl).toBeGreaterThan(0);
         expect(ttl).toBeLessThanOrEqual(row.windowMs);
+      });
+    },
+  );
+
+  it.each(kinds)(
+    '%s: a window being opened (its INCR run, its expiry on its way) is read as its count, never as none',
+    async (...kind) => {
+      await withApp(kind, async (app, prefix, node) => {
+        // What a read finds between a window's first INCR and the expiry its script gives: a rule reading the count
+        // then (the addresses' tokens) must see it, as the requests that follow it do.
+        await node.set(keyOf(prefix), '2');
+        expect(await app.usage()).toMatchObject({ endpoint: BUCKET, used: 2, remaining: 0 });
+        expect(await node.pttl(keyOf(prefix))).toBe(-1);
+        expect(await inTurn(app, 1)).toEqual(['429 0']);
       });
     },
   );

@@ -39,6 +39,8 @@ module.exports = {
   'readme.test.ts': "the TypeScript compiler, over the entry points' types",
   'redis-clients.test.ts': 'redis-server, app instances in processes of their own',
   'redis-cluster-clients.test.ts': 'a Redis Cluster, app instances in processes of their own',
+  'redis-cluster.test.ts': 'a Redis Cluster',
+  'redis-commands.test.ts': 'redis-server and a Redis Cluster, watched by redis-cli monitor',
   'redis-connect.test.ts': 'redis-server, and 5 s of real time for each client to be late',
   'redis-script-keys.test.ts': 'redis-server',
   'redis-sentinel.test.ts': 'Redis Sentinel, app instances in processes of their own',

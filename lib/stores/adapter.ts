@@ -33,12 +33,22 @@ function countFrom(result: RateLimiterRes): Count {
   return { count: result.consumedPoints, resetAt: Date.now() + Math.max(result.msBeforeNext, 0) };
 }
 
-/** A key's count peeked through rate-limiter-flexible's `get()`; undefined once its window has ended. */
+/**
+ * A key's count peeked through rate-limiter-flexible's `get()`; undefined once its window has ended. A count without
+ * an expiry (`msBeforeNext` -1) is a window being opened: the Redis store's first hit of a window has run its `INCR`,
+ * and the expiry it gives the key is on its way (or the next hit gives it, when a client stopped first). It counts,
+ * for a whole window, so that no read between a window's first `INCR` and its expiry takes the count for none.
+ */
 export function peekOf(limiter: RateLimiterAbstract, key: string): Promise<Count | undefined> {
-  return limiter.get(key).then((result) => (result && result.msBeforeNext > 0 ? countFrom(result) : undefined));
+  return limiter.get(key).then((result) => {
+    if (!result) return undefined;
+    if (result.msBeforeNext > 0) return countFrom(result);
+    if (result.msBeforeNext !== -1 || !(result.consumedPoints > 0)) return undefined;
+    return { count: result.consumedPoints, resetAt: Date.now() + limiter.msDuration };
+  });
 }
 
-/** A Redis store's hit script: one more request on a key, answering its count and the ms left of its window. */
+/** A Redis store's hit: one more request on a key, answering its count and the ms left of its window. */
 export type Hit = (key: string, seconds: number) => Promise<[unknown, unknown]>;
 
 /**
@@ -50,7 +60,7 @@ export function msLeftOf(answered: number, windowMs: number): number {
   return answered >= 0 ? Math.min(answered, MAX_DURATION_MS) : windowMs;
 }
 
-/** A key's count after one hit through a Redis store's hit script. */
+/** A key's count after one hit of a Redis store. */
 export function hitOf(hits: Hit, key: string, seconds: number): Promise<Count> {
   return hits(key, seconds).then(([count, ttl]) => ({
     count: Number(count),

@@ -177,8 +177,8 @@ class RedisLimiter extends RateLimiterRedis implements CountsAsync, StoreCounter
 }
 
 /**
- * A store that counts in Redis, so that every app instance shares each counter. One atomic script run per counted
- * request, none for a client Redis has already refused in the window. Keys are
+ * A store that counts in Redis, so that every app instance shares each counter. Two plain commands per counted
+ * request (`INCR` and `PTTL`), none for a client Redis has already refused in the window. Keys are
  * `<prefix>:<counter name>:<client key>`, where the client key is a hash of the Authorization value or the client
  * IP, never the credential itself.
  * No request waits for Redis longer than `timeoutMs` of idle waiting, all its Redis calls together (time this
