@@ -200,8 +200,8 @@ export const GLIDE_SCRIPTS = { read: READ_SCRIPT, consume: CONSUME_SCRIPT } as c
 
 /**
  * rate-limiter-flexible's GLIDE limiter, whose reads and writes are the store's own (on keys and values the same as
- * its Redis limiter's, where the other clients' counters live) and whose hits are the store's own (`INCR` and `PTTL`). Its own
- * storage uses Valkey functions, which Redis does not run; none of it is used.
+ * its Redis limiter's, where the other clients' counters live) and whose hits are the store's own (`INCR` and
+ * `PTTL`). Its own storage uses Valkey functions, which Redis does not run; none of it is used.
  */
 export class GlideLimiter extends RateLimiterValkeyGlide implements CountsAsync, StoreCounter<Count> {
   readonly countsAsync = true;
