@@ -211,6 +211,14 @@ describeRedisServer('the Redis commands of each request, and what the store make
     }
   };
 
+  /** The client's key holds `count`, and ends within one window. */
+  const expectWindow = async (node: Redis, prefix: string, count: string) => {
+    expect(await node.get(keyOf(prefix))).toBe(count);
+    const ttl = await node.pttl(keyOf(prefix));
+    expect(ttl).toBeGreaterThan(0);
+    expect(ttl).toBeLessThanOrEqual(row.windowMs);
+  };
+
   /** `count` requests one after the other: their outcomes, status and X-RateLimit-Remaining. */
   const inTurn = async (app: ReturnType<typeof serving>, count: number) => {
     const outcomes: string[] = [];
@@ -228,8 +236,7 @@ describeRedisServer('the Redis commands of each request, and what the store make
         const commands = await stop();
         expect(outcomes).toEqual(['200 1', '200 0', ...Array(6).fill('429 0')]);
         expect(commands).toEqual(['incr', 'pttl', 'eval', 'lua pttl', 'lua pexpire', 'incr', 'pttl', 'incr', 'pttl']);
-        expect(await node.get(keyOf(prefix))).toBe('3');
-        expect(await node.pttl(keyOf(prefix))).toBeGreaterThan(0);
+        await expectWindow(node, prefix, '3');
       });
     },
   );
@@ -242,10 +249,7 @@ describeRedisServer('the Redis commands of each request, and what the store make
         const stop = await watch(kind[0], prefix);
         expect(await inTurn(app, 2)).toEqual(['200 0', '429 0']);
         expect(await stop()).toEqual(['incr', 'pttl', 'eval', 'lua pttl', 'lua pexpire', 'incr', 'pttl']);
-        expect(await node.get(keyOf(prefix))).toBe('3');
-        const ttl = await node.pttl(keyOf(prefix));
-        expect(ttl).toBeGreaterThan(0);
-        expect(ttl).toBeLessThanOrEqual(row.windowMs);
+        await expectWindow(node, prefix, '3');
       });
     },
   );
@@ -285,10 +289,7 @@ describeRedisServer('the Redis commands of each request, and what the store make
           expect(outcomes).toEqual(['200 1', '200 0', '429 0']);
           // Its INCR finds no count: the repair script counts it again, as the first of a new window.
           expect(commands).toEqual(['incr', 'pttl', 'eval', 'lua incr', 'lua set', 'incr', 'pttl', 'incr', 'pttl']);
-          expect(await node.get(keyOf(prefix))).toBe('3');
-          const ttl = await node.pttl(keyOf(prefix));
-          expect(ttl).toBeGreaterThan(0);
-          expect(ttl).toBeLessThanOrEqual(row.windowMs);
+          await expectWindow(node, prefix, '3');
         });
       },
     );
