@@ -1,7 +1,7 @@
 // The Redis clients the store accepts (ioredis, node-redis, GLIDE): what kind each is, and its scripts and commands.
-import calculateSlot from 'cluster-key-slot';
 import { Checker, show } from '../../shared/check.js';
 import type { Hit } from '../adapter.js';
+import { slotOf } from './routes.js';
 import { batchedSendOf, glideCommands, glideScript, hashRecord, isGlideClient, sendOf } from './glide.js';
 import {
   HEAL_SCRIPT,
@@ -281,7 +281,7 @@ const SENT_AGAIN = /^(MOVED|ASK|TRYAGAIN|CLUSTERDOWN) |^Connection is closed/;
 function mastersOf(cluster: IoRedisCluster): (key: string, command: 'incr' | 'pttl') => Promise<unknown> {
   let byAddress = new Map<string, IoRedisLike>();
   const connectionOf = (key: string): IoRedisLike | undefined => {
-    const nodes = Array.isArray(cluster.slots) ? (cluster.slots[calculateSlot(key)] as unknown) : undefined;
+    const nodes = Array.isArray(cluster.slots) ? (cluster.slots[slotOf(key)] as unknown) : undefined;
     const address = Array.isArray(nodes) ? nodes[0] : undefined;
     if (typeof address !== 'string') return undefined;
     let node = byAddress.get(address);

@@ -1,6 +1,21 @@
 // Which node of a Redis Cluster holds a key: so that a master that fails stops only its own keys' requests waiting.
 import calculateSlot from 'cluster-key-slot';
 
+let lastKey: string | undefined;
+let lastSlot = 0;
+
+/**
+ * The slot of a key, as cluster-key-slot computes it, the last key's kept: a request asks for its key's slot up to
+ * three times in a row (its breaker's route, then each of its commands), and each computation encodes the key anew.
+ */
+export function slotOf(key: string): number {
+  if (key !== lastKey) {
+    lastSlot = calculateSlot(key);
+    lastKey = key;
+  }
+  return lastSlot;
+}
+
 /** A Cluster client as far as its slots are read: ioredis's table of slots, node-redis's master of a slot. */
 interface ClusterLike {
   readonly isCluster?: unknown;
@@ -18,14 +33,14 @@ export function routesOf(client: unknown): ((redisKey: string) => string) | unde
   const c = client as ClusterLike;
   if (c.isCluster === true && Array.isArray(c.slots)) {
     return (key) => {
-      const slot = calculateSlot(key);
+      const slot = slotOf(key);
       const nodes = (c.slots as unknown[])[slot];
       return Array.isArray(nodes) && typeof nodes[0] === 'string' ? nodes[0] : `slot ${slot}`;
     };
   }
   if (typeof c.getSlotMaster === 'function') {
     return (key) => {
-      const slot = calculateSlot(key);
+      const slot = slotOf(key);
       try {
         const master = c.getSlotMaster?.(slot);
         if (master && typeof master.host === 'string') return `${master.host}:${String(master.port)}`;
@@ -35,6 +50,6 @@ export function routesOf(client: unknown): ((redisKey: string) => string) | unde
       return `slot ${slot}`;
     };
   }
-  if (typeof c.fcallWithRoute === 'function') return (key) => `slot ${calculateSlot(key)}`;
+  if (typeof c.fcallWithRoute === 'function') return (key) => `slot ${slotOf(key)}`;
   return undefined;
 }
