@@ -18,10 +18,12 @@ const TOP = Number(process.env.BENCH_PROFILE_TOP ?? 25);
 const ROUNDS = Number(process.env.BENCH_PROFILE_ROUNDS ?? 3);
 const { INTERVAL_US } = require('./profiler.js');
 const ROOT = join(__dirname, '..');
+const { CLIENTS } = require('./sliced.js');
 
 function wrk(port, seconds) {
   const args = ['-c', '1', 'wrk', '-t1', '-c32', `-d${seconds}s`, '--timeout', '10s'];
-  args.push('-H', 'Authorization: Bot bench-token', `http://127.0.0.1:${port}/v1/bots/42`);
+  // The ruler's load (bench/sliced.js): its clients in turn, so that a Cluster's keys fall on its masters as there.
+  args.push('-s', join(__dirname, 'clients.lua'), `http://127.0.0.1:${port}/v1/bots/42`, '--', String(CLIENTS));
   return new Promise((resolve, reject) =>
     execFile('taskset', args, { encoding: 'utf8' }, (error, output) =>
       error ? reject(error) : resolve(Number(/(\d+) requests in/.exec(output)[1])),

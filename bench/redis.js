@@ -58,7 +58,8 @@ async function usage(port) {
 }
 
 /**
- * A Redis of its own for one side of a pair: one server, or with `cluster` a Cluster of three masters. `target` is
+ * A Redis of its own for one side of a pair: one server, or with `cluster` a Cluster of three masters (of
+ * BENCH_CLUSTER_MASTERS: 1 makes one master that holds every slot, to tell what the masters' number costs). `target` is
  * what `bench/server.js` takes (a port, or the masters' ports comma-separated); `usage()` what each process has done
  * (see usage), in the order of `ports`.
  */
@@ -74,7 +75,10 @@ async function startRedisFor(cpu, cluster = false) {
   }
   const servers = [];
   try {
-    for (let i = 0; i < 3; i++) {
+    const masters = Number(process.env.BENCH_CLUSTER_MASTERS ?? 3);
+    if (!Number.isInteger(masters) || (masters !== 1 && masters < 3))
+      throw new Error('BENCH_CLUSTER_MASTERS must be 1, or 3 or more');
+    for (let i = 0; i < masters; i++) {
       const bus = await freePort();
       servers.push(
         await startProcess(cpu, [
@@ -88,7 +92,13 @@ async function startRedisFor(cpu, cluster = false) {
       );
     }
     const ports = servers.map((s) => s.port);
-    await run('redis-cli', ['--cluster', 'create', ...ports.map((p) => `127.0.0.1:${p}`), '--cluster-yes']);
+    if (masters === 1) {
+      // redis-cli makes Clusters of three masters or more: one is given every slot, and the address it announces.
+      await ask(ports[0], 'config', 'set', 'cluster-announce-ip', '127.0.0.1');
+      await ask(ports[0], 'cluster', 'addslotsrange', '0', '16383');
+    } else {
+      await run('redis-cli', ['--cluster', 'create', ...ports.map((p) => `127.0.0.1:${p}`), '--cluster-yes']);
+    }
     for (let attempt = 0; ; attempt++) {
       const infos = await Promise.all(ports.map((port) => ask(port, 'cluster', 'info')));
       if (infos.every((info) => info.includes('cluster_state:ok'))) break;

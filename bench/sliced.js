@@ -389,7 +389,7 @@ function report(results) {
   return lines;
 }
 
-module.exports = { runSliced, report };
+module.exports = { runSliced, report, CLIENTS };
 
 if (require.main === module) {
   runSliced().then(
