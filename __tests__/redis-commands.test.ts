@@ -295,6 +295,114 @@ describeRedisServer('the Redis commands of each request, and what the store make
     );
   });
 
+  /**
+   * The endpoints counted by a script (a sliding window, several limits): what another program may leave at the key of
+   * the first limit, and what the client's requests then count on each limit (the refusing limit's count is its
+   * limit + 1).
+   */
+  const LIMITS = [
+    { limit: 2, windowMs: 60_000 },
+    { limit: 5, windowMs: 3_600_000 },
+  ];
+  const scripted: [string, 's' | 'f', (node: Redis, key: string) => Promise<unknown>, number[][]][] = [
+    ['sliding: a word', 's', (node, key) => node.set(key, 'many'), [[1], [2], [3]]],
+    ['sliding: a hash', 's', (node, key) => node.hset(key, 'a', '1'), [[1], [2], [3]]],
+    ['sliding: a list of words', 's', (node, key) => node.rpush(key, 'then', 'now'), [[1], [2], [3]]],
+    ['sliding: a list of times below zero', 's', (node, key) => node.rpush(key, '-5'), [[1], [2], [3]]],
+    [
+      'two limits: a word',
+      'f',
+      (node, key) => node.set(key, 'many'),
+      [
+        [1, 1],
+        [2, 2],
+        [3, 2],
+      ],
+    ],
+    [
+      'two limits: a fraction',
+      'f',
+      (node, key) => node.set(key, '1.5'),
+      [
+        [1, 1],
+        [2, 2],
+        [3, 2],
+      ],
+    ],
+    [
+      'two limits: a count below zero',
+      'f',
+      (node, key) => node.set(key, '-5', 'PX', 60_000),
+      [
+        [1, 1],
+        [2, 2],
+        [3, 2],
+      ],
+    ],
+    [
+      'two limits: the largest 64-bit integer',
+      'f',
+      (node, key) => node.set(key, '9223372036854775807'),
+      [
+        [1, 1],
+        [2, 2],
+        [3, 2],
+      ],
+    ],
+    [
+      'two limits: a list',
+      'f',
+      (node, key) => node.rpush(key, '1'),
+      [
+        [1, 1],
+        [2, 2],
+        [3, 2],
+      ],
+    ],
+    // A count left without an expiry is a count: it is given its window.
+    [
+      'two limits: a count without an expiry',
+      'f',
+      (node, key) => node.set(key, '1'),
+      [
+        [2, 1],
+        [3, 1],
+        [3, 1],
+      ],
+    ],
+  ];
+
+  describe.each(kinds)('%s: the key of a limit counted by a script, holding what no instance writes', (...kind) => {
+    it.each(scripted)(
+      '%s: the requests that find it count exactly from a new window; no error, nothing left without an expiry',
+      async (_what, window, write, counts) => {
+        const [name, , connect] = kind;
+        const prefix = freshPrefix();
+        const connection = await connect(target);
+        try {
+          const store = redisStore(connection.client, { prefix, ...counting });
+          const spec = { name: BUCKET, window: window === 's' ? 'sliding' : 'fixed', limits: LIMITS } as const;
+          const limits = store.limits?.(window === 's' ? { ...spec, limits: LIMITS.slice(0, 1) } : spec);
+          const counter = limits as unknown as { count(key: string): Promise<readonly { count: number }[]> };
+          const keys = LIMITS.map((l) => `${prefix}:${BUCKET}:{k}:${window}${l.windowMs / 1000}`);
+          const node = await nodeOf(name, keys[0] as string);
+          await write(node, keys[0] as string);
+          const answers: number[][] = [];
+          for (let i = 0; i < 3; i++) answers.push((await counter.count('k')).map((c) => c.count));
+          expect(answers).toEqual(counts);
+          for (const [i, key] of keys.slice(0, counts[0]?.length).entries()) {
+            expect(await node.type(key)).toBe(window === 's' ? 'list' : 'string');
+            const ttl = await node.pttl(key);
+            expect(ttl).toBeGreaterThan(0);
+            expect(ttl).toBeLessThanOrEqual((LIMITS[i] as { windowMs: number }).windowMs);
+          }
+        } finally {
+          await connection.close();
+        }
+      },
+    );
+  });
+
   it.each(kinds)(
     '%s: of simultaneous requests through two instances onto a key that holds no count, exactly the limit pass',
     async (...kind) => {
@@ -432,14 +540,14 @@ describeRedisServer('the Redis commands of each request, and what the store make
         expect(answers.map(count)).toEqual([2, 1, 3, 4]);
         // Three counts of two commands and a script: one batch.
         expect(batches).toEqual([7]);
-        // A command that fails fails alone: a sliding window's key holding a string is no list, the next one counts.
-        const key = `${prefix}:GET /y:{bad}:s60`;
-        await client.customCommand(['SET', key, 'x']);
+        // A command that fails fails alone: a script Redis cannot run (a limit that is no number), the next one counts.
+        const unreadable = { ...limits, limits: [{ limit: 'many' as unknown as number, windowMs: 60_000 }] };
+        const broken = store.limits?.(unreadable) as unknown as Counts<readonly { count: number }[]>;
         batches.length = 0;
-        const [failed, next] = await Promise.allSettled([sliding.count('bad'), fixed.count('k')]);
+        const [failed, next] = await Promise.allSettled([broken.count('bad'), fixed.count('k')]);
         expect(failed).toMatchObject({
           status: 'rejected',
-          reason: expect.objectContaining({ message: expect.stringMatching(/WRONGTYPE/) }),
+          reason: expect.objectContaining({ message: expect.stringMatching(/compare|nil/) }),
         });
         expect(next).toMatchObject({ status: 'fulfilled', value: { count: 5 } });
         expect(batches).toEqual([3]);

@@ -40,6 +40,25 @@ const runs: { script: string; setup?: string[][]; keys: string[]; args: string[]
     args: ['s', '1', '1000', '5', '60000'],
   },
   { script: 'limits', keys: ['l:{b}:s1', 'l:{b}:s2'], args: ['s', '1', '1000', '5', '60000'] },
+  // Keys holding what no instance writes there, and a count left without an expiry.
+  {
+    script: 'limits',
+    setup: [
+      ['SET', 'l:{c}:s1', 'many'],
+      ['RPUSH', 'l:{c}:s2', 'then'],
+    ],
+    keys: ['l:{c}:s1', 'l:{c}:s2'],
+    args: ['s', '1', '1000', '5', '60000'],
+  },
+  {
+    script: 'limits',
+    setup: [
+      ['RPUSH', 'l:{d}:f1', '1'],
+      ['SET', 'l:{d}:f2', '2'],
+    ],
+    keys: ['l:{d}:f1', 'l:{d}:f2'],
+    args: ['f', '1', '1000', '5', '60000'],
+  },
   ...[
     // field, value, endsAt, when, expected, event, now, epoch, history length, changes kept, ended per change
     ['ban:a', '{"x":1}', '1000', 'always', '', 'e1', '0', 'epoch', '10', '100', '10'],
@@ -78,6 +97,7 @@ const runs: { script: string; setup?: string[][]; keys: string[]; args: string[]
   { script: 'clock', keys: ['s:{r}:record'], args: [] },
   { script: 'peek', keys: ['l:{a}:f1', 'l:{a}:f2'], args: ['f', '1', '1000', '5', '60000'] },
   { script: 'peek', setup: [['SET', 'l:{a}:f3', '2']], keys: ['l:{a}:f3'], args: ['f', '1', '1000'] },
+  { script: 'peek', setup: [['SET', 'l:{a}:f4', 'many']], keys: ['l:{a}:f4'], args: ['f', '1', '1000'] },
   {
     script: 'peek',
     setup: [['RPUSH', 'l:{b}:s3', '1', String(Date.now() + 60_000)]],

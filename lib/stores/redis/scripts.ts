@@ -39,25 +39,46 @@ export const REPAIR_SHA = createHash('sha1').update(REPAIR_SCRIPT).digest('hex')
 /**
  * What the scripts of an endpoint's limits share: Redis' time, the window kind (ARGV[1]), and `read`, which answers a
  * limit's count on its key and the milliseconds until it frees a request, or nil for a key with no window running.
- * A sliding limit's requests that left the window are dropped first, as a request would drop them.
+ * A sliding limit's requests that left the window are dropped first, as a request would drop them. A key that holds
+ * what no instance writes there (another program's value: another type, a time or a count that is no whole number
+ * from zero to 2^53, as REPAIR_SCRIPT finds for a fixed window's hit) is deleted and read as none: its client begins
+ * a new window, exactly, instead of failing every request. A fixed window's count left without an expiry (a client
+ * stopped between its `INCR` and its `PEXPIRE`) is given its window, as HEAL_SCRIPT gives it.
  */
 const WINDOWS_COMMON = `local t = redis.call('time')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local sliding = ARGV[1] == 's'
+local function whole(n)
+  return n and n >= 0 and n < 9007199254740992 and n == math.floor(n)
+end
+local function foreign(key)
+  redis.call('del', key)
+  return 0, nil
+end
 local function read(key, window)
   if sliding then
-    local oldest = redis.call('lindex', key, 0)
-    while oldest and tonumber(oldest) <= now - window do
+    local oldest = redis.pcall('lindex', key, 0)
+    if type(oldest) == 'table' then return foreign(key) end
+    while oldest do
+      local at = tonumber(oldest)
+      if not whole(at) then return foreign(key) end
+      if at > now - window then return redis.call('llen', key), at + window - now end
       redis.call('lpop', key)
       oldest = redis.call('lindex', key, 0)
     end
-    local count = redis.call('llen', key)
-    if oldest then return count, tonumber(oldest) + window - now end
-    return count, nil
+    return 0, nil
   end
-  local count = tonumber(redis.call('get', key) or '0')
+  local value = redis.pcall('get', key)
+  if type(value) == 'table' then return foreign(key) end
+  local count = tonumber(value or '0')
+  if not whole(count) then return foreign(key) end
+  if count == 0 then return 0, nil end
   local ttl = redis.call('pttl', key)
-  if count > 0 and ttl > 0 then return count, ttl end
+  if ttl == -1 then
+    redis.call('pexpire', key, window)
+    ttl = window
+  end
+  if ttl > 0 then return count, ttl end
   return count, nil
 end
 `;
