@@ -6,19 +6,16 @@ import { endpointsOf } from '../contract/table.js';
 import { Pacer } from './pacing.js';
 import type { ClientSettings } from './options.js';
 
-/** One endpoint of the table: `<METHOD> <path>`, its path's parameters, and its pacing. */
 export interface Endpoint {
   readonly name: string;
   readonly method: string;
-  /** The names of the path's parameters. */
+  /** The path's parameters. */
   readonly keys: readonly string[];
   readonly toPath: (params: Record<string, string>) => string;
-  /** Milliseconds a GET answer is kept; 0 for none. */
   readonly cacheMs: number;
   readonly pacer: Pacer;
 }
 
-/** The endpoints of the table, by name. */
 export type Endpoints = ReadonlyMap<string, Endpoint>;
 
 export function compileEndpoints(settings: ClientSettings): Endpoints {
@@ -50,7 +47,7 @@ export function endpointOf(endpoints: Endpoints, method: string, shape: unknown)
   );
 }
 
-/** The URL of a call: the path parameters encoded into the path, the others sent as the query string. */
+/** Path parameters go into the path, the others into the query string. */
 export function urlOf(baseUrl: string, endpoint: Endpoint, params: unknown): string {
   if (params !== undefined && !isPlainObject(params)) {
     throw new ListingClientError('ERR_INVALID_PARAMS', endpoint.name, `params must be an object; got ${show(params)}.`);
@@ -70,7 +67,6 @@ export function urlOf(baseUrl: string, endpoint: Endpoint, params: unknown): str
   return `${baseUrl}${endpoint.toPath(path)}${search}`;
 }
 
-/** A body as the JSON text to send. */
 export function jsonOf(endpoint: Endpoint, body: unknown): string | undefined {
   try {
     return JSON.stringify(body);

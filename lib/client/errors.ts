@@ -24,7 +24,7 @@ export class ListingClientError extends Error {
   readonly endpoint: string;
   /** The HTTP status of the last answer, when there was one. */
   readonly status: number | undefined;
-  /** `ERR_WAIT_TOO_LONG`: how long the call would have had to wait; `ERR_RATE_LIMITED`: the last wait asked. */
+  /** `ERR_WAIT_TOO_LONG`: the wait it would have had; `ERR_RATE_LIMITED`: the last wait asked. */
   readonly waitMs: number | undefined;
   /** `ERR_BANNED`: when the ban ends. */
   readonly bannedUntil: Date | undefined;

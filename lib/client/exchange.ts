@@ -3,18 +3,15 @@ import { isPlainObject, MAX_TIMER_MS } from '../shared/check.js';
 import { ListingClientError } from './errors.js';
 import { type ServerLimit } from '../contract/read-headers.js';
 
-/** The largest answer body read: a server that sends more is cut off (`ERR_TOO_LARGE`). */
 const MAX_BODY_BYTES = 16 * 1024 * 1024;
-/** How much of a server's message an error repeats. */
 const MESSAGE_CHARS = 200;
 
-/** A server's answer, read whole. */
 export interface Answer {
   readonly res: Response;
   readonly body: unknown;
 }
 
-/** An answer's body, at most MAX_BODY_BYTES: JSON when it says so, else text; `undefined` when empty. */
+/** JSON when the answer says so, else text; `undefined` when empty. */
 async function bodyOf(res: Response, name: string): Promise<unknown> {
   let text = '';
   if (res.body) {
@@ -44,32 +41,27 @@ async function bodyOf(res: Response, name: string): Promise<unknown> {
   }
 }
 
-/** What the server said in an answer's body (its `message`, else its text), cut short, on one line. */
-function serverMessage(body: unknown): string | undefined {
+/** `answered 429: <the body's message, else its text>`, cut short, on one line. */
+function answered(status: number, body: unknown): string {
   const text = isPlainObject(body) && typeof body.message === 'string' ? body.message : body;
-  if (typeof text !== 'string') return undefined;
-  const line = text.replace(/\p{Cc}+/gu, ' ').trim();
-  if (line === '') return undefined;
-  return line.length > MESSAGE_CHARS ? `${line.slice(0, MESSAGE_CHARS)}…` : line;
+  const line = typeof text === 'string' ? text.replace(/\p{Cc}+/gu, ' ').trim() : '';
+  if (line === '') return `answered ${status}`;
+  return `answered ${status}: ${line.length > MESSAGE_CHARS ? `${line.slice(0, MESSAGE_CHARS)}…` : line}`;
 }
 
-/** ` (answered 429: <the server's message>)`, for the errors of an answer. */
 export function quoteAnswer(status: number, body: unknown): string {
-  const message = serverMessage(body);
-  return message === undefined ? ` (answered ${status})` : ` (answered ${status}: ${message})`;
+  return ` (${answered(status, body)})`;
 }
 
-/** The ERR_HTTP of an answer that ends its call: its status, and the server's message. */
 export function httpError(name: string, { res, body }: Answer): ListingClientError {
-  const message = serverMessage(body);
-  const text = message === undefined ? `answered ${res.status}.` : `answered ${res.status}: ${message}`;
+  const text = answered(res.status, body);
   return new ListingClientError('ERR_HTTP', name, /[.!?]$/.test(text) ? text : `${text}.`, {
     status: res.status,
     body,
   });
 }
 
-/** Resolves after `ms`; the timer keeps the process alive, as the call that waits on it does. */
+/** The timer keeps the process alive, as the call that waits on it does. */
 export function delay(ms: number, signal: AbortSignal | undefined): Promise<void> {
   return new Promise((done, fail) => {
     if (signal?.aborted) return fail(signal.reason);
@@ -88,7 +80,6 @@ export function delay(ms: number, signal: AbortSignal | undefined): Promise<void
   });
 }
 
-/** Settles with `promise`, or rejects with the signal's reason as soon as it aborts. */
 export function abortable<T>(promise: Promise<T>, signal: AbortSignal | undefined): Promise<T> {
   if (!signal) return promise;
   if (signal.aborted) return Promise.reject(signal.reason as Error);
@@ -99,10 +90,7 @@ export function abortable<T>(promise: Promise<T>, signal: AbortSignal | undefine
   });
 }
 
-/**
- * Sends one request and reads its answer whole, within `timeoutMs`: the request is aborted then, and the call
- * settles even if `send` ignores its signal. Rejects with the caller's signal's reason, or a ListingClientError.
- */
+/** Reads the answer whole within `timeoutMs`, and settles then even if `send` ignores its signal. */
 export async function exchange(
   send: typeof fetch,
   url: string,
@@ -133,7 +121,7 @@ export async function exchange(
   }
 }
 
-/** The longest reset among the limits an answer says are spent: what a 429 without `Retry-After` asks. */
+/** What a 429 without `Retry-After` asks: the longest reset among the spent limits. */
 export function spentResetMs(limits: readonly ServerLimit[] | undefined): number | undefined {
   const resets = (limits ?? []).filter((limit) => limit.remaining === 0).map((limit) => limit.resetMs);
   return resets.length === 0 ? undefined : Math.max(...resets);

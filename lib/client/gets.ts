@@ -6,7 +6,6 @@ import type { Sender } from './sender.js';
 /** GET answers kept at the most; the least recently used go first. */
 const CACHE_ENTRIES = 500;
 
-/** A GET under way, and how many callers wait for it. */
 interface Shared {
   readonly promise: Promise<unknown>;
   readonly controller: AbortController;
@@ -19,7 +18,6 @@ export class Gets {
 
   constructor(private readonly sender: Sender) {}
 
-  /** The answer of a GET of `url`: kept, shared with the callers already waiting for it, or asked. */
   get(endpoint: Endpoint, url: string, signal: AbortSignal | undefined): Promise<unknown> {
     const kept = this.#cache.get(url);
     if (kept && kept.until > Date.now()) {
@@ -30,7 +28,7 @@ export class Gets {
     const shared = this.#underWay.get(url) ?? this.#start(endpoint, url);
     shared.callers++;
     if (!signal) return shared.promise;
-    // One request for every concurrent caller; it is cancelled only when every one of them has aborted.
+    // Cancelled only when every caller has aborted.
     const leave = () => {
       if (--shared.callers === 0) shared.controller.abort(signal.reason);
     };

@@ -12,10 +12,7 @@ import {
 import { Reports } from './reports.js';
 import { Sender } from './sender.js';
 
-/**
- * A client of a listing API that paces every call by the table, so that it is not refused: see the README's
- * "For API clients". Throws a `ListingLimitsError` naming the option when the options cannot work.
- */
+/** A client that paces every call by the table; an option that cannot work throws a `ListingLimitsError`. */
 export function listingClient(options: ListingClientOptions): ListingClient {
   const settings = resolveClient(options);
   const endpoints = compileEndpoints(settings);
@@ -24,7 +21,6 @@ export function listingClient(options: ListingClientOptions): ListingClient {
   let closed = false;
   const reports = new Reports(sender, settings, () => closed);
 
-  /** The endpoint and URL of a call; throws when the call cannot be made. */
   const target = (method: string, shape: string, params: unknown): { endpoint: Endpoint; url: string } => {
     const endpoint = endpointOf(endpoints, method, shape);
     if (closed) throw new ListingClientError('ERR_CLOSED', endpoint.name, 'the client is closed.');

@@ -6,40 +6,27 @@ import { type WaitEvent } from './pacing.js';
 
 /** Options of {@link listingClient}. */
 export interface ListingClientOptions {
-  /**
-   * The table the API enforces: `'A'` (or `'a'`, `'servers'`), `'B'` (or `'b'`, `'bots'`) or rows of your own, as for
-   * `listingLimits`; one method and path may have several rows, each with its own `windowMs`. Required.
-   */
+  /** The table the API enforces: `'A'`, `'B'` or rows of your own, as for `listingLimits`. Required. */
   listing: AnyListingName | readonly EndpointRow[];
-  /** Where the API is served, e.g. `https://api.example.org`: each path is appended to it. Required. */
+  /** Where the API is served, e.g. `https://api.example.org`. Required. */
   baseUrl: string | URL;
-  /** The `Authorization` value sent with every call. Default: none (the server counts the calls by IP address). */
+  /** The `Authorization` value sent with every call. Default: none. */
   token?: string | undefined;
   /** The fetch that sends requests. Default: the global `fetch`. */
   fetch?: typeof fetch;
-  /**
-   * A call that would wait longer than this many milliseconds for its turn, by the table, the server's answers or a
-   * `Retry-After`, rejects at once (`ERR_WAIT_TOO_LONG`); `0` lets no call wait. At most 2147483647.
-   * Default: `60000`, or the table's longest window when that is longer.
-   */
+  /** A call that would wait longer rejects (`ERR_WAIT_TOO_LONG`). Default: `60000`, or the table's longest window. */
   maxWaitMs?: number;
-  /**
-   * Milliseconds a request may take, from its send to the end of its answer's body: then it is aborted
-   * (`ERR_TIMEOUT`); a GET is sent again within `retries`, a POST never. Default: `30000`.
-   */
+  /** Milliseconds a request may take to its answer's last byte (`ERR_TIMEOUT`; a GET is retried). Default: `30000`. */
   timeoutMs?: number;
-  /**
-   * Milliseconds to keep GET answers, by path shape of the table: `{ '/v1/bots/:id': 5000 }`; `0` keeps none.
-   * Default: `60000` for the list endpoints (`/v1/bots`, `/v1/servers`), `0` for the others.
-   */
+  /** Milliseconds to keep GET answers, by path shape. Default: `60000` for `/v1/bots` and `/v1/servers`, else `0`. */
   cache?: Readonly<Record<string, number>>;
-  /** `report()` sends a changed body at the latest this many milliseconds after the last send. Default: `60000`. */
+  /** `report()` sends a changed body at the latest this long after the last send. Default: `60000`. */
   reportIntervalMs?: number;
-  /** Told each time a call has to wait before it is sent, and why. Default: none. */
+  /** Told each time a call waits before it is sent, and why. Default: none. */
   onWait?: (event: WaitEvent) => void;
-  /** Receives the errors of the sends that `report()` makes in the background. Default: they are dropped. */
+  /** Receives the errors of `report()`'s sends. Default: they are dropped. */
   onError?: (error: unknown) => void;
-  /** Retries of a call refused with 429, and of a GET that met a network error, a timeout or a 5xx. Default: `2`. */
+  /** Retries of a 429, and of a GET that met a network error, a timeout or a 5xx. Default: `2`. */
   retries?: number;
 }
 
@@ -58,12 +45,9 @@ export interface ListingClient {
   get<T = unknown>(pathShape: string, params?: Params, options?: CallOptions): Promise<T>;
   /** `POST` of `body` as JSON on a path shape of the table: the parsed JSON answer. */
   post<T = unknown>(pathShape: string, params: Params, body: unknown, options?: CallOptions): Promise<T>;
-  /**
-   * Posts `body` in the background, rule 7's way: only the latest body per URL is kept, and it is sent on every
-   * 5th change or once `reportIntervalMs` has passed since the last send, never faster than the POST row allows.
-   */
+  /** Posts `body` in the background, rule 7's way: the latest per URL, on every 5th change or `reportIntervalMs`. */
   report(pathShape: string, params: Params, body: unknown): void;
-  /** Sends the pending reports and resolves when every call made so far is done. Later calls reject (`ERR_CLOSED`). */
+  /** Sends the pending reports and waits for every call. Later calls reject (`ERR_CLOSED`). */
   close(): Promise<void>;
 }
 
@@ -80,10 +64,8 @@ const clientOptionNames = [
   'onError',
   'retries',
 ] as const;
-/** The list endpoints, whose GET answers are kept a minute by default. */
 const LIST_PATHS = new Set(['/v1/bots', '/v1/servers']);
 const LIST_CACHE_MS = 60_000;
-/** The whole-number options: unit, bounds and default (maxWaitMs: or the table's longest window). */
 const wholeOptions = {
   maxWaitMs: { unit: 'milliseconds', least: 0, most: MAX_TIMER_MS, fallback: 60_000 },
   timeoutMs: { unit: 'milliseconds', least: 1, most: MAX_TIMER_MS, fallback: 30_000 },
@@ -91,19 +73,17 @@ const wholeOptions = {
   retries: { unit: 'retries', least: 0, most: 10, fallback: 2 },
 } as const;
 
-/** The options, checked: what the client's parts read. */
 export interface ClientSettings {
   readonly rows: readonly EndpointRow[];
-  /** The base URL without a trailing slash: each path is appended to it. */
+  /** Without a trailing slash. */
   readonly baseUrl: string;
   readonly token: string | undefined;
   readonly fetch: typeof fetch;
   readonly maxWaitMs: number;
   readonly timeoutMs: number;
-  /** Milliseconds to keep GET answers, by path shape. */
   readonly cacheMs: ReadonlyMap<string, number>;
   readonly reportIntervalMs: number;
-  /** The listeners, which never throw: a listener's mistake must not break a call. */
+  /** Never throw: a listener's mistake must not break a call. */
   readonly onWait: (event: WaitEvent) => void;
   readonly onError: (error: unknown) => void;
   readonly retries: number;
@@ -111,7 +91,6 @@ export interface ClientSettings {
 
 const clientCheck: Checker = new Checker('listingClient');
 
-/** A listener whose mistakes are dropped: what it throws breaks no call, and no report's send rejects with it. */
 function quietly<T>(listener: (arg: T) => void): (arg: T) => void {
   return (arg) => {
     try {
@@ -142,7 +121,6 @@ function checkCache(value: unknown, rows: readonly EndpointRow[]): Map<string, n
   return cache;
 }
 
-/** The settings of `options`; throws a `ListingLimitsError` naming the first option that cannot work. */
 export function resolveClient(options: ListingClientOptions): ClientSettings {
   const o = clientCheck.options(options, 'options', '{ listing, baseUrl, token }');
   if (options === undefined)

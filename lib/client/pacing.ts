@@ -4,7 +4,7 @@ import { ListingClientError } from './errors.js';
 import type { Limit } from '../contract/limit.js';
 import type { ServerLimit } from '../contract/read-headers.js';
 
-/** Why a call waits before it is sent. */
+/** Why a call waits: the table, the server's answers, a 429's `Retry-After`, or a GET's backoff after a failure. */
 export type WaitReason = 'table' | 'server' | 'retry-after' | 'backoff';
 
 /** What `onWait` is told when a call has to wait. */
@@ -13,35 +13,25 @@ export interface WaitEvent {
   readonly endpoint: string;
   /** About how long the call waits, in milliseconds. */
   readonly ms: number;
-  /**
-   * `'table'`: the table's limit is spent in this window; `'server'`: the server's answers said so (another process
-   * on the same token, or other limits); `'retry-after'`: a 429 said how long to wait; `'backoff'`: a GET waits
-   * before it is sent again after a network error, a timeout or a 5xx.
-   */
+  /** Why the call waits. */
   readonly reason: WaitReason;
 }
 
 /** Limits one endpoint may have, the table's and those the server's answers add. */
 const MAX_LIMITS = 8;
 
-/** Requests of one limit that hold a place until `until`; `server`: those the server's answers counted beyond ours. */
+/** `server`: requests the server counted beyond ours, by another client on the same token. */
 interface Spent {
   readonly until: number;
   readonly n: number;
   readonly server: boolean;
 }
 
-/**
- * One limit's places. A request holds one from when it is sent until one window after its answer arrived: the
- * server counted it somewhere in between, so once that time has passed, no window of the server (fixed or
- * sliding, whenever it started) can hold it together with a request sent from then on.
- */
+/** A request holds a place until a window after its answer: no server window, fixed or sliding, holds it then. */
 class Budget {
   limit: number;
   windowMs: number;
-  /** Requests sent whose answer has not arrived. */
   inflight = 0;
-  /** Answered requests still holding a place, by the time they free it, earliest first. */
   readonly #spent: Spent[] = [];
   #total = 0;
 
@@ -50,7 +40,6 @@ class Budget {
     this.windowMs = windowMs;
   }
 
-  /** Places held at `now`. */
   used(now: number): number {
     let gone = 0;
     while (gone < this.#spent.length && (this.#spent[gone] as Spent).until <= now) {
@@ -68,15 +57,11 @@ class Budget {
     this.#total += n;
   }
 
-  /** Whether the server's answers hold some of the places. */
   get byServer(): boolean {
     return this.#spent.some((spent) => spent.server);
   }
 
-  /**
-   * When the `k`-th place held (1-based, earliest first) is free again; a request in flight is counted as if its
-   * answer arrived now, or, with `exact`, gives undefined: only its answer will tell.
-   */
+  /** When the `k`-th place held is free; one in flight, a window from now (`exact`: undefined, its answer tells). */
   freedAt(k: number, now: number, exact: boolean): number | undefined {
     for (const spent of this.#spent) {
       k -= spent.n;
@@ -85,7 +70,7 @@ class Budget {
     return exact ? undefined : now + this.windowMs;
   }
 
-  /** When a call `ahead` places behind the first in line may go: about, for the waits told and bounded. */
+  /** About when the call `ahead` places behind the first in line may go. */
   estimate(ahead: number, now: number): number {
     const used = this.used(now);
     const k = used + (ahead % this.limit) + 1 - this.limit;
@@ -93,14 +78,13 @@ class Budget {
     return base + Math.floor(ahead / this.limit) * this.windowMs;
   }
 
-  /** When the first in line may go: `now` when a place is free, undefined when only an answer frees one. */
+  /** Undefined when only an answer frees a place. */
   next(now: number): number | undefined {
     const used = this.used(now);
     return used < this.limit ? now : this.freedAt(used - this.limit + 1, now, true);
   }
 }
 
-/** A request the pacer let go: it holds a place in each limit of its endpoint until its answer is in. */
 export class Ticket {
   open = true;
   constructor(readonly budgets: readonly Budget[]) {}
@@ -113,24 +97,14 @@ interface Waiter {
   readonly onAbort: () => void;
 }
 
-/**
- * One endpoint's pacing: calls take turns in order, and one goes when every limit of the endpoint has a free
- * place (see Budget). The server's answers correct it: its limits and windows replace the table's, what it counts
- * beyond this client's own requests holds places for a window, a 429 blocks the endpoint until its Retry-After. An
- * answer without any rate-limit field, where earlier answers carried them, is an unlimited grant: calls go unpaced
- * until the fields return. Where they never came (a server that sends none), silence is no grant, and every request
- * holds its place.
- * A waiting call keeps the process alive, as a pending fetch does: its timer is not unref'd, and no timer is set
- * beyond MAX_TIMER_MS. `onWait` is told each wait of a call in line, and must not throw (the settings' does not).
- */
+/** One endpoint's calls in turn, paced by the table as the server's answers correct it. */
 export class Pacer {
   readonly #budgets: Budget[];
-  /** A 429's Retry-After: nothing goes before. */
   #blockedUntil = 0;
   #unlimited = false;
-  /** Whether an answer on this endpoint told its limits: only then can an answer without them be a grant. */
+  /** Only an endpoint whose answers told its limits can be granted unlimited by an answer without them. */
   #spoke = false;
-  /** Cleared by a 429 met while unlimited: the server's silence was not a grant (a proxy dropping the fields). */
+  /** Cleared by a 429 met while unlimited: the silence was a proxy dropping the fields, not a grant. */
   #mayBeUnlimited = true;
   readonly #queue: Waiter[] = [];
   #timer: ReturnType<typeof setTimeout> | undefined;
@@ -149,7 +123,6 @@ export class Pacer {
     return Math.max(...this.#budgets.map((budget) => budget.windowMs));
   }
 
-  /** About how long the call `ahead` places behind the first in line waits from `now`, and why. */
   #estimate(ahead: number, now: number): { ms: number; reason: WaitReason } {
     let at = now;
     let reason: WaitReason = 'table';
@@ -169,7 +142,6 @@ export class Pacer {
     return { ms: at - now, reason };
   }
 
-  /** The rejection of a call that would wait `ms`; `quote` repeats the answer that asked it (` (answered 429: …)`). */
   tooLong(ms: number, details: { status?: number; body?: unknown; quote?: string } = {}): ListingClientError {
     return new ListingClientError(
       'ERR_WAIT_TOO_LONG',
@@ -179,11 +151,7 @@ export class Pacer {
     );
   }
 
-  /**
-   * Resolves, in turn, when the call may be sent; rejects at once with ERR_WAIT_TOO_LONG when its wait would be
-   * longer than maxWaitMs. `retry` puts a call sent again before the calls that came after it; its wait is not
-   * told, the answer that caused it was.
-   */
+  /** A `retry` goes first in line, and its wait is not told: the answer that caused it was. */
   take(signal: AbortSignal | undefined, retry = false): Promise<Ticket> {
     if (signal?.aborted) return Promise.reject(signal.reason);
     const { ms, reason } = this.#estimate(retry ? 0 : this.#queue.length, Date.now());
@@ -207,16 +175,11 @@ export class Pacer {
     });
   }
 
-  /**
-   * The answer to a ticket's request arrived at `at` (or the request failed then): the request frees its places
-   * one window later. `limits` is what the answer's fields said, `undefined` when it had none, `ok` whether it was
-   * a success.
-   */
+  /** `limits`: what the answer's fields said, `undefined` when it had none. */
   answered(ticket: Ticket, at: number, limits: readonly ServerLimit[] | undefined, ok: boolean): void {
     if (!ticket.open) return;
     ticket.open = false;
-    // A success without any field, from a server that told this endpoint's limits before, is an unlimited grant: it
-    // was not counted, and holds no place. Any other answer was counted, and holds its place for a window.
+    // A success without fields, where earlier answers had them, was not counted: an unlimited grant.
     const grant = ok && limits === undefined && this.#spoke && this.#mayBeUnlimited;
     for (const budget of ticket.budgets) {
       budget.inflight--;
@@ -233,7 +196,6 @@ export class Pacer {
     this.#pump();
   }
 
-  /** A ticket whose request was never sent gives its places back. */
   cancel(ticket: Ticket): void {
     if (!ticket.open) return;
     ticket.open = false;
@@ -241,7 +203,7 @@ export class Pacer {
     this.#pump();
   }
 
-  /** The budget a limit of the server's answer speaks of; one it adds when the answer shows a window of its own. */
+  /** Adds a budget for a window the table does not have. */
   #budgetOf(server: ServerLimit, reported: number): Budget | undefined {
     const budgets = this.#budgets;
     if (budgets.length === 1 && reported === 1) return budgets[0];
@@ -253,7 +215,7 @@ export class Pacer {
     return added;
   }
 
-  /** Follows one limit of an answer; true when that can make calls wait longer. */
+  /** True when calls may now wait longer. */
   #correct(server: ServerLimit, reported: number, at: number): boolean {
     const budget = this.#budgetOf(server, reported);
     if (!budget) return false;
@@ -266,13 +228,11 @@ export class Pacer {
       longer ||= server.windowMs > budget.windowMs;
       budget.windowMs = server.windowMs;
     }
-    // What the server counts beyond the places this client holds was spent by another client on the same token.
     const beyond = budget.limit - server.remaining - budget.used(at);
     if (beyond > 0) budget.add(at + budget.windowMs, Math.min(beyond, budget.limit), true);
     return longer || beyond > 0;
   }
 
-  /** A 429: nothing goes until `retryMs` from `at` has passed. */
   refused(retryMs: number, at: number): void {
     if (this.#unlimited) {
       this.#unlimited = false;
@@ -283,7 +243,6 @@ export class Pacer {
     this.#pump();
   }
 
-  /** Rejects every waiting call with `reason`. */
   clear(reason: unknown): void {
     for (const waiter of this.#queue.splice(0)) {
       waiter.signal?.removeEventListener('abort', waiter.onAbort);
@@ -292,7 +251,7 @@ export class Pacer {
     this.#stopTimer();
   }
 
-  /** After an answer made waits longer: the calls that would now wait beyond maxWaitMs reject at once. */
+  /** Rejects at once the calls that would now wait beyond maxWaitMs. */
   #recheck(): void {
     const now = Date.now();
     for (let ahead = 0; ahead < this.#queue.length;) {
@@ -312,7 +271,6 @@ export class Pacer {
     this.#timer = undefined;
   }
 
-  /** Lets the first calls in line go while every limit has a place; else waits for a place or an answer. */
   #pump(): void {
     this.#stopTimer();
     while (this.#queue.length > 0) {
@@ -326,7 +284,7 @@ export class Pacer {
           else at = Math.max(at, next);
         }
       }
-      // A place that only an answer frees: the answer (or the request's timeout) calls again.
+      // Only an answer frees a place: the answer, or the request's timeout, pumps again.
       if (answer && at === now) return;
       if (at > now) {
         this.#timer = setTimeout(() => this.#pump(), Math.min(at - now, MAX_TIMER_MS));

@@ -4,14 +4,11 @@ import type { Endpoint } from './endpoints.js';
 import type { ClientSettings } from './options.js';
 import type { Sender } from './sender.js';
 
-/** Changes of a URL's body that send it at once, without waiting for the interval. */
 const CHANGES_PER_REPORT = 5;
 
-/** The reports of one URL. */
 interface Report {
   readonly endpoint: Endpoint;
   readonly url: string;
-  /** JSON of the latest body, to send and to tell a change from a repeat. */
   json: string | undefined;
   changes: number;
   pending: boolean;
@@ -20,7 +17,7 @@ interface Report {
   timer: ReturnType<typeof setTimeout> | undefined;
 }
 
-/** Whether a failed send is final: the body is not sent again (the server did not want it, or the client is banned). */
+/** A body the server did not want, or a banned client's, is not sent again. */
 function isFinal(error: unknown): boolean {
   if (!(error instanceof ListingClientError)) return false;
   const { code, status } = error;
@@ -33,11 +30,9 @@ export class Reports {
   constructor(
     private readonly sender: Sender,
     private readonly settings: Pick<ClientSettings, 'reportIntervalMs' | 'onError'>,
-    /** Whether the client is closed: then each pending body is sent once, and nothing waits for an interval. */
     private readonly closed: () => boolean,
   ) {}
 
-  /** Keeps `json` as the latest body of `url`, sent on the 5th change or at the interval. */
   add(endpoint: Endpoint, url: string, json: string | undefined): void {
     let report = this.#byUrl.get(url);
     if (!report) {
@@ -61,7 +56,6 @@ export class Reports {
     else this.#schedule(report);
   }
 
-  /** Sends every pending body now, as close() does. */
   flushAll(): void {
     for (const report of this.#byUrl.values()) this.#flush(report);
   }
@@ -84,8 +78,7 @@ export class Reports {
         () => {},
         (error: unknown) => {
           failed = true;
-          // A body that did not arrive (429, 5xx, no answer) is pending again, unless a newer one took its place; it
-          // goes with the next change or interval. close() sends each body once.
+          // Pending again, unless a newer body took its place; close() sends each body once.
           report.pending = !this.closed() && !isFinal(error);
           this.settings.onError(error);
         },
@@ -98,10 +91,7 @@ export class Reports {
       });
   }
 
-  /**
-   * The send of a report that waits for its interval. A new body keeps the process alive until it has been tried
-   * once; one that failed waits for the next change, interval or close() without holding the process.
-   */
+  /** A new body keeps the process alive until it has been tried once; one that failed does not. */
   #schedule(report: Report, hold = true): void {
     if (report.timer !== undefined && hold) report.timer.ref();
     if (report.timer !== undefined || this.closed()) return;

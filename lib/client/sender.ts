@@ -7,15 +7,13 @@ import { type Answer, delay, exchange, httpError, quoteAnswer, spentResetMs } fr
 import type { ClientSettings } from './options.js';
 import type { Ticket } from './pacing.js';
 
-/** The first backoff of a GET after a network error, a timeout or a 5xx; each retry doubles it, less up to half. */
+/** Each retry doubles it, less up to half. */
 const BACKOFF_MS = 500;
 /** The latest time a `Date` can hold. */
 const MAX_DATE_MS = 8.64e15;
 
-/** What an answer asks of its call: done, sent again in its turn, or sent again after a backoff. */
 type Next = 'done' | 'again' | 'backoff';
 
-/** The ERR_BANNED of a call: until `until`, or with no end told; `status` and `body` of the answer that said so. */
 function bannedError(name: string, until: number | undefined, status?: number, body?: unknown): ListingClientError {
   const end = until === undefined ? 'the server gave no end' : `until ${new Date(until).toISOString()}`;
   const quote = status === undefined ? '' : quoteAnswer(status, body);
@@ -26,10 +24,7 @@ function bannedError(name: string, until: number | undefined, status?: number, b
   });
 }
 
-/**
- * Sends the calls of one client, each paced by its endpoint: retries 429s, and network errors, timeouts and 5xx of a
- * GET. A ban bans the whole client. Keeps every call under way, for close() to wait for.
- */
+/** Sends the calls of one client, each in its endpoint's turn; a ban bans the whole client. */
 export class Sender {
   #bannedUntil = 0;
   readonly #running = new Set<Promise<unknown>>();
@@ -39,7 +34,7 @@ export class Sender {
     private readonly endpoints: Endpoints,
   ) {}
 
-  /** Sends one call and resolves with its answer's body. `body` gives the JSON to send when the request goes. */
+  /** `body` gives the JSON when the request goes, so that a report sends its latest. */
   call(
     endpoint: Endpoint,
     url: string,
@@ -53,7 +48,6 @@ export class Sender {
     return promise;
   }
 
-  /** Resolves when every call made so far is done, those they lead to included. */
   async settled(): Promise<void> {
     while (this.#running.size > 0) await Promise.allSettled([...this.#running]);
   }
@@ -85,7 +79,6 @@ export class Sender {
     }
   }
 
-  /** Waits for the call's turn; a call in line when the client is banned or the call aborted gives its turn back. */
   async #turn(endpoint: Endpoint, retry: boolean, signal: AbortSignal | undefined): Promise<Ticket> {
     this.#refuseWhenBanned(endpoint.name);
     const ticket = await endpoint.pacer.take(signal, retry);
@@ -104,7 +97,6 @@ export class Sender {
     return { method, headers, body };
   }
 
-  /** Tells the endpoint's pacer what the answer said, and what the call does next; throws when it ends in an error. */
   #read(endpoint: Endpoint, ticket: Ticket, answer: Answer, attempt: number): Next {
     const at = Date.now();
     const { res, body } = answer;
@@ -117,7 +109,6 @@ export class Sender {
     throw httpError(endpoint.name, answer);
   }
 
-  /** A 429: the endpoint waits what it asks, and the call goes again in its turn, unless it would wait too long. */
   #refused(endpoint: Endpoint, answer: Answer, told: readonly ServerLimit[] | undefined, attempt: number, at: number) {
     const { pacer, name } = endpoint;
     const { res, body } = answer;
@@ -147,10 +138,7 @@ export class Sender {
     if (this.#bannedUntil > Date.now()) throw bannedError(name, this.#bannedUntil);
   }
 
-  /**
-   * A 403 that says the token is banned: the whole client is, until `bannedUntil` (or, unreadable, its
-   * `Retry-After`); every call waiting for its turn rejects at once, and later calls without a request.
-   */
+  /** Until `bannedUntil`, else `Retry-After`; every call in line rejects at once, and later calls without a request. */
   #ban(name: string, answer: Answer, at: number): ListingClientError {
     const body = answer.body as Record<string, unknown>;
     let until = typeof body.bannedUntil === 'string' ? Date.parse(body.bannedUntil) : Number.NaN;
