@@ -37,30 +37,17 @@ export type Authorize = (req: Request) => boolean | Promise<boolean>;
 /** Options of {@link limitsAdmin}. */
 export interface AdminPageOptions {
   /**
-   * Who may use the page: a function `(req) => boolean` (sync or async) for an app with its own login, or
-   * `{ token }`, an admin token of at least 16 characters entered once on the page's login form (then a login session
-   * is kept in a signed, `HttpOnly`, `SameSite=Strict` cookie). Required: the page is never open by accident.
+   * Who may use the page: `(req) => boolean` (sync or async), or `{ token }`, an admin token of at least 16
+   * characters for the page's login form. Required.
    */
   authorize: Authorize | { readonly token: string };
-  /**
-   * Signs the page's cookies and CSRF tokens: at least 32 characters, the same on every instance behind one
-   * address. Default: random for this process (logins and forms then hold on this instance only, until it restarts).
-   */
+  /** Signs cookies and CSRF tokens: 32 characters or more, the same on every instance. Default: random per process. */
   secret?: string;
-  /**
-   * Where the limiter of login attempts counts, under counter names of its own. Default: the store of `limits`, so
-   * that every instance sharing it shares the counts.
-   */
+  /** Where the limiter of login attempts counts. Default: the store of `limits`. */
   store?: Store;
-  /**
-   * Login attempts each client address may make, right or wrong; addresses are grouped as `limits` groups them (IPv6
-   * by its `ipv6Subnet`). Default: `{ limit: 10, windowMs: 900000 }`.
-   */
+  /** Login attempts per client address, right or wrong. Default: `{ limit: 10, windowMs: 900000 }`. */
   logins?: { limit: number; windowMs: number };
-  /**
-   * How long a login session lasts from the moment it is made, in milliseconds (at most one year); a cookie older
-   * than that is refused, whatever the browser keeps. Default: `28800000` (8 hours).
-   */
+  /** Milliseconds a login lasts from when it is made, at most a year. Default: `28800000` (8 hours). */
   sessionMs?: number;
 }
 
@@ -78,12 +65,11 @@ function grantOf(check: Checker, choice: string, multiplier: string, asked: Gran
   return check.invalid('grant', `must be one of the choices; got ${show(choice)}.`);
 }
 
-/** A secret as an error message shows it: never its value, only its length. */
+/** Never a secret's value, only its length. */
 function secretShown(value: string): string {
   return value === '' ? 'an empty string' : `a string of ${value.length} character${value.length === 1 ? '' : 's'}`;
 }
 
-/** The admin token of `{ token }`: at least 16 characters; one read from an unset variable is told so. */
 function checkAdminToken(check: Checker, token: unknown): string {
   if (typeof token === 'string' && token.length >= 16) return token;
   const got = typeof token === 'string' ? secretShown(token) : show(token);
@@ -94,9 +80,8 @@ function checkAdminToken(check: Checker, token: unknown): string {
   return check.invalid('options.authorize.token', `must be a string of at least 16 characters; got ${got}.${unset}`);
 }
 
-/** The options of the operator's page, checked. */
 interface AdminConfig {
-  /** The app's own decision; undefined with `{ token }`, whose login decides. */
+  /** Undefined with `{ token }`, whose login decides. */
   readonly authorize: Authorize | undefined;
   readonly adminToken: string | undefined;
   readonly secret: string;
@@ -105,7 +90,6 @@ interface AdminConfig {
   readonly store: Store;
 }
 
-/** `authorize`: a function, or `{ token }` with an admin token; anything else is refused, naming the fix. */
 function checkAuthorize(check: Checker, given: unknown): { authorize?: Authorize; adminToken?: string } {
   if (typeof given === 'function') return { authorize: given as Authorize };
   if (isPlainObject(given)) {
@@ -140,21 +124,15 @@ function checkAdminOptions(check: Checker, options: unknown, link: PagesLink): A
   };
 }
 
-/** What the routes of the operator's page share. */
 interface Admin {
   readonly middleware: ListingLimitsMiddleware;
   readonly link: PagesLink;
   readonly config: AdminConfig;
   readonly cookies: Sessions;
-  /** What a login made in the logins' epoch `epoch` is bound to. */
   readonly boundTo: (epoch: string) => string;
 }
 
-/**
- * The login sessions of the page. A login is bound to the admin token, to the logins' epoch and to the store's state:
- * a new token, a new epoch ("log out everywhere") or a state that replaced the one it was made in (lost, or a copy
- * behind it) ends every login made before; a logout ends its own, on every instance.
- */
+/** A login is bound to the admin token, the logins' epoch and the store's state: a new one of any ends it. */
 function adminSessions(config: AdminConfig, records: Records): Pick<Admin, 'cookies' | 'boundTo'> {
   const boundTo = (epoch: string) =>
     createHmac('sha256', config.secret)
@@ -162,8 +140,7 @@ function adminSessions(config: AdminConfig, records: Records): Pick<Admin, 'cook
       .digest('base64url')
       .slice(0, 22);
   const inForce = async (login: LoginSession) => {
-    // What another instance changed a moment ago (a logout, a new epoch) holds here from this request on. A store
-    // that fails goes to the app's error handler as every error of the pages does: bare.
+    // So that another instance's logout or new epoch holds here at once.
     await records.sync().catch((error: unknown) => Promise.reject(bare(error)));
     const epoch = records.logins.epoch();
     return epoch !== undefined && !records.logins.ended(login.id) && sameToken(login.bound, boundTo(epoch));
@@ -171,7 +148,6 @@ function adminSessions(config: AdminConfig, records: Records): Pick<Admin, 'cook
   return { cookies: sessions(config.secret, 'admin', config.sessionMs, inForce), boundTo };
 }
 
-/** What every row of a page needs, for one request: its CSRF field, and the client whose page it is. */
 function viewOf(admin: Admin, req: Request, res: Response, client?: string): View {
   return {
     req,
@@ -181,7 +157,7 @@ function viewOf(admin: Admin, req: Request, res: Response, client?: string): Vie
   };
 }
 
-/** The login form of `{ token }` and its limiter; what decides whether a request may use the page. */
+/** The login form of `{ token }`; answers the `authorize` it makes. */
 function mountLogin(router: Router, admin: Admin, token: string): Authorize {
   const { cookies, link, config } = admin;
   const records = link.records;
@@ -222,7 +198,6 @@ function mountLogin(router: Router, admin: Admin, token: string): Authorize {
   return (req) => cookies.login(req) !== undefined;
 }
 
-/** Every route after this is the operators': authorized, and with a CSRF token of the session for a change. */
 function mountGate(router: Router, admin: Admin, authorize: Authorize): void {
   router.use((req: Request, res: Response, next: NextFunction) => {
     Promise.resolve()
@@ -240,7 +215,6 @@ function mountGate(router: Router, admin: Admin, authorize: Authorize): void {
   });
 }
 
-/** A 400 page that names the field of a ListingLimitsError (bad input). */
 function notDone(req: Request, res: Response, error: ListingLimitsError): void {
   sendPage(
     res,
@@ -252,12 +226,10 @@ function notDone(req: Request, res: Response, error: ListingLimitsError): void {
   );
 }
 
-/** The key of a client as a form or an address gives it (`key`), checked as the middleware checks a `{ key }`. */
 function keyOf(records: Records, check: Checker, value: unknown): string {
   return records.keyOf(check, { key: typeof value === 'string' ? value : '' }).key;
 }
 
-/** The operators' page and a client's page. */
 function mountPages(router: Router, admin: Admin): void {
   const { middleware, link } = admin;
   router.get(
@@ -285,18 +257,11 @@ function mountPages(router: Router, admin: Admin): void {
   );
 }
 
-/**
- * Runs an action of a form, then goes back to the page it came from (the client's page of `back`, else the
- * operators'): a ListingLimitsError (bad input) is a 400 page that names the field.
- */
-function action(records: Records, run: (req: Request, check: Checker) => Promise<string>): RequestHandler {
+/** Runs a form: bad input is a 400 page that names its field. */
+function form(run: (req: Request, res: Response, check: Checker) => Promise<void>): RequestHandler {
   return handle(async (req, res) => {
     try {
-      const check = new Checker('limitsAdmin');
-      const back = field(req.body, 'back');
-      const to = back === '' ? `${req.baseUrl}/?` : `${clientPath(req.baseUrl, keyOf(records, check, back))}&`;
-      const done = await run(req, check);
-      res.redirect(303, `${to}done=${done}`);
+      await run(req, res, new Checker('limitsAdmin'));
     } catch (error) {
       if (!badInput(error)) throw error;
       notDone(req, res, error);
@@ -304,22 +269,24 @@ function action(records: Records, run: (req: Request, check: Checker) => Promise
   });
 }
 
-/** The actions on a client: find its page, clear its counters, ban it. */
+/** Runs a form's action and goes back to the page of `back`, or the operators'. */
+function action(records: Records, run: (req: Request, check: Checker) => Promise<string>): RequestHandler {
+  return form(async (req, res, check) => {
+    const back = field(req.body, 'back');
+    const to = back === '' ? `${req.baseUrl}/?` : `${clientPath(req.baseUrl, keyOf(records, check, back))}&`;
+    const done = await run(req, check);
+    res.redirect(303, `${to}done=${done}`);
+  });
+}
+
 function mountClientActions(router: Router, { middleware, link }: Admin): void {
-  /** Finds a client's page: a token is hashed here, so that it never appears in an address or a log. */
+  // A POST, so that a token is hashed here and never appears in an address or a log.
   router.post(
     '/search',
-    handle(async (req, res) => {
-      try {
-        const check = new Checker('limitsAdmin');
-        const by = check.oneOf(field(req.body, 'by'), ['token', 'ip', 'key'], 'by');
-        const value = field(req.body, 'value').trim();
-        const { key } = link.records.keyOf(check, { [by]: value });
-        res.redirect(303, clientPath(req.baseUrl, key));
-      } catch (error) {
-        if (!badInput(error)) throw error;
-        notDone(req, res, error);
-      }
+    form(async (req, res, check) => {
+      const by = check.oneOf(field(req.body, 'by'), ['token', 'ip', 'key'], 'by');
+      const { key } = link.records.keyOf(check, { [by]: field(req.body, 'value').trim() });
+      res.redirect(303, clientPath(req.baseUrl, key));
     }),
   );
   router.post(
@@ -339,7 +306,7 @@ function mountClientActions(router: Router, { middleware, link }: Admin): void {
       if (!seconds) check.invalid('duration', 'must be one of the choices.');
       const reason = field(req.body, 'reason').trim() || undefined;
       const client = by === 'token' ? { token: value } : by === 'ip' ? { ip: value } : { key: value };
-      // A token's key keeps what its grant request shows of the token, when it filed one.
+      // The ban shows the token as its grant request does.
       const [request] =
         by === 'key' && value.startsWith('t:') ? await middleware.requests.find(client, { limit: 1 }) : [];
       await link.records.bans.ban(client, { duration: Number(seconds) * 1000, reason }, request?.tokenEnd);
@@ -348,7 +315,6 @@ function mountClientActions(router: Router, { middleware, link }: Admin): void {
   );
 }
 
-/** The decisions on grant requests, and a grant's new expiry. */
 function mountGrantActions(router: Router, { middleware, link }: Admin): void {
   router.post(
     '/requests/approve',
@@ -382,10 +348,7 @@ function mountGrantActions(router: Router, { middleware, link }: Admin): void {
   );
 }
 
-/**
- * The actions of one field that end a record: each says what it did, or `none` when the record was already gone. The
- * field is `key` (a client) or `id` (a lost record, a foreign entry).
- */
+/** Each says `none` when the record was already gone. */
 function mountEndings(router: Router, { middleware, link }: Admin): void {
   const endings: readonly [path: string, end: (req: Request) => Promise<boolean>, done: string][] = [
     ['/grants/revoke', (req) => middleware.revoke({ key: field(req.body, 'key') }), 'revoked'],
@@ -402,13 +365,12 @@ function mountEndings(router: Router, { middleware, link }: Admin): void {
   }
 }
 
-/** Logging out: this login, on every instance; or every login of every operator (a new epoch). */
 function mountLogout(router: Router, { cookies, link, config }: Admin): void {
   router.post(
     '/logout',
     handle(async (req, res) => {
       const login = cookies.login(req);
-      // Ended in the store, so that a copy of its cookie is refused on every instance too.
+      // In the store, so that a copy of its cookie is refused on every instance too.
       if (login) await link.records.logins.end(login.id, login.issuedAt + config.sessionMs);
       cookies.logOut(req, res);
       res.redirect(303, `${req.baseUrl}/login`);
@@ -425,10 +387,8 @@ function mountLogout(router: Router, { cookies, link, config }: Admin): void {
 }
 
 /**
- * The operator's page, as an Express router: `app.use('/admin/limits', limitsAdmin(limits, { authorize }))`. Every
- * route is behind `authorize`, every form that changes something carries a CSRF token, and the page sets a strict
- * Content-Security-Policy. Throws a `ListingLimitsError` naming the field when an option cannot work, and always
- * without `authorize`.
+ * The operator's page, as a router: `app.use('/admin/limits', limitsAdmin(limits, { authorize }))`, where operators
+ * decide grant requests and ban, grant and find clients. Throws a `ListingLimitsError` for an option that cannot work.
  */
 export function limitsAdmin(middleware: ListingLimitsMiddleware, options: AdminPageOptions): Router {
   const check: Checker = new Checker('limitsAdmin');

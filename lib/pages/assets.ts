@@ -44,10 +44,7 @@ form[role=search]{margin:0 0 1rem}
 @media (max-width:40rem){main{padding:.5rem}th,td{padding:.3rem}.rows{grid-template-columns:minmax(0,1fr) 6rem}}
 `;
 
-/**
- * Asks before an action that cannot be undone. (The style sheet shows the fields of the chosen kind of request and
- * proof; a browser that cannot, shows them all.)
- */
+/** Asks before an action that cannot be undone. */
 const JS = `'use strict';
 (function () {
   document.querySelectorAll('form[data-confirm]').forEach(function (form) {

@@ -3,9 +3,9 @@ import type { TrafficMinute } from '../limiter/types.js';
 import { countText } from './describe.js';
 import { type Html, markup } from './html.js';
 
-/** Minutes a chart shows at the most: the hour `traffic()` keeps. */
+/** The hour `traffic()` keeps. */
 const BARS = 60;
-/** Its geometry, in the SVG's units (pixels at its natural size): a slot and a bar per minute, a plot, margins. */
+/** In the SVG's units: a slot and a bar per minute, a plot, margins. */
 const SLOT = 13;
 const BAR = 9;
 const LEFT = 64;
@@ -13,7 +13,7 @@ const TOP = 40;
 const PLOT = 200;
 const WIDTH = LEFT + BARS * SLOT + 24;
 const HEIGHT = TOP + PLOT + 50;
-/** The width of a character of the legend at the most (digits of a wide sans-serif at 13 px), for its layout. */
+/** The widest character of the legend (digits of a wide sans-serif at 13 px). */
 const CHAR = 8;
 const ALLOWED = '#2f6fdb';
 const REFUSED = '#b3261e';
@@ -21,18 +21,15 @@ const INK = '#1b1b1b';
 const MUTED = '#4a4f57';
 const GRID = '#d8dbe0';
 
-/** A count as the chart takes it: a whole number up to the largest safe integer; anything else (NaN, below 0) is 0. */
+/** Anything but a whole number up to the largest safe integer (NaN, below 0) is 0. */
 function countOf(n: number): number {
   return n > 0 ? Math.min(Math.floor(n), Number.MAX_SAFE_INTEGER) : 0;
 }
 
-/** A count on the axis: `750`, `1.5K`, `2M`. */
+/** `750`, `1.5K`, `2M`. */
 const short = new Intl.NumberFormat('en-US', { notation: 'compact', maximumFractionDigits: 1 });
 
-/**
- * The scale of the vertical axis for a tallest bar of `most`: a step of 1, 2 or 5 times a power of ten (1 at the
- * least: counts are whole), and the top, the first step at or above `most`: at most 4 steps, and 1 for nothing.
- */
+/** A step of 1, 2 or 5 times a power of ten (1 at the least), and at most 4 steps to the top. */
 export function scaleOf(most: number): { top: number; step: number } {
   const raw = most / 4;
   let step = 1;
@@ -43,7 +40,7 @@ export function scaleOf(most: number): { top: number; step: number } {
   return { top: Math.max(Math.ceil(most / step), 1) * step, step };
 }
 
-/** The heights of a minute's two bars on a plot where `top` is PLOT high: a count above 0 is 1 high at the least. */
+/** A count above 0 is 1 high at the least. */
 function heights(allowed: number, refused: number, top: number): [number, number] {
   const size = (n: number) => Math.round((PLOT * n) / top);
   let low = size(allowed);
@@ -54,16 +51,13 @@ function heights(allowed: number, refused: number, top: number): [number, number
   return [low, high - low];
 }
 
-/** A text centred on `x`, with more attributes (a fill of its own, a rotation) when given. */
 function centred(x: number, y: number, text: string, more: Html | '' = ''): Html {
   return markup`<text x="${x}" y="${y}" text-anchor="middle"${more}>${text}</text>`;
 }
 const muted = markup` fill="${MUTED}"`;
 
-/** `HH:MM` of a minute, UTC. */
 const clock = (at: Date) => at.toISOString().slice(11, 16);
 
-/** A minute: its counts as data and a tooltip, a slot to point at, and its bars. */
 function minuteBars(m: TrafficMinute, i: number, top: number): Html {
   const [allowed, refused] = [countOf(m.allowed), countOf(m.refused)];
   const [low, high] = heights(allowed, refused, top);
@@ -74,14 +68,13 @@ function minuteBars(m: TrafficMinute, i: number, top: number): Html {
       ? markup`<rect x="${x + (SLOT - BAR) / 2}" y="${y}" width="${BAR}" height="${height}" fill="${fill}"/>`
       : '';
   const title = `${clock(m.at)} UTC: ${countText(allowed)} allowed, ${countText(refused)} refused`;
-  // A transparent slot the height of the plot: the tooltip shows over a minute of few requests too.
+  // The tooltip shows over a minute of few requests too.
   const slot = markup`<rect x="${x}" y="${TOP}" width="${SLOT}" height="${PLOT}" fill="transparent"/>`;
   const bars = markup`${bar(base - low, low, ALLOWED)}${bar(base - low - high, high, REFUSED)}`;
   const data = markup`data-at="${m.at.toISOString()}" data-allowed="${allowed}" data-refused="${refused}"`;
   return markup`<g ${data}><title>${title}</title>${slot}${bars}</g>`;
 }
 
-/** The horizontal lines of the scale, each with its count. */
 function grid(top: number, step: number): Html[] {
   const lines: Html[] = [];
   for (let k = 0; k * step <= top; k++) {
@@ -94,7 +87,6 @@ function grid(top: number, step: number): Html[] {
   return lines;
 }
 
-/** Every tenth minute's time under its bar. */
 function times(minutes: readonly TrafficMinute[]): Html[] {
   const base = TOP + PLOT;
   return minutes.flatMap((m, i) => {
@@ -107,12 +99,7 @@ function times(minutes: readonly TrafficMinute[]): Html[] {
   });
 }
 
-/**
- * A chart of allowed and refused requests per minute (the last 60 of `minutes` at the most, so that its size is
- * bounded): a bar per minute, refused on allowed, on a scale with its counts, the times of every tenth minute, and a
- * legend with the totals. Each minute's group holds its counts in `data-` attributes and a `<title>` (a tooltip).
- * `subject` says what is counted, e.g. `All endpoints`.
- */
+/** Of the last 60 minutes at the most, so that its size is bounded. */
 export function trafficChart(subject: string, minutes: readonly TrafficMinute[]): Html {
   const shown = minutes.slice(-BARS);
   const allowed = countText(shown.reduce((n, m) => n + countOf(m.allowed), 0));
@@ -121,7 +108,6 @@ export function trafficChart(subject: string, minutes: readonly TrafficMinute[])
   const { top, step } = scaleOf(most);
   const [center, middle] = [LEFT + (BARS * SLOT) / 2, TOP + PLOT / 2];
   const title = `${subject}: ${allowed} allowed and ${refused} refused in the last hour, per minute`;
-  // The second entry of the legend starts past the first, however long its count.
   const second = LEFT + 18 + `allowed: ${allowed}`.length * CHAR + 24;
   const lines = [
     markup`<title id="traffic-title">${title}</title>`,

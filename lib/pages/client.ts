@@ -37,7 +37,7 @@ function usageRow(v: View, u: EndpointUsage): Html {
   </tr>`;
 }
 
-/** The counters of the client now, read without counting, with a reset per endpoint and for all. */
+/** Read without counting. */
 async function counters(v: View, middleware: ListingLimitsMiddleware, key: string): Promise<Html> {
   let usage: EndpointUsage[];
   try {
@@ -56,11 +56,7 @@ async function counters(v: View, middleware: ListingLimitsMiddleware, key: strin
     </form>`;
 }
 
-/**
- * The page of one client key (`t:…`, `ip:…`, a custom key, or a network `ip:…/24` of requests): bounded whatever
- * the store holds, as a client has at most a ban of its own and one of its address, one grant, and the lists are
- * cut to PER_PAGE.
- */
+/** Bounded whatever the store holds: a client has at most two bans and one grant, and the lists are cut. */
 export async function clientPage(
   page: View,
   key: string,

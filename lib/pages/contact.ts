@@ -37,30 +37,21 @@ import {
 
 /** Options of {@link limitsRequestPage}. */
 export interface RequestPageOptions {
-  /**
-   * Where the limiter of the page's forms counts, under counter names of its own. Default: the store of `limits`, so
-   * that every instance sharing it shares the counts.
-   */
+  /** Where the limiter of the page's forms counts. Default: the store of `limits`. */
   store?: Store;
-  /**
-   * Requests each client address may file; addresses are grouped as `limits` groups them (IPv6 by its
-   * `ipv6Subnet`). Default: `{ limit: 5, windowMs: 3600000 }` (5 an hour).
-   */
+  /** Requests each client address may file. Default: `{ limit: 5, windowMs: 3600000 }` (5 an hour). */
   submissions?: { limit: number; windowMs: number };
-  /** Status checks each client address may make, grouped likewise. Default: `{ limit: 30, windowMs: 900000 }`. */
+  /** Status checks each client address may make. Default: `{ limit: 30, windowMs: 900000 }`. */
   checks?: { limit: number; windowMs: number };
-  /**
-   * Signs the CSRF tokens of the form: at least 32 characters, the same on every instance behind one address.
-   * Default: random for this process (a form then posts only to the instance that served it, until it restarts).
-   */
+  /** Signs the form's CSRF tokens: 32 characters or more, the same on every instance. Default: random per process. */
   secret?: string;
 }
 
-/** The form's own bounds of what it asks; a request's texts and counts are bounded as `requests.file()` bounds them. */
+/** The form's own bounds; its texts and counts are bounded as `requests.file()` bounds them. */
 const LARGEST_MULTIPLIER = 1000;
 const LARGEST_LIMIT = 1e9;
 
-/** The form as typed: every value a string, kept to fill the form again when it is refused (never the token). */
+/** As typed, to fill the form again when it is refused (never the token). */
 type Form = Record<string, string>;
 type Errors = Record<string, string>;
 
@@ -72,7 +63,6 @@ function wholeNumber(text: string, largest: number): number | undefined {
   return n <= largest ? n : undefined;
 }
 
-/** The form checked: a message per field at fault, or the input of `requests.file()`. */
 function validate(
   form: Form,
   token: string,
@@ -137,10 +127,7 @@ function validate(
   return { errors, input: { token, ask, proof, contact, reason } };
 }
 
-/**
- * The message of a value that `requests.file()` refused, on the form's field: `input.ask.multiplier` is the
- * multiplier's, `input.ask.rows[1].limit` the endpoints', `input.proof.members` the member count's.
- */
+/** A refusal of `requests.file()` on the form's field: `input.ask.rows[1].limit` on the endpoints'. */
 function refusal(error: ListingLimitsError): Errors {
   const at = error.field.replace(/^input\./, '');
   const detail = error.message.slice(error.message.indexOf(error.field) + error.field.length).trim();
@@ -154,7 +141,6 @@ function refusal(error: ListingLimitsError): Errors {
   return { [name]: `This value ${detail}` };
 }
 
-/** Attributes and message of a field: `aria-invalid` and `aria-describedby` pointing at its message. */
 function fieldError(errors: Errors, name: string): { attrs: Html; message: Html } {
   const error = errors[name];
   if (!error) return { attrs: markup``, message: markup`` };
@@ -171,7 +157,7 @@ function input(form: Form, errors: Errors, name: string, label: string, type: st
     <input type="${type}" id="${name}" name="${name}" value="${form[name] ?? ''}" ${extra}${attrs} />`;
 }
 
-/** A choice; the style sheet shows the fields of the chosen one (`data-when-<name>`), with script or without. */
+/** The style sheet shows the fields of the chosen one (`data-when-<name>`), without script. */
 function radio(form: Form, name: string, value: string, label: string): Html {
   return markup`<label class="choice"
     ><input type="radio" name="${name}" value="${value}" ${form[name] === value ? markup` checked` : ''} />
@@ -179,7 +165,6 @@ function radio(form: Form, name: string, value: string, label: string): Html {
   >`;
 }
 
-/** Where the summary's link of a field's message leads: the field, or the first endpoint's limit. */
 function anchor(name: string): string {
   return name === 'rows' ? 'limit_0' : name;
 }
@@ -286,10 +271,8 @@ function statusOf(r: GrantRequest): Html {
 }
 
 /**
- * The contact page of rule 6, as an Express router: `app.use('/limits/request', limitsRequestPage(limits))`. A
- * client files a request for extended limits with proof of its size; it is kept, pending, in the store's state of
- * `limits`, for the operators' page to decide; its requester checks it with its id and token. Submissions carry a
- * CSRF token; submissions and checks are limited per client address with this package's own middleware.
+ * The contact page of rule 6, as a router: `app.use('/limits/request', limitsRequestPage(limits))`, where a client
+ * asks for extended limits and checks its request. Throws a `ListingLimitsError` for an option that cannot work.
  */
 export function limitsRequestPage(middleware: ListingLimitsMiddleware, options?: RequestPageOptions): Router {
   const check: Checker = new Checker('limitsRequestPage');
@@ -332,11 +315,10 @@ export function limitsRequestPage(middleware: ListingLimitsMiddleware, options?:
       if (!input) return sendPage(res, 400, title, requestForm(req, rows, form, errors, csrf(req, res)), req);
       let filed: GrantRequest;
       try {
-        // An address that is none (a header a proxy passed on as it came) is no network: the token's limit holds.
+        // An address that is none (a header a proxy passed on) is no network.
         filed = await middleware.requests.file(req.ip && ipaddr.isValid(req.ip) ? { ...input, ip: req.ip } : input);
       } catch (error) {
         if (!badInput(error)) throw error;
-        // As many pending as its token or its network may have: a refusal that says why, with nothing to correct.
         if (error.code === 'ERR_TOO_MANY_PENDING') {
           const who = error.field === 'input.ip' ? 'Your network has' : 'Your token has';
           const kept = `${PENDING_KEPT_MS / DAY_MS} days`;
@@ -344,7 +326,7 @@ export function limitsRequestPage(middleware: ListingLimitsMiddleware, options?:
             operator’s decision (check it with the id you were given), or for a request to expire after ${kept}.</p>`;
           return sendPage(res, 429, title, many, req);
         }
-        // A value the middleware refuses (a multiplier beyond what sliding windows keep): the form, naming its field.
+        // E.g. a multiplier beyond what sliding windows keep.
         const refused = refusal(error);
         return sendPage(res, 400, title, requestForm(req, rows, form, refused, csrf(req, res)), req);
       }

@@ -23,22 +23,20 @@ import {
   type View,
 } from './rows.js';
 
-/** Which page of each list a load shows: `?requests=2&grants=1&bans=3`, counted from 1. */
+/** `?requests=2&grants=1&bans=3`, counted from 1. */
 function pageOf(v: View, param: string): number {
   const value = v.req.query[param];
   const n = typeof value === 'string' && /^\d{1,6}$/.test(value) ? Number(value) : 1;
   return Math.max(n, 1);
 }
 
-/** The notice of an action done, in fixed words: `?done=<what>`. */
 export function doneNotice(v: View): Html | '' {
   const { done } = v.req.query;
-  // Only the table's own words: `?done=constructor` names no action, whatever a plain object inherits.
+  // `?done=constructor` names no action, whatever a plain object inherits.
   const notice = typeof done === 'string' && Object.hasOwn(DONE, done) ? DONE[done] : undefined;
   return notice ? markup`<p class="notice" role="status">${notice}</p>` : '';
 }
 
-/** The form that finds a client's page: by its token (hashed at once, never put in an address), address or key. */
 export function searchForm(v: View): Html {
   return markup`<form method="post" action="${v.base}/search" class="inline" role="search">
     ${v.csrf}
@@ -54,10 +52,6 @@ export function searchForm(v: View): Html {
   </form>`;
 }
 
-/**
- * The bar at the top of the operators' pages: their links (`links`), and the logout buttons together when the page has
- * a login.
- */
 export function header(v: View, loginForm: boolean, links: Html): Html {
   const logout = markup`<div class="account">
       <form method="post" action="${v.base}/logout">${v.csrf}<button type="submit" class="plain">Log out</button></form>
@@ -78,7 +72,6 @@ export function header(v: View, loginForm: boolean, links: Html): Html {
 const SECTIONS = markup`<a href="#requests">Requests</a> <a href="#grants">Grants</a> <a href="#bans">Bans</a>
   <a href="#traffic">Last hour</a> <a href="#audit">Audit trail</a>`;
 
-/** The pending grant requests, a page of them, and the last ones decided. */
 function requestsSection(v: View, total: number, page: number, pending: GrantRequest[], decided: GrantRequest[]): Html {
   return markup`<section id="requests" aria-labelledby="requests-h">
       <h2 id="requests-h">Pending grant requests (${total})</h2>
@@ -105,7 +98,6 @@ function grantsSection(v: View, grants: { total: number; offset: number; grants:
     </section>`;
 }
 
-/** A page of the bans in force, and the form that bans a client. */
 function bansSection(v: View, bans: { total: number; offset: number; bans: ActiveBan[] }): Html {
   return markup`<section id="bans" aria-labelledby="bans-h">
       <h2 id="bans-h">Active bans (${bans.total})</h2>
@@ -130,10 +122,7 @@ function bansSection(v: View, bans: { total: number; offset: number; bans: Activ
     </section>`;
 }
 
-/**
- * The last hour on this instance: a chart of its minutes, of every endpoint together or of the one the table's link
- * chose (`?traffic=<endpoint>`); the table of the endpoints' totals; and the clients refused most often.
- */
+/** A chart of every endpoint, or of the one the table's link chose (`?traffic=<endpoint>`). */
 function trafficSection(v: View, traffic: TrafficSummary): Html {
   const asked = v.req.query.traffic;
   const chosen = typeof asked === 'string' ? traffic.endpoints.find((e) => e.endpoint === asked) : undefined;
@@ -187,11 +176,7 @@ function auditSection(v: View, history: ChangeEvent[]): Html {
     </section>`;
 }
 
-/**
- * The operator's page: each list one page of PER_PAGE rows (pending requests, grants, bans), the lost records and
- * foreign entries (the first PER_PAGE), the last hour and the last PER_PAGE changes. Each list costs a page of
- * reads, however many the store holds.
- */
+/** Each list costs a page of reads, however many the store holds. */
 export async function dashboard(
   v: View,
   middleware: ListingLimitsMiddleware,
@@ -199,7 +184,6 @@ export async function dashboard(
   loginForm: boolean,
 ): Promise<Html> {
   const counts = await middleware.requests.counts();
-  // A page past the last one shows the last one.
   const requestsPage = Math.min(pageOf(v, 'requests'), lastPage(counts.pending));
   const [pending, decided, grants, bans, history, lost, foreign] = await Promise.all([
     middleware.requests.list({ status: 'pending', offset: (requestsPage - 1) * PER_PAGE, limit: PER_PAGE }),

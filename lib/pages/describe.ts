@@ -2,7 +2,7 @@
 import type { EndpointRow } from '../contract/listings.js';
 import type { Grant } from '../records/types.js';
 
-/** A count in full, grouped by thousands: `1,234,567`. */
+/** Grouped by thousands: `1,234,567`. */
 export const countText = (n: number): string => counts.format(n);
 const counts = new Intl.NumberFormat('en-US', { maximumFractionDigits: 0 });
 
@@ -10,7 +10,6 @@ export function perWindow(limit: number, windowMs: number): string {
   return `${limit} per ${windowMs / 1000} s`;
 }
 
-/** A grant in words: `removal of limits`, `every limit ×10`, or each row's limit. */
 export function grantText(grant: Grant): string {
   if (grant === 'unlimited') return 'removal of limits';
   if ('multiplier' in grant) return `every limit ×${grant.multiplier}`;
@@ -19,16 +18,13 @@ export function grantText(grant: Grant): string {
     .join('; ');
 }
 
-/**
- * A client as the pages show it: a token whose last characters are known as its grant request shows it (`token ending
- * in 3456`); any other key as it is, cut to 24 characters (its whole key is in the link's title).
- */
+/** `token ending in 3456` where its grant request told it; any other key cut to 24 characters. */
 export function clientLabel(key: string, tokenEnd = ''): string {
   if (tokenEnd !== '' && key.startsWith('t:')) return `token ending in ${tokenEnd}`;
   return key.length > 24 ? `${key.slice(0, 22)}…` : key;
 }
 
-/** A date as UTC, to the minute: `2026-01-01 00:10 UTC`. */
+/** UTC, to the minute: `2026-01-01 00:10 UTC`. */
 export function when(date: Date | undefined, none = 'never'): string {
   if (!date) return none;
   return `${date.toISOString().slice(0, 16).replace('T', ' ')} UTC`;

@@ -13,7 +13,7 @@ export function escapeHtml(text: string): string {
   return text.replace(/[&<>"']/g, (c) => ESCAPES[c] as string);
 }
 
-/** A piece of HTML made by {@link html} (or trusted by the page's own code): inserted as it is. */
+/** HTML made by {@link markup}, or trusted by the page's own code: inserted as it is. */
 export class Html {
   constructor(readonly text: string) {}
 
@@ -22,7 +22,7 @@ export class Html {
   }
 }
 
-/** What a template takes: text (escaped), numbers, HTML, lists of them; null, undefined and false print nothing. */
+/** Null, undefined and booleans print nothing. */
 type Part = Html | string | number | boolean | null | undefined | readonly Part[];
 
 function render(part: Part): string {
@@ -32,14 +32,12 @@ function render(part: Part): string {
   return escapeHtml(String(part));
 }
 
-/** A template of HTML: `markup\`<p>${text}</p>\`` escapes `text`. */
 export function markup(strings: TemplateStringsArray, ...parts: Part[]): Html {
   let out = strings[0] as string;
   for (let i = 0; i < parts.length; i++) out += render(parts[i] as Part) + (strings[i + 1] as string);
   return new Html(out);
 }
 
-/** A whole page: title, the package's style sheet and script (static files of the router), and the body. */
 export function page(title: string, body: Html, options: { assets: string; heading?: string }): string {
   return markup`<!doctype html>
     <html lang="en">

@@ -1,11 +1,10 @@
-// What only the pages need, optional peer dependencies of the package: loaded once, and named when missing.
-// A CommonJS module in both builds, so that the ES module build loads them synchronously too. It throws nothing (an ES
-// module's import of a CommonJS module that throws crashes Node 20 even when caught): common.ts throws `missing`.
+// The pages' optional peer dependencies, loaded once and named when missing; CommonJS in both builds, to load them
+// synchronously. It throws nothing (an ES module importing a CommonJS module that throws crashes Node 20).
 import type { doubleCsrf as DoubleCsrf } from 'csrf-csrf';
 import type CookieParser from 'cookie-parser';
 import type Helmet from 'helmet';
 
-/** The pages' peer dependencies and the versions they need, as package.json's `peerDependencies` has them. */
+/** As package.json's `peerDependencies` has them. */
 export const PAGES_PEERS: Readonly<Record<string, string>> = Object.freeze({
   helmet: '^8.3.0',
   'csrf-csrf': '^4.0.3',
@@ -21,7 +20,6 @@ function installed(name: string): boolean {
   }
 }
 
-/** The error of pages whose peer dependencies `absent` are not installed: which, and the command that installs all. */
 export function peersError(absent: readonly string[]): (Error & { code: string }) | undefined {
   if (absent.length === 0) return undefined;
   const all = Object.keys(PAGES_PEERS);
@@ -33,10 +31,9 @@ export function peersError(absent: readonly string[]): (Error & { code: string }
   return Object.assign(error, { code: 'ERR_MISSING_PEER_DEPENDENCY' });
 }
 
-/** What importing the pages throws when a peer dependency is missing; undefined when all are installed. */
 export const missing = peersError(Object.keys(PAGES_PEERS).filter((name) => !installed(name)));
 
-/** Loads a peer, when every one is installed; else undefined, never used, since importing the pages has thrown. */
+/** Undefined when one is missing, never used: importing the pages has thrown. */
 function load<M, T>(name: string, pick: (exports: M) => T): T {
   // eslint-disable-next-line @typescript-eslint/no-require-imports
   return (missing ? undefined : pick(require(name) as M)) as T;

@@ -4,7 +4,6 @@ import type { ActiveBan, ActiveGrant, ChangeEvent, ForeignEntry, GrantRequest, L
 import { clientLabel, grantText, when } from './describe.js';
 import { type Html, markup } from './html.js';
 
-/** The expiries an operator chooses from: days, or none (until revoked). */
 export const EXPIRIES: readonly (readonly [string, string])[] = [
   ['7', '7 days'],
   ['30', '30 days'],
@@ -19,7 +18,7 @@ export const BAN_DURATIONS: readonly (readonly [string, string])[] = [
   ['2592000', '30 days'],
   ['31536000', '1 year'],
 ];
-/** What a successful action says once back on the page: fixed words, never text from the request. */
+/** Fixed words, never text from the request. */
 export const DONE: Readonly<Record<string, string>> = {
   approved: 'The request is approved and the grant given.',
   declined: 'The request is declined.',
@@ -46,29 +45,22 @@ function proofText(r: GrantRequest): Html {
   return markup`${size}; <a href="${p.link}" rel="noopener noreferrer nofollow" target="_blank">${clip(p.link)}</a>`;
 }
 
-/** Rows of a list on one load of a page, at the most: so that a page stays small whatever the store holds. */
+/** Rows and characters of a text a page shows at the most, so that it stays small whatever the store holds. */
 export const PER_PAGE = 50;
-/**
- * Characters of a text a row shows at the most (a reason, a note, a contact, a link): so that a page of rows stays
- * small whatever the texts. A request's whole text is on its requester's status page and in `limits.requests`.
- */
 const SHOWN = 200;
 
-/** What every row of a page needs: the request, its CSRF field, the page's base path, the client page it is on. */
+/** What every row of a page needs. */
 export interface View {
   readonly req: Request;
   readonly csrf: Html;
   readonly base: string;
   /** The key of the client whose page this is: its forms lead back to it. */
   readonly client?: string;
-  /** What is known of the tokens of the clients on the page (key → the token's last characters): see labelsOf. */
+  /** A token's last characters, by key. */
   readonly labels?: ReadonlyMap<string, string>;
 }
 
-/**
- * The token ends that the records and requests of one page know, by key: so that a client reads the same on every row
- * of a page (its grant, its ban, its request, its changes, its refusals), as its grant request shows it.
- */
+/** So that a client reads the same on every row of a page, as its grant request shows it. */
 export function labelsOf(...lists: readonly (readonly { key: string; tokenEnd: string }[])[]): Map<string, string> {
   const labels = new Map<string, string>();
   for (const list of lists)
@@ -76,17 +68,14 @@ export function labelsOf(...lists: readonly (readonly { key: string; tokenEnd: s
   return labels;
 }
 
-/** A text cut to SHOWN characters, for a list. */
 function clip(text: string): string {
   return text.length > SHOWN ? `${text.slice(0, SHOWN)}…` : text;
 }
 
-/** The address of a client's page. */
 export function clientPath(base: string, key: string): string {
   return `${base}/client?key=${encodeURIComponent(key)}`;
 }
 
-/** A client as the page shows it (its label; its whole key in the title), a link to its client's page. */
 export function keyText(v: View, key: string): Html {
   const end = v.labels?.get(key);
   // A key in letters of code; a label in words.
@@ -94,16 +83,11 @@ export function keyText(v: View, key: string): Html {
   return markup`<a class="${kind}" href="${clientPath(v.base, key)}" title="${key}">${clientLabel(key, end)}</a>`;
 }
 
-/** The hidden fields of a form that changes something: its CSRF token, and the client page to come back to. */
 export function hidden(v: View): Html {
   const back = v.client === undefined ? '' : markup`<input type="hidden" name="back" value="${v.client}" />`;
   return markup`${v.csrf}${back}`;
 }
 
-/**
- * Links to the other pages of a list of `total` rows, PER_PAGE each, when there is more than one: `param` is the
- * page's query parameter, counted from 1.
- */
 export function pager(v: View, param: string, page: number, total: number): Html | '' {
   const pages = lastPage(total);
   if (pages === 1) return '';
@@ -113,7 +97,6 @@ export function pager(v: View, param: string, page: number, total: number): Html
   return markup`<p class="pager">Page ${page} of ${pages} (${total} in all)${previous}${next}</p>`;
 }
 
-/** The last page of a list of `total` rows: 1 for an empty one. */
 export function lastPage(total: number): number {
   return Math.max(Math.ceil(total / PER_PAGE), 1);
 }
@@ -219,7 +202,6 @@ export function grantRow(v: View, g: ActiveGrant): Html {
   </tr>`;
 }
 
-/** The fields of a form that bans a client, after the client's: the reason, for how long, and the button. */
 export function banFields(): Html {
   return markup`<label for="ban-reason">Reason</label>
         <input type="text" id="ban-reason" name="reason" maxlength="500" />
@@ -282,10 +264,6 @@ function foreignRow(v: View, f: ForeignEntry): Html {
   </tr>`;
 }
 
-/**
- * What needs an operator besides requests, grants and bans: records the store lost, and entries of its state that no
- * instance applies. Said only when there are some.
- */
 export function attention(v: View, lost: readonly LostRecord[], foreign: readonly ForeignEntry[]): Html | '' {
   if (lost.length === 0 && foreign.length === 0) return '';
   const cut = lost.length > PER_PAGE || foreign.length > PER_PAGE;
