@@ -4,6 +4,7 @@ import type { NextFunction, Request, RequestHandler, Response, Router } from 'ex
 import { Checker, DAY_MS, isPlainObject, show } from '../shared/check.js';
 import { type ListingLimitsError } from '../shared/errors.js';
 import type { Store } from '../stores/store.js';
+import type { Limit } from '../contract/limit.js';
 import type { Grant } from '../records/types.js';
 import type { ListingLimitsMiddleware } from '../limiter/types.js';
 import type { PagesLink } from '../records/pages-link.js';
@@ -12,7 +13,6 @@ import { clientPage } from './client.js';
 import {
   badInput,
   bare,
-  boundEachLoad,
   checkMiddleware,
   checkRate,
   checkSecret,
@@ -20,8 +20,8 @@ import {
   formLimiter,
   handle,
   needGrantRequests,
+  pageRouter,
   refuseForgery,
-  secureRouter,
   sendPage,
   unreachable,
 } from './common.js';
@@ -86,7 +86,7 @@ interface AdminConfig {
   readonly adminToken: string | undefined;
   readonly secret: string;
   readonly sessionMs: number;
-  readonly logins: { limit: number; windowMs: number };
+  readonly logins: Limit;
   readonly store: Store;
 }
 
@@ -399,9 +399,7 @@ export function limitsAdmin(middleware: ListingLimitsMiddleware, options: AdminP
   middleware.traffic();
 
   const admin: Admin = { middleware, link, config, ...adminSessions(config, link.records) };
-  const router = secureRouter();
-  router.use(boundEachLoad(link.records, 'limitsAdmin'));
-  router.use(...admin.cookies.start);
+  const router = pageRouter(link.records, 'limitsAdmin', admin.cookies);
   const { adminToken } = config;
   const authorize = adminToken === undefined ? (config.authorize as Authorize) : mountLogin(router, admin, adminToken);
   mountGate(router, admin, authorize);

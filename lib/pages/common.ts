@@ -10,6 +10,7 @@ import express, {
 import { type Checker, isPlainObject, show } from '../shared/check.js';
 import { ListingLimitsError } from '../shared/errors.js';
 import type { IpKey } from '../contract/keys.js';
+import type { Limit } from '../contract/limit.js';
 import type { EndpointRow } from '../contract/listings.js';
 import { listingLimits } from '../limiter/middleware.js';
 import type { ListingLimitsMiddleware } from '../limiter/types.js';
@@ -20,6 +21,7 @@ import { serveCss, serveJs } from './assets.js';
 import { helmet, missing } from './peers.cjs';
 import { type Html, markup, page } from './html.js';
 import { sameOrigin } from './origin.js';
+import type { Sessions } from './session.js';
 
 // Importing the pages without their peer dependencies fails at once, naming them.
 if (missing) throw missing;
@@ -47,12 +49,7 @@ export function needGrantRequests(check: Checker, middleware: ListingLimitsMiddl
     );
 }
 
-export function checkRate(
-  check: Checker,
-  value: unknown,
-  field: string,
-  fallback: { limit: number; windowMs: number },
-): { limit: number; windowMs: number } {
+export function checkRate(check: Checker, value: unknown, field: string, fallback: Limit): Limit {
   if (value === undefined) return fallback;
   if (!isPlainObject(value)) check.invalid(field, `must be an object { limit, windowMs }; got ${show(value)}.`);
   check.unknownKeys(value, ['limit', 'windowMs'], (k) => `${field}.${k}`);
@@ -96,8 +93,11 @@ function refuseBody(req: Request, res: Response, error: unknown): void {
   sendPage(res, large ? 413 : 400, 'Refused', markup`<p class="alert" role="alert">${message}</p>`, req);
 }
 
-/** A body it cannot read is answered here: the parser's error holds the raw form, which must stay out of the logs. */
-export function secureRouter(): Router {
+/**
+ * A page's router: strict headers, its sessions, every load within one bound of the store's `callTimeoutMs`. A body it
+ * cannot read is answered here: the parser's error holds the raw form, which must stay out of the logs.
+ */
+export function pageRouter(records: Records, source: string, cookies: Sessions): Router {
   const router = express.Router();
   router.use(
     helmet({
@@ -130,6 +130,8 @@ export function secureRouter(): Router {
   router.use((req, res, next) => {
     parse(req, res, (error?: unknown) => (error === undefined ? next() : refuseBody(req, res, error)));
   });
+  router.use((_req, _res, next) => records.calls.withBound(source, next));
+  router.use(...cookies.start);
   return router;
 }
 
@@ -185,11 +187,6 @@ export function field(body: unknown, name: string): string {
 
 export function badInput(error: unknown): error is ListingLimitsError {
   return error instanceof ListingLimitsError && error.code !== 'ERR_STORE_UNAVAILABLE';
-}
-
-/** A page answers within the store's `callTimeoutMs` in all, whatever it reads and changes. */
-export function boundEachLoad(records: Records, source: string): RequestHandler {
-  return (_req, _res, next) => records.calls.withBound(source, next);
 }
 
 /** A 503 when the store did not answer (`ERR_STORE_UNAVAILABLE`), with `body`, which says what still works. */

@@ -9,7 +9,6 @@ import type { ListingLimitsMiddleware } from '../limiter/types.js';
 import { type ListingLimitsError } from '../shared/errors.js';
 import {
   badInput,
-  boundEachLoad,
   checkMiddleware,
   checkRate,
   checkSecret,
@@ -17,8 +16,8 @@ import {
   formLimiter,
   handle,
   needGrantRequests,
+  pageRouter,
   refuseForgery,
-  secureRouter,
   sendPage,
   unreachable,
 } from './common.js';
@@ -286,9 +285,7 @@ export function limitsRequestPage(middleware: ListingLimitsMiddleware, options?:
   needGrantRequests(check, middleware);
   const rows = middleware.requests.endpoints;
 
-  const router = secureRouter();
-  router.use(boundEachLoad(link.records, 'limitsRequestPage'));
-  router.use(...cookies.start);
+  const router = pageRouter(link.records, 'limitsRequestPage', cookies);
   const csrf = (req: Request, res: Response) =>
     markup`<input type="hidden" name="${CSRF_FIELD}" value="${cookies.token(req, res)}">`;
   router.use(
