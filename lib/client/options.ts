@@ -73,20 +73,15 @@ const wholeOptions = {
   retries: { unit: 'retries', least: 0, most: 10, fallback: 2 },
 } as const;
 
-export interface ClientSettings {
+type Defaulted = 'fetch' | 'maxWaitMs' | 'timeoutMs' | 'reportIntervalMs' | 'onWait' | 'onError' | 'retries';
+
+/** The options checked; `onWait` and `onError` never throw, so that a listener's mistake breaks no call. */
+export interface ClientSettings extends Readonly<Required<Pick<ListingClientOptions, Defaulted>>> {
   readonly rows: readonly EndpointRow[];
   /** Without a trailing slash. */
   readonly baseUrl: string;
   readonly token: string | undefined;
-  readonly fetch: typeof fetch;
-  readonly maxWaitMs: number;
-  readonly timeoutMs: number;
   readonly cacheMs: ReadonlyMap<string, number>;
-  readonly reportIntervalMs: number;
-  /** Never throw: a listener's mistake must not break a call. */
-  readonly onWait: (event: WaitEvent) => void;
-  readonly onError: (error: unknown) => void;
-  readonly retries: number;
 }
 
 const clientCheck: Checker = new Checker('listingClient');
@@ -129,32 +124,26 @@ export function resolveClient(options: ListingClientOptions): ClientSettings {
   if (o.listing === undefined) clientCheck.invalid('options.listing', "is required: 'A', 'B' or an array of rows.");
   const rows = checkTable(clientCheck, o.listing, 'options.listing', true);
   const { origin, path } = clientCheck.baseUrl(o.baseUrl, 'options.baseUrl');
-  const token = clientCheck.token(o.token, 'options.token');
-  const send = clientCheck.function<typeof fetch>(o.fetch, 'options.fetch', globalThis.fetch);
   const whole = (field: keyof typeof wholeOptions, fallback: number = wholeOptions[field].fallback) => {
     const { unit, least, most } = wholeOptions[field];
     return o[field] === undefined ? fallback : clientCheck.whole(o[field], `options.${field}`, unit, least, most);
   };
   const longest = Math.max(wholeOptions.maxWaitMs.fallback, ...rows.map((row) => row.windowMs));
-  const maxWaitMs = whole('maxWaitMs', Math.min(longest, MAX_TIMER_MS));
-  const timeoutMs = whole('timeoutMs');
-  const cacheMs = checkCache(o.cache, rows);
-  const reportIntervalMs = whole('reportIntervalMs');
-  const onWait = clientCheck.function<(event: WaitEvent) => void>(o.onWait, 'options.onWait', () => {});
-  const onError = clientCheck.function<(error: unknown) => void>(o.onError, 'options.onError', () => {});
-  const retries = whole('retries');
-  if (typeof send !== 'function') clientCheck.invalid('options.fetch', 'is required where there is no global fetch.');
-  return {
+  const settings: ClientSettings = {
     rows,
     baseUrl: `${origin}${path}`,
-    token,
-    fetch: send,
-    maxWaitMs,
-    timeoutMs,
-    cacheMs,
-    reportIntervalMs,
-    onWait: quietly(onWait),
-    onError: quietly(onError),
-    retries,
+    token: clientCheck.token(o.token, 'options.token'),
+    fetch: clientCheck.function<typeof fetch>(o.fetch, 'options.fetch', globalThis.fetch),
+    maxWaitMs: whole('maxWaitMs', Math.min(longest, MAX_TIMER_MS)),
+    timeoutMs: whole('timeoutMs'),
+    cacheMs: checkCache(o.cache, rows),
+    reportIntervalMs: whole('reportIntervalMs'),
+    onWait: quietly(clientCheck.function<(event: WaitEvent) => void>(o.onWait, 'options.onWait', () => {})),
+    onError: quietly(clientCheck.function<(error: unknown) => void>(o.onError, 'options.onError', () => {})),
+    retries: whole('retries'),
   };
+  if (typeof settings.fetch !== 'function') {
+    clientCheck.invalid('options.fetch', 'is required where there is no global fetch.');
+  }
+  return settings;
 }

@@ -232,11 +232,11 @@ function keyOf(records: Records, check: Checker, value: unknown): string {
 
 function mountPages(router: Router, admin: Admin): void {
   const { middleware, link } = admin;
+  const loginForm = admin.config.adminToken !== undefined;
   router.get(
     '/',
     handle(async (req, res) => {
       const v = viewOf(admin, req, res);
-      const loginForm = admin.config.adminToken !== undefined;
       sendPage(res, 200, 'Rate limits: operators', await dashboard(v, middleware, link, loginForm), req);
     }),
   );
@@ -250,7 +250,6 @@ function mountPages(router: Router, admin: Admin): void {
         if (!badInput(error)) throw error;
         return notDone(req, res, error);
       }
-      const loginForm = admin.config.adminToken !== undefined;
       const page = await clientPage(viewOf(admin, req, res, key), key, middleware, link, loginForm);
       sendPage(res, 200, 'Rate limits: a client', page, req);
     }),
