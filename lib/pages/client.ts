@@ -7,10 +7,10 @@ import { doneNotice, header, searchForm } from './dashboard.js';
 import { badInput } from './common.js';
 import {
   banFields,
-  banRow,
-  decidedRow,
-  eventRow,
-  grantRow,
+  banTable,
+  decidedTable,
+  eventTable,
+  grantTable,
   hidden,
   labelsOf,
   PER_PAGE,
@@ -89,11 +89,7 @@ export async function clientPage(
     </section>
     <section id="bans" aria-labelledby="bans-h">
       <h2 id="bans-h">Bans in force (${bans.length})</h2>
-      ${table(
-        ['Client', 'Kind', 'Reason', 'By', 'Since', 'Until', ''],
-        bans.map((b) => banRow(v, b)),
-        'No ban is in force.',
-      )}
+      ${banTable(v, bans, 'No ban is in force.')}
       <h3>Ban this client</h3>
       <form method="post" action="${v.base}/bans/new" class="inline" data-confirm="Ban this client?">
         ${hidden(v)}<input type="hidden" name="by" value="key" /><input type="hidden" name="value" value="${key}" />
@@ -102,27 +98,15 @@ export async function clientPage(
     </section>
     <section id="grants" aria-labelledby="grants-h">
       <h2 id="grants-h">Grant in force</h2>
-      ${table(
-        ['Client', 'Grant', 'Since', 'Until', 'Note', 'Change'],
-        grant ? [grantRow(v, grant)] : [],
-        'No runtime grant is in force.',
-      )}
+      ${grantTable(v, grant ? [grant] : [], 'No runtime grant is in force.')}
     </section>
     <section id="requests" aria-labelledby="requests-h">
       <h2 id="requests-h">Grant requests (${pending.length} pending)</h2>
       ${pending.map((r) => requestCard(v, r))}
-      ${table(
-        ['Id', 'Client', 'Asked', 'Decision', 'Decided'],
-        decided.map((r) => decidedRow(v, r)),
-        'No decided request.',
-      )}
+      ${decidedTable(v, decided, 'No decided request.')}
     </section>
     <section id="audit" aria-labelledby="audit-h">
       <h2 id="audit-h">Changes</h2>
-      ${table(
-        ['When', 'Action', 'Client', 'By', 'Details'],
-        changes.map((e) => eventRow(v, e)),
-        'No change of this client.',
-      )}
+      ${eventTable(v, changes, 'No change of this client.')}
     </section>`;
 }

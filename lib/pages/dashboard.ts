@@ -8,11 +8,11 @@ import { type Html, markup } from './html.js';
 import {
   attention,
   banFields,
-  banRow,
-  decidedRow,
+  banTable,
+  decidedTable,
   DONE,
-  eventRow,
-  grantRow,
+  eventTable,
+  grantTable,
   keyText,
   labelsOf,
   lastPage,
@@ -78,22 +78,14 @@ function requestsSection(v: View, total: number, page: number, pending: GrantReq
       ${pending.length ? pending.map((r) => requestCard(v, r)) : markup`<p class="hint">No request is waiting.</p>`}
       ${pager(v, 'requests', page, total)}
       <h3>Recently decided</h3>
-      ${table(
-        ['Id', 'Client', 'Asked', 'Decision', 'Decided'],
-        decided.map((r) => decidedRow(v, r)),
-        'None yet.',
-      )}
+      ${decidedTable(v, decided, 'None yet.')}
     </section>`;
 }
 
 function grantsSection(v: View, grants: { total: number; offset: number; grants: ActiveGrant[] }): Html {
   return markup`<section id="grants" aria-labelledby="grants-h">
       <h2 id="grants-h">Active grants (${grants.total})</h2>
-      ${table(
-        ['Client', 'Grant', 'Since', 'Until', 'Note', 'Change'],
-        grants.grants.map((g) => grantRow(v, g)),
-        'No grant is in force.',
-      )}
+      ${grantTable(v, grants.grants, 'No grant is in force.')}
       ${pager(v, 'grants', grants.offset / PER_PAGE + 1, grants.total)}
     </section>`;
 }
@@ -101,11 +93,7 @@ function grantsSection(v: View, grants: { total: number; offset: number; grants:
 function bansSection(v: View, bans: { total: number; offset: number; bans: ActiveBan[] }): Html {
   return markup`<section id="bans" aria-labelledby="bans-h">
       <h2 id="bans-h">Active bans (${bans.total})</h2>
-      ${table(
-        ['Client', 'Kind', 'Reason', 'By', 'Since', 'Until', ''],
-        bans.bans.map((b) => banRow(v, b)),
-        'No ban is in force.',
-      )}
+      ${banTable(v, bans.bans, 'No ban is in force.')}
       ${pager(v, 'bans', bans.offset / PER_PAGE + 1, bans.total)}
       <h3>Ban a client</h3>
       <form method="post" action="${v.base}/bans/new" data-confirm="Ban this client?">
@@ -168,11 +156,7 @@ function trafficSection(v: View, traffic: TrafficSummary): Html {
 function auditSection(v: View, history: ChangeEvent[]): Html {
   return markup`<section id="audit" aria-labelledby="audit-h">
       <h2 id="audit-h">Audit trail</h2>
-      ${table(
-        ['When', 'Action', 'Client', 'By', 'Details'],
-        history.map((e) => eventRow(v, e)),
-        'No change yet.',
-      )}
+      ${eventTable(v, history, 'No change yet.')}
     </section>`;
 }
 

@@ -165,7 +165,7 @@ export function requestCard(v: View, r: GrantRequest): Html {
   </article>`;
 }
 
-export function decidedRow(v: View, r: GrantRequest): Html {
+function decidedRow(v: View, r: GrantRequest): Html {
   const outcome =
     r.status === 'approved'
       ? `approved: ${grantText(r.granted ?? r.ask)}, until ${when(r.until, 'revoked')}`
@@ -179,7 +179,7 @@ export function decidedRow(v: View, r: GrantRequest): Html {
   </tr>`;
 }
 
-export function grantRow(v: View, g: ActiveGrant): Html {
+function grantRow(v: View, g: ActiveGrant): Html {
   return markup`<tr>
     <td>${keyText(v, g.key)}</td>
     <td>${grantText(g.grant)}</td>
@@ -212,7 +212,7 @@ export function banFields(): Html {
         <button type="submit" class="danger">Ban</button>`;
 }
 
-export function banRow(v: View, b: ActiveBan): Html {
+function banRow(v: View, b: ActiveBan): Html {
   return markup`<tr>
     <td>${keyText(v, b.key)}</td>
     <td>${b.kind}</td>
@@ -287,7 +287,7 @@ export function attention(v: View, lost: readonly LostRecord[], foreign: readonl
   </section>`;
 }
 
-export function eventRow(v: View, e: ChangeEvent): Html {
+function eventRow(v: View, e: ChangeEvent): Html {
   const detail = [
     e.reason ? `reason: ${clip(e.reason)}` : '',
     e.grant ? grantText(e.grant) : '',
@@ -319,4 +319,36 @@ export function table(head: readonly string[], rows: Html[], empty: string): Htm
       </tbody>
     </table>
   </div>`;
+}
+
+export function decidedTable(v: View, requests: readonly GrantRequest[], empty: string): Html {
+  return table(
+    ['Id', 'Client', 'Asked', 'Decision', 'Decided'],
+    requests.map((r) => decidedRow(v, r)),
+    empty,
+  );
+}
+
+export function grantTable(v: View, grants: readonly ActiveGrant[], empty: string): Html {
+  return table(
+    ['Client', 'Grant', 'Since', 'Until', 'Note', 'Change'],
+    grants.map((g) => grantRow(v, g)),
+    empty,
+  );
+}
+
+export function banTable(v: View, bans: readonly ActiveBan[], empty: string): Html {
+  return table(
+    ['Client', 'Kind', 'Reason', 'By', 'Since', 'Until', ''],
+    bans.map((b) => banRow(v, b)),
+    empty,
+  );
+}
+
+export function eventTable(v: View, events: readonly ChangeEvent[], empty: string): Html {
+  return table(
+    ['When', 'Action', 'Client', 'By', 'Details'],
+    events.map((e) => eventRow(v, e)),
+    empty,
+  );
 }
