@@ -30,6 +30,8 @@ let scratch: string;
 let installed: string;
 /** The packed package, `listing-limits-<version>.tgz`. */
 let tarball: string;
+/** What `npm pack` says of it: its files and their bytes in all. */
+let packed: { files: { path: string }[]; unpackedSize: number };
 
 beforeAll(() => {
   mkdirSync(scratchRoot, { recursive: true });
@@ -37,8 +39,8 @@ beforeAll(() => {
   // A package of its own: else the project's package.json, named listing-limits, would answer for it (self-reference).
   writeFileSync(join(scratch, 'package.json'), '{ "name": "consumer", "private": true }\n');
   const out = execFileSync('npm', ['pack', '--json', '--pack-destination', scratch], { cwd: root, encoding: 'utf8' });
-  const [{ filename, files }] = JSON.parse(out.slice(out.indexOf('['))) as [
-    { filename: string; files: { path: string }[] },
+  const [{ filename, files, unpackedSize }] = JSON.parse(out.slice(out.indexOf('['))) as [
+    { filename: string; files: { path: string }[]; unpackedSize: number },
   ];
   // The manual travels with the package (its guides, so that the README's links work in node_modules), without its
   // screenshots: GitHub and npm's site show them from the repository.
@@ -51,6 +53,7 @@ beforeAll(() => {
       .filter((p) => !p.startsWith('dist/'))
       .sort(),
   ).toEqual(['CHANGELOG.md', 'LICENSE', 'README.md', ...guides, 'package.json'].sort());
+  packed = { files, unpackedSize };
   tarball = join(scratch, filename);
   installed = join(scratch, 'node_modules', 'listing-limits');
   mkdirSync(installed, { recursive: true });
@@ -59,10 +62,29 @@ beforeAll(() => {
 
 afterAll(() => rmSync(scratch, { recursive: true, force: true }));
 
+it('ships one bundle per entry point, with its types and an ES module wrapper, in at most 1.05 MB unpacked', () => {
+  const dist = packed.files.map((f) => f.path).filter((p) => p.startsWith('dist/'));
+  const entries = ['index', 'client', 'verify', 'pages'].flatMap((entry) =>
+    ['cjs', 'mjs', 'd.cts', 'd.mts'].map((extension) => `dist/${entry}.${extension}`),
+  );
+  expect(dist).toEqual(expect.arrayContaining([...entries, 'dist/cli.cjs']));
+  // Besides those, only the chunks the entry points share, with their types: no folder, no copy per format.
+  const chunks = dist.filter((p) => !entries.includes(p) && p !== 'dist/cli.cjs');
+  expect(chunks.filter((p) => !/^dist\/[\w-]+\.(?:cjs|d\.cts)$/.test(p))).toEqual([]);
+  expect(chunks.length).toBeLessThanOrEqual(12);
+  // Half the 2.1 MB of the per-file CommonJS and ES module builds with their declarations that 0.3.0 shipped.
+  expect(packed.unpackedSize).toBeLessThanOrEqual(1_050_000);
+});
+
 const script = (name: string, code: string) => {
   writeFileSync(join(scratch, name), code);
   return execFileSync(process.execPath, [name], { cwd: scratch, encoding: 'utf8' }).trim();
 };
+
+/** Script code: `defines(name)`, whether a file of the package's dist/ that the script has loaded defines that function. */
+const defines = `const defines = (name) => Object.keys(require.cache)
+  .filter((p) => /[\\\\/]listing-limits[\\\\/]dist[\\\\/]/.test(p))
+  .some((p) => require('node:fs').readFileSync(p, 'utf8').includes('function ' + name + '('));`;
 
 const check = `
   const app = express();
@@ -146,10 +168,11 @@ it('loads neither structured-headers nor cli-progress with the middleware, nor w
     script(
       'light.cjs',
       `const main = require('listing-limits');
-       const loaded = Object.keys(require.cache).filter((p) => /node_modules[\\/](structured-headers|cli-progress|helmet|csrf-csrf|cookie-parser)[\\/]|[\\/]dist[\\/]cjs[\\/]pages/.test(p));
-       console.log(typeof main.listingLimits, 'verifyContract' in main, JSON.stringify(loaded));`,
+       const loaded = Object.keys(require.cache).filter((p) => /node_modules[\\/](structured-headers|cli-progress|helmet|csrf-csrf|cookie-parser)[\\/]/.test(p));
+       ${defines}
+       console.log(typeof main.listingLimits, 'verifyContract' in main, JSON.stringify(loaded), JSON.stringify(['listingLimits', 'limitsAdmin', 'limitsRequestPage'].filter(defines)));`,
     ),
-  ).toBe('function false []');
+  ).toBe('function false [] ["listingLimits"]');
 });
 
 it('serves verifyContract and planVerification from listing-limits/verify, to require() and to import', () => {
@@ -198,10 +221,11 @@ it('loads nothing of Express, the stores or the middleware with listing-limits/c
       `const { listingClient } = require('listing-limits/client');
        listingClient({ listing: 'A', baseUrl: 'http://127.0.0.1:1' });
        const loaded = Object.keys(require.cache)
-         .filter((p) => /node_modules[\\\\/](express|rate-limiter-flexible|ioredis|redis|@redis|prom-client|lru-cache|ipaddr\\.js|cli-progress)[\\\\/]|[\\\\/]dist[\\\\/]cjs[\\\\/](index|middleware|stores|memory|redis|bans|grants|verify)\\.js$/.test(p));
-       console.log(typeof listingClient, JSON.stringify(loaded));`,
+         .filter((p) => /node_modules[\\\\/](express|rate-limiter-flexible|ioredis|redis|@redis|prom-client|lru-cache|ipaddr\\.js|cli-progress)[\\\\/]/.test(p));
+       ${defines}
+       console.log(typeof listingClient, JSON.stringify(loaded), JSON.stringify(['listingClient', 'listingLimits', 'memoryStore', 'redisStore', 'verifyContract'].filter(defines)));`,
     ),
-  ).toBe('function []');
+  ).toBe('function [] ["listingClient"]');
 });
 
 describe('type declarations', () => {
@@ -214,16 +238,20 @@ describe('type declarations', () => {
   });
 
   it('publish no internal type: the compiled configuration and the request context stay out', () => {
-    for (const dir of ['cjs', 'esm']) {
-      const folder = join(installed, 'dist', dir);
-      const declarations = readdirSync(folder, { recursive: true, encoding: 'utf8' }).filter((name) =>
-        name.endsWith('.d.ts'),
-      );
-      expect(declarations.length).toBeGreaterThan(5);
-      for (const name of declarations) {
-        const text = readFileSync(join(folder, name), 'utf8');
-        expect({ name, config: /\binterface Config\b|\bconfigure\(/.test(text) }).toEqual({ name, config: false });
-      }
+    const folder = join(installed, 'dist');
+    const declarations = readdirSync(folder).filter((name) => /\.d\.[cm]ts$/.test(name));
+    expect(declarations.length).toBeGreaterThan(5);
+    for (const name of declarations) {
+      const text = readFileSync(join(folder, name), 'utf8');
+      expect({
+        name,
+        config: /\binterface Config\b|\bconfigure\(/.test(text),
+        internal: text.includes('@internal'),
+      }).toEqual({
+        name,
+        config: false,
+        internal: false,
+      });
     }
   });
 
@@ -471,7 +499,7 @@ describe('what a new user meets, through the packed package', () => {
     expect(both('drafts', code)).toEqual([expected, expected]);
   });
 
-  it('errors of the ES module copy and of the CommonJS copy are instances of each other', () => {
+  it('import and require() share one copy of the package: the same error classes, whose errors are instances of each other', () => {
     const out = script(
       'brands.cjs',
       `(async () => {
@@ -491,7 +519,7 @@ describe('what a new user meets, through the packed package', () => {
         console.log(JSON.stringify(results));
       })();`,
     );
-    expect(out).toBe('[false,true,true,false,true,true,true,false,true]');
+    expect(out).toBe('[true,true,true,false,true,true,true,false,true]');
   });
 });
 

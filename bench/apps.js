@@ -1,12 +1,18 @@
 // The apps the benchmark compares: listing B's routes bare, behind express-rate-limit per route, and behind listingLimits.
+const { existsSync } = require('node:fs');
 const { join } = require('node:path');
 const express = require('express');
 const { rateLimit, ipKeyGenerator } = require('express-rate-limit');
-const { listingLimits, listings, MAX_SLIDING_LIMIT } = require(distOf('index.js'));
+const { listingLimits, listings, MAX_SLIDING_LIMIT } = require(distOf('index'));
 
-/** A module of the build measured: dist/, or BENCH_DIST (another build, the reference of an A/B run of the ruler). */
-function distOf(module) {
-  return join(process.env.BENCH_DIST ?? join(__dirname, '..', 'dist'), 'cjs', module);
+/**
+ * An entry point of the build measured: dist/, or BENCH_DIST (another build, the reference of an A/B run of the
+ * ruler), bundled (`dist/index.cjs`) or, as builds before the bundles were, per file (`dist/cjs/index.js`).
+ */
+function distOf(entry) {
+  const dist = process.env.BENCH_DIST ?? join(__dirname, '..', 'dist');
+  const bundle = join(dist, `${entry}.cjs`);
+  return existsSync(bundle) ? bundle : join(dist, 'cjs', `${entry}.js`);
 }
 
 /**

@@ -3,7 +3,7 @@
 // `npm run bench` runs it, and `npm run build && node --expose-gc bench/bans.js` runs it alone.
 const { Bench } = require('tinybench');
 const Redis = require('ioredis');
-const { listingLimits, listings, memoryStore, redisStore } = require('../dist/cjs/index.js');
+const { listingLimits, listings, memoryStore, redisStore } = require('../dist/index.cjs');
 const { startRedis } = require('./http.js');
 const { bansLines } = require('./reports.js');
 

@@ -2,7 +2,7 @@
 // from dist/ in front of a route for every row; each request waits a random 0 to delayMs ms before it is counted.
 // Prints its port when ready; GET /limited answers the refusals counted, by endpoint. Ends when stdin closes.
 const express = require('express');
-const { listingLimits } = require('../dist/cjs/index.js');
+const { listingLimits } = require('../dist/index.cjs');
 
 const [rowsJson, window, delayMs] = process.argv.slice(2);
 const rows = JSON.parse(rowsJson);

@@ -7,8 +7,8 @@ const { once } = require('node:events');
 const { mkdirSync, writeFileSync } = require('node:fs');
 const { join } = require('node:path');
 const { createInterface } = require('node:readline');
-const { listings } = require('../dist/cjs/index.js');
-const { listingClient } = require('../dist/cjs/client.js');
+const { listings } = require('../dist/index.cjs');
+const { listingClient } = require('../dist/client.cjs');
 const { clientLines } = require('./reports.js');
 
 const rounds = Number(process.env.CLIENT_BENCH_ROUNDS ?? 3);

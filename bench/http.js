@@ -6,7 +6,7 @@ const { createServer } = require('node:net');
 const { tmpdir } = require('node:os');
 const { join } = require('node:path');
 const autocannon = require('autocannon');
-const { listings } = require('../dist/cjs/index.js');
+const { listings } = require('../dist/index.cjs');
 
 const hasTaskset = (() => {
   try {

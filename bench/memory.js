@@ -1,7 +1,7 @@
 // Memory: bytes per tracked counter in the memory store (and in rate-limiter-flexible's RateLimiterMemory, for
 // comparison), and the heap after a flood of distinct tokens. Run with --expose-gc.
 const { RateLimiterMemory } = require('rate-limiter-flexible');
-const { listingLimits, listings, memoryStore } = require('../dist/cjs/index.js');
+const { listingLimits, listings, memoryStore } = require('../dist/index.cjs');
 
 const gc = () => {
   global.gc();
@@ -27,10 +27,11 @@ async function bytesPerCounter(n, limiter) {
 /**
  * Heap per refusal a counter of an asynchronous store remembers (the Redis store's local refusals): `n` distinct
  * keys (at most the counter's bound) each refused once, through a counter on rate-limiter-flexible's memory limiter.
+ * The counter is not exported: it comes from lib/ as `npm run build:example` compiles it, file by file, into build/.
  */
 async function bytesPerRefusal(n) {
-  const { Counter, REMEMBERED_REFUSALS } = require('../dist/cjs/stores/counter.js');
-  const { contractOf } = require('../dist/cjs/stores/adapter.js');
+  const { Counter, REMEMBERED_REFUSALS } = require('../build/lib/stores/counter.js');
+  const { contractOf } = require('../build/lib/stores/adapter.js');
   const count = Math.min(n, REMEMBERED_REFUSALS);
   const spec = { name: 'GET /v1/bots', limit: 1, windowMs: 60_000 };
   const store = () => new RateLimiterMemory({ points: 1, duration: 60 });

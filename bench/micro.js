@@ -1,7 +1,7 @@
 // In-process micro-benchmark: the middleware's own cost per request, with mocked request and response objects.
 const { ServerResponse } = require('node:http');
 const { Bench } = require('tinybench');
-const { listingLimits, listings, MAX_SLIDING_LIMIT } = require('../dist/cjs/index.js');
+const { listingLimits, listings, MAX_SLIDING_LIMIT } = require('../dist/index.cjs');
 
 const roomy = (rows) => rows.map((row) => ({ ...row, limit: 1_000_000_000 }));
 const bigTable = Array.from({ length: 1000 }, (_, i) => ({

@@ -4,8 +4,8 @@
 const { monitorEventLoopDelay } = require('node:perf_hooks');
 const express = require('express');
 const Redis = require('ioredis');
-const { listingLimits, listings, memoryStore, redisStore } = require('../dist/cjs/index.js');
-const { limitsAdmin } = require('../dist/cjs/pages.js');
+const { listingLimits, listings, memoryStore, redisStore } = require('../dist/index.cjs');
+const { limitsAdmin } = require('../dist/pages.cjs');
 const { startRedis } = require('./http.js');
 const { pagesLines } = require('./reports.js');
 

@@ -47,7 +47,7 @@ async function connect(client) {
 }
 
 if (variant.startsWith('listing-limits-redis')) {
-  const { redisStore } = require(distOf('index.js'));
+  const { redisStore } = require(distOf('index'));
   const client = /^listing-limits-redis-(node-redis|glide|cluster)/.exec(variant)?.[1] ?? 'ioredis';
   // The prefix names the server's process, so that what Redis runs can be told apart per server.
   connecting = connect(client).then((redis) => {

@@ -26,13 +26,15 @@ export function compile(name: string, { esm: withEsm = true } = {}): Compiled {
   const cjs = join(dir, 'cjs');
   const esm = join(dir, 'esm');
   const scratch = join(dir, 'scratch');
-  const build = (config: string, outDir: string) =>
-    execFileSync(process.execPath, [tsc, '-p', config, '--outDir', outDir, '--declaration', 'false'], { cwd: root });
+  const build = (config: string, outDir: string, ...options: string[]) =>
+    execFileSync(process.execPath, [tsc, '-p', config, '--outDir', outDir, '--declaration', 'false', ...options], {
+      cwd: root,
+    });
   // The example server's build holds lib/ whole beside it (example-server/tsconfig.json includes it).
   build('example-server/tsconfig.json', cjs);
   writeFileSync(join(cjs, 'package.json'), '{ "type": "commonjs" }\n');
   if (withEsm) {
-    build('tsconfig.build.esm.json', esm);
+    build('tsconfig.build.json', esm, '--module', 'es2022', '--moduleResolution', 'bundler');
     writeFileSync(join(esm, 'package.json'), '{ "type": "module" }\n');
   }
   mkdirSync(scratch);
