@@ -1,4 +1,4 @@
-// One endpoint's probe: the requests and waits that check it, as steps a runner carries out against a server.
+// One endpoint's probe: the checks of docs/verify.md, in its order, as steps a runner carries out against a server.
 import type { Limit, WindowKind } from '../contract/limit.js';
 import { readFields } from '../contract/read-headers.js';
 import { marginMs } from './counted.js';
@@ -21,22 +21,14 @@ import {
 } from './steps.js';
 import type { VerifyWaitReason, WindowSeen } from './types.js';
 
-/**
- * One endpoint's probe. Its first row (of several, the one of the shortest window) gets one request at the start of
- * a window, the rest of its limit from the window's middle and one more, refused; then, once the window has ended,
- * as many as a fixed window lets pass: a fixed window lets them all pass, a sliding one only the place of the
- * window's first request. Another token then gets its own counter, over both paths when there are path parameters.
- * Each further row is filled up, each request sent when the other rows surely let it pass, until one more is
- * refused, and must let a request pass once its window has let go.
- */
 export class Probe {
   private readonly found = new Findings();
   private readonly seen = new FieldsSeen(this.found);
-  /** Answers received: none, and the fields were never seen, rather than not sent. */
+  /** None: the fields were never seen, rather than not sent. */
   private answers = 0;
   private readonly rows: readonly Row[];
   private readonly own: ClientCounts;
-  /** The paths, per token, that were served (answered neither 403 nor 429): a 403 there later is a ban. */
+  /** Paths per token answered neither 403 nor 429: a 403 there later is a ban. */
   private readonly served = new Set<string>();
   private requests = 0;
   private boundaryRequests = 0;
@@ -102,8 +94,7 @@ export class Probe {
     const other = authorization !== undefined && authorization === this.run.otherToken;
     const key = `${other ? 'other' : 'own'} ${path}`;
     const retryAfter = answer.headers.get('retry-after');
-    // A route may answer 403 to every request, counted like any other; a ban comes where requests were served, or
-    // says when it ends.
+    // A route may answer 403 to every request; a ban comes where requests were served, or says when it ends.
     if (answer.status === 403 && (retryAfter !== null || this.served.has(key) || this.shared.banned)) {
       this.shared.banned = true;
       throw new Banned(
@@ -113,7 +104,6 @@ export class Probe {
     }
     if (answer.status !== 403 && !isRefusal(answer.status)) this.served.add(key);
     this.seen.record(answer);
-    // The contract counts every request, whatever the route answers; a server error is judged where it comes.
     if (answer.status >= 400 && !isRefusal(answer.status)) {
       this.found.note(`${this.target.method} ${path} answered ${answer.status}`);
     }
@@ -139,11 +129,6 @@ export class Probe {
     return checkRetryAfter(answer, row.windowMs, this.found, this.seen, row.label);
   }
 
-  /**
-   * Sends up to `max` requests on `client`'s counter, cycling through `paths`, and stops at the first 429. Each
-   * answer's fields are checked as windows of the expected kind count them: before any window's end both kinds
-   * count alike.
-   */
   private *burst(
     client: ClientCounts,
     paths: readonly string[],
@@ -161,10 +146,7 @@ export class Probe {
     return { passed: max, answers };
   }
 
-  /**
-   * Whether more than `limit` requests passed only because they took longer than a window, which may have ended on
-   * the way: then nothing can be told of the limit, and that is the finding.
-   */
+  // More than `limit` passed, but over longer than a window: nothing can be told of the limit.
   private tooSlow(row: Row, passed: number, start: number): boolean {
     const took = this.now() - start;
     if (passed <= row.limit || took < row.windowMs) return false;
@@ -185,11 +167,7 @@ export class Probe {
     for (const row of this.rows.slice(1)) if (!(yield* this.fill(row, kind))) return;
   }
 
-  /**
-   * The first row's window: one request opens it (a counter already in use is waited out once), the rest of the
-   * limit follows from its middle, then one more, which must be refused. Returns what the window's end is probed
-   * with, or undefined when the probe ends here.
-   */
+  // One request opens the first row's window, the rest of the limit follows from its middle, then one more, refused.
   private *firstWindow(): Generator<ProbeStep, FirstWindow | undefined, Reply> {
     const { run, target } = this;
     const row = this.rows[0] as Row;
@@ -243,9 +221,8 @@ export class Probe {
     this.found.refusedAs(refused.status);
     const retryAfter = this.checkRetryAfter(refused, row);
     const beforeEnd = limit > 1 ? (rest.answers[limit - 2] as ProbeAnswer).at : beforeStart;
-    // After the window's end, a fixed window lets the limit pass: of several limits, as many as the others leave.
     const fixed = this.own.counted.fixed;
-    // One at least, to see the window open again, even where other traffic has used up what the others leave.
+    // A fixed window lets as many pass after its end as the other limits leave; one at least, to see it open again.
     const fits = Math.max(Math.min(limit, ...this.rows.slice(1).map((r) => fixed.least(r.index, this.now()))), 1);
     let kindProbe = limit > 1 && fits > 1;
     if (this.rows.length > 1 && limit === 1) {
@@ -257,7 +234,6 @@ export class Probe {
       );
     }
     if (kindProbe && (beforeEnd - start > windowMs - margin || beforeEnd - start >= windowMs)) {
-      // The contract does not say which kind it counts: a kind that cannot be told is noted, not held against it.
       this.windowSeen = 'unclear';
       this.found.note(
         `${label}window kind inconclusive: ${requestsText(limit - 1)} sent from the middle of a window took ` +
@@ -277,12 +253,7 @@ export class Probe {
     };
   }
 
-  /**
-   * The first row's window ends: it must open again. A fixed window then lets the whole limit pass (of several
-   * limits, as many as the others leave), a sliding one only the place of the window's first request. A Retry-After
-   * that ends well within the window is checked first: a client that obeys it must be served. Returns whether the
-   * probe goes on.
-   */
+  // A Retry-After that ends well within the window is checked first: a client that obeys it must be served.
   private *acrossTheEnd(opened: FirstWindow): Generator<ProbeStep, boolean, Reply> {
     const { run } = this;
     const row = this.rows[0] as Row;
@@ -349,11 +320,7 @@ export class Probe {
     return true;
   }
 
-  /**
-   * Another client has a counter of its own: one request with another token passes while this client's counter is
-   * full. With path parameters, that client's `limit + 1` requests alternate between the two paths (the second
-   * first): the last is refused, since both paths count on one counter.
-   */
+  // With path parameters, another token's `limit + 1` requests alternate between the paths: both count on one counter.
   private *otherClient(): Generator<ProbeStep, void, Reply> {
     const { run, target } = this;
     const row = this.rows[0] as Row;
@@ -387,11 +354,7 @@ export class Probe {
     if (refused) this.checkRetryAfter(refused, row);
   }
 
-  /**
-   * Fills up a further row of an endpoint of several limits, each request sent when windows of `kind` surely let it
-   * pass on every other row, until one more is refused; once that row lets a request go, the next must pass. Returns
-   * whether everything held. A row that the shorter ones never let fill up within two of its windows is noted.
-   */
+  // Each request is sent when the other rows surely let it pass, until this row refuses one.
   private *fill(row: Row, kind: WindowKind): Generator<ProbeStep, boolean, Reply> {
     const { run } = this;
     const counted = this.own.counted[kind];
