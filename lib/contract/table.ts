@@ -90,7 +90,7 @@ function checkRows(check: Checker, value: unknown, field: string, several = fals
   return rows;
 }
 
-interface TableEndpoint {
+export interface TableEndpoint {
   readonly method: string;
   readonly path: string;
   /** `<METHOD> <path>`: the counter's name, and the endpoint's in headers and hooks. */

@@ -7,8 +7,9 @@ export interface Span {
   readonly at: number;
 }
 
-/** One row's window: fixed windows' `opening` and `count`, sliding windows' `stamps`, oldest first. */
-interface Slot {
+/** One row, and its window: fixed windows' `opening` and `count`, sliding windows' `stamps`, oldest first. */
+interface Slot extends Limit {
+  readonly margin: number;
   opening: Span | undefined;
   count: number;
   /** Fixed windows: after a request too near a window's end to tell which window it fell in. */
@@ -20,22 +21,22 @@ interface Slot {
 // never guessed. With no grace and instant answers, this is the server itself.
 export class Counted {
   private readonly slots: Slot[];
-  private readonly margins: number[];
 
   constructor(
     readonly limits: readonly Limit[],
     readonly kind: WindowKind,
     graceMs: number,
   ) {
-    this.slots = limits.map(() => ({ opening: undefined, count: 0, unknownUntil: 0, stamps: [] }));
-    this.margins = limits.map(({ windowMs }) => marginMs(windowMs, graceMs));
+    this.slots = limits.map(({ limit, windowMs }) => {
+      const margin = marginMs(windowMs, graceMs);
+      return { limit, windowMs, margin, opening: undefined, count: 0, unknownUntil: 0, stamps: [] };
+    });
   }
 
   record(span: Span, passed: boolean): void {
     if (!passed) return;
-    this.slots.forEach((slot, i) => {
-      const { windowMs } = this.limits[i] as Limit;
-      const margin = this.margins[i] as number;
+    this.slots.forEach((slot) => {
+      const { windowMs, margin } = slot;
       if (this.kind === 'sliding') {
         const gone = slot.stamps.findIndex((stamp) => stamp.at + windowMs + margin > span.sent);
         slot.stamps.splice(0, gone === -1 ? slot.stamps.length : gone);
@@ -57,8 +58,7 @@ export class Counted {
 
   count(i: number, span: Span): number | undefined {
     const slot = this.slots[i] as Slot;
-    const { windowMs } = this.limits[i] as Limit;
-    const margin = this.margins[i] as number;
+    const { windowMs, margin } = slot;
     if (this.kind === 'sliding') {
       const maybe = slot.stamps.filter((stamp) => stamp.at + windowMs + margin > span.sent).length;
       const surely = slot.stamps.filter((stamp) => stamp.sent + windowMs - margin > span.at).length;
@@ -78,8 +78,7 @@ export class Counted {
   /** The fewest requests row `i` may have left, whichever side of a window's end the server puts `time`. */
   least(i: number, time: number): number {
     const slot = this.slots[i] as Slot;
-    const { limit, windowMs } = this.limits[i] as Limit;
-    const margin = this.margins[i] as number;
+    const { limit, windowMs, margin } = slot;
     if (this.kind === 'sliding') {
       return Math.max(limit - slot.stamps.filter((stamp) => stamp.at + windowMs + margin > time).length, 0);
     }
@@ -90,17 +89,15 @@ export class Counted {
 
   private nearEnd(i: number, time: number): boolean {
     const slot = this.slots[i] as Slot;
-    const { windowMs } = this.limits[i] as Limit;
-    const margin = this.margins[i] as number;
+    const { windowMs, margin } = slot;
     const near = (span: Span) => time >= span.sent + windowMs - margin && time < span.at + windowMs + margin;
     if (this.kind === 'sliding') return slot.stamps.some(near);
     return time < slot.unknownUntil || (slot.opening !== undefined && near(slot.opening));
   }
 
   private changes(): number[] {
-    return this.slots.flatMap((slot, i) => {
-      const { windowMs } = this.limits[i] as Limit;
-      const margin = this.margins[i] as number;
+    return this.slots.flatMap((slot) => {
+      const { windowMs, margin } = slot;
       if (this.kind === 'sliding') return slot.stamps.map((stamp) => stamp.at + windowMs + margin);
       return [slot.unknownUntil, ...(slot.opening ? [slot.opening.at + windowMs + margin] : [])];
     });
@@ -142,8 +139,7 @@ export class Counted {
 
   private resetRange(i: number, span: Span): readonly [number, number] {
     const slot = this.slots[i] as Slot;
-    const { windowMs } = this.limits[i] as Limit;
-    const margin = this.margins[i] as number;
+    const { windowMs, margin } = slot;
     const of = (s: Span) => [s.sent + windowMs, s.at + windowMs] as const;
     if (this.kind === 'sliding') {
       const oldest = slot.stamps.find((stamp) => stamp.at + windowMs + margin > span.sent);

@@ -4,7 +4,7 @@ import { closest } from 'fastest-levenshtein';
 import { compile, pathToRegexp } from 'path-to-regexp';
 import { Checker, MAX_TIMER_MS, show } from '../shared/check.js';
 import { listingNames } from '../contract/listings.js';
-import { checkTable, endpointsOf, rowShape } from '../contract/table.js';
+import { checkTable, endpointsOf, rowShape, type TableEndpoint } from '../contract/table.js';
 import { type Limit, type WindowKind, windowKinds } from '../contract/limit.js';
 import type { VerifyEvent, VerifyOptions } from './types.js';
 
@@ -28,23 +28,16 @@ const verifyOptionNames = [
 ] as const;
 
 /** One endpoint to probe: `limits` shortest window first, a second path where it has parameters. */
-export interface Target {
-  readonly name: string;
-  readonly method: string;
-  readonly path: string;
-  readonly limits: readonly Limit[];
+export interface Target extends TableEndpoint {
   readonly paths: readonly string[];
 }
 
-export interface ProbeSettings {
+export interface Run {
   readonly token: string | undefined;
   readonly otherToken: string;
   readonly window: WindowKind;
   readonly graceMs: number;
   readonly strictHeaders: boolean;
-}
-
-export interface Run extends ProbeSettings {
   readonly baseUrl: string;
   readonly origin: string;
   readonly targets: readonly Target[];

@@ -5,7 +5,7 @@ import { marginMs } from './counted.js';
 import { type ProbeAnswer, checkFields, checkRetryAfter, type Expectation, isRefusal, FieldsSeen } from './fields.js';
 import { Findings, requestsText, shown, tenths } from './findings.js';
 import { kindSeen } from './kind.js';
-import type { ProbeSettings, Target } from './options.js';
+import type { Run, Target } from './options.js';
 import {
   Banned,
   type Burst,
@@ -36,7 +36,7 @@ export class Probe {
   private windowSeen: WindowSeen;
 
   constructor(
-    private readonly run: ProbeSettings,
+    private readonly run: Run,
     private readonly target: Target,
     private readonly now: () => number,
     private readonly shared: SharedByProbes,
@@ -117,10 +117,6 @@ export class Probe {
     yield { kind: 'wait', ms: wait, reason };
   }
 
-  private find(key: string, text: string): void {
-    this.found.find(key, text);
-  }
-
   private checkFields(answer: ProbeAnswer, expected: Expectation): void {
     checkFields(answer, this.target.limits, expected, this.found);
   }
@@ -150,7 +146,7 @@ export class Probe {
   private tooSlow(row: Row, passed: number, start: number): boolean {
     const took = this.now() - start;
     if (passed <= row.limit || took < row.windowMs) return false;
-    this.find(
+    this.found.find(
       `limit ${row.index}`,
       `${row.label}inconclusive: ${requestsText(passed)} took ${Number((took / 1000).toFixed(1))} s, ` +
         `longer than the contract's window of ${row.seconds} s`,
@@ -203,7 +199,7 @@ export class Probe {
     const passed = 1 + rest.passed;
     if (this.tooSlow(row, passed, start)) return undefined;
     if (passed > limit) {
-      this.find('limit 0', `${label}allowed ${requestsText(passed)}, contract says ${limit}`);
+      this.found.find('limit 0', `${label}allowed ${requestsText(passed)}, contract says ${limit}`);
       return undefined;
     }
     const refused = rest.refused as ProbeAnswer;
@@ -266,7 +262,7 @@ export class Probe {
       const again = yield* this.send(first, run.token);
       this.own.record(again);
       if (!isRefusal(again.status)) {
-        this.find(
+        this.found.find(
           'window 0',
           `${label}allowed ${requestsText(limit + 1)} within ${tenths(again.at - start)} s once Retry-After had ` +
             `passed (${retryAfter} s), contract says ${limit} per ${row.seconds} s`,
@@ -341,7 +337,7 @@ export class Probe {
     }
     if (second === undefined || this.tooSlow(row, burst.passed, start)) return;
     const { refused } = burst;
-    if (burst.passed > row.limit) this.find('params', 'path parameters counted separately');
+    if (burst.passed > row.limit) this.found.find('params', 'path parameters counted separately');
     else if (burst.passed < row.limit) {
       this.found.refusedEarly(
         (refused as ProbeAnswer).status,
@@ -378,7 +374,7 @@ export class Probe {
       this.own.record(answer);
       this.checkFields(answer, this.own.expect(kind, answer));
       if (count >= limit && !isRefusal(answer.status)) {
-        this.find(`limit ${index}`, `${label}allowed ${requestsText(count + 1)}, contract says ${limit}`);
+        this.found.find(`limit ${index}`, `${label}allowed ${requestsText(count + 1)}, contract says ${limit}`);
         return false;
       }
       if (count < limit && isRefusal(answer.status)) {
