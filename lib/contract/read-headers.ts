@@ -183,21 +183,14 @@ class Reader {
     }
     const draft6 = DRAFT_6_FIELDS.some((name) => this.headers.has(name));
     for (const [value, params] of items) {
-      if (typeof value === 'number') {
-        this.policies.push({
-          dialect: draft6 ? 'draft-6' : 'draft-7',
-          name: undefined,
-          quota: this.count(value, 1, field, undefined, text),
-          window: this.seconds(params.get('w'), 1, field, 'w', text),
-        });
-      } else {
-        this.policies.push({
-          dialect: 'ietf',
-          name: nameOf(value),
-          quota: this.count(params.get('q'), 1, field, 'q', text),
-          window: this.seconds(params.get('w'), 1, field, 'w', text),
-        });
-      }
+      // `25;w=60` (drafts 6 and 7), or a named policy of drafts 8 to 11.
+      const named = typeof value !== 'number';
+      this.policies.push({
+        dialect: named ? 'ietf' : draft6 ? 'draft-6' : 'draft-7',
+        name: named ? nameOf(value) : undefined,
+        quota: named ? this.count(params.get('q'), 1, field, 'q', text) : this.count(value, 1, field, undefined, text),
+        window: this.seconds(params.get('w'), 1, field, 'w', text),
+      });
     }
   }
 

@@ -77,19 +77,6 @@ export function refuseDuplicates(check: Checker, rows: readonly EndpointRow[], f
   });
 }
 
-function checkRows(check: Checker, value: unknown, field: string, several = false): readonly EndpointRow[] {
-  if (!Array.isArray(value) || value.length === 0) {
-    check.fail(
-      'ERR_INVALID_ROW',
-      field,
-      `must be a non-empty array of rows { method, path, limit, windowMs }; got ${show(value)}.`,
-    );
-  }
-  const rows = value.map((row, i) => checkRow(check, row, `${field}[${i}]`));
-  refuseDuplicates(check, rows, field, several);
-  return rows;
-}
-
 export interface TableEndpoint {
   readonly method: string;
   readonly path: string;
@@ -136,5 +123,7 @@ export function checkTable(
       `must be ${listingChoices()}, or a non-empty array of rows; got ${show(listing)}.`,
     );
   }
-  return checkRows(check, listing, field, several);
+  const rows = listing.map((row, i) => checkRow(check, row, `${field}[${i}]`));
+  refuseDuplicates(check, rows, field, several);
+  return rows;
 }

@@ -157,23 +157,14 @@ function parse(argv: readonly string[]): Parsed {
     if (!match?.[1]) throw new UsageError(`--param must be NAME=VALUE, e.g. id=123; got ${JSON.stringify(param)}`);
     (params[match[1]] ??= []).push(match[2] ?? '');
   }
-  const milliseconds = (value: string | undefined, argument: string) => {
+  const whole = (value: string | undefined, argument: string, what: string) => {
     if (value === undefined) return undefined;
-    if (!/^\d+$/.test(value))
-      throw new UsageError(`${argument} must be whole milliseconds; got ${JSON.stringify(value)}`);
+    if (!/^\d+$/.test(value)) throw new UsageError(`${argument} must be ${what}; got ${JSON.stringify(value)}`);
     return Number(value);
   };
-  const graceMs = milliseconds(values.grace, '--grace');
-  const timeoutMs = milliseconds(values.timeout, '--timeout');
-  let concurrency: number | undefined;
-  if (values.concurrency !== undefined) {
-    if (!/^\d+$/.test(values.concurrency)) {
-      throw new UsageError(
-        `--concurrency must be a whole number of endpoints, 1 or more; got ${JSON.stringify(values.concurrency)}`,
-      );
-    }
-    concurrency = Number(values.concurrency);
-  }
+  const graceMs = whole(values.grace, '--grace', 'whole milliseconds');
+  const timeoutMs = whole(values.timeout, '--timeout', 'whole milliseconds');
+  const concurrency = whole(values.concurrency, '--concurrency', 'a whole number of endpoints, 1 or more');
   const options: VerifyOptions = {
     baseUrl,
     listing: named,

@@ -8,7 +8,6 @@ import { checkTable, endpointsOf, rowShape, type TableEndpoint } from '../contra
 import { type Limit, type WindowKind, windowKinds } from '../contract/limit.js';
 import type { VerifyEvent, VerifyOptions } from './types.js';
 
-const SOURCE = 'verifyContract';
 const verifyOptionNames = [
   'baseUrl',
   'listing',
@@ -49,7 +48,7 @@ export interface Run {
   readonly onProgress: (event: VerifyEvent) => void;
 }
 
-const verifyCheck: Checker = new Checker(SOURCE);
+const verifyCheck: Checker = new Checker('verifyContract');
 
 function invalid(field: string, message: string): never {
   return verifyCheck.invalid(`options.${field}`, message);
