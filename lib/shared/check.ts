@@ -33,7 +33,6 @@ export function show(value: unknown): string {
   return text.length > LONGEST_SHOWN ? `${text.slice(0, LONGEST_SHOWN)}…` : text;
 }
 
-/** Checks one function's arguments; its errors open with `source`, e.g. `listingLimits:`. */
 export class Checker {
   constructor(readonly source: string) {}
 

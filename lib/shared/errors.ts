@@ -45,6 +45,7 @@ export class ListingLimitsError extends Error {
     this.field = field;
   }
 
+  /** True for an instance of any copy of the package, ES module or CommonJS. */
   static override [Symbol.hasInstance](value: unknown): boolean {
     return branded(this, ListingLimitsError, LIMITS_BRAND, value);
   }
@@ -56,7 +57,6 @@ export type StoreFailureMode = 'open' | 'closed';
 
 /** A store's rejection when it could not count: `'open'` passes the request without headers, `'closed'` answers 503. */
 export class StoreUnavailableError extends Error {
-  /** Stable, machine-readable reason. */
   readonly code = 'ERR_STORE_UNAVAILABLE';
   /** What the middleware does with the request. */
   readonly mode: StoreFailureMode;
@@ -67,6 +67,7 @@ export class StoreUnavailableError extends Error {
     this.mode = mode;
   }
 
+  /** True for an instance of any copy of the package, ES module or CommonJS. */
   static override [Symbol.hasInstance](value: unknown): boolean {
     return branded(this, StoreUnavailableError, STORE_BRAND, value);
   }

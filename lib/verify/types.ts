@@ -43,7 +43,9 @@ export type VerifyWaitReason = 'boundary' | 'window' | 'busy' | 'limit';
 export type VerifyEvent =
   /** `index` counts from 1, in the order the probes begin. */
   | { readonly type: 'endpoint'; readonly endpoint: string; readonly index: number; readonly total: number }
+  /** A wait of `ms` begins. */
   | { readonly type: 'wait'; readonly endpoint: string; readonly ms: number; readonly reason: VerifyWaitReason }
+  /** Probing of an endpoint is over. */
   | { readonly type: 'done'; readonly result: EndpointReport };
 
 /** What is planned for one endpoint. */
