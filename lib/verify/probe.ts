@@ -38,7 +38,6 @@ export class Probe {
   constructor(
     private readonly run: Run,
     private readonly target: Target,
-    private readonly now: () => number,
     private readonly shared: SharedByProbes,
   ) {
     const several = target.limits.length > 1;
@@ -84,7 +83,7 @@ export class Probe {
 
   private *send(path: string, authorization: string | undefined): Generator<ProbeStep, ProbeAnswer, Reply> {
     this.requests++;
-    const sent = this.now();
+    const sent = this.run.now();
     const reply = yield { kind: 'send', path, authorization };
     if (reply === undefined) throw new TypeError('A request was answered with nothing.');
     if ('failed' in reply) throw new RequestFailed(reply.failed);
@@ -144,7 +143,7 @@ export class Probe {
 
   // More than `limit` passed, but over longer than a window: nothing can be told of the limit.
   private tooSlow(row: Row, passed: number, start: number): boolean {
-    const took = this.now() - start;
+    const took = this.run.now() - start;
     if (passed <= row.limit || took < row.windowMs) return false;
     this.found.find(
       `limit ${row.index}`,
@@ -169,14 +168,14 @@ export class Probe {
     const row = this.rows[0] as Row;
     const { limit, windowMs, margin, label } = row;
     const [first] = target.paths as [string];
-    let start = this.now();
+    let start = this.run.now();
     let opening = yield* this.send(first, run.token);
     if (opening.status === 429) {
       // A whole window: a sliding one frees a request when Retry-After says, but is empty only a window later.
       const wait = Math.max(...this.rows.map((r) => r.windowMs)) + run.graceMs;
       this.found.note(`the counter was in use: waited ${Math.ceil(wait / 1000)} s for a fresh window`);
       yield* this.wait(wait, 'busy');
-      start = this.now();
+      start = this.run.now();
       opening = yield* this.send(first, run.token);
     }
     this.own.record(opening);
@@ -193,8 +192,8 @@ export class Probe {
       return undefined;
     }
 
-    if (limit > 1) yield* this.wait(start + windowMs / 2 - this.now(), 'boundary');
-    const beforeStart = this.now();
+    if (limit > 1) yield* this.wait(start + windowMs / 2 - this.run.now(), 'boundary');
+    const beforeStart = this.run.now();
     const rest = yield* this.burst(this.own, [first], limit, run.token);
     const passed = 1 + rest.passed;
     if (this.tooSlow(row, passed, start)) return undefined;
@@ -219,7 +218,7 @@ export class Probe {
     const beforeEnd = limit > 1 ? (rest.answers[limit - 2] as ProbeAnswer).at : beforeStart;
     const fixed = this.own.counted.fixed;
     // A fixed window lets as many pass after its end as the other limits leave; one at least, to see it open again.
-    const fits = Math.max(Math.min(limit, ...this.rows.slice(1).map((r) => fixed.least(r.index, this.now()))), 1);
+    const fits = Math.max(Math.min(limit, ...this.rows.slice(1).map((r) => fixed.least(r.index, this.run.now()))), 1);
     let kindProbe = limit > 1 && fits > 1;
     if (this.rows.length > 1 && limit === 1) {
       this.found.note('window kind not probed: its shortest limit is 1 request, which both kinds count alike');
@@ -258,7 +257,7 @@ export class Probe {
     const { start, opening, refused, retryAfter } = opened;
     const retryEnd = retryAfter === undefined ? Infinity : refused.at + retryAfter * 1000;
     if (retryEnd + run.graceMs < start + windowMs - margin) {
-      yield* this.wait(retryEnd + run.graceMs - this.now(), 'window');
+      yield* this.wait(retryEnd + run.graceMs - this.run.now(), 'window');
       const again = yield* this.send(first, run.token);
       this.own.record(again);
       if (!isRefusal(again.status)) {
@@ -280,7 +279,7 @@ export class Probe {
       }
     }
 
-    yield* this.wait(opening.at + windowMs + margin - this.now(), 'window');
+    yield* this.wait(opening.at + windowMs + margin - this.run.now(), 'window');
     const { fits, kindProbe } = opened;
     const after: ProbeAnswer[] = [];
     const expected: Record<WindowKind, Expectation>[] = [];
@@ -321,7 +320,7 @@ export class Probe {
     const { run, target } = this;
     const row = this.rows[0] as Row;
     const [first, second] = target.paths as [string, string?];
-    const start = this.now();
+    const start = this.run.now();
     const client = new ClientCounts(target.limits, run.graceMs);
     const paths = second === undefined ? [first] : [second, first];
     const burst = yield* this.burst(client, paths, second === undefined ? 1 : row.limit + 1, run.otherToken);
@@ -356,10 +355,10 @@ export class Probe {
     const counted = this.own.counted[kind];
     const [path] = this.target.paths as [string];
     const { index, limit, seconds, label } = row;
-    const began = this.now();
+    const began = this.run.now();
     let refused: ProbeAnswer | undefined;
     while (!refused) {
-      const ready = counted.readyAt(this.now(), index);
+      const ready = counted.readyAt(this.run.now(), index);
       if (ready - began > 2 * row.windowMs + 2 * row.margin) {
         this.found.note(
           `${label}not checked: the endpoint's shorter limits, with the margins kept around their windows' ends, ` +
@@ -367,8 +366,8 @@ export class Probe {
         );
         return true;
       }
-      yield* this.wait(ready - this.now(), 'limit');
-      const time = this.now();
+      yield* this.wait(ready - this.run.now(), 'limit');
+      const time = this.run.now();
       const count = counted.count(index, { sent: time, at: time }) ?? 0;
       const answer = yield* this.send(path, run.token);
       this.own.record(answer);
@@ -393,8 +392,8 @@ export class Probe {
     this.found.refusedAs(refused.status);
     this.checkRetryAfter(refused, row);
 
-    const ready = counted.readyAt(this.now());
-    yield* this.wait(ready - this.now(), 'window');
+    const ready = counted.readyAt(this.run.now());
+    yield* this.wait(ready - this.run.now(), 'window');
     const answer = yield* this.send(path, run.token);
     this.own.record(answer);
     this.checkFields(answer, this.own.expect(kind, answer));

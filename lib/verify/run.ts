@@ -104,7 +104,7 @@ export async function verifyContract(options: VerifyOptions): Promise<VerifyRepo
   const total = run.targets.length;
   const endpoints = await pool(run.targets, run.concurrency, async (target, i, stopped) => {
     run.onProgress({ type: 'endpoint', endpoint: target.name, index: i + 1, total });
-    const result = await drive(new Probe(run, target, run.now, shared).report(), run, target, stopped);
+    const result = await drive(new Probe(run, target, shared).report(), run, target, stopped);
     run.onProgress({ type: 'done', result });
     return result;
   });
@@ -116,7 +116,7 @@ export async function verifyContract(options: VerifyOptions): Promise<VerifyRepo
 function simulate(run: Run, target: Target): EndpointPlan {
   let clock = 0;
   const counters = new Map<string | undefined, Counted>();
-  const probing = new Probe(run, target, () => clock, { banned: false }).report();
+  const probing = new Probe({ ...run, now: () => clock }, target, { banned: false }).report();
   let reply: Reply;
   for (;;) {
     const step = probing.next(reply);
