@@ -87,14 +87,14 @@ export interface VerifyPlan {
   readonly waitMs: number;
 }
 
-/** The windows the server was seen to count; `'either'` for a limit of 1; for the others, the findings say why. */
+/** The windows the server was seen to count; `'either'` for a limit of 1; `'unclear'`, `'not probed'`: see notes. */
 export type WindowSeen = WindowKind | 'either' | 'unclear' | 'not probed';
 
 /** What the rate-limit header fields of an endpoint's answers said, judged apart from the contract. */
 export interface HeadersReport {
   /** False when no answer came, and then nothing is said of the fields. */
   readonly probed: boolean;
-  /** What the answers carried, first seen first: `'drafts 8-11'`, `'draft 7'`, `'X-RateLimit'`, `'Retry-After'`… */
+  /** Seen: `'drafts 8-11'`, `'draft 7'`, `'draft 6'`, `'X-RateLimit'`, `'Retry-After'`, `'Retry-After (date)'`. */
   readonly sent: readonly string[];
   /** Fields that contradict the contract or cannot be read; with `strictHeaders`, the notes too. */
   readonly findings: readonly string[];
