@@ -4,24 +4,16 @@ import type { ServerResponse } from 'node:http';
 import type { Checker } from '../shared/check.js';
 import { remembered } from '../shared/remembered.js';
 
-/** The drafts whose syntax the IETF fields may follow; draft 7 and draft 8 as express-rate-limit writes them. */
 export const headerSyntaxes = ['draft-7', 'draft-8', 'draft-10'] as const;
 
-/** The syntax of the IETF `RateLimit` and `RateLimit-Policy` fields: the draft it follows. */
+/** The draft `RateLimit` and `RateLimit-Policy` follow; drafts 7 and 8 as express-rate-limit writes them. */
 export type HeaderSyntax = (typeof headerSyntaxes)[number];
 
-/** What the header writer needs of a limit, computed once when the middleware is created: each syntax's strings. */
+/** A limit's header strings in each syntax, computed once when the middleware is created. */
 export interface HeaderTemplate {
-  /** `"<name>";q=<limit>;w=<window seconds>`, the whole RateLimit-Policy value of draft 10. */
   readonly policy: string;
-  /** `"<name>";r=`, the start of every RateLimit value of draft 10. */
   readonly ratelimitPrefix: string;
-  /** Draft 7: `<limit>;w=<window seconds>`, and `limit=<limit>, remaining=`, the start of every RateLimit value. */
   readonly draft7: { readonly policy: string; readonly prefix: string };
-  /**
-   * Draft 8: `"<name>"; q=<limit>; w=<window seconds>; pk=:`, which the partition key and a `:` end, and
-   * `"<name>"; r=`, the start of every RateLimit value.
-   */
   readonly draft8: { readonly policy: string; readonly prefix: string };
   readonly limit: string;
   readonly bucket: string;
@@ -45,23 +37,16 @@ export function headerTemplate(name: string, limit: number, windowMs: number): H
   };
 }
 
-/**
- * The partition key of draft 8, as express-rate-limit writes it: the first 12 hex digits of the SHA-256 of the
- * client's key, in base64. The client's key is a hash of its token, or its address: neither is sent as it is.
- */
+/** Draft 8's partition key as express-rate-limit writes it, so that the client's key is never sent as it is. */
 export function partitionKey(key: string): string {
   return Buffer.from(createHash('sha256').update(key).digest('hex').slice(0, 12)).toString('base64');
 }
 
-/** Whole seconds until `msBeforeNext` has passed, rounded up. */
 export function secondsUntil(msBeforeNext: number): number {
   return Math.ceil(Math.max(msBeforeNext, 0) / 1000);
 }
 
-/**
- * `ms / 1000` as `String()` writes it. Whole milliseconds below 2^31 are written from their digits, without the
- * conversion of a fraction, which costs several times as much on every response.
- */
+/** `String(ms / 1000)`, from the digits of whole ms: converting a fraction costs several times as much. */
 export function secondsText(ms: number): string {
   if (!(ms >= 0 && (ms | 0) === ms)) return String(ms / 1000);
   const whole = (ms / 1000) | 0;
@@ -72,12 +57,11 @@ export function secondsText(ms: number): string {
   return `${whole}.${thousandths % 10 === 0 ? digits.slice(0, 2) : digits}`;
 }
 
-/** Retry-After in whole seconds: rounded up, and at least 1 so that a client never retries at once. */
+/** At least 1, so that a client never retries at once. */
 export function retryAfterSeconds(msBeforeNext: number): number {
   return Math.max(secondsUntil(msBeforeNext), 1);
 }
 
-/** What a syntax writes of one limit: its RateLimit-Policy member, and its RateLimit value. */
 interface Syntax {
   policy(template: HeaderTemplate, key: string): string;
   item(template: HeaderTemplate, remaining: number, seconds: number): string;
@@ -85,7 +69,6 @@ interface Syntax {
   readonly list: boolean;
 }
 
-/** What a syntax writes; draft 8 remembers the partition keys of its last 10,000 clients, a hash each. */
 function syntaxOf(syntax: HeaderSyntax): Syntax {
   switch (syntax) {
     case 'draft-10':
@@ -111,10 +94,7 @@ function syntaxOf(syntax: HeaderSyntax): Syntax {
   }
 }
 
-/**
- * Sets every rate-limit header of a counted response, for the client of key `key`. Returns the milliseconds until
- * the reset the legacy fields show, which `Retry-After` must not point before.
- */
+/** Sets a counted response's headers; returns the ms until the reset shown, which `Retry-After` must not precede. */
 export type SetHeaders = (
   res: ServerResponse,
   template: HeaderTemplate,
@@ -124,7 +104,6 @@ export type SetHeaders = (
   key: string,
 ) => number;
 
-/** Sets the headers of an endpoint of several limits, each limit's as {@link SetHeaders} stacks them. */
 export type SetLimitsHeaders = (
   res: ServerResponse,
   limits: readonly { readonly limit: number; readonly headers: HeaderTemplate }[],
@@ -133,18 +112,13 @@ export type SetLimitsHeaders = (
   key: string,
 ) => number;
 
-/** The header writer of a syntax, made once per middleware. */
 export interface HeaderWriter {
   readonly one: SetHeaders;
   readonly several: SetLimitsHeaders;
 }
 
-/**
- * The header writer of a syntax. Where another limiter has already set the fields on this response, its policies
- * stay: each policy is appended to RateLimit-Policy; the legacy fields (and, in draft 7, `RateLimit`) show the most
- * restrictive limiter (fewest requests remaining, then the latest reset); in drafts 8 and 10 `RateLimit` lists every
- * limiter's item.
- */
+// Another limiter's fields on the response stay: policies are appended; the legacy fields (and draft 7's `RateLimit`)
+// show the most restrictive (fewest remaining, then the latest reset).
 export function headerWriter(syntax: HeaderSyntax): HeaderWriter {
   const { policy: policyOf, item: itemOf, list } = syntaxOf(syntax);
   const one: SetHeaders = (res, template, remaining, msBeforeNext, now, key) => {

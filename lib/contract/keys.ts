@@ -5,30 +5,19 @@ import ipaddr from 'ipaddr.js';
 /** How a client was identified. */
 export type ClientKind = 'token' | 'ip' | 'custom';
 
-/** Keys of IP addresses, as counting groups them. */
 export type IpKey = (ip: string | undefined) => string;
 
-/**
- * Hash of a credential, used in its place in every storage key: a shared store never holds the token itself.
- * SHA-256 is deterministic, so every app instance derives the same counter key for the same token.
- */
+/** A shared store never holds the token itself; every instance derives the same key from it. */
 export function tokenKey(authorization: string): string {
   return `t:${createHash('sha256').update(authorization).digest('base64url')}`;
 }
 
-/**
- * The part of a token shown to operators and requesters, so that they can recognise it: its last 4 characters, and
- * none of a token shorter than 12 (where 4 characters would give away too much of it).
- */
+/** What operators are shown of a token: its last 4 characters, none of one under 12 (4 would tell too much). */
 export function tokenEnd(authorization: string): string {
   return authorization.length >= 12 ? authorization.slice(-4) : '';
 }
 
-/**
- * Storage key of a client address. IPv4-mapped IPv6 addresses count as their IPv4 address; other IPv6
- * addresses are cut to their first `ipv6Subnet` bits, since one subscriber is usually given a whole /64
- * (or /56) and could otherwise rotate through it for fresh counters.
- */
+/** IPv6 is cut to its first `ipv6Subnet` bits: a subscriber given a whole /64 could rotate through it otherwise. */
 export function ipKey(ip: string | undefined, ipv6Subnet: number | false): string {
   if (!ip) return 'ip:unknown';
   if (!ip.includes(':')) return `ip:${canonicalIPv4(ip)}`;
@@ -48,10 +37,7 @@ export function ipKey(ip: string | undefined, ipv6Subnet: number | false): strin
   return `ip:${network.toString()}/${ipv6Subnet}`;
 }
 
-/**
- * The dotted-decimal spelling of an IPv4 address written another way (`3405803785`, `0xcb.0.113.9`, `203.0.113.09`),
- * as a header that `trust proxy` trusts may carry it: one address, one counter. Anything else is kept as given.
- */
+/** One counter per address, however a trusted header spells it (`3405803785`, `0xcb.0.113.9`, `203.0.113.09`). */
 function canonicalIPv4(ip: string): string {
   if (ipaddr.IPv4.isValidFourPartDecimal(ip)) return ip;
   if (ipaddr.IPv4.isValid(ip)) return ipaddr.IPv4.parse(ip).toString();
@@ -62,7 +48,6 @@ function canonicalIPv4(ip: string): string {
   return ip;
 }
 
-/** How the client of a key was identified, from the key: `t:` a token's, `ip:` an address's, else a custom key. */
 export function kindOfKey(key: string): ClientKind {
   return key.startsWith('t:') ? 'token' : key.startsWith('ip:') ? 'ip' : 'custom';
 }

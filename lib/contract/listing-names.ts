@@ -2,7 +2,6 @@
 import { distance } from 'fastest-levenshtein';
 import { type ListingName, listingFamilies, listingNames } from './listings.js';
 
-/** Every name a listing answers to: its letter, in either case, and what it lists. */
 const byName: ReadonlyMap<string, ListingName> = new Map(
   listingNames.flatMap((name) => [
     [name, name],
@@ -22,11 +21,7 @@ export function listingChoices(quote = true): string {
   return listingNames.map((name) => `${q(name)} or ${q(listingFamilies[name])}`).join(', ');
 }
 
-/**
- * What a mistyped listing name means, as a hint: `Did you mean \`bots\` (listing B)?`, or '' when it is not close to
- * one listing's name. Case and spaces are ignored, and so is a leading `listing` (`'listing-b'`, `'Listing B'`); what
- * it lists may be a typo away (`'bot'`, `'srevers'`), its letter may not. Two listings equally close give no hint.
- */
+/** A hint for a mistyped listing name (`Did you mean \`bots\` (listing B)?`), or '' when it is close to none. */
 export function listingHint(given: string): string {
   const word = given
     .trim()

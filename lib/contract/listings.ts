@@ -48,10 +48,7 @@ export const listings = Object.freeze({
 /** The name of a listing of the contract. */
 export type ListingName = keyof typeof listings;
 
-/**
- * What each listing lists, as the contract names its two families: another name for the listing, accepted wherever
- * a listing is named (`listingLimits('bots')` is `listingLimits('B')`).
- */
+/** What each listing lists: another name for it, accepted wherever a listing is named. */
 export const listingFamilies = Object.freeze({ A: 'servers', B: 'bots' } as const satisfies Record<
   ListingName,
   string

@@ -7,11 +7,9 @@ interface Candidate<T> {
   readonly value: T;
 }
 
-/** Rows whose path is whole segments of text or single parameters, indexed by segment count and parameter positions. */
+/** Rows of whole-segment paths with parameters at `isParam`, by their path spelled lower case with PARAM. */
 interface Shape<T> {
-  /** For each segment, whether it is a parameter. */
   readonly isParam: readonly boolean[];
-  /** Rows by their spelled path: `/` + segments, lower case, `PARAM` for each parameter. */
   readonly rows: Map<string, Candidate<T>>;
 }
 
@@ -32,15 +30,11 @@ interface Route<T> {
 const PARAM = '\0';
 const SPELLED_PARAM = `/${PARAM}`;
 
-/**
- * The matcher of a path, as Express 4 and 5 route by default: case-insensitive, one optional trailing slash,
- * parameters of one or more characters other than `/`. Throws path-to-regexp's error for an unparseable path.
- */
+/** A path's matcher as Express 4 and 5 route by default; throws path-to-regexp's error for a bad path. */
 export function compilePath(path: string): RegExp {
   return pathToRegexp(path, { sensitive: false, trailing: true, end: true }).regexp;
 }
 
-/** The path's segments, lower case, with `PARAM` for each parameter; undefined when the path is not that simple. */
 function simpleSegments(path: string): string[] | undefined {
   let spelled = '';
   for (const token of parse(path).tokens) {
@@ -84,10 +78,7 @@ function indexRoute<T>(index: MethodIndex<T>, candidate: Candidate<T>, path: str
   shape.rows.set(spelled, candidate);
 }
 
-/**
- * A path of `isParam.length` segments spelled as its shape's rows are: each parameter's segment as `PARAM`, the text
- * between them as it is. Made of slices rather than `split('/')`, which costs more than the rest of the lookup.
- */
+/** A path spelled as its shape's rows are, by slices: `split('/')` costs more than the rest of the lookup. */
 function spelled(lower: string, isParam: readonly boolean[]): string {
   let key = '';
   let text = 0; // where the text since the last parameter starts
@@ -104,11 +95,8 @@ function spelled(lower: string, isParam: readonly boolean[]): string {
   return key + lower.slice(text);
 }
 
-/**
- * Compiles routes into one lookup `(method, path) => value`. Only rows that could match are tested: static
- * paths by one map lookup, parameter paths by one lookup per distinct shape. Where several rows match, the
- * first in table order wins. `HEAD` looks up `GET` rows, as Express serves HEAD with the GET handler.
- */
+// One lookup that tests only the rows that could match; the first in table order wins, and HEAD finds GET rows, as
+// Express serves it.
 export function compileMatcher<T>(routes: readonly Route<T>[]): (method: string, path: string) => T | undefined {
   const byMethod = new Map<string, MethodIndex<T>>();
   routes.forEach((route, order) => {

@@ -2,91 +2,65 @@
 import { type BareItem, isInnerList, type Item, parseDictionary, parseList, Token } from 'structured-headers';
 import { MAX_DURATION_MS } from '../shared/check.js';
 
-/**
- * The dialects of rate-limit fields:
- * - `'ietf'`: `RateLimit` and `RateLimit-Policy` as Structured Field lists of named policies, as drafts 8 to 11 of
- *   the IETF's RateLimit header fields write them (`"bots";r=24;t=37` and `"bots";q=25;w=60`);
- * - `'draft-7'`: `RateLimit: limit=25, remaining=24, reset=37` with `RateLimit-Policy: 25;w=60`;
- * - `'draft-6'`: `RateLimit-Limit`, `RateLimit-Remaining` and `RateLimit-Reset`, with `RateLimit-Policy: 25;w=60`;
- * - `'x-ratelimit'`: `X-RateLimit-Limit`, `X-RateLimit-Remaining`, `X-RateLimit-Reset` (a Unix time, or seconds until
- *   the reset) and `X-RateLimit-Reset-After`.
- */
+// 'ietf': drafts 8 to 11's lists (`"bots";r=24;t=37`); 'draft-7': `limit=25, remaining=24, reset=37`; 'draft-6':
+// `RateLimit-Limit`, `-Remaining`, `-Reset`; 'x-ratelimit': `X-RateLimit-*`. Policies of the last three: `25;w=60`.
 export type Dialect = 'ietf' | 'draft-7' | 'draft-6' | 'x-ratelimit';
 
-/** A number one field tells: where it is written, and what it comes to. */
+/** A number a field tells, under `key` if any: requests, or ms (a window, or from the answer to a reset). */
 export interface Told {
-  /** The field, as findings name it: `RateLimit-Policy`. */
   readonly field: string;
-  /** Its parameter or key in a structured field (`q`, `remaining`); undefined where the field or item is the number. */
   readonly key: string | undefined;
-  /** Requests; or milliseconds, for a window, and for the time from the answer to a reset. */
   readonly value: number;
-  /** A reset written as a Unix time (`X-RateLimit-Reset: 1767225630`): that time, in milliseconds. */
+  /** A reset written as a Unix time: that time. */
   readonly unixMs?: number | undefined;
 }
 
-/** A limit as a policy tells it: a member of `RateLimit-Policy`. */
+/** A member of `RateLimit-Policy`; an IETF one's `name` pairs it with a member of `RateLimit`. */
 export interface Policy {
   readonly dialect: Dialect;
-  /** Of the IETF fields: the policy's name, which pairs it with a member of `RateLimit`. */
   readonly name: string | undefined;
   readonly quota: Told | undefined;
   readonly window: Told | undefined;
 }
 
-/** Where a limit stands: a member of `RateLimit`, or the fields of draft 6 or the `X-RateLimit-*` ones. */
+/** Where a limit stands: a member of `RateLimit`, or draft 6's or the X- fields; `resets` most exact first. */
 export interface State {
   readonly dialect: Dialect;
-  /** Of the IETF fields: the policy's name. */
   readonly name: string | undefined;
-  /** The limit, where the dialect repeats it beside the policy (`limit=`, `X-RateLimit-Limit`). */
   readonly quota: Told | undefined;
   readonly remaining: Told | undefined;
-  /** When the limit resets: the most exact first (`X-RateLimit-Reset-After` before `X-RateLimit-Reset`). */
   readonly resets: readonly Told[];
 }
 
-/** A field that is present but was not read, and why: malformed, absurd, or too long. */
 export interface Skipped {
   readonly field: string;
   readonly value: string;
   readonly why: string;
 }
 
-/** What an answer's rate-limit fields say, whatever their dialect. */
 export interface Fields {
-  /** The rate-limit fields the answer carries, named as in RATE_LIMIT_FIELDS. */
   readonly present: readonly string[];
   readonly policies: readonly Policy[];
   readonly states: readonly State[];
   readonly skipped: readonly Skipped[];
 }
 
-/** The server's view of one limit of an endpoint, as far as an answer tells it: what the client follows. */
+/** One limit as an answer tells the client; the legacy fields tell no window, `resetMs` counts from the arrival. */
 export interface ServerLimit {
-  /** Requests per window (`q`, or `X-RateLimit-Limit`). */
   readonly limit: number | undefined;
-  /** Window length (`w`); the legacy fields do not tell it. */
   readonly windowMs: number | undefined;
-  /** Requests left in the window (`r`, or `X-RateLimit-Remaining`). */
   readonly remaining: number;
-  /** Milliseconds until the window ends, from when the answer arrived. */
   readonly resetMs: number;
 }
 
-/**
- * The largest limit believed: a client keeps one number per request of a window, so a server that claims more is
- * not followed (its field is skipped, and the table's limit stays).
- */
+/** A client keeps a number per request of a window, so a larger limit is skipped and the table's stays. */
 const MAX_SERVER_LIMIT = 1_000_000;
-/** Policies read from one field at the most; the rest of a longer list is ignored. */
 const MAX_POLICIES = 16;
-/** The longest field read: a longer one is skipped, and the parser never sees it. */
+/** A longer field is skipped, and the parser never sees it. */
 export const MAX_FIELD_CHARS = 4096;
 /** A reset larger than this many seconds is a Unix time; smaller, the seconds until the reset (a year at most). */
 const UNIX_AFTER_SECONDS = MAX_DURATION_MS / 1000;
 
-/** The fields of drafts 8 to 11 and 7, of the legacy convention, and of draft 6, in the order findings list them. */
 export const RATE_LIMIT_FIELDS = [
   'RateLimit-Policy',
   'RateLimit',
@@ -99,10 +73,8 @@ export const RATE_LIMIT_FIELDS = [
   'RateLimit-Reset',
 ] as const;
 
-/** The fields of draft 6, which stand for `RateLimit` in that dialect. */
 export const DRAFT_6_FIELDS = ['RateLimit-Limit', 'RateLimit-Remaining', 'RateLimit-Reset'] as const;
 
-/** The answer's `Date`, when it has a readable one. */
 function dateOf(headers: Headers): number | undefined {
   const date = Date.parse(headers.get('Date') ?? '');
   return Number.isNaN(date) ? undefined : date;
@@ -111,10 +83,7 @@ function dateOf(headers: Headers): number | undefined {
 /** How far before the answer a time it tells may lie and still be read as now: `Date` is whole seconds. */
 const PAST_SLACK_MS = 60_000;
 
-/**
- * Milliseconds until `at`: by the answer's `Date` (the server's clock), or, when that does not place it within a
- * year ahead, by `now` (the reader's clock, which a test may have moved); undefined when neither does.
- */
+/** Ms until `at` by the answer's `Date`, else by `now` (a test may move it), where either puts it within a year. */
 function untilMs(at: number, date: number | undefined, now: number): number | undefined {
   const within = (clock: number | undefined) =>
     clock !== undefined && at - clock >= -PAST_SLACK_MS && at - clock <= MAX_DURATION_MS;
@@ -122,7 +91,6 @@ function untilMs(at: number, date: number | undefined, now: number): number | un
   return clock === undefined ? undefined : Math.max(at - clock, 0);
 }
 
-/** A policy's name, as a string: a Structured Field string or token. */
 function nameOf(value: BareItem): string | undefined {
   if (typeof value === 'string') return value;
   return value instanceof Token ? value.toString() : undefined;
@@ -132,13 +100,11 @@ const sentence = (n: number) => new Intl.NumberFormat('en').format(n);
 const COUNT = `not a whole number of requests from 0 to ${sentence(MAX_SERVER_LIMIT)}`;
 const DURATION = 'not a number of seconds from 0 to a year';
 
-/** Reads one answer's fields; `now` is when it arrived, on the reader's clock. */
 class Reader {
   readonly present: string[];
   readonly policies: Policy[] = [];
   readonly states: State[] = [];
   readonly skipped: Skipped[] = [];
-  /** The answer's `Date`, when it has one: the clock a Unix time in its fields is read against. */
   private readonly date: number | undefined;
 
   constructor(
@@ -154,14 +120,12 @@ class Reader {
     return undefined;
   }
 
-  /** A field's text, or undefined when it is absent or too long to read (skipped). */
   text(field: string): string | undefined {
     const value = this.headers.get(field);
     if (value === null || value.length <= MAX_FIELD_CHARS) return value ?? undefined;
     return this.skip(field, value, `${sentence(value.length)} characters, more than ${sentence(MAX_FIELD_CHARS)}`);
   }
 
-  /** A count the client can follow: a whole number from `least` to MAX_SERVER_LIMIT, else skipped. */
   count(value: unknown, least: number, field: string, key: string | undefined, text: string): Told | undefined {
     if (value === undefined) return undefined;
     if (typeof value === 'number' && Number.isSafeInteger(value) && value >= least && value <= MAX_SERVER_LIMIT) {
@@ -171,7 +135,6 @@ class Reader {
     return this.skip(field, text, key === undefined ? why : `${key}=${String(value)} is ${why}`);
   }
 
-  /** Seconds as milliseconds, from `least` to a year, else skipped. */
   seconds(value: unknown, least: number, field: string, key: string | undefined, text: string): Told | undefined {
     if (value === undefined) return undefined;
     const ms = typeof value === 'number' && Number.isFinite(value) ? Math.round(value * 1000) : Number.NaN;
@@ -180,7 +143,6 @@ class Reader {
     return this.skip(field, text, key === undefined ? why : `${key}=${String(value)} is ${why}`);
   }
 
-  /** A field that is a number: a whole count, or decimal seconds; undefined when absent, skipped when unreadable. */
   number(field: string, decimals: boolean): number | undefined {
     const text = this.text(field)?.trim();
     if (text === undefined) return undefined;
@@ -189,10 +151,6 @@ class Reader {
     return this.skip(field, text, decimals ? DURATION : COUNT);
   }
 
-  /**
-   * A reset written as seconds until it, or, larger than a year of seconds, as a Unix time: read against the answer's
-   * `Date` (the server's clock), or when that does not place it within a year, against the arrival of the answer.
-   */
   reset(field: string): Told | undefined {
     const seconds = this.number(field, true);
     if (seconds === undefined) return undefined;
@@ -204,7 +162,6 @@ class Reader {
     return { field, key: undefined, value: ms, unixMs };
   }
 
-  /** The first MAX_POLICIES items of a list field's text, inner lists left out; undefined when it does not parse. */
   list(text: string): Item[] | undefined {
     try {
       return parseList(text)
@@ -215,7 +172,6 @@ class Reader {
     }
   }
 
-  /** `RateLimit-Policy`: named policies (drafts 8 to 11), or `25;w=60` (drafts 6 and 7). */
   readPolicies(): void {
     const field = 'RateLimit-Policy';
     const text = this.text(field);
@@ -227,25 +183,17 @@ class Reader {
     }
     const draft6 = DRAFT_6_FIELDS.some((name) => this.headers.has(name));
     for (const [value, params] of items) {
-      if (typeof value === 'number') {
-        this.policies.push({
-          dialect: draft6 ? 'draft-6' : 'draft-7',
-          name: undefined,
-          quota: this.count(value, 1, field, undefined, text),
-          window: this.seconds(params.get('w'), 1, field, 'w', text),
-        });
-      } else {
-        this.policies.push({
-          dialect: 'ietf',
-          name: nameOf(value),
-          quota: this.count(params.get('q'), 1, field, 'q', text),
-          window: this.seconds(params.get('w'), 1, field, 'w', text),
-        });
-      }
+      // `25;w=60` (drafts 6 and 7), or a named policy of drafts 8 to 11.
+      const named = typeof value !== 'number';
+      this.policies.push({
+        dialect: named ? 'ietf' : draft6 ? 'draft-6' : 'draft-7',
+        name: named ? nameOf(value) : undefined,
+        quota: named ? this.count(params.get('q'), 1, field, 'q', text) : this.count(value, 1, field, undefined, text),
+        window: this.seconds(params.get('w'), 1, field, 'w', text),
+      });
     }
   }
 
-  /** `RateLimit`: a list of named policies' states (drafts 8 to 11), or `limit=, remaining=, reset=` (draft 7). */
   readRateLimit(): void {
     const field = 'RateLimit';
     const text = this.text(field);
@@ -288,7 +236,6 @@ class Reader {
     });
   }
 
-  /** Fields that each hold one number: draft 6's, or the `X-RateLimit-*` ones. */
   readSingle(dialect: Dialect, limit: string, remaining: string, resets: readonly Told[]): void {
     const quota = this.number(limit, false);
     const left = this.number(remaining, false);
@@ -320,11 +267,7 @@ class Reader {
   }
 }
 
-/**
- * What an answer's rate-limit fields say, in whichever dialects it writes them; `now` is when it arrived. A value
- * that cannot be read (malformed, a count over 1,000,000, a time beyond a year, a field over MAX_FIELD_CHARS) is
- * skipped and listed, never thrown.
- */
+/** An answer's rate-limit fields in every dialect; an unreadable value is skipped and listed, never thrown. */
 export function readFields(headers: Headers, now: number): Fields {
   return new Reader(headers, now).read();
 }
@@ -332,18 +275,12 @@ export function readFields(headers: Headers, now: number): Fields {
 /** The dialects in the order the client trusts them: the IETF lists, then those that tell one limit. */
 const trusted: readonly Dialect[] = ['ietf', 'draft-7', 'draft-6', 'x-ratelimit'];
 
-/** A state the client can follow: one that tells what remains and when it resets. */
 function followed(state: State): { remaining: number; resetMs: number } | undefined {
   const reset = state.resets[0];
   return state.remaining && reset ? { remaining: state.remaining.value, resetMs: reset.value } : undefined;
 }
 
-/**
- * Every limit an answer reports, for the client: in the order of its IETF `RateLimit` list (at most 16), else the
- * one limit of draft 7, of draft 6, or of the `X-RateLimit-*` fields; `undefined` when it carries no rate-limit
- * field at all (a server that does not limit this client, or that sends no fields). What cannot be read is left
- * out, and the table's value stays. `now` is when the answer arrived.
- */
+/** Every limit an answer reports, in the first dialect of `trusted` that tells one; undefined without any field. */
 export function readServerLimits(headers: Headers, now: number): readonly ServerLimit[] | undefined {
   const { present, policies, states } = readFields(headers, now);
   if (present.length === 0) return undefined;
@@ -377,17 +314,12 @@ export function readServerLimits(headers: Headers, now: number): readonly Server
   return [];
 }
 
-/** A `Retry-After` as read: its milliseconds, and whether it was an HTTP date rather than seconds. */
 interface RetryAfter {
   readonly ms: number;
   readonly date: boolean;
 }
 
-/**
- * `Retry-After`, whole seconds or an HTTP date (against the answer's `Date`, else `now`); undefined when absent,
- * `{ skipped }` when unreadable. It may be long (a server may ask for hours): the client compares it with `maxWaitMs`,
- * and never sets a timer from it alone.
- */
+/** `Retry-After`, seconds or an HTTP date; it may be long: the client weighs it against `maxWaitMs`. */
 export function readRetryAfter(headers: Headers, now: number): RetryAfter | { skipped: string } | undefined {
   const text = headers.get('Retry-After')?.trim();
   if (text === undefined || text === '') return text === undefined ? undefined : { skipped: 'empty' };
@@ -400,7 +332,6 @@ export function readRetryAfter(headers: Headers, now: number): RetryAfter | { sk
   return { ms: untilMs(at, dateOf(headers), now) ?? Math.max(at - now, 0), date: true };
 }
 
-/** `Retry-After` in milliseconds, for the client: undefined when absent or unreadable. */
 export function retryAfterMs(headers: Headers, now: number): number | undefined {
   const read = readRetryAfter(headers, now);
   return read && 'ms' in read ? read.ms : undefined;

@@ -8,15 +8,11 @@ import { LARGEST_FIELD_INTEGER, type Limit } from './limit.js';
 
 const rowFields = ['method', 'path', 'limit', 'windowMs'] as const;
 
-/**
- * What makes two rows one endpoint: the method and the path as the router matches it, so paths that differ only
- * in letter case or in parameter names (`/v1/bots/:id`, `/V1/Bots/:botId`) are the same.
- */
+/** What makes two rows one endpoint: `/v1/bots/:id` and `/V1/Bots/:botId` match the same requests. */
 export function rowShape(row: Pick<EndpointRow, 'method' | 'path'>): string {
   return `${row.method} ${compilePath(row.path).source.toLowerCase()}`;
 }
 
-/** Checks one row; errors name `at` (e.g. `listing[2]`) and its fields. */
 export function checkRow(check: Checker, row: unknown, at: string): EndpointRow {
   if (typeof row !== 'object' || row === null || Array.isArray(row)) {
     check.fail('ERR_INVALID_ROW', at, `must be an object { method, path, limit, windowMs }; got ${show(row)}.`);
@@ -61,10 +57,7 @@ export function checkRow(check: Checker, row: unknown, at: string): EndpointRow 
   };
 }
 
-/**
- * Refuses two rows for one endpoint (see rowShape), or, with `several`, two rows for one endpoint with the same
- * window: an endpoint may then have several limits, each with its own window.
- */
+/** With `several`, an endpoint may have several rows, each with its own window. */
 export function refuseDuplicates(check: Checker, rows: readonly EndpointRow[], field: string, several: boolean): void {
   const seen = new Map<string, number>();
   rows.forEach((row, i) => {
@@ -84,22 +77,7 @@ export function refuseDuplicates(check: Checker, rows: readonly EndpointRow[], f
   });
 }
 
-/** Checks rows and refuses two rows for one endpoint, or, with `several`, two with one window (refuseDuplicates). */
-function checkRows(check: Checker, value: unknown, field: string, several = false): readonly EndpointRow[] {
-  if (!Array.isArray(value) || value.length === 0) {
-    check.fail(
-      'ERR_INVALID_ROW',
-      field,
-      `must be a non-empty array of rows { method, path, limit, windowMs }; got ${show(value)}.`,
-    );
-  }
-  const rows = value.map((row, i) => checkRow(check, row, `${field}[${i}]`));
-  refuseDuplicates(check, rows, field, several);
-  return rows;
-}
-
-/** An endpoint of a table: its first row's method and path, and the limits of all its rows in table order. */
-interface TableEndpoint {
+export interface TableEndpoint {
   readonly method: string;
   readonly path: string;
   /** `<METHOD> <path>`: the counter's name, and the endpoint's in headers and hooks. */
@@ -107,7 +85,7 @@ interface TableEndpoint {
   readonly limits: readonly Limit[];
 }
 
-/** The endpoints of checked rows: rows of one method and path are one endpoint, in the order of its first row. */
+/** Rows of one method and path are one endpoint, in the order of its first row. */
 export function endpointsOf(rows: readonly EndpointRow[]): TableEndpoint[] {
   const byShape = new Map<string, { method: string; path: string; name: string; limits: Limit[] }>();
   for (const row of rows) {
@@ -122,10 +100,7 @@ export function endpointsOf(rows: readonly EndpointRow[]): TableEndpoint[] {
   return [...byShape.values()];
 }
 
-/**
- * A listing: the name of one of the contract's tables (its letter or what it lists), or custom rows; with `several`,
- * custom rows may give one endpoint several limits, each with its own window. Errors name `field`.
- */
+/** A listing's name or custom rows; with `several`, an endpoint's rows may have a window each. */
 export function checkTable(
   check: Checker,
   listing: unknown,
@@ -148,5 +123,7 @@ export function checkTable(
       `must be ${listingChoices()}, or a non-empty array of rows; got ${show(listing)}.`,
     );
   }
-  return checkRows(check, listing, field, several);
+  const rows = listing.map((row, i) => checkRow(check, row, `${field}[${i}]`));
+  refuseDuplicates(check, rows, field, several);
+  return rows;
 }

@@ -2,22 +2,17 @@
 import { closest, distance } from 'fastest-levenshtein';
 import { ListingLimitsError, type ListingLimitsErrorCode } from './errors.js';
 
-/** A day, in milliseconds. */
 export const DAY_MS = 24 * 3600 * 1000;
 
-/** The longest window, ban or block the package accepts: one year, in milliseconds. */
+/** The longest window, ban or block accepted: one year, in milliseconds. */
 export const MAX_DURATION_MS = 365 * DAY_MS;
 
-/** The longest delay Node's timers keep: a longer one fires at once, with a TimeoutOverflowWarning. */
+/** The longest delay Node's timers keep: a longer one fires at once. */
 export const MAX_TIMER_MS = 2 ** 31 - 1;
 
 const LONGEST_SHOWN = 60;
 
-/**
- * A value as an error message shows it: strings and data as JSON (so `'5'` reads `"5"`), functions and classes by
- * their kind and name (never their source), instances of a class by their class (never their private fields), and
- * anything long cut short.
- */
+/** A value as an error message shows it: data as JSON, functions and instances by name only (never their source). */
 export function show(value: unknown): string {
   if (typeof value === 'function') {
     const name = value.name ? ` ${value.name}` : '';
@@ -38,7 +33,6 @@ export function show(value: unknown): string {
   return text.length > LONGEST_SHOWN ? `${text.slice(0, LONGEST_SHOWN)}…` : text;
 }
 
-/** Validation for one function's arguments: every error it raises opens with `source`, e.g. `listingLimits:`. */
 export class Checker {
   constructor(readonly source: string) {}
 
@@ -50,14 +44,12 @@ export class Checker {
     return this.fail('ERR_INVALID_OPTION', field, message);
   }
 
-  /** An object of options (a plain object, not an array or null), or `{}` when undefined. */
   options(value: unknown, field: string, shape: string): Record<string, unknown> {
     if (value === undefined) return {};
     if (!isPlainObject(value)) this.invalid(field, `must be an object ${shape}; got ${show(value)}.`);
     return value;
   }
 
-  /** Throws ERR_UNKNOWN_OPTION for the first key of `value` not in `known`, suggesting the closest known one. */
   unknownKeys(value: object, known: readonly string[], field: (key: string) => string, what = 'an option'): void {
     for (const key of Object.keys(value)) {
       if (!known.includes(key)) {
@@ -70,13 +62,11 @@ export class Checker {
     }
   }
 
-  /** A positive safe integer. */
   count(value: unknown, field: string, code: ListingLimitsErrorCode = 'ERR_INVALID_OPTION'): number {
     if (isPositiveInteger(value)) return value;
     return this.fail(code, field, `must be a positive integer; got ${show(value)}.`);
   }
 
-  /** A duration in milliseconds: a positive whole number of seconds, at most MAX_DURATION_MS. */
   seconds(value: unknown, field: string, code: ListingLimitsErrorCode = 'ERR_INVALID_OPTION'): number {
     if (isPositiveInteger(value) && value % 1000 === 0 && value <= MAX_DURATION_MS) return value;
     return this.fail(
@@ -87,7 +77,6 @@ export class Checker {
     );
   }
 
-  /** A positive whole number of milliseconds, at most MAX_DURATION_MS. */
   ms(value: unknown, field: string): number {
     if (isPositiveInteger(value) && value <= MAX_DURATION_MS) return value;
     return this.invalid(
@@ -96,28 +85,24 @@ export class Checker {
     );
   }
 
-  /** A whole number of `unit` from `least` to `most` (no bound above by default). */
   whole(value: unknown, field: string, unit: string, least: number, most = Number.MAX_SAFE_INTEGER): number {
     if (typeof value === 'number' && Number.isSafeInteger(value) && value >= least && value <= most) return value;
     const range = most === Number.MAX_SAFE_INTEGER ? `${least} or more` : `from ${least} to ${most}`;
     return this.invalid(field, `must be a whole number of ${unit}, ${range}; got ${show(value)}.`);
   }
 
-  /** A callback option: a function of the shape `shape` names, or undefined. */
   callback<T>(value: T, field: string, shape: string): T {
     if (value !== undefined && typeof value !== 'function')
       this.invalid(field, `must be a function ${shape}; got ${show(value)}.`);
     return value;
   }
 
-  /** A function, or `fallback` when `value` is undefined. */
   function<T>(value: unknown, field: string, fallback: T): T {
     if (value === undefined) return fallback;
     if (typeof value !== 'function') this.invalid(field, `must be a function; got ${show(value)}.`);
     return value as T;
   }
 
-  /** An API's base URL (http or https, no query or fragment): its origin, and its path without a trailing slash. */
   baseUrl(value: unknown, field: string): { origin: string; path: string } {
     let url: URL | undefined;
     try {
@@ -132,7 +117,7 @@ export class Checker {
     return { origin: url.origin, path: url.pathname.replace(/\/+$/, '') };
   }
 
-  /** An `Authorization` value, or undefined: visible ASCII and inner spaces, nothing fetch would refuse or trim. */
+  /** An `Authorization` value that fetch neither refuses nor trims, or undefined. */
   token(value: unknown, field: string): string | undefined {
     if (value === undefined) return undefined;
     if (typeof value !== 'string' || !/^[\x21-\x7e]([\x20-\x7e]*[\x21-\x7e])?$/.test(value)) {
@@ -141,7 +126,6 @@ export class Checker {
     return value;
   }
 
-  /** One of `choices`, with the closest one suggested, case-insensitively, when it is not. */
   oneOf<T extends string>(
     value: unknown,
     choices: readonly T[],
@@ -159,7 +143,6 @@ export class Checker {
   }
 }
 
-/** The choice closest to `value`, ignoring case, when it is close enough to be a typo (see typoOf). */
 export function suggestion(value: string, choices: readonly string[]): string | undefined {
   const exact = choices.find((c) => c.toLowerCase() === value.toLowerCase());
   if (exact) return exact;
@@ -167,10 +150,6 @@ export function suggestion(value: string, choices: readonly string[]): string | 
   return typoOf(value, choices);
 }
 
-/**
- * The name of the class of an object that is neither plain data (an object literal, an array) nor a Date, '' for an
- * anonymous class; undefined for anything else.
- */
 export function className(value: unknown): string | undefined {
   if (typeof value !== 'object' || value === null || Array.isArray(value) || value instanceof Date) return undefined;
   const proto: unknown = Object.getPrototypeOf(value);
@@ -179,7 +158,7 @@ export function className(value: unknown): string | undefined {
   return typeof name === 'string' ? name : '';
 }
 
-/** The choice that `value` is a typo of (half its letters or fewer differ, case aside); else undefined. */
+/** The choice that `value` is a typo of (at most half its letters differ, case aside). */
 export function typoOf(value: string, choices: readonly string[]): string | undefined {
   const lower = value.toLowerCase();
   const best = closest(

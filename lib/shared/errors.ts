@@ -1,11 +1,6 @@
-// The package's errors: bad configuration (a stable `code` and the field at fault), a store that could not count, and
-// what every copy of the package answers to `instanceof`.
+// The package's errors and warnings, each with a stable `code`.
 
-/**
- * `instanceof` for the package's error classes, true across copies of the package (an app that loads it both as an
- * ES module and as CommonJS has two of each class): an instance carries its class's brand, a symbol every copy
- * shares, on its prototype. A subclass of an app's own is tested as usual.
- */
+/** `instanceof` by a brand on the prototype, so that it holds across the ES module and CommonJS copies. */
 export function branded(target: unknown, own: unknown, brand: symbol, value: unknown): boolean {
   if (target !== own) return Function.prototype[Symbol.hasInstance].call(target, value);
   return typeof value === 'object' && value !== null && (value as { [brand]?: unknown })[brand] === true;
@@ -30,18 +25,13 @@ export type ListingLimitsErrorCode =
   | 'ERR_TOO_MANY_PENDING'
   | 'ERR_STORE_UNAVAILABLE';
 
-/**
- * Thrown by `listingLimits()`, the stores and `verifyContract()` when their configuration cannot work, naming the
- * field at fault; and by an operator's call (`ban()`, `usage()`, …) whose store did not answer in time or failed
- * (`ERR_STORE_UNAVAILABLE`, field `options.store`): nothing of that call was changed.
- */
+/** A configuration that cannot work, naming its field; or an operator's call whose store failed, changing nothing. */
 export class ListingLimitsError extends Error {
   /** Stable, machine-readable reason. */
   readonly code: ListingLimitsErrorCode;
   /** The option or row field at fault, e.g. `options.store` or `listing[2].limit`. */
   readonly field: string;
 
-  /** `source` names the function whose configuration is at fault, as the message's first word. */
   constructor(
     code: ListingLimitsErrorCode,
     field: string,
@@ -55,7 +45,7 @@ export class ListingLimitsError extends Error {
     this.field = field;
   }
 
-  /** True for a ListingLimitsError of any copy of the package, ES module or CommonJS. */
+  /** True for an instance of any copy of the package, ES module or CommonJS. */
   static override [Symbol.hasInstance](value: unknown): boolean {
     return branded(this, ListingLimitsError, LIMITS_BRAND, value);
   }
@@ -65,13 +55,10 @@ brandOf(ListingLimitsError, LIMITS_BRAND);
 /** What the middleware does with a request that its store could not count. */
 export type StoreFailureMode = 'open' | 'closed';
 
-/**
- * The rejection of a store that could not count a request (down, unreachable, or too slow). Its `mode` tells the
- * middleware what to do: `'open'` lets the request through without rate-limit headers, `'closed'` answers 503.
- * Any store may reject `consume()` with it; other errors from a store go to `next(err)`.
- */
+/** A store's rejection when it could not count: `'open'` passes the request without headers, `'closed'` answers 503. */
 export class StoreUnavailableError extends Error {
   readonly code = 'ERR_STORE_UNAVAILABLE';
+  /** What the middleware does with the request. */
   readonly mode: StoreFailureMode;
 
   constructor(mode: StoreFailureMode, options?: { cause?: unknown }) {
@@ -80,7 +67,7 @@ export class StoreUnavailableError extends Error {
     this.mode = mode;
   }
 
-  /** True for a StoreUnavailableError of any copy of the package, ES module or CommonJS. */
+  /** True for an instance of any copy of the package, ES module or CommonJS. */
   static override [Symbol.hasInstance](value: unknown): boolean {
     return branded(this, StoreUnavailableError, STORE_BRAND, value);
   }
@@ -90,12 +77,7 @@ brandOf(StoreUnavailableError, STORE_BRAND);
 /** Stable codes of {@link RuntimeStateError}. */
 export type RuntimeStateErrorCode = 'ERR_FOREIGN_ENTRY' | 'ERR_STATE_LOST' | 'ERR_STATE_WRITE';
 
-/**
- * What `onError` is told about the store's runtime state: an entry this instance skips (`ERR_FOREIGN_ENTRY`: written
- * by something else, or by another version, and not a valid record here), a state that was lost or replaced
- * (`ERR_STATE_LOST`), or a rule's ban that could not be written to the store (`ERR_STATE_WRITE`). Never thrown at a
- * request: the request is answered as if the entry were not there.
- */
+/** Told to `onError`, never thrown: an invalid entry skipped, a state lost or replaced, a rule's ban not written. */
 export class RuntimeStateError extends Error {
   /** Stable, machine-readable reason. */
   readonly code: RuntimeStateErrorCode;
@@ -117,13 +99,7 @@ export type ListingLimitsWarningCode =
   | 'LISTING_LIMITS_STORE_NOT_CONNECTED'
   | 'LISTING_LIMITS_TRUST_PROXY';
 
-/**
- * What `onError` is told of a mistake that leaves the limits not counting as configured, while every request is still
- * answered: the middleware mounted after routes of its table (`LISTING_LIMITS_MOUNT_ORDER`) or under a path its
- * table's paths start with (`LISTING_LIMITS_MOUNT_PATH`), a Redis store's client not connected a few seconds after the
- * start (`LISTING_LIMITS_STORE_NOT_CONNECTED`), clients behind a proxy that `trust proxy` does not name
- * (`LISTING_LIMITS_TRUST_PROXY`). Each is also emitted as a process warning with the same code, once.
- */
+/** Told to `onError`, and once as a process warning, of a setup mistake that leaves the limits miscounting. */
 export class ListingLimitsWarning extends Error {
   /** Stable, machine-readable reason: the code of the process warning. */
   readonly code: ListingLimitsWarningCode;

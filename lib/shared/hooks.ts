@@ -8,7 +8,7 @@ function isThenable(value: unknown): value is PromiseLike<unknown> {
   return value !== null && typeof value === 'object' && typeof (value as PromiseLike<unknown>).then === 'function';
 }
 
-/** Where the errors of observers go: `onError`, or a process warning (also for an `onError` that fails itself). */
+/** Where observers' errors go: `onError`, else (or when it fails itself) a process warning. */
 export function reporter(onError: OnError | undefined): OnError {
   const warn = (error: unknown) => {
     const text = error instanceof Error ? error.message : String(error);
@@ -18,7 +18,6 @@ export function reporter(onError: OnError | undefined): OnError {
   return (error, req) => {
     try {
       const result: unknown = onError(error, req);
-      // An async onError: what it rejects with is warned of as a throw is, never an unhandled rejection.
       if (isThenable(result)) result.then(undefined, warn);
     } catch (failure) {
       warn(failure);
@@ -26,13 +25,9 @@ export function reporter(onError: OnError | undefined): OnError {
   };
 }
 
-/** Tells of a mistake in how the middleware is set up: see {@link warner}. */
 export type Warn = (code: ListingLimitsWarningCode, message: string) => void;
 
-/**
- * How a mistake that leaves the limits not counting as configured is told: a process warning with its code, and, when
- * there is an `onError`, a {@link ListingLimitsWarning} of the same code (what `onError` throws is warned of).
- */
+/** Tells a setup mistake as a process warning, and to `onError` as a {@link ListingLimitsWarning}. */
 export function warner(onError: OnError | undefined): Warn {
   const tell = onError && reporter(onError);
   return (code, message) => {
@@ -41,7 +36,6 @@ export function warner(onError: OnError | undefined): Warn {
   };
 }
 
-/** Runs an observer; what it throws or rejects with goes to `report`. */
 export function observe<A, R extends Request | undefined>(
   hook: ((arg: A, req: R) => unknown) | undefined,
   arg: A,

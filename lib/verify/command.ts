@@ -9,7 +9,7 @@ import { planVerification, verifyContract } from './run.js';
 import type { VerifyOptions, VerifyPlan, VerifyReport } from './types.js';
 import { durationText, type Output, progressOn } from './progress.js';
 
-/** What the command runs with: its output streams, and what tests put in place of the network's clock. */
+/** The command's streams, and what tests put in place of the network and the clock. */
 export interface CliContext {
   readonly stdout: Output;
   readonly stderr: Output;
@@ -18,10 +18,8 @@ export interface CliContext {
   readonly now?: VerifyOptions['now'];
 }
 
-/** Exit codes: every endpoint passes; an endpoint fails; the arguments are wrong. */
 const EXIT = Object.freeze({ pass: 0, fail: 1, usage: 2 });
 
-/** The listings' names as one of them: `A or B`. */
 const eitherListing = new Intl.ListFormat('en', { type: 'disjunction' }).format(listingNames);
 const listingArgument = `--listing ${listingNames.join('|')}`;
 
@@ -70,10 +68,8 @@ const cliOptions = {
   help: { type: 'boolean', short: 'h' },
 } as const;
 
-/** Bad arguments: the message names the argument. */
 class UsageError extends Error {}
 
-/** The argument that set each option of verifyContract, to name it in errors. */
 const argumentOf: Record<string, string> = {
   baseUrl: '<base-url>',
   listing: '--listing',
@@ -95,13 +91,9 @@ interface Parsed {
   readonly options: VerifyOptions;
 }
 
-/** Option names as typed, to name them in errors and suggest one for a typo. */
 const optionArguments = Object.keys(cliOptions).map((name) => `--${name}`);
 
-/**
- * Finds the argument that Node's strict parser refused, to tell it in one line naming the argument (Node's own
- * messages span several lines and differ between versions).
- */
+// Names the argument Node's parser refused in one line: Node's messages span several and differ between versions.
 function checkTokens(tokens: NonNullable<ReturnType<typeof parseArgs>['tokens']>): void {
   for (const token of tokens) {
     if (token.kind !== 'option') continue;
@@ -165,23 +157,14 @@ function parse(argv: readonly string[]): Parsed {
     if (!match?.[1]) throw new UsageError(`--param must be NAME=VALUE, e.g. id=123; got ${JSON.stringify(param)}`);
     (params[match[1]] ??= []).push(match[2] ?? '');
   }
-  const milliseconds = (value: string | undefined, argument: string) => {
+  const whole = (value: string | undefined, argument: string, what: string) => {
     if (value === undefined) return undefined;
-    if (!/^\d+$/.test(value))
-      throw new UsageError(`${argument} must be whole milliseconds; got ${JSON.stringify(value)}`);
+    if (!/^\d+$/.test(value)) throw new UsageError(`${argument} must be ${what}; got ${JSON.stringify(value)}`);
     return Number(value);
   };
-  const graceMs = milliseconds(values.grace, '--grace');
-  const timeoutMs = milliseconds(values.timeout, '--timeout');
-  let concurrency: number | undefined;
-  if (values.concurrency !== undefined) {
-    if (!/^\d+$/.test(values.concurrency)) {
-      throw new UsageError(
-        `--concurrency must be a whole number of endpoints, 1 or more; got ${JSON.stringify(values.concurrency)}`,
-      );
-    }
-    concurrency = Number(values.concurrency);
-  }
+  const graceMs = whole(values.grace, '--grace', 'whole milliseconds');
+  const timeoutMs = whole(values.timeout, '--timeout', 'whole milliseconds');
+  const concurrency = whole(values.concurrency, '--concurrency', 'a whole number of endpoints, 1 or more');
   const options: VerifyOptions = {
     baseUrl,
     listing: named,
@@ -199,7 +182,6 @@ function parse(argv: readonly string[]): Parsed {
   return { help: false, json, dryRun, options };
 }
 
-/** A configuration error of verifyContract, told in terms of the command's arguments. */
 function usageOf(error: ListingLimitsError): UsageError {
   const option = /^options\.(\w+)(?:\.(\w+))?/.exec(error.field);
   const argument = argumentOf[option?.[1] ?? ''] ?? error.field;
@@ -208,7 +190,6 @@ function usageOf(error: ListingLimitsError): UsageError {
   return new UsageError(`${named}${reason.replace(/\.$/, '')}`);
 }
 
-/** Aligned plain-text columns; `right` names the columns aligned to the right. */
 function textTable(
   header: readonly string[],
   rows: readonly (readonly string[])[],
@@ -223,7 +204,6 @@ function textTable(
   return [header, ...rows].map(line).join('\n');
 }
 
-/** How many endpoints a run probes at a time, in words. */
 function plannedTotals(plan: VerifyPlan): string {
   const total = plan.endpoints.length;
   if (total === 1) return 'one endpoint';
@@ -246,7 +226,6 @@ function planText(plan: VerifyPlan, listing: string): string {
   ].join('\n');
 }
 
-/** Rows of a table: `cells` then the first of `details`, and a row of its own for each further one. */
 function withDetails(cells: readonly string[], details: readonly string[]): string[][] {
   const blank = cells.map(() => '');
   return [[...cells, details[0] ?? ''], ...details.slice(1).map((detail) => [...blank, detail])];
@@ -255,7 +234,6 @@ function withDetails(cells: readonly string[], details: readonly string[]): stri
 const verdict = (findings: readonly string[]) => (findings.length === 0 ? 'pass' : 'fail');
 const noted = (notes: readonly string[]) => notes.map((note) => `note: ${note}`);
 
-/** The report as two tables: the contract's verdicts, then the header fields', each endpoint on its own lines. */
 function reportText(report: VerifyReport, listing: string): string {
   const { endpoints } = report;
   const contract = endpoints.flatMap((e) =>
@@ -299,10 +277,7 @@ function reportText(report: VerifyReport, listing: string): string {
   ].join('\n');
 }
 
-/**
- * Runs the command with its arguments (without `node` and the script) and returns the exit code:
- * 0 when every endpoint passes (or for --help and --dry-run), 1 when one fails, 2 for wrong arguments.
- */
+/** Runs the command on its arguments (without `node` and the script); resolves to the exit code. */
 export async function runCli(argv: readonly string[], context: CliContext): Promise<number> {
   const { stdout, stderr } = context;
   let parsed: Parsed;

@@ -1,51 +1,42 @@
 // What a server that honours an endpoint's limits has counted for one client, known from when requests went and came.
 import type { Limit, WindowKind } from '../contract/limit.js';
 
-/** When a request was sent and when its answer came: the server counted it somewhere in between. */
+/** The server counted a request somewhere between its send and its answer. */
 export interface Span {
   readonly sent: number;
   readonly at: number;
 }
 
-/** One row's window. */
-interface Slot {
-  /** Fixed windows: the request that opened the window, and the requests counted in it so far. */
+/** One row, and its window: fixed windows' `opening` and `count`, sliding windows' `stamps`, oldest first. */
+interface Slot extends Limit {
+  readonly margin: number;
   opening: Span | undefined;
   count: number;
-  /**
-   * Fixed windows: until when the window cannot be told, after a request that came too near its end to tell whether
-   * it opened the next one. Once it has passed, every window it may have been has ended.
-   */
+  /** Fixed windows: after a request too near a window's end to tell which window it fell in. */
   unknownUntil: number;
-  /** Sliding windows: the requests counted that may still be in the window, oldest first. */
   readonly stamps: Span[];
 }
 
-/**
- * The counts of every row of one client's counter on one endpoint, in windows of one kind, as a server that honours
- * them keeps them. Each row keeps a margin on either side of its windows' ends (the grace, at most a quarter of the
- * window): a request answered within it may fall on either side, and what depends on that side is not told
- * (`undefined`), never guessed. With no grace and requests answered as they are sent, it is the server itself.
- */
+// A request answered within a margin of a window's end may fall on either side: what depends on it is undefined,
+// never guessed. With no grace and instant answers, this is the server itself.
 export class Counted {
   private readonly slots: Slot[];
-  private readonly margins: number[];
 
   constructor(
     readonly limits: readonly Limit[],
     readonly kind: WindowKind,
     graceMs: number,
   ) {
-    this.slots = limits.map(() => ({ opening: undefined, count: 0, unknownUntil: 0, stamps: [] }));
-    this.margins = limits.map(({ windowMs }) => marginMs(windowMs, graceMs));
+    this.slots = limits.map(({ limit, windowMs }) => {
+      const margin = marginMs(windowMs, graceMs);
+      return { limit, windowMs, margin, opening: undefined, count: 0, unknownUntil: 0, stamps: [] };
+    });
   }
 
-  /** Records a request: counted on every row when it passed, on none when it was refused. */
   record(span: Span, passed: boolean): void {
     if (!passed) return;
-    this.slots.forEach((slot, i) => {
-      const { windowMs } = this.limits[i] as Limit;
-      const margin = this.margins[i] as number;
+    this.slots.forEach((slot) => {
+      const { windowMs, margin } = slot;
       if (this.kind === 'sliding') {
         const gone = slot.stamps.findIndex((stamp) => stamp.at + windowMs + margin > span.sent);
         slot.stamps.splice(0, gone === -1 ? slot.stamps.length : gone);
@@ -58,7 +49,6 @@ export class Counted {
       } else if (span.at < slot.opening.sent + windowMs - margin) {
         slot.count++;
       } else {
-        // It may have opened the next window, or been the last of this one: every window it may be in ends by then.
         slot.opening = undefined;
         slot.count = 0;
         slot.unknownUntil = span.at + windowMs + margin;
@@ -66,11 +56,9 @@ export class Counted {
     });
   }
 
-  /** The requests row `i` counts for a request sent and answered at `span` (itself included), or undefined. */
   count(i: number, span: Span): number | undefined {
     const slot = this.slots[i] as Slot;
-    const { windowMs } = this.limits[i] as Limit;
-    const margin = this.margins[i] as number;
+    const { windowMs, margin } = slot;
     if (this.kind === 'sliding') {
       const maybe = slot.stamps.filter((stamp) => stamp.at + windowMs + margin > span.sent).length;
       const surely = slot.stamps.filter((stamp) => stamp.sent + windowMs - margin > span.at).length;
@@ -82,17 +70,15 @@ export class Counted {
     return span.at < opening.sent + windowMs - margin ? slot.count : undefined;
   }
 
-  /** The requests row `i` has left for a request sent and answered at `span`, or undefined. */
   remaining(i: number, span: Span): number | undefined {
     const count = this.count(i, span);
     return count === undefined ? undefined : Math.max((this.limits[i] as Limit).limit - count, 0);
   }
 
-  /** The fewest requests row `i` may have left at `time`, whichever side of a window's end the server puts it. */
+  /** The fewest requests row `i` may have left, whichever side of a window's end the server puts `time`. */
   least(i: number, time: number): number {
     const slot = this.slots[i] as Slot;
-    const { limit, windowMs } = this.limits[i] as Limit;
-    const margin = this.margins[i] as number;
+    const { limit, windowMs, margin } = slot;
     if (this.kind === 'sliding') {
       return Math.max(limit - slot.stamps.filter((stamp) => stamp.at + windowMs + margin > time).length, 0);
     }
@@ -101,42 +87,34 @@ export class Counted {
     return opening && time < opening.at + windowMs + margin ? Math.max(limit - slot.count, 0) : limit;
   }
 
-  /** Whether `time` falls within the margin around the end of one of row `i`'s windows. */
   private nearEnd(i: number, time: number): boolean {
     const slot = this.slots[i] as Slot;
-    const { windowMs } = this.limits[i] as Limit;
-    const margin = this.margins[i] as number;
+    const { windowMs, margin } = slot;
     const near = (span: Span) => time >= span.sent + windowMs - margin && time < span.at + windowMs + margin;
     if (this.kind === 'sliding') return slot.stamps.some(near);
     return time < slot.unknownUntil || (slot.opening !== undefined && near(slot.opening));
   }
 
-  /** The times at which something may change: each window's end, with its margin. */
   private changes(): number[] {
-    return this.slots.flatMap((slot, i) => {
-      const { windowMs } = this.limits[i] as Limit;
-      const margin = this.margins[i] as number;
+    return this.slots.flatMap((slot) => {
+      const { windowMs, margin } = slot;
       if (this.kind === 'sliding') return slot.stamps.map((stamp) => stamp.at + windowMs + margin);
       return [slot.unknownUntil, ...(slot.opening ? [slot.opening.at + windowMs + margin] : [])];
     });
   }
 
-  /**
-   * The first time from `time` on when a request falls near no window's end and every row but `except` surely lets
-   * it pass: when it is sent then, only row `except` may refuse it.
-   */
+  /** The first time when only row `except` may refuse a request. */
   readyAt(time: number, except?: number): number {
     return this.first(time, (t) =>
       this.limits.every((_limit, i) => !this.nearEnd(i, t) && (i === except || this.least(i, t) >= 1)),
     );
   }
 
-  /** The first time from `time` on when row `i` surely has room for one more request. */
   freesAt(i: number, time: number): number {
     return this.first(time, (t) => this.least(i, t) >= 1);
   }
 
-  /** The first of `time` and the changes after it that `holds`; after the last change, every window has ended. */
+  // After the last change, every window has ended.
   private first(time: number, holds: (t: number) => boolean): number {
     if (holds(time)) return time;
     const later = this.changes()
@@ -145,10 +123,7 @@ export class Counted {
     return later.find(holds) ?? later.at(-1) ?? time;
   }
 
-  /**
-   * The row the legacy fields show for a request at `span`: the fewest requests left, then the latest reset; undefined
-   * when that cannot be told.
-   */
+  /** The row the legacy fields show: the fewest requests left, then the latest reset. */
   shown(span: Span): number | undefined {
     if (this.limits.length === 1) return 0;
     const left = this.limits.map((_limit, i) => this.remaining(i, span));
@@ -162,11 +137,9 @@ export class Counted {
     return resets.every((r) => r === latest || r.range[1] < latest.range[0]) ? latest.i : undefined;
   }
 
-  /** When row `i` resets for a request at `span`: the earliest and latest it can be. */
   private resetRange(i: number, span: Span): readonly [number, number] {
     const slot = this.slots[i] as Slot;
-    const { windowMs } = this.limits[i] as Limit;
-    const margin = this.margins[i] as number;
+    const { windowMs, margin } = slot;
     const of = (s: Span) => [s.sent + windowMs, s.at + windowMs] as const;
     if (this.kind === 'sliding') {
       const oldest = slot.stamps.find((stamp) => stamp.at + windowMs + margin > span.sent);
@@ -175,10 +148,7 @@ export class Counted {
     return of(slot.opening && span.sent < slot.opening.at + windowMs + margin ? slot.opening : span);
   }
 
-  /**
-   * How a server that honours the rows answers a request at `time` (its own clock, so `span` is one instant): pass
-   * and count it, or refuse it with the whole seconds until the last of the rows that refuse frees a request.
-   */
+  /** How a server that honours the rows answers at `time`, on its own clock. */
   answer(time: number): { passed: true } | { passed: false; retryAfter: number } {
     const span = { sent: time, at: time };
     const full = this.limits.flatMap((_limit, i) => ((this.remaining(i, span) ?? 0) < 1 ? [i] : []));
@@ -191,10 +161,7 @@ export class Counted {
   }
 }
 
-/**
- * How far from a window's end requests are kept on either side of it: the grace, but at most a quarter of the
- * window, so that both sides fit in a window however short.
- */
+/** At most a quarter of the window, so that both sides of its end fit in a window however short. */
 export function marginMs(windowMs: number, graceMs: number): number {
   return Math.min(graceMs, windowMs / 4);
 }

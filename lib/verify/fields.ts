@@ -10,34 +10,26 @@ import {
 } from '../contract/read-headers.js';
 import { asSent, type Findings, shown } from './findings.js';
 
-/** A response, as far as the checks need it. */
+/** A response, with when it was sent and when it arrived, on the run's clock. */
 export interface ProbeAnswer {
   readonly status: number;
   readonly headers: Headers;
-  /** Its rate-limit fields, as the shared reader reads them. */
   readonly fields: Fields;
-  /** When it was sent, and when it arrived, on the run's clock. */
   readonly sent: number;
   readonly at: number;
 }
 
-/**
- * Whether an answer refused its request, as far as counting goes: a 429, or a server error (5xx), which may stand
- * in a 429's place and is a finding of its own there.
- */
+/** A server error may stand in a 429's place: it is a finding of its own there. */
 export function isRefusal(status: number): boolean {
   return status === 429 || status >= 500;
 }
 
-/** What a server that honours the rows tells in an answer's fields. */
+/** What a server that honours the rows tells: per row, the requests counted with this one; the row shown. */
 export interface Expectation {
-  /** Per row, the requests counted in its window with this one (a refused one is counted on none): or unknown. */
   readonly counts: readonly (number | undefined)[];
-  /** The row the legacy fields show (fewest requests left, then the latest reset), or undefined when unknown. */
   readonly shown: number | undefined;
 }
 
-/** The dialects as the report names them. */
 const dialectNames: Readonly<Record<Dialect, string>> = {
   ietf: 'drafts 8-11',
   'draft-7': 'draft 7',
@@ -45,13 +37,11 @@ const dialectNames: Readonly<Record<Dialect, string>> = {
   'x-ratelimit': 'X-RateLimit',
 };
 
-/** The fields listed as not sent when the others are: the IETF pair and the legacy ones. */
 const NOTED_FIELDS = RATE_LIMIT_FIELDS.filter((field) => !(DRAFT_6_FIELDS as readonly string[]).includes(field));
 
-/** What the answers of one endpoint carried: the fields and dialects, told in its report and noted. */
+/** What the answers of one endpoint carried, for its report and its notes. */
 export class FieldsSeen {
   private readonly fields = new Set<string>();
-  /** The dialects and `Retry-After`, in the order first seen. */
   readonly sent: string[] = [];
 
   constructor(private readonly found: Findings) {}
@@ -60,7 +50,6 @@ export class FieldsSeen {
     if (!this.sent.includes(name)) this.sent.push(name);
   }
 
-  /** Records an answer's fields, and notes those in another draft or convention than drafts 8 to 11's. */
   record({ fields }: ProbeAnswer): void {
     for (const field of fields.present) this.fields.add(field);
     if (DRAFT_6_FIELDS.some((field) => this.fields.has(field))) this.fields.add('RateLimit');
@@ -77,12 +66,10 @@ export class FieldsSeen {
     }
   }
 
-  /** A 429's `Retry-After`, told in the report's list of what was sent. */
   retryAfter(date: boolean): void {
     this.send(date ? 'Retry-After (date)' : 'Retry-After');
   }
 
-  /** Notes the fields never sent: the contract does not require them. */
   noteMissing(): void {
     const missing = NOTED_FIELDS.filter((field) => !this.fields.has(field));
     if (this.fields.size === 0) this.found.noteField('sent no rate-limit fields');
@@ -90,20 +77,15 @@ export class FieldsSeen {
   }
 }
 
-/** A field's value as a finding quotes it: a structured field as sent, others as `shown`. */
 function quote(headers: Headers, field: string): string {
   const value = headers.get(field) ?? '';
   return field === 'RateLimit' || field === 'RateLimit-Policy' ? asSent(value) : shown(value);
 }
 
-/** `n`, or `key=n` for a number that is a parameter or a key of its field. */
 const keyed = (told: Told, n: number) => (told.key === undefined ? String(n) : `${told.key}=${n}`);
 
-/**
- * Checks the reset a field tells against a window of `seconds`: seconds until it, at most the window; a Unix time,
- * within the window after the answer's `Date`, or this run's clock (a server whose clock is faked in a test still
- * writes `Date` from the real one). Both are whole seconds apart from the reset, rounded up: a second of slack.
- */
+// A Unix time is read against `Date`, or this run's clock: a server with a faked clock still writes `Date` from the
+// real one. Both are whole seconds: a second of slack.
 function checkReset(answer: ProbeAnswer, told: Told, seconds: number, found: Findings): void {
   const says = `${told.field} says ${quote(answer.headers, told.field)}`;
   if (told.unixMs !== undefined) {
@@ -121,11 +103,7 @@ function checkReset(answer: ProbeAnswer, told: Told, seconds: number, found: Fin
   }
 }
 
-/**
- * Checks the rate-limit fields of an answer, in every dialect it writes them: each row's policy and `RateLimit`
- * item of drafts 8 to 11, and the one limit that drafts 6 and 7 and the legacy fields show. What the expectation
- * leaves unknown is not checked; a field that cannot be read is a finding.
- */
+// What the expectation leaves unknown is not checked; a field that cannot be read is a finding.
 export function checkFields(
   answer: ProbeAnswer,
   limits: readonly Limit[],
@@ -206,12 +184,7 @@ export function checkFields(
   }
 }
 
-/**
- * Checks the `Retry-After` of a 429 refused by a row of window `windowMs`; returns its seconds when they are usable.
- * Absent, it is noted (the contract does not require it); present, it must not be longer than the window, nor
- * earlier than the reset the answer's own fields tell. `label` opens the findings of one row of an endpoint of
- * several. A server error in a 429's place is a finding of its own: its `Retry-After` is not checked.
- */
+// A 429's Retry-After must not be longer than the window, nor earlier than the answer's reset; returns its seconds.
 export function checkRetryAfter(
   answer: ProbeAnswer,
   windowMs: number,
@@ -237,7 +210,7 @@ export function checkRetryAfter(
   if (seconds > window) {
     found.findField(`retry-after ${label}`, `${says}, longer than the contract's window of ${window} s`);
   }
-  // The reset of the limit that refused it, in whole seconds: of several, the latest of those with no request left.
+  // Of several limits, the latest reset of those with no request left.
   const states = answer.fields.states.filter((state) => state.dialect !== 'x-ratelimit' && state.resets[0]);
   const spent = states.filter((state) => state.remaining?.value === 0);
   const resets = (spent.length > 0 ? spent : states.slice(0, 1)).map((state) => state.resets[0] as Told);

@@ -5,14 +5,8 @@ import { type Findings, requestsText, tenths } from './findings.js';
 import type { FirstWindow, Row } from './steps.js';
 import type { WindowSeen } from './types.js';
 
-/**
- * Tells the kind of window from the requests across the end of the first row's window: `limit - 1` sent from its
- * middle, done at least the margin before its end, then `after`, the margin after its end, up to `fits` until the
- * first 429. Fixed windows let them all pass within less than a window; a sliding window still holds the
- * `limit - 1`, so it lets one pass and refuses the next. A side that does not fit its time tells nothing, and is
- * noted. What contradicts the `expected` kind is found; `retryAfterOf` checks a 429's Retry-After, and returns its
- * seconds when they are usable.
- */
+// After `limit - 1` requests from the window's middle, a fixed window lets `fits` pass past its end within less than
+// a window; a sliding one still holds the `limit - 1`, so it lets one pass and refuses the next.
 export function kindSeen(
   expected: WindowKind,
   row: Row,
@@ -43,7 +37,7 @@ export function kindSeen(
     );
   } else if (span < windowMs) seen = 'fixed';
   else {
-    // The contract does not say which kind it counts: a kind that cannot be told is noted, not held against it.
+    // The contract does not say which kind to count: one that cannot be told is noted, not held against it.
     found.note(
       `${label}window kind inconclusive: ${requestsText(limit - 1 + fits)} across the end of a window took ` +
         `${tenths(span)} s, not less than the window of ${seconds} s`,
@@ -66,7 +60,6 @@ export function kindSeen(
     }
     found.refusedAs(last.status);
     const retryAfter = retryAfterOf(last);
-    // The oldest request counted is the first sent from the middle of the window: it leaves a window after it.
     const soonest = Math.floor((beforeStart + windowMs - last.at) / 1000);
     const latest = Math.ceil((beforeEnd + windowMs - (after[0] as ProbeAnswer).at) / 1000);
     if (retryAfter !== undefined && (retryAfter < soonest || retryAfter > latest)) {

@@ -4,11 +4,10 @@ import { closest } from 'fastest-levenshtein';
 import { compile, pathToRegexp } from 'path-to-regexp';
 import { Checker, MAX_TIMER_MS, show } from '../shared/check.js';
 import { listingNames } from '../contract/listings.js';
-import { checkTable, endpointsOf, rowShape } from '../contract/table.js';
+import { checkTable, endpointsOf, rowShape, type TableEndpoint } from '../contract/table.js';
 import { type Limit, type WindowKind, windowKinds } from '../contract/limit.js';
 import type { VerifyEvent, VerifyOptions } from './types.js';
 
-const SOURCE = 'verifyContract';
 const verifyOptionNames = [
   'baseUrl',
   'listing',
@@ -27,30 +26,18 @@ const verifyOptionNames = [
   'onProgress',
 ] as const;
 
-/** One endpoint to probe. */
-export interface Target {
-  /** `<METHOD> <path>`, as in the table. */
-  readonly name: string;
-  readonly method: string;
-  readonly path: string;
-  /** Its rows, shortest window first. */
-  readonly limits: readonly Limit[];
-  /** The paths requested: one, or two with other path parameters. */
+/** One endpoint to probe: `limits` shortest window first, a second path where it has parameters. */
+export interface Target extends TableEndpoint {
   readonly paths: readonly string[];
 }
 
-/** What probes read of a run: the same for the real one and for a plan's simulated one. */
-export interface ProbeSettings {
+export interface Run {
   readonly token: string | undefined;
   readonly otherToken: string;
   readonly window: WindowKind;
   readonly graceMs: number;
   readonly strictHeaders: boolean;
-}
-
-export interface Run extends ProbeSettings {
   readonly baseUrl: string;
-  /** The scheme, host and port of the base URL: the targets' paths start with its path. */
   readonly origin: string;
   readonly targets: readonly Target[];
   readonly concurrency: number;
@@ -61,7 +48,7 @@ export interface Run extends ProbeSettings {
   readonly onProgress: (event: VerifyEvent) => void;
 }
 
-const verifyCheck: Checker = new Checker(SOURCE);
+const verifyCheck: Checker = new Checker('verifyContract');
 
 function invalid(field: string, message: string): never {
   return verifyCheck.invalid(`options.${field}`, message);
@@ -84,7 +71,6 @@ function checkBoolean(value: unknown, field: string): boolean {
   return invalid(field, `must be true or false; got ${show(value)}.`);
 }
 
-/** The next value of a path parameter: the number plus one, or the value with `-2` appended. */
 function secondValue(value: string): string {
   return /^\d+$/.test(value) ? String(BigInt(value) + 1n) : `${value}-2`;
 }
@@ -113,7 +99,6 @@ function checkParams(value: unknown, known: ReadonlySet<string>): Map<string, re
   return params;
 }
 
-/** The paths of a row: the first and, when it has path parameters, the second with every parameter's second value. */
 function pathsOf(path: string, params: ReadonlyMap<string, readonly [string, string]>): string[] {
   const { keys } = pathToRegexp(path);
   const toPath = compile(path, { encode: encodeURIComponent });
@@ -130,10 +115,7 @@ function pathsOf(path: string, params: ReadonlyMap<string, readonly [string, str
   return keys.length === 0 ? [fill(0)] : [fill(0), fill(1)];
 }
 
-/**
- * An endpoint's rows, shortest window first. Each must allow more requests than the one before it: a row whose
- * limit a longer window's row does not exceed never refuses a request alone, and no probe can tell it is there.
- */
+// A row whose limit a longer window's row does not exceed never refuses alone: no probe can tell it is there.
 function sortedLimits(limits: readonly Limit[], name: string, rowIndex: (limit: Limit) => number): Limit[] {
   const sorted = [...limits].sort((a, b) => a.windowMs - b.windowMs);
   sorted.forEach((row, i) => {
@@ -152,7 +134,7 @@ function sortedLimits(limits: readonly Limit[], name: string, rowIndex: (limit: 
   return sorted;
 }
 
-/** The default sleep: a timer, in parts of at most MAX_TIMER_MS for a longer wait (a window may last a year). */
+// In parts of at most MAX_TIMER_MS: a window may last a year.
 async function sleep(ms: number): Promise<void> {
   for (let left = ms; left > 0; left -= MAX_TIMER_MS) {
     await new Promise<void>((done) => setTimeout(done, Math.min(left, MAX_TIMER_MS)));

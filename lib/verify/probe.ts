@@ -1,11 +1,11 @@
-// One endpoint's probe: the requests and waits that check it, as steps a runner carries out against a server.
+// One endpoint's probe: the checks of docs/verify.md, in its order, as steps a runner carries out against a server.
 import type { Limit, WindowKind } from '../contract/limit.js';
 import { readFields } from '../contract/read-headers.js';
 import { marginMs } from './counted.js';
 import { type ProbeAnswer, checkFields, checkRetryAfter, type Expectation, isRefusal, FieldsSeen } from './fields.js';
 import { Findings, requestsText, shown, tenths } from './findings.js';
 import { kindSeen } from './kind.js';
-import type { ProbeSettings, Target } from './options.js';
+import type { Run, Target } from './options.js';
 import {
   Banned,
   type Burst,
@@ -21,22 +21,14 @@ import {
 } from './steps.js';
 import type { VerifyWaitReason, WindowSeen } from './types.js';
 
-/**
- * One endpoint's probe. Its first row (of several, the one of the shortest window) gets one request at the start of
- * a window, the rest of its limit from the window's middle and one more, refused; then, once the window has ended,
- * as many as a fixed window lets pass: a fixed window lets them all pass, a sliding one only the place of the
- * window's first request. Another token then gets its own counter, over both paths when there are path parameters.
- * Each further row is filled up, each request sent when the other rows surely let it pass, until one more is
- * refused, and must let a request pass once its window has let go.
- */
 export class Probe {
   private readonly found = new Findings();
   private readonly seen = new FieldsSeen(this.found);
-  /** Answers received: none, and the fields were never seen, rather than not sent. */
+  /** None: the fields were never seen, rather than not sent. */
   private answers = 0;
   private readonly rows: readonly Row[];
   private readonly own: ClientCounts;
-  /** The paths, per token, that were served (answered neither 403 nor 429): a 403 there later is a ban. */
+  /** Paths per token answered neither 403 nor 429: a 403 there later is a ban. */
   private readonly served = new Set<string>();
   private requests = 0;
   private boundaryRequests = 0;
@@ -44,9 +36,8 @@ export class Probe {
   private windowSeen: WindowSeen;
 
   constructor(
-    private readonly run: ProbeSettings,
+    private readonly run: Run,
     private readonly target: Target,
-    private readonly now: () => number,
     private readonly shared: SharedByProbes,
   ) {
     const several = target.limits.length > 1;
@@ -92,7 +83,7 @@ export class Probe {
 
   private *send(path: string, authorization: string | undefined): Generator<ProbeStep, ProbeAnswer, Reply> {
     this.requests++;
-    const sent = this.now();
+    const sent = this.run.now();
     const reply = yield { kind: 'send', path, authorization };
     if (reply === undefined) throw new TypeError('A request was answered with nothing.');
     if ('failed' in reply) throw new RequestFailed(reply.failed);
@@ -102,8 +93,7 @@ export class Probe {
     const other = authorization !== undefined && authorization === this.run.otherToken;
     const key = `${other ? 'other' : 'own'} ${path}`;
     const retryAfter = answer.headers.get('retry-after');
-    // A route may answer 403 to every request, counted like any other; a ban comes where requests were served, or
-    // says when it ends.
+    // A route may answer 403 to every request; a ban comes where requests were served, or says when it ends.
     if (answer.status === 403 && (retryAfter !== null || this.served.has(key) || this.shared.banned)) {
       this.shared.banned = true;
       throw new Banned(
@@ -113,7 +103,6 @@ export class Probe {
     }
     if (answer.status !== 403 && !isRefusal(answer.status)) this.served.add(key);
     this.seen.record(answer);
-    // The contract counts every request, whatever the route answers; a server error is judged where it comes.
     if (answer.status >= 400 && !isRefusal(answer.status)) {
       this.found.note(`${this.target.method} ${path} answered ${answer.status}`);
     }
@@ -127,10 +116,6 @@ export class Probe {
     yield { kind: 'wait', ms: wait, reason };
   }
 
-  private find(key: string, text: string): void {
-    this.found.find(key, text);
-  }
-
   private checkFields(answer: ProbeAnswer, expected: Expectation): void {
     checkFields(answer, this.target.limits, expected, this.found);
   }
@@ -139,11 +124,6 @@ export class Probe {
     return checkRetryAfter(answer, row.windowMs, this.found, this.seen, row.label);
   }
 
-  /**
-   * Sends up to `max` requests on `client`'s counter, cycling through `paths`, and stops at the first 429. Each
-   * answer's fields are checked as windows of the expected kind count them: before any window's end both kinds
-   * count alike.
-   */
   private *burst(
     client: ClientCounts,
     paths: readonly string[],
@@ -161,14 +141,11 @@ export class Probe {
     return { passed: max, answers };
   }
 
-  /**
-   * Whether more than `limit` requests passed only because they took longer than a window, which may have ended on
-   * the way: then nothing can be told of the limit, and that is the finding.
-   */
+  // More than `limit` passed, but over longer than a window: nothing can be told of the limit.
   private tooSlow(row: Row, passed: number, start: number): boolean {
-    const took = this.now() - start;
+    const took = this.run.now() - start;
     if (passed <= row.limit || took < row.windowMs) return false;
-    this.find(
+    this.found.find(
       `limit ${row.index}`,
       `${row.label}inconclusive: ${requestsText(passed)} took ${Number((took / 1000).toFixed(1))} s, ` +
         `longer than the contract's window of ${row.seconds} s`,
@@ -185,24 +162,20 @@ export class Probe {
     for (const row of this.rows.slice(1)) if (!(yield* this.fill(row, kind))) return;
   }
 
-  /**
-   * The first row's window: one request opens it (a counter already in use is waited out once), the rest of the
-   * limit follows from its middle, then one more, which must be refused. Returns what the window's end is probed
-   * with, or undefined when the probe ends here.
-   */
+  // One request opens the first row's window, the rest of the limit follows from its middle, then one more, refused.
   private *firstWindow(): Generator<ProbeStep, FirstWindow | undefined, Reply> {
     const { run, target } = this;
     const row = this.rows[0] as Row;
     const { limit, windowMs, margin, label } = row;
     const [first] = target.paths as [string];
-    let start = this.now();
+    let start = this.run.now();
     let opening = yield* this.send(first, run.token);
     if (opening.status === 429) {
       // A whole window: a sliding one frees a request when Retry-After says, but is empty only a window later.
       const wait = Math.max(...this.rows.map((r) => r.windowMs)) + run.graceMs;
       this.found.note(`the counter was in use: waited ${Math.ceil(wait / 1000)} s for a fresh window`);
       yield* this.wait(wait, 'busy');
-      start = this.now();
+      start = this.run.now();
       opening = yield* this.send(first, run.token);
     }
     this.own.record(opening);
@@ -219,13 +192,13 @@ export class Probe {
       return undefined;
     }
 
-    if (limit > 1) yield* this.wait(start + windowMs / 2 - this.now(), 'boundary');
-    const beforeStart = this.now();
+    if (limit > 1) yield* this.wait(start + windowMs / 2 - this.run.now(), 'boundary');
+    const beforeStart = this.run.now();
     const rest = yield* this.burst(this.own, [first], limit, run.token);
     const passed = 1 + rest.passed;
     if (this.tooSlow(row, passed, start)) return undefined;
     if (passed > limit) {
-      this.find('limit 0', `${label}allowed ${requestsText(passed)}, contract says ${limit}`);
+      this.found.find('limit 0', `${label}allowed ${requestsText(passed)}, contract says ${limit}`);
       return undefined;
     }
     const refused = rest.refused as ProbeAnswer;
@@ -243,10 +216,9 @@ export class Probe {
     this.found.refusedAs(refused.status);
     const retryAfter = this.checkRetryAfter(refused, row);
     const beforeEnd = limit > 1 ? (rest.answers[limit - 2] as ProbeAnswer).at : beforeStart;
-    // After the window's end, a fixed window lets the limit pass: of several limits, as many as the others leave.
     const fixed = this.own.counted.fixed;
-    // One at least, to see the window open again, even where other traffic has used up what the others leave.
-    const fits = Math.max(Math.min(limit, ...this.rows.slice(1).map((r) => fixed.least(r.index, this.now()))), 1);
+    // A fixed window lets as many pass after its end as the other limits leave; one at least, to see it open again.
+    const fits = Math.max(Math.min(limit, ...this.rows.slice(1).map((r) => fixed.least(r.index, this.run.now()))), 1);
     let kindProbe = limit > 1 && fits > 1;
     if (this.rows.length > 1 && limit === 1) {
       this.found.note('window kind not probed: its shortest limit is 1 request, which both kinds count alike');
@@ -257,7 +229,6 @@ export class Probe {
       );
     }
     if (kindProbe && (beforeEnd - start > windowMs - margin || beforeEnd - start >= windowMs)) {
-      // The contract does not say which kind it counts: a kind that cannot be told is noted, not held against it.
       this.windowSeen = 'unclear';
       this.found.note(
         `${label}window kind inconclusive: ${requestsText(limit - 1)} sent from the middle of a window took ` +
@@ -277,12 +248,7 @@ export class Probe {
     };
   }
 
-  /**
-   * The first row's window ends: it must open again. A fixed window then lets the whole limit pass (of several
-   * limits, as many as the others leave), a sliding one only the place of the window's first request. A Retry-After
-   * that ends well within the window is checked first: a client that obeys it must be served. Returns whether the
-   * probe goes on.
-   */
+  // A Retry-After that ends well within the window is checked first: a client that obeys it must be served.
   private *acrossTheEnd(opened: FirstWindow): Generator<ProbeStep, boolean, Reply> {
     const { run } = this;
     const row = this.rows[0] as Row;
@@ -291,11 +257,11 @@ export class Probe {
     const { start, opening, refused, retryAfter } = opened;
     const retryEnd = retryAfter === undefined ? Infinity : refused.at + retryAfter * 1000;
     if (retryEnd + run.graceMs < start + windowMs - margin) {
-      yield* this.wait(retryEnd + run.graceMs - this.now(), 'window');
+      yield* this.wait(retryEnd + run.graceMs - this.run.now(), 'window');
       const again = yield* this.send(first, run.token);
       this.own.record(again);
       if (!isRefusal(again.status)) {
-        this.find(
+        this.found.find(
           'window 0',
           `${label}allowed ${requestsText(limit + 1)} within ${tenths(again.at - start)} s once Retry-After had ` +
             `passed (${retryAfter} s), contract says ${limit} per ${row.seconds} s`,
@@ -313,7 +279,7 @@ export class Probe {
       }
     }
 
-    yield* this.wait(opening.at + windowMs + margin - this.now(), 'window');
+    yield* this.wait(opening.at + windowMs + margin - this.run.now(), 'window');
     const { fits, kindProbe } = opened;
     const after: ProbeAnswer[] = [];
     const expected: Record<WindowKind, Expectation>[] = [];
@@ -349,16 +315,12 @@ export class Probe {
     return true;
   }
 
-  /**
-   * Another client has a counter of its own: one request with another token passes while this client's counter is
-   * full. With path parameters, that client's `limit + 1` requests alternate between the two paths (the second
-   * first): the last is refused, since both paths count on one counter.
-   */
+  // With path parameters, another token's `limit + 1` requests alternate between the paths: both count on one counter.
   private *otherClient(): Generator<ProbeStep, void, Reply> {
     const { run, target } = this;
     const row = this.rows[0] as Row;
     const [first, second] = target.paths as [string, string?];
-    const start = this.now();
+    const start = this.run.now();
     const client = new ClientCounts(target.limits, run.graceMs);
     const paths = second === undefined ? [first] : [second, first];
     const burst = yield* this.burst(client, paths, second === undefined ? 1 : row.limit + 1, run.otherToken);
@@ -374,7 +336,7 @@ export class Probe {
     }
     if (second === undefined || this.tooSlow(row, burst.passed, start)) return;
     const { refused } = burst;
-    if (burst.passed > row.limit) this.find('params', 'path parameters counted separately');
+    if (burst.passed > row.limit) this.found.find('params', 'path parameters counted separately');
     else if (burst.passed < row.limit) {
       this.found.refusedEarly(
         (refused as ProbeAnswer).status,
@@ -387,20 +349,16 @@ export class Probe {
     if (refused) this.checkRetryAfter(refused, row);
   }
 
-  /**
-   * Fills up a further row of an endpoint of several limits, each request sent when windows of `kind` surely let it
-   * pass on every other row, until one more is refused; once that row lets a request go, the next must pass. Returns
-   * whether everything held. A row that the shorter ones never let fill up within two of its windows is noted.
-   */
+  // Each request is sent when the other rows surely let it pass, until this row refuses one.
   private *fill(row: Row, kind: WindowKind): Generator<ProbeStep, boolean, Reply> {
     const { run } = this;
     const counted = this.own.counted[kind];
     const [path] = this.target.paths as [string];
     const { index, limit, seconds, label } = row;
-    const began = this.now();
+    const began = this.run.now();
     let refused: ProbeAnswer | undefined;
     while (!refused) {
-      const ready = counted.readyAt(this.now(), index);
+      const ready = counted.readyAt(this.run.now(), index);
       if (ready - began > 2 * row.windowMs + 2 * row.margin) {
         this.found.note(
           `${label}not checked: the endpoint's shorter limits, with the margins kept around their windows' ends, ` +
@@ -408,14 +366,14 @@ export class Probe {
         );
         return true;
       }
-      yield* this.wait(ready - this.now(), 'limit');
-      const time = this.now();
+      yield* this.wait(ready - this.run.now(), 'limit');
+      const time = this.run.now();
       const count = counted.count(index, { sent: time, at: time }) ?? 0;
       const answer = yield* this.send(path, run.token);
       this.own.record(answer);
       this.checkFields(answer, this.own.expect(kind, answer));
       if (count >= limit && !isRefusal(answer.status)) {
-        this.find(`limit ${index}`, `${label}allowed ${requestsText(count + 1)}, contract says ${limit}`);
+        this.found.find(`limit ${index}`, `${label}allowed ${requestsText(count + 1)}, contract says ${limit}`);
         return false;
       }
       if (count < limit && isRefusal(answer.status)) {
@@ -434,8 +392,8 @@ export class Probe {
     this.found.refusedAs(refused.status);
     this.checkRetryAfter(refused, row);
 
-    const ready = counted.readyAt(this.now());
-    yield* this.wait(ready - this.now(), 'window');
+    const ready = counted.readyAt(this.run.now());
+    yield* this.wait(ready - this.run.now(), 'window');
     const answer = yield* this.send(path, run.token);
     this.own.record(answer);
     this.checkFields(answer, this.own.expect(kind, answer));

@@ -2,7 +2,6 @@
 // A CommonJS module in both builds, so that the bars are loaded synchronously, or found missing, wherever it runs.
 import type { MultiBar as Bars } from 'cli-progress';
 
-/** cli-progress's MultiBar, or undefined where cli-progress is not installed. */
 export const MultiBar: typeof Bars | undefined = (() => {
   try {
     require.resolve('cli-progress');

@@ -3,13 +3,11 @@ import type { MultiBar as ProgressBars, SingleBar } from 'cli-progress';
 import { MultiBar } from './progress-bar.cjs';
 import type { VerifyEvent, VerifyPlan, VerifyWaitReason } from './types.js';
 
-/** Where the command writes: the process's streams, or stand-ins in tests. */
 export interface Output {
   write(text: string): unknown;
   readonly isTTY?: boolean;
 }
 
-/** Shows a run's progress as its events come; `stop()` once it is over. */
 interface Progress {
   readonly onEvent: (event: VerifyEvent) => void;
   stop(): void;
@@ -22,7 +20,7 @@ const why: Readonly<Record<VerifyWaitReason, string>> = {
   limit: 'for its other limits to allow the next request',
 };
 
-/** Milliseconds as whole seconds, rounded up, and minutes from a minute on: `4 min 2 s`. */
+/** `4 min 2 s`, rounded up. */
 export function durationText(ms: number): string {
   const total = Math.ceil(ms / 1000);
   if (total < 60) return `${total} s`;
@@ -30,15 +28,10 @@ export function durationText(ms: number): string {
   return `${Math.floor(total / 60)} min${rest ? ` ${rest} s` : ''}`;
 }
 
-/**
- * Progress for `plan` on `stream`: bars on a terminal, when cli-progress (an optional peer dependency) is installed;
- * lines elsewhere (CI logs, files) and without it.
- */
 export function progressOn(stream: Output, plan: VerifyPlan): Progress {
   return stream.isTTY && MultiBar ? new Bars(MultiBar, stream, plan) : new Lines(stream);
 }
 
-/** One line per event, each naming its endpoint: endpoints probed together interleave their lines. */
 class Lines implements Progress {
   private readonly names = new Map<string, string>();
 
@@ -66,10 +59,7 @@ interface Line {
   status: string;
 }
 
-/**
- * One line per endpoint of the plan, updated in place: a bar of the seconds it has run against those the plan gives
- * it, and what it is doing. The lines stay on the terminal when the run is over.
- */
+/** A bar per endpoint of the seconds run against those planned, and what it is doing. */
 class Bars implements Progress {
   private readonly bars: ProgressBars;
   private readonly lines = new Map<string, Line>();
@@ -112,7 +102,7 @@ class Bars implements Progress {
     for (const line of this.lines.values()) if (line.started !== undefined) this.update(line);
   }
 
-  /** The seconds run so far, kept within the bar: a probe may run longer than planned. */
+  // A probe may run longer than planned.
   private update(line: Line): void {
     const ran = Math.floor((Date.now() - (line.started ?? Date.now())) / 1000);
     line.bar.update(Math.min(Math.max(ran, 0), line.total), { status: line.status });

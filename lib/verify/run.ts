@@ -5,15 +5,10 @@ import { Probe } from './probe.js';
 import type { Probing, ProbeStep, Reply, SharedByProbes } from './steps.js';
 import type { EndpointPlan, EndpointReport, VerifyOptions, VerifyPlan, VerifyReport } from './types.js';
 
-/** The deadline of a request, passed: what it fails with. */
 class DeadlinePassed extends Error {}
 
-/**
- * Sends one request of a probe; a request that gets no response is told by why. It settles within `timeoutMs`,
- * whatever the server or `fetch` do: the request is aborted then, and not awaited further. The deadline's timer
- * keeps the process alive, as the request it waits for must: a fetch on a socket the server closed holds nothing
- * that does, and a process whose loop is empty would end as if every check had passed.
- */
+// Settles within `timeoutMs` whatever fetch does. The deadline's timer keeps the process alive: a fetch on a socket
+// the server closed holds nothing that does, and an empty loop would end the process as if every check had passed.
 async function request(run: Run, target: Target, step: ProbeStep & { kind: 'send' }): Promise<Reply> {
   const controller = new AbortController();
   let timer: ReturnType<typeof setTimeout> | undefined;
@@ -47,15 +42,13 @@ async function request(run: Run, target: Target, step: ProbeStep & { kind: 'send
     clearTimeout(timer);
     deadline.catch(() => {});
   }
-  // The body is not needed: drop it so that the connection is freed, without waiting for it.
+  // Frees the connection without waiting for the body.
   response.body?.cancel().catch(() => {});
   return { status: response.status, headers: response.headers, at: run.now() };
 }
 
-/** Raised in a probe when another one failed: the run stops at its next step. */
 class Stopped extends Error {}
 
-/** Carries out a probe's steps against the server: requests with fetch, waits with sleep. */
 async function drive(probing: Probing, run: Run, target: Target, stopped: () => boolean): Promise<EndpointReport> {
   let reply: Reply;
   for (;;) {
@@ -75,11 +68,7 @@ async function drive(probing: Probing, run: Run, target: Target, stopped: () => 
   }
 }
 
-/**
- * Runs `task` on each item, at most `concurrency` at a time, in their order, and resolves to the results in that
- * order. Once a task fails, no other starts and those under way stop at their next step; the first failure is
- * thrown when they have.
- */
+// Once a task fails, no other starts and those under way stop at their next step; then the first failure is thrown.
 async function pool<T, R>(
   items: readonly T[],
   concurrency: number,
@@ -105,16 +94,9 @@ async function pool<T, R>(
 }
 
 /**
- * Probes a running API and checks that it enforces the table, every endpoint at once unless `concurrency` says
- * fewer (they count on counters of their own): on each, exactly `limit` requests pass and the next gets a 429 with
- * a Retry-After; the rate-limit fields agree with the table; the window opens again when it should, and requests on
- * either side of its end show the kind of window the server counts (`window`); another token has its own counter,
- * on which different path parameters share one count; each further row of an endpoint of several limits holds too.
- * A server that honours the contract never gets more than `limit + 1` requests on a counter in one of its windows:
- * a fixed window from its first request, any `windowMs` of a sliding one. Across the end of a fixed window,
- * `2 × limit - 1` pass within less than `windowMs`, in two windows: that is what tells the kinds apart.
- * Rejects with a `ListingLimitsError` naming the option when the options cannot work; a server that cannot be
- * reached, or that bans this client, is a finding, not an error.
+ * Probes a running API and checks that it enforces the table: limits, 429s, windows and their kind, counters per
+ * token; see docs/verify.md. Rejects with a `ListingLimitsError` when the options cannot work; a server that cannot
+ * be reached, or bans this client, is a finding.
  */
 export async function verifyContract(options: VerifyOptions): Promise<VerifyReport> {
   const run = resolveRun(options);
@@ -122,7 +104,7 @@ export async function verifyContract(options: VerifyOptions): Promise<VerifyRepo
   const total = run.targets.length;
   const endpoints = await pool(run.targets, run.concurrency, async (target, i, stopped) => {
     run.onProgress({ type: 'endpoint', endpoint: target.name, index: i + 1, total });
-    const result = await drive(new Probe(run, target, run.now, shared).report(), run, target, stopped);
+    const result = await drive(new Probe(run, target, shared).report(), run, target, stopped);
     run.onProgress({ type: 'done', result });
     return result;
   });
@@ -130,14 +112,11 @@ export async function verifyContract(options: VerifyOptions): Promise<VerifyRepo
   return { baseUrl, window, strictHeaders, ok: endpoints.every((e) => e.ok), endpoints };
 }
 
-/**
- * What a probe sends and waits against a server that honours the table, each request answered at once: the probe
- * runs against that server, on a clock of its own, so the plan is what a run does.
- */
+// The probe runs against a simulated server that honours the table, on a clock of its own: the plan is what a run does.
 function simulate(run: Run, target: Target): EndpointPlan {
   let clock = 0;
   const counters = new Map<string | undefined, Counted>();
-  const probing = new Probe(run, target, () => clock, { banned: false }).report();
+  const probing = new Probe({ ...run, now: () => clock }, target, { banned: false }).report();
   let reply: Reply;
   for (;;) {
     const step = probing.next(reply);
@@ -159,7 +138,6 @@ function simulate(run: Run, target: Target): EndpointPlan {
   }
 }
 
-/** How long probes of these durations last, `concurrency` at a time, each starting as soon as one has ended. */
 function makespan(durations: readonly number[], concurrency: number): number {
   const lanes: number[] = Array.from({ length: Math.min(concurrency, durations.length) }, () => 0);
   for (const ms of durations) {
@@ -170,9 +148,8 @@ function makespan(durations: readonly number[], concurrency: number): number {
 }
 
 /**
- * What {@link verifyContract} would do with these options, without sending anything: the endpoints, their paths,
- * and the requests and waits of a run against a server that honours the contract.
- * Throws a `ListingLimitsError` naming the option when the options cannot work.
+ * The requests and waits of {@link verifyContract} against a server that honours the contract, sending nothing.
+ * Throws a `ListingLimitsError` when the options cannot work.
  */
 export function planVerification(options: VerifyOptions): VerifyPlan {
   const run = resolveRun(options);
