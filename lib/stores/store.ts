@@ -43,9 +43,6 @@ export interface Count {
   readonly resetAt: number;
 }
 
-/** What a counter answers: one limit's count, or each limit's in order. */
-export type CountAnswer = Count | readonly Count[];
-
 /** A counter of several limits that counts synchronously, in this process. */
 export interface CountsLimitsNow {
   readonly countsNow: true;
@@ -103,86 +100,3 @@ export type Store = ((counter: CounterSpec) => RateLimiterAbstract) & {
   readonly state?: RuntimeState;
   readonly limits?: (counter: LimitsSpec) => LimitsCounter;
 };
-
-/** What one counter of a store declares it can do. */
-export interface CounterCapabilities {
-  /** It counts in this process: `count()` answers at once, never with a promise, and cannot fail as a store does. */
-  readonly countsNow: boolean;
-  /** `peek()` reads a key without counting it and `reset()` forgets it (`usage()`, `reset()`, token counts). */
-  readonly reads: boolean;
-}
-
-/**
- * One counter of a store, as the middleware counts with it: `Count` for a counter of one limit in fixed windows,
- * each limit's `Count` in order for one of several limits or of sliding windows.
- */
-export interface StoreCounter<A extends Count | readonly Count[]> {
-  readonly capabilities: CounterCapabilities;
-  /**
-   * Counts one request of `key` and answers its state: at once when it `countsNow` (the answer may be the counter's
-   * live state, read at once), else with a promise. A counter of several limits counts on all of them or on none.
-   */
-  count(key: string): A | Promise<A>;
-  /** `key`'s state, read without counting: undefined (or counts of 0) when it has none. Only when it `reads`. */
-  peek(key: string): A | undefined | Promise<A | undefined>;
-  /** Forgets `key`; answers whether it had a request counted. Only when it `reads`. */
-  reset(key: string): boolean | Promise<boolean>;
-  /**
-   * Which part of the store holds `key` (a Cluster's node), when the store has parts that fail apart: each has its
-   * own breaker (see `Waiting`). Undefined for a store of one part.
-   */
-  readonly route?: (key: string) => string;
-}
-
-/**
- * The contract between a store and the middleware, in the package's own terms: a store gives a counter for each
- * spec, may keep the runtime state (bans, grants, grant requests), and says how it fails. The memory and Redis
- * stores keep it themselves; any other store is a factory of rate-limiter-flexible limiters, and the one adapter
- * (`contractOf`) makes its contract.
- */
-export interface StoreContract {
-  /** Whether `limits()` counts: sliding windows, and several limits on one endpoint. */
-  readonly capabilities: { readonly limits: boolean };
-  /** The counter of one limit in fixed windows. */
-  counter(spec: CounterSpec): StoreCounter<Count>;
-  /** The counter of several limits, or of sliding windows, counted all or none. Only with `capabilities.limits`. */
-  limits(spec: LimitsSpec): StoreCounter<readonly Count[]>;
-  /** Where bans, grants and grant requests made at runtime are kept; undefined for a store that keeps none. */
-  readonly state: RuntimeState | undefined;
-  /** How the store fails and how long a request waits for it; undefined for a store whose errors are passed on. */
-  readonly failure: StoreFailurePolicy | undefined;
-  /**
-   * Watches, from the start of a middleware, whether the store's client connects, and tells `tell` once when it has
-   * not within a few seconds; answers what stops it. Undefined for a store with nothing to connect.
-   */
-  readonly watchConnection?: (tell: (message: string) => void) => () => void;
-}
-
-/** The contracts of the stores this package made, by their public form. */
-const contracts = new WeakMap<Store, StoreContract>();
-
-/**
- * The public form of a store whose contract is known: `limiter` makes what calling the store gives (a
- * rate-limiter-flexible limiter), `limits` what its `limits` factory gives, when it has a public one.
- */
-export function storeOf(
-  contract: StoreContract,
-  face: {
-    readonly limiter: (spec: CounterSpec) => RateLimiterAbstract;
-    readonly limits?: (spec: LimitsSpec) => LimitsCounter;
-  },
-): Store {
-  const { failure, state } = contract;
-  const store: Store = Object.assign((spec: CounterSpec) => face.limiter(spec), {
-    ...(failure && { failure }),
-    ...(state && { state }),
-    ...(face.limits && { limits: face.limits }),
-  });
-  contracts.set(store, contract);
-  return store;
-}
-
-/** The contract of a store made by {@link storeOf}; undefined for any other. */
-export function knownContract(store: Store): StoreContract | undefined {
-  return contracts.get(store);
-}

@@ -1,6 +1,6 @@
 // How long requests wait for a store that can fail: a deadline per request, one timer for all, and a breaker.
 import { performance } from 'node:perf_hooks';
-import type { Count, CounterSpec, LimitsSpec, StoreCounter, StoreFailurePolicy } from './store.js';
+import type { StoreFailurePolicy } from './store.js';
 
 /**
  * Milliseconds the event loop has spent idle, waiting for I/O, since the process started: time in which an answer
@@ -82,9 +82,6 @@ export class Deadline {
 const FAILURES_TO_OPEN = 3;
 export const PROBE_EVERY_MS = 500;
 
-/** The counter in this process's memory that counts a spec while the store fails (`onFailure: 'memory'`). */
-type FallbackOf = (spec: CounterSpec | LimitsSpec) => StoreCounter<Count> | StoreCounter<readonly Count[]>;
-
 /** The breaker of one part of a store: its timeouts in a row, and until when it is open. */
 interface Breaker {
   failures: number;
@@ -107,8 +104,6 @@ interface Breaker {
 export class Waiting {
   readonly timeoutMs: number;
   readonly onFailure: StoreFailurePolicy['onFailure'];
-  /** The counter of a spec that counts meanwhile, in this process, with `onFailure: 'memory'`; else undefined. */
-  readonly fallback: FallbackOf | undefined;
   /** Deadlines from `#head` on are pending, in the order they end. */
   #queue: Deadline[] = [];
   #head = 0;
@@ -117,10 +112,9 @@ export class Waiting {
   readonly #one: Breaker = { failures: 0, openUntil: 0 };
   readonly #breakers = new Map<string, Breaker>();
 
-  constructor(policy: StoreFailurePolicy, memory: FallbackOf) {
+  constructor(policy: StoreFailurePolicy) {
     this.timeoutMs = policy.timeoutMs;
     this.onFailure = policy.onFailure;
-    this.fallback = policy.onFailure === 'memory' ? memory : undefined;
   }
 
   /** A new request's deadline. */

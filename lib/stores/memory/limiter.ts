@@ -3,8 +3,8 @@ import { type RateLimiterAbstract, RateLimiterCompatibleAbstract, RateLimiterRes
 import { MAX_DURATION_MS } from '../../shared/check.js';
 import { Checker, show } from '../../shared/check.js';
 import { SweptMap } from '../../shared/swept.js';
-import type { CountsNow } from '../adapter.js';
-import type { Count, CounterCapabilities, StoreCounter } from '../store.js';
+import type { Count } from '../store.js';
+import type { Counter, Counts } from '../counter.js';
 
 const MAX_SECONDS = MAX_DURATION_MS / 1000;
 
@@ -86,14 +86,13 @@ function mapKey(key: string | number): string {
  * the exported `RateLimiterCompatibleAbstract`, which its wrappers (RateLimiterUnion, RLWrapperTimeouts, an
  * `insuranceLimiter`) accept, and implements every member `RateLimiterAbstract` declares.
  */
-export class MemoryLimiter
-  extends RateLimiterCompatibleAbstract
-  implements RateLimiterAbstract, CountsNow, StoreCounter<Count>
-{
+export class MemoryLimiter extends RateLimiterCompatibleAbstract implements RateLimiterAbstract, Counter {
   /** This limiter counts synchronously with {@link MemoryLimiter.countNow}. */
   readonly countsNow = true;
-  /** As a counter of the store contract: it counts now, and reads and forgets keys. */
-  readonly capabilities: CounterCapabilities = { countsNow: true, reads: true };
+  readonly now = true;
+  readonly reads = true;
+  /** What `hit()` answers: the key's live counter, in one array reused, so that counting allocates nothing. */
+  readonly #counts: Count[] = [];
   /** Used by `getKey()` only: each limiter has a map of its own, so the prefix changes nothing counted. */
   override readonly keyPrefix: string;
   #points = 0;
@@ -200,11 +199,6 @@ export class MemoryLimiter
    * once, before the next call on this limiter changes them.
    */
   countNow(key: string): Count {
-    return this.count(key);
-  }
-
-  /** {@link MemoryLimiter.countNow}, as the store contract counts. */
-  count(key: string): Count {
     const now = Date.now();
     const entry = this.#entries.get(key);
     if (entry !== undefined && now < entry.resetAt) {
@@ -260,11 +254,18 @@ export class MemoryLimiter
     return Promise.resolve(this.reset(mapKey(key)));
   }
 
-  /** The key's count, read without counting: a copy; undefined when it has none or its window has ended. */
-  peek(key: string): Count | undefined {
+  /** {@link MemoryLimiter.countNow} as a counter answers. */
+  hit(key: string): Counts {
+    const counts = this.#counts;
+    counts[0] = this.countNow(key);
+    return counts;
+  }
+
+  /** The key's count, read without counting: a copy; 0 when it has none or its window has ended. */
+  peek(key: string): Counts {
     const entry = this.#entries.get(key);
-    if (entry === undefined || entry.resetAt <= Date.now()) return undefined;
-    return { count: entry.count, resetAt: entry.resetAt };
+    if (entry === undefined || entry.resetAt <= Date.now()) return [{ count: 0, resetAt: 0 }];
+    return [{ count: entry.count, resetAt: entry.resetAt }];
   }
 
   /** Forgets the key; true when it had a counter whose window had not ended. */

@@ -1,6 +1,7 @@
 // Counters with several limits, in fixed or sliding windows, kept in this process's memory: all limits or none charged.
 import { SweptMap } from '../../shared/swept.js';
-import type { Count, CounterCapabilities, CountsLimitsNow, LimitsSpec, StoreCounter } from '../store.js';
+import type { Count, CountsLimitsNow, LimitsSpec } from '../store.js';
+import type { Counter } from '../counter.js';
 import type { Limit } from '../../contract/limit.js';
 
 /** One limit of one key, updated in place. */
@@ -35,10 +36,10 @@ const COMPACT_AFTER = 32;
  * limit: a count and an end for a fixed window, the times of the requests counted for a sliding one (at most
  * `limit` of them, 8 bytes each). A key is forgotten once every one of its windows is empty.
  */
-export class MemoryLimits implements CountsLimitsNow, StoreCounter<readonly Count[]> {
+export class MemoryLimits implements CountsLimitsNow, Counter {
   readonly countsNow = true;
-  /** As a counter of the store contract: it counts now, and reads and forgets keys. */
-  readonly capabilities: CounterCapabilities = { countsNow: true, reads: true };
+  readonly now = true;
+  readonly reads = true;
   readonly #limits: readonly Limit[];
   readonly #sliding: boolean;
   readonly #longest: number;
@@ -60,11 +61,11 @@ export class MemoryLimits implements CountsLimitsNow, StoreCounter<readonly Coun
    * read it at once, before the next call on this counter changes it.
    */
   countNow(key: string): readonly Count[] {
-    return this.count(key);
+    return this.hit(key);
   }
 
-  /** {@link MemoryLimits.countNow}, as the store contract counts. */
-  count(key: string): readonly Count[] {
+  /** {@link MemoryLimits.countNow}, as a counter counts. */
+  hit(key: string): readonly Count[] {
     const now = Date.now();
     const limits = this.#limits;
     let entry = this.#entries.get(key);

@@ -1,6 +1,6 @@
 // The Redis clients the store accepts (ioredis, node-redis, GLIDE): what kind each is, and its scripts and commands.
-import { Checker, show } from '../../shared/check.js';
-import type { Hit } from '../adapter.js';
+import { Checker, MAX_DURATION_MS, show } from '../../shared/check.js';
+import type { Counts } from '../counter.js';
 import { slotOf } from './routes.js';
 import { batchedSendOf, glideCommands, glideScript, hashRecord, isGlideClient, sendOf } from './glide.js';
 import {
@@ -170,6 +170,21 @@ function nodeRedisScript(redis: NodeRedisLike, script: string, sha: string, queu
 const NO_COUNT = /not an integer|would overflow|WRONGTYPE/;
 const noCount = Symbol('no count');
 
+/** A hit of the Redis store: one more request on a key, answering its count and when its window ends. */
+export type Hit = (key: string, windowMs: number) => Promise<Counts>;
+
+/**
+ * The milliseconds a window has left, as Redis answered them: at most a year, whatever another program left there;
+ * a time that is none counts as the whole window.
+ */
+export function msLeftOf(answered: number, windowMs: number): number {
+  return answered >= 0 ? Math.min(answered, MAX_DURATION_MS) : windowMs;
+}
+
+function countsOf(count: unknown, ttl: unknown, windowMs: number): Counts {
+  return [{ count: Number(count), resetAt: Date.now() + msLeftOf(Number(ttl), windowMs) }];
+}
+
 /** A hit's two commands and the scripts of its rare paths, as each client sends them. */
 interface HitCommands {
   incr(key: string): Promise<unknown>;
@@ -193,10 +208,12 @@ function hitOfCommands({ incr, pttl, heal, repair }: HitCommands): Hit {
       if (NO_COUNT.test(String((error as Error)?.message))) return noCount;
       throw error;
     });
-  return (key, seconds) =>
+  return (key, windowMs) =>
     Promise.all([counted(key), pttl(key)]).then(([count, ttl]) => {
-      if (count === noCount || !(Number(count) >= 1)) return repair(key, seconds * 1000);
-      return Number(ttl) >= 0 ? [count, ttl] : heal(key, seconds * 1000).then((left) => [count, left]);
+      if (count === noCount || !(Number(count) >= 1))
+        return repair(key, windowMs).then(([repaired, left]) => countsOf(repaired, left, windowMs));
+      if (Number(ttl) >= 0) return countsOf(count, ttl, windowMs);
+      return heal(key, windowMs).then((left) => countsOf(count, left, windowMs));
     });
 }
 
@@ -230,7 +247,7 @@ export function hitsOf(client: unknown, kind: RedisClientKind): Hit {
       heal: (key, ms) => heal([key], [String(ms)]),
       repair: (key, ms) => repair([key], [String(ms)]) as Promise<[unknown, unknown]>,
     });
-    return (key, seconds) => (redis.isReady === false ? notReady() : hit(key, seconds));
+    return (key, windowMs) => (redis.isReady === false ? notReady() : hit(key, windowMs));
   }
   const redis = client as IoRedisLike;
   if (typeof redis.listingLimitsHeal !== 'function') {
@@ -254,10 +271,10 @@ export function hitsOf(client: unknown, kind: RedisClientKind): Hit {
       return repair.call(redis, key, ms);
     },
   });
-  return (key, seconds) => {
+  return (key, windowMs) => {
     if (redis.status !== 'ready') return notReady();
     batch();
-    return hit(key, seconds);
+    return hit(key, windowMs);
   };
 }
 

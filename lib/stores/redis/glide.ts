@@ -3,8 +3,8 @@ import { createHash } from 'node:crypto';
 import { createRequire } from 'node:module';
 import { join } from 'node:path';
 import { RateLimiterValkeyGlide } from 'rate-limiter-flexible';
-import { type CountsAsync, type Hit, hitOf, peekOf } from '../adapter.js';
-import type { Count, CounterCapabilities, StoreCounter } from '../store.js';
+import { peekOf } from '../rlf.js';
+import type { Counter, Counts } from '../counter.js';
 
 /**
  * What the store uses of a GLIDE client: `customCommand`, the same on both clients, which routes a command with keys
@@ -203,12 +203,11 @@ export const GLIDE_SCRIPTS = { read: READ_SCRIPT, consume: CONSUME_SCRIPT } as c
  * its Redis limiter's, where the other clients' counters live) and whose hits are the store's own (`INCR` and
  * `PTTL`). Its own storage uses Valkey functions, which Redis does not run; none of it is used.
  */
-export class GlideLimiter extends RateLimiterValkeyGlide implements CountsAsync, StoreCounter<Count> {
-  readonly countsAsync = true;
-  /** Counts in one command; reads and forgets keys. */
-  readonly capabilities: CounterCapabilities = { countsNow: false, reads: true };
+export class GlideLimiter extends RateLimiterValkeyGlide implements Counter {
+  readonly now = false;
+  readonly reads = true;
   readonly #send: Send;
-  readonly #hits: Hit;
+  readonly #hits: (key: string, windowMs: number) => Promise<Counts>;
   readonly #read: (keys: string[], args: string[]) => Promise<unknown>;
   readonly #consume: (keys: string[], args: string[]) => Promise<unknown>;
   /** The node (or slot) of a key, for a `GlideClusterClient`: see routes.ts. */
@@ -217,7 +216,7 @@ export class GlideLimiter extends RateLimiterValkeyGlide implements CountsAsync,
   constructor(
     options: { keyPrefix: string; points: number; duration: number },
     client: unknown,
-    hits: Hit,
+    hits: (key: string, windowMs: number) => Promise<Counts>,
     routes: ((redisKey: string) => string) | undefined,
   ) {
     super({ storeClient: client, ...options });
@@ -229,11 +228,11 @@ export class GlideLimiter extends RateLimiterValkeyGlide implements CountsAsync,
     this.#consume = glideScript(send, CONSUME_SCRIPT);
   }
 
-  count(key: string): Promise<Count> {
-    return hitOf(this.#hits, this.getKey(key), this.duration);
+  hit(key: string): Promise<Counts> {
+    return this.#hits(this.getKey(key), this.duration * 1000);
   }
 
-  peek(key: string): Promise<Count | undefined> {
+  peek(key: string): Promise<Counts> {
     return peekOf(this, key);
   }
 

@@ -1,20 +1,20 @@
 // The Redis store: counters shared by every app instance, a bounded wait, and a chosen fallback while Redis fails.
 import { RateLimiterRedis } from 'rate-limiter-flexible';
 import { MAX_TIMER_MS, show } from '../../shared/check.js';
-import { type CountsAsync, type Hit, hitOf, msLeftOf, peekOf } from '../adapter.js';
+import { peekOf } from '../rlf.js';
 import { GlideLimiter } from './glide.js';
+import type { Count, CounterSpec, CountsLimitsAsync, LimitsSpec, Store, StoreFailurePolicy } from '../store.js';
+import { type Counter, type Counts, oneLimit, storeWith } from '../counter.js';
 import {
-  type Count,
-  type CounterCapabilities,
-  type CounterSpec,
-  type CountsLimitsAsync,
-  type LimitsSpec,
-  type Store,
-  type StoreCounter,
-  type StoreFailurePolicy,
-  storeOf,
-} from '../store.js';
-import { check, type LimitsScripts, kindOf, hitsOf, commandsOf, limitsScriptsOf } from './clients.js';
+  check,
+  type Hit,
+  type LimitsScripts,
+  kindOf,
+  hitsOf,
+  commandsOf,
+  limitsScriptsOf,
+  msLeftOf,
+} from './clients.js';
 import { connectionWatch } from './connected.js';
 import { redisState } from './state.js';
 import { routesOf } from './routes.js';
@@ -92,9 +92,10 @@ function checkOptions(options: unknown): Required<RedisStoreOptions> {
  * `<prefix>:<counter name>:{<client key>}:<s|f><window seconds>`. The client key is the keys' hash tag, so that a
  * Cluster keeps the keys of one request on one slot.
  */
-class RedisLimits implements CountsLimitsAsync, StoreCounter<readonly Count[]> {
+class RedisLimits implements CountsLimitsAsync, Counter {
   readonly countsAsync = true;
-  readonly capabilities: CounterCapabilities = ASYNC;
+  readonly now = false;
+  readonly reads = true;
   readonly #prefix: string;
   readonly #suffixes: readonly string[];
   readonly #args: readonly string[];
@@ -121,6 +122,10 @@ class RedisLimits implements CountsLimitsAsync, StoreCounter<readonly Count[]> {
   }
 
   count(key: string): Promise<readonly Count[]> {
+    return this.hit(key);
+  }
+
+  hit(key: string): Promise<Counts> {
     return this.scripts.count(this.#keys(key), this.#args as string[]).then((answer) => {
       const now = Date.now();
       return this.#windows.map((windowMs, i) => ({
@@ -145,13 +150,10 @@ class RedisLimits implements CountsLimitsAsync, StoreCounter<readonly Count[]> {
   }
 }
 
-/** What the Redis store's counters can do: count in one command, and read and forget keys. */
-const ASYNC: CounterCapabilities = { countsNow: false, reads: true };
-
 /** rate-limiter-flexible's Redis limiter, whose hits run the store's own script in one command. */
-class RedisLimiter extends RateLimiterRedis implements CountsAsync, StoreCounter<Count> {
-  readonly countsAsync = true;
-  readonly capabilities: CounterCapabilities = ASYNC;
+class RedisLimiter extends RateLimiterRedis implements Counter {
+  readonly now = false;
+  readonly reads = true;
   readonly route: ((key: string) => string) | undefined;
 
   constructor(
@@ -163,11 +165,11 @@ class RedisLimiter extends RateLimiterRedis implements CountsAsync, StoreCounter
     this.route = routes && ((key) => routes(this.getKey(key)));
   }
 
-  count(key: string): Promise<Count> {
-    return hitOf(this.hits, this.getKey(key), this.duration);
+  hit(key: string): Promise<Counts> {
+    return this.hits(this.getKey(key), this.duration * 1000);
   }
 
-  peek(key: string): Promise<Count | undefined> {
+  peek(key: string): Promise<Counts> {
     return peekOf(this, key);
   }
 
@@ -217,15 +219,14 @@ export function redisStore(client: RedisClient, options?: RedisStoreOptions): St
   const scripts = limitsScriptsOf(client, kind);
   const limits = (spec: LimitsSpec) => new RedisLimits(prefix, spec, scripts, routes);
   const watchConnection = connectionWatch(client, kind, prefix, onFailure);
-  return storeOf(
-    {
-      capabilities: { limits: true },
-      counter,
-      limits,
-      state,
-      failure: { timeoutMs, onFailure, callTimeoutMs },
-      watchConnection,
+  const parts = {
+    counter: (spec: LimitsSpec) => {
+      const one = oneLimit(spec);
+      return one ? counter(one) : limits(spec);
     },
-    { limiter: counter, limits },
-  );
+    state,
+    failure: { timeoutMs, onFailure, callTimeoutMs },
+    watchConnection,
+  };
+  return storeWith(parts, counter, limits);
 }
