@@ -8,7 +8,6 @@ import { AFTER_DEADLINE, BREAKER_OPEN, type Deadline, TIMED_OUT, type Waiting } 
 /** Refusals a counter remembers at the most; the oldest are forgotten first beyond that. */
 export const REMEMBERED_REFUSALS = 10_000;
 
-/** A refusal remembered: the answer to give, and until when. */
 interface Refusal {
   readonly answer: Counts;
   readonly until: number;
@@ -44,11 +43,8 @@ function copied(answer: Counts): Counts {
 }
 
 /**
- * A store's counter as the request path counts with it. A refusal the store gave is remembered until its window
- * ends (at most REMEMBERED_REFUSALS keys), and answered at once, at no store command. With a failure policy
- * (`waiting`), each call races its request's deadline and the breaker of its route; when it fails, it is counted on
- * the memory `fallback`, or rejected with a StoreUnavailableError (`open`, `closed`). Without, the store's error is
- * passed on.
+ * A shared store's counter: its refusals answered from here until their window ends, at no command. With `waiting`,
+ * calls race the deadline and the breaker; a failure counts on `fallback` or rejects with a StoreUnavailableError.
  */
 export class Resilient implements Counter {
   readonly now: boolean;
@@ -65,7 +61,6 @@ export class Resilient implements Counter {
     this.reads = store.reads;
   }
 
-  /** Counts one request of `key`: on every limit, or on none when one refuses it. */
   hit(key: string, deadline?: Deadline): Counts | Promise<Counts> {
     if (this.now) return this.store.hit(key);
     const refused = this.#remembered(key);
@@ -99,7 +94,6 @@ export class Resilient implements Counter {
     return this.store.reset(key);
   }
 
-  /** How many keys this counter remembers as refused. */
   get refusals(): number {
     return this.#refused.size;
   }
