@@ -133,11 +133,11 @@ export function configure(listing: unknown, options: ListingLimitsOptions = {}):
   );
   // The metrics time the store from its first counter on.
   const metrics = registry && new Metrics(traffic);
-  const contract = partsOf(store);
+  const parts = partsOf(store);
   const headers = compileHeaders(check, options.headers);
   const { identify, ipOf } = compileIdentify(check, options, cacheMs);
-  const waiting = contract.failure && new Waiting(contract.failure);
-  const counterOf = makeCounters(contract, waiting, metrics && ((seconds) => metrics.latency(seconds)));
+  const waiting = parts.failure && new Waiting(parts.failure);
+  const counterOf = makeCounters(parts, waiting, metrics && ((seconds) => metrics.latency(seconds)));
   const endpoints = table.map(({ name, limits }) => compileEndpoint(counterOf, { name, window, limits }));
   const paths = new Map(table.map((endpoint) => [rowShape(endpoint), endpoint.name]));
   const grantTable = {
@@ -146,16 +146,16 @@ export function configure(listing: unknown, options: ListingLimitsOptions = {}):
     rows,
     maxLimit: window === 'sliding' ? MAX_SLIDING_LIMIT : undefined,
   };
-  const records = new Records(contract.state, {
+  const records = new Records(parts.state, {
     rows,
     ipv6Subnet: options.ipv6Subnet ?? 64,
     checkGrant: (checker, grant, field) => checkGrant(checker, grant, field, grantTable),
     onChange: options.onChange,
     report,
-    firstReadMs: contract.failure?.timeoutMs ?? 1000,
+    firstReadMs: parts.failure?.timeoutMs ?? 1000,
     // A store in this process answers at once: its calls need no bound.
     callTimeoutMs:
-      contract.failure?.callTimeoutMs ?? (contract.state instanceof MemoryState ? undefined : DEFAULT_CALL_TIMEOUT_MS),
+      parts.failure?.callTimeoutMs ?? (parts.state instanceof MemoryState ? undefined : DEFAULT_CALL_TIMEOUT_MS),
     // Any answer of the store closes the breaker of the part that gave it: the state's reads too.
     answered: waiting && ((route) => waiting.succeeded(route)),
     onReset: (key) => usage.forget(key),
@@ -174,7 +174,7 @@ export function configure(listing: unknown, options: ListingLimitsOptions = {}):
     })),
   );
   const stopWatching =
-    contract.watchConnection?.((message) => warn('LISTING_LIMITS_STORE_NOT_CONNECTED', message)) ?? (() => {});
+    parts.watchConnection?.((message) => warn('LISTING_LIMITS_STORE_NOT_CONNECTED', message)) ?? (() => {});
   return {
     match,
     paths: table.map((endpoint) => endpoint.path),
