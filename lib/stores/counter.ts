@@ -7,7 +7,10 @@ import type { Deadline } from './waiting.js';
 /** Each limit's count, in the order of the spec's limits. */
 export type Counts = readonly Count[];
 
-/** One counter of a store: a request is counted on every limit of its spec, or on none. */
+/**
+ * One counter of a store. One limit in fixed windows counts every request, as rate-limiter-flexible does; sliding
+ * windows and several limits count a request on all or none, the refused ones as `limit + 1`.
+ */
 export interface Counter {
   /** It counts in this process: `hit()` answers at once and cannot fail as a shared store does. */
   readonly now: boolean;
