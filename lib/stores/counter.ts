@@ -51,18 +51,22 @@ export function oneLimit(spec: LimitsSpec): CounterSpec | undefined {
   return { name: spec.name, limit: first.limit, windowMs: first.windowMs };
 }
 
-/** A store's public face (a factory of rate-limiter-flexible limiters) carrying its parts. */
+/** A store's public face, whose limiters and limits counters are counters too, carrying its parts. */
 export function storeWith(
-  parts: StoreParts,
-  limiter: (spec: CounterSpec) => RateLimiterAbstract,
-  limits: (spec: LimitsSpec) => LimitsCounter,
+  parts: Omit<StoreParts, 'counter'>,
+  limiter: (spec: CounterSpec) => RateLimiterAbstract & Counter,
+  limits: (spec: LimitsSpec) => LimitsCounter & Counter,
 ): Store {
   const { failure, state } = parts;
+  const counter = (spec: LimitsSpec): Counter => {
+    const one = oneLimit(spec);
+    return one ? limiter(one) : limits(spec);
+  };
   return Object.assign((spec: CounterSpec) => limiter(spec), {
     ...(failure && { failure }),
     ...(state && { state }),
     limits,
-    [PARTS]: parts,
+    [PARTS]: { ...parts, counter },
   });
 }
 

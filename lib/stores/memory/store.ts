@@ -21,6 +21,5 @@ export function memoryCounter(spec: LimitsSpec): Counter {
  * that use this store.
  */
 export function memoryStore(): Store {
-  const parts = { counter: memoryCounter, state: new MemoryState(), failure: undefined };
-  return storeWith(parts, memoryLimiter, memoryLimits);
+  return storeWith({ state: new MemoryState(), failure: undefined }, memoryLimiter, memoryLimits);
 }

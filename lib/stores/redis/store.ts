@@ -4,7 +4,7 @@ import { MAX_TIMER_MS, show } from '../../shared/check.js';
 import { peekOf } from '../rlf.js';
 import { GlideLimiter } from './glide.js';
 import type { Count, CounterSpec, CountsLimitsAsync, LimitsSpec, Store, StoreFailurePolicy } from '../store.js';
-import { type Counter, type Counts, oneLimit, storeWith } from '../counter.js';
+import { type Counter, type Counts, storeWith } from '../counter.js';
 import {
   check,
   type Hit,
@@ -204,14 +204,5 @@ export function redisStore(client: RedisClient, options?: RedisStoreOptions): St
   const scripts = limitsScriptsOf(client, kind);
   const limits = (spec: LimitsSpec) => new RedisLimits(prefix, spec, scripts, routes);
   const watchConnection = connectionWatch(client, kind, prefix, onFailure);
-  const parts = {
-    counter: (spec: LimitsSpec) => {
-      const one = oneLimit(spec);
-      return one ? counter(one) : limits(spec);
-    },
-    state,
-    failure: { timeoutMs, onFailure, callTimeoutMs },
-    watchConnection,
-  };
-  return storeWith(parts, counter, limits);
+  return storeWith({ state, failure: { timeoutMs, onFailure, callTimeoutMs }, watchConnection }, counter, limits);
 }
