@@ -134,14 +134,9 @@ end
 `;
 
 /**
- * `changeRecords(record, changes, ends, history, args, at)`: the keys are the records' hash and three sorted sets
- * (changes by sequence number, ends by end) and the history. `args` from `at`: the clock, a new epoch, the history's
- * length, the changes kept, the ended dropped per change, how many changes, then for each: field, value ('' removes),
- * end ('' never), when ('always', 'absent', 'sha1'), the SHA-1, the history entry ('' none).
- *
- * A change that applies takes the next sequence number. A server promoted by a failover marks `#copy` anew at its
- * first change, with the number it had in `#forked`, so that instances reread the state whole. Each step O(log n).
- * Answers the sequence number, the epoch, then each change's: applied, the text before, the text after.
+ * `changeRecords(record, changes, ends, history, args, at)`; `args` from `at`: clock, epoch, history length, changes
+ * kept, ended per change, count, then each change's field, value, end, when, SHA-1, history entry ('' for none). A
+ * failover's new master marks `#copy` (`#forked`), so instances reread the state. Answers seq, epoch, each change's.
  */
 const CHANGE_LIB = `local function changeRecords(record, changes, ends, history, args, at)
   local now, newEpoch, historyLength = tonumber(args[at]), args[at + 1], tonumber(args[at + 2])
@@ -297,11 +292,9 @@ end
 const REQUEST_LIBS = `${GUARD}${REQUEST_COMMON}${REQUEST_INDEXING}${CHANGE_LIB}`;
 
 /**
- * A change of the grant requests, O(log n), after GUARD. ARGV[1] is the change:
- * `file`, id, value, key, network, group, end, now, per key, per network, most kept, ended dropped per call: answers
- * 'done', 'key', 'network' or 'conflict'.
- * `put`, id, value, expected, status, key, network, group, end, now, ended dropped per call: answers the text written
- * or ''; with the state's four keys (KEYS[12] to KEYS[15]) and CHANGE_LIB's arguments, its records change too.
+ * A change of the grant requests after GUARD: ARGV[1] `file` (id, value, key, network, group, end, now, per key, per
+ * network, most, ended per call) or `put` (id, value, expected, status, key, network, group, end, now, ended per call;
+ * with KEYS[12] to KEYS[15] and CHANGE_LIB's arguments, records change in the same step).
  */
 export const REQUEST_CHANGE_SCRIPT = `${REQUEST_LIBS}local function dropEnded(now, n)
   for _, z in ipairs({PE, DE}) do

@@ -171,10 +171,9 @@ class RedisLimiter extends RateLimiterRedis implements Counter {
 }
 
 /**
- * A store that counts in Redis, shared by every app instance: `INCR` and `PTTL` per counted request, none for a client
- * already refused in the window. Keys are `<prefix>:<counter name>:<client key>` (a hash, never the credential).
- * A request waits at most `timeoutMs` of idle time; while Redis fails, requests get what `onFailure` says.
- * The client is yours to create, connect and close; give ioredis and node-redis clients an `'error'` listener.
+ * A store that counts in Redis, shared by every instance: `INCR` and `PTTL` per request, none for a client already
+ * refused in its window. A request waits at most `timeoutMs`; while Redis fails, `onFailure` applies. The client is
+ * yours to create, connect and close; give ioredis and node-redis clients an `'error'` listener.
  */
 export function redisStore(client: RedisClient, options?: RedisStoreOptions): Store {
   const kind = kindOf(client);
