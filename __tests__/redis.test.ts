@@ -250,7 +250,7 @@ describeRedis('redisStore', () => {
     it("its limiters are rate-limiter-flexible limiters on the hits' keys: get, set, consume, penalty, reward, block, delete", async () => {
       const prefix = freshPrefix();
       const limiter = redisStore(await open(), { prefix, ...counting })({ name: 'GET /x', limit: 3, windowMs: 60_000 });
-      const counts = limiter as unknown as { count(key: string): Promise<{ count: number; resetAt: number }> };
+      const counts = limiter as unknown as { hit(key: string): Promise<{ count: number; resetAt: number }[]> };
       const key = `${prefix}:GET /x:k`;
       /** A result as compared, and its time left, which must be within the window it was given. */
       const seen = (result: RateLimiterRes | null, windowMs = 60_000) => {
@@ -265,7 +265,7 @@ describeRedis('redisStore', () => {
           (rejection: unknown) => (rejection instanceof RateLimiterRes ? `refused ${seen(rejection)}` : rejection),
         );
       expect(seen(await limiter.get('k'))).toBeNull();
-      expect((await counts.count('k')).count).toBe(1);
+      expect((await counts.hit('k'))[0]?.count).toBe(1);
       expect(seen(await limiter.get('k'))).toBe('1/2');
       await limiter.set('k', 2, 30);
       expect([seen(await limiter.get('k'), 30_000), await inspect.get(key)]).toEqual(['2/1', '2']);

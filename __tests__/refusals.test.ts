@@ -2,8 +2,8 @@
 import { RateLimiterMemory } from 'rate-limiter-flexible';
 import request from 'supertest';
 import { type EndpointRow, redisStore, type Store } from '../lib';
-import { contractOf } from '../lib/stores/adapter';
-import { Counter, REMEMBERED_REFUSALS } from '../lib/stores/counter';
+import { partsOf } from '../lib/stores/rlf';
+import { REMEMBERED_REFUSALS, Resilient } from '../lib/stores/resilient';
 import type { Count } from '../lib/stores/store';
 import { createApp } from './helpers/app';
 import { describeRedis, redisForBlock, scriptRuns } from './helpers/redis';
@@ -65,20 +65,20 @@ describe('the refusals a counter remembers', () => {
   it(`are at most ${REMEMBERED_REFUSALS}, the oldest forgotten first, under a flood of distinct clients`, async () => {
     // Any asynchronous rate-limiter-flexible limiter is such a store: here its memory limiter.
     const store: Store = (spec) => new RateLimiterMemory({ points: spec.limit, duration: spec.windowMs / 1000 });
-    const spec = { name: 'flood', limit: 1, windowMs: 60_000 };
-    const counter: Counter<Count> = new Counter(spec, contractOf(store).counter(spec), undefined);
+    const spec = { name: 'flood', window: 'fixed' as const, limits: [{ limit: 1, windowMs: 60_000 }] };
+    const counter = new Resilient(spec, partsOf(store).counter(spec), undefined, undefined);
     const clients = REMEMBERED_REFUSALS + 500;
     for (let i = 0; i < clients; i++) {
-      await counter.count(`client-${i}`);
-      const refused = await counter.count(`client-${i}`);
+      await counter.hit(`client-${i}`);
+      const [refused] = (await counter.hit(`client-${i}`)) as [Count];
       expect(refused.count).toBe(2);
       expect(counter.refusals).toBeLessThanOrEqual(REMEMBERED_REFUSALS);
     }
     expect(counter.refusals).toBe(REMEMBERED_REFUSALS);
     // The newest is answered at once; the oldest was forgotten and goes to the store again (which refuses it).
-    expect(counter.count(`client-${clients - 1}`)).not.toBeInstanceOf(Promise);
-    const oldest = counter.count('client-0');
+    expect(counter.hit(`client-${clients - 1}`)).not.toBeInstanceOf(Promise);
+    const oldest = counter.hit('client-0');
     expect(oldest).toBeInstanceOf(Promise);
-    await expect(oldest).resolves.toMatchObject({ count: 3 });
+    await expect(oldest).resolves.toMatchObject([{ count: 3 }]);
   });
 });

@@ -12,8 +12,8 @@ import {
   type Store,
   type StoreFailurePolicy,
 } from '../lib';
-import { contractOf } from '../lib/stores/adapter';
-import { Counter } from '../lib/stores/counter';
+import { partsOf } from '../lib/stores/rlf';
+import { Resilient } from '../lib/stores/resilient';
 import { MemoryLimiter } from '../lib/stores/memory/limiter';
 import { MemoryLimits } from '../lib/stores/memory/windows';
 import { createApp } from './helpers/app';
@@ -157,19 +157,30 @@ function contractSuite(store: ContractCase): void {
       },
       glide: async () => (glide ??= await glideClient((shared as NonNullable<typeof shared>).url)),
     };
-    return contractOf(await store.make(redis, `contract-${process.pid}-${++made}`));
+    return partsOf(await store.make(redis, `contract-${process.pid}-${++made}`));
   };
-  const spec = { name: 'GET /v1/things', limit: 2, windowMs: 60_000 };
+  const spec: LimitsSpec = { name: 'GET /v1/things', window: 'fixed', limits: [{ limit: 2, windowMs: 60_000 }] };
   /** A count as data: the count, and whether it ends within the window from now. */
-  const seen = (count: Count | undefined) =>
-    count && { count: count.count, inWindow: count.resetAt > Date.now() && count.resetAt <= Date.now() + 60_000 };
+  const seen = (counts: readonly Count[]) => {
+    const [count] = counts as [Count];
+    return { count: count.count, inWindow: count.resetAt > Date.now() && count.resetAt <= Date.now() + 60_000 };
+  };
+  const none = { count: 0, inWindow: false };
 
   it('declares what it can do, how it fails, and whether it keeps the runtime state', async () => {
     const c = await contract();
+    const countsLimits = () => {
+      try {
+        c.counter({ ...spec, window: 'sliding' });
+        return true;
+      } catch {
+        return false;
+      }
+    };
     expect({
-      countsNow: c.counter(spec).capabilities.countsNow,
-      reads: c.counter(spec).capabilities.reads,
-      limits: c.capabilities.limits,
+      countsNow: c.counter(spec).now,
+      reads: c.counter(spec).reads,
+      limits: countsLimits(),
       state: c.state !== undefined,
       failure: c.failure,
     }).toEqual({
@@ -187,33 +198,33 @@ function contractSuite(store: ContractCase): void {
     const other = c.counter({ ...spec, name: 'GET /v1/others' });
     const counts = [];
     for (const key of ['a', 'a', 'a', 'b']) {
-      const answer = counter.count(key);
+      const answer = counter.hit(key);
       expect(answer instanceof Promise).toBe(!store.countsNow);
       counts.push(seen(await answer));
     }
-    counts.push(seen(await other.count('a')));
-    expect(counts.map((count) => count?.count)).toEqual([1, 2, 3, 1, 1]);
-    expect(counts.every((count) => count?.inWindow)).toBe(true);
+    counts.push(seen(await other.hit('a')));
+    expect(counts.map((count) => count.count)).toEqual([1, 2, 3, 1, 1]);
+    expect(counts.every((count) => count.inWindow)).toBe(true);
   });
 
   it('reads a key without counting it, and forgets it', async () => {
     const counter = (await contract()).counter(spec);
-    expect(await counter.peek('a')).toBeUndefined();
-    await counter.count('a');
+    expect(seen(await counter.peek('a'))).toEqual(none);
+    await counter.hit('a');
     expect(seen(await counter.peek('a'))).toEqual({ count: 1, inWindow: true });
     expect(seen(await counter.peek('a'))).toEqual({ count: 1, inWindow: true });
     expect(await counter.reset('a')).toBe(true);
     expect(await counter.reset('a')).toBe(false);
-    expect(await counter.peek('a')).toBeUndefined();
-    expect(seen(await counter.count('a'))).toEqual({ count: 1, inWindow: true });
+    expect(seen(await counter.peek('a'))).toEqual(none);
+    expect(seen(await counter.hit('a'))).toEqual({ count: 1, inWindow: true });
   });
 
-  it('refuses over its limit at once once a store has said so, through the one Counter', async () => {
-    const counter = new Counter(spec, (await contract()).counter(spec), undefined);
+  it('refuses over its limit at once once a store has said so, through the one Resilient', async () => {
+    const counter = new Resilient(spec, (await contract()).counter(spec), undefined, undefined);
     const hits = [];
     for (let i = 0; i < 4; i++) {
-      const answer = counter.count('a');
-      hits.push({ promise: answer instanceof Promise, count: (await answer).count });
+      const answer = counter.hit('a');
+      hits.push({ promise: answer instanceof Promise, count: ((await answer)[0] as Count).count });
     }
     // A store that counts now counts every request; another is asked until it refuses, then not again.
     expect(hits).toEqual([
@@ -239,10 +250,10 @@ function contractSuite(store: ContractCase): void {
   it.each(limitsSpecs)(
     'counts $window windows of its limits all or none, reads and forgets them',
     async (limitsSpec) => {
-      const counter = (await contract()).limits(limitsSpec);
-      expect(counter.capabilities).toEqual({ countsNow: store.countsNow, reads: true });
+      const counter = (await contract()).counter(limitsSpec);
+      expect({ countsNow: counter.now, reads: counter.reads }).toEqual({ countsNow: store.countsNow, reads: true });
       const counts = [];
-      for (let i = 0; i < 4; i++) counts.push((await counter.count('a')).map((count) => count.count));
+      for (let i = 0; i < 4; i++) counts.push((await counter.hit('a')).map((count) => count.count));
       const n = limitsSpec.limits.length;
       // The third is refused by the first limit (`limit + 1`), and counted on none: the second limit stays at 2.
       expect(counts).toEqual(
@@ -257,9 +268,9 @@ function contractSuite(store: ContractCase): void {
       expect(peeked).toEqual([2, 2].slice(0, n));
       expect(await counter.reset('a')).toBe(true);
       expect(((await counter.peek('a')) ?? []).map((count) => count.count)).toEqual([0, 0].slice(0, n));
-      const refused = new Counter(limitsSpec, counter, undefined);
-      for (let i = 0; i < 3; i++) await refused.count('b');
-      expect(refused.count('b') instanceof Promise).toBe(false);
+      const refused = new Resilient(limitsSpec, counter, undefined, undefined);
+      for (let i = 0; i < 3; i++) await refused.hit('b');
+      expect(refused.hit('b') instanceof Promise).toBe(false);
     },
   );
 }

@@ -30,16 +30,16 @@ async function bytesPerCounter(n, limiter) {
  * The counter is not exported: it comes from lib/ as `npm run build:example` compiles it, file by file, into build/.
  */
 async function bytesPerRefusal(n) {
-  const { Counter, REMEMBERED_REFUSALS } = require('../build/lib/stores/counter.js');
-  const { contractOf } = require('../build/lib/stores/adapter.js');
+  const { Resilient, REMEMBERED_REFUSALS } = require('../build/lib/stores/resilient.js');
+  const { partsOf } = require('../build/lib/stores/rlf.js');
   const count = Math.min(n, REMEMBERED_REFUSALS);
-  const spec = { name: 'GET /v1/bots', limit: 1, windowMs: 60_000 };
+  const spec = { name: 'GET /v1/bots', window: 'fixed', limits: [{ limit: 1, windowMs: 60_000 }] };
   const store = () => new RateLimiterMemory({ points: 1, duration: 60 });
-  const counter = new Counter(spec, contractOf(store).counter(spec), undefined);
+  const counter = new Resilient(spec, partsOf(store).counter(spec), undefined, undefined);
   const keys = Array.from({ length: count }, (_, i) => `t:${String(i).padStart(43, '0')}`);
-  for (const key of keys) await counter.count(key); // counted: no refusal yet
+  for (const key of keys) await counter.hit(key); // counted: no refusal yet
   const before = heap();
-  for (const key of keys) await counter.count(key); // refused by the store: remembered
+  for (const key of keys) await counter.hit(key); // refused by the store: remembered
   const bytes = (heap() - before) / count;
   if (counter.refusals !== count) throw new Error(`expected ${count} refusals, got ${counter.refusals}`);
   return bytes;

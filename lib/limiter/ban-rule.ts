@@ -1,16 +1,16 @@
 // Bans for circumventing the limits (rule 5): option `ban`, checked and compiled into the steps that ban and refuse.
 import type { Checker } from '../shared/check.js';
 import { type Context, GOING, refuseBanned, type Step } from './context.js';
-import type { Counter } from '../stores/counter.js';
-import { counterOf } from './endpoint.js';
+import type { Counter, Counts } from '../stores/counter.js';
+import { type CounterOf, fixedSpec } from './endpoint.js';
 import { type ClientKind, tokenEnd } from '../contract/keys.js';
 import { observe, type OnError } from '../shared/hooks.js';
 import { addressBan } from '../records/kinds.js';
 import type { Records } from '../records/records.js';
-import type { Count, StoreContract } from '../stores/store.js';
 import type { BanInfo, BanOptions, ListingLimitsOptions } from './types.js';
 import type { Deadline, Waiting } from '../stores/waiting.js';
 import type { CallBound } from '../stores/call-bound.js';
+import { resetWithin } from '../stores/resilient.js';
 
 const banOptionFields = ['after', 'within', 'duration', 'tokensPerIp', 'tokensWithin', 'scope'] as const;
 
@@ -50,6 +50,9 @@ export function checkBanOption(check: Checker, options: ListingLimitsOptions): C
   };
 }
 
+/** The count of a counter of one limit. */
+const oneCount = (counts: Counts): number => counts[0]?.count ?? 0;
+
 /**
  * The rule that bans (rule 5) of one middleware. A ban is decided from the value an atomic count returns (the
  * `after`-th refusal, the token that makes one too many), so requests in flight together cannot all slip past it, and
@@ -61,14 +64,14 @@ export class BanRule {
   readonly #shadow: boolean;
   readonly #onBan: ListingLimitsOptions['onBan'];
   readonly #report: OnError;
-  readonly #strikes: Counter<Count>;
-  readonly #seen: Counter<Count> | undefined;
-  readonly #tokens: Counter<Count> | undefined;
+  readonly #strikes: Counter;
+  readonly #seen: Counter | undefined;
+  readonly #tokens: Counter | undefined;
   readonly #waiting: Waiting | undefined;
   readonly #records: Records;
 
   constructor(
-    store: StoreContract,
+    counterOf: CounterOf,
     options: BanOptions,
     mode: { shadow: boolean; onBan: ListingLimitsOptions['onBan']; report: OnError; waiting: Waiting | undefined },
     records: Records,
@@ -82,19 +85,11 @@ export class BanRule {
     // In shadow mode the counters that lead to bans have names of their own: nothing a shadow instance counts can
     // make an enforcing instance on the same store ban.
     const name = (what: string) => `listing-limits ${mode.shadow ? 'shadow ' : ''}${what}`;
-    this.#strikes = counterOf(store, mode.waiting, {
-      name: name('strikes'),
-      limit: options.after,
-      windowMs: options.within,
-    });
+    this.#strikes = counterOf(fixedSpec(name('strikes'), options.after, options.within));
     if (options.tokensPerIp !== undefined) {
       const windowMs = options.tokensWithin ?? options.within;
-      this.#seen = counterOf(store, mode.waiting, { name: name('seen-tokens'), limit: 1, windowMs });
-      this.#tokens = counterOf(store, mode.waiting, {
-        name: name('tokens-per-ip'),
-        limit: options.tokensPerIp,
-        windowMs,
-      });
+      this.#seen = counterOf(fixedSpec(name('seen-tokens'), 1, windowMs));
+      this.#tokens = counterOf(fixedSpec(name('tokens-per-ip'), options.tokensPerIp, windowMs));
     }
   }
 
@@ -117,22 +112,24 @@ export class BanRule {
   readonly tokens: Step = (ctx) => {
     const { client } = ctx;
     if (client.kind !== 'token') return;
-    const seen = (this.#seen as Counter<Count>).count(`${client.ip}|${client.key}`, this.#deadline(ctx));
-    if (!(seen instanceof Promise)) return this.#tokensOf(ctx, seen.count === 1);
-    return seen.then((counted) => this.#tokensOf(ctx, counted.count === 1));
+    const seen = (this.#seen as Counter).hit(`${client.ip}|${client.key}`, this.#deadline(ctx));
+    if (!(seen instanceof Promise)) return this.#tokensOf(ctx, oneCount(seen) === 1);
+    return seen.then((counted) => this.#tokensOf(ctx, oneCount(counted) === 1));
   };
 
-  #tokensOf(ctx: Context, first: boolean): void | Promise<void> {
-    const tokens = this.#tokens as Counter<Count>;
+  #tokensOf(ctx: Context, isNew: boolean): void | Promise<void> {
+    const tokens = this.#tokens as Counter;
     const ip = ctx.client.ip;
-    if (first) {
-      const counted = tokens.count(ip, ctx.deadline);
-      if (counted instanceof Promise) return counted.then((c) => this.#tokenDecision(ctx, c.count, true));
-      return this.#tokenDecision(ctx, counted.count, true);
+    if (isNew) {
+      const counted = tokens.hit(ip, ctx.deadline);
+      if (counted instanceof Promise) return counted.then((c) => this.#tokenDecision(ctx, oneCount(c), true));
+      return this.#tokenDecision(ctx, oneCount(counted), true);
     }
     // In this process's memory everything is decided in order: the cache knows every ban decided before.
-    if (tokens.countsNow) return this.#shadow ? undefined : void refuseBanned(this.#records.cache, ctx);
-    return tokens.peek(ip, ctx.deadline).then((peeked) => this.#tokenDecision(ctx, peeked?.count ?? 0, false));
+    if (tokens.now) return this.#shadow ? undefined : void refuseBanned(this.#records.cache, ctx);
+    return Promise.resolve(tokens.peek(ip, ctx.deadline)).then((peeked) =>
+      this.#tokenDecision(ctx, oneCount(peeked), false),
+    );
   }
 
   #tokenDecision(ctx: Context, n: number, counted: boolean): void {
@@ -149,14 +146,14 @@ export class BanRule {
    */
   strike(ctx: Context): void | Promise<void> {
     const { client } = ctx;
-    const counted = this.#strikes.count(client.key, this.#deadline(ctx));
+    const counted = this.#strikes.hit(client.key, this.#deadline(ctx));
     const decide = (n: number) => {
       const { after } = this.#options;
       if (n < after) return;
       if (!this.#shadow && refuseBanned(this.#records.cache, ctx)) return;
       this.#ban(ctx, client.key, client.key, client.kind, 'limit', n === after);
     };
-    return counted instanceof Promise ? counted.then((c) => decide(c.count)) : decide(counted.count);
+    return counted instanceof Promise ? counted.then((c) => decide(oneCount(c))) : decide(oneCount(counted));
   }
 
   /**
@@ -190,8 +187,8 @@ export class BanRule {
    * operator's call's bound.
    */
   async forget(key: string, bound: CallBound): Promise<void> {
-    const forgotten: Promise<unknown>[] = [this.#strikes.resetWithin(key, bound)];
-    if (this.#tokens) forgotten.push(this.#tokens.resetWithin(key, bound));
+    const forgotten: Promise<unknown>[] = [resetWithin(this.#strikes, key, bound)];
+    if (this.#tokens) forgotten.push(resetWithin(this.#tokens, key, bound));
     await Promise.all(forgotten);
   }
 }

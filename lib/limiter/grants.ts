@@ -3,17 +3,15 @@ import ipaddr from 'ipaddr.js';
 import { Lookups } from '../shared/lookups.js';
 import { type Checker, show, typoOf } from '../shared/check.js';
 import { type Context, PASSED, type Step } from './context.js';
-import { type CompiledEndpoint, compileEndpoint } from './endpoint.js';
+import { type CompiledEndpoint, compileEndpoint, type CounterOf } from './endpoint.js';
 import type { Client } from './identify.js';
 import { type IpKey, tokenKey } from '../contract/keys.js';
 import type { RecordCache } from '../records/cache.js';
-import type { StoreContract } from '../stores/store.js';
 import { checkRow, refuseDuplicates, rowShape } from '../contract/table.js';
 import type { EndpointRow } from '../contract/listings.js';
 import { LARGEST_FIELD_INTEGER, type Limit, type WindowKind } from '../contract/limit.js';
 import type { Grant } from '../records/types.js';
 import type { ListingLimitsOptions } from './types.js';
-import type { Waiting } from '../stores/waiting.js';
 
 const UNLIMITED = 'unlimited';
 const grantFields = ['multiplier', 'rows'];
@@ -133,9 +131,8 @@ export function compileGrants(
   check: Checker,
   options: ListingLimitsOptions,
   context: {
-    contract: StoreContract;
+    counterOf: CounterOf;
     window: WindowKind;
-    waiting: Waiting | undefined;
     table: GrantTable;
     ipOf: IpKey;
     cacheMs: number;
@@ -154,7 +151,7 @@ export function compileGrants(
       `must be an object of grants by token or IP, or a lookup function; got ${show(grants)}.`,
     );
   }
-  const { contract, window, waiting, ipOf, table } = context;
+  const { counterOf, window, ipOf, table } = context;
   const { paths } = table;
   const variants = new Map<string, CompiledEndpoint>();
   const variant = (base: CompiledEndpoint, grant: Limited): CompiledEndpoint => {
@@ -172,7 +169,7 @@ export function compileGrants(
     const name = `${base.name} (${label})`;
     let found = variants.get(name);
     if (!found) {
-      found = compileEndpoint(check, contract, waiting, { name, window, limits });
+      found = compileEndpoint(counterOf, { name, window, limits });
       variants.set(name, found);
     }
     return found;

@@ -211,35 +211,32 @@ function compileSteps(config: Config): Step[] {
   if (!config.shadow) steps.push(banStep(config));
   steps.push(config.grant);
   if (banRule?.countsTokens) steps.push(banRule.tokens);
-  const counted = (ctx: Context, count: Count | readonly Count[]) => {
+  const counted = (ctx: Context, counts: readonly Count[]) => {
     const { endpoint } = ctx;
-    if (isCounts(count)) {
-      const at = decisive(endpoint.limits, count);
-      ctx.counts = count.length > 1 ? count : undefined;
-      ctx.count = count[at] as Count;
-      ctx.limit = (endpoint.limits[at] as CompiledLimit).limit;
-    } else {
-      ctx.count = count;
+    if (counts.length === 1) {
+      ctx.counts = undefined;
+      ctx.count = counts[0] as Count;
       ctx.limit = endpoint.limit;
+    } else {
+      const at = decisive(endpoint.limits, counts);
+      ctx.counts = counts;
+      ctx.count = counts[at] as Count;
+      ctx.limit = (endpoint.limits[at] as CompiledLimit).limit;
     }
     ctx.refused = ctx.count.count > ctx.limit;
   };
   steps.push((ctx) => {
     if (waiting) ctx.deadline ??= waiting.start();
     const { counter } = ctx.endpoint;
-    const count = counter.count(ctx.client.key, ctx.deadline);
-    if (count instanceof Promise) return count.then((c) => counted(ctx, c));
+    const counts = counter.hit(ctx.client.key, ctx.deadline);
+    if (counts instanceof Promise) return counts.then((c) => counted(ctx, c));
     // A shared store's counter that answers at once answers from its remembered refusals.
-    if (metrics && !counter.countsNow) metrics.cachedRefusal();
-    counted(ctx, count);
+    if (metrics && !counter.now) metrics.cachedRefusal();
+    counted(ctx, counts);
   });
   if (banRule) steps.push((ctx) => (ctx.refused ? banRule.strike(ctx) : undefined));
   steps.push((ctx) => respond(ctx as RequestContext, config));
   return steps;
-}
-
-function isCounts(count: Count | readonly Count[]): count is readonly Count[] {
-  return Array.isArray(count);
 }
 
 /**

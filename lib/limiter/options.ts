@@ -3,7 +3,7 @@ import type { Request } from 'express';
 import { BanRule, checkBanOption } from './ban-rule.js';
 import { Checker } from '../shared/check.js';
 import type { Step } from './context.js';
-import { type CompiledEndpoint, compileEndpoint } from './endpoint.js';
+import { type CompiledEndpoint, compileEndpoint, makeCounters } from './endpoint.js';
 import { checkGrant, compileGrants } from './grants.js';
 import { compileHeaders, type HeaderWriter } from '../contract/headers.js';
 import { type OnError, reporter, type Warn, warner } from '../shared/hooks.js';
@@ -15,8 +15,7 @@ import { checkMetrics, Metrics } from './observe/metrics.js';
 import { Records } from '../records/records.js';
 import { MAX_SLIDING_LIMIT } from '../stores/store.js';
 import { checkStore } from '../stores/option.js';
-import { contractOf } from '../stores/adapter.js';
-import { memoryCounterOf } from '../stores/memory/store.js';
+import { partsOf } from '../stores/rlf.js';
 import { checkTable, endpointsOf, rowShape } from '../contract/table.js';
 import { Traffic } from './observe/traffic.js';
 import { Usage } from './observe/usage.js';
@@ -134,13 +133,12 @@ export function configure(listing: unknown, options: ListingLimitsOptions = {}):
   );
   // The metrics time the store from its first counter on.
   const metrics = registry && new Metrics(traffic);
-  const contract = metrics ? metrics.timed(contractOf(store)) : contractOf(store);
+  const parts = partsOf(store);
   const headers = compileHeaders(check, options.headers);
   const { identify, ipOf } = compileIdentify(check, options, cacheMs);
-  const waiting = contract.failure && new Waiting(contract.failure, memoryCounterOf);
-  const endpoints = table.map(({ name, limits }) =>
-    compileEndpoint(check, contract, waiting, { name, window, limits }),
-  );
+  const waiting = parts.failure && new Waiting(parts.failure);
+  const counterOf = makeCounters(parts, waiting, metrics && ((seconds) => metrics.latency(seconds)));
+  const endpoints = table.map(({ name, limits }) => compileEndpoint(counterOf, { name, window, limits }));
   const paths = new Map(table.map((endpoint) => [rowShape(endpoint), endpoint.name]));
   const grantTable = {
     paths,
@@ -148,24 +146,24 @@ export function configure(listing: unknown, options: ListingLimitsOptions = {}):
     rows,
     maxLimit: window === 'sliding' ? MAX_SLIDING_LIMIT : undefined,
   };
-  const records = new Records(contract.state, {
+  const records = new Records(parts.state, {
     rows,
     ipv6Subnet: options.ipv6Subnet ?? 64,
     checkGrant: (checker, grant, field) => checkGrant(checker, grant, field, grantTable),
     onChange: options.onChange,
     report,
-    firstReadMs: contract.failure?.timeoutMs ?? 1000,
+    firstReadMs: parts.failure?.timeoutMs ?? 1000,
     // A store in this process answers at once: its calls need no bound.
     callTimeoutMs:
-      contract.failure?.callTimeoutMs ?? (contract.state instanceof MemoryState ? undefined : DEFAULT_CALL_TIMEOUT_MS),
+      parts.failure?.callTimeoutMs ?? (parts.state instanceof MemoryState ? undefined : DEFAULT_CALL_TIMEOUT_MS),
     // Any answer of the store closes the breaker of the part that gave it: the state's reads too.
     answered: waiting && ((route) => waiting.succeeded(route)),
     onReset: (key) => usage.forget(key),
   });
   const { cache } = records;
   const ban = checkBanOption(check, options);
-  const banRule = ban && new BanRule(contract, ban, { shadow, onBan: options.onBan, report, waiting }, records);
-  const grants = compileGrants(check, options, { contract, window, waiting, table: grantTable, ipOf, cacheMs, cache });
+  const banRule = ban && new BanRule(counterOf, ban, { shadow, onBan: options.onBan, report, waiting }, records);
+  const grants = compileGrants(check, options, { counterOf, window, table: grantTable, ipOf, cacheMs, cache });
   const usage = new Usage(endpoints, grants, records);
   if (metrics) metrics.register(check, registry as NonNullable<typeof registry>, cache);
   const match = compileMatcher(
@@ -176,7 +174,7 @@ export function configure(listing: unknown, options: ListingLimitsOptions = {}):
     })),
   );
   const stopWatching =
-    contract.watchConnection?.((message) => warn('LISTING_LIMITS_STORE_NOT_CONNECTED', message)) ?? (() => {});
+    parts.watchConnection?.((message) => warn('LISTING_LIMITS_STORE_NOT_CONNECTED', message)) ?? (() => {});
   return {
     match,
     paths: table.map((endpoint) => endpoint.path),

@@ -6,10 +6,7 @@ import { ListingLimitsError } from '../shared/errors.js';
 /** The bound of an operator's call when the store does not say (a custom store): two seconds. */
 export const DEFAULT_CALL_TIMEOUT_MS = 2000;
 
-/**
- * The answer of a store that took a change too late, after the call's `applyBy`: it refused the change whole, and
- * the call is told that nothing was changed.
- */
+/** A store's answer to a change it got after the call's `applyBy`: refused whole, so nothing changed. */
 export class TooLate extends Error {
   constructor() {
     super('listing-limits: the store took the change after its time had passed, and refused it');
@@ -20,16 +17,11 @@ export class TooLate extends Error {
 const NOTHING = 'Nothing of this call was changed: try again once it answers.';
 
 /**
- * The deadline of one operator's call (`ban()`, `usage()`, a grant request's decision, a page's load): every store
- * call it makes races it, so that the whole call settles within `ms`, resolved, or rejected with a
- * `ListingLimitsError` of code `ERR_STORE_UNAVAILABLE`. A change it makes carries `applyBy`, three quarters of the way:
- * a store that takes it later refuses it, so that a call that rejected changed nothing, and a change taken in time has
- * the last quarter to be answered (one answered later still is told to `late`). The end is acted on one turn of the
- * event loop after its timer, once Node has read the sockets: an answer that came while the process was busy is
- * taken, not refused. Without `ms` (a store in this process, which answers at once), calls are not raced.
+ * The deadline of one operator's call: it settles within `ms` or rejects with `ERR_STORE_UNAVAILABLE`. Its changes
+ * must reach the store by `applyBy` (three quarters of `ms`), so that a call that rejected changed nothing.
  */
 export class CallBound {
-  /** When the store must have taken a change of the call, or refuse it (`performance.now()`). */
+  /** When the store must have taken a change of the call (`performance.now()`). */
   readonly applyBy: number | undefined;
   readonly #end: number;
   #timer: ReturnType<typeof setTimeout> | undefined;
@@ -45,11 +37,7 @@ export class CallBound {
     this.applyBy = ms === undefined ? undefined : now + Math.floor((ms * 3) / 4);
   }
 
-  /**
-   * `call`'s answer; its failure, or the end of the call's time, as `ERR_STORE_UNAVAILABLE`. When the store answers
-   * after that end, `late` is told its answer: a change it took in time whose answer came too late (a store that
-   * stopped between taking it and answering), which the call said it had not made.
-   */
+  /** `call`'s answer, or `ERR_STORE_UNAVAILABLE`; `late` gets an answer that came after the call rejected. */
   race<T>(call: Promise<T>, late?: (value: T) => void): Promise<T> {
     if (this.ms === undefined) return call;
     const remaining = this.#end - performance.now();
@@ -119,10 +107,7 @@ export class CallBound {
 /** The bound of the call under way, so that the calls it makes (a page's load, a decision's grant) share it. */
 const current = new AsyncLocalStorage<CallBound>();
 
-/**
- * Runs an operator's call within its bound: `run` makes its store calls through `bound.race`. Within another call's
- * bound (a page's load: see {@link withBound}), it shares that one, so that the whole settles within one bound.
- */
+/** Runs an operator's call within its bound, or within the bound of the call under way (a page's load). */
 export function bounded<T>(source: string, ms: number | undefined, run: (bound: CallBound) => Promise<T>): Promise<T> {
   const outer = current.getStore();
   if (outer) return run(outer);

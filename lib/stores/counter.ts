@@ -1,213 +1,111 @@
-// One counter as the middleware counts with it: count, peek and reset, whatever store keeps it and however it fails.
-import { StoreUnavailableError } from '../shared/errors.js';
-import type { Count, CountAnswer, CounterSpec, LimitsSpec, StoreCounter } from './store.js';
-import type { CallBound } from './call-bound.js';
-import { AFTER_DEADLINE, BREAKER_OPEN, type Deadline, TIMED_OUT, type Waiting } from './waiting.js';
-import { type Limit } from '../contract/limit.js';
+// The one counter interface the middleware counts with, and the parts of a store this package made.
+import type { RateLimiterAbstract } from 'rate-limiter-flexible';
+import type { Count, CounterSpec, LimitsCounter, LimitsSpec, Store, StoreFailurePolicy } from './store.js';
+import type { RuntimeState } from './state.js';
+import type { Deadline } from './waiting.js';
 
-/** Refusals a counter remembers at the most; the oldest are forgotten first beyond that. */
-export const REMEMBERED_REFUSALS = 10_000;
-
-/** A refusal remembered: the answer to give, and until when. */
-interface Refusal<A> {
-  readonly answer: A;
-  readonly until: number;
-}
+/** Each limit's count, in the order of the spec's limits. */
+export type Counts = readonly Count[];
 
 /**
- * The answers a shared store gave to keys over their limit, kept until the time each stays refused: until then the
- * key is refused from here, at no store command.
+ * One counter of a store. One limit in fixed windows counts every request, as rate-limiter-flexible does; sliding
+ * windows and several limits count a request on all or none, the refused ones as `limit + 1`.
  */
-class Refusals<A> {
-  readonly #refused = new Map<string, Refusal<A>>();
+export interface Counter {
+  /** It counts in this process: `hit()` answers at once and cannot fail as a shared store does. */
+  readonly now: boolean;
+  /** `peek()` and `reset()` work: `usage()`, `reset()` and the token counts need them. */
+  readonly reads: boolean;
+  /** The part of the store that holds `key` (a Cluster's node), each part with its own breaker. */
+  readonly route?: (key: string) => string;
+  /**
+   * Counts a request of `key`, within its request's `deadline` where the store can fail. A counter that counts now
+   * may answer its live state: read it at once.
+   */
+  hit(key: string, deadline?: Deadline): Counts | Promise<Counts>;
+  /** `key`'s counts without counting it: 0 where it has none. */
+  peek(key: string, deadline?: Deadline): Counts | Promise<Counts>;
+  /** Forgets `key`; answers whether it had a request counted. */
+  reset(key: string): boolean | Promise<boolean>;
+}
 
-  /** The remembered answer for `key`, while it holds. */
-  get(key: string): A | undefined {
-    const refusal = this.#refused.get(key);
-    if (refusal === undefined) return undefined;
-    if (refusal.until > Date.now()) return refusal.answer;
-    this.#refused.delete(key);
-    return undefined;
+/** What the middleware uses of a store. */
+export interface StoreParts {
+  counter(spec: LimitsSpec): Counter;
+  readonly state: RuntimeState | undefined;
+  readonly failure: StoreFailurePolicy | undefined;
+  /** Tells `tell` once when the store's client has not connected a few seconds after start; answers its stop. */
+  readonly watchConnection?: (tell: (message: string) => void) => () => void;
+}
+
+/** Where a store this package made keeps its parts: beside its public face, out of its type. */
+export const PARTS = Symbol('listing-limits store');
+
+/**
+ * The one limit of a spec in fixed windows, which a rate-limiter-flexible limiter counts; undefined for sliding
+ * windows or several limits, which need a `limits` counter.
+ */
+export function oneLimit(spec: LimitsSpec): CounterSpec | undefined {
+  const [first] = spec.limits;
+  if (spec.window !== 'fixed' || spec.limits.length !== 1 || !first) return undefined;
+  return { name: spec.name, limit: first.limit, windowMs: first.windowMs };
+}
+
+/** A store's public face, whose limiters and limits counters are counters too, carrying its parts. */
+export function storeWith(
+  parts: Omit<StoreParts, 'counter'>,
+  limiter: (spec: CounterSpec) => RateLimiterAbstract & Counter,
+  limits: (spec: LimitsSpec) => LimitsCounter & Counter,
+): Store {
+  const { failure, state } = parts;
+  const counter = (spec: LimitsSpec): Counter => {
+    const one = oneLimit(spec);
+    return one ? limiter(one) : limits(spec);
+  };
+  return Object.assign((spec: CounterSpec) => limiter(spec), {
+    ...(failure && { failure }),
+    ...(state && { state }),
+    limits,
+    [PARTS]: { ...parts, counter },
+  });
+}
+
+/** A counter whose calls that go to a store (those answering with a promise) are timed for the metrics. */
+class Timed implements Counter {
+  readonly now = false;
+  readonly reads: boolean;
+  readonly route: ((key: string) => string) | undefined;
+
+  constructor(
+    private readonly counter: Counter,
+    private readonly observe: (seconds: number) => void,
+  ) {
+    this.reads = counter.reads;
+    this.route = counter.route;
   }
 
-  remember(key: string, refusal: Refusal<A>): void {
-    const refused = this.#refused;
-    if (refused.size >= REMEMBERED_REFUSALS && !refused.has(key)) {
-      refused.delete(refused.keys().next().value as string);
+  hit(key: string): Counts | Promise<Counts> {
+    return this.#timed(performance.now(), this.counter.hit(key));
+  }
+
+  peek(key: string): Counts | Promise<Counts> {
+    return this.#timed(performance.now(), this.counter.peek(key));
+  }
+
+  reset(key: string): boolean | Promise<boolean> {
+    return this.#timed(performance.now(), this.counter.reset(key));
+  }
+
+  #timed<T>(start: number, answer: T): T {
+    if (answer instanceof Promise) {
+      const done = () => this.observe((performance.now() - start) / 1000);
+      answer.then(done, done);
     }
-    refused.set(key, refusal);
-  }
-
-  forget(key: string): void {
-    this.#refused.delete(key);
-  }
-
-  get size(): number {
-    return this.#refused.size;
+    return answer;
   }
 }
 
-/**
- * Runs one call of a store with a failure policy within the request's deadline: when the store fails (or its breaker
- * is open), the call is made on the memory fallback, or a StoreUnavailableError tells the policy (`open`/`closed`).
- * Without a policy, the store's error is passed on.
- */
-function within<T, F>(
-  waiting: Waiting | undefined,
-  deadline: Deadline | undefined,
-  fallback: F | undefined,
-  call: () => Promise<T>,
-  onFallback: (fallback: F) => T | Promise<T>,
-  route: string,
-): Promise<T> {
-  if (!waiting) return call();
-  let answer: Promise<T>;
-  if (deadline?.expired) answer = Promise.reject(AFTER_DEADLINE);
-  else if (!waiting.allow(route)) answer = Promise.reject(BREAKER_OPEN);
-  else {
-    answer = (deadline ? deadline.race(call()) : call()).then((value) => {
-      waiting.succeeded(route);
-      return value;
-    });
-  }
-  return answer.catch((error: unknown) => {
-    if (error === TIMED_OUT) waiting.failed(route);
-    if (error instanceof StoreUnavailableError) throw error;
-    if (fallback !== undefined) return onFallback(fallback);
-    throw new StoreUnavailableError(waiting.onFailure as 'open' | 'closed', { cause: error });
-  });
-}
-
-/** A call's answer as a promise, whether it answers at once or not; what it throws, a rejection. */
-function promised<T>(call: () => T | Promise<T>): Promise<T> {
-  try {
-    const answer = call();
-    return answer instanceof Promise ? answer : Promise.resolve(answer);
-  } catch (error) {
-    return Promise.reject(error as Error);
-  }
-}
-
-/** The refusal to remember of an answer, or undefined for an answer that allowed the request. */
-function refusalOf(spec: CounterSpec | LimitsSpec, answer: CountAnswer): Refusal<CountAnswer> | undefined {
-  if (!Array.isArray(answer)) {
-    const { count, resetAt } = answer as Count;
-    const { limit } = spec as CounterSpec;
-    return count > limit ? { answer: { count: limit + 1, resetAt }, until: resetAt } : undefined;
-  }
-  // Refused until every limit that refused it frees a request.
-  let until = 0;
-  answer.forEach((count: Count, i) => {
-    if (count.count > ((spec as LimitsSpec).limits[i] as Limit).limit) until = Math.max(until, count.resetAt);
-  });
-  return until > 0 ? { answer, until } : undefined;
-}
-
-/**
- * A copy of a memory counter's live answer, taken at once: the requests whose deadlines end together fall back in
- * one turn, and each must read its own count, not the last one's.
- */
-function copied(answer: CountAnswer): CountAnswer {
-  if (Array.isArray(answer)) return answer.map(({ count, resetAt }: Count) => ({ count, resetAt }));
-  const { count, resetAt } = answer as Count;
-  return { count, resetAt };
-}
-
-/**
- * A counter of a store: one limit in fixed windows (its answer a `Count`), or several limits, or sliding windows
- * (each limit's `Count` in order). Counts answer synchronously when the store's counter counts now (the memory store),
- * or when the store has already said that this key is over its limit until its window ends: that refusal is
- * remembered (at most REMEMBERED_REFUSALS keys), so a client over its limit costs the store no command for the rest
- * of the window. Other calls go to the store through a promise that settles within the request's deadline. A store
- * with a failure policy that fails (or whose breaker is open) is handled as the policy says: counted in this
- * process's memory meanwhile, or a StoreUnavailableError (`open`/`closed`); without a policy, its error is passed on.
- */
-export class Counter<A extends CountAnswer = CountAnswer> {
-  readonly spec: CounterSpec | LimitsSpec;
-  readonly #store: StoreCounter<A>;
-  readonly #waiting: Waiting | undefined;
-  readonly #fallback: StoreCounter<A> | undefined;
-  /** Whether the store's counter counts now, in this process: counts answer at once. */
-  readonly countsNow: boolean;
-  readonly #refused = new Refusals<A>();
-
-  constructor(spec: CounterSpec | LimitsSpec, store: StoreCounter<A>, waiting: Waiting | undefined) {
-    this.spec = spec;
-    this.#store = store;
-    this.#waiting = waiting;
-    this.#fallback = waiting?.fallback?.(spec) as StoreCounter<A> | undefined;
-    this.countsNow = store.capabilities.countsNow;
-  }
-
-  /** Counts one request of `key`: on every limit, or on none when one refuses it. */
-  count(key: string, deadline?: Deadline): A | Promise<A> {
-    if (this.countsNow) return this.#store.count(key) as A;
-    const refused = this.#refused.get(key);
-    if (refused !== undefined) return refused;
-    return this.#call(
-      key,
-      deadline,
-      () => this.#store.count(key) as Promise<A>,
-      (fallback) => copied(fallback.count(key) as A) as A,
-    ).then((answer) => {
-      const refusal = refusalOf(this.spec, answer);
-      if (refusal !== undefined) this.#refused.remember(key, refusal as Refusal<A>);
-      return answer;
-    });
-  }
-
-  /** How many keys this counter remembers as refused. */
-  get refusals(): number {
-    return this.#refused.size;
-  }
-
-  /** Whether the store's counter can read a key without counting (`peek`) and forget it (`reset`). */
-  get reads(): boolean {
-    return this.#store.capabilities.reads;
-  }
-
-  /**
-   * `key`'s state, read without counting: undefined (a counter of one limit) or counts of 0 (several) when it has
-   * none.
-   */
-  peek(key: string, deadline?: Deadline): Promise<A | undefined> {
-    return this.#call(
-      key,
-      deadline,
-      () => promised(() => this.#store.peek(key)),
-      (fallback) => fallback.peek(key),
-    );
-  }
-
-  /** Forgets the refusal remembered for `key`: the store's count of it was cleared, here or by another instance. */
-  forgetRefusal(key: string): void {
-    this.#refused.forget(key);
-  }
-
-  /**
-   * `key`'s state for an operator's call (`usage()`): read from the store itself, never from the fallback, within the
-   * call's bound.
-   */
-  peekWithin(key: string, bound: CallBound): Promise<A | undefined> {
-    return bound.race(promised(() => this.#store.peek(key)));
-  }
-
-  /**
-   * Forgets `key` for an operator's call (`reset()`, `unban()`), and its remembered refusal: in the store itself and
-   * in the fallback, within the call's bound. True when the store had a request counted.
-   */
-  resetWithin(key: string, bound: CallBound): Promise<boolean> {
-    this.#refused.forget(key);
-    void this.#fallback?.reset(key);
-    return bound.race(promised(() => this.#store.reset(key)));
-  }
-
-  #call<T>(
-    key: string,
-    deadline: Deadline | undefined,
-    call: () => Promise<T>,
-    fallback: (counter: StoreCounter<A>) => T | Promise<T>,
-  ): Promise<T> {
-    return within(this.#waiting, deadline, this.#fallback, call, fallback, this.#store.route?.(key) ?? '');
-  }
+/** The counter timed, unless it counts now: then none of its calls goes to a store. */
+export function timed(counter: Counter, observe: (seconds: number) => void): Counter {
+  return counter.now ? counter : new Timed(counter, observe);
 }

@@ -31,16 +31,13 @@ export type FileResult = 'done' | 'key' | 'network' | 'conflict';
 export const ENDED_PER_CALL = 10;
 
 /**
- * Grant requests by id, one JSON object each, each change atomic. The store numbers every write: a request's `seq`
- * (its object's first member) is the order of its last change, and the lists follow it. Every call costs the same
- * however many requests are kept (a few steps of O(log n) each): a store that is full drops an ended request, else
- * the oldest of the group that has the most, never refuses a new one; a page reads only its rows.
+ * Grant requests by id, one JSON object each, each change atomic and numbered (`seq`, the object's first member).
+ * Each call costs O(log n); a full store drops an ended request, else the oldest of the largest group.
  */
 export interface GrantRequestStore {
   /**
-   * Files a new pending request: refused when its key, or its network, has `bounds.perKey` (`bounds.perNetwork`)
-   * pending already; with `bounds.max` kept, one is dropped first. Ended requests are dropped on the way. A store
-   * that takes it after `applyBy` (`performance.now()`) refuses it, as a state's change (see `StateChange`).
+   * Files a pending request, unless its key or network has as many pending as `bounds` allows. A store that takes it
+   * after `applyBy` (`performance.now()`) refuses it.
    */
   file(
     id: string,
@@ -51,9 +48,8 @@ export interface GrantRequestStore {
     applyBy?: number,
   ): Promise<FileResult>;
   /**
-   * Sets `id` to `value`, indexed by `meta`, when it holds `expected` now; resolves the text written (with the store's
-   * next sequence number as its first member, unless `value` has one: a request put back as it was), or undefined.
-   * A store that takes it after `applyBy` refuses it, as `file()` does.
+   * Sets `id` to `value` when it holds `expected`; resolves the text written (numbered unless `value` has a `seq`),
+   * or undefined. Refused after `applyBy`, as `file()` is.
    */
   put(
     id: string,
@@ -64,11 +60,7 @@ export interface GrantRequestStore {
     applyBy?: number,
   ): Promise<string | undefined>;
   get(id: string): Promise<string | undefined>;
-  /**
-   * Rows `offset` to `offset + limit` of the pending requests (oldest change first) or of the decided ones (newest
-   * first), ended ones left out as far as the order allows (the caller filters the rest), and how many of them are
-   * kept and not ended.
-   */
+  /** A page of the pending requests (oldest first) or decided ones (newest first), and how many are in force. */
   page(
     status: 'pending' | 'decided',
     offset: number,

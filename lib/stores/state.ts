@@ -4,29 +4,19 @@ import type { GrantRequestMeta, GrantRequestStore } from './grant-request-store.
 
 /** Changes kept in the history at the most; the oldest go first beyond that. */
 export const HISTORY_MAX = 1000;
-/**
- * Changed fields a store remembers for the instances that follow it. An instance further behind than that (more
- * changes since its last read) reads the whole state once instead.
- */
+/** Changed fields a store remembers for its followers; one further behind reads the whole state. */
 export const CHANGES_KEPT = 100_000;
 /** Ended records a change drops at the most, so that a change costs the same however many have ended. */
 export const ENDED_PER_CHANGE = 10;
 
-/**
- * One change of one record. A record is a field (`<kind>:<id>`, e.g. `ban:t:…`) whose value is a JSON object; the
- * store writes it with its sequence number as the first member (`{"seq":12,…}`), so that every copy can tell which of
- * two versions is newer.
- */
+/** One change of one record: a field (`ban:t:…`) whose JSON object the store numbers (`{"seq":12,…}`). */
 export interface RecordChange {
   readonly field: string;
   /** The record's JSON object, without `seq`; null removes the record. */
   readonly value: string | null;
   /** When the record ends (epoch ms), after which the store drops it; null for never. */
   readonly endsAt: number | null;
-  /**
-   * When the change applies: `'always'` (a removal only of a record in force); `'absent'`, only when no record of the
-   * field is in force; or `{ sha1 }`, only while the field holds a text of that SHA-1 (hex), as it was read.
-   */
+  /** When it applies: `'always'`, `'absent'` (no record in force), or `{ sha1 }` (the field holds that text). */
   readonly when: 'always' | 'absent' | { readonly sha1: string };
   /** The history's entry for the change, added only when the change applies; undefined for none. */
   readonly event: string | undefined;
@@ -57,18 +47,11 @@ export interface RequestPut {
   readonly now: number;
 }
 
-/**
- * One change of the state, atomic: records changed in order, each as its `when` says, and, before them, a grant
- * request's decision, without which no record changes.
- */
+/** One atomic change of the state: a grant request's decision, then records in order, each as its `when` says. */
 export interface StateChange {
   readonly records: readonly RecordChange[];
   readonly request?: RequestPut;
-  /**
-   * The latest time, on this process's monotonic clock (`performance.now()`), at which the store may take the change:
-   * one that reaches it later (a store that was paused, or a command that waited in a client's queue) is refused
-   * whole, and answered as call-bound's `TooLate`. Undefined: whenever it arrives.
-   */
+  /** The latest `performance.now()` at which the store may take the change, else it refuses it whole. */
   readonly applyBy?: number;
 }
 
@@ -81,10 +64,8 @@ export interface StateChangeResult {
 }
 
 /**
- * What a follower of the state is told: `'changes'`, the fields changed since its last update (null: removed);
- * `'whole'`, every record (its first update, or after it fell behind the changes kept); `'replaced'`, every record of
- * a state that replaced the one it followed (the store lost its data, was flushed, or failed over to a copy that is
- * behind).
+ * What a follower is told: `'changes'` since its last update (null: removed), `'whole'` (every record), or
+ * `'replaced'` (every record of a state that replaced the one it followed: data lost, or a failover).
  */
 export interface StateUpdate {
   readonly kind: 'changes' | 'whole' | 'replaced';
@@ -95,10 +76,7 @@ export interface StateUpdate {
   readonly records: ReadonlyMap<string, string | null>;
   /** The mark of a copy behind the state that took its place (a failover): another after each; undefined for none. */
   readonly copy?: string;
-  /**
-   * The sequence number that copy had when it took the state's place: its records of a higher one were written on it
-   * since. Undefined: the copy's sequence number when it was found.
-   */
+  /** The copy's sequence number when it took the state's place; undefined: when it was found. */
   readonly forked?: number;
 }
 
@@ -109,19 +87,11 @@ export interface Follower {
   stop(): void;
 }
 
-/**
- * The runtime state of a store, shared by every middleware that uses the store: records that every instance keeps a
- * copy of (one field each), a bounded history of changes, and grant requests. Declared by stores that have a place
- * for it (the memory and Redis stores).
- */
+/** A store's runtime state, shared by its middlewares: records every instance copies, a history, grant requests. */
 export interface RuntimeState {
   /** Changes records (and a grant request), atomically with their history entries. */
   change(change: StateChange): Promise<StateChangeResult>;
-  /**
-   * Follows the records: `apply` is called with each update, the first one (`'whole'`) as soon as it is read, and
-   * `answered` after each read the store answered, with the route of the part of the store that holds the state (see
-   * `StoreCounter.route`; '' for a store of one part): that part answers again.
-   */
+  /** Follows the records: `apply` gets each update; `answered` the route of the store's part after each read. */
   follow(apply: (update: StateUpdate) => void, answered?: (route: string) => void): Follower;
   /** The history, newest first. */
   history(): Promise<string[]>;
@@ -133,10 +103,7 @@ export interface RuntimeState {
 
 const SEQ = '{"seq":';
 
-/**
- * A record's JSON object with the store's sequence number as its first member. The Redis store's scripts write the
- * same text.
- */
+/** A record's JSON object with the store's sequence number first, as the Redis store's scripts write it. */
 export function stamped(value: string, seq: number): string {
   if (!value.startsWith('{') || value.length < 3 || value.startsWith(SEQ)) {
     throw new TypeError(`listing-limits: a record must be a JSON object without "seq"; got ${value.slice(0, 40)}`);

@@ -1,11 +1,8 @@
 // How long requests wait for a store that can fail: a deadline per request, one timer for all, and a breaker.
 import { performance } from 'node:perf_hooks';
-import type { Count, CounterSpec, LimitsSpec, StoreCounter, StoreFailurePolicy } from './store.js';
+import type { StoreFailurePolicy } from './store.js';
 
-/**
- * Milliseconds the event loop has spent idle, waiting for I/O, since the process started: time in which an answer
- * of the store, had it come, would have been read at once. Where the runtime cannot tell, 0 (wall time decides).
- */
+/** The event loop's idle time (ms): an answer that came then was read at once. 0 where the runtime cannot tell. */
 const idleMs: () => number =
   typeof performance.eventLoopUtilization === 'function' ? () => performance.eventLoopUtilization().idle : () => 0;
 
@@ -29,15 +26,10 @@ export const AFTER_DEADLINE = new StoreTimeout("the request's deadline had passe
 /** The rejection of a call not made because the breaker is open: not a failure of its own. */
 export const BREAKER_OPEN = new StoreTimeout('the store keeps failing; not waiting for it');
 
-/**
- * The deadline of one request: every store call of the request races it, so the whole request waits for the store
- * at most `timeoutMs`, however many calls it makes. It owns no timer: its store's {@link Waiting} serves every
- * deadline.
- */
+/** One request's deadline: all its store calls race it. Its store's {@link Waiting} times every deadline. */
 export class Deadline {
   expired = false;
   done = false;
-  /** The rejections of the calls still waiting. */
   #waiting: ((error: Error) => void)[] | undefined;
 
   constructor(
@@ -49,7 +41,6 @@ export class Deadline {
     readonly lastAt: number,
   ) {}
 
-  /** `call`'s result, or a rejection once the request's time is up. */
   race<T>(call: Promise<T>): Promise<T> {
     if (this.expired) {
       call.catch(() => {});
@@ -68,22 +59,15 @@ export class Deadline {
     if (waiting) for (const reject of waiting) reject(TIMED_OUT);
   }
 
-  /** The request is answered: its deadline no longer matters. */
   clear(): void {
     this.done = true;
     this.#waiting = undefined;
   }
 }
 
-/**
- * Consecutive timeouts that open a breaker; while it is open, one request in PROBE_EVERY_MS probes the store. A
- * store that fails fast (Redis down: the client is not connected) needs no breaker: nothing waits for it.
- */
+/** Timeouts in a row that open a breaker; while open, one request per PROBE_EVERY_MS probes the store. */
 const FAILURES_TO_OPEN = 3;
 export const PROBE_EVERY_MS = 500;
-
-/** The counter in this process's memory that counts a spec while the store fails (`onFailure: 'memory'`). */
-type FallbackOf = (spec: CounterSpec | LimitsSpec) => StoreCounter<Count> | StoreCounter<readonly Count[]>;
 
 /** The breaker of one part of a store: its timeouts in a row, and until when it is open. */
 interface Breaker {
@@ -92,23 +76,12 @@ interface Breaker {
 }
 
 /**
- * The waiting policy of one store for one middleware: the deadlines of its requests, ended in order by a single
- * timer (every deadline is `timeoutMs` after its request's start, so they end in the order they begin), and circuit
- * breakers that stop requests from waiting for a store that keeps not answering: one per part of the store, by its
- * route (a Cluster's node that holds a key: see `StoreCounter.route`), so that a part that fails stops only its own
- * keys' requests from waiting. Any answer of a part (a request's, or a read of the runtime state) closes its breaker.
- *
- * A deadline ends when the process has spent `timeoutMs` waiting for the store with nothing else to do (the event
- * loop idle): time this process spends busy with other work is not the store's delay, and an answer that arrived
- * while it was busy is read and taken, not counted as a failure. However busy the process, a deadline ends at
- * `BUSY_WAIT_FACTOR × timeoutMs`. Deadlines are acted on one event-loop turn after their timer fires (in
- * `setImmediate`), after Node has read the sockets.
+ * How a middleware's requests wait for one store: deadlines ended in order by one timer (they end in the order they
+ * begin), once `timeoutMs` of idle time has passed, and a breaker per route (a Cluster's node) that any answer closes.
  */
 export class Waiting {
   readonly timeoutMs: number;
   readonly onFailure: StoreFailurePolicy['onFailure'];
-  /** The counter of a spec that counts meanwhile, in this process, with `onFailure: 'memory'`; else undefined. */
-  readonly fallback: FallbackOf | undefined;
   /** Deadlines from `#head` on are pending, in the order they end. */
   #queue: Deadline[] = [];
   #head = 0;
@@ -117,13 +90,11 @@ export class Waiting {
   readonly #one: Breaker = { failures: 0, openUntil: 0 };
   readonly #breakers = new Map<string, Breaker>();
 
-  constructor(policy: StoreFailurePolicy, memory: FallbackOf) {
+  constructor(policy: StoreFailurePolicy) {
     this.timeoutMs = policy.timeoutMs;
     this.onFailure = policy.onFailure;
-    this.fallback = policy.onFailure === 'memory' ? memory : undefined;
   }
 
-  /** A new request's deadline. */
   start(): Deadline {
     const now = Date.now();
     const deadline = new Deadline(now + this.timeoutMs, idleMs(), now + this.timeoutMs * BUSY_WAIT_FACTOR);
@@ -152,7 +123,7 @@ export class Waiting {
       if (deadline.at > now) break;
       const waitedIdle = idle - deadline.idleAt;
       if (waitedIdle < this.timeoutMs && now < deadline.lastAt) {
-        // The process was busy: the store has not yet had `timeoutMs` of this process's attention.
+        // The process was busy: its time is not the store's delay.
         waitMore = Math.max(Math.min(this.timeoutMs - waitedIdle, deadline.lastAt - now), 1);
         break;
       }
@@ -176,10 +147,7 @@ export class Waiting {
     return breaker;
   }
 
-  /**
-   * Whether a call may go to the part of the store at `route` now: no while its breaker is open, except one probe per
-   * interval.
-   */
+  /** Whether a call may go to `route` now: not while its breaker is open, but for one probe per interval. */
   allow(route = ''): boolean {
     const breaker = this.#breaker(route);
     if (breaker.failures < FAILURES_TO_OPEN) return true;
@@ -189,7 +157,6 @@ export class Waiting {
     return true;
   }
 
-  /** The part of the store at `route` answered: its breaker closes. */
   succeeded(route = ''): void {
     const breaker = route === '' ? this.#one : this.#breakers.get(route);
     if (breaker) breaker.failures = 0;

@@ -1,6 +1,5 @@
 // Option `metrics`: counts kept in plain numbers, registered on the app's prom-client Registry as its own metrics.
 import { type Checker, show } from '../../shared/check.js';
-import type { Count, StoreContract, StoreCounter } from '../../stores/store.js';
 
 /** What happened to a request, as `listing_limits_requests_total` labels it. */
 export type Outcome = 'allowed' | 'limited' | 'banned' | 'shadow_limited' | 'store_unavailable';
@@ -139,65 +138,6 @@ export class Metrics {
     values.push({ value: this.#latencyCount, labels: {}, metricName: `${name}_count` });
     return values;
   }
-
-  /**
-   * The store with its calls timed: each call of a counter that answers with a promise (a call that went to the
-   * store) is observed in the latency histogram. A counter that counts now (the memory store's) makes no store call,
-   * and is counted with as it is.
-   */
-  timed(store: StoreContract): StoreContract {
-    const observe = (seconds: number) => this.latency(seconds);
-    return {
-      capabilities: store.capabilities,
-      counter: (spec) => timedCounter(store.counter(spec), observe),
-      limits: (spec) => timedCounter(store.limits(spec), observe),
-      state: store.state,
-      failure: store.failure,
-      watchConnection: store.watchConnection,
-    };
-  }
-}
-
-/** A store's counter whose calls that answer with a promise are timed. */
-class TimedCounter<A extends Count | readonly Count[]> implements StoreCounter<A> {
-  readonly capabilities: StoreCounter<A>['capabilities'];
-  readonly route: StoreCounter<A>['route'];
-
-  constructor(
-    private readonly counter: StoreCounter<A>,
-    private readonly observe: (seconds: number) => void,
-  ) {
-    this.capabilities = counter.capabilities;
-    this.route = counter.route;
-  }
-
-  count(key: string): A | Promise<A> {
-    return this.#timed(performance.now(), this.counter.count(key));
-  }
-
-  peek(key: string): A | undefined | Promise<A | undefined> {
-    return this.#timed(performance.now(), this.counter.peek(key));
-  }
-
-  reset(key: string): boolean | Promise<boolean> {
-    return this.#timed(performance.now(), this.counter.reset(key));
-  }
-
-  #timed<T>(start: number, answer: T): T {
-    if (answer instanceof Promise) {
-      const done = () => this.observe((performance.now() - start) / 1000);
-      answer.then(done, done);
-    }
-    return answer;
-  }
-}
-
-/** The counter timed, unless it counts now: then none of its calls goes to a store. */
-function timedCounter<A extends Count | readonly Count[]>(
-  counter: StoreCounter<A>,
-  observe: (seconds: number) => void,
-): StoreCounter<A> {
-  return counter.capabilities.countsNow ? counter : new TimedCounter(counter, observe);
 }
 
 /** Checks the `metrics` option: a prom-client Registry, or undefined. */

@@ -7,6 +7,7 @@ import type { Records } from '../../records/records.js';
 import type { Grant } from '../../records/types.js';
 import type { EndpointUsage } from '../types.js';
 import type { CallBound } from '../../stores/call-bound.js';
+import { peekWithin, resetWithin, Resilient } from '../../stores/resilient.js';
 
 /** Every counter of the endpoint, in order: the table's, then each grant's variant made so far. */
 function countersOf(endpoint: CompiledEndpoint, grants: CompiledGrants): CompiledEndpoint[] {
@@ -40,11 +41,11 @@ export class Usage {
   #readable(check: Checker, endpoints: readonly CompiledEndpoint[], what: string): void {
     const refused = endpoints.find((endpoint) => !endpoint.counter.reads);
     if (refused) {
+      const one = refused.window === 'fixed' && refused.limits.length === 1;
       check.fail(
         'ERR_UNSUPPORTED_STORE',
         'options.store',
-        `cannot ${what} of ${refused.name}: its counter has no ` +
-          `${'limits' in refused.counter.spec ? '`peek` and `reset`' : '`get` and `delete`'}. ` +
+        `cannot ${what} of ${refused.name}: its counter has no ${one ? '`get` and `delete`' : '`peek` and `reset`'}. ` +
           'Use memoryStore() or redisStore(), or give the store these methods.',
       );
     }
@@ -81,8 +82,7 @@ export class Usage {
             resetTime: undefined,
           }));
         }
-        const peeked = await counter.counter.peekWithin(c.key, bound);
-        const counts = Array.isArray(peeked) ? peeked : [peeked];
+        const counts = await peekWithin(counter.counter, c.key, bound);
         return counter.limits.map(({ limit, windowMs }, at) => {
           const count = counts[at];
           const used = Math.min(count?.count ?? 0, limit);
@@ -119,7 +119,7 @@ export class Usage {
     const counters = chosen.flatMap((e) => countersOf(e, this.#grants));
     this.#readable(check, counters, "clear a client's counters");
     return this.#records.calls.bounded('limits.reset', async (bound) => {
-      const cleared = await Promise.all(counters.map((e) => e.counter.resetWithin(key, bound)));
+      const cleared = await Promise.all(counters.map((e) => resetWithin(e.counter, key, bound)));
       // Every instance forgets the refusals it remembers of the client, which would refuse it until its window ended.
       const longest = Math.max(...counters.flatMap((e) => e.limits.map((l) => l.windowMs)));
       await this.#records.resetClient(key, longest, bound);
@@ -129,7 +129,9 @@ export class Usage {
 
   /** Forgets the refusals remembered of `key` on every counter of this instance. */
   forget(key: string): void {
-    for (const endpoint of this.#endpoints)
-      for (const e of countersOf(endpoint, this.#grants)) e.counter.forgetRefusal(key);
+    for (const endpoint of this.#endpoints) {
+      for (const { counter } of countersOf(endpoint, this.#grants))
+        if (counter instanceof Resilient) counter.forget(key);
+    }
   }
 }

@@ -1,10 +1,10 @@
-// The memory store's limiter: fixed windows in a map this package owns, with no timer per key.
+// The memory store's limiter: a rate-limiter-flexible limiter of fixed windows in a map, with no timer per key.
 import { type RateLimiterAbstract, RateLimiterCompatibleAbstract, RateLimiterRes } from 'rate-limiter-flexible';
 import { MAX_DURATION_MS } from '../../shared/check.js';
 import { Checker, show } from '../../shared/check.js';
 import { SweptMap } from '../../shared/swept.js';
-import type { CountsNow } from '../adapter.js';
-import type { Count, CounterCapabilities, StoreCounter } from '../store.js';
+import type { Count } from '../store.js';
+import type { Counter, Counts } from '../counter.js';
 
 const MAX_SECONDS = MAX_DURATION_MS / 1000;
 
@@ -12,15 +12,9 @@ const MAX_SECONDS = MAX_DURATION_MS / 1000;
 interface MemoryLimiterOptions {
   /** Points a key may consume in one window. Required. */
   points: number;
-  /**
-   * Seconds a window lasts from its first request, up to `MAX_DURATION_MS / 1000` (one year); 0 makes windows that
-   * never end. Required.
-   */
+  /** Seconds a window lasts from its first request, up to one year; 0 for windows that never end. Required. */
   duration: number;
-  /**
-   * Accepted for compatibility and returned by `getKey()`. Each limiter has a map of its own, so the prefix does
-   * not change what is counted. Default: `'rlflx'`.
-   */
+  /** Only what `getKey()` returns: each limiter has a map of its own. Default: `'rlflx'`. */
   keyPrefix?: string;
   /** Not supported: only 0 is accepted. Default: `0`. */
   blockDuration?: 0;
@@ -41,10 +35,7 @@ class KeyCount implements Count {
 
 const memoryLimiterCheck: Checker = new Checker('MemoryLimiter');
 
-/**
- * Milliseconds of a duration given in seconds to a method: undefined or negative means the limiter's duration,
- * as in rate-limiter-flexible; 0 means no end. Throws a RangeError past one year or when not a number.
- */
+/** A duration in seconds as milliseconds: none or negative is `fallback`, 0 no end; a RangeError past a year. */
 function durationMs(seconds: number | undefined, fallback: number, what: string): number {
   const chosen = seconds === undefined || seconds < 0 ? fallback : seconds;
   const ms = chosen * 1000;
@@ -67,33 +58,17 @@ function mapKey(key: string | number): string {
 }
 
 /**
- * A rate-limiter-flexible limiter that counts in this process's memory, in fixed windows: a key's window starts
- * with its first request and lasts `duration` seconds; once it has ended, the next request starts a new one.
- *
- * Unlike rate-limiter-flexible's RateLimiterMemory, it sets no timer per key, so windows, bans and blocks of any
- * length up to one year (`MAX_DURATION_MS`) end on time (a Node timer of 2^31 ms or more, about 24.8 days, fires
- * at once). The clock is `Date.now()`, read on every call. An ended window is removed when its key is next used,
- * or by a sweep that examines a couple of entries each time a key is added, so memory stays bounded without a
- * scan of the map. Entries that never expire (duration 0) stay until deleted.
- *
- * Its methods resolve and reject as RateLimiterMemory's do, except: `blockDuration` and `execEvenly` are not
- * supported (the constructor refuses them), `get()` resolves null once a window has ended, and there is no
- * `penalty()`, `reward()`, `block()` (they throw, as rate-limiter-flexible's abstract limiter does), `dump()` or
- * `restore()`. As a counter of the store contract, it counts with `count()` and reads with `peek()` and
- * `reset()`, each at once.
- *
- * rate-limiter-flexible declares `RateLimiterAbstract` in its types but does not export it, so this class extends
- * the exported `RateLimiterCompatibleAbstract`, which its wrappers (RateLimiterUnion, RLWrapperTimeouts, an
- * `insuranceLimiter`) accept, and implements every member `RateLimiterAbstract` declares.
+ * RateLimiterMemory's methods over fixed windows, without a timer per key (a Node timer of 24.8 days or more fires at
+ * once), so windows of up to a year end on time; ended windows are swept a couple per key added. No `blockDuration`,
+ * `execEvenly`, `penalty()`, `reward()` or `block()`. rate-limiter-flexible does not export `RateLimiterAbstract`.
  */
-export class MemoryLimiter
-  extends RateLimiterCompatibleAbstract
-  implements RateLimiterAbstract, CountsNow, StoreCounter<Count>
-{
+export class MemoryLimiter extends RateLimiterCompatibleAbstract implements RateLimiterAbstract, Counter {
   /** This limiter counts synchronously with {@link MemoryLimiter.countNow}. */
   readonly countsNow = true;
-  /** As a counter of the store contract: it counts now, and reads and forgets keys. */
-  readonly capabilities: CounterCapabilities = { countsNow: true, reads: true };
+  readonly now = true;
+  readonly reads = true;
+  /** What `hit()` answers: the key's live counter, in one array reused, so that counting allocates nothing. */
+  readonly #counts: Count[] = [];
   /** Used by `getKey()` only: each limiter has a map of its own, so the prefix changes nothing counted. */
   override readonly keyPrefix: string;
   #points = 0;
@@ -156,10 +131,7 @@ export class MemoryLimiter
     return this.#duration * 1000;
   }
 
-  /**
-   * Not supported: the constructor refuses any value but 0, and the limiter never blocks on its own.
-   * rate-limiter-flexible may copy a limiter's value here when this one is its `insuranceLimiter`.
-   */
+  /** Not supported: only 0 (rate-limiter-flexible may copy a value here for an `insuranceLimiter`). */
   override blockDuration = 0;
   /** Not supported: the constructor refuses any value but false, and calls are never delayed. */
   override execEvenly = false;
@@ -179,10 +151,7 @@ export class MemoryLimiter
     return this.keyPrefix.length > 0 ? `${this.keyPrefix}:${key}` : String(key);
   }
 
-  /**
-   * The key of a stored key: `getKey()` undone. Kept because `RateLimiterAbstract`, what a store's factory returns,
-   * declares it.
-   */
+  /** `getKey()` undone, as `RateLimiterAbstract` declares it. */
   parseKey(rlKey: string): string {
     return this.keyPrefix.length > 0 ? rlKey.substring(this.keyPrefix.length + 1) : rlKey;
   }
@@ -192,19 +161,8 @@ export class MemoryLimiter
     return this.#entries.size;
   }
 
-  /**
-   * Counts one point for `key`, as `consume(key)` does, and returns the key's counter at once: the request is
-   * allowed while `count <= points`, and its window ends at `resetAt`.
-   *
-   * The returned object is the live counter, not a copy, so that counting allocates nothing: read its fields at
-   * once, before the next call on this limiter changes them.
-   */
+  /** Counts one point for `key`, as `consume(key)` does, at once; answers the live counter (read it at once). */
   countNow(key: string): Count {
-    return this.count(key);
-  }
-
-  /** {@link MemoryLimiter.countNow}, as the store contract counts. */
-  count(key: string): Count {
     const now = Date.now();
     const entry = this.#entries.get(key);
     if (entry !== undefined && now < entry.resetAt) {
@@ -214,11 +172,7 @@ export class MemoryLimiter
     return this.#start(key, entry, 1, this.duration * 1000, now);
   }
 
-  /**
-   * Consumes points: resolves while the key's consumed points are at most `points`, and rejects with the
-   * `RateLimiterRes` (remainingPoints 0) over it. `options.customDuration` (seconds) sets the length of a window
-   * this call starts. Rejects with a RangeError for a customDuration over one year.
-   */
+  /** Resolves within `points`, else rejects with the `RateLimiterRes`; `customDuration` for a window it starts. */
   override consume(
     key: string | number,
     pointsToConsume = 1,
@@ -246,11 +200,7 @@ export class MemoryLimiter
     return Promise.resolve(this.#result(entry, now, false));
   }
 
-  /**
-   * Sets the key's consumed points for `secDuration` seconds from now, replacing its window: 0 means no end, a
-   * negative or missing value the limiter's duration. Resolves with remainingPoints 0, as RateLimiterMemory does;
-   * rejects with a RangeError for a duration over one year.
-   */
+  /** Sets the key's points for `secDuration` seconds (0: no end; negative: `duration`), as RateLimiterMemory does. */
   override set(key: string | number, points: number, secDuration: number): Promise<RateLimiterRes> {
     return this.#put(mapKey(key), points, secDuration, 'set(): secDuration');
   }
@@ -260,11 +210,18 @@ export class MemoryLimiter
     return Promise.resolve(this.reset(mapKey(key)));
   }
 
-  /** The key's count, read without counting: a copy; undefined when it has none or its window has ended. */
-  peek(key: string): Count | undefined {
+  /** {@link MemoryLimiter.countNow} as a counter answers. */
+  hit(key: string): Counts {
+    const counts = this.#counts;
+    counts[0] = this.countNow(key);
+    return counts;
+  }
+
+  /** The key's count, read without counting: a copy; 0 when it has none or its window has ended. */
+  peek(key: string): Counts {
     const entry = this.#entries.get(key);
-    if (entry === undefined || entry.resetAt <= Date.now()) return undefined;
-    return { count: entry.count, resetAt: entry.resetAt };
+    if (entry === undefined || entry.resetAt <= Date.now()) return [{ count: 0, resetAt: 0 }];
+    return [{ count: entry.count, resetAt: entry.resetAt }];
   }
 
   /** Forgets the key; true when it had a counter whose window had not ended. */

@@ -21,11 +21,7 @@ interface KeptRecord {
   readonly endsAt: number;
 }
 
-/**
- * The state of the memory store: in this process, the truth for every middleware that shares the store. Each change
- * is told to every follower at once, as one changed field; ended records are swept a few at a time as others are
- * added, and each follower drops them by their end on its own.
- */
+/** The memory store's state: each change told to every follower at once; ended records swept a few at a time. */
 export class MemoryState implements RuntimeState {
   readonly #records = new SweptMap<KeptRecord>((kept) => kept.endsAt);
   readonly #history: string[] = [];

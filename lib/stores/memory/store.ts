@@ -1,5 +1,6 @@
 // The memory store: counters, limits and runtime state in this process's memory, the default.
-import { type CounterSpec, type LimitsSpec, type Store, storeOf } from '../store.js';
+import type { CounterSpec, LimitsSpec, Store } from '../store.js';
+import { type Counter, oneLimit, storeWith } from '../counter.js';
 import { MemoryState } from './state.js';
 import { MemoryLimiter } from './limiter.js';
 import { MemoryLimits } from './windows.js';
@@ -8,12 +9,10 @@ const memoryLimiter = (spec: CounterSpec) =>
   new MemoryLimiter({ points: spec.limit, duration: spec.windowMs / 1000, keyPrefix: '' });
 const memoryLimits = (spec: LimitsSpec) => new MemoryLimits(spec);
 
-/**
- * The memory counter of a spec: of one limit in fixed windows, or of several limits or sliding windows. What a store
- * that fails with `onFailure: 'memory'` counts on meanwhile.
- */
-export function memoryCounterOf(spec: CounterSpec | LimitsSpec): MemoryLimiter | MemoryLimits {
-  return 'limits' in spec ? memoryLimits(spec) : memoryLimiter(spec);
+/** The memory counter of a spec; also what a store that fails with `onFailure: 'memory'` counts on meanwhile. */
+export function memoryCounter(spec: LimitsSpec): Counter {
+  const one = oneLimit(spec);
+  return one ? memoryLimiter(one) : memoryLimits(spec);
 }
 
 /**
@@ -22,14 +21,5 @@ export function memoryCounterOf(spec: CounterSpec | LimitsSpec): MemoryLimiter |
  * that use this store.
  */
 export function memoryStore(): Store {
-  return storeOf(
-    {
-      capabilities: { limits: true },
-      counter: memoryLimiter,
-      limits: memoryLimits,
-      state: new MemoryState(),
-      failure: undefined,
-    },
-    { limiter: memoryLimiter, limits: memoryLimits },
-  );
+  return storeWith({ state: new MemoryState(), failure: undefined }, memoryLimiter, memoryLimits);
 }

@@ -1,6 +1,7 @@
 // Counters with several limits, in fixed or sliding windows, kept in this process's memory: all limits or none charged.
 import { SweptMap } from '../../shared/swept.js';
-import type { Count, CounterCapabilities, CountsLimitsNow, LimitsSpec, StoreCounter } from '../store.js';
+import type { Count, CountsLimitsNow, LimitsSpec } from '../store.js';
+import type { Counter } from '../counter.js';
 import type { Limit } from '../../contract/limit.js';
 
 /** One limit of one key, updated in place. */
@@ -30,15 +31,11 @@ const none: Count = Object.freeze({ count: 0, resetAt: 0 });
 /** Times a sliding slot lets pile up before the front of its array is cut off. */
 const COMPACT_AFTER = 32;
 
-/**
- * The memory store's counter for sliding windows and for endpoints with several limits. Each key has one slot per
- * limit: a count and an end for a fixed window, the times of the requests counted for a sliding one (at most
- * `limit` of them, 8 bytes each). A key is forgotten once every one of its windows is empty.
- */
-export class MemoryLimits implements CountsLimitsNow, StoreCounter<readonly Count[]> {
+/** The memory store's counter of sliding windows and several limits: a slot per limit, a request's time 8 bytes. */
+export class MemoryLimits implements CountsLimitsNow, Counter {
   readonly countsNow = true;
-  /** As a counter of the store contract: it counts now, and reads and forgets keys. */
-  readonly capabilities: CounterCapabilities = { countsNow: true, reads: true };
+  readonly now = true;
+  readonly reads = true;
   readonly #limits: readonly Limit[];
   readonly #sliding: boolean;
   readonly #longest: number;
@@ -55,16 +52,12 @@ export class MemoryLimits implements CountsLimitsNow, StoreCounter<readonly Coun
     return this.#entries.size;
   }
 
-  /**
-   * Counts one request of `key` when every limit allows it. The array returned is the key's live state, not a copy:
-   * read it at once, before the next call on this counter changes it.
-   */
+  /** Counts a request of `key` when every limit allows it; answers the key's live state (read it at once). */
   countNow(key: string): readonly Count[] {
-    return this.count(key);
+    return this.hit(key);
   }
 
-  /** {@link MemoryLimits.countNow}, as the store contract counts. */
-  count(key: string): readonly Count[] {
+  hit(key: string): readonly Count[] {
     const now = Date.now();
     const limits = this.#limits;
     let entry = this.#entries.get(key);
@@ -80,8 +73,7 @@ export class MemoryLimits implements CountsLimitsNow, StoreCounter<readonly Coun
       if (slot.count >= limit) allowed = false;
     }
     if (!allowed) {
-      // Told in place, at no allocation: a full slot as over its limit (a fixed count at its limit refuses as one
-      // over it does, and a sliding count is read again from its times), an empty one as a window from now.
+      // Told in place, at no allocation: a full slot as over its limit, an empty one as a window from now.
       for (let i = 0; i < slots.length; i++) {
         const slot = slots[i] as LimitSlot;
         const { limit, windowMs } = limits[i] as Limit;

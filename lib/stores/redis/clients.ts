@@ -1,6 +1,6 @@
 // The Redis clients the store accepts (ioredis, node-redis, GLIDE): what kind each is, and its scripts and commands.
-import { Checker, show } from '../../shared/check.js';
-import type { Hit } from '../adapter.js';
+import { Checker, MAX_DURATION_MS, show } from '../../shared/check.js';
+import type { Counts } from '../counter.js';
 import { slotOf } from './routes.js';
 import { batchedSendOf, glideCommands, glideScript, hashRecord, isGlideClient, sendOf } from './glide.js';
 import {
@@ -28,10 +28,7 @@ import {
 
 export const check: Checker = new Checker('redisStore');
 
-/**
- * The package that made the client: ioredis (or iovalkey, its fork: one API), node-redis, which rate-limiter-flexible
- * must be told, or Valkey GLIDE, whose commands the store sends itself ({@link glideCommands}).
- */
+/** The package that made the client: ioredis (or iovalkey), node-redis, or Valkey GLIDE. */
 export type RedisClientKind = 'ioredis' | 'node-redis' | 'glide';
 
 export function kindOf(client: unknown): RedisClientKind {
@@ -92,11 +89,8 @@ interface NodeRedisLike {
 }
 
 /**
- * ioredis writes each command to its socket at once: a system call per command. The store's commands of one turn of
- * the event loop leave in one write instead: the first corks the client's socket (each master's socket, for a
- * `Cluster`), which is uncorked once Node has read every socket that was ready (`setImmediate`). Redis receives them
- * in the order they were sent, as before; the app's own commands on that client in the same turn leave with them.
- * One per client, whatever its stores.
+ * ioredis writes each command at once, a system call each: the store's commands of one turn leave in one write
+ * instead, the client's sockets corked until `setImmediate`. One per client, whatever its stores.
  */
 const togetherByClient = new WeakMap<IoRedisLike, () => void>();
 
@@ -131,12 +125,8 @@ const notReady = () => Promise.reject(new Error('the Redis client is not connect
 const MAP_TYPE = 0x25;
 
 /**
- * How the store's commands go through node-redis: `sendCommand`, which a cluster routes by the key it is given, to the
- * key's master (never a replica: no command is declared read-only). node-redis already writes the commands of one
- * turn of the event loop together. A request's commands go without node-redis' timeout of each command (an
- * `AbortSignal.timeout` and its listener per command, most of what node-redis costs per command): the store bounds
- * each request's wait itself (`timeoutMs`), and node-redis rejects what it has not answered when its connection
- * closes. The runtime state's commands keep the client's own options.
+ * A request's commands go through node-redis without its timeout per command (an `AbortSignal.timeout` each, most of
+ * its cost): the store bounds the wait itself. A cluster routes each to its key's master.
  */
 const REQUEST_OPTIONS = { timeout: undefined };
 
@@ -148,11 +138,7 @@ function nodeRedisSend(
   return (_key, args) => redis.sendCommand(args, options);
 }
 
-/**
- * A script run by node-redis: EVALSHA, and EVAL when Redis does not have the script yet. While the client is not
- * connected it fails at once, unless `queued` (the runtime state's changes, which wait in the client's queue as its
- * other commands do, with the client's own timeout).
- */
+/** A script run by node-redis: EVALSHA, then EVAL; fails at once while not connected, unless `queued`. */
 function nodeRedisScript(redis: NodeRedisLike, script: string, sha: string, queued = false) {
   const send = nodeRedisSend(redis, queued ? undefined : REQUEST_OPTIONS);
   return (keys: string[], args: string[]): Promise<unknown> => {
@@ -170,6 +156,18 @@ function nodeRedisScript(redis: NodeRedisLike, script: string, sha: string, queu
 const NO_COUNT = /not an integer|would overflow|WRONGTYPE/;
 const noCount = Symbol('no count');
 
+/** A hit of the Redis store: one more request on a key, answering its count and when its window ends. */
+export type Hit = (key: string, windowMs: number) => Promise<Counts>;
+
+/** The ms a window has left, as Redis answered: at most a year; none is the whole window. */
+export function msLeftOf(answered: number, windowMs: number): number {
+  return answered >= 0 ? Math.min(answered, MAX_DURATION_MS) : windowMs;
+}
+
+function countsOf(count: unknown, ttl: unknown, windowMs: number): Counts {
+  return [{ count: Number(count), resetAt: Date.now() + msLeftOf(Number(ttl), windowMs) }];
+}
+
 /** A hit's two commands and the scripts of its rare paths, as each client sends them. */
 interface HitCommands {
   incr(key: string): Promise<unknown>;
@@ -179,13 +177,8 @@ interface HitCommands {
 }
 
 /**
- * One hit from its two commands, `INCR` and `PTTL` of the key, sent one after the other: the count, exact whatever
- * runs beside it (Redis runs each command whole), and the time the window has left. A key without an expiry (which
- * its `INCR` has just created, or a client stopped before it gave it one) is given its window by HEAL_SCRIPT, which
- * answers the time left instead. A key that holds no count (another program's value, or below zero) is counted by
- * REPAIR_SCRIPT, a new window where no instance has repaired it yet. The key and value are rate-limiter-flexible's
- * RateLimiterRedis' (a count that expires at the end of its window), which serves the reads and writes of the
- * package's other counters, so both kinds of call see one counter.
+ * One hit as `INCR` and `PTTL` of the key, on rate-limiter-flexible's RateLimiterRedis keys and values, so that its
+ * reads see the same counter. A key without an expiry is healed (HEAL_SCRIPT), one without a count repaired.
  */
 function hitOfCommands({ incr, pttl, heal, repair }: HitCommands): Hit {
   const counted = (key: string) =>
@@ -193,20 +186,18 @@ function hitOfCommands({ incr, pttl, heal, repair }: HitCommands): Hit {
       if (NO_COUNT.test(String((error as Error)?.message))) return noCount;
       throw error;
     });
-  return (key, seconds) =>
+  return (key, windowMs) =>
     Promise.all([counted(key), pttl(key)]).then(([count, ttl]) => {
-      if (count === noCount || !(Number(count) >= 1)) return repair(key, seconds * 1000);
-      return Number(ttl) >= 0 ? [count, ttl] : heal(key, seconds * 1000).then((left) => [count, left]);
+      if (count === noCount || !(Number(count) >= 1))
+        return repair(key, windowMs).then(([repaired, left]) => countsOf(repaired, left, windowMs));
+      if (Number(ttl) >= 0) return countsOf(count, ttl, windowMs);
+      return heal(key, windowMs).then((left) => countsOf(count, left, windowMs));
     });
 }
 
 /**
- * How one client runs hits ({@link hitOfCommands}): with ioredis its commands (a command defined once for the
- * script: EVALSHA, loading it when Redis lacks it), those of one turn of the event loop in one write
- * ({@link together}); with node-redis through `sendCommand`; with GLIDE in one batch a turn ({@link batchedSendOf}).
- * Each hit is sent when it is asked for, in the order of every other call of the store, so that the store's order of
- * commands is the order the requests asked in. While the client is not connected, hits fail at once instead of
- * queueing (GLIDE does not tell: its hits wait for it).
+ * How one client runs hits, each sent when asked, in the order of the store's other calls: ioredis in one write a
+ * turn, node-redis through `sendCommand`, GLIDE in one batch a turn. While not connected, they fail at once.
  */
 export function hitsOf(client: unknown, kind: RedisClientKind): Hit {
   if (kind === 'glide') {
@@ -230,7 +221,7 @@ export function hitsOf(client: unknown, kind: RedisClientKind): Hit {
       heal: (key, ms) => heal([key], [String(ms)]),
       repair: (key, ms) => repair([key], [String(ms)]) as Promise<[unknown, unknown]>,
     });
-    return (key, seconds) => (redis.isReady === false ? notReady() : hit(key, seconds));
+    return (key, windowMs) => (redis.isReady === false ? notReady() : hit(key, windowMs));
   }
   const redis = client as IoRedisLike;
   if (typeof redis.listingLimitsHeal !== 'function') {
@@ -254,10 +245,10 @@ export function hitsOf(client: unknown, kind: RedisClientKind): Hit {
       return repair.call(redis, key, ms);
     },
   });
-  return (key, seconds) => {
+  return (key, windowMs) => {
     if (redis.status !== 'ready') return notReady();
     batch();
-    return hit(key, seconds);
+    return hit(key, windowMs);
   };
 }
 
@@ -271,12 +262,8 @@ interface IoRedisCluster extends IoRedisLike {
 const SENT_AGAIN = /^(MOVED|ASK|TRYAGAIN|CLUSTERDOWN) |^Connection is closed/;
 
 /**
- * A hit's command through an ioredis `Cluster`, sent straight to the connection of its key's master (as the
- * Cluster's table of slots has it), without the Cluster's routing of each command: that computes the key's slot
- * again, and makes a closure and an entry in a weak set per command, as much as all the rest of a hit. A command
- * that master did not run (it no longer holds the slot, or its connection closed) goes through the Cluster, which
- * follows the redirection and updates its table as it does for its own commands; so does every command while the
- * table has no connection ready for the key.
+ * A hit's command sent straight to its key's master, without the Cluster's routing (a slot, a closure and a weak-set
+ * entry per command). A command the master did not run goes through the Cluster, which follows redirections.
  */
 function mastersOf(cluster: IoRedisCluster): (key: string, command: 'incr' | 'pttl') => Promise<unknown> {
   let byAddress = new Map<string, IoRedisLike>();
@@ -431,10 +418,7 @@ export function commandsOf(client: unknown, kind: RedisClientKind): StateCommand
   };
 }
 
-/**
- * A state script run by ioredis: a command defined once (EVALSHA, loading the script when Redis lacks it), sent
- * whatever the client's state, so that a change made while it reconnects waits in its queue as other commands do.
- */
+/** A state script run by ioredis, sent whatever the client's state: a change made while it reconnects waits. */
 function ioRedisScript(redis: IoRedisLike, name: string, lua: string) {
   const commands = redis as unknown as Record<string, ((...args: (string | number)[]) => Promise<unknown>) | undefined>;
   if (typeof commands[name] !== 'function') redis.defineCommand(name, { lua });

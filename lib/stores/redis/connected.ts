@@ -43,9 +43,8 @@ function whatItSays(client: unknown, kind: RedisClientKind): string {
 }
 
 /**
- * Watches a store's client from the start of a middleware: once it has been connected (for GLIDE, once it has answered
- * a PING), it stops; when it has not been within {@link CONNECT_WITHIN_MS}, it tells `tell` (once per client) what
- * requests get meanwhile. Its timers keep no process alive; the function it answers stops it.
+ * Watches a store's client from a middleware's start: unless it is connected (GLIDE: answered a PING) within
+ * {@link CONNECT_WITHIN_MS}, tells `tell` once per client what requests get meanwhile. Answers its stop.
  */
 export function connectionWatch(
   client: unknown,

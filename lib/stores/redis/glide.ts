@@ -3,13 +3,10 @@ import { createHash } from 'node:crypto';
 import { createRequire } from 'node:module';
 import { join } from 'node:path';
 import { RateLimiterValkeyGlide } from 'rate-limiter-flexible';
-import { type CountsAsync, type Hit, hitOf, peekOf } from '../adapter.js';
-import type { Count, CounterCapabilities, StoreCounter } from '../store.js';
+import { peekOf } from '../rlf.js';
+import type { Counter, Counts } from '../counter.js';
 
-/**
- * What the store uses of a GLIDE client: `customCommand`, the same on both clients, which routes a command with keys
- * to the node of its slot in a cluster. Typed loosely, so that the package is not needed to compile.
- */
+/** What the store uses of a GLIDE client: `customCommand`, which routes a keyed command to its slot's node. */
 interface GlideLike {
   customCommand(args: string[], options: { decoder: number }): Promise<unknown>;
 }
@@ -23,11 +20,7 @@ export function isGlideClient(client: object): boolean {
 /** One command; what it answers in the shapes the store reads, text as strings. */
 type Send = (args: string[]) => Promise<unknown>;
 
-/**
- * GLIDE's `Decoder.Bytes`: replies as Buffers, read as UTF-8 here as ioredis and node-redis read them. Its
- * `Decoder.String` fails a whole reply that holds bytes that are not UTF-8, so that one foreign entry in the
- * runtime state would keep the state from being read.
- */
+/** GLIDE's `Decoder.Bytes`: its `Decoder.String` fails a whole reply over one byte that is not UTF-8. */
 const BYTES = 0;
 
 function plain(value: unknown): unknown {
@@ -54,9 +47,8 @@ interface GlideBatching {
 }
 
 /**
- * GLIDE's batch class for `client`, from the very copy of the package that made it: the module among those Node has
- * loaded (GLIDE is CommonJS only, so even an ES module app loads it there) whose `GlideClient` or
- * `GlideClusterClient` made the client. Undefined when there is none (a bundled app): then each command is sent alone.
+ * GLIDE's batch class, from the copy of the package (CommonJS only, so in Node's cache) that made `client`;
+ * undefined in a bundled app, where each command is sent alone.
  */
 function batchClassOf(client: object): BatchClass | undefined {
   const loaded = createRequire(join(process.cwd(), 'noop.js')).cache;
@@ -74,11 +66,8 @@ function batchClassOf(client: object): BatchClass | undefined {
 const batchedByClient = new WeakMap<object, Send>();
 
 /**
- * The commands the store sends through `client` to count, read and forget counters, in the order it sends them:
- * those of one turn of the event loop leave together, as one non-atomic batch (a pipeline: one request to GLIDE's
- * core, one round trip to each server), once Node has read every socket that was ready (`setImmediate`). A command
- * sent alone costs GLIDE a request of its own through its core and back, more than all of Express does for a request.
- * Each command of a batch fails or succeeds alone, as it would alone. One queue per client, whatever its stores.
+ * The store's commands through `client`, those of one turn sent as one non-atomic batch: a command alone costs GLIDE
+ * more than all of Express does for a request. Each fails or succeeds alone. One queue per client.
  */
 export function batchedSendOf(client: unknown): Send {
   const glide = client as GlideLike & GlideBatching & object;
@@ -120,16 +109,10 @@ export function batchedSendOf(client: unknown): Send {
   return send;
 }
 
-/**
- * Whether Redis answered that it lacks the script: GLIDE reports `NOSCRIPT` as `NoScriptError: No matching script`,
- * without the word itself. A message is all there is to tell it by: GLIDE gives server errors one class.
- */
+/** Whether Redis lacks the script: GLIDE gives server errors one class, and `NOSCRIPT` another message. */
 const lostScript = (error: unknown) => /NoScriptError|NOSCRIPT/.test(String((error as Error | undefined)?.message));
 
-/**
- * A script run by GLIDE: EVALSHA, and EVAL, which loads it again, when Redis lacks it (the first run on a server,
- * or after it lost its scripts: a restart, `SCRIPT FLUSH`, a failover). Answers as {@link sendOf} does.
- */
+/** A script run by GLIDE: EVALSHA, then EVAL where Redis lacks it (a first run, a restart, a failover). */
 export function glideScript(send: Send, lua: string, sha = createHash('sha1').update(lua).digest('hex')) {
   return (keys: string[], args: string[]): Promise<unknown> => {
     const call = [String(keys.length), ...keys, ...args];
@@ -141,9 +124,8 @@ export function glideScript(send: Send, lua: string, sha = createHash('sha1').up
 }
 
 /**
- * A hash as a plain record, from whichever shape a client gives HGETALL: `{ key, value }` pairs (GLIDE with RESP3,
- * its default), a flat list (GLIDE with RESP2, node-redis asked for one), or an object. A record without a prototype,
- * so that no field a foreign writer chose (`__proto__`) is anything but a field.
+ * A hash as a record without a prototype (a foreign `__proto__` field stays a field), from any shape of HGETALL's
+ * answer: `{ key, value }` pairs, a flat list, or an object.
  */
 export function hashRecord(answer: unknown): Record<string, string> {
   const out = Object.create(null) as Record<string, string>;
@@ -181,10 +163,7 @@ const READ_SCRIPT = `local points = redis.call('get', KEYS[1])
 if not points then return false end
 return {points, redis.call('pttl', KEYS[1])}`;
 
-/**
- * `ARGV[1]` points more on a counter, created with an expiry of `ARGV[2]` seconds (none for 0) when it has none, as
- * rate-limiter-flexible's Redis limiter counts: `consume()`, `penalty()` and `reward()` act as they do there.
- */
+/** `ARGV[1]` points more on a counter with an expiry of `ARGV[2]` s (0: none), as RateLimiterRedis counts. */
 const CONSUME_SCRIPT = `local seconds = tonumber(ARGV[2])
 if seconds > 0 then redis.call('set', KEYS[1], 0, 'EX', seconds, 'NX') end
 local consumed = redis.call('incrby', KEYS[1], ARGV[1])
@@ -199,16 +178,14 @@ return {consumed, ttl}`;
 export const GLIDE_SCRIPTS = { read: READ_SCRIPT, consume: CONSUME_SCRIPT } as const;
 
 /**
- * rate-limiter-flexible's GLIDE limiter, whose reads and writes are the store's own (on keys and values the same as
- * its Redis limiter's, where the other clients' counters live) and whose hits are the store's own (`INCR` and
- * `PTTL`). Its own storage uses Valkey functions, which Redis does not run; none of it is used.
+ * rate-limiter-flexible's GLIDE limiter on the store's own keys, values and hits (its own storage uses Valkey
+ * functions, which Redis does not run).
  */
-export class GlideLimiter extends RateLimiterValkeyGlide implements CountsAsync, StoreCounter<Count> {
-  readonly countsAsync = true;
-  /** Counts in one command; reads and forgets keys. */
-  readonly capabilities: CounterCapabilities = { countsNow: false, reads: true };
+export class GlideLimiter extends RateLimiterValkeyGlide implements Counter {
+  readonly now = false;
+  readonly reads = true;
   readonly #send: Send;
-  readonly #hits: Hit;
+  readonly #hits: (key: string, windowMs: number) => Promise<Counts>;
   readonly #read: (keys: string[], args: string[]) => Promise<unknown>;
   readonly #consume: (keys: string[], args: string[]) => Promise<unknown>;
   /** The node (or slot) of a key, for a `GlideClusterClient`: see routes.ts. */
@@ -217,7 +194,7 @@ export class GlideLimiter extends RateLimiterValkeyGlide implements CountsAsync,
   constructor(
     options: { keyPrefix: string; points: number; duration: number },
     client: unknown,
-    hits: Hit,
+    hits: (key: string, windowMs: number) => Promise<Counts>,
     routes: ((redisKey: string) => string) | undefined,
   ) {
     super({ storeClient: client, ...options });
@@ -229,11 +206,11 @@ export class GlideLimiter extends RateLimiterValkeyGlide implements CountsAsync,
     this.#consume = glideScript(send, CONSUME_SCRIPT);
   }
 
-  count(key: string): Promise<Count> {
-    return hitOf(this.#hits, this.getKey(key), this.duration);
+  hit(key: string): Promise<Counts> {
+    return this.#hits(this.getKey(key), this.duration * 1000);
   }
 
-  peek(key: string): Promise<Count | undefined> {
+  peek(key: string): Promise<Counts> {
     return peekOf(this, key);
   }
 

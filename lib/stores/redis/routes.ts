@@ -4,10 +4,7 @@ import calculateSlot from 'cluster-key-slot';
 let lastKey: string | undefined;
 let lastSlot = 0;
 
-/**
- * The slot of a key, as cluster-key-slot computes it, the last key's kept: a request asks for its key's slot up to
- * three times in a row (its breaker's route, then each of its commands), and each computation encodes the key anew.
- */
+/** A key's slot, the last key's kept: a request asks for it up to three times (its route, its two commands). */
 export function slotOf(key: string): number {
   if (key !== lastKey) {
     lastSlot = calculateSlot(key);
@@ -25,9 +22,8 @@ interface ClusterLike {
 }
 
 /**
- * The route of each key of a Cluster client: the master that holds its slot, as the client knows it (an ioredis
- * `Cluster`'s `slots`, a node-redis cluster's `getSlotMaster()`), else the slot itself (a `GlideClusterClient`, which
- * does not tell). Undefined for a client of one server (or of Sentinel's master): all its keys have one route.
+ * A Cluster client's route of each key: the master of its slot as the client knows it, else the slot (GLIDE does
+ * not tell). Undefined for a client of one server: all its keys have one route.
  */
 export function routesOf(client: unknown): ((redisKey: string) => string) | undefined {
   const c = client as ClusterLike;

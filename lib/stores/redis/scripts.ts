@@ -2,11 +2,8 @@
 import { createHash } from 'node:crypto';
 
 /**
- * A hit's key found without an expiry (its `INCR` created it, or a client stopped before it gave it one): given its
- * window of `ARGV[1]` ms unless it has an expiry by now, on the master of the key whatever server answered the hit's
- * `PTTL` (a replica may not have the key yet). Answers the milliseconds it has left (-2 for a key that is gone).
- * Hits themselves are plain commands (see clients.ts): `INCR` and `PTTL`, no script, which costs Redis about
- * half as much.
+ * A hit's key left without an expiry (its `INCR` created it, or a client stopped first) given its window of `ARGV[1]`
+ * ms on the key's master; answers the ms left. Hits themselves are `INCR` and `PTTL`: half a script's cost.
  */
 export const HEAL_SCRIPT = `local ttl = redis.call('pttl', KEYS[1])
 if ttl == -1 then
@@ -17,11 +14,8 @@ return ttl`;
 export const HEAL_SHA = createHash('sha1').update(HEAL_SCRIPT).digest('hex');
 
 /**
- * A hit whose `INCR` found no count at its key: a value that is no integer, one at the edge of 64 bits, another type
- * (`WRONGTYPE`), or a count below zero, which no instance writes (another program did). The request is counted again
- * here: where the key holds a count by now (another request repaired it first), on that count, its expiry given as
- * HEAL_SCRIPT gives it; else the key becomes the first request of a new window of `ARGV[1]` ms. Answers the count and
- * the milliseconds left, as a hit does. Run only on that rare path.
+ * A hit whose `INCR` found no count (another program's value, or below zero): counted again on a count repaired by
+ * now, else as the first request of a new window of `ARGV[1]` ms. Answers as a hit does.
  */
 export const REPAIR_SCRIPT = `local count = redis.pcall('incr', KEYS[1])
 if type(count) ~= 'number' or count < 1 then
@@ -37,13 +31,9 @@ return {count, ttl}`;
 export const REPAIR_SHA = createHash('sha1').update(REPAIR_SCRIPT).digest('hex');
 
 /**
- * What the scripts of an endpoint's limits share: Redis' time, the window kind (ARGV[1]), and `read`, which answers a
- * limit's count on its key and the milliseconds until it frees a request, or nil for a key with no window running.
- * A sliding limit's requests that left the window are dropped first, as a request would drop them. A key that holds
- * what no instance writes there (another program's value: another type, a time or a count that is no whole number
- * from zero to 2^53, as REPAIR_SCRIPT finds for a fixed window's hit) is deleted and read as none: its client begins
- * a new window, exactly, instead of failing every request. A fixed window's count left without an expiry (a client
- * stopped between its `INCR` and its `PEXPIRE`) is given its window, as HEAL_SCRIPT gives it.
+ * What the limits scripts share: Redis' time, the window kind (ARGV[1]), and `read`, a limit's count and the ms until
+ * it frees a request. A key that holds another program's value is deleted and read as none, so its client is not
+ * refused forever; a fixed count left without an expiry gets its window, as HEAL_SCRIPT gives it.
  */
 const WINDOWS_COMMON = `local t = redis.call('time')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
@@ -84,13 +74,9 @@ end
 `;
 
 /**
- * One request on the limits of an endpoint (sliding windows, or several limits), all or none: KEYS are one key per
- * limit, ARGV the window kind (`s`liding or `f`ixed), then each limit and its window in milliseconds. Times are
- * Redis' own (`TIME`), so that instances with skewed clocks agree. A sliding limit's key is a list of the times of
- * the requests counted, oldest first: those at or before `now - window` are dropped, and the request passes while
- * fewer than `limit` are left. A fixed limit's key is a count that expires at the end of its window. The request is
- * counted on every key only when every limit allows it. Answers each limit's count (`limit + 1` for one that
- * refused) and the milliseconds until it frees a request.
+ * One request on an endpoint's limits, all or none, on Redis' clock: KEYS one per limit, ARGV the window kind, then
+ * each limit and its window (ms). A sliding limit's key lists its requests' times. Answers each limit's count
+ * (`limit + 1` where it refused) and the ms until it frees a request.
  */
 export const LIMITS_SCRIPT = `${WINDOWS_COMMON}local n = #KEYS
 local counts, waits, allowed = {}, {}, true
@@ -123,11 +109,7 @@ end
 return answer`;
 export const LIMITS_SHA = createHash('sha1').update(LIMITS_SCRIPT).digest('hex');
 
-/**
- * The state of an endpoint's limits for one client, read without counting (LIMITS_SCRIPT's first half): KEYS and
- * ARGV as LIMITS_SCRIPT's. A sliding limit's requests that left the window are dropped, as a request would drop them.
- * Answers each limit's count and the milliseconds until it frees a request (0 with none counted).
- */
+/** LIMITS_SCRIPT's read without counting, with its KEYS and ARGV: each count and ms until it frees one (0: none). */
 export const PEEK_SCRIPT = `${WINDOWS_COMMON}local answer = {}
 for i = 1, #KEYS do
   local count, wait = read(KEYS[i], tonumber(ARGV[2 * i + 1]))
@@ -141,10 +123,8 @@ export const FORGET_SCRIPT = `return redis.call('del', unpack(KEYS))`;
 export const FORGET_SHA = createHash('sha1').update(FORGET_SCRIPT).digest('hex');
 
 /**
- * What the scripts that change the state begin with: ARGV[1] is the latest time (Redis' clock, epoch ms) at which the
- * change may be taken, or '' for any; it is taken off ARGV, so that the script reads its own arguments from ARGV[1].
- * A change that arrives later (a Redis that was paused, a command that waited in a client's queue) is refused whole,
- * answering `{'late'}`.
+ * What the changing scripts begin with: ARGV[1], taken off ARGV, is the latest Redis time at which the change may be
+ * taken ('' for any); a later one is refused whole with `{'late'}`.
  */
 const GUARD = `local notAfter = table.remove(ARGV, 1)
 if notAfter ~= '' then
@@ -154,25 +134,9 @@ end
 `;
 
 /**
- * `changeRecords(record, changes, ends, history, args, at)`: changes of records of the runtime state, in one step with
- * what follows from them. The keys are the records' hash, the changes (a sorted set: each changed field, by the
- * sequence number of its last change), the ends (a sorted set: each record that ends, by its end) and the history.
- * `args` from `at` on: the instance's clock, a new epoch (taken when the hash has none), the history's length, the
- * changes kept, the ended records dropped per change, how many changes; then, for each, the field, the value (''
- * removes), the end ('' for never), when ('always', 'absent' or 'sha1'), the SHA-1 of the text expected for 'sha1',
- * the history entry ('' for none).
- *
- * A change that applies writes the record with the next sequence number as its JSON's first member; every field the
- * step changes takes that one number. A few ended records are dropped each time, and the changes kept are trimmed to
- * the newest; both count as changes (so that a follower's copy drops them too), and `#floor` says up to which sequence
- * number changes were trimmed: a follower behind it reads the whole hash.
- *
- * A server that was promoted from replica (a failover: Redis gives it a new `master_replid` and keeps the history it
- * continues as `master_replid2`) may lack the last changes of the server it replaced: at its first change, `#copy` is
- * marked anew, so that every instance reads the state whole and compares it with what it knew, and `#forked` says the
- * sequence number the copy had then (its own changes come after it). Every step is O(log n) in the records kept.
- * Answers the sequence number, the epoch, then each change's: whether it applied, the text before (of a record in
- * force), the text after.
+ * `changeRecords(record, changes, ends, history, args, at)`; `args` from `at`: clock, epoch, history length, changes
+ * kept, ended per change, count, then each change's field, value, end, when, SHA-1, history entry ('' for none). A
+ * failover's new master marks `#copy` (`#forked`), so instances reread the state. Answers seq, epoch, each change's.
  */
 const CHANGE_LIB = `local function changeRecords(record, changes, ends, history, args, at)
   local now, newEpoch, historyLength = tonumber(args[at]), args[at + 1], tonumber(args[at + 2])
@@ -253,27 +217,18 @@ const CHANGE_LIB = `local function changeRecords(record, changes, ends, history,
 end
 `;
 
-/**
- * Changes of records of the runtime state, all in one step (see CHANGE_LIB): KEYS are the records' hash, the changes,
- * the ends and the history; ARGV the latest time it may be taken (GUARD), then CHANGE_LIB's arguments.
- */
+/** CHANGE_LIB as a script: KEYS its four keys; ARGV the GUARD time, then its arguments. */
 export const CHANGE_SCRIPT = `${GUARD}${CHANGE_LIB}return changeRecords(KEYS[1], KEYS[2], KEYS[3], KEYS[4], ARGV, 1)`;
 
 /** Removes one entry of the history (KEYS[1]) equal to ARGV[2], unless it comes late (GUARD). */
 export const REMOVE_HISTORY_SCRIPT = `${GUARD}return redis.call('lrem', KEYS[1], 1, ARGV[1])`;
 
-/**
- * Redis' clock, `TIME`, on the server that holds KEYS[1] (a Cluster's node of the runtime state): what the scripts'
- * GUARD reads, so that an instance gives them times on it.
- */
+/** Redis' `TIME` on the node of KEYS[1], which GUARD reads. */
 export const CLOCK_SCRIPT = `return redis.call('time')`;
 
 /**
- * The grant requests' Redis keys, in the order every request script takes them (all on the runtime hash tag): the
- * records (a hash), the sequence number, the pending ones and the decided ones (sorted sets by sequence number) and
- * their ends (sorted sets by end), two lexicographic indexes (pending ones by client key and network; every one by
- * client key and network, then sequence number), the groups (a sorted set of how many each has), every one by group
- * then sequence number (lexicographic), and each one's index entries (a hash).
+ * The grant requests' keys, in the order every request script takes them: records, sequence, pending and decided,
+ * their ends, the two lexicographic indexes, the groups, the requests by group, each one's index entries.
  */
 export const REQUEST_KEYS = [
   'requests',
@@ -337,19 +292,9 @@ end
 const REQUEST_LIBS = `${GUARD}${REQUEST_COMMON}${REQUEST_INDEXING}${CHANGE_LIB}`;
 
 /**
- * A change of the grant requests, every step O(log n) in the requests kept, refused when it comes late (GUARD: the
- * first argument). ARGV[1] is then the change:
- *
- * `file`, id, value (without seq), client key, network ('' for none), group, end, now, pending per key, pending per
- * network, most kept, ended dropped per call: files a new pending request unless its key or its network has as many
- * pending as it may (their ended ones dropped first); with the most kept, one is dropped first (an ended one, else
- * the oldest of the group with the most); answers 'done', 'key', 'network' or 'conflict' (the id is taken).
- *
- * `put`, id, value, expected, status, client key, network, group, end, now, ended dropped per call: writes `value`
- * over `expected` (a decision, or one undone), with the next sequence number unless it has one; answers the text
- * written, or '' when the request holds another value. With the runtime state's four keys after the requests' (KEYS[12]
- * to KEYS[15]) and CHANGE_LIB's arguments after its own, it changes those records too, in the same step, when the
- * request held `expected`: answers the text written, then CHANGE_LIB's answer.
+ * A change of the grant requests after GUARD: ARGV[1] `file` (id, value, key, network, group, end, now, per key, per
+ * network, most, ended per call) or `put` (id, value, expected, status, key, network, group, end, now, ended per call;
+ * with KEYS[12] to KEYS[15] and CHANGE_LIB's arguments, records change in the same step).
  */
 export const REQUEST_CHANGE_SCRIPT = `${REQUEST_LIBS}local function dropEnded(now, n)
   for _, z in ipairs({PE, DE}) do
@@ -412,10 +357,8 @@ index(id, seq, 'pending', key, net, group, ends)
 return 'done'`;
 
 /**
- * Reads of the grant requests, a page at a time. ARGV[1] is the read: `page`, status, offset, limit, now: how many
- * of that status are kept and not ended, then the rows from `offset` (pending ones oldest change first, past the
- * ended ones, which are the oldest; decided ones newest first); `find`, 'k' or 'n', client key or network, limit:
- * its requests, newest change first.
+ * Reads of the grant requests. ARGV[1]: `page`, status, offset, limit, now (how many are in force, then the rows);
+ * `find`, 'k' or 'n', key or network, limit (newest change first).
  */
 export const REQUEST_READ_SCRIPT = `${REQUEST_COMMON}local ids, answer = {}, {}
 if ARGV[1] == 'page' then

@@ -23,10 +23,8 @@ import { REQUEST_KEYS } from './scripts.js';
 const REFRESH_MS = 250;
 
 /**
- * Fields of the records' hash that are the state's own, not records (their names start with `#`). `#copy` is marked
- * anew by the first instance that finds the state replaced by a copy behind it (its sequence number went back), so
- * that every instance reads that copy whole as a replaced state, even one that reads it only after new changes have
- * brought the sequence number past where it was.
+ * The hash's own fields (`#…`). `#copy` is marked anew by the first instance that finds a copy behind the state in
+ * its place, so that every instance reads it whole, even after new changes moved the sequence number past.
  */
 const META = ['#epoch', '#seq', '#floor', '#copy'];
 
@@ -37,13 +35,9 @@ function counted(value: string | null | undefined): number {
 }
 
 /**
- * The runtime state in Redis, under the store's prefix, on one hash tag so that a Cluster keeps it on one node: the
- * records' hash (`#epoch`, `#seq` and `#floor` besides the records), the changes and the ends (sorted sets), the
- * history (a list) and the grant requests (a hash, and its sequence number). Each instance reads the hash's
- * `#epoch`, `#seq`, `#floor` and `#copy` every REFRESH_MS, in one command; when the sequence number moved on, the
- * fields changed since its last read and their values, two more; when the epoch or the copy is another, the sequence
- * number went back (below what an instance read, or what this process's own changes took), or the instance is behind
- * the changes kept, the whole hash. Every change is sent with the latest time Redis may take it at (see redisClock).
+ * The runtime state in Redis, on one hash tag (one Cluster node): the records' hash, the changes and ends, the
+ * history and the grant requests. Each instance reads `#epoch`, `#seq`, `#floor` and `#copy` every REFRESH_MS, then
+ * what changed, or the whole hash when the state is another or it fell behind the changes kept.
  */
 export function redisState(
   redis: StateCommands,
@@ -78,17 +72,10 @@ export function redisState(
 
 /** How long a measure of Redis' clock is trusted before a change that has a time measures it again. */
 const CLOCK_KEPT_MS = 60_000;
-/**
- * A measure whose round trip took longer is used for its own change only: Redis was slow to answer it (paused, or
- * busy), and its error, taken off each change's latest time, would make the next changes refused as late.
- */
+/** A measure of Redis' clock that took longer (Redis paused or busy) serves its own change only. */
 const CLOCK_KEPT_ROUND_TRIP_MS = 250;
 
-/**
- * Redis' clock as this process knows it, measured with `TIME` on the server of the runtime state against this
- * process's monotonic clock (`performance.now()`): the scripts read Redis' own time, so a change's latest time is
- * given on it, whatever this process's clock says.
- */
+/** Redis' clock against `performance.now()`: a change's latest time is given on the clock the scripts read. */
 function redisClock(redis: StateCommands, key: string) {
   let known: { offset: number; error: number; at: number } | undefined;
   return {
@@ -173,10 +160,7 @@ function changeResults(answer: readonly unknown[], at: number, n: number): Chang
   });
 }
 
-/**
- * One change of the state: its records by CHANGE_SCRIPT, or, with a grant request's decision, by the request script,
- * which changes the records in the same step when the request holds what it expected.
- */
+/** One change: by CHANGE_SCRIPT, or with a grant request's decision by the request script, in one step. */
 async function changeState(
   redis: StateCommands,
   { record, changes, ends, history }: StateKeys,
@@ -237,10 +221,7 @@ async function readWhole(
   ];
 }
 
-/**
- * What changed since `known`, in plain reads, not scripts (what an instance reads in the background is told apart
- * from what requests cost): nothing, the fields changed since, or the whole hash when the state is another.
- */
+/** What changed since `known`, in plain reads: nothing, the fields changed, or the whole hash. */
 async function readState(
   redis: StateCommands,
   { record, changes }: StateKeys,
@@ -283,11 +264,7 @@ async function readState(
   ];
 }
 
-/**
- * An instance following the state: a read every REFRESH_MS, and `sync()` on demand. Reads run one after another: a
- * sync() reads after every read begun before it. The calls made while a read waits for its turn share it, so that
- * however many ask at once, at most two reads are under way.
- */
+/** An instance following the state: a read every REFRESH_MS, and `sync()`; calls share reads, two at most. */
 function follower(
   read: (known: Position | undefined) => Promise<[StateUpdate, Position] | undefined>,
   apply: (update: StateUpdate) => void,

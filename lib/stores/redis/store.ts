@@ -1,29 +1,28 @@
 // The Redis store: counters shared by every app instance, a bounded wait, and a chosen fallback while Redis fails.
 import { RateLimiterRedis } from 'rate-limiter-flexible';
 import { MAX_TIMER_MS, show } from '../../shared/check.js';
-import { type CountsAsync, type Hit, hitOf, msLeftOf, peekOf } from '../adapter.js';
+import { peekOf } from '../rlf.js';
 import { GlideLimiter } from './glide.js';
+import type { Count, CounterSpec, CountsLimitsAsync, LimitsSpec, Store, StoreFailurePolicy } from '../store.js';
+import { type Counter, type Counts, storeWith } from '../counter.js';
 import {
-  type Count,
-  type CounterCapabilities,
-  type CounterSpec,
-  type CountsLimitsAsync,
-  type LimitsSpec,
-  type Store,
-  type StoreCounter,
-  type StoreFailurePolicy,
-  storeOf,
-} from '../store.js';
-import { check, type LimitsScripts, kindOf, hitsOf, commandsOf, limitsScriptsOf } from './clients.js';
+  check,
+  type Hit,
+  type LimitsScripts,
+  kindOf,
+  hitsOf,
+  commandsOf,
+  limitsScriptsOf,
+  msLeftOf,
+} from './clients.js';
 import { connectionWatch } from './connected.js';
 import { redisState } from './state.js';
 import { routesOf } from './routes.js';
 import { DEFAULT_CALL_TIMEOUT_MS } from '../call-bound.js';
 
 /**
- * An ioredis (or iovalkey) `Redis` or `Cluster` client, a node-redis (v4 or later) client or cluster, or a Valkey
- * GLIDE `GlideClient` or `GlideClusterClient`. Typed loosely, so that none of these packages is needed to compile:
- * the package loads none of them, it only uses the client it is given.
+ * An ioredis (or iovalkey) `Redis` or `Cluster`, a node-redis (v4 or later) client or cluster, or a Valkey GLIDE
+ * `GlideClient` or `GlideClusterClient`; typed loosely, as the package loads none of them.
  */
 export type RedisClient = { eval(...args: never[]): unknown } | { customCommand(...args: never[]): unknown };
 
@@ -33,28 +32,22 @@ export type RedisFailureMode = StoreFailurePolicy['onFailure'];
 /** Options of {@link redisStore}. */
 export interface RedisStoreOptions {
   /**
-   * Namespace of every key, `<prefix>:<counter name>:<client key>`. Apps (and the two listings) that share one
-   * Redis need one prefix each, or they share counters. Default: `'listing-limits'`.
+   * Namespace of every key: apps (and listings) sharing one Redis need one prefix each. Default: `'listing-limits'`.
    */
   prefix?: string;
   /**
-   * Longest wait for Redis, in milliseconds, of one whole request (every Redis call it makes), counted while this
-   * process waits with nothing else to do (up to 5 × `timeoutMs` however busy it is): a request that Redis has not
-   * answered by then is handled as `onFailure` says. Default: `200`.
+   * Longest wait (ms) of one whole request for Redis, counted while this process is idle (at most 5 × `timeoutMs`);
+   * then `onFailure` applies. Default: `200`.
    */
   timeoutMs?: number;
   /**
-   * What a request gets while Redis is down, unreachable or slower than `timeoutMs`:
-   * `'memory'` counts it in this process's memory (the limits hold per instance until Redis is back),
-   * `'open'` lets it through uncounted and without rate-limit headers,
-   * `'closed'` answers `503` with a JSON body. Default: `'memory'`.
+   * What a request gets while Redis fails or is slower than `timeoutMs`: `'memory'` counts it in this process,
+   * `'open'` lets it through uncounted and without headers, `'closed'` answers `503`. Default: `'memory'`.
    */
   onFailure?: RedisFailureMode;
   /**
-   * Longest wait for Redis, in milliseconds, of one operator's call in all (`ban()`, `grant()`, `usage()`, a grant
-   * request's decision, a load of the pages): then it rejects with a `ListingLimitsError` of code
-   * `ERR_STORE_UNAVAILABLE` (a page answers 503), and nothing of it is changed: a change that reaches Redis after
-   * three quarters of it is refused there. Default: `2000`.
+   * Longest wait (ms) of an operator's call (`ban()`, `usage()`, a page's load): then it rejects with
+   * `ERR_STORE_UNAVAILABLE` and changes nothing. Default: `2000`.
    */
   callTimeoutMs?: number;
 }
@@ -88,13 +81,13 @@ function checkOptions(options: unknown): Required<RedisStoreOptions> {
 }
 
 /**
- * The Redis counter of an endpoint's limits: one LIMITS_SCRIPT run per request, on one key per limit,
- * `<prefix>:<counter name>:{<client key>}:<s|f><window seconds>`. The client key is the keys' hash tag, so that a
- * Cluster keeps the keys of one request on one slot.
+ * The Redis counter of an endpoint's limits: one LIMITS_SCRIPT a request, on `<prefix>:<name>:{<client key>}:<s|f>
+ * <seconds>`, the client key a hash tag so that a Cluster keeps a request's keys on one slot.
  */
-class RedisLimits implements CountsLimitsAsync, StoreCounter<readonly Count[]> {
+class RedisLimits implements CountsLimitsAsync, Counter {
   readonly countsAsync = true;
-  readonly capabilities: CounterCapabilities = ASYNC;
+  readonly now = false;
+  readonly reads = true;
   readonly #prefix: string;
   readonly #suffixes: readonly string[];
   readonly #args: readonly string[];
@@ -121,6 +114,10 @@ class RedisLimits implements CountsLimitsAsync, StoreCounter<readonly Count[]> {
   }
 
   count(key: string): Promise<readonly Count[]> {
+    return this.hit(key);
+  }
+
+  hit(key: string): Promise<Counts> {
     return this.scripts.count(this.#keys(key), this.#args as string[]).then((answer) => {
       const now = Date.now();
       return this.#windows.map((windowMs, i) => ({
@@ -145,13 +142,10 @@ class RedisLimits implements CountsLimitsAsync, StoreCounter<readonly Count[]> {
   }
 }
 
-/** What the Redis store's counters can do: count in one command, and read and forget keys. */
-const ASYNC: CounterCapabilities = { countsNow: false, reads: true };
-
 /** rate-limiter-flexible's Redis limiter, whose hits run the store's own script in one command. */
-class RedisLimiter extends RateLimiterRedis implements CountsAsync, StoreCounter<Count> {
-  readonly countsAsync = true;
-  readonly capabilities: CounterCapabilities = ASYNC;
+class RedisLimiter extends RateLimiterRedis implements Counter {
+  readonly now = false;
+  readonly reads = true;
   readonly route: ((key: string) => string) | undefined;
 
   constructor(
@@ -163,11 +157,11 @@ class RedisLimiter extends RateLimiterRedis implements CountsAsync, StoreCounter
     this.route = routes && ((key) => routes(this.getKey(key)));
   }
 
-  count(key: string): Promise<Count> {
-    return hitOf(this.hits, this.getKey(key), this.duration);
+  hit(key: string): Promise<Counts> {
+    return this.hits(this.getKey(key), this.duration * 1000);
   }
 
-  peek(key: string): Promise<Count | undefined> {
+  peek(key: string): Promise<Counts> {
     return peekOf(this, key);
   }
 
@@ -177,17 +171,9 @@ class RedisLimiter extends RateLimiterRedis implements CountsAsync, StoreCounter
 }
 
 /**
- * A store that counts in Redis, so that every app instance shares each counter. Two plain commands per counted
- * request (`INCR` and `PTTL`), none for a client Redis has already refused in the window. Keys are
- * `<prefix>:<counter name>:<client key>`, where the client key is a hash of the Authorization value or the client
- * IP, never the credential itself.
- * No request waits for Redis longer than `timeoutMs` of idle waiting, all its Redis calls together (time this
- * process is busy does not count, up to 5 × `timeoutMs`); while Redis fails, requests
- * are handled as `onFailure` says, and counting returns to Redis by itself once the client has reconnected.
- *
- * The client is yours to create, connect and close; give an ioredis or node-redis client an `'error'` listener, as
- * both packages ask (a node-redis client without one is refused, since it would crash the process when Redis goes
- * away). A GLIDE client has no events, and needs none.
+ * A store that counts in Redis, shared by every instance: `INCR` and `PTTL` per request, none for a client already
+ * refused in its window. A request waits at most `timeoutMs`; while Redis fails, `onFailure` applies. The client is
+ * yours to create, connect and close; give ioredis and node-redis clients an `'error'` listener.
  */
 export function redisStore(client: RedisClient, options?: RedisStoreOptions): Store {
   const kind = kindOf(client);
@@ -217,15 +203,5 @@ export function redisStore(client: RedisClient, options?: RedisStoreOptions): St
   const scripts = limitsScriptsOf(client, kind);
   const limits = (spec: LimitsSpec) => new RedisLimits(prefix, spec, scripts, routes);
   const watchConnection = connectionWatch(client, kind, prefix, onFailure);
-  return storeOf(
-    {
-      capabilities: { limits: true },
-      counter,
-      limits,
-      state,
-      failure: { timeoutMs, onFailure, callTimeoutMs },
-      watchConnection,
-    },
-    { limiter: counter, limits },
-  );
+  return storeWith({ state, failure: { timeoutMs, onFailure, callTimeoutMs }, watchConnection }, counter, limits);
 }
