@@ -115,7 +115,7 @@ function syntaxOf(syntax: HeaderSyntax): Syntax {
  * Sets every rate-limit header of a counted response, for the client of key `key`. Returns the milliseconds until
  * the reset the legacy fields show, which `Retry-After` must not point before.
  */
-export type SetHeaders = (
+type SetHeaders = (
   res: ServerResponse,
   template: HeaderTemplate,
   remaining: number,
@@ -125,7 +125,7 @@ export type SetHeaders = (
 ) => number;
 
 /** Sets the headers of an endpoint of several limits, each limit's as {@link SetHeaders} stacks them. */
-export type SetLimitsHeaders = (
+type SetLimitsHeaders = (
   res: ServerResponse,
   limits: readonly { readonly limit: number; readonly headers: HeaderTemplate }[],
   counts: readonly { readonly count: number; readonly resetAt: number }[],
@@ -134,7 +134,7 @@ export type SetLimitsHeaders = (
 ) => number;
 
 /** The header writer of a syntax, made once per middleware. */
-export interface HeaderWriter {
+interface HeaderWriter {
   readonly one: SetHeaders;
   readonly several: SetLimitsHeaders;
 }

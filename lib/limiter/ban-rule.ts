@@ -1,6 +1,7 @@
 // Bans for circumventing the limits (rule 5): option `ban`, checked and compiled into the steps that ban and refuse.
 import type { Checker } from '../shared/check.js';
-import { type Context, GOING, refuseBanned, type Step } from './context.js';
+import { type Context, GOING, type Step } from './context.js';
+import { refuseBanned } from './refusals.js';
 import type { Counter } from '../stores/counter.js';
 import { counterOf } from './endpoint.js';
 import { type ClientKind, tokenEnd } from '../contract/keys.js';

@@ -93,23 +93,16 @@ function readsSocket(req: Request): boolean {
 /** What identification answers when `invalidToken: 'reject'` refuses a token that `authenticate` did not accept. */
 export const REJECTED = Symbol('token rejected');
 
-export type Identify = (req: Request) => Client | typeof REJECTED | Promise<Client | typeof REJECTED>;
+type Identify = (req: Request) => Client | typeof REJECTED | Promise<Client | typeof REJECTED>;
 
 export const identifyOptions = ['key', 'authenticate', 'invalidToken', 'ipv6Subnet'] as const;
-
-/** The identification of clients, compiled: who a request is counted for, and how its address is keyed. */
-interface Identification {
-  readonly identify: Identify;
-  /** The key of an address as the requests are counted: IPv4-mapped folded, IPv6 by `ipv6Subnet`. */
-  readonly ipOf: IpKey;
-}
 
 /**
  * Compiles the identification of clients (options `key`, `authenticate`, `invalidToken`, `ipv6Subnet`). It answers the
  * client, or REJECTED when `authenticate` refused the token and `invalidToken` is `'reject'`; without `authenticate`,
  * every token is taken as given. Synchronous unless `key` or `authenticate` is given.
  */
-export function compileIdentify(check: Checker, options: ListingLimitsOptions, cacheMs: number): Identification {
+export function compileIdentify(check: Checker, options: ListingLimitsOptions, cacheMs: number) {
   const { key, authenticate, invalidToken } = options;
   const ipv6Subnet = options.ipv6Subnet ?? 64;
   if (ipv6Subnet !== false && !(Number.isInteger(ipv6Subnet) && ipv6Subnet >= 1 && ipv6Subnet <= 128)) {
@@ -132,7 +125,7 @@ export function compileIdentify(check: Checker, options: ListingLimitsOptions, c
     check.invalid('options.invalidToken', 'needs options.authenticate, which decides what is invalid.');
   const known = remembered((ip) => ipKey(ip, ipv6Subnet));
   const ipOf: IpKey = (ip) => (ip ? known(ip) : ipKey(undefined, ipv6Subnet));
-  return { identify: identifyOf(key, authenticate, invalidToken === 'reject', ipOf, cacheMs), ipOf };
+  return { identify: identifyOf(key, authenticate, invalidToken === 'reject', ipOf, cacheMs), ipOf, ipv6Subnet };
 }
 
 /** Who a request is counted for, by the options of identification, checked. */
