@@ -52,10 +52,7 @@ export function tableOf(
   return { samples, match, leading };
 }
 
-/**
- * Called with each request that matches no row: under a mount path its table's paths start with, Express takes that
- * path off `req.path` and no row can match. Requests of an app that mounts the limiter at its root cost one read.
- */
+/** Called with each request that matches no row: Express takes the mount path off `req.path`. */
 export function mountWarning(table: Table, warn: Warn): (req: Request) => void {
   const tell = once((base: string) =>
     warn(
@@ -71,7 +68,7 @@ export function mountWarning(table: Table, warn: Warn): (req: Request) => void {
   };
 }
 
-/** What a check reads of Express' router, the same in Express 4 and 5: its layers, their paths, routes and routers. */
+/** What a check reads of a layer of Express' router, 4 or 5. */
 interface Layer {
   readonly handle?: { readonly stack?: unknown };
   readonly route?: { readonly path?: unknown; readonly methods?: Record<string, boolean | undefined> };
@@ -107,7 +104,7 @@ function routerOf(app: unknown): readonly Layer[] | undefined {
   return stackOf(a._router) ?? stackOf(a.router);
 }
 
-/** Where the middleware is in a router: each router from the app's down to its own, and its layer's index in each. */
+/** Where the middleware is: each router from the app's down to its own, and its layer's index in each. */
 type Chain = { readonly layers: readonly Layer[]; readonly at: number }[];
 
 function chainTo(layers: readonly Layer[], middleware: unknown, depth: number): Chain | undefined {
@@ -122,9 +119,8 @@ function chainTo(layers: readonly Layer[], middleware: unknown, depth: number): 
 }
 
 /**
- * The route among `layers` that answers `method path` before the middleware could: a route of this very endpoint
- * (its path is one the table's matcher takes for it, so that a catch-all such as `app.all('*', cors)` is not one),
- * found as Express finds it, routers within routers included.
+ * The route among `layers` that answers `method path` before the middleware could: one whose own path the table
+ * matches to this endpoint, so that a catch-all such as `app.all('*', cors)` is not one.
  */
 function answeredBy(
   layers: readonly Layer[],
@@ -158,9 +154,8 @@ function answeredBy(
 }
 
 /**
- * The table's endpoints that routes before the middleware answer, each with such a route's path; undefined when the
- * app does not hold the middleware. Looked for in the router that holds the middleware, and in the routers around it,
- * as long as the middleware and each router between are mounted at `/`, so that the routes see the path it sees.
+ * The table's endpoints that routes before the middleware answer, each with its route; undefined when the app does not
+ * hold the middleware. Routers around it count while each between is mounted at `/`, seeing the path it sees.
  */
 function shadowed(app: unknown, middleware: unknown, table: Table): string[] | undefined {
   const root = routerOf(app);
@@ -209,9 +204,8 @@ function onFinished(message: unknown): void {
 }
 
 /**
- * Looks, at the first response of the app that holds `middleware`, for routes before it that answer endpoints of its
- * table, and tells `warn` of them once (code `LISTING_LIMITS_MOUNT_ORDER`). Costs each response of the process one
- * call while it waits (at most {@link PATIENCE} responses of other apps), nothing after. Answers what stops it.
+ * At the first response of the app that holds `middleware`, warns of routes before it that answer its table's
+ * endpoints. Each response costs one call until then (or {@link PATIENCE} of other apps). Answers what stops it.
  */
 export function watchMountOrder(middleware: unknown, table: Table, warn: Warn): () => void {
   const check: Pending = {
