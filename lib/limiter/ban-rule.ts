@@ -100,8 +100,7 @@ export class BanRule {
   }
 
   #deadline(ctx: Context): Deadline | undefined {
-    if (this.#waiting) ctx.deadline ??= this.#waiting.start();
-    return ctx.deadline;
+    return ctx.within(this.#waiting);
   }
 
   /**

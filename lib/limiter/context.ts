@@ -6,7 +6,7 @@ import type { CompiledEndpoint } from './endpoint.js';
 import type { Client } from './identify.js';
 import type { Outcome } from './observe/metrics.js';
 import type { RateLimitInfo } from './types.js';
-import type { Deadline } from '../stores/waiting.js';
+import type { Deadline, Waiting } from '../stores/waiting.js';
 
 /** Where a request stands: still going through the steps, let through, or answered by a step. */
 export const GOING = 0;
@@ -20,7 +20,7 @@ export class Visit {
   state: typeof GOING | typeof PASSED | typeof ANSWERED = GOING;
   /** For the metrics; undefined for a request that is not counted (skipped, 401). */
   outcome: Outcome | undefined = undefined;
-  /** The request's one deadline for a store with a failure policy, made at its first store call. */
+  /** See {@link within}. */
   deadline: Deadline | undefined = undefined;
 
   constructor(
@@ -30,6 +30,12 @@ export class Visit {
     /** The `endpoint` label of the metrics: the table's row, whatever grant moves the request. */
     readonly row: string,
   ) {}
+
+  /** The request's one deadline, made at its first store call; undefined for a store without a failure policy. */
+  within(waiting: Waiting | undefined): Deadline | undefined {
+    if (waiting) this.deadline ??= waiting.start();
+    return this.deadline;
+  }
 }
 
 /** A request on a row of the table, counted and answered. */

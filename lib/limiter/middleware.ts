@@ -84,9 +84,8 @@ function banStep(config: Config): Step<Visit> {
     const ready = cache.ready;
     if (ready === undefined) return void refuseBanned(cache, ctx);
     const refuse = () => void refuseBanned(cache, ctx);
-    if (!waiting) return ready.then(refuse);
-    ctx.deadline ??= waiting.start();
-    return ctx.deadline.race(ready).then(refuse, refuse);
+    const deadline = ctx.within(waiting);
+    return deadline ? deadline.race(ready).then(refuse, refuse) : ready.then(refuse);
   };
 }
 
