@@ -93,15 +93,7 @@ export function checkGrant(check: Checker, grant: unknown, at: string, table: Gr
 }
 
 /** Grants compiled: the step of the request path, and what reading a client's counters without a request needs. */
-export interface CompiledGrants {
-  readonly step: Step;
-  /** A client's grant known without a request (runtime, the option's, a lookup's kept answer). */
-  known(client: Client): Grant | undefined;
-  /** The endpoint a limited grant counts a client on: the table's, or a variant of it made once. */
-  variant(base: CompiledEndpoint, grant: Exclude<Grant, 'unlimited'>): CompiledEndpoint;
-  /** The variants of an endpoint made so far. */
-  variantsOf(base: CompiledEndpoint): CompiledEndpoint[];
-}
+export type CompiledGrants = ReturnType<typeof compileGrants>;
 
 /**
  * The step that moves a granted client onto its own endpoint, made once per grant and endpoint (or lets an unlimited
@@ -120,7 +112,7 @@ export function compileGrants(
     /** The grants made at runtime, which win over the option's. */
     cache: RecordCache;
   },
-): CompiledGrants {
+) {
   const { grants } = options;
   if (
     grants !== undefined &&
@@ -192,15 +184,18 @@ export function compileGrants(
     } else ctx.endpoint = variant(ctx.endpoint, grant);
   };
   const { cache } = context;
+  const step: Step = (ctx) => {
+    const grant = cache.grantOf(ctx.client) ?? find(ctx.client, ctx);
+    if (grant instanceof Promise) return grant.then((g) => apply(ctx, g));
+    apply(ctx, grant);
+  };
   return {
-    step: (ctx) => {
-      const grant = cache.grantOf(ctx.client) ?? find(ctx.client, ctx);
-      if (grant instanceof Promise) return grant.then((g) => apply(ctx, g));
-      apply(ctx, grant);
-    },
-    known: (client) => cache.grantOf(client) ?? known(client),
+    step,
+    /** A client's grant known without a request (runtime, the option's, a lookup's kept answer). */
+    known: (client: Client) => cache.grantOf(client) ?? known(client),
+    /** The endpoint a limited grant counts a client on: the table's, or a variant of it made once. */
     variant,
-    variantsOf: (base) => [...variants.values()].filter((v) => v.name.startsWith(`${base.name} (`)),
+    variantsOf: (base: CompiledEndpoint) => [...variants.values()].filter((v) => v.name.startsWith(`${base.name} (`)),
   };
 }
 
