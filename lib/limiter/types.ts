@@ -168,27 +168,20 @@ export interface ListingLimitsOptions {
 }
 
 /**
- * The middleware, with the means to change bans and grants at runtime. Changes are kept in the store's runtime
- * state, so every instance sharing the store applies them (within a second with the Redis store). Bad input throws
- * a `ListingLimitsError` naming the field; with a custom store that keeps no runtime state, `ban()`, `grant()` and
- * `revoke()` throw one with code `ERR_UNSUPPORTED_STORE`.
+ * The middleware, with the means to change bans and grants at runtime, on every instance sharing the store. Bad input
+ * throws a `ListingLimitsError` naming the field (`ERR_UNSUPPORTED_STORE` with a store that keeps no runtime state).
  */
 export interface ListingLimitsMiddleware extends RequestHandler {
   /** Bans a client for `duration` milliseconds (whole seconds, at most one year). Resolves true. */
   ban(client: ClientRef, options: { readonly duration: number; readonly reason?: string }): Promise<boolean>;
   /**
-   * Lifts the bans of a client, or of a key as `onBan` reported it (the client's own and, for `ip:` keys, the
-   * address's), and forgets what led to them (its refusals, its address's token count), on every instance. Resolves
-   * true when the store had a ban of it in force (or this instance had one the store could not take), false anywhere
-   * else.
+   * Lifts the bans of a client, or of a key as `onBan` reported it, and forgets what led to them. Resolves whether a
+   * ban of it was in force.
    */
   unban(client: ClientRef | string): Promise<boolean>;
   /** The bans in force, the rule's and the operators', as the store has them now. */
   bans(): Promise<ActiveBan[]>;
-  /**
-   * Gives a client a grant, which wins over the `grants` option, until `until` (a Date or epoch ms, at most one year
-   * ahead) or until revoked. Resolves true.
-   */
+  /** Gives a client a grant, which wins over the `grants` option, until `until` (at most a year) or revoked. */
   grant(
     client: ClientRef,
     grant: Grant,
@@ -200,10 +193,7 @@ export interface ListingLimitsMiddleware extends RequestHandler {
   grants(): Promise<ActiveGrant[]>;
   /** The changes of bans and grants, newest first, at most the last 1000: since a time, at most `limit`. */
   history(options?: { readonly since?: Date | number; readonly limit?: number }): Promise<ChangeEvent[]>;
-  /**
-   * The operators' bans and grants the store lost (see "When the store loses its data" in
-   * docs/bans-and-grants.md), oldest loss first.
-   */
+  /** The operators' bans and grants the store lost, oldest loss first. */
   lost(): Promise<LostRecord[]>;
   /** Applies a lost record again, as it was, until its end. Resolves false when it has ended or is gone. */
   restoreLost(id: string): Promise<boolean>;
@@ -215,23 +205,16 @@ export interface ListingLimitsMiddleware extends RequestHandler {
   removeForeign(id: string): Promise<boolean>;
   /** Stops reading bans and grants from the store in the background (the Redis store's refresh). */
   close(): void;
-  /**
-   * The client's counters on every limit of every endpoint, in table order, read without counting: the requests
-   * used and left in the window, and when it frees one. A granted client's are those of its grant (a runtime grant,
-   * a grant of the `grants` option, or a `grants` function's answer kept for its key).
-   */
+  /** The client's counters on every limit of every endpoint (of its grant's, if known), read without counting. */
   usage(client: ClientRef): Promise<EndpointUsage[]>;
   /**
-   * Clears the client's counters, on every endpoint or on `endpoint` (`<METHOD> <path>` as in the table), its grants'
-   * included; every instance forgets the refusals it remembers of it. Resolves whether one had a request counted.
+   * Clears the client's counters, its grants' included, on every endpoint or on `endpoint` (`<METHOD> <path>`).
+   * Resolves whether one had a request counted.
    */
   reset(client: ClientRef, endpoint?: string): Promise<boolean>;
   /** The grant requests of rule 6, in the store's state. */
   readonly requests: GrantRequests;
-  /**
-   * The last hour of requests in this process, per endpoint and by refused client. Counting starts at the first
-   * call (the operator's page makes it when mounted); until then the request path does not count.
-   */
+  /** The last hour of requests in this process, per endpoint and by refused client, counted from the first call on. */
   traffic(): TrafficSummary;
 }
 
