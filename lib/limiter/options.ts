@@ -57,12 +57,16 @@ function refuseLargeRows(check: Checker, rows: readonly EndpointRow[]): void {
   }
 }
 
-/** The options checked and compiled: everything the request path needs, all fields set. */
+/**
+ * The options checked and compiled: everything the request path needs, all fields set.
+ * @internal
+ */
 export type Config = ReturnType<typeof configure>;
 
 /**
  * Checks the listing and options (throws ListingLimitsError): the options no feature owns first, then each feature
  * checks and compiles its own.
+ * @internal
  */
 export function configure(listing: unknown, options: ListingLimitsOptions = {}) {
   const check = new Checker('listingLimits');
