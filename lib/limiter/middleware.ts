@@ -214,7 +214,7 @@ function respond(ctx: Context, config: Config): void {
   const retryAfter = retryAfterSeconds(Math.max(waitMs, msLeft));
   if (config.onLimit) {
     const { client } = ctx;
-    // Member by member: V8 gives each object a spread with more members makes a hidden class of its own.
+    // Member by member, not a spread, which in V8 gives every object it makes a hidden class of its own.
     const event = {
       endpoint: endpoint.name,
       limit,
