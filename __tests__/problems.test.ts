@@ -4,7 +4,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import request from 'supertest';
 import { type EndpointRow, type ListingLimitsMiddleware, type ListingLimitsOptions } from '../lib';
-import { BANNED, QUOTA_EXCEEDED } from '../lib/limiter/problems';
+import { BANNED, QUOTA_EXCEEDED } from '../lib/limiter/refusals';
 import { createApp, expressVersions } from './helpers/app';
 import { T0, useFakeClock } from './helpers/stores';
 

@@ -95,7 +95,7 @@ function syntaxOf(syntax: HeaderSyntax): Syntax {
 }
 
 /** Sets a counted response's headers; returns the ms until the reset shown, which `Retry-After` must not precede. */
-export type SetHeaders = (
+type SetHeaders = (
   res: ServerResponse,
   template: HeaderTemplate,
   remaining: number,
@@ -104,7 +104,7 @@ export type SetHeaders = (
   key: string,
 ) => number;
 
-export type SetLimitsHeaders = (
+type SetLimitsHeaders = (
   res: ServerResponse,
   limits: readonly { readonly limit: number; readonly headers: HeaderTemplate }[],
   counts: readonly { readonly count: number; readonly resetAt: number }[],
@@ -112,7 +112,7 @@ export type SetLimitsHeaders = (
   key: string,
 ) => number;
 
-export interface HeaderWriter {
+interface HeaderWriter {
   readonly one: SetHeaders;
   readonly several: SetLimitsHeaders;
 }

@@ -1,6 +1,7 @@
 // Bans for circumventing the limits (rule 5): option `ban`, checked and compiled into the steps that ban and refuse.
 import type { Checker } from '../shared/check.js';
-import { type Context, GOING, refuseBanned, type Step } from './context.js';
+import { type Context, GOING, type Step } from './context.js';
+import { refuseBanned } from './refusals.js';
 import type { Counter, Counts } from '../stores/counter.js';
 import { type CounterOf, fixedSpec } from './endpoint.js';
 import { type ClientKind, tokenEnd } from '../contract/keys.js';
@@ -17,10 +18,7 @@ const banOptionFields = ['after', 'within', 'duration', 'tokensPerIp', 'tokensWi
 /** Option `ban`, checked: where bans are enforced is known. */
 type CheckedBan = BanOptions & { readonly scope: 'site' | 'table' };
 
-/**
- * Options `ban` and `onBan`, checked: undefined without `ban`. Its `scope`, where bans are enforced, is `'site'` (every
- * request through the middleware) unless it says `'table'`.
- */
+/** Options `ban` and `onBan`, checked: undefined without `ban`. */
 export function checkBanOption(check: Checker, options: ListingLimitsOptions): CheckedBan | undefined {
   const { onBan } = options;
   if (onBan !== undefined && typeof onBan !== 'function')
@@ -54,10 +52,8 @@ export function checkBanOption(check: Checker, options: ListingLimitsOptions): C
 const oneCount = (counts: Counts): number => counts[0]?.count ?? 0;
 
 /**
- * The rule that bans (rule 5) of one middleware. A ban is decided from the value an atomic count returns (the
- * `after`-th refusal, the token that makes one too many), so requests in flight together cannot all slip past it, and
- * `onBan` fires for the one request that crossed the threshold. The ban itself is one record of the store's runtime
- * state (see Records): in force on this instance from the moment it is decided, and on the others when they read it.
+ * The ban rule of one middleware. A ban is decided from what an atomic count answers, so that requests in flight
+ * together cannot all slip past it, and `onBan` fires for the one request that crossed the threshold.
  */
 export class BanRule {
   readonly #options: BanOptions;
@@ -99,15 +95,12 @@ export class BanRule {
   }
 
   #deadline(ctx: Context): Deadline | undefined {
-    if (this.#waiting) ctx.deadline ??= this.#waiting.start();
-    return ctx.deadline;
+    return ctx.within(this.#waiting);
   }
 
   /**
-   * Before counting, with `tokensPerIp`: a token new to its address counts on the address's tokens, any other reads
-   * them; past `tokensPerIp` the address is banned (by the token that is one too many) and the request refused. The
-   * count is not reset by the ban, so the store's order decides: a request whose count or peek follows the banning
-   * count sees more than `tokensPerIp` and is refused, one before it is not.
+   * With `tokensPerIp`: a token new to its address counts on the address's tokens, any other reads them. The ban does
+   * not reset the count, so the store's order decides which requests are refused.
    */
   readonly tokens: Step = (ctx) => {
     const { client } = ctx;
@@ -140,10 +133,7 @@ export class BanRule {
     if (!this.#shadow && ctx.state === GOING) refuseBanned(this.#records.cache, ctx);
   }
 
-  /**
-   * After a refusal: the `after`-th refusal within `within` bans the client, and is itself answered as usual; a later
-   * one is refused as banned. The count is not reset by the ban, so the store's order decides which is which.
-   */
+  /** After a refusal: the `after`-th within `within` bans the client and is answered as usual; a later one gets 403. */
   strike(ctx: Context): void | Promise<void> {
     const { client } = ctx;
     const counted = this.#strikes.hit(client.key, this.#deadline(ctx));
@@ -157,11 +147,8 @@ export class BanRule {
   }
 
   /**
-   * Bans `key` (stored as `banKey`) from now on, unless this instance knows a ban of it in force. Past the threshold
-   * without crossing it (a ban that ended within the count's window, or one another instance decided and this one
-   * has not read yet), the store decides: it keeps a ban in force, else takes this one. `onBan` is told once per
-   * ban: by the request that crossed the threshold, or when the store took the ban. In shadow mode only `onBan` is
-   * told, when the threshold is crossed. The request does not wait for the store.
+   * Bans `key` (stored as `banKey`), unless a ban of it is known. Past the threshold without crossing it (another
+   * instance may have banned it), the store keeps the ban in force or takes this one; `onBan` is told once either way.
    */
   #ban(ctx: Context, key: string, banKey: string, kind: ClientKind, reason: BanInfo['reason'], crossed: boolean): void {
     const now = Date.now();
@@ -182,10 +169,7 @@ export class BanRule {
     });
   }
 
-  /**
-   * Forgets what led to the bans of `key` (its refusals, and its address's token count) on every instance, within an
-   * operator's call's bound.
-   */
+  /** Forgets what led to the bans of `key` (its refusals, its address's token count), within an operator's bound. */
   async forget(key: string, bound: CallBound): Promise<void> {
     const forgotten: Promise<unknown>[] = [resetWithin(this.#strikes, key, bound)];
     if (this.#tokens) forgotten.push(resetWithin(this.#tokens, key, bound));

@@ -1,120 +1,158 @@
-// One counted request on its way through the steps of the middleware, and the answers a step can give it.
+// One request on its way through the middleware's steps, and `req.rateLimit`, which later handlers read from it.
+import { IncomingMessage } from 'node:http';
 import type { NextFunction, Request, Response } from 'express';
 import type { Count } from '../stores/store.js';
 import type { CompiledEndpoint } from './endpoint.js';
-import { retryAfterSeconds } from '../contract/headers.js';
 import type { Client } from './identify.js';
 import type { Outcome } from './observe/metrics.js';
-import { bannedProblemBody, PROBLEM_JSON, quotaExceededBody, wantsProblem } from './problems.js';
-import type { Deadline } from '../stores/waiting.js';
-import type { RecordCache } from '../records/cache.js';
+import type { RateLimitInfo } from './types.js';
+import type { Deadline, Waiting } from '../stores/waiting.js';
 
 /** Where a request stands: still going through the steps, let through, or answered by a step. */
 export const GOING = 0;
 export const PASSED = 1;
 export const ANSWERED = 2;
 
-export interface Context {
-  readonly req: Request;
-  readonly res: Response;
-  readonly next: NextFunction;
-  /** The endpoint the request counts on: the table's row, or a granted variant of it. */
-  endpoint: CompiledEndpoint;
-  client: Client;
-  /** The endpoint counter's state after this request; of an endpoint of several limits, the most restrictive. */
-  count: Count;
-  /** Each limit's state after this request, for an endpoint of several limits; else undefined. */
-  counts: readonly Count[] | undefined;
-  /** The limit `count` is measured against: of an endpoint of several limits, the most restrictive one's. */
-  limit: number;
-  /** Whether the request is over a limit of its endpoint. */
-  refused: boolean;
-  /** The request's one deadline for a store with a failure policy; made at its first store call. */
-  deadline: Deadline | undefined;
-  state: typeof GOING | typeof PASSED | typeof ANSWERED;
-  /** What happened to the request, for the metrics; undefined for one that is not counted (skipped, 401). */
-  outcome: Outcome | undefined;
+/** A request through the middleware: identified, then refused if banned. Classes, so that each has one shape. */
+export class Visit {
+  /** Set by identification, before any step that reads it. */
+  client!: Client;
+  state: typeof GOING | typeof PASSED | typeof ANSWERED = GOING;
+  /** For the metrics; undefined for a request that is not counted (skipped, 401). */
+  outcome: Outcome | undefined = undefined;
+  /** See {@link within}. */
+  deadline: Deadline | undefined = undefined;
+
+  constructor(
+    readonly req: Request,
+    readonly res: Response,
+    readonly next: NextFunction,
+    /** The `endpoint` label of the metrics: the table's row, whatever grant moves the request. */
+    readonly row: string,
+  ) {}
+
+  /** The request's one deadline, made at its first store call; undefined for a store without a failure policy. */
+  within(waiting: Waiting | undefined): Deadline | undefined {
+    if (waiting) this.deadline ??= waiting.start();
+    return this.deadline;
+  }
+}
+
+/** A request on a row of the table, counted and answered. */
+export class Context extends Visit {
+  /** Set by the count step: of several limits, the most restrictive one's count and limit. */
+  count!: Count;
+  /** Each limit's count, for an endpoint of several limits. */
+  counts: readonly Count[] | undefined = undefined;
+  limit = 0;
+  refused = false;
+  /** As answered; -1 until the request is answered with its headers. */
+  remaining = -1;
+  resetAt = 0;
+  #rateLimit: RateLimitInfo | undefined = undefined;
+
+  constructor(
+    req: Request,
+    res: Response,
+    next: NextFunction,
+    /** The table's row, or the granted variant of it the request counts on. */
+    public endpoint: CompiledEndpoint,
+    /** The newest context of the request before this one: another middleware's. */
+    readonly prev: Context | undefined,
+    /** The middleware that took the request. */
+    readonly owner: unknown,
+  ) {
+    super(req, res, next, endpoint.name);
+  }
+
+  /** `req.rateLimit`, made when first read (most requests' never is); undefined until answered. */
+  rateLimit(): RateLimitInfo | undefined {
+    if (this.remaining < 0) return undefined;
+    const { endpoint, limit, remaining, resetAt } = this;
+    this.#rateLimit ??= { endpoint: endpoint.name, limit, remaining, resetTime: new Date(resetAt) };
+    return this.#rateLimit;
+  }
+
+  /** Keeps the answer for `req.rateLimit`; set on the request itself where no getter reads it. */
+  answered(remaining: number, resetAt: number): void {
+    this.remaining = remaining;
+    this.resetAt = resetAt;
+    const { req } = this;
+    if (holderOf(req, this.res) === req || !readsContexts(req) || Object.hasOwn(req, 'rateLimit'))
+      req.rateLimit = this.rateLimit();
+  }
 }
 
 /** A step of the request path: it reads and sets the context, and answers or lets the request through (`state`). */
-export type Step = (ctx: Context) => void | Promise<void>;
+export type Step<C extends Visit = Context> = (ctx: C) => void | Promise<void>;
 
-const MESSAGE = 'You are sending too many requests, please slow down';
-const BANNED_MESSAGE = 'You are banned from this API for circumventing its rate limits';
+/** Where a request's newest context is kept, one symbol for every copy of the package. */
+const NEWEST = Symbol.for('listing-limits.context');
 
-/** The 429 body of the original service, which its clients parse, with the seconds to wait. */
-function limitedBody(retryAfter: number): string {
-  return `{"success":false,"code":429,"message":"${MESSAGE}","retryAfter":${retryAfter}}`;
+type Holder = { [NEWEST]?: Context };
+
+/** `res.locals`, where a property costs next to nothing; one added to `req` costs about 6% of an Express request. */
+function holderOf(req: object, res: object): Holder {
+  const locals = (res as { locals?: unknown }).locals;
+  return typeof locals === 'object' && locals !== null ? locals : req;
 }
 
-export const UNAUTHORIZED_BODY = '{"success":false,"code":401,"message":"The Authorization token is not valid"}';
-
-/** The 503 of a store that fails closed, in the shape of the 429 body. */
-export const UNAVAILABLE_BODY =
-  '{"success":false,"code":503,"message":"The service is temporarily unavailable, please try again later"}';
-
-/** The 403 of a banned client: when the ban ends, and the seconds until then. */
-function bannedBody(until: number, retryAfter: number): string {
-  const end = new Date(until).toISOString();
-  return `{"success":false,"code":403,"message":"${BANNED_MESSAGE}","bannedUntil":"${end}","retryAfter":${retryAfter}}`;
+/** The request's context for the middleware `owner`; undefined when `owner` has taken it already (mounted twice). */
+export function take(req: Request, res: Response, next: NextFunction, endpoint: CompiledEndpoint, owner: unknown) {
+  const holder = holderOf(req, res);
+  const prev = holder[NEWEST];
+  for (let c = prev; c !== undefined; c = c.prev) if (c.owner === owner) return undefined;
+  const ctx = new Context(req, res, next, endpoint, prev, owner);
+  holder[NEWEST] = ctx;
+  return ctx;
 }
 
-export function sendJson(
-  ctx: Context,
-  status: number,
-  body: string,
-  retryAfter?: number,
-  type = 'application/json; charset=utf-8',
-): void {
-  const { res } = ctx;
-  ctx.state = ANSWERED;
-  res.statusCode = status;
-  if (retryAfter !== undefined) res.setHeader('Retry-After', String(retryAfter));
-  res.setHeader('Content-Type', type);
-  res.end(body);
+/** The getter of `req.rateLimit`: the newest answer of the middlewares that took the request. */
+function rateLimit(this: { res?: { locals?: Holder } }): RateLimitInfo | undefined {
+  for (let c = this.res?.locals?.[NEWEST]; c !== undefined; c = c.prev) {
+    const info = c.rateLimit();
+    if (info) return info;
+  }
+  return undefined;
 }
 
-/** The names of the policies a refused request is over, as the RateLimit fields name them. */
-function violatedPolicies({ endpoint, counts }: Context): string[] {
-  if (!counts) return [endpoint.headers.bucket];
-  return endpoint.limits.filter((limit, i) => (counts[i] as Count).count > limit.limit).map((l) => l.headers.bucket);
+/** An assignment to `req.rateLimit` (express-rate-limit's, the app's) holds until a middleware answers again. */
+function assign(this: object, value: unknown): void {
+  Object.defineProperty(this, 'rateLimit', { value, writable: true, enumerable: true, configurable: true });
 }
+
+/** Marks the getter as this package's, whichever copy (ESM or CommonJS) defined it. */
+const GETTER = Symbol.for('listing-limits.rateLimit-getter');
+Object.defineProperty(rateLimit, GETTER, { value: true });
 
 /**
- * Adds `Accept` to the response's `Vary` field, keeping what another middleware put there (`Vary: Origin` becomes
- * `Vary: Origin, Accept`): the refusals' bodies depend on `Accept`, so that a cache must not give one client's body
- * to another.
+ * Whether `req.rateLimit` of requests of prototype `proto` reads their contexts: the getter is defined once on Express'
+ * request object, the prototype of every app's, unless something on the way has a `rateLimit` of its own.
  */
-function varyOnAccept(res: Response): void {
-  const vary = res.getHeader('Vary');
-  if (vary === undefined) res.setHeader('Vary', 'Accept');
-  else if (!/(?:^|,)\s*(?:accept|\*)\s*(?:,|$)/i.test(String(vary))) res.setHeader('Vary', `${String(vary)}, Accept`);
-}
-
-/** Answers 429 to a request over the limit: the body of the original service, or problem details when asked for. */
-export function answerLimited(ctx: Context, retryAfter: number): void {
-  varyOnAccept(ctx.res);
-  if (wantsProblem(ctx.req)) {
-    const body = quotaExceededBody(MESSAGE, violatedPolicies(ctx), retryAfter);
-    sendJson(ctx, 429, body, retryAfter, PROBLEM_JSON);
-  } else sendJson(ctx, 429, limitedBody(retryAfter), retryAfter);
-}
-
-/** Refuses a client banned (or whose address is), as far as the records' cache knows: 403. Whether it was. */
-export function refuseBanned(cache: RecordCache, ctx: Context): boolean {
-  const until = cache.bannedUntil(ctx.client, Date.now());
-  if (until === undefined) return false;
-  answerBanned(ctx, until);
+function definesGetter(proto: object | null): boolean {
+  let base = proto;
+  while (base !== null && !Object.hasOwn(base, 'rateLimit')) {
+    const up = Object.getPrototypeOf(base) as object | null;
+    if (up === IncomingMessage.prototype) break;
+    base = up;
+  }
+  if (base === null) return false;
+  const existing = Object.getOwnPropertyDescriptor(base, 'rateLimit');
+  if (existing) return (existing.get as { [GETTER]?: boolean } | undefined)?.[GETTER] === true;
+  if (!Object.isExtensible(base)) return false;
+  Object.defineProperty(base, 'rateLimit', { get: rateLimit, set: assign, configurable: true });
   return true;
 }
 
-/** Answers 403 to a client banned until `until` (epoch ms): problem details when the request asks for them. */
-function answerBanned(ctx: Context, until: number): void {
-  const retryAfter = retryAfterSeconds(until - Date.now());
-  ctx.outcome = 'banned';
-  varyOnAccept(ctx.res);
-  if (wantsProblem(ctx.req)) {
-    const body = bannedProblemBody(BANNED_MESSAGE, new Date(until).toISOString(), retryAfter);
-    sendJson(ctx, 403, body, retryAfter, PROBLEM_JSON);
-  } else sendJson(ctx, 403, bannedBody(until, retryAfter), retryAfter);
+let lastProto: object | null = null;
+let lastReads = false;
+
+/** {@link definesGetter}, one comparison while requests keep one prototype (their app's request object). */
+function readsContexts(req: object): boolean {
+  const proto = Object.getPrototypeOf(req) as object | null;
+  if (proto !== lastProto) {
+    lastReads = definesGetter(proto);
+    lastProto = proto;
+  }
+  return lastReads;
 }

@@ -18,11 +18,7 @@ const grantFields = ['multiplier', 'rows'];
 
 type Limited = Exclude<Grant, typeof UNLIMITED>;
 
-/**
- * `limit × multiplier`, rounded down, computed on the multiplier's decimal digits as written (`25 × 1.16` is 29,
- * where floating point says 28.999…), at least 1. Exact however large: a grant's check refuses one past
- * LARGEST_FIELD_INTEGER.
- */
+/** `limit × multiplier` rounded down, at least 1, on the digits as written: `25 × 1.16` is 29, not 28.999…. */
 function product(limit: number, multiplier: number): bigint {
   const [digits = '0', exponent = '0'] = multiplier.toExponential().split('e');
   const [whole = '0', fraction = ''] = digits.split('.');
@@ -32,26 +28,17 @@ function product(limit: number, multiplier: number): bigint {
   return rounded < 1n ? 1n : rounded;
 }
 
-/** {@link product} as a number: a checked grant's, at most LARGEST_FIELD_INTEGER. */
-function multiplied(limit: number, multiplier: number): number {
-  return Number(product(limit, multiplier));
-}
-
-/** What a grant is checked against: the table's endpoints and rows, and the largest limit its windows can keep. */
+/** What a grant is checked against. */
 interface GrantTable {
   /** Each endpoint's shape (see rowShape) → its name, `<METHOD> <path>`. */
   readonly paths: ReadonlyMap<string, string>;
-  /** The endpoints' shapes (see rowShape). */
   readonly shapes: ReadonlySet<string>;
   readonly rows: readonly EndpointRow[];
-  /** The largest limit a granted row may have: set for sliding windows, which keep every request of the window. */
+  /** Set for sliding windows, which keep every request of the window. */
   readonly maxLimit: number | undefined;
 }
 
-/**
- * Checks a grant, as given in the options or answered by a lookup; replacement rows must replace rows of the table
- * (several rows of one endpoint, each with its own window, replace all of the endpoint's rows).
- */
+/** Checks a grant of the options or of a lookup; its rows must replace rows of the table. */
 export function checkGrant(check: Checker, grant: unknown, at: string, table: GrantTable): Grant {
   const { shapes, maxLimit } = table;
   if (grant === UNLIMITED) return grant;
@@ -103,29 +90,12 @@ export function checkGrant(check: Checker, grant: unknown, at: string, table: Gr
   return { rows };
 }
 
-/** Whether a key of the grants map is an IP address (else it is an Authorization value). */
-function isAddress(key: string): boolean {
-  return ipaddr.isValid(key);
-}
-
 /** Grants compiled: the step of the request path, and what reading a client's counters without a request needs. */
-export interface CompiledGrants {
-  readonly step: Step;
-  /**
-   * The grant of a client known without a request: a runtime grant, a grant of the `grants` option by token or
-   * address, or the answer of a `grants` function kept for its key; undefined when none is known.
-   */
-  known(client: Client): Grant | undefined;
-  /** The endpoint a limited grant counts a client on: the table's, or a variant of it made once. */
-  variant(base: CompiledEndpoint, grant: Exclude<Grant, 'unlimited'>): CompiledEndpoint;
-  /** The variants of an endpoint made so far, one per distinct grant that counted on it. */
-  variantsOf(base: CompiledEndpoint): CompiledEndpoint[];
-}
+export type CompiledGrants = ReturnType<typeof compileGrants>;
 
 /**
- * Compiles grants into the step that moves a granted client onto its own endpoint (or lets an unlimited one
- * through): a grant made at runtime first, then the `grants` option. Granted endpoints are made once per distinct
- * grant and endpoint, the first time they are used.
+ * The step that moves a granted client onto its own endpoint, made once per grant and endpoint (or lets an unlimited
+ * one through): a grant made at runtime first, then the `grants` option.
  */
 export function compileGrants(
   check: Checker,
@@ -139,7 +109,7 @@ export function compileGrants(
     /** The grants made at runtime, which win over the option's. */
     cache: RecordCache;
   },
-): CompiledGrants {
+) {
   const { grants } = options;
   if (
     grants !== undefined &&
@@ -158,7 +128,10 @@ export function compileGrants(
     let limits: Limit[];
     let label: string;
     if ('multiplier' in grant) {
-      limits = base.limits.map(({ limit, windowMs }) => ({ limit: multiplied(limit, grant.multiplier), windowMs }));
+      limits = base.limits.map(({ limit, windowMs }) => ({
+        limit: Number(product(limit, grant.multiplier)),
+        windowMs,
+      }));
       label = `x${grant.multiplier}`;
     } else {
       const rows = grant.rows.filter((r) => paths.get(rowShape(r)) === base.name);
@@ -191,7 +164,7 @@ export function compileGrants(
     const byAddress = new Map<string, Grant>();
     for (const [who, raw] of Object.entries(grants)) {
       const grant = checkGrant(check, raw, `options.grants[${JSON.stringify(who)}]`, table);
-      if (isAddress(who)) byAddress.set(ipOf(who), grant);
+      if (ipaddr.isValid(who)) byAddress.set(ipOf(who), grant);
       else byToken.set(tokenKey(who), grant);
     }
     find = (client) =>
@@ -208,15 +181,18 @@ export function compileGrants(
     } else ctx.endpoint = variant(ctx.endpoint, grant);
   };
   const { cache } = context;
+  const step: Step = (ctx) => {
+    const grant = cache.grantOf(ctx.client) ?? find(ctx.client, ctx);
+    if (grant instanceof Promise) return grant.then((g) => apply(ctx, g));
+    apply(ctx, grant);
+  };
   return {
-    step: (ctx) => {
-      const grant = cache.grantOf(ctx.client) ?? find(ctx.client, ctx);
-      if (grant instanceof Promise) return grant.then((g) => apply(ctx, g));
-      apply(ctx, grant);
-    },
-    known: (client) => cache.grantOf(client) ?? known(client),
+    step,
+    /** A client's grant known without a request (runtime, the option's, a lookup's kept answer). */
+    known: (client: Client) => cache.grantOf(client) ?? known(client),
+    /** The endpoint a limited grant counts a client on: the table's, or a variant of it made once. */
     variant,
-    variantsOf: (base) => [...variants.values()].filter((v) => v.name.startsWith(`${base.name} (`)),
+    variantsOf: (base: CompiledEndpoint) => [...variants.values()].filter((v) => v.name.startsWith(`${base.name} (`)),
   };
 }
 

@@ -41,10 +41,7 @@ class TokenClient implements Client {
 /** The key of a request's address, as {@link IpKey} makes it. */
 type AddressKey = (req: Request) => string;
 
-/**
- * The key of a request's address. Where the address is the socket's ({@link readsSocket}), its key is remembered per
- * socket, which keeps its address while it lives: a connection's requests after its first find it in one lookup.
- */
+/** The key of a request's address; where that is the socket's, remembered per socket. */
 function addressKeyOf(ipOf: IpKey): AddressKey {
   const bySocket = new WeakMap<object, string>();
   return (req) => {
@@ -61,7 +58,7 @@ function addressKeyOf(ipOf: IpKey): AddressKey {
   };
 }
 
-/** Whether requests of a prototype read `req.ip` from Express' own getter: not one of the app's, nor the request's. */
+/** Whether requests of a prototype read `req.ip` from Express' own getter. */
 const expressIp = new WeakMap<object, boolean>();
 
 function readsExpressIp(proto: object): boolean {
@@ -76,10 +73,7 @@ function readsExpressIp(proto: object): boolean {
   return known;
 }
 
-/**
- * Whether `req.ip` is the socket's address: Express' own getter with `trust proxy` off, which gives it after parsing
- * X-Forwarded-For on each read. The address is then read from the socket.
- */
+/** Whether `req.ip` is the socket's address: Express' getter with `trust proxy` off, which parses XFF on each read. */
 function readsSocket(req: Request): boolean {
   const proto = Object.getPrototypeOf(req) as object | null;
   return (
@@ -93,23 +87,12 @@ function readsSocket(req: Request): boolean {
 /** What identification answers when `invalidToken: 'reject'` refuses a token that `authenticate` did not accept. */
 export const REJECTED = Symbol('token rejected');
 
-export type Identify = (req: Request) => Client | typeof REJECTED | Promise<Client | typeof REJECTED>;
+type Identify = (req: Request) => Client | typeof REJECTED | Promise<Client | typeof REJECTED>;
 
 export const identifyOptions = ['key', 'authenticate', 'invalidToken', 'ipv6Subnet'] as const;
 
-/** The identification of clients, compiled: who a request is counted for, and how its address is keyed. */
-interface Identification {
-  readonly identify: Identify;
-  /** The key of an address as the requests are counted: IPv4-mapped folded, IPv6 by `ipv6Subnet`. */
-  readonly ipOf: IpKey;
-}
-
-/**
- * Compiles the identification of clients (options `key`, `authenticate`, `invalidToken`, `ipv6Subnet`). It answers the
- * client, or REJECTED when `authenticate` refused the token and `invalidToken` is `'reject'`; without `authenticate`,
- * every token is taken as given. Synchronous unless `key` or `authenticate` is given.
- */
-export function compileIdentify(check: Checker, options: ListingLimitsOptions, cacheMs: number): Identification {
+/** Identification compiled: it answers the client, or REJECTED; synchronous unless `key` or `authenticate` is given. */
+export function compileIdentify(check: Checker, options: ListingLimitsOptions, cacheMs: number) {
   const { key, authenticate, invalidToken } = options;
   const ipv6Subnet = options.ipv6Subnet ?? 64;
   if (ipv6Subnet !== false && !(Number.isInteger(ipv6Subnet) && ipv6Subnet >= 1 && ipv6Subnet <= 128)) {
@@ -132,10 +115,9 @@ export function compileIdentify(check: Checker, options: ListingLimitsOptions, c
     check.invalid('options.invalidToken', 'needs options.authenticate, which decides what is invalid.');
   const known = remembered((ip) => ipKey(ip, ipv6Subnet));
   const ipOf: IpKey = (ip) => (ip ? known(ip) : ipKey(undefined, ipv6Subnet));
-  return { identify: identifyOf(key, authenticate, invalidToken === 'reject', ipOf, cacheMs), ipOf };
+  return { identify: identifyOf(key, authenticate, invalidToken === 'reject', ipOf, cacheMs), ipOf, ipv6Subnet };
 }
 
-/** Who a request is counted for, by the options of identification, checked. */
 function identifyOf(
   key: ListingLimitsOptions['key'],
   authenticate: ListingLimitsOptions['authenticate'],

@@ -1,20 +1,8 @@
 // The Express middleware: one pipeline of steps, identify → ban check → grant → tokens → count → respond.
 import type { NextFunction, Request, Response } from 'express';
-import {
-  ANSWERED,
-  answerLimited,
-  type Context,
-  GOING,
-  PASSED,
-  refuseBanned,
-  sendJson,
-  type Step,
-  UNAUTHORIZED_BODY,
-  UNAVAILABLE_BODY,
-} from './context.js';
+import { ANSWERED, type Context, GOING, PASSED, type Step, take, Visit } from './context.js';
 import type { Count } from '../stores/store.js';
-import { addEntry, type Entry, entryOf, readsEntries, UNSET } from './entries.js';
-import type { CompiledEndpoint, CompiledLimit } from './endpoint.js';
+import type { CompiledLimit } from './endpoint.js';
 import { ListingLimitsError, StoreUnavailableError } from '../shared/errors.js';
 import { retryAfterSeconds } from '../contract/headers.js';
 import { observe, type Warn } from '../shared/hooks.js';
@@ -22,12 +10,12 @@ import { linkPages } from '../records/pages-link.js';
 import { NO_ENDPOINT } from './observe/metrics.js';
 import { type Client, REJECTED } from './identify.js';
 import type { AnyListingName, EndpointRow } from '../contract/listings.js';
-import { mountWarning } from './mount.js';
-import { watchMountOrder } from './mount-order.js';
+import { mountWarning, watchMountOrder } from './mount.js';
+import { once } from '../shared/once.js';
 import { type Config, configure } from './options.js';
 import type { ClientRef, Grant } from '../records/types.js';
+import { answerLimited, refuseBanned, sendJson, UNAUTHORIZED_BODY, UNAVAILABLE_BODY } from './refusals.js';
 import type { ListingLimitsMiddleware, ListingLimitsOptions, RateLimitInfo } from './types.js';
-import type { Deadline } from '../stores/waiting.js';
 
 declare global {
   namespace Express {
@@ -38,74 +26,17 @@ declare global {
   }
 }
 
-/** The state of one counted request: a class, so that every request's context has one shape. */
-class RequestContext implements Context {
-  client: Client = undefined as unknown as Client;
-  count: Count = undefined as unknown as Count;
-  counts: readonly Count[] | undefined = undefined;
-  limit = 0;
-  refused = false;
-  deadline: Deadline | undefined = undefined;
-  state: Context['state'] = GOING;
-  outcome: Context['outcome'] = undefined;
-  /** Requests left, as answered; -1 until the request is answered with its headers. */
-  remaining = -1;
-  /** When the shown limit's window ends (epoch ms), as answered. */
-  resetAt = 0;
-  #rateLimit: RateLimitInfo | undefined = undefined;
-
-  constructor(
-    readonly req: Request,
-    readonly res: Response,
-    readonly next: NextFunction,
-    public endpoint: CompiledEndpoint,
-    /** The table's endpoint, whatever grant moves the request onto: the `endpoint` label of the metrics. */
-    readonly row: string,
-    /** The request's entry before this one: another middleware's, or an assignment to `req.rateLimit`. */
-    readonly prev: Entry | undefined,
-    /** The middleware that took the request: its configuration. */
-    readonly owner: unknown,
-  ) {}
-
-  /** `req.rateLimit`, made when first read: most requests' is never read. */
-  rateLimit(): RateLimitInfo | typeof UNSET {
-    if (this.remaining < 0) return UNSET;
-    this.#rateLimit ??= rateLimitOf(this);
-    return this.#rateLimit;
-  }
-}
-
-function rateLimitOf(ctx: RequestContext): RateLimitInfo {
-  return { endpoint: ctx.endpoint.name, limit: ctx.limit, remaining: ctx.remaining, resetTime: new Date(ctx.resetAt) };
-}
-
-/**
- * What `handler` is given of a refused request: its `req.rateLimit` and `retryAfter`. Here and in `onLimit`'s event,
- * written out member by member: V8 gives every object that a spread with more members makes (`{ ...info, retryAfter }`)
- * a hidden class of its own, on every refusal.
- */
-function limitInfo(ctx: RequestContext, retryAfter: number): RateLimitInfo & { retryAfter: number } {
-  const { endpoint, limit, remaining, resetAt } = ctx;
-  return { endpoint: endpoint.name, limit, remaining, resetTime: new Date(resetAt), retryAfter };
-}
-
-/** Counts a request that is done, once, for the metrics and the last hour, when either is kept and it was counted. */
-function measured(ctx: RequestContext, config: Config): void {
+/** Counts a request that is done, for the metrics and the last hour, when either is kept. */
+function measured(ctx: Visit, config: Config): void {
   if (config.traffic.counting && ctx.outcome) config.traffic.count(ctx.row, ctx.outcome, ctx.client);
 }
 
-/** The endpoint of a request that matches no row: the steps it goes through never read it. */
-const NO_ROW = undefined as unknown as CompiledEndpoint;
-
-/**
- * Runs the steps from `from` on: each either finishes at once or returns a promise to wait for, and may answer the
- * request or let it through. Every error, thrown or rejected, goes to `failed`.
- */
-function proceed(ctx: RequestContext, steps: readonly Step[], from: number, config: Config): void {
+/** Runs the steps from `from` on: each finishes at once or returns a promise to wait for. Errors go to `failed`. */
+function proceed<C extends Visit>(ctx: C, steps: readonly Step<C>[], from: number, config: Config): void {
   let i = from;
   try {
     for (; i < steps.length && ctx.state === GOING; i++) {
-      const pending = (steps[i] as Step)(ctx);
+      const pending = (steps[i] as Step<C>)(ctx);
       if (pending !== undefined) {
         const at = i + 1;
         pending.then(
@@ -125,10 +56,10 @@ function proceed(ctx: RequestContext, steps: readonly Step[], from: number, conf
 }
 
 /**
- * An error on the request path: a store that could not count fails open (the request passes, uncounted, without
- * headers) or closed (503); anything else goes to the app's error handler. After an answer, it is only reported.
+ * A store that could not count fails open (the request passes, uncounted, without headers) or closed (503); any other
+ * error goes to the app's error handler. After an answer, it is only reported.
  */
-function failed(ctx: RequestContext, error: unknown, config: Config): void {
+function failed(ctx: Visit, error: unknown, config: Config): void {
   ctx.deadline?.clear();
   if (ctx.state !== GOING || ctx.res.headersSent) {
     config.report(error, ctx.req);
@@ -143,31 +74,27 @@ function failed(ctx: RequestContext, error: unknown, config: Config): void {
 }
 
 /**
- * The one question the request path asks the records: is the client (or its address) banned, as far as this instance
- * knows? Answered from their cache of the store's bans, at once; refused with 403 when it is. Until the cache has read
- * the store's state once (just after it starts), the request waits for that read first, within its deadline (or the
- * records' bound on that read, for a store without a failure policy): a banned client is refused from the first
- * request.
+ * Refuses a banned client (or address) with 403, from the records' cache of the store's bans. Until the cache has
+ * read the store once, just after the start, the request waits for that read within its deadline.
  */
-function banStep(config: Config): Step {
+function banStep(config: Config): Step<Visit> {
   const { records, waiting } = config;
   const { cache } = records;
   return (ctx) => {
     const ready = cache.ready;
     if (ready === undefined) return void refuseBanned(cache, ctx);
     const refuse = () => void refuseBanned(cache, ctx);
-    if (!waiting) return ready.then(refuse);
-    ctx.deadline ??= waiting.start();
-    return ctx.deadline.race(ready).then(refuse, refuse);
+    const deadline = ctx.within(waiting);
+    return deadline ? deadline.race(ready).then(refuse, refuse) : ready.then(refuse);
   };
 }
 
 /** The first steps of every request: skip, then identify. */
-function identifySteps(config: Config): Step[] {
+function identifySteps<C extends Visit = Context>(config: Config): Step<C>[] {
   const { identify, skip } = config;
-  const steps: Step[] = [];
+  const steps: Step<C>[] = [];
   if (skip) {
-    const decide = (ctx: Context, skipped: boolean) => {
+    const decide = (ctx: Visit, skipped: boolean) => {
       if (skipped) ctx.state = PASSED;
     };
     steps.push((ctx) => {
@@ -176,7 +103,7 @@ function identifySteps(config: Config): Step[] {
       decide(ctx, skipped);
     });
   }
-  const identified = (ctx: Context, client: Client | typeof REJECTED) => {
+  const identified = (ctx: Visit, client: Client | typeof REJECTED) => {
     if (client === REJECTED) sendJson(ctx, 401, UNAUTHORIZED_BODY);
     else ctx.client = client;
   };
@@ -189,14 +116,13 @@ function identifySteps(config: Config): Step[] {
 }
 
 /**
- * The steps of a request that matches no row, run only while a ban is active (with `ban.scope: 'site'`): identified,
- * then refused when banned, from this instance's cache of the store's bans, without a store command; else let through,
- * uncounted and without headers.
+ * The steps of a request that matches no row while a ban is in force (`ban.scope: 'site'`): refused when banned, from
+ * the cache, else let through uncounted.
  */
-function compileSiteSteps(config: Config): Step[] | undefined {
+function compileSiteSteps(config: Config): Step<Visit>[] | undefined {
   if (config.scope !== 'site' || config.shadow) return undefined;
   return [
-    ...identifySteps(config),
+    ...identifySteps<Visit>(config),
     banStep(config),
     (ctx) => {
       ctx.state = PASSED;
@@ -235,7 +161,7 @@ function compileSteps(config: Config): Step[] {
     counted(ctx, counts);
   });
   if (banRule) steps.push((ctx) => (ctx.refused ? banRule.strike(ctx) : undefined));
-  steps.push((ctx) => respond(ctx as RequestContext, config));
+  steps.push((ctx) => respond(ctx, config));
   return steps;
 }
 
@@ -259,23 +185,15 @@ function decisive(limits: readonly CompiledLimit[], counts: readonly Count[]): n
   return at;
 }
 
-/**
- * Answers a counted request: headers and `req.rateLimit`, then, over the limit, `onLimit` and the 429 (or the
- * `handler`).
- */
-function respond(ctx: RequestContext, config: Config): void {
-  const { endpoint, count, req, res } = ctx;
+/** Answers a counted request: headers and `req.rateLimit`, then, over the limit, `onLimit` and the 429 or `handler`. */
+function respond(ctx: Context, config: Config): void {
+  const { endpoint, count, req, res, limit } = ctx;
   const allowed = !ctx.refused;
   const now = Date.now();
   const msLeft = Math.max(count.resetAt - now, 0);
-  const { limit } = ctx;
   const remaining = allowed ? limit - count.count : 0;
-  // The counter may change after this request (the memory store's is updated in place): its values are kept.
-  ctx.remaining = remaining;
-  ctx.resetAt = count.resetAt;
-  // Set on the request itself where no accessor reads the entries, or where the request has one of its own.
-  if (!readsEntries(req, res) || Object.prototype.hasOwnProperty.call(req, 'rateLimit'))
-    req.rateLimit = rateLimitOf(ctx);
+  // Kept now: the memory store's count changes in place after this request.
+  ctx.answered(remaining, count.resetAt);
   // With another limiter's headers on the response, Retry-After points no earlier than the most restrictive one.
   let waitMs = msLeft;
   const { headers } = config;
@@ -293,6 +211,7 @@ function respond(ctx: RequestContext, config: Config): void {
   const retryAfter = retryAfterSeconds(Math.max(waitMs, msLeft));
   if (config.onLimit) {
     const { client } = ctx;
+    // Member by member, not a spread, which in V8 gives every object it makes a hidden class of its own.
     const event = {
       endpoint: endpoint.name,
       limit,
@@ -308,43 +227,37 @@ function respond(ctx: RequestContext, config: Config): void {
     ctx.state = PASSED;
     return;
   }
-  if (config.handler) {
-    // From here the handler answers; what it throws or rejects with goes to the app's error handler.
-    ctx.state = ANSWERED;
-    const fail = (error: unknown) => (res.headersSent ? config.report(error, req) : ctx.next(error));
-    try {
-      const handled = config.handler(req, res, ctx.next, limitInfo(ctx, retryAfter));
-      if (handled instanceof Promise) handled.then(undefined, fail);
-    } catch (error) {
-      fail(error);
-    }
-    return;
+  if (!config.handler) return answerLimited(ctx, retryAfter);
+  // From here the handler answers; what it throws or rejects with goes to the app's error handler.
+  ctx.state = ANSWERED;
+  const fail = (error: unknown) => (res.headersSent ? config.report(error, req) : ctx.next(error));
+  try {
+    const info = { endpoint: endpoint.name, limit, remaining, resetTime: new Date(count.resetAt), retryAfter };
+    const handled = config.handler(req, res, ctx.next, info);
+    if (handled instanceof Promise) handled.then(undefined, fail);
+  } catch (error) {
+    fail(error);
   }
-  answerLimited(ctx, retryAfter);
 }
 
-/** Warns once that clients behind a proxy share one counter: requests carry X-Forwarded-For, `trust proxy` is off. */
+/** Clients behind a proxy share one counter when requests carry X-Forwarded-For and `trust proxy` is off. */
 function forwardedWarning(warn: Warn): (req: Request) => void {
-  let warned = false;
-  return (req) => {
-    if (warned || req.headers['x-forwarded-for'] === undefined || req.app?.get('trust proxy')) return;
-    warned = true;
+  const tell = once(() =>
     warn(
       'LISTING_LIMITS_TRUST_PROXY',
       "listing-limits: requests carry X-Forwarded-For but the app's 'trust proxy' setting is off, so req.ip is the " +
         "proxy's address and every client behind the proxy shares one counter. " +
         "Set app.set('trust proxy', ...) to your proxies.",
-    );
+    ),
+  );
+  return (req) => {
+    if (req.headers['x-forwarded-for'] !== undefined && !req.app?.get('trust proxy')) tell();
   };
 }
 
-let warnedUncalled = false;
+const warnUncalled = once((message: string) => process.emitWarning(message, { code: 'LISTING_LIMITS_NOT_CALLED' }));
 
-/**
- * What `listingLimits` does when Express calls it as middleware: it passes each request an error that says so (the
- * app has no limits until it is fixed, so no request passes), and emits a process warning with the same message at
- * the first (code `LISTING_LIMITS_NOT_CALLED`).
- */
+/** `app.use(listingLimits)`: every request gets an error that says so (the app has no limits), the first a warning. */
 function uncalled(next: NextFunction): never {
   const error = new ListingLimitsError(
     'ERR_NOT_CALLED',
@@ -352,10 +265,7 @@ function uncalled(next: NextFunction): never {
     'was given to app.use() itself, so Express calls it with each request; call it and mount what it returns: ' +
       "app.use(listingLimits('B', options)).",
   );
-  if (!warnedUncalled) {
-    warnedUncalled = true;
-    process.emitWarning(error.message, { code: 'LISTING_LIMITS_NOT_CALLED' });
-  }
+  warnUncalled(error.message);
   next(error);
   return undefined as never;
 }
@@ -380,29 +290,24 @@ export function listingLimits(
   const siteSteps = compileSiteSteps(config);
   const { records } = config;
   const { cache } = records;
-  const warn = forwardedWarning(config.warn);
-  const mounted = mountWarning(config.paths, config.warn);
+  const forwarded = forwardedWarning(config.warn);
+  const mounted = mountWarning(config.table, config.warn);
 
   const middleware = function listingLimitsMiddleware(req: Request, res: Response, next: NextFunction) {
     const endpoint = config.match(req.method, req.path);
     if (!endpoint) {
-      if (siteSteps && (cache.anyBan(Date.now()) || cache.ready)) {
-        const site = new RequestContext(req, res, next, NO_ROW, NO_ENDPOINT, undefined, undefined);
-        return proceed(site, siteSteps, 0, config);
-      }
+      if (siteSteps && (cache.anyBan(Date.now()) || cache.ready))
+        return proceed(new Visit(req, res, next, NO_ENDPOINT), siteSteps, 0, config);
       mounted(req);
       return next();
     }
-    // The request's entries: mounted twice on one request path, the middleware counts it once.
-    const prev = entryOf(req, res);
-    for (let entry = prev; entry !== undefined; entry = entry.prev) if (entry.owner === config) return next();
-    warn(req);
-    const ctx = new RequestContext(req, res, next, endpoint, endpoint.name, prev, config);
-    addEntry(req, res, ctx);
+    const ctx = take(req, res, next, endpoint, config);
+    if (ctx === undefined) return next();
+    forwarded(req);
     proceed(ctx, steps, 0, config);
   };
   records.start();
-  const stopMountOrder = watchMountOrder(middleware, config.endpoints, config.warn);
+  const stopMountOrder = watchMountOrder(middleware, config.table, config.warn);
   const limits = Object.assign(middleware, methods(config, stopMountOrder));
   return linkPages(limits, config.pagesLink);
 }

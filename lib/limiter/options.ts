@@ -1,16 +1,13 @@
 // Options of listingLimits(): checked, then compiled by each feature's module into the steps of the request path.
-import type { Request } from 'express';
 import { BanRule, checkBanOption } from './ban-rule.js';
 import { Checker } from '../shared/check.js';
-import type { Step } from './context.js';
 import { type CompiledEndpoint, compileEndpoint, makeCounters } from './endpoint.js';
 import { checkGrant, compileGrants } from './grants.js';
-import { compileHeaders, type HeaderWriter } from '../contract/headers.js';
-import { type OnError, reporter, type Warn, warner } from '../shared/hooks.js';
-import { compileIdentify, type Identify, identifyOptions } from './identify.js';
-import type { PagesLink } from '../records/pages-link.js';
+import { compileHeaders } from '../contract/headers.js';
+import { reporter, warner } from '../shared/hooks.js';
+import { compileIdentify, identifyOptions } from './identify.js';
 import { compileMatcher } from '../contract/match.js';
-import { type Table, tableOf } from './mount-order.js';
+import { tableOf } from './mount.js';
 import { checkMetrics, Metrics } from './observe/metrics.js';
 import { Records } from '../records/records.js';
 import { MAX_SLIDING_LIMIT } from '../stores/store.js';
@@ -19,7 +16,7 @@ import { partsOf } from '../stores/rlf.js';
 import { checkTable, endpointsOf, rowShape } from '../contract/table.js';
 import { Traffic } from './observe/traffic.js';
 import { Usage } from './observe/usage.js';
-import type { LimitHandler, ListingLimitsOptions } from './types.js';
+import type { ListingLimitsOptions } from './types.js';
 import type { EndpointRow } from '../contract/listings.js';
 import { windowKinds } from '../contract/limit.js';
 import { Waiting } from '../stores/waiting.js';
@@ -44,46 +41,6 @@ const limiterOptionNames = [
   'onError',
 ] as const;
 
-/**
- * Options checked and compiled: everything the request path needs, all fields required.
- * @internal
- */
-export interface Config {
-  readonly match: (method: string, path: string) => CompiledEndpoint | undefined;
-  /** The paths of the table's endpoints. */
-  readonly paths: readonly string[];
-  /** The table's endpoints as the check of the middleware's place among the app's routes needs them. */
-  readonly endpoints: Table;
-  /** Tells of a mistake in how the middleware is set up: a process warning, and `onError`. */
-  readonly warn: Warn;
-  /** Stops what watches the middleware's setup (the store's connection): its part of `close()`. */
-  readonly stopWatching: () => void;
-  readonly identify: Identify;
-  readonly skip: ((req: Request) => boolean | Promise<boolean>) | undefined;
-  /** Sets the rate-limit headers of a counted response; undefined with `headers: false`. */
-  readonly headers: HeaderWriter | undefined;
-  readonly handler: LimitHandler | undefined;
-  /** The ban rule (rule 5, option `ban`): the steps that ban and refuse; undefined without `ban`. */
-  readonly banRule: BanRule | undefined;
-  /** Bans and grants as the store's runtime state has them, with the methods that change them. */
-  readonly records: Records;
-  /** Where bans are enforced: on every request through the middleware (`'site'`), or on the table's endpoints. */
-  readonly scope: 'site' | 'table';
-  readonly grant: Step;
-  readonly shadow: boolean;
-  readonly onLimit: ListingLimitsOptions['onLimit'];
-  readonly report: OnError;
-  readonly metrics: Metrics | undefined;
-  /** How requests wait for a store that declares a failure policy: one deadline each, and a breaker. */
-  readonly waiting: Waiting | undefined;
-  /** The last hour of traffic, counted once the operator's page asks for it. */
-  readonly traffic: Traffic;
-  /** What the pages built on the middleware count with: its store, unwrapped by metrics, and its address keys. */
-  readonly pagesLink: PagesLink;
-  /** A client's counters read and cleared without a request. */
-  readonly usage: Usage;
-}
-
 const modes = ['enforce', 'shadow'] as const;
 
 /** A sliding window keeps each request it counts: its rows' limits are bounded. */
@@ -100,13 +57,17 @@ function refuseLargeRows(check: Checker, rows: readonly EndpointRow[]): void {
 }
 
 /**
- * Checks the listing and options and compiles everything the request path needs. Throws ListingLimitsError. The
- * options no feature owns are checked first; then each feature is given its options, once, and checks and compiles
- * them: the store (timed by the metrics), the headers, identification, the records of bans and grants, the ban rule,
- * the grants, and the endpoints.
+ * The options checked and compiled: everything the request path needs, all fields set.
  * @internal
  */
-export function configure(listing: unknown, options: ListingLimitsOptions = {}): Config {
+export type Config = ReturnType<typeof configure>;
+
+/**
+ * Checks the listing and options (throws ListingLimitsError): the options no feature owns first, then each feature
+ * checks and compiles its own.
+ * @internal
+ */
+export function configure(listing: unknown, options: ListingLimitsOptions = {}) {
   const check = new Checker('listingLimits');
   const rows = checkTable(check, listing, 'listing', true);
   check.options(options, 'options', 'of options');
@@ -135,7 +96,7 @@ export function configure(listing: unknown, options: ListingLimitsOptions = {}):
   const metrics = registry && new Metrics(traffic);
   const parts = partsOf(store);
   const headers = compileHeaders(check, options.headers);
-  const { identify, ipOf } = compileIdentify(check, options, cacheMs);
+  const { identify, ipOf, ipv6Subnet } = compileIdentify(check, options, cacheMs);
   const waiting = parts.failure && new Waiting(parts.failure);
   const counterOf = makeCounters(parts, waiting, metrics && ((seconds) => metrics.latency(seconds)));
   const endpoints = table.map(({ name, limits }) => compileEndpoint(counterOf, { name, window, limits }));
@@ -148,7 +109,7 @@ export function configure(listing: unknown, options: ListingLimitsOptions = {}):
   };
   const records = new Records(parts.state, {
     rows,
-    ipv6Subnet: options.ipv6Subnet ?? 64,
+    ipv6Subnet,
     checkGrant: (checker, grant, field) => checkGrant(checker, grant, field, grantTable),
     onChange: options.onChange,
     report,
@@ -177,8 +138,7 @@ export function configure(listing: unknown, options: ListingLimitsOptions = {}):
     parts.watchConnection?.((message) => warn('LISTING_LIMITS_STORE_NOT_CONNECTED', message)) ?? (() => {});
   return {
     match,
-    paths: table.map((endpoint) => endpoint.path),
-    endpoints: tableOf(table, match),
+    table: tableOf(table, match),
     warn,
     stopWatching,
     identify,

@@ -25,17 +25,11 @@ export interface RateLimitInfo {
   readonly limit: number;
   /** Requests left in the current window after this one (0 when refused). */
   readonly remaining: number;
-  /**
-   * When a request is freed: the end of the window (fixed windows), or when the oldest request counted leaves the
-   * window (sliding windows).
-   */
+  /** When a request is freed: the window's end, or when the oldest request leaves a sliding window. */
   readonly resetTime: Date;
 }
 
-/**
- * Answers a request that is over the limit, instead of the default 429. Headers are already set. Sync or async:
- * an error it throws or rejects with goes to `next(err)`.
- */
+/** Answers a request over the limit instead of the default 429, headers set; what it throws goes to `next(err)`. */
 export type LimitHandler = (
   req: Request,
   res: Response,
@@ -64,17 +58,11 @@ export interface BanOptions {
   readonly within: number;
   /** How long a ban lasts, in milliseconds. */
   readonly duration: number;
-  /**
-   * Ban an IP address that presents more than this many distinct Authorization values (rotating tokens)...
-   * Default: off.
-   */
+  /** Ban an IP address that presents more than this many distinct Authorization values... Default: off. */
   readonly tokensPerIp?: number;
   /** ...within this many milliseconds. Default: `within`. */
   readonly tokensWithin?: number;
-  /**
-   * Where a banned client is refused: `'site'`, on every request that passes through the middleware, table endpoint
-   * or not; `'table'`, on the endpoints of the table only. Default: `'site'`.
-   */
+  /** Where a banned client is refused: every request through the middleware, or the table's. Default: `'site'`. */
   readonly scope?: 'site' | 'table';
 }
 
@@ -84,10 +72,7 @@ export interface BanInfo {
   readonly key: string;
   /** `'ip'` for a ban of an address (token rotation), else how the banned client was identified. */
   readonly kind: ClientKind;
-  /**
-   * `'limit'`: the client was refused `after` times within `within` (the client is banned);
-   * `'token-rotation'`: its address presented more than `tokensPerIp` distinct tokens (the address is banned).
-   */
+  /** `'limit'`: refused `after` times (the client is banned); `'token-rotation'`: too many tokens (its address). */
   readonly reason: 'limit' | 'token-rotation';
   /** When the ban ends: the instant of the 403 body's `bannedUntil`. */
   readonly until: Date;
@@ -103,10 +88,7 @@ export type GrantLookup = (
   client: {
     /** The client's key, as `onLimit` and `onBan` report it. */
     readonly key: string;
-    /**
-     * The Authorization value, when there was one and it identifies the client: undefined for a token that
-     * `authenticate` refused, which is counted by its address.
-     */
+    /** The Authorization value that identifies the client; undefined for one `authenticate` refused. */
     readonly token: string | undefined;
     /** `req.ip`. */
     readonly ip: string | undefined;
@@ -114,140 +96,92 @@ export type GrantLookup = (
   req: Request,
 ) => Grant | undefined | Promise<Grant | undefined>;
 
-/**
- * Grants by Authorization value or by IP address, or a lookup function. IP addresses are matched the way clients
- * are counted: IPv4-mapped IPv6 addresses as IPv4, other IPv6 addresses by their `ipv6Subnet` prefix.
- */
+/** Grants by Authorization value or IP address (matched as clients are counted), or a lookup function. */
 export type Grants = Readonly<Record<string, Grant>> | GrantLookup;
 
 /** Options of {@link listingLimits}. */
 export interface ListingLimitsOptions {
-  /**
-   * Where counters live: a factory giving each counter its rate-limiter-flexible limiter.
-   * Use one store per middleware. Default: `memoryStore()`.
-   */
+  /** Where counters live; one store per middleware. Default: `memoryStore()`. */
   store?: Store;
   /**
-   * How windows are counted. `'fixed'`: a client's window on an endpoint starts with its first request and lasts
-   * `windowMs`, so up to twice the limit can pass within one window's length across two windows. `'sliding'`: at most
-   * `limit` requests in any interval of `windowMs`, exactly (each request is kept until it leaves the window; limits
-   * up to 10,000 per row). Sliding windows and tables with several rows per endpoint need a store with a `limits`
-   * factory (`memoryStore()`, `redisStore()`). Default: `'fixed'`.
+   * `'fixed'`: a window starts with a client's first request, so up to twice the limit can pass across two windows.
+   * `'sliding'`: at most `limit` requests in any `windowMs` (limits up to 10,000 per row). Sliding windows and several
+   * rows per endpoint need `memoryStore()` or `redisStore()`. Default: `'fixed'`.
    */
   window?: WindowKind;
   /**
-   * The client a request is counted for. Sync or async; must return a non-empty string, used as given.
-   * Default: a SHA-256 hash of the `Authorization` value when present and not empty, else `req.ip`
-   * (IPv6 grouped by `ipv6Subnet`).
+   * The client a request is counted for: a non-empty string, sync or async. Default: a SHA-256 hash of a non-empty
+   * `Authorization` value, else `req.ip` (IPv6 grouped by `ipv6Subnet`).
    */
   key?: (req: Request) => string | Promise<string>;
   /** Requests for which it returns true are neither counted nor given headers. Sync or async. Default: none skipped. */
   skip?: (req: Request) => boolean | Promise<boolean>;
   /**
-   * Whether counted responses carry the `RateLimit`, `RateLimit-Policy` and `X-RateLimit-*` headers, and the syntax
-   * of the IETF `RateLimit` and `RateLimit-Policy` fields: `'draft-10'` (or `true`) as
-   * draft-ietf-httpapi-ratelimit-headers-10 writes them (`"GET /v1/bots";r=24;t=60`); `'draft-7'` or `'draft-8'`
-   * exactly as express-rate-limit's `standardHeaders` of the same name writes them (`limit=25, remaining=24,
-   * reset=60`, which its ratelimit-header-parser reads; `"GET /v1/bots"; r=24; t=60` with a partition key, a hash of
-   * the client's key, in the policy); `false` for none. The legacy `X-RateLimit-*` fields come with each draft.
-   * `Retry-After` is sent on every default 429 regardless. Default: `true` (`'draft-10'`).
+   * The `RateLimit`, `RateLimit-Policy` and legacy `X-RateLimit-*` headers: `'draft-10'` (or `true`,
+   * `"GET /v1/bots";r=24;t=60`), `'draft-7'` or `'draft-8'` as express-rate-limit's `standardHeaders` writes them, or
+   * `false` for none. `Retry-After` is sent on every default 429 regardless. Default: `true` (`'draft-10'`).
    */
   headers?: boolean | HeaderSyntax;
   /** Answers a request over the limit instead of the default JSON 429. Default: the JSON 429 of the contract. */
   handler?: LimitHandler;
-  /**
-   * Prefix length that groups IPv6 clients counted by IP (`64` counts a whole /64 as one client);
-   * `false` counts every address alone. IPv4 and IPv4-mapped addresses are always counted alone. Default: `64`.
-   */
+  /** The prefix that groups IPv6 clients counted by IP; `false` counts each address alone. Default: `64`. */
   ipv6Subnet?: number | false;
   /**
-   * Decides whether an Authorization value is a real credential (sync or async), so that invented tokens
-   * cannot each get a fresh counter. Verdicts are cached for `cacheMs`, keyed by the token's hash, and concurrent
-   * requests with one token share one call. A token it refuses is counted by IP, or answered 401 with
-   * `invalidToken: 'reject'`. Cannot be combined with `key`. Default: every token is taken as given.
+   * Whether an Authorization value is a real credential, sync or async, cached for `cacheMs`: invented tokens cannot
+   * each get a fresh counter. Not with `key`. Default: every token is taken as given.
    */
   authenticate?: Authenticate;
-  /**
-   * What happens to a token that `authenticate` refuses: `'ip'` counts the request by IP; `'reject'` answers 401.
-   * Default: `'ip'`.
-   */
+  /** A token `authenticate` refuses: `'ip'` counts the request by IP, `'reject'` answers 401. Default: `'ip'`. */
   invalidToken?: 'ip' | 'reject';
   /** How long `authenticate` verdicts and `grants` lookups are cached, in milliseconds. Default: `60000`. */
   cacheMs?: number;
-  /**
-   * Bans for circumventing the limits (rule 5): a client refused `after` times within `within` ms is banned
-   * for `duration` ms, and, with `tokensPerIp`, an IP address that presents more distinct tokens than that
-   * within `tokensWithin` ms is banned too. A banned client gets 403 on every request through the middleware
-   * (`scope: 'site'`) or on the endpoints of the table (`scope: 'table'`). Default: no automatic bans.
-   */
+  /** Bans for circumventing the limits (rule 5); a banned client gets 403. Default: no automatic bans. */
   ban?: BanOptions;
   /** Called when a client is banned, e.g. to log it or to keep it elsewhere. Default: none. */
   onBan?: OnBan;
   /**
-   * Extended limits for approved clients (rule 6): by Authorization value or by IP address, a map of grants
-   * or a lookup function (sync or async, cached for `cacheMs`). Granted clients count on counters of their
-   * own and see their own limits in the headers. Default: none.
+   * Extended limits for approved clients (rule 6), by Authorization value or IP address, or a lookup function cached
+   * for `cacheMs`. Granted clients count on counters of their own. Default: none.
    */
   grants?: Grants;
   /**
-   * `'enforce'` refuses requests over the limit; `'shadow'` counts and sets headers but lets every request
-   * through (no 429, no 403, nothing banned), reporting would-be refusals to `onLimit` and would-be bans to
-   * `onBan` with `shadow: true`. Default: `'enforce'`.
+   * `'shadow'` counts and sets headers but refuses and bans nothing, telling `onLimit` and `onBan` with `shadow: true`.
+   * Default: `'enforce'`.
    */
   mode?: 'enforce' | 'shadow';
-  /**
-   * Called on every request over the limit (and every would-be refusal in shadow mode), for logs and metrics.
-   * Sync or async; its errors go to `onError`. Default: none.
-   */
+  /** Called on every request over the limit (in shadow mode too). Its errors go to `onError`. Default: none. */
   onLimit?: (event: LimitEvent, req: Request) => unknown;
   /**
-   * Called on every change of bans and grants this instance makes (an automatic ban, and every `ban()`, `unban()`,
-   * `grant()` and `revoke()` that changed something), e.g. to ship it to your logs. `req` is the request that
-   * caused an automatic ban, else undefined. Sync or async; its errors go to `onError`. Default: none.
+   * Called on every change of bans and grants this instance makes; `req` is the request of an automatic ban, else
+   * undefined. Its errors go to `onError`. Default: none.
    */
   onChange?: (event: ChangeEvent, req: Request | undefined) => unknown;
-  /**
-   * A prom-client `Registry` (prom-client 14 or later, which you install) on which to register the metrics:
-   * `listing_limits_requests_total{endpoint,outcome}`, `listing_limits_active_bans`, `listing_limits_active_grants`,
-   * `listing_limits_store_duration_seconds` and `listing_limits_refusal_cache_hits_total`. One Registry per
-   * middleware. Default: no metrics.
-   */
+  /** A prom-client (14 or later) `Registry` of its own for the `listing_limits_*` metrics. Default: no metrics. */
   metrics?: MetricsRegistry;
   /**
-   * Receives the errors of `onLimit`, `onBan` and `onChange` (thrown or rejected), which never change the answer of
-   * the request, and a `RuntimeStateError` for each foreign entry of the store's runtime state, for a state the store
-   * lost, and for a rule's ban the store could not take; and a `ListingLimitsWarning` for each mistake in how the
-   * middleware is set up, besides its process warning (mounted after routes of its table, a Redis client that does
-   * not connect). `req` is undefined for a change made by a method call and for a warning.
-   * Default: each error is emitted as a process warning with code `LISTING_LIMITS_HOOK_ERROR`. Sync or async: what
-   * `onError` itself throws or rejects with is emitted as that warning.
+   * Receives the hooks' errors, a `RuntimeStateError` for each problem of the store's runtime state, and a
+   * `ListingLimitsWarning` for each mistake in the setup; `req` is undefined without a request. Default: a process
+   * warning with code `LISTING_LIMITS_HOOK_ERROR`.
    */
   // A method signature, so that a function written for `req: Request` before onChange existed still fits.
   onError?(error: unknown, req: Request | undefined): void;
 }
 
 /**
- * The middleware, with the means to change bans and grants at runtime. Changes are kept in the store's runtime
- * state, so every instance sharing the store applies them (within a second with the Redis store). Bad input throws
- * a `ListingLimitsError` naming the field; with a custom store that keeps no runtime state, `ban()`, `grant()` and
- * `revoke()` throw one with code `ERR_UNSUPPORTED_STORE`.
+ * The middleware, with the means to change bans and grants at runtime, on every instance sharing the store. Bad input
+ * throws a `ListingLimitsError` naming the field (`ERR_UNSUPPORTED_STORE` with a store that keeps no runtime state).
  */
 export interface ListingLimitsMiddleware extends RequestHandler {
   /** Bans a client for `duration` milliseconds (whole seconds, at most one year). Resolves true. */
   ban(client: ClientRef, options: { readonly duration: number; readonly reason?: string }): Promise<boolean>;
   /**
-   * Lifts the bans of a client, or of a key as `onBan` reported it (the client's own and, for `ip:` keys, the
-   * address's), and forgets what led to them (its refusals, its address's token count), on every instance. Resolves
-   * true when the store had a ban of it in force (or this instance had one the store could not take), false anywhere
-   * else.
+   * Lifts the bans of a client, or of a key as `onBan` reported it, and forgets what led to them. Resolves whether a
+   * ban of it was in force.
    */
   unban(client: ClientRef | string): Promise<boolean>;
   /** The bans in force, the rule's and the operators', as the store has them now. */
   bans(): Promise<ActiveBan[]>;
-  /**
-   * Gives a client a grant, which wins over the `grants` option, until `until` (a Date or epoch ms, at most one year
-   * ahead) or until revoked. Resolves true.
-   */
+  /** Gives a client a grant, which wins over the `grants` option, until `until` (at most a year) or revoked. */
   grant(
     client: ClientRef,
     grant: Grant,
@@ -259,10 +193,7 @@ export interface ListingLimitsMiddleware extends RequestHandler {
   grants(): Promise<ActiveGrant[]>;
   /** The changes of bans and grants, newest first, at most the last 1000: since a time, at most `limit`. */
   history(options?: { readonly since?: Date | number; readonly limit?: number }): Promise<ChangeEvent[]>;
-  /**
-   * The operators' bans and grants the store lost (see "When the store loses its data" in
-   * docs/bans-and-grants.md), oldest loss first.
-   */
+  /** The operators' bans and grants the store lost, oldest loss first. */
   lost(): Promise<LostRecord[]>;
   /** Applies a lost record again, as it was, until its end. Resolves false when it has ended or is gone. */
   restoreLost(id: string): Promise<boolean>;
@@ -274,37 +205,24 @@ export interface ListingLimitsMiddleware extends RequestHandler {
   removeForeign(id: string): Promise<boolean>;
   /** Stops reading bans and grants from the store in the background (the Redis store's refresh). */
   close(): void;
-  /**
-   * The client's counters on every limit of every endpoint, in table order, read without counting: the requests
-   * used and left in the window, and when it frees one. A granted client's are those of its grant (a runtime grant,
-   * a grant of the `grants` option, or a `grants` function's answer kept for its key).
-   */
+  /** The client's counters on every limit of every endpoint (of its grant's, if known), read without counting. */
   usage(client: ClientRef): Promise<EndpointUsage[]>;
   /**
-   * Clears the client's counters, on every endpoint or on `endpoint` (`<METHOD> <path>` as in the table), its grants'
-   * included; every instance forgets the refusals it remembers of it. Resolves whether one had a request counted.
+   * Clears the client's counters, its grants' included, on every endpoint or on `endpoint` (`<METHOD> <path>`).
+   * Resolves whether one had a request counted.
    */
   reset(client: ClientRef, endpoint?: string): Promise<boolean>;
   /** The grant requests of rule 6, in the store's state. */
   readonly requests: GrantRequests;
-  /**
-   * The last hour of requests in this process, per endpoint and by refused client. Counting starts at the first
-   * call (the operator's page makes it when mounted); until then the request path does not count.
-   */
+  /** The last hour of requests in this process, per endpoint and by refused client, counted from the first call on. */
   traffic(): TrafficSummary;
 }
 
-/**
- * A client's state on one limit of one endpoint, as `usage()` reads it: without counting a request, on the counter
- * it counts on now.
- */
+/** A client's state on one limit of one endpoint, as `usage()` reads it without counting. */
 export interface EndpointUsage {
   /** The table's endpoint, `<METHOD> <path>`. */
   readonly endpoint: string;
-  /**
-   * The counter the client counts on: the endpoint's name, or its grant's variant (`GET /v1/bots/:id (x10)`);
-   * undefined for a client granted removal of limits, which is not counted.
-   */
+  /** The endpoint's name, or its grant's variant (`GET /v1/bots/:id (x10)`); undefined for an unlimited client. */
   readonly counter: string | undefined;
   /** Requests allowed per window (`Infinity` with removal of limits). */
   readonly limit: number;
@@ -313,10 +231,7 @@ export interface EndpointUsage {
   readonly used: number;
   /** Requests left in the window now: `limit - used`. */
   readonly remaining: number;
-  /**
-   * When the window frees a request: the end of a fixed window, or when the oldest request counted leaves a sliding
-   * one; undefined when none is counted.
-   */
+  /** When the window frees a request, as `req.rateLimit.resetTime`; undefined when none is counted. */
   readonly resetTime: Date | undefined;
 }
 
@@ -330,10 +245,7 @@ export interface TrafficMinute {
 
 /** The last hour of requests through one middleware in this process, as the operator's page shows it. */
 export interface TrafficSummary {
-  /**
-   * Allowed and refused requests per endpoint of the table (`(none)`: banned requests that matched no row), in the
-   * hour and minute by minute (`minutes`, as the summary's own).
-   */
+  /** Per endpoint of the table (`(none)`: banned requests that matched no row), in the hour and minute by minute. */
   readonly endpoints: readonly {
     readonly endpoint: string;
     readonly allowed: number;
@@ -342,9 +254,6 @@ export interface TrafficSummary {
   }[];
   /** The clients refused most often (429 or 403), by key, most first. */
   readonly refused: readonly { readonly key: string; readonly count: number }[];
-  /**
-   * The hour minute by minute, every endpoint together: 60 minutes, oldest first, the last one the minute under way.
-   * The totals of `endpoints` are their sums.
-   */
+  /** Every endpoint together: 60 minutes, oldest first, the last one the minute under way. */
   readonly minutes: readonly TrafficMinute[];
 }

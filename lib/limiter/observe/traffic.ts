@@ -16,9 +16,8 @@ interface Minute {
 }
 
 /**
- * Every request done, counted once, into what is kept of them: the totals by endpoint and outcome, when the metrics
- * read them; and a ring of 60 minutes, once the operator's page asks for it (`on`). Until either is kept, `count` is
- * never called, and the request path pays one boolean test (`counting`).
+ * The totals by endpoint and outcome (with metrics) and a ring of 60 minutes (once the operator's page asks for it,
+ * `on`). Until either is kept, the request path pays one boolean test (`counting`).
  */
 export class Traffic {
   /** Whether a request done is to be counted: the metrics are kept, or the last hour is. */
@@ -72,10 +71,7 @@ export class Traffic {
     return minute;
   }
 
-  /**
-   * Counts a request; `client` is undefined for one that failed before it was identified (never a refused one). `now`:
-   * the time it is counted at (the clock's by default).
-   */
+  /** Counts a request; `client` is undefined for one that failed before it was identified (never a refused one). */
   count(endpoint: string, outcome: Outcome, client: { readonly key: string } | undefined, now?: number): void {
     if (this.#totals) {
       const outcomes = this.#outcomes(endpoint);
@@ -105,14 +101,10 @@ export class Traffic {
     return n;
   }
 
-  /**
-   * The last 60 minutes, minute by minute, oldest first (the last one the minute under way): every endpoint of the
-   * table, all of them together, and the `top` clients refused most often.
-   */
+  /** The last 60 minutes, oldest first: per endpoint, all together, and the `top` clients refused most often. */
   summary(top = 10, now = Date.now()): TrafficSummary {
     const since = Math.floor(now / MINUTE_MS) - MINUTES + 1;
-    // Endpoint → [allowed, refused] of each minute; a minute the ring does not hold (or holds from an hour before)
-    // counted nothing.
+    // Endpoint → [allowed, refused] of each minute; a minute the ring does not hold counted nothing.
     const perMinute = (): [number, number][] => Array.from({ length: MINUTES }, () => [0, 0]);
     const add = (counts: [number, number][], i: number, allowed: number, denied: number) => {
       const sums = counts[i] as [number, number];

@@ -14,12 +14,7 @@ function countersOf(endpoint: CompiledEndpoint, grants: CompiledGrants): Compile
   return [endpoint, ...grants.variantsOf(endpoint)];
 }
 
-/**
- * Reads and clears a client's counters on the endpoints of the table, on every store that can: the memory and
- * Redis stores, fixed and sliding windows, and any rate-limiter-flexible limiter (`get`, `delete`). A store's
- * `limits` counter that cannot read without counting (`peek`) or forget (`reset`) is refused with
- * `ERR_UNSUPPORTED_STORE`.
- */
+/** Reads and clears a client's counters; a counter that cannot peek or reset is refused (`ERR_UNSUPPORTED_STORE`). */
 export class Usage {
   readonly #endpoints: readonly CompiledEndpoint[];
   readonly #grants: CompiledGrants;
@@ -51,10 +46,7 @@ export class Usage {
     }
   }
 
-  /**
-   * The client's usage of each limit of each endpoint of the table, in table order, read without counting: on the
-   * counter it counts on now (the table's, or its grant's variant).
-   */
+  /** The client's usage of each limit of each endpoint, in table order, on the counter it counts on now. */
   async of(client: unknown): Promise<EndpointUsage[]> {
     const check = new Checker('limits.usage');
     const c = this.#client(check, client);
@@ -100,10 +92,7 @@ export class Usage {
     );
   }
 
-  /**
-   * Clears the client's counters on every endpoint, or on `endpoint` alone (`<METHOD> <path>` as in the table): the
-   * table's counter and every grant's variant of it. Resolves whether one had a request counted.
-   */
+  /** Clears the client's counters, grants' variants included, on every endpoint or on `endpoint`. */
   async reset(client: unknown, endpoint: unknown): Promise<boolean> {
     const check = new Checker('limits.reset');
     const { key } = this.#client(check, client);
