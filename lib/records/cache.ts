@@ -68,13 +68,16 @@ export class RecordCache {
   readonly #bans = new SweptMap<Stored<BanRecord>>((ban) => ban.until);
   /** Apart, so that no request reads its address while no address is banned. */
   readonly #addressBans = new SweptMap<Stored<BanRecord>>((ban) => ban.until);
-  readonly #grants = new SweptMap<Stored<GrantRecord>>((grant) => grant.until ?? Infinity);
-  readonly #lost = new SweptMap<Stored<LostEntry>>((lost) => endOf(lost.record));
-  readonly #logins = new SweptMap<Stored<EpochRecord | EndedLogin>>((r) => ('until' in r ? r.until : Infinity));
+  readonly grants = new SweptMap<Stored<GrantRecord>>((grant) => endOf(grant));
+  /** By the field of the record lost. */
+  readonly lost = new SweptMap<Stored<LostEntry>>((lost) => endOf(lost.record));
+  /** `epoch`, and the ids of the logins ended by their logout. */
+  readonly logins = new SweptMap<Stored<EpochRecord | EndedLogin>>((r) => ('until' in r ? r.until : Infinity));
   readonly #resets = new SweptMap<Stored<ResetRecord>>((reset) => reset.until);
   // Each request's check would make the string again; an LRU's bookkeeping would cost as much.
   readonly #addressBanKeys = new Map<string, string>();
-  readonly #foreign = new Map<string, ForeignRecord>();
+  /** The entries of the records this instance skips, by field. */
+  readonly foreign = new Map<string, ForeignRecord>();
   readonly #reported = new Set<string>();
   /** Each load of the operator's page looks at the whole history: an entry is judged once. */
   readonly #judged = new Map<string, string | undefined>();
@@ -97,7 +100,6 @@ export class RecordCache {
     readonly onReset?: (key: string) => void;
   }) {
     this.#report = options.report;
-    const bans = (id: string) => (id.startsWith('addr:') ? this.#addressBans : this.#bans);
     // Told at once: the counters' remembered refusals of the client are stale from then on.
     const resets: KindCache = {
       get: (id) => this.#resets.get(id),
@@ -107,7 +109,13 @@ export class RecordCache {
       },
       delete: (id) => this.#resets.delete(id),
     };
-    const caches = { bans, grants: this.#grants, lost: this.#lost, logins: this.#logins, resets };
+    const caches = {
+      bans: (id: string) => this.#bansFor(id),
+      grants: this.grants,
+      lost: this.lost,
+      logins: this.logins,
+      resets,
+    };
     this.#kinds = recordKinds(caches, options.checkGrant);
   }
 
@@ -139,15 +147,19 @@ export class RecordCache {
 
   /** By its key, else by its address: a token that `authenticate` refused is not its key, nor its grant its own. */
   grantOf(client: ClientKeys): Grant | undefined {
-    if (this.#grants.size === 0) return undefined;
+    if (this.grants.size === 0) return undefined;
     const now = Date.now();
-    const found = this.#grants.get(client.key) ?? (client.kind === 'ip' ? undefined : this.#grants.get(client.ip));
+    const found = this.grants.get(client.key) ?? (client.kind === 'ip' ? undefined : this.grants.get(client.ip));
     return found && (found.until === null || found.until > now) ? found.grant : undefined;
+  }
+
+  #bansFor(banKey: string): SweptMap<Stored<BanRecord>> {
+    return banKey.startsWith('addr:') ? this.#addressBans : this.#bans;
   }
 
   /** In force or not. */
   banOf(banKey: string): Stored<BanRecord> | undefined {
-    return (banKey.startsWith('addr:') ? this.#addressBans : this.#bans).get(banKey);
+    return this.#bansFor(banKey).get(banKey);
   }
 
   bansOfKey(key: string): readonly (Stored<BanRecord> | undefined)[] {
@@ -161,7 +173,7 @@ export class RecordCache {
 
   /** In force here before the store has it (sequence number -1): the requests in flight must find it. */
   holdRuleBan(banKey: string, ban: BanRecord): void {
-    (banKey.startsWith('addr:') ? this.#addressBans : this.#bans).add(banKey, storedBan(ban, -1), ban.since);
+    this.#bansFor(banKey).add(banKey, storedBan(ban, -1), ban.since);
     this.#bansEnd = Math.max(this.#bansEnd, ban.until);
   }
 
@@ -169,16 +181,12 @@ export class RecordCache {
   dropHeldBan(banKey: string): Stored<BanRecord> | undefined {
     const ban = this.banOf(banKey);
     if (ban === undefined || ban.seq >= 0) return undefined;
-    (banKey.startsWith('addr:') ? this.#addressBans : this.#bans).delete(banKey);
+    this.#bansFor(banKey).delete(banKey);
     return ban;
   }
 
-  grantRecordOf(key: string): Stored<GrantRecord> | undefined {
-    return this.#grants.get(key);
-  }
-
   tokenEndOf(key: string): string | undefined {
-    return (this.#grants.get(key) ?? this.#bans.get(key))?.tokenEnd;
+    return (this.grants.get(key) ?? this.#bans.get(key))?.tokenEnd;
   }
 
   bansInForce(now = Date.now()): Stored<BanRecord>[] {
@@ -189,43 +197,15 @@ export class RecordCache {
   }
 
   grantsInForce(now = Date.now()): Stored<GrantRecord>[] {
-    const active: Stored<GrantRecord>[] = [];
-    for (const grant of this.#grants.values()) if (grant.until === null || grant.until > now) active.push(grant);
-    return active;
+    return [...this.grants.values()].filter((grant) => endOf(grant) > now);
   }
 
   countBansInForce(): number {
-    const now = Date.now();
-    let n = 0;
-    for (const cache of [this.#bans, this.#addressBans]) for (const ban of cache.values()) if (ban.until > now) n++;
-    return n;
+    return this.bansInForce().length;
   }
 
   countGrantsInForce(): number {
-    const now = Date.now();
-    let n = 0;
-    for (const grant of this.#grants.values()) if (grant.until === null || grant.until > now) n++;
-    return n;
-  }
-
-  lostOf(id: string): Stored<LostEntry> | undefined {
-    return this.#lost.get(id);
-  }
-
-  lostRecords(): IterableIterator<Stored<LostEntry>> {
-    return this.#lost.values();
-  }
-
-  foreignRecords(): ReadonlyMap<string, ForeignRecord> {
-    return this.#foreign;
-  }
-
-  foreignRemoved(field: string): void {
-    this.#foreign.delete(field);
-  }
-
-  loginRecordOf(id: string): Stored<EpochRecord | EndedLogin> | undefined {
-    return this.#logins.get(id);
+    return this.grantsInForce().length;
   }
 
   /** Both new when the store loses its data or a copy behind it takes its place. */
@@ -255,7 +235,7 @@ export class RecordCache {
     const colon = field.indexOf(':');
     const kind = colon > 0 ? this.#kinds.get(field.slice(0, colon)) : undefined;
     const id = field.slice(colon + 1);
-    this.#foreign.delete(field);
+    this.foreign.delete(field);
     if (json === null) {
       const cache = kind?.cache(id);
       const cached = cache?.get(id);
@@ -283,8 +263,8 @@ export class RecordCache {
   }
 
   #skip(field: string, json: string, problem: string): void {
-    if (this.#foreign.size >= FOREIGN_KEPT) this.#foreign.delete(this.#foreign.keys().next().value as string);
-    this.#foreign.set(field, { shown: shownText(json), sha1: sha1(json), problem });
+    if (this.foreign.size >= FOREIGN_KEPT) this.foreign.delete(this.foreign.keys().next().value as string);
+    this.foreign.set(field, { shown: shownText(json), sha1: sha1(json), problem });
     this.foreignFound(`record ${field}`, json, problem);
   }
 
@@ -320,11 +300,7 @@ export class RecordCache {
       cache.clear();
       for (const [id, ban] of held) cache.set(id, ban);
     }
-    this.#grants.clear();
-    this.#lost.clear();
-    this.#logins.clear();
-    this.#resets.clear();
-    this.#foreign.clear();
+    for (const map of [this.grants, this.lost, this.logins, this.#resets, this.foreign]) map.clear();
     this.#bansEnd = 0;
     for (const cache of [this.#bans, this.#addressBans]) {
       for (const ban of cache.values()) this.#bansEnd = Math.max(this.#bansEnd, ban.until);
@@ -335,12 +311,12 @@ export class RecordCache {
     const records = new Map<string, Stored<BanRecord | GrantRecord | LostEntry>>();
     for (const [id, ban] of this.#bans) records.set(`ban:${id}`, ban);
     for (const [id, ban] of this.#addressBans) records.set(`ban:${id}`, ban);
-    for (const [id, grant] of this.#grants) records.set(`grant:${id}`, grant);
-    for (const [id, lost] of this.#lost) records.set(`lost:${id}`, lost);
+    for (const [id, grant] of this.grants) records.set(`grant:${id}`, grant);
+    for (const [id, lost] of this.lost) records.set(`lost:${id}`, lost);
     const fields = new Set(records.keys());
-    for (const id of this.#logins.keys()) fields.add(`session:${id}`);
+    for (const id of this.logins.keys()) fields.add(`session:${id}`);
     for (const id of this.#resets.keys()) fields.add(`reset:${id}`);
-    return { epoch: this.#epoch, seq: this.#seq, records, fields, foreign: new Set(this.#foreign.keys()) };
+    return { epoch: this.#epoch, seq: this.#seq, records, fields, foreign: new Set(this.foreign.keys()) };
   }
 
   #inForce(field: string, json: string, now: number): boolean {

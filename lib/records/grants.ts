@@ -70,7 +70,7 @@ export async function grantsPage(
 /** The grant in force of one client key. */
 export async function grantInForce(parts: Parts, key: string): Promise<ActiveGrant | undefined> {
   await parts.calls.synced('limitsAdmin');
-  const grant = parts.cache.grantRecordOf(key);
+  const grant = parts.cache.grants.get(key);
   return grant && (grant.until === null || grant.until > Date.now()) ? activeGrant(grant) : undefined;
 }
 

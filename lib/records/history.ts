@@ -19,7 +19,7 @@ function historyOptions(options: unknown): { since: number | undefined; limit: n
 
 async function foreignEntries({ cache, calls }: Parts, bound: CallBound): Promise<ForeignEntry[]> {
   await calls.read(bound);
-  const entries: ForeignEntry[] = [...cache.foreignRecords()]
+  const entries: ForeignEntry[] = [...cache.foreign]
     .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
     .map(([field, { shown: text, problem }]) => ({ id: `record ${field}`, place: 'record', field, text, problem }));
   for (const json of await bound.race(calls.state.history())) {
@@ -52,11 +52,11 @@ export function historyMethods(parts: Parts) {
         if (typeof id !== 'string') return false;
         if (id.startsWith('record ')) {
           const field = id.slice('record '.length);
-          const found = cache.foreignRecords().get(field);
+          const found = cache.foreign.get(field);
           if (!found) return false;
           const change = { field, value: null, endsAt: null, when: { sha1: found.sha1 }, event: undefined };
           const removed = (await calls.write([{ ...change, now: Date.now() }], bound)).records[0]?.changed === true;
-          if (removed) cache.foreignRemoved(field);
+          if (removed) cache.foreign.delete(field);
           return removed;
         }
         if (id.startsWith('history ')) {

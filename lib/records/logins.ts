@@ -7,7 +7,7 @@ import type { EndedLogin, EpochRecord } from './kinds.js';
 /** The logins as every instance sees them: a new epoch ("log out everywhere") or a replaced state ends them all. */
 export function logins({ cache, calls }: Pick<Parts, 'cache' | 'calls'>) {
   const epoch = (): string | undefined => {
-    const record = cache.loginRecordOf('epoch');
+    const record = cache.logins.get('epoch');
     return record && 'epoch' in record ? record.epoch : undefined;
   };
   const newEpoch = async (when: 'absent' | 'always', bound: CallBound): Promise<string> => {
@@ -24,7 +24,7 @@ export function logins({ cache, calls }: Pick<Parts, 'cache' | 'calls'>) {
     /** As far as this instance knows; undefined while the store has none. */
     epoch,
     ended(id: string): boolean {
-      const record = id === 'epoch' ? undefined : cache.loginRecordOf(id);
+      const record = id === 'epoch' ? undefined : cache.logins.get(id);
       return record !== undefined && 'until' in record && record.until > Date.now();
     },
     /** The store's, or a new one when it has none (a first login, or after a loss). */

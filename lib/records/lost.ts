@@ -10,7 +10,7 @@ export function lostMethods({ cache, calls }: Parts) {
     async lost(): Promise<LostRecord[]> {
       await calls.synced('limits.lost');
       const now = Date.now();
-      return [...cache.lostRecords()]
+      return [...cache.lost.values()]
         .filter((lost) => endOf(lost.record) > now)
         .sort((a, b) => a.lostAt - b.lostAt || (a.field < b.field ? -1 : 1))
         .map(lostRecord);
@@ -19,7 +19,7 @@ export function lostMethods({ cache, calls }: Parts) {
     restoreLost(id: unknown): Promise<boolean> {
       return calls.bounded('limits.restoreLost', async (bound) => {
         await calls.read(bound);
-        const lost = typeof id === 'string' ? cache.lostOf(id) : undefined;
+        const lost = typeof id === 'string' ? cache.lost.get(id) : undefined;
         if (!lost) return false;
         const now = Date.now();
         const record = lost.record;
