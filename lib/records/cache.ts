@@ -68,11 +68,11 @@ export class RecordCache {
   readonly #bans = new SweptMap<Stored<BanRecord>>((ban) => ban.until);
   /** Apart, so that no request reads its address while no address is banned. */
   readonly #addressBans = new SweptMap<Stored<BanRecord>>((ban) => ban.until);
-  readonly grants = new SweptMap<Stored<GrantRecord>>((grant) => endOf(grant));
+  readonly grants = new SweptMap<Stored<GrantRecord>>(endOf);
   /** By the field of the record lost. */
-  readonly lost = new SweptMap<Stored<LostEntry>>((lost) => endOf(lost.record));
+  readonly lost = new SweptMap<Stored<LostEntry>>(endOf);
   /** `epoch`, and the ids of the logins ended by their logout. */
-  readonly logins = new SweptMap<Stored<EpochRecord | EndedLogin>>((r) => ('until' in r ? r.until : Infinity));
+  readonly logins = new SweptMap<Stored<EpochRecord | EndedLogin>>(endOf);
   readonly #resets = new SweptMap<Stored<ResetRecord>>((reset) => reset.until);
   // Each request's check would make the string again; an LRU's bookkeeping would cost as much.
   readonly #addressBanKeys = new Map<string, string>();
@@ -324,7 +324,7 @@ export class RecordCache {
     const kind = this.#kinds.get(field.slice(0, colon));
     if (!kind) return false;
     try {
-      return kind.end(kind.check(field.slice(colon + 1), json)) > now;
+      return endOf(kind.check(field.slice(colon + 1), json)) > now;
     } catch (error) {
       if (!(error instanceof Problem)) throw error;
       return false;
@@ -353,7 +353,7 @@ export class RecordCache {
         const same = copy ? current && current.seq >= record.seq : current && sameRecord(current, record);
         if (same) continue;
       }
-      if ('field' in record || this.#kinds.get(field.slice(0, field.indexOf(':')))?.operators(record)) lost.push(entry);
+      if (!('by' in record) || record.by === 'operator') lost.push(entry);
       else ruleBans++;
     }
     const stale: [string, string][] = [];

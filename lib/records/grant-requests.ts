@@ -28,16 +28,8 @@ export const LONGEST_REASON = 2000;
 export const LONGEST_LINK = 500;
 export const LARGEST_COUNT = 1e12;
 
-interface StoredGrantRequest {
-  readonly id: string;
-  readonly key: string;
-  readonly tokenEnd: string;
-  readonly ask: Grant;
-  readonly proof: GrantProof;
-  readonly contact: string;
-  readonly reason: string;
+type StoredGrantRequest = Omit<GrantRequest, 'at' | 'decidedAt' | 'granted' | 'until' | 'answer' | 'network'> & {
   readonly at: number;
-  readonly status: GrantRequest['status'];
   readonly decidedAt: number | null;
   readonly granted: Grant | null;
   readonly until: number | null;
@@ -47,7 +39,7 @@ interface StoredGrantRequest {
   /** What it counts in when the store is full. */
   readonly group: string;
   readonly seq?: number;
-}
+};
 
 /** The store adds `seq`. */
 function serialise(record: StoredGrantRequest): string {
@@ -275,12 +267,8 @@ export class GrantRequestDesk implements GrantRequests {
   }
 
   #visible(values: readonly string[], now: number): GrantRequest[] {
-    const out: GrantRequest[] = [];
-    for (const value of values) {
-      const record = parseRequest(value);
-      if (record && requestEnd(record) > now) out.push(publicOf(record));
-    }
-    return out;
+    const records = values.map(parseRequest);
+    return records.filter((r): r is StoredGrantRequest => r !== undefined && requestEnd(r) > now).map(publicOf);
   }
 
   #page(

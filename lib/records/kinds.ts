@@ -70,8 +70,12 @@ const clientKinds: readonly ClientKind[] = ['token', 'ip', 'custom'];
 /** The key of an address's ban (token rotation, or an operator's ban of `{ ip }`), apart from the IP client's own. */
 export const addressBan = (ip: string): string => `addr:${ip}`;
 
-export function endOf(record: BanRecord | GrantRecord): number {
-  return record.until ?? Infinity;
+export type AnyRecord = BanRecord | GrantRecord | LostEntry | EpochRecord | EndedLogin | ResetRecord;
+
+/** Infinity for never; a lost record's, when the record it keeps would have ended. */
+export function endOf(record: AnyRecord): number {
+  if ('record' in record) return endOf(record.record);
+  return 'until' in record ? (record.until ?? Infinity) : Infinity;
 }
 
 export function isBan(record: BanRecord | GrantRecord): record is BanRecord {
@@ -103,6 +107,7 @@ function checkedField<T>(o: Record<string, unknown>, name: string, ok: (value: u
 
 const isText = (value: unknown) => typeof value === 'string' && value !== '' && value.length <= LONGEST_TEXT;
 const isKey = (value: unknown) => typeof value === 'string' && value !== '';
+const isNote = (value: unknown) => value === null || isText(value);
 
 function tokenEndOf(o: Record<string, unknown>): string | undefined {
   const end = o.tokenEnd;
@@ -121,15 +126,11 @@ export function objectOf(text: string): Record<string, unknown> {
   return value;
 }
 
+const isSeq = (v: unknown) => typeof v === 'number' && Number.isSafeInteger(v) && v >= 0;
+
 /** 0 for a record an older version wrote without a sequence number. */
 function seqOf(o: Record<string, unknown>): number {
-  if (o.seq === undefined) return 0;
-  return checkedField<number>(
-    o,
-    'seq',
-    (v) => typeof v === 'number' && Number.isSafeInteger(v) && v >= 0,
-    'a sequence number',
-  );
+  return o.seq === undefined ? 0 : checkedField<number>(o, 'seq', isSeq, 'a sequence number');
 }
 
 function banRecordOf(o: Record<string, unknown>): BanRecord {
@@ -165,12 +166,7 @@ function grantRecordOf(o: Record<string, unknown>, checkGrant: CheckGrant): Gran
     grant,
     since,
     until,
-    note: checkedField(
-      o,
-      'note',
-      (v) => v === null || isText(v),
-      `null or a string of at most ${LONGEST_TEXT} characters`,
-    ),
+    note: checkedField(o, 'note', isNote, `null or a string of at most ${LONGEST_TEXT} characters`),
     tokenEnd: tokenEndOf(o),
   };
 }
@@ -285,11 +281,8 @@ export interface KindCache {
 }
 
 export interface Kind {
-  check(id: string, text: string): { readonly seq: number };
+  check(id: string, text: string): Stored<AnyRecord>;
   cache(id: string): KindCache;
-  /** An operator's ban or grant: kept as a lost record when the store loses it. */
-  operators(record: unknown): boolean;
-  end(record: unknown): number;
 }
 
 /** The kinds by the prefix of their field: a new kind is a check, a cache and an entry here. */
@@ -297,47 +290,11 @@ export function recordKinds(
   caches: { readonly bans: (id: string) => KindCache } & Record<'grants' | 'lost' | 'logins' | 'resets', KindCache>,
   checkGrant: CheckGrant,
 ): ReadonlyMap<string, Kind> {
-  const never = () => false;
   return new Map<string, Kind>([
-    [
-      'ban',
-      {
-        check: checkBanRecord,
-        cache: caches.bans,
-        operators: (ban) => (ban as BanRecord).by === 'operator',
-        end: (ban) => (ban as BanRecord).until,
-      },
-    ],
-    [
-      'grant',
-      {
-        check: (id, json) => checkGrantRecord(id, json, checkGrant),
-        cache: () => caches.grants,
-        operators: () => true,
-        end: (grant) => endOf(grant as GrantRecord),
-      },
-    ],
-    [
-      'lost',
-      {
-        check: (id, json) => checkLostRecord(id, json, checkGrant),
-        cache: () => caches.lost,
-        operators: () => true,
-        end: (lost) => endOf((lost as LostEntry).record),
-      },
-    ],
-    [
-      'session',
-      {
-        check: checkSessionRecord,
-        cache: () => caches.logins,
-        operators: never,
-        end: (r) => ('until' in (r as object) ? (r as EndedLogin).until : Infinity),
-      },
-    ],
-    [
-      'reset',
-      { check: checkResetRecord, cache: () => caches.resets, operators: never, end: (r) => (r as ResetRecord).until },
-    ],
+    ['ban', { check: checkBanRecord, cache: caches.bans }],
+    ['grant', { check: (id, json) => checkGrantRecord(id, json, checkGrant), cache: () => caches.grants }],
+    ['lost', { check: (id, json) => checkLostRecord(id, json, checkGrant), cache: () => caches.lost }],
+    ['session', { check: checkSessionRecord, cache: () => caches.logins }],
+    ['reset', { check: checkResetRecord, cache: () => caches.resets }],
   ]);
 }
