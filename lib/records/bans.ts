@@ -12,7 +12,6 @@ import { activeBan, banEvent, eventOf, listPage } from './views.js';
 /** The wait before a rule's ban the store could not take is written again; it doubles up to LAST_RETRY_MS. */
 const FIRST_RETRY_MS = 500;
 const LAST_RETRY_MS = 30_000;
-/** Beyond, the oldest is no longer written again (it still holds here). */
 const PENDING_KEPT = 10_000;
 
 /** Forgets what led to a client's bans (the ban rule's counts) before an unban. */
@@ -28,10 +27,7 @@ export class RuleBans {
 
   constructor(private readonly parts: Pick<Parts, 'cache' | 'calls'>) {}
 
-  /**
-   * In force here at once, then written unless the store has a ban of the key in force (another instance's, which
-   * replaces it here). Resolves whether this wrote it; a failure goes to `onError` and the ban is written again.
-   */
+  /** In force here at once, then written unless the store has one of the key (another instance's, which wins). */
   hold(banKey: string, ban: BanRecord, req: Request): Promise<boolean> {
     this.parts.cache.holdRuleBan(banKey, ban);
     return this.#write(banKey, ban, req).catch((error: unknown) => {
@@ -130,7 +126,6 @@ export async function banClient(parts: Parts, client: unknown, options: unknown,
   });
 }
 
-/** The bans in force from `offset` (past the last, the last page), at most `limit`; where they start, how many. */
 export async function bansPage(
   parts: Parts,
   offset: number,
@@ -142,7 +137,6 @@ export async function bansPage(
   return { total, offset: from, bans: rows };
 }
 
-/** Its own, and for an `ip:` key its address's. */
 export async function bansOf(parts: Parts, key: string): Promise<ActiveBan[]> {
   await parts.calls.synced('limitsAdmin');
   const now = Date.now();
@@ -152,7 +146,6 @@ export async function bansOf(parts: Parts, key: string): Promise<ActiveBan[]> {
     .map(activeBan);
 }
 
-/** The middleware's methods of bans. */
 export function banMethods(parts: Parts, ruleBans: RuleBans, forget: ForgetBans | undefined) {
   const { cache, calls } = parts;
   return {

@@ -42,12 +42,10 @@ export interface ClientKeys {
 
 interface ForeignRecord {
   readonly shown: string;
-  /** What a removal expects the field to hold still. */
   readonly sha1: string;
   readonly problem: string;
 }
 
-/** What this instance knew when the state it followed was replaced. */
 interface Known {
   readonly epoch: string | undefined;
   readonly seq: number;
@@ -56,27 +54,23 @@ interface Known {
   readonly foreign: ReadonlySet<string>;
 }
 
-/** What a replaced state calls for: the changes to write, and what to tell `onError`. */
 interface Replacement {
   readonly changes: readonly RecordChange[];
   readonly message: string | undefined;
 }
 
-/** One map per kind, filled by the store's updates and by the answers to this instance's own changes. */
 export class RecordCache {
   /** Ended bans stay until swept or replaced: each check reads the end. */
   readonly #bans = new SweptMap<Stored<BanRecord>>((ban) => ban.until);
   /** Apart, so that no request reads its address while no address is banned. */
   readonly #addressBans = new SweptMap<Stored<BanRecord>>((ban) => ban.until);
   readonly grants = new SweptMap<Stored<GrantRecord>>(endOf);
-  /** By the field of the record lost. */
   readonly lost = new SweptMap<Stored<LostEntry>>(endOf);
   /** `epoch`, and the ids of the logins ended by their logout. */
   readonly logins = new SweptMap<Stored<EpochRecord | EndedLogin>>(endOf);
   readonly #resets = new SweptMap<Stored<ResetRecord>>((reset) => reset.until);
   // Each request's check would make the string again; an LRU's bookkeeping would cost as much.
   readonly #addressBanKeys = new Map<string, string>();
-  /** The entries of the records this instance skips, by field. */
   readonly foreign = new Map<string, ForeignRecord>();
   readonly #reported = new Set<string>();
   /** Each load of the operator's page looks at the whole history: an entry is judged once. */
@@ -157,7 +151,6 @@ export class RecordCache {
     return banKey.startsWith('addr:') ? this.#addressBans : this.#bans;
   }
 
-  /** In force or not. */
   banOf(banKey: string): Stored<BanRecord> | undefined {
     return this.#bansFor(banKey).get(banKey);
   }
@@ -177,7 +170,6 @@ export class RecordCache {
     this.#bansEnd = Math.max(this.#bansEnd, ban.until);
   }
 
-  /** Lifts a rule's ban only this instance holds (the store could not take it). */
   dropHeldBan(banKey: string): Stored<BanRecord> | undefined {
     const ban = this.banOf(banKey);
     if (ban === undefined || ban.seq >= 0) return undefined;
@@ -213,7 +205,6 @@ export class RecordCache {
     return `${this.#epoch ?? ''}/${this.#copy ?? ''}`;
   }
 
-  /** A change answered with another epoch found the state replaced. */
   get epoch(): string | undefined {
     return this.#epoch;
   }
@@ -268,7 +259,6 @@ export class RecordCache {
     this.foreignFound(`record ${field}`, json, problem);
   }
 
-  /** Tells `onError` of a foreign entry (`record <field>`, or `history`), once. */
   foreignFound(entry: string, json: string, problem: string): void {
     const id = `${entry}\n${digest(json)}`;
     if (this.#reported.has(id)) return;
@@ -278,7 +268,6 @@ export class RecordCache {
     this.#report(new RuntimeStateError('ERR_FOREIGN_ENTRY', message, { entry }), undefined);
   }
 
-  /** Why an entry of the history is no change this version reads; undefined for a change. */
   historyProblem(json: string): string | undefined {
     if (this.#judged.has(json)) return this.#judged.get(json);
     let problem: string | undefined;
@@ -331,10 +320,8 @@ export class RecordCache {
     }
   }
 
-  /**
-   * The new state is the truth: what it lacks may have been lifted meanwhile, so an operator's ban or grant is kept as
-   * a lost record, never written back. A copy behind it (the same epoch) may bring back records removed since.
-   */
+  // What the new state lacks may have been lifted meanwhile: never written back, but kept as a lost record.
+  // A copy behind it (the same epoch) may bring back records removed since.
   #replaced(known: Known, update: StateUpdate): Replacement {
     const now = Date.now();
     const copy = known.epoch === update.epoch;

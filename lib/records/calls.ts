@@ -11,7 +11,6 @@ import type { CheckGrant } from './kinds.js';
 import type { ChangeEvent } from './types.js';
 import { eventText } from './views.js';
 
-/** What each kind of record's calls are made of. */
 export interface Parts {
   readonly cache: RecordCache;
   readonly calls: StateCalls;
@@ -35,10 +34,8 @@ interface CallsContext {
   readonly answered: (route: string) => void;
 }
 
-/**
- * A read brings the cache up to date with the store; a change is written to the store first, and the cache takes its
- * answer. A call settles within `callTimeoutMs` (see CallBound), and a change the store takes later is refused.
- */
+// A change is written to the store first, and the cache takes its answer. A call settles within `callTimeoutMs`,
+// and a change the store takes later is refused (see CallBound).
 export class StateCalls {
   #follower: Follower | undefined;
 
@@ -83,7 +80,6 @@ export class StateCalls {
     return bounded(source, this.context.callTimeoutMs, run);
   }
 
-  /** Runs `next` (the rest of a page's load) within one bound for all its store calls. */
   withBound(source: string, next: () => void): void {
     withBound(source, this.context.callTimeoutMs, next);
   }
@@ -92,7 +88,6 @@ export class StateCalls {
     this.context.report(error, req);
   }
 
-  /** Refuses a change where the store keeps no state: it would hold on this instance only. */
   writable(check: Checker): void {
     if (!this.context.shared) {
       check.fail(
@@ -112,7 +107,6 @@ export class StateCalls {
     return this.bounded(source, (bound) => this.read(bound));
   }
 
-  /** Writes changes in one step of the store (after a grant request's decision, when there is one). */
   async write(
     records: readonly RecordChange[],
     bound: CallBound | undefined,
@@ -134,7 +128,7 @@ export class StateCalls {
     return result;
   }
 
-  /** Writes changes of bans and grants with their history entries, and tells `onChange` of each that applied. */
+  /** With their history entries; `onChange` is told of each that applied. */
   async change(
     changes: readonly EventChange[],
     req: Request | undefined,

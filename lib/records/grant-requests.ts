@@ -13,7 +13,6 @@ import type { Grant, GrantProof, GrantRequest, GrantRequestInput, GrantRequests 
 
 /** Beyond, an ended one is dropped, else the oldest of the group (IPv6 /48, IPv4 /16) that has the most. */
 const GRANT_REQUESTS_MAX = 10_000;
-/** How long a request stays pending, and readable after its decision. */
 export const PENDING_KEPT_MS = 30 * DAY_MS;
 const DECIDED_KEPT_MS = 30 * DAY_MS;
 /** Pending requests one client key, and one network (IPv4 /24, IPv6 by `ipv6Subnet`), may have at once. */
@@ -34,14 +33,12 @@ type StoredGrantRequest = Omit<GrantRequest, 'at' | 'decidedAt' | 'granted' | 'u
   readonly granted: Grant | null;
   readonly until: number | null;
   readonly answer: string | null;
-  /** '' for none. */
   readonly network: string;
   /** What it counts in when the store is full. */
   readonly group: string;
   readonly seq?: number;
 };
 
-/** The store adds `seq`. */
 function serialise(record: StoredGrantRequest): string {
   const { seq: _seq, ...rest } = record;
   return JSON.stringify(rest);
@@ -79,7 +76,6 @@ function placeOf(ip: string, subnet: number | false): Omit<GrantRequestPlace, 'k
   return { network: of(bits), group: of(Math.min(bits, wide)) };
 }
 
-/** Of `ip:203.0.113.9`, `ip:2001:db8::/64`. */
 function addressOfKey(key: string): string | undefined {
   if (!key.startsWith('ip:')) return undefined;
   const address = key.slice(3).split('/')[0] ?? '';
@@ -162,10 +158,8 @@ function parseRequest(json: string | undefined): StoredGrantRequest | undefined 
   return typeof r.id === 'string' && typeof r.key === 'string' && times && place ? r : undefined;
 }
 
-/**
- * A request's token is hashed at once; only its last 4 characters are kept. Every change is a compare-and-set, so a
- * request is decided once; every call reads or writes a few requests, however many are kept.
- */
+// A token is hashed at once. Every change is a compare-and-set, so a request is decided once; every call reads or
+// writes a few requests, however many are kept.
 export class GrantRequestDesk implements GrantRequests {
   readonly #store: GrantRequestStore | undefined;
   readonly #parts: Parts;
@@ -337,7 +331,6 @@ export class GrantRequestDesk implements GrantRequests {
     return { record, json };
   }
 
-  /** The request no longer holds what was read. */
   #decidedMeanwhile(check: Checker, written: string | undefined): string {
     if (written === undefined) check.invalid('id', 'names a request another operator decided meanwhile.');
     return written;

@@ -37,10 +37,7 @@ function grantChange(
   return { change, event: grantEvent(record) };
 }
 
-/**
- * A grant given with a grant request's decision, in one change of the store: only while the request still holds
- * `request.expected`. Resolves the request's text as written, or undefined. `known`: the end of its token.
- */
+/** With a grant request's decision, in one change: only while the request holds `request.expected`. */
 export function grantWithDecision(
   parts: Parts,
   check: Checker,
@@ -55,7 +52,6 @@ export function grantWithDecision(
   });
 }
 
-/** The grants in force from `offset`, at most `limit`, as bansPage() pages the bans. */
 export async function grantsPage(
   parts: Parts,
   offset: number,
@@ -67,14 +63,12 @@ export async function grantsPage(
   return { total, offset: from, grants: rows };
 }
 
-/** The grant in force of one client key. */
 export async function grantInForce(parts: Parts, key: string): Promise<ActiveGrant | undefined> {
   await parts.calls.synced('limitsAdmin');
   const grant = parts.cache.grants.get(key);
   return grant && (grant.until === null || grant.until > Date.now()) ? activeGrant(grant) : undefined;
 }
 
-/** The middleware's methods of grants. */
 export function grantMethods(parts: Parts) {
   const { calls } = parts;
   return {

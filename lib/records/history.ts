@@ -36,7 +36,6 @@ async function foreignEntries({ cache, calls }: Parts, bound: CallBound): Promis
   return entries;
 }
 
-/** The middleware's methods of the history and the foreign entries. */
 export function historyMethods(parts: Parts) {
   const { cache, calls } = parts;
   return {
@@ -46,7 +45,6 @@ export function historyMethods(parts: Parts) {
       return changesOf(texts, checked, (json, problem) => cache.foreignFound('history', json, problem));
     },
     foreign: (): Promise<ForeignEntry[]> => calls.bounded('limits.foreign', (bound) => foreignEntries(parts, bound)),
-    /** Only an entry still as listed. */
     removeForeign(id: unknown): Promise<boolean> {
       return calls.bounded('limits.removeForeign', async (bound) => {
         if (typeof id !== 'string') return false;

@@ -1,5 +1,4 @@
-// The kinds of record of the runtime state by the prefix of their field (bans, grants, lost records, logins, resets),
-// how each is checked, kept and ended; and the history's entries.
+// The kinds of record of the runtime state (bans, grants, lost records, logins, resets), their checks, the history's.
 import { Checker, isPlainObject, MAX_DURATION_MS, show } from '../shared/check.js';
 import { ListingLimitsError } from '../shared/errors.js';
 import { checkRow } from '../contract/table.js';
@@ -14,7 +13,6 @@ export interface BanRecord {
   readonly since: number;
   readonly until: number;
   readonly by: 'rule' | 'operator';
-  /** The token's last 4 characters, when whoever made the ban knew them. */
   readonly tokenEnd?: string;
 }
 
@@ -55,7 +53,6 @@ export interface ResetRecord {
   readonly until: number;
 }
 
-/** A record with the store's sequence number of its last change. */
 export type Stored<R> = R & { readonly seq: number };
 
 /** Why a stored entry is not a record this instance applies, in words for `onError` and the operator's page. */
@@ -82,7 +79,6 @@ export function isBan(record: BanRecord | GrantRecord): record is BanRecord {
   return 'by' in record;
 }
 
-/** A text given to a method (a ban's reason): with `trim`, white space around it is dropped. */
 export function checkText(check: Checker, value: unknown, field: string, longest = LONGEST_TEXT, trim = false): string {
   if (typeof value !== 'string' || (trim ? value.trim() : value) === '' || value.length > longest)
     check.invalid(field, `must be a non-empty string of at most ${longest} characters; got ${show(value)}.`);
@@ -273,7 +269,6 @@ export function checkEvent(text: string): ChangeEvent {
   };
 }
 
-/** Where an instance keeps the records of a kind, by the id of their field. */
 export interface KindCache {
   get(id: string): { readonly seq: number } | undefined;
   add(id: string, record: { readonly seq: number }, now: number): unknown;

@@ -21,20 +21,17 @@ export function logins({ cache, calls }: Pick<Parts, 'cache' | 'calls'>) {
   };
   return {
     stateId: () => cache.stateId(),
-    /** As far as this instance knows; undefined while the store has none. */
     epoch,
     ended(id: string): boolean {
       const record = id === 'epoch' ? undefined : cache.logins.get(id);
       return record !== undefined && 'until' in record && record.until > Date.now();
     },
-    /** The store's, or a new one when it has none (a first login, or after a loss). */
     epochNow: (): Promise<string> =>
       calls.bounded('limitsAdmin', async (bound) => {
         await calls.read(bound);
         return epoch() ?? newEpoch('absent', bound);
       }),
     endAll: (): Promise<string> => calls.bounded('limitsAdmin', (bound) => newEpoch('always', bound)),
-    /** Until `until`, when it would have ended by itself. */
     end: (id: string, until: number): Promise<void> =>
       calls.bounded('limitsAdmin', async (bound) => {
         const now = Date.now();

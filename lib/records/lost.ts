@@ -4,7 +4,6 @@ import { endOf, isBan } from './kinds.js';
 import type { LostRecord } from './types.js';
 import { banEvent, grantEvent, lostRecord } from './views.js';
 
-/** The middleware's methods of lost records. */
 export function lostMethods({ cache, calls }: Parts) {
   return {
     async lost(): Promise<LostRecord[]> {

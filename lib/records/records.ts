@@ -19,28 +19,22 @@ import { lostMethods } from './lost.js';
 import type { ChangeEvent } from './types.js';
 
 interface RecordsContext {
-  /** The table's rows, which a grant request for specific endpoints names. */
   readonly rows: readonly EndpointRow[];
   /** Option `ipv6Subnet`: an operator's `{ ip }` is keyed as requests are. */
   readonly ipv6Subnet: number | false;
   readonly checkGrant: CheckGrant;
   readonly onChange: ((event: ChangeEvent, req: Request | undefined) => unknown) | undefined;
   readonly report: OnError;
-  /** The longest the first read of the state holds requests up. */
   readonly firstReadMs: number;
-  /** Undefined for a store in this process. */
   readonly callTimeoutMs?: number;
-  /** Told each time a read of the state was answered, with the route of the store's part that answered. */
   readonly answered?: (route: string) => void;
-  /** Told the key of each reset of a client's counters this instance reads (its own included). */
+  /** Told of each reset of a client's counters read (this instance's own included). */
   readonly onReset?: (key: string) => void;
   readonly forget?: ForgetBans;
 }
 
-/**
- * The store's runtime state holds the records, one each, and numbers every change; this instance's cache follows
- * it, so that the request path asks it at once. With a custom store, the records are this process's own.
- */
+// The store's runtime state holds the records and numbers every change; this instance's cache follows it, so that
+// the request path asks it at once. With a custom store, the records are this process's own.
 export class Records implements Parts {
   readonly cache: RecordCache;
   readonly calls: StateCalls;
@@ -50,7 +44,6 @@ export class Records implements Parts {
   readonly checkGrant: CheckGrant;
   /** The key of a client as an operator names it, and the end of its token as its records keep it. */
   readonly keyOf: KeyOf;
-  /** The middleware's operator methods. */
   readonly methods: ReturnType<typeof operatorMethods>;
 
   constructor(state: RuntimeState | undefined, context: RecordsContext) {

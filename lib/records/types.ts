@@ -60,10 +60,7 @@ export interface ChangeEvent {
   readonly note: string | undefined;
 }
 
-/**
- * An entry of the store's runtime state that this version does not apply (written by something else, or another
- * version): skipped, told to `onError` once, and listed by `foreign()` until removed.
- */
+/** An entry of the store's runtime state this version does not apply: told to `onError` once, listed by `foreign()`. */
 export interface ForeignEntry {
   /** What `removeForeign()` takes. */
   readonly id: string;
@@ -77,10 +74,7 @@ export interface ForeignEntry {
   readonly problem: string;
 }
 
-/**
- * An operator's ban or grant that the store lost (a restart without persistence, a flush, a failover): never applied
- * again by itself, kept for an operator to restore or dismiss until it would have ended.
- */
+/** An operator's ban or grant the store lost: never applied by itself, kept to restore or dismiss until its end. */
 export interface LostRecord {
   /** What `restoreLost()` and `dismissLost()` take: the record's field. */
   readonly id: string;

@@ -6,7 +6,6 @@ import type { ActiveBan, ActiveGrant, ChangeEvent, LostRecord } from './types.js
 
 const SHOWN_TEXT = 200;
 
-/** Oldest first, then by key. */
 function byTimeAndKey(a: { since: number; key: string }, b: { since: number; key: string }): number {
   return a.since - b.since || (a.key < b.key ? -1 : a.key > b.key ? 1 : 0);
 }
