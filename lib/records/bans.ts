@@ -140,10 +140,8 @@ export async function bansPage(
 export async function bansOf(parts: Parts, key: string): Promise<ActiveBan[]> {
   await parts.calls.synced('limitsAdmin');
   const now = Date.now();
-  return parts.cache
-    .bansOfKey(key)
-    .filter((ban): ban is Stored<BanRecord> => ban !== undefined && ban.until > now)
-    .map(activeBan);
+  const bans = [parts.cache.banOf(key), parts.cache.banOf(addressBan(key))];
+  return bans.filter((ban): ban is Stored<BanRecord> => ban !== undefined && ban.until > now).map(activeBan);
 }
 
 export function banMethods(parts: Parts, ruleBans: RuleBans, forget: ForgetBans | undefined) {

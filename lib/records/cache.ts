@@ -155,10 +155,6 @@ export class RecordCache {
     return this.#bansFor(banKey).get(banKey);
   }
 
-  bansOfKey(key: string): readonly (Stored<BanRecord> | undefined)[] {
-    return [this.#bans.get(key), this.#addressBans.get(addressBan(key))];
-  }
-
   banned(banKey: string, now: number): boolean {
     const ban = this.banOf(banKey);
     return ban !== undefined && ban.until > now;

@@ -24,10 +24,10 @@ export interface EventChange {
   readonly event?: ChangeEvent;
 }
 
-interface CallsContext {
+export interface CallsContext {
   /** False for a custom store: what it holds is this process's alone. */
   readonly shared: boolean;
-  readonly callTimeoutMs: number | undefined;
+  readonly callTimeoutMs?: number;
   readonly firstReadMs: number;
   readonly onChange: ((event: ChangeEvent, req: Request | undefined) => unknown) | undefined;
   readonly report: OnError;

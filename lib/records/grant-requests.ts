@@ -58,21 +58,18 @@ function metaOf(r: StoredGrantRequest): GrantRequestMeta {
   };
 }
 
-function masked(bytes: number[], bits: number): number[] {
-  return bytes.map((byte, i) => {
-    const keep = Math.min(Math.max(bits - 8 * i, 0), 8);
-    return byte & (0xff << (8 - keep)) & 0xff;
-  });
-}
-
 /** IPv4 by /24 and /16; IPv6 by `ipv6Subnet` (/64 for `false`: one subscriber has a whole /64) and /48. */
 function placeOf(ip: string, subnet: number | false): Omit<GrantRequestPlace, 'key'> {
   let address = ipaddr.parse(ip);
   if (address.kind() === 'ipv6' && (address as ipaddr.IPv6).isIPv4MappedAddress())
     address = (address as ipaddr.IPv6).toIPv4Address();
   const bytes = address.toByteArray();
-  const [bits, wide] = address.kind() === 'ipv4' ? [24, 16] : [subnet === false ? 64 : subnet, 48];
-  const of = (n: number) => `ip:${ipaddr.fromByteArray(masked(bytes, n)).toString()}/${n}`;
+  const v4 = address.kind() === 'ipv4';
+  const [bits, wide] = v4 ? [24, 16] : [subnet === false ? 64 : subnet, 48];
+  const of = (n: number) => {
+    const mask = (v4 ? ipaddr.IPv4 : ipaddr.IPv6).subnetMaskFromPrefixLength(n).toByteArray();
+    return `ip:${ipaddr.fromByteArray(bytes.map((byte, i) => byte & (mask[i] ?? 0))).toString()}/${n}`;
+  };
   return { network: of(bits), group: of(Math.min(bits, wide)) };
 }
 

@@ -1,6 +1,4 @@
 // The operators' records of one middleware: its parts, and the middleware's operator methods made of them.
-import type { Request } from 'express';
-import type { OnError } from '../shared/hooks.js';
 import { type IpKey, ipKey } from '../contract/keys.js';
 import type { EndpointRow } from '../contract/listings.js';
 import type { CallBound } from '../stores/call-bound.js';
@@ -8,7 +6,7 @@ import { MemoryState } from '../stores/memory/state.js';
 import type { RuntimeState } from '../stores/state.js';
 import { banMethods, type ForgetBans, RuleBans } from './bans.js';
 import { RecordCache } from './cache.js';
-import { type Parts, StateCalls } from './calls.js';
+import { type CallsContext, type Parts, StateCalls } from './calls.js';
 import { clientKeyOf, type KeyOf } from './client-keys.js';
 import { GrantRequestDesk } from './grant-requests.js';
 import { grantMethods } from './grants.js';
@@ -16,17 +14,12 @@ import { historyMethods } from './history.js';
 import type { CheckGrant, ResetRecord } from './kinds.js';
 import { logins } from './logins.js';
 import { lostMethods } from './lost.js';
-import type { ChangeEvent } from './types.js';
 
-interface RecordsContext {
+interface RecordsContext extends Omit<CallsContext, 'shared' | 'answered'> {
   readonly rows: readonly EndpointRow[];
   /** Option `ipv6Subnet`: an operator's `{ ip }` is keyed as requests are. */
   readonly ipv6Subnet: number | false;
   readonly checkGrant: CheckGrant;
-  readonly onChange: ((event: ChangeEvent, req: Request | undefined) => unknown) | undefined;
-  readonly report: OnError;
-  readonly firstReadMs: number;
-  readonly callTimeoutMs?: number;
   readonly answered?: (route: string) => void;
   /** Told of each reset of a client's counters read (this instance's own included). */
   readonly onReset?: (key: string) => void;
@@ -54,11 +47,8 @@ export class Records implements Parts {
     this.keyOf = (check, client) => clientKeyOf(check, client, ipOf, (key) => this.cache.tokenEndOf(key));
     this.cache = new RecordCache({ checkGrant, report, onReset: context.onReset });
     this.calls = new StateCalls(state ?? new MemoryState(), this.cache, {
+      ...context,
       shared: state !== undefined,
-      callTimeoutMs: context.callTimeoutMs,
-      firstReadMs: context.firstReadMs,
-      onChange: context.onChange,
-      report,
       // Any answer of the store: the rules' bans it could not take are written now.
       answered: (route) => {
         context.answered?.(route);

@@ -65,12 +65,12 @@ export function listPage<T extends { since: number; key: string }, V>(
   };
 }
 
-export function activeBan(ban: Stored<BanRecord>): ActiveBan {
+export function activeBan(ban: BanRecord): ActiveBan {
   const { key, kind, reason, by, tokenEnd = '' } = ban;
   return { key, kind, reason, since: new Date(ban.since), until: new Date(ban.until), by, tokenEnd };
 }
 
-export function activeGrant(grant: Stored<GrantRecord>): ActiveGrant {
+export function activeGrant(grant: GrantRecord): ActiveGrant {
   return {
     key: grant.key,
     grant: grant.grant,
@@ -112,12 +112,9 @@ export function grantEvent(grant: GrantRecord): ChangeEvent {
 
 export function lostRecord(lost: Stored<LostEntry>): LostRecord {
   const r = lost.record;
-  const since = new Date(r.since);
   const base = { id: lost.field, key: r.key, lostAt: new Date(lost.lostAt) };
-  if (isBan(r)) return { ...base, kind: 'ban', ban: activeBan({ ...r, seq: 0 }), grant: undefined };
-  const until = r.until === null ? undefined : new Date(r.until);
-  const grant = { key: r.key, grant: r.grant, since, until, note: r.note ?? undefined, tokenEnd: r.tokenEnd ?? '' };
-  return { ...base, kind: 'grant', ban: undefined, grant };
+  if (isBan(r)) return { ...base, kind: 'ban', ban: activeBan(r), grant: undefined };
+  return { ...base, kind: 'grant', ban: undefined, grant: activeGrant(r) };
 }
 
 /** The changes since `since`, at most `limit`; an entry that is no change is told to `foreign`. */
