@@ -187,6 +187,12 @@ export class GrantRequestDesk implements GrantRequests {
     );
   }
 
+  /** The call `check.source` on the store, within its bound. */
+  #within<T>(check: Checker, run: (store: GrantRequestStore, bound: CallBound) => Promise<T>): Promise<T> {
+    const store = this.#storeFor(check);
+    return this.#parts.calls.bounded(check.source, (bound) => run(store, bound));
+  }
+
   async file(input: GrantRequestInput): Promise<GrantRequest> {
     const check: Checker = new Checker('limits.requests.file');
     const i = check.options(input, 'input', '{ token, ask, proof, contact, reason, ip }');
@@ -214,26 +220,16 @@ export class GrantRequestDesk implements GrantRequests {
       ...place,
     };
     const bounds = { perKey: PENDING_PER_CLIENT, perNetwork: PENDING_PER_NETWORK, max: GRANT_REQUESTS_MAX };
-    const store = this.#storeFor(check);
-    const done = await this.#parts.calls.bounded(check.source, (bound) =>
+    const done = await this.#within(check, (store, bound) =>
       bound.race(store.file(record.id, serialise(record), metaOf(record), bounds, record.at, bound.applyBy), (late) => {
         if (late === 'done') this.#parts.calls.lateChange(bound);
       }),
     );
-    if (done === 'key') {
-      check.fail(
-        'ERR_TOO_MANY_PENDING',
-        'input.token',
-        `has ${PENDING_PER_CLIENT} requests pending already: wait for an operator's decision, or for one to expire.`,
-      );
-    }
-    if (done === 'network') {
-      check.fail(
-        'ERR_TOO_MANY_PENDING',
-        'input.ip',
-        `is of a network that has ${PENDING_PER_NETWORK} requests pending already: wait for an operator's ` +
-          'decision, or for one to expire.',
-      );
+    if (done === 'key' || done === 'network') {
+      const [field, whose] = done === 'key' ? ['input.token', ''] : ['input.ip', 'is of a network that '];
+      const pending = done === 'key' ? PENDING_PER_CLIENT : PENDING_PER_NETWORK;
+      const wait = "wait for an operator's decision, or for one to expire.";
+      check.fail('ERR_TOO_MANY_PENDING', field, `${whose}has ${pending} requests pending already: ${wait}`);
     }
     if (done !== 'done') throw new Error('limits.requests.file: the store has a request of this id already.');
     return publicOf(record);
@@ -252,8 +248,7 @@ export class GrantRequestDesk implements GrantRequests {
   }
 
   async #read(check: Checker, id: string): Promise<StoredGrantRequest | undefined> {
-    const store = this.#storeFor(check);
-    const record = parseRequest(await this.#parts.calls.bounded(check.source, (bound) => bound.race(store.get(id))));
+    const record = parseRequest(await this.#within(check, (store, bound) => bound.race(store.get(id))));
     return record && requestEnd(record) > Date.now() ? record : undefined;
   }
 
@@ -283,8 +278,7 @@ export class GrantRequestDesk implements GrantRequests {
   async list(options?: { status?: 'pending' | 'decided'; offset?: number; limit?: number }): Promise<GrantRequest[]> {
     const check = new Checker('limits.requests.list');
     const { status, offset, limit } = this.#page(check, options);
-    const store = this.#storeFor(check);
-    return this.#parts.calls.bounded(check.source, async (bound) => {
+    return this.#within(check, async (store, bound) => {
       const now = Date.now();
       const page = (of: 'pending' | 'decided', from: number, n: number) => bound.race(store.page(of, from, n, now));
       if (status !== undefined) return this.#visible((await page(status, offset, limit)).values, now);
@@ -297,9 +291,8 @@ export class GrantRequestDesk implements GrantRequests {
   }
 
   async counts(): Promise<{ pending: number; decided: number }> {
-    const store = this.#storeFor(new Checker('limits.requests.counts'));
     const now = Date.now();
-    const [pending, decided] = await this.#parts.calls.bounded('limits.requests.counts', (bound) =>
+    const [pending, decided] = await this.#within(new Checker('limits.requests.counts'), (store, bound) =>
       bound.race(Promise.all([store.page('pending', 0, 0, now), store.page('decided', 0, 0, now)])),
     );
     return { pending: pending.total, decided: decided.total };
@@ -311,8 +304,7 @@ export class GrantRequestDesk implements GrantRequests {
     const { limit } = this.#page(check, options);
     const address = addressOfKey(key);
     const [by, value] = address === undefined ? ['key', key] : ['network', placeOf(address, this.#ipv6Subnet).network];
-    const store = this.#storeFor(check);
-    const found = await this.#parts.calls.bounded(check.source, (bound) =>
+    const found = await this.#within(check, (store, bound) =>
       bound.race(store.find(by as 'key' | 'network', value, limit)),
     );
     return this.#visible(found, Date.now());
