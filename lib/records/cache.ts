@@ -10,6 +10,7 @@ import {
   type BanRecord,
   checkEvent,
   type CheckGrant,
+  type AnyRecord,
   type EndedLogin,
   endOf,
   type EpochRecord,
@@ -234,7 +235,7 @@ export class RecordCache {
     if (!kind)
       return this.#skip(field, json, `is of a kind this version does not know (${show(field.slice(0, colon))})`);
     const cache = kind.cache(id);
-    let record: { readonly seq: number };
+    let record: Stored<AnyRecord>;
     try {
       this.parsed++;
       record = kind.check(id, json);
@@ -246,7 +247,7 @@ export class RecordCache {
     const cached = cache.get(id);
     if (cached !== undefined && cached.seq > record.seq) return;
     cache.add(id, record, Date.now());
-    if (field.startsWith('ban:')) this.#bansEnd = Math.max(this.#bansEnd, (record as Stored<BanRecord>).until);
+    if (field.startsWith('ban:')) this.#bansEnd = Math.max(this.#bansEnd, endOf(record));
   }
 
   #skip(field: string, json: string, problem: string): void {
@@ -304,16 +305,10 @@ export class RecordCache {
     return { epoch: this.#epoch, seq: this.#seq, records, fields, foreign: new Set(this.foreign.keys()) };
   }
 
-  #inForce(field: string, json: string, now: number): boolean {
+  #current(field: string): Stored<AnyRecord> | undefined {
     const colon = field.indexOf(':');
-    const kind = this.#kinds.get(field.slice(0, colon));
-    if (!kind) return false;
-    try {
-      return endOf(kind.check(field.slice(colon + 1), json)) > now;
-    } catch (error) {
-      if (!(error instanceof Problem)) throw error;
-      return false;
-    }
+    const id = field.slice(colon + 1);
+    return colon > 0 ? this.#kinds.get(field.slice(0, colon))?.cache(id).get(id) : undefined;
   }
 
   // What the new state lacks may have been lifted meanwhile: never written back, but kept as a lost record.
@@ -327,15 +322,10 @@ export class RecordCache {
       if (record.seq < 0) continue;
       const entry = 'field' in record ? record : { field, record, lostAt: now, seq: record.seq };
       if (endOf(entry.record) <= now) continue;
-      const json = update.records.get(field);
-      if (json !== undefined && json !== null) {
-        const kind = this.#kinds.get(field.slice(0, field.indexOf(':')));
-        const id = field.slice(field.indexOf(':') + 1);
-        const current = kind?.cache(id).get(id);
-        // Kept: the same version (or a newer one) on a copy; the same record written again after a loss.
-        const same = copy ? current && current.seq >= record.seq : current && sameRecord(current, record);
-        if (same) continue;
-      }
+      // The new state was applied: what it holds of the field, if anything.
+      const current = this.#current(field);
+      // Kept: the same version (or a newer one) on a copy; the same record written again after a loss.
+      if (current && (copy ? current.seq >= record.seq : sameRecord(current, record))) continue;
       if (!('by' in record) || record.by === 'operator') lost.push(entry);
       else ruleBans++;
     }
@@ -346,7 +336,8 @@ export class RecordCache {
       for (const [field, json] of update.records) {
         if (json === null || known.fields.has(field) || known.foreign.has(field)) continue;
         const seq = Number(/^\{"seq":(\d+),/.exec(json)?.[1] ?? 0);
-        if (seq <= passed && this.#inForce(field, json, now)) stale.push([field, json]);
+        const current = this.#current(field);
+        if (seq <= passed && current !== undefined && endOf(current) > now) stale.push([field, json]);
       }
     }
     const changes: RecordChange[] = stale.map(([field, json]) => ({

@@ -270,8 +270,8 @@ export function checkEvent(text: string): ChangeEvent {
 }
 
 export interface KindCache {
-  get(id: string): { readonly seq: number } | undefined;
-  add(id: string, record: { readonly seq: number }, now: number): unknown;
+  get(id: string): Stored<AnyRecord> | undefined;
+  add(id: string, record: Stored<AnyRecord>, now: number): unknown;
   delete(id: string): boolean;
 }
 
