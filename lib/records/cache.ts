@@ -32,7 +32,6 @@ const FOREIGN_KEPT = 1000;
 const REPORTED_KEPT = 10_000;
 const ADDRESS_BAN_KEYS_KEPT = 10_000;
 
-/** A request's client as the records are asked about it. */
 export interface ClientKeys {
   /** `t:<sha256 of the token>`, `ip:<address>`, or what the `key` option returned. */
   readonly key: string;
@@ -322,7 +321,6 @@ export class RecordCache {
       if (record.seq < 0) continue;
       const entry = 'field' in record ? record : { field, record, lostAt: now, seq: record.seq };
       if (endOf(entry.record) <= now) continue;
-      // The new state was applied: what it holds of the field, if anything.
       const current = this.#current(field);
       // Kept: the same version (or a newer one) on a copy; the same record written again after a loss.
       if (current && (copy ? current.seq >= record.seq : sameRecord(current, record))) continue;
