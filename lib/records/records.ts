@@ -74,10 +74,8 @@ export class Records implements Parts {
     const at = Date.now();
     const record: ResetRecord = { key, at, until: at + windowMs };
     const value = JSON.stringify(record);
-    await this.calls.write(
-      [{ field: `reset:${key}`, value, endsAt: record.until, when: 'always', event: undefined, now: at }],
-      bound,
-    );
+    const change = { field: `reset:${key}`, value, endsAt: record.until, when: 'always' } as const;
+    await this.calls.write([{ ...change, event: undefined, now: at }], bound);
   }
 
   close(): void {
