@@ -107,11 +107,11 @@ describe.each(cases)('$name', (instances) => {
     try {
       // The state exists and the script is loaded, as on any store after its first change.
       const [primer, primed] = banOf(-1);
-      await a.bans.rule(primer, primed, undefined as never);
-      await a.bans.unban(primer);
+      await a.ruleBans.hold(primer, primed, undefined as never);
+      await a.methods.unban(primer);
       for (let from = 0; from < active; from += 500) {
         const batch = Array.from({ length: Math.min(500, active - from) }, (_, i) => banOf(from + i));
-        await Promise.all(batch.map(([key, ban]) => a.bans.rule(key, ban, undefined as never)));
+        await Promise.all(batch.map(([key, ban]) => a.ruleBans.hold(key, ban, undefined as never)));
       }
       await Promise.all([a.sync(), b.sync()]);
       expect([a.cache.countBansInForce(), b.cache.countBansInForce()]).toEqual([active, active]);
@@ -119,7 +119,7 @@ describe.each(cases)('$name', (instances) => {
       const commands = await instances.commands();
       const parsed = a.cache.parsed + b.cache.parsed;
       const [key, ban] = banOf(active);
-      expect(await a.bans.rule(key, ban, undefined as never)).toBe(true);
+      expect(await a.ruleBans.hold(key, ban, undefined as never)).toBe(true);
       await Promise.all([a.sync(), b.sync()]);
       expect([a.cache.countBansInForce(), b.cache.countBansInForce()]).toEqual([active + 1, active + 1]);
       expect(errors).toEqual([]);
@@ -169,7 +169,7 @@ describe("a request's check of its address's ban", () => {
     const records = registry(memoryStore().state as RuntimeState, errors);
     records.start();
     try {
-      expect(await records.bans.ban({ ip: '203.0.113.7' }, { duration: DURATION })).toBe(true);
+      expect(await records.methods.ban({ ip: '203.0.113.7' }, { duration: DURATION })).toBe(true);
       const client = (address: string) =>
         ({ key: 't:token', kind: 'token', ip: `ip:${address}`, token: 'Bot x', tokenKey: 't:token' }) as const;
       const now = Date.now();

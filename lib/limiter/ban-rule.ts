@@ -164,7 +164,7 @@ export class BanRule {
     // A token's ban keeps what the pages show of it (its last characters), as its grant request shows it.
     const end = kind === 'token' ? tokenEnd(ctx.client.token ?? '') || undefined : undefined;
     const record = { key, kind, reason, since: now, until, by: 'rule' as const, tokenEnd: end };
-    void this.#records.bans.rule(banKey, record, ctx.req).then((taken) => {
+    void this.#records.ruleBans.hold(banKey, record, ctx.req).then((taken) => {
       if (taken && !crossed) observe(this.#onBan, info, ctx.req, this.#report);
     });
   }

@@ -13,7 +13,7 @@ import type { AnyListingName, EndpointRow } from '../contract/listings.js';
 import { mountWarning, watchMountOrder } from './mount.js';
 import { once } from '../shared/once.js';
 import { type Config, configure } from './options.js';
-import type { ClientRef, Grant } from '../records/types.js';
+import type { ClientRef } from '../records/types.js';
 import { answerLimited, refuseBanned, sendJson, UNAUTHORIZED_BODY, UNAVAILABLE_BODY } from './refusals.js';
 import type { ListingLimitsMiddleware, ListingLimitsOptions, RateLimitInfo } from './types.js';
 
@@ -312,35 +312,11 @@ export function listingLimits(
   return linkPages(limits, config.pagesLink);
 }
 
-/**
- * The middleware's methods: the operators' calls, each answered by the part of its records that keeps what it asks
- * about (an unban forgets first what led to the ban), a client's counters, the last hour, and `close()`.
- */
+/** The middleware's methods: the records' (`ban()` … `requests`), a client's counters, the last hour, `close()`. */
 function methods(config: Config, stopMountOrder: () => void) {
-  const { banRule, records, usage, traffic } = config;
-  const { bans, grants, lost, foreign } = records;
+  const { records, usage, traffic } = config;
   return {
-    ban: (client: ClientRef, banOptions: { duration: number; reason?: string }) => bans.ban(client, banOptions),
-    unban: async (client: ClientRef | string) => {
-      const key = bans.unbanKey(client);
-      // The counts that led to the bans first: an unban that fails after them leaves the ban in force, never a ban
-      // lifted whose kept strikes would ban the client again at its next refusal.
-      return records.calls.bounded('limits.unban', async (bound) => {
-        await banRule?.forget(key, bound);
-        return bans.unban(key);
-      });
-    },
-    bans: () => bans.list(),
-    grant: (client: ClientRef, grant: Grant, grantOptions?: { until?: Date | number; note?: string }) =>
-      grants.grant(client, grant, grantOptions),
-    revoke: (client: ClientRef) => grants.revoke(client),
-    grants: () => grants.list(),
-    history: (historyOptions?: { since?: Date | number; limit?: number }) => records.history.list(historyOptions),
-    lost: () => lost.list(),
-    restoreLost: (id: string) => lost.restore(id),
-    dismissLost: (id: string) => lost.dismiss(id),
-    foreign: () => foreign.list(),
-    removeForeign: (id: string) => foreign.remove(id),
+    ...records.methods,
     close: () => {
       stopMountOrder();
       config.stopWatching();
@@ -348,7 +324,6 @@ function methods(config: Config, stopMountOrder: () => void) {
     },
     usage: (client: ClientRef) => usage.of(client),
     reset: (client: ClientRef, endpoint?: string) => usage.reset(client, endpoint),
-    requests: records.requests,
     traffic: () => {
       traffic.on = true;
       return traffic.summary();

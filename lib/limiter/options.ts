@@ -120,6 +120,8 @@ export function configure(listing: unknown, options: ListingLimitsOptions = {}) 
     // Any answer of the store closes the breaker of the part that gave it: the state's reads too.
     answered: waiting && ((route) => waiting.succeeded(route)),
     onReset: (key) => usage.forget(key),
+    // An unban forgets first what led to the ban.
+    forget: async (key, bound): Promise<void> => banRule?.forget(key, bound),
   });
   const { cache } = records;
   const ban = checkBanOption(check, options);

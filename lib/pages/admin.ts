@@ -5,6 +5,8 @@ import { Checker, DAY_MS, isPlainObject, show } from '../shared/check.js';
 import { type ListingLimitsError } from '../shared/errors.js';
 import type { Store } from '../stores/store.js';
 import type { Limit } from '../contract/limit.js';
+import { banClient } from '../records/bans.js';
+import { grantInForce } from '../records/grants.js';
 import type { Grant } from '../records/types.js';
 import type { ListingLimitsMiddleware } from '../limiter/types.js';
 import type { PagesLink } from '../records/pages-link.js';
@@ -308,7 +310,7 @@ function mountClientActions(router: Router, { middleware, link }: Admin): void {
       // The ban shows the token as its grant request does.
       const [request] =
         by === 'key' && value.startsWith('t:') ? await middleware.requests.find(client, { limit: 1 }) : [];
-      await link.records.bans.ban(client, { duration: Number(seconds) * 1000, reason }, request?.tokenEnd);
+      await banClient(link.records, client, { duration: Number(seconds) * 1000, reason }, request?.tokenEnd);
       return 'banned';
     }),
   );
@@ -336,7 +338,7 @@ function mountGrantActions(router: Router, { middleware, link }: Admin): void {
     '/grants/expiry',
     action(link.records, async (req, check) => {
       const key = field(req.body, 'key');
-      const grant = await link.records.grants.of(key);
+      const grant = await grantInForce(link.records, key);
       if (!grant) return 'none';
       await middleware.grant({ key }, grant.grant, {
         until: expiryOf(check, field(req.body, 'expiry')),

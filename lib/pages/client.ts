@@ -1,4 +1,6 @@
 // A client's page on the operator's page: its counters now, its refusals, ban, grant, requests and changes.
+import { bansOf } from '../records/bans.js';
+import { grantInForce } from '../records/grants.js';
 import type { PagesLink } from '../records/pages-link.js';
 import type { EndpointUsage, ListingLimitsMiddleware } from '../limiter/types.js';
 import { clientLabel, when } from './describe.js';
@@ -67,8 +69,8 @@ export async function clientPage(
   const { records, traffic } = link;
   const [usage, bans, grant, requests, history] = await Promise.all([
     counters(page, middleware, key),
-    records.bans.of(key),
-    records.grants.of(key),
+    bansOf(records, key),
+    grantInForce(records, key),
     middleware.requests.find({ key }, { limit: PER_PAGE }),
     middleware.history(),
   ]);

@@ -1,4 +1,6 @@
 // The operator's page: a page of each list (requests, grants, bans), the store's state, the last hour, the changes.
+import { bansPage } from '../records/bans.js';
+import { grantsPage } from '../records/grants.js';
 import type { PagesLink } from '../records/pages-link.js';
 import type { ListingLimitsMiddleware, TrafficSummary } from '../limiter/types.js';
 import type { ActiveBan, ActiveGrant, ChangeEvent, GrantRequest } from '../records/types.js';
@@ -172,8 +174,8 @@ export async function dashboard(
   const [pending, decided, grants, bans, history, lost, foreign] = await Promise.all([
     middleware.requests.list({ status: 'pending', offset: (requestsPage - 1) * PER_PAGE, limit: PER_PAGE }),
     middleware.requests.list({ status: 'decided', limit: 10 }),
-    link.records.grants.page((pageOf(v, 'grants') - 1) * PER_PAGE, PER_PAGE),
-    link.records.bans.page((pageOf(v, 'bans') - 1) * PER_PAGE, PER_PAGE),
+    grantsPage(link.records, (pageOf(v, 'grants') - 1) * PER_PAGE, PER_PAGE),
+    bansPage(link.records, (pageOf(v, 'bans') - 1) * PER_PAGE, PER_PAGE),
     middleware.history({ limit: PER_PAGE }),
     middleware.lost(),
     middleware.foreign(),

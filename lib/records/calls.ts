@@ -1,63 +1,93 @@
-// How the operators' calls reach the store's runtime state: each within one bound, its reads and changes in the cache.
+// How the records reach the store's runtime state: the cache follows it; each operator's call runs within one bound.
 import type { Request } from 'express';
 import type { Checker } from '../shared/check.js';
 import { RuntimeStateError } from '../shared/errors.js';
 import { observe, type OnError } from '../shared/hooks.js';
 import { bounded, type CallBound, withBound } from '../stores/call-bound.js';
-import type { RecordChange, RequestPut, RuntimeState, StateChangeResult } from '../stores/state.js';
+import type { Follower, RecordChange, RequestPut, RuntimeState, StateChangeResult } from '../stores/state.js';
 import type { RecordCache } from './cache.js';
+import type { KeyOf } from './client-keys.js';
+import type { CheckGrant } from './kinds.js';
 import type { ChangeEvent } from './types.js';
 import { eventText } from './views.js';
 
-/** A change of a record with the history's entry for it (none without `event`), as the operators' calls make them. */
+export interface Parts {
+  readonly cache: RecordCache;
+  readonly calls: StateCalls;
+  readonly keyOf: KeyOf;
+  readonly checkGrant: CheckGrant;
+}
+
+/** A change of a record with the history's entry for it (none without `event`). */
 export interface EventChange {
   readonly change: Omit<RecordChange, 'event' | 'now'>;
   readonly event?: ChangeEvent;
 }
 
-/** How the cache follows the store, as far as a call needs it: whether it does, and a read of what changed now. */
-interface Following {
-  readonly active: boolean;
-  sync(): Promise<void>;
+export interface CallsContext {
+  /** False for a custom store: what it holds is this process's alone. */
+  readonly shared: boolean;
+  readonly callTimeoutMs?: number;
+  readonly firstReadMs: number;
+  readonly onChange: ((event: ChangeEvent, req: Request | undefined) => unknown) | undefined;
+  readonly report: OnError;
+  readonly answered: (route: string) => void;
 }
 
-/**
- * The store's runtime state as the operators' calls use it. A call runs within one bound (see CallBound): it settles
- * within `callTimeoutMs`, or rejects with `ERR_STORE_UNAVAILABLE`, and a change of it that reaches the store later is
- * refused. A read brings the cache up to date with the store; a change is written to the store first, and the cache
- * takes the store's answer.
- */
+// A change is written to the store first, and the cache takes its answer. A call settles within `callTimeoutMs`,
+// and a change the store takes later is refused (see CallBound).
 export class StateCalls {
+  #follower: Follower | undefined;
+
   constructor(
     readonly state: RuntimeState,
     private readonly cache: RecordCache,
-    private readonly following: Following,
-    private readonly context: {
-      /** False for a store with no runtime state of its own: nothing it holds is shared by another instance. */
-      readonly shared: boolean;
-      /** The longest an operator's call waits for the store in all; undefined for a store in this process. */
-      readonly callTimeoutMs: number | undefined;
-      readonly onChange: ((event: ChangeEvent, req: Request | undefined) => unknown) | undefined;
-      readonly report: OnError;
-    },
+    private readonly context: CallsContext,
   ) {}
+
+  /** Once the middleware is made, so that a configuration that fails leaves nothing running. */
+  start(): void {
+    if (this.#follower) return;
+    this.#follower = this.state.follow((update) => {
+      const replaced = this.cache.apply(update);
+      if (replaced) this.#replaced(replaced.changes, replaced.message).catch((e: unknown) => this.report(e, undefined));
+    }, this.context.answered);
+    if (this.cache.loaded) return;
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const bound = new Promise<void>((resolve) => {
+      timer = setTimeout(resolve, this.context.firstReadMs);
+      timer.unref?.();
+    });
+    const first = this.#follower.sync().catch(() => {});
+    this.cache.ready = Promise.race([first, bound]).then(() => {
+      clearTimeout(timer);
+      this.cache.ready = undefined;
+    });
+  }
+
+  stop(): void {
+    this.#follower?.stop();
+    this.#follower = undefined;
+  }
+
+  async #replaced(changes: readonly RecordChange[], message: string | undefined): Promise<void> {
+    if (changes.length > 0) await this.write(changes, undefined);
+    if (message !== undefined) this.report(new RuntimeStateError('ERR_STATE_LOST', message), undefined);
+  }
 
   /** Runs an operator's call `source` (`limits.ban`) within the store's bound; within a page's load, within its own. */
   bounded<T>(source: string, run: (bound: CallBound) => Promise<T>): Promise<T> {
     return bounded(source, this.context.callTimeoutMs, run);
   }
 
-  /** Runs `next` (the rest of a page's load) within one bound for all its store calls. */
   withBound(source: string, next: () => void): void {
     withBound(source, this.context.callTimeoutMs, next);
   }
 
-  /** Tells `onError` of an error met by an operator's call (a page's) that the caller answered itself. */
   report(error: unknown, req: Request | undefined): void {
     this.context.report(error, req);
   }
 
-  /** Refuses a change of bans and grants where the store keeps no state: it would hold on this instance only. */
   writable(check: Checker): void {
     if (!this.context.shared) {
       check.fail(
@@ -69,21 +99,14 @@ export class StateCalls {
     }
   }
 
-  /** Reads what changed in the store now, within `bound` (a custom store's state is this process's: none to read). */
   async read(bound: CallBound): Promise<void> {
-    if (this.context.shared && this.following.active) await bound.race(this.following.sync());
+    if (this.context.shared && this.#follower) await bound.race(this.#follower.sync());
   }
 
-  /** Reads what changed in the store now, within the bound of the call `source` (or of the one under way). */
   synced(source: string): Promise<void> {
     return this.bounded(source, (bound) => this.read(bound));
   }
 
-  /**
-   * Writes changes, in one step of the store (with a grant request's decision before them, when there is one); the
-   * cache takes the store's answer (or, when the state's epoch changed, reads it whole). Within a call's `bound`, the
-   * store refuses the change when it takes it too late.
-   */
   async write(
     records: readonly RecordChange[],
     bound: CallBound | undefined,
@@ -92,11 +115,11 @@ export class StateCalls {
     const change = this.state.change({ records, request, applyBy: bound?.applyBy });
     const result = await (bound ? bound.race(change, (late) => this.#lateChange(bound, late)) : change);
     const epoch = result.records[0]?.epoch;
-    if (epoch !== undefined && epoch !== this.cache.epoch && this.following.active) {
+    if (epoch !== undefined && epoch !== this.cache.epoch && this.#follower) {
       // Done: the store has it. Reading the state whole is only for this copy, which the next read brings anyway.
-      const sync = this.following.sync();
+      const sync = this.#follower.sync();
       await (bound ? bound.race(sync) : sync).catch(() => {});
-      if (this.following.active) return result;
+      if (this.#follower) return result;
     }
     records.forEach((c, i) => {
       const done = result.records[i];
@@ -105,10 +128,7 @@ export class StateCalls {
     return result;
   }
 
-  /**
-   * Writes changes of bans and grants, with their history entries (a change without an event has none), and tells
-   * `onChange` of each that applied.
-   */
+  /** With their history entries; `onChange` is told of each that applied. */
   async change(
     changes: readonly EventChange[],
     req: Request | undefined,
@@ -129,15 +149,11 @@ export class StateCalls {
     return result;
   }
 
-  /**
-   * A change the store took in time but answered after the call's bound, when the call had said it made none: every
-   * instance applies it (it is in the store), and `onError` is told which call it was.
-   */
   #lateChange(bound: CallBound, result: StateChangeResult): void {
     if (result.records.some((done) => done.changed) || result.request !== undefined) this.lateChange(bound);
   }
 
-  /** Tells `onError` that a change of the call `bound` bounds, which it said it had not made, was taken after all. */
+  /** A change the call said it had not made (its bound ended) was taken after all: it holds on every instance. */
   lateChange(bound: CallBound): void {
     const message =
       `${bound.source} was refused as the store did not answer in time, but the store had taken its change: it ` +

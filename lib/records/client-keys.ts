@@ -4,7 +4,6 @@ import { type Checker, isPlainObject, show } from '../shared/check.js';
 import { type ClientKind, type IpKey, kindOfKey, tokenEnd, tokenKey } from '../contract/keys.js';
 import { LONGEST_TEXT } from './kinds.js';
 
-/** A client named by an operator: its key, its kind, whether it is an address, and the end of its token. */
 export interface ClientKeyOf {
   readonly key: string;
   readonly kind: ClientKind;
@@ -12,14 +11,9 @@ export interface ClientKeyOf {
   readonly tokenEnd: string;
 }
 
-/** The key of a client named as an operator knows it, as {@link clientKeyOf} finds it with the records' own. */
 export type KeyOf = (check: Checker, client: unknown) => ClientKeyOf;
 
-/**
- * The key of a client named as an operator knows it: a token hashed at once, an address grouped by `ipOf` (as the
- * requests are counted), or a key as it is; and what the pages show of its token: the end of a token given, else the
- * one the records of the key keep (`tokenEndOf`; '' when none does). Throws ListingLimitsError naming the field.
- */
+/** A token hashed at once, an address keyed by `ipOf` as requests are; the end of its token, given or kept. */
 export function clientKeyOf(
   check: Checker,
   client: unknown,

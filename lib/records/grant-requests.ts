@@ -4,66 +4,46 @@ import ipaddr from 'ipaddr.js';
 import { Checker, DAY_MS, isPlainObject, show } from '../shared/check.js';
 import { tokenEnd, tokenKey } from '../contract/keys.js';
 import type { EndpointRow } from '../contract/listings.js';
-import type { StateCalls } from './calls.js';
-import type { KeyOf } from './client-keys.js';
-import type { RuntimeGrants } from './grants.js';
-import { type CheckGrant, checkText, objectOf, Problem } from './kinds.js';
 import type { CallBound } from '../stores/call-bound.js';
 import type { GrantRequestMeta, GrantRequestPlace, GrantRequestStore } from '../stores/grant-request-store.js';
+import type { Parts } from './calls.js';
+import { grantWithDecision } from './grants.js';
+import { checkText, objectOf, Problem } from './kinds.js';
 import type { Grant, GrantProof, GrantRequest, GrantRequestInput, GrantRequests } from './types.js';
 
-/**
- * Requests kept at the most. A new one is never refused for want of room: an ended one is dropped, else the oldest
- * of the group (IPv6 /48, IPv4 /16) that has the most.
- */
+/** Beyond, an ended one is dropped, else the oldest of the group (IPv6 /48, IPv4 /16) that has the most. */
 const GRANT_REQUESTS_MAX = 10_000;
-/** How long a request no operator decided stays pending: 30 days, after which it is dropped. */
 export const PENDING_KEPT_MS = 30 * DAY_MS;
-/** How long a decided request stays readable by its requester: 30 days. */
 const DECIDED_KEPT_MS = 30 * DAY_MS;
-/** Pending requests one client key may have at once. */
+/** Pending requests one client key, and one network (IPv4 /24, IPv6 by `ipv6Subnet`), may have at once. */
 const PENDING_PER_CLIENT = 2;
-/** Pending requests one network (IPv4 /24, IPv6 by `ipv6Subnet`) may have at once. */
 const PENDING_PER_NETWORK = 3;
-/** Requests `list()` and `find()` answer at the most, and by default. */
 const LIST_MAX = 1000;
 const LIST_DEFAULT = 50;
-/** The longest texts of a request, in characters: the contact page's form holds to them too. */
+/** The contact page's form holds to them too. */
 export const LONGEST_TOKEN = 4096;
 export const LONGEST_CONTACT = 200;
 export const LONGEST_REASON = 2000;
 export const LONGEST_LINK = 500;
-/** The largest count a proof may state. */
 export const LARGEST_COUNT = 1e12;
 
-interface StoredGrantRequest {
-  readonly id: string;
-  readonly key: string;
-  readonly tokenEnd: string;
-  readonly ask: Grant;
-  readonly proof: GrantProof;
-  readonly contact: string;
-  readonly reason: string;
+type StoredGrantRequest = Omit<GrantRequest, 'at' | 'decidedAt' | 'granted' | 'until' | 'answer' | 'network'> & {
   readonly at: number;
-  readonly status: GrantRequest['status'];
   readonly decidedAt: number | null;
   readonly granted: Grant | null;
   readonly until: number | null;
   readonly answer: string | null;
-  /** The network it was filed from, '' for none; and the wider group it counts in when the store is full. */
   readonly network: string;
+  /** What it counts in when the store is full. */
   readonly group: string;
-  /** The order of its last change, which the store assigns when it writes it: 0 for one written without. */
   readonly seq?: number;
-}
+};
 
-/** A request as the store is given it: without `seq`, which the store adds. */
 function serialise(record: StoredGrantRequest): string {
   const { seq: _seq, ...rest } = record;
   return JSON.stringify(rest);
 }
 
-/** When the store drops a request: 30 days after it was filed, while pending; 30 days after its decision. */
 function requestEnd(r: StoredGrantRequest): number {
   return r.decidedAt === null ? r.at + PENDING_KEPT_MS : r.decidedAt + DECIDED_KEPT_MS;
 }
@@ -78,29 +58,21 @@ function metaOf(r: StoredGrantRequest): GrantRequestMeta {
   };
 }
 
-/** The bits of `bytes` past the first `bits` cleared. */
-function masked(bytes: number[], bits: number): number[] {
-  return bytes.map((byte, i) => {
-    const keep = Math.min(Math.max(bits - 8 * i, 0), 8);
-    return byte & (0xff << (8 - keep)) & 0xff;
-  });
-}
-
-/**
- * The network and group of an address, as requests are counted: IPv4 (IPv4-mapped too) by /24 and /16; IPv6 by
- * `ipv6Subnet` (a /64 when it is `false`, as one subscriber has a whole /64) and by /48 (or the subnet, if shorter).
- */
+/** IPv4 by /24 and /16; IPv6 by `ipv6Subnet` (/64 for `false`: one subscriber has a whole /64) and /48. */
 function placeOf(ip: string, subnet: number | false): Omit<GrantRequestPlace, 'key'> {
   let address = ipaddr.parse(ip);
   if (address.kind() === 'ipv6' && (address as ipaddr.IPv6).isIPv4MappedAddress())
     address = (address as ipaddr.IPv6).toIPv4Address();
   const bytes = address.toByteArray();
-  const [bits, wide] = address.kind() === 'ipv4' ? [24, 16] : [subnet === false ? 64 : subnet, 48];
-  const of = (n: number) => `ip:${ipaddr.fromByteArray(masked(bytes, n)).toString()}/${n}`;
+  const v4 = address.kind() === 'ipv4';
+  const [bits, wide] = v4 ? [24, 16] : [subnet === false ? 64 : subnet, 48];
+  const of = (n: number) => {
+    const mask = (v4 ? ipaddr.IPv4 : ipaddr.IPv6).subnetMaskFromPrefixLength(n).toByteArray();
+    return `ip:${ipaddr.fromByteArray(bytes.map((byte, i) => byte & (mask[i] ?? 0))).toString()}/${n}`;
+  };
   return { network: of(bits), group: of(Math.min(bits, wide)) };
 }
 
-/** The address of an `ip:` key (`ip:203.0.113.9`, `ip:2001:db8::/64`), or undefined for another key. */
 function addressOfKey(key: string): string | undefined {
   if (!key.startsWith('ip:')) return undefined;
   const address = key.slice(3).split('/')[0] ?? '';
@@ -113,7 +85,7 @@ function count(check: Checker, value: unknown, field: string): number {
   return value;
 }
 
-/** An http(s) URL: the page links to it, so nothing else (`javascript:`) may get through. */
+/** The page links to it: nothing but http(s) (`javascript:`) may get through. */
 function checkLink(check: Checker, value: unknown, field: string): string {
   const raw = checkText(check, value, field, LONGEST_LINK, true);
   let url: URL | undefined;
@@ -168,7 +140,6 @@ function publicOf(r: StoredGrantRequest): GrantRequest {
   };
 }
 
-/** A request as stored, or undefined for a text that is none (read as the records are). */
 function parseRequest(json: string | undefined): StoredGrantRequest | undefined {
   if (json === undefined) return undefined;
   let r: StoredGrantRequest;
@@ -184,42 +155,25 @@ function parseRequest(json: string | undefined): StoredGrantRequest | undefined 
   return typeof r.id === 'string' && typeof r.key === 'string' && times && place ? r : undefined;
 }
 
-/**
- * The grant requests of one middleware, in its store's state, so that every instance sees them. A request's token is
- * hashed at once; only its last 4 characters are kept, for display. Every change is a compare-and-set: a request is
- * decided once. Every call reads or writes a few requests, however many are kept.
- */
+// A token is hashed at once. Every change is a compare-and-set, so a request is decided once; every call reads or
+// writes a few requests, however many are kept.
 export class GrantRequestDesk implements GrantRequests {
   readonly #store: GrantRequestStore | undefined;
-  readonly #calls: StateCalls;
-  readonly #grants: RuntimeGrants;
-  readonly #keyOf: KeyOf;
-  readonly #checkGrant: CheckGrant;
+  readonly #parts: Parts;
   readonly #ipv6Subnet: number | false;
-  /** The rows of the table, which a request for specific endpoints names. */
   readonly endpoints: readonly EndpointRow[];
 
   constructor(
     store: GrantRequestStore | undefined,
-    records: {
-      readonly calls: StateCalls;
-      /** Where an approval gives its grant, in one change of the store with the decision. */
-      readonly grants: RuntimeGrants;
-      readonly keyOf: KeyOf;
-      readonly checkGrant: CheckGrant;
-    },
+    parts: Parts,
     table: { readonly rows: readonly EndpointRow[]; readonly ipv6Subnet: number | false },
   ) {
     this.#store = store;
-    this.#calls = records.calls;
-    this.#grants = records.grants;
-    this.#keyOf = records.keyOf;
-    this.#checkGrant = records.checkGrant;
+    this.#parts = parts;
     this.#ipv6Subnet = table.ipv6Subnet;
     this.endpoints = table.rows;
   }
 
-  /** Whether the store keeps grant requests (the memory and Redis stores do). */
   get supported(): boolean {
     return this.#store !== undefined;
   }
@@ -233,10 +187,12 @@ export class GrantRequestDesk implements GrantRequests {
     );
   }
 
-  /**
-   * Files a pending request. Throws ListingLimitsError naming the field of `input` at fault, and with code
-   * `ERR_TOO_MANY_PENDING` (`input.token`, `input.ip`) when its client or its network has as many pending as it may.
-   */
+  /** The call `check.source` on the store, within its bound. */
+  #within<T>(check: Checker, run: (store: GrantRequestStore, bound: CallBound) => Promise<T>): Promise<T> {
+    const store = this.#storeFor(check);
+    return this.#parts.calls.bounded(check.source, (bound) => run(store, bound));
+  }
+
   async file(input: GrantRequestInput): Promise<GrantRequest> {
     const check: Checker = new Checker('limits.requests.file');
     const i = check.options(input, 'input', '{ token, ask, proof, contact, reason, ip }');
@@ -251,7 +207,7 @@ export class GrantRequestDesk implements GrantRequests {
       id: randomBytes(9).toString('base64url'),
       key,
       tokenEnd: tokenEnd(i.token),
-      ask: this.#checkGrant(check, i.ask, 'input.ask'),
+      ask: this.#parts.checkGrant(check, i.ask, 'input.ask'),
       proof: checkProof(check, i.proof),
       contact: checkText(check, i.contact, 'input.contact', LONGEST_CONTACT, true),
       reason: checkText(check, i.reason, 'input.reason', LONGEST_REASON, true),
@@ -264,39 +220,27 @@ export class GrantRequestDesk implements GrantRequests {
       ...place,
     };
     const bounds = { perKey: PENDING_PER_CLIENT, perNetwork: PENDING_PER_NETWORK, max: GRANT_REQUESTS_MAX };
-    const store = this.#storeFor(check);
-    const done = await this.#calls.bounded(check.source, (bound) =>
+    const done = await this.#within(check, (store, bound) =>
       bound.race(store.file(record.id, serialise(record), metaOf(record), bounds, record.at, bound.applyBy), (late) => {
-        if (late === 'done') this.#calls.lateChange(bound);
+        if (late === 'done') this.#parts.calls.lateChange(bound);
       }),
     );
-    if (done === 'key') {
-      check.fail(
-        'ERR_TOO_MANY_PENDING',
-        'input.token',
-        `has ${PENDING_PER_CLIENT} requests pending already: wait for an operator's decision, or for one to expire.`,
-      );
-    }
-    if (done === 'network') {
-      check.fail(
-        'ERR_TOO_MANY_PENDING',
-        'input.ip',
-        `is of a network that has ${PENDING_PER_NETWORK} requests pending already: wait for an operator's ` +
-          'decision, or for one to expire.',
-      );
+    if (done === 'key' || done === 'network') {
+      const [field, whose] = done === 'key' ? ['input.token', ''] : ['input.ip', 'is of a network that '];
+      const pending = done === 'key' ? PENDING_PER_CLIENT : PENDING_PER_NETWORK;
+      const wait = "wait for an operator's decision, or for one to expire.";
+      check.fail('ERR_TOO_MANY_PENDING', field, `${whose}has ${pending} requests pending already: ${wait}`);
     }
     if (done !== 'done') throw new Error('limits.requests.file: the store has a request of this id already.');
     return publicOf(record);
   }
 
-  /** A request as its requester may see it: only with the token it was filed with; else undefined. */
   async status(id: string, token: string): Promise<GrantRequest | undefined> {
     if (typeof id !== 'string' || typeof token !== 'string' || id === '' || id.length > 64) return undefined;
     const record = await this.#read(new Checker('limits.requests.status'), id);
     return record && record.key === tokenKey(token) ? publicOf(record) : undefined;
   }
 
-  /** A request by its id, for operators; undefined when there is none (or it has ended). */
   async get(id: string): Promise<GrantRequest | undefined> {
     if (typeof id !== 'string' || id === '' || id.length > 64) return undefined;
     const record = await this.#read(new Checker('limits.requests.get'), id);
@@ -304,19 +248,13 @@ export class GrantRequestDesk implements GrantRequests {
   }
 
   async #read(check: Checker, id: string): Promise<StoredGrantRequest | undefined> {
-    const store = this.#storeFor(check);
-    const record = parseRequest(await this.#calls.bounded(check.source, (bound) => bound.race(store.get(id))));
+    const record = parseRequest(await this.#within(check, (store, bound) => bound.race(store.get(id))));
     return record && requestEnd(record) > Date.now() ? record : undefined;
   }
 
-  /** The requests of texts as stored, ended ones left out. */
   #visible(values: readonly string[], now: number): GrantRequest[] {
-    const out: GrantRequest[] = [];
-    for (const value of values) {
-      const record = parseRequest(value);
-      if (record && requestEnd(record) > now) out.push(publicOf(record));
-    }
-    return out;
+    const records = values.map(parseRequest);
+    return records.filter((r): r is StoredGrantRequest => r !== undefined && requestEnd(r) > now).map(publicOf);
   }
 
   #page(
@@ -337,15 +275,10 @@ export class GrantRequestDesk implements GrantRequests {
     return { status, offset, limit };
   }
 
-  /**
-   * A page of the requests: pending ones (in the order they were filed) then decided ones (newest decision first),
-   * or those of one `status`; from `offset`, at most `limit` (default 50, at most 1000).
-   */
   async list(options?: { status?: 'pending' | 'decided'; offset?: number; limit?: number }): Promise<GrantRequest[]> {
     const check = new Checker('limits.requests.list');
     const { status, offset, limit } = this.#page(check, options);
-    const store = this.#storeFor(check);
-    return this.#calls.bounded(check.source, async (bound) => {
+    return this.#within(check, async (store, bound) => {
       const now = Date.now();
       const page = (of: 'pending' | 'decided', from: number, n: number) => bound.race(store.page(of, from, n, now));
       if (status !== undefined) return this.#visible((await page(status, offset, limit)).values, now);
@@ -357,28 +290,21 @@ export class GrantRequestDesk implements GrantRequests {
     });
   }
 
-  /** How many requests are pending, and how many decided ones are kept. */
   async counts(): Promise<{ pending: number; decided: number }> {
-    const store = this.#storeFor(new Checker('limits.requests.counts'));
     const now = Date.now();
-    const [pending, decided] = await this.#calls.bounded('limits.requests.counts', (bound) =>
+    const [pending, decided] = await this.#within(new Checker('limits.requests.counts'), (store, bound) =>
       bound.race(Promise.all([store.page('pending', 0, 0, now), store.page('decided', 0, 0, now)])),
     );
     return { pending: pending.total, decided: decided.total };
   }
 
-  /**
-   * The requests of a client, newest change first, at most `limit` (default 50): of its token's key for `{ token }`
-   * or a `t:` key, of its network for `{ ip }` or an `ip:` key.
-   */
   async find(client: unknown, options?: { limit?: number }): Promise<GrantRequest[]> {
     const check = new Checker('limits.requests.find');
-    const { key } = this.#keyOf(check, client);
+    const { key } = this.#parts.keyOf(check, client);
     const { limit } = this.#page(check, options);
     const address = addressOfKey(key);
     const [by, value] = address === undefined ? ['key', key] : ['network', placeOf(address, this.#ipv6Subnet).network];
-    const store = this.#storeFor(check);
-    const found = await this.#calls.bounded(check.source, (bound) =>
+    const found = await this.#within(check, (store, bound) =>
       bound.race(store.find(by as 'key' | 'network', value, limit)),
     );
     return this.#visible(found, Date.now());
@@ -394,21 +320,16 @@ export class GrantRequestDesk implements GrantRequests {
     return { record, json };
   }
 
-  /** The refusal of a decision when the request no longer holds what was read: another operator decided meanwhile. */
   #decidedMeanwhile(check: Checker, written: string | undefined): string {
     if (written === undefined) check.invalid('id', 'names a request another operator decided meanwhile.');
     return written;
   }
 
-  /**
-   * Approves a pending request: the client of its token is given `grant` (which may differ from what was asked)
-   * until `until`, with the request's id in the grant's note. The decision and the grant are one change of the store:
-   * both, or neither.
-   */
+  /** The decision and the grant are one change of the store: both, or neither. */
   async approve(id: string, grant: Grant, options?: { until?: Date | number; note?: string }): Promise<GrantRequest> {
     const check: Checker = new Checker('limits.requests.approve');
-    const checked = this.#checkGrant(check, grant, 'grant');
-    return this.#calls.bounded(check.source, async (bound) => {
+    const checked = this.#parts.checkGrant(check, grant, 'grant');
+    return this.#parts.calls.bounded(check.source, async (bound) => {
       const { record, json } = await this.#pending(check, id, bound);
       const until = options?.until instanceof Date ? options.until.getTime() : (options?.until ?? null);
       const approved: StoredGrantRequest = {
@@ -426,7 +347,8 @@ export class GrantRequestDesk implements GrantRequests {
         meta: metaOf(approved),
         now: Date.now(),
       };
-      const written = await this.#grants.withDecision(
+      const written = await grantWithDecision(
+        this.#parts,
         check,
         checked,
         { until: until ?? undefined, note },
@@ -438,17 +360,16 @@ export class GrantRequestDesk implements GrantRequests {
     });
   }
 
-  /** Declines a pending request, with the reason its requester sees. */
   async decline(id: string, reason: string): Promise<GrantRequest> {
     const check: Checker = new Checker('limits.requests.decline');
     const answer = checkText(check, reason, 'reason', LONGEST_REASON, true);
-    return this.#calls.bounded(check.source, async (bound) => {
+    return this.#parts.calls.bounded(check.source, async (bound) => {
       const { record, json } = await this.#pending(check, id, bound);
       const declined: StoredGrantRequest = { ...record, status: 'declined', decidedAt: Date.now(), answer };
       const store = this.#storeFor(check);
       const put = store.put(declined.id, serialise(declined), json, metaOf(declined), Date.now(), bound.applyBy);
       const written = await bound.race(put, (late) => {
-        if (late !== undefined) this.#calls.lateChange(bound);
+        if (late !== undefined) this.#parts.calls.lateChange(bound);
       });
       this.#decidedMeanwhile(check, written);
       return publicOf(declined);

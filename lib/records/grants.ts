@@ -1,108 +1,95 @@
-// The grants of the records: made at runtime by an operator (`grant()`, a grant request's approval), until revoked.
+// The grants made at runtime (`grant()`, a grant request's approval), which win over the `grants` option.
 import { Checker, MAX_DURATION_MS, show } from '../shared/check.js';
-import type { CallBound } from '../stores/call-bound.js';
 import type { RequestPut } from '../stores/state.js';
-import type { RecordCache } from './cache.js';
-import type { EventChange, StateCalls } from './calls.js';
-import type { KeyOf } from './client-keys.js';
-import { type CheckGrant, checkText, type GrantRecord } from './kinds.js';
+import type { EventChange, Parts } from './calls.js';
+import { checkText, type GrantRecord } from './kinds.js';
 import type { ActiveGrant } from './types.js';
 import { activeGrant, eventOf, grantEvent, listPage } from './views.js';
 
-/**
- * The grants made at runtime of one middleware, each one record of the store's runtime state, which win over the
- * `grants` option. A change is written to the store first and applies here when the store has it.
- */
-export class RuntimeGrants {
-  constructor(
-    private readonly cache: RecordCache,
-    private readonly calls: StateCalls,
-    private readonly keyOf: KeyOf,
-    private readonly checkGrant: CheckGrant,
-  ) {}
-
-  /** A grant made at runtime, checked: its field's change and its history entry. */
-  #grantChange(check: Checker, client: unknown, grant: unknown, options: unknown, known: string): EventChange {
-    const { key, tokenEnd: end } = this.keyOf(check, client);
-    const checked = this.checkGrant(check, grant, 'grant');
-    const o = check.options(options, 'options', '{ until, note }');
-    check.unknownKeys(o, ['until', 'note'], (k) => `options.${k}`);
-    const since = Date.now();
-    let until: number | null = null;
-    if (o.until !== undefined) {
-      const at: unknown = o.until instanceof Date ? o.until.getTime() : o.until;
-      if (typeof at !== 'number' || !Number.isSafeInteger(at) || at <= since || at - since > MAX_DURATION_MS) {
-        check.invalid(
-          'options.until',
-          `must be a Date (or epoch milliseconds) in the future, at most one year ahead; got ${show(o.until)}.`,
-        );
-      }
-      until = at as number;
+function grantChange(
+  parts: Parts,
+  check: Checker,
+  client: unknown,
+  grant: unknown,
+  options: unknown,
+  known: string,
+): EventChange {
+  const { key, tokenEnd: end } = parts.keyOf(check, client);
+  const checked = parts.checkGrant(check, grant, 'grant');
+  const o = check.options(options, 'options', '{ until, note }');
+  check.unknownKeys(o, ['until', 'note'], (k) => `options.${k}`);
+  const since = Date.now();
+  let until: number | null = null;
+  if (o.until !== undefined) {
+    const at: unknown = o.until instanceof Date ? o.until.getTime() : o.until;
+    if (typeof at !== 'number' || !Number.isSafeInteger(at) || at <= since || at - since > MAX_DURATION_MS) {
+      check.invalid(
+        'options.until',
+        `must be a Date (or epoch milliseconds) in the future, at most one year ahead; got ${show(o.until)}.`,
+      );
     }
-    const note = o.note === undefined ? null : checkText(check, o.note, 'options.note');
-    this.calls.writable(check);
-    const record: GrantRecord = { key, grant: checked, since, until, note, tokenEnd: end || known || undefined };
-    const change = { field: `grant:${key}`, value: JSON.stringify(record), endsAt: until, when: 'always' } as const;
-    return { change, event: grantEvent(record) };
+    until = at as number;
   }
+  const note = o.note === undefined ? null : checkText(check, o.note, 'options.note');
+  parts.calls.writable(check);
+  const record: GrantRecord = { key, grant: checked, since, until, note, tokenEnd: end || known || undefined };
+  const change = { field: `grant:${key}`, value: JSON.stringify(record), endsAt: until, when: 'always' } as const;
+  return { change, event: grantEvent(record) };
+}
 
-  grant(client: unknown, grant: unknown, options: unknown): Promise<boolean> {
-    const change = this.#grantChange(new Checker('limits.grant'), client, grant, options, '');
-    return this.calls.bounded('limits.grant', async (bound) => {
-      await this.calls.change([change], undefined, bound);
-      return true;
-    });
-  }
+/** With a grant request's decision, in one change: only while the request holds `request.expected`. */
+export function grantWithDecision(
+  parts: Parts,
+  check: Checker,
+  grant: unknown,
+  options: unknown,
+  request: RequestPut,
+  known: string,
+): Promise<string | undefined> {
+  const change = grantChange(parts, check, { key: request.meta.key }, grant, options, known);
+  return parts.calls.bounded(check.source, async (bound) => {
+    return (await parts.calls.change([change], undefined, bound, request)).request;
+  });
+}
 
-  /**
-   * A grant given with a grant request's decision, in one change of the store: the grant is given only when the
-   * request still holds `request.expected`. Resolves the request's text as written, or undefined when it did not.
-   * `known`: the end of the request's token, which the grant keeps for the pages.
-   */
-  withDecision(
-    check: Checker,
-    grant: unknown,
-    options: unknown,
-    request: RequestPut,
-    known: string,
-  ): Promise<string | undefined> {
-    const change = this.#grantChange(check, { key: request.meta.key }, grant, options, known);
-    const run = async (bound: CallBound) => (await this.calls.change([change], undefined, bound, request)).request;
-    return this.calls.bounded(check.source, run);
-  }
+export async function grantsPage(
+  parts: Parts,
+  offset: number,
+  limit: number,
+  source = 'limitsAdmin',
+): Promise<{ total: number; offset: number; grants: ActiveGrant[] }> {
+  await parts.calls.synced(source);
+  const { total, from, rows } = listPage(parts.cache.grantsInForce(), offset, limit, activeGrant);
+  return { total, offset: from, grants: rows };
+}
 
-  revoke(client: unknown): Promise<boolean> {
-    const check = new Checker('limits.revoke');
-    const { key, kind } = this.keyOf(check, client);
-    this.calls.writable(check);
-    return this.calls.bounded('limits.revoke', async (bound) => {
-      const event = eventOf('revoke', key, kind, Date.now());
-      const change = { field: `grant:${key}`, value: null, endsAt: null, when: 'always' } as const;
-      const result = await this.calls.change([{ change, event }], undefined, bound);
-      return result.records[0]?.changed === true;
-    });
-  }
+export async function grantInForce(parts: Parts, key: string): Promise<ActiveGrant | undefined> {
+  await parts.calls.synced('limitsAdmin');
+  const grant = parts.cache.grants.get(key);
+  return grant && (grant.until === null || grant.until > Date.now()) ? activeGrant(grant) : undefined;
+}
 
-  /** The grants made at runtime in force, as the store has them now. */
-  async list(): Promise<ActiveGrant[]> {
-    return (await this.page(0, Infinity, 'limits.grants')).grants;
-  }
-
-  /** The grants in force from `offset`, at most `limit`, as `Bans.page()` pages the bans. */
-  async page(
-    offset: number,
-    limit: number,
-    source = 'limitsAdmin',
-  ): Promise<{ total: number; offset: number; grants: ActiveGrant[] }> {
-    await this.calls.synced(source);
-    const { total, from, rows } = listPage(this.cache.grantsInForce(), offset, limit, activeGrant);
-    return { total, offset: from, grants: rows };
-  }
-
-  /** The grant in force of one client key. */
-  async of(key: string): Promise<ActiveGrant | undefined> {
-    await this.calls.synced('limitsAdmin');
-    const grant = this.cache.grantRecordOf(key);
-    return grant && (grant.until === null || grant.until > Date.now()) ? activeGrant(grant) : undefined;
-  }
+export function grantMethods(parts: Parts) {
+  const { calls } = parts;
+  return {
+    grant(client: unknown, grant: unknown, options?: unknown): Promise<boolean> {
+      const change = grantChange(parts, new Checker('limits.grant'), client, grant, options, '');
+      return calls.bounded('limits.grant', async (bound) => {
+        await calls.change([change], undefined, bound);
+        return true;
+      });
+    },
+    revoke(client: unknown): Promise<boolean> {
+      const check = new Checker('limits.revoke');
+      const { key, kind } = parts.keyOf(check, client);
+      calls.writable(check);
+      return calls.bounded('limits.revoke', async (bound) => {
+        const event = eventOf('revoke', key, kind, Date.now());
+        const change = { field: `grant:${key}`, value: null, endsAt: null, when: 'always' } as const;
+        const result = await calls.change([{ change, event }], undefined, bound);
+        return result.records[0]?.changed === true;
+      });
+    },
+    grants: async (): Promise<ActiveGrant[]> => (await grantsPage(parts, 0, Infinity, 'limits.grants')).grants,
+  };
 }

@@ -1,54 +1,69 @@
-// The history of the records: the changes of bans and grants, newest first, as the store keeps the last of them.
+// The history of changes of bans and grants, as the store keeps the last of them; and the foreign entries of the state.
 import { Checker, show } from '../shared/check.js';
+import type { CallBound } from '../stores/call-bound.js';
 import { HISTORY_MAX } from '../stores/state.js';
-import type { RecordCache } from './cache.js';
-import type { StateCalls } from './calls.js';
-import { checkEvent, Problem } from './kinds.js';
-import type { ChangeEvent } from './types.js';
-import { changesOf } from './views.js';
+import type { Parts } from './calls.js';
+import type { ChangeEvent, ForeignEntry } from './types.js';
+import { changesOf, digest, shownText } from './views.js';
 
-/** The history of the changes of bans and grants, in the store's runtime state, at most the last HISTORY_MAX. */
-export class History {
-  /** Entries of the history as judged (undefined: a change; else why not), at most twice the history's. */
-  readonly #judged = new Map<string, string | undefined>();
+function historyOptions(options: unknown): { since: number | undefined; limit: number } {
+  const check = new Checker('limits.history');
+  const o = check.options(options, 'options', '{ since, limit }');
+  check.unknownKeys(o, ['since', 'limit'], (k) => `options.${k}`);
+  const given: unknown = o.since instanceof Date ? o.since.getTime() : o.since;
+  if (given !== undefined && (typeof given !== 'number' || !Number.isFinite(given)))
+    check.invalid('options.since', `must be a Date or epoch milliseconds; got ${show(o.since)}.`);
+  const limit = o.limit === undefined ? HISTORY_MAX : check.count(o.limit, 'options.limit');
+  return { since: given as number | undefined, limit };
+}
 
-  constructor(
-    private readonly cache: RecordCache,
-    private readonly calls: StateCalls,
-  ) {}
-
-  /** The changes, newest first: since a time, at most `limit` of them. Entries that are not changes are skipped. */
-  async list(options: unknown): Promise<ChangeEvent[]> {
-    const check = new Checker('limits.history');
-    const checked = this.#options(check, options);
-    const texts = await this.calls.bounded('limits.history', (bound) => bound.race(this.calls.state.history()));
-    return changesOf(texts, checked, (json, problem) => this.cache.foreignFound('history', json, problem));
+async function foreignEntries({ cache, calls }: Parts, bound: CallBound): Promise<ForeignEntry[]> {
+  await calls.read(bound);
+  const entries: ForeignEntry[] = [...cache.foreign]
+    .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
+    .map(([field, { shown: text, problem }]) => ({ id: `record ${field}`, place: 'record', field, text, problem }));
+  for (const json of await bound.race(calls.state.history())) {
+    const problem = cache.historyProblem(json);
+    if (problem !== undefined)
+      entries.push({
+        id: `history ${digest(json)}`,
+        place: 'history',
+        field: undefined,
+        text: shownText(json),
+        problem,
+      });
   }
+  return entries;
+}
 
-  #options(check: Checker, options: unknown): { since: number | undefined; limit: number } {
-    const o = check.options(options, 'options', '{ since, limit }');
-    check.unknownKeys(o, ['since', 'limit'], (k) => `options.${k}`);
-    const given: unknown = o.since instanceof Date ? o.since.getTime() : o.since;
-    if (given !== undefined && (typeof given !== 'number' || !Number.isFinite(given)))
-      check.invalid('options.since', `must be a Date or epoch milliseconds; got ${show(o.since)}.`);
-    const since = given as number | undefined;
-    const limit = o.limit === undefined ? HISTORY_MAX : check.count(o.limit, 'options.limit');
-    return { since, limit };
-  }
-
-  /** Why an entry of the history is not a change this version reads; undefined for a change. */
-  problemOf(json: string): string | undefined {
-    // Each load of the operator's page looks at the whole history: an entry is judged once.
-    if (this.#judged.has(json)) return this.#judged.get(json);
-    let problem: string | undefined;
-    try {
-      checkEvent(json);
-    } catch (error) {
-      if (!(error instanceof Problem)) throw error;
-      problem = error.message;
-    }
-    if (this.#judged.size >= 2 * HISTORY_MAX) this.#judged.clear();
-    this.#judged.set(json, problem);
-    return problem;
-  }
+export function historyMethods(parts: Parts) {
+  const { cache, calls } = parts;
+  return {
+    async history(options?: unknown): Promise<ChangeEvent[]> {
+      const checked = historyOptions(options);
+      const texts = await calls.bounded('limits.history', (bound) => bound.race(calls.state.history()));
+      return changesOf(texts, checked, (json, problem) => cache.foreignFound('history', json, problem));
+    },
+    foreign: (): Promise<ForeignEntry[]> => calls.bounded('limits.foreign', (bound) => foreignEntries(parts, bound)),
+    removeForeign(id: unknown): Promise<boolean> {
+      return calls.bounded('limits.removeForeign', async (bound) => {
+        if (typeof id !== 'string') return false;
+        if (id.startsWith('record ')) {
+          const field = id.slice('record '.length);
+          const found = cache.foreign.get(field);
+          if (!found) return false;
+          const change = { field, value: null, endsAt: null, when: { sha1: found.sha1 }, event: undefined };
+          const removed = (await calls.write([{ ...change, now: Date.now() }], bound)).records[0]?.changed === true;
+          if (removed) cache.foreign.delete(field);
+          return removed;
+        }
+        if (id.startsWith('history ')) {
+          const json = (await bound.race(calls.state.history())).find((entry) => `history ${digest(entry)}` === id);
+          if (json === undefined || cache.historyProblem(json) === undefined) return false;
+          return bound.race(calls.state.removeHistory(json, bound.applyBy));
+        }
+        return false;
+      });
+    },
+  };
 }

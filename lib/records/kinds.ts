@@ -1,4 +1,4 @@
-// The kinds of record in the runtime state (bans, grants, lost records, logins, resets), their checks, the history's.
+// The kinds of record of the runtime state (bans, grants, lost records, logins, resets), their checks, the history's.
 import { Checker, isPlainObject, MAX_DURATION_MS, show } from '../shared/check.js';
 import { ListingLimitsError } from '../shared/errors.js';
 import { checkRow } from '../contract/table.js';
@@ -13,10 +13,6 @@ export interface BanRecord {
   readonly since: number;
   readonly until: number;
   readonly by: 'rule' | 'operator';
-  /**
-   * What the pages show of the client's token, as its grant request shows it: the last 4 characters `tokenEnd()` gives
-   * (never the token), when whoever made the ban knew them; absent otherwise.
-   */
   readonly tokenEnd?: string;
 }
 
@@ -27,76 +23,69 @@ export interface GrantRecord {
   readonly since: number;
   readonly until: number | null;
   readonly note: string | null;
-  /** What the pages show of the client's token, as a ban's `tokenEnd`. */
   readonly tokenEnd?: string;
 }
 
-/**
- * An operator's ban or grant that this instance knew and the store lost (`lost:<field of the record>`): kept for an
- * operator to restore or dismiss, never applied.
- */
+/** An operator's ban or grant the store lost, `lost:<its field>`: kept to restore or dismiss, never applied. */
 export interface LostEntry {
-  /** The field the record had, e.g. `grant:t:…`. */
   readonly field: string;
   readonly record: BanRecord | GrantRecord;
-  /** When an instance found it lost (epoch ms). */
   readonly lostAt: number;
 }
 
-/**
- * The epoch of the operators' logins, `session:epoch`: a login is bound to the epoch it was made in, and a new epoch
- * ("log out everywhere") ends every login made before.
- */
+/** `session:epoch`: a new epoch ("log out everywhere") ends every login made before. */
 export interface EpochRecord {
-  /** Random: a login's cookie carries a MAC of it. */
   readonly epoch: string;
   readonly since: number;
 }
 
-/** A login ended by its logout, `session:<login id>`, kept until the login would have ended by itself. */
+/** `session:<login id>`: a login ended by its logout, until it would have ended by itself. */
 export interface EndedLogin {
   readonly id: string;
   readonly endedAt: number;
   readonly until: number;
 }
 
-/**
- * A client's counters cleared by `reset()`, `reset:<client key>`: every instance forgets the refusals it remembers
- * of the client. Kept until the longest window of the table has passed.
- */
+/** `reset:<client key>`: its counters were cleared, so every instance forgets the refusals it remembers of it. */
 export interface ResetRecord {
   readonly key: string;
   readonly at: number;
   readonly until: number;
 }
 
-/** A record as the state stores it: with the store's sequence number of its last change. */
 export type Stored<R> = R & { readonly seq: number };
 
-/** Why a stored entry is not a record this instance applies: said in words, for `onError` and the operator's page. */
+/** Why a stored entry is not a record this instance applies, in words for `onError` and the operator's page. */
 export class Problem {
   constructor(readonly message: string) {}
 }
 
 export const LONGEST_TEXT = 500;
-/** Dates a JavaScript Date can hold, in epoch ms. */
 const LATEST_TIME = 8.64e15;
 const clientKinds: readonly ClientKind[] = ['token', 'ip', 'custom'];
 
 /** The key of an address's ban (token rotation, or an operator's ban of `{ ip }`), apart from the IP client's own. */
 export const addressBan = (ip: string): string => `addr:${ip}`;
 
-/**
- * A text given to a method (a ban's reason, a grant's note, a request's contact): a non-empty string of at most
- * `longest` characters. With `trim`, white space around it is dropped, and a blank one is empty.
- */
+export type AnyRecord = BanRecord | GrantRecord | LostEntry | EpochRecord | EndedLogin | ResetRecord;
+
+/** Infinity for never; a lost record's, when the record it keeps would have ended. */
+export function endOf(record: AnyRecord): number {
+  if ('record' in record) return endOf(record.record);
+  return 'until' in record ? (record.until ?? Infinity) : Infinity;
+}
+
+export function isBan(record: BanRecord | GrantRecord): record is BanRecord {
+  return 'by' in record;
+}
+
 export function checkText(check: Checker, value: unknown, field: string, longest = LONGEST_TEXT, trim = false): string {
   if (typeof value !== 'string' || (trim ? value.trim() : value) === '' || value.length > longest)
     check.invalid(field, `must be a non-empty string of at most ${longest} characters; got ${show(value)}.`);
   return trim ? value.trim() : value;
 }
 
-/** What checking a grant needs: the table's own check (rows must be rows of this table). */
+/** The table's own check of a grant (its rows must be the table's). */
 export type CheckGrant = (check: Checker, grant: unknown, field: string) => Grant;
 
 function problem(message: string): never {
@@ -114,15 +103,14 @@ function checkedField<T>(o: Record<string, unknown>, name: string, ok: (value: u
 
 const isText = (value: unknown) => typeof value === 'string' && value !== '' && value.length <= LONGEST_TEXT;
 const isKey = (value: unknown) => typeof value === 'string' && value !== '';
+const isNote = (value: unknown) => value === null || isText(value);
 
-/** A record's `tokenEnd`: absent, or up to 4 characters (an empty one is none). */
 function tokenEndOf(o: Record<string, unknown>): string | undefined {
   const end = o.tokenEnd;
   if (end === undefined || end === '') return undefined;
   return checkedField<string>(o, 'tokenEnd', (v) => typeof v === 'string' && v.length <= 4, 'up to 4 characters');
 }
 
-/** The JSON object of a stored entry, or a Problem. */
 export function objectOf(text: string): Record<string, unknown> {
   let value: unknown;
   try {
@@ -134,15 +122,11 @@ export function objectOf(text: string): Record<string, unknown> {
   return value;
 }
 
-/** The sequence number a store gave the record; 0 for one written without (by an older version). */
+const isSeq = (v: unknown) => typeof v === 'number' && Number.isSafeInteger(v) && v >= 0;
+
+/** 0 for a record an older version wrote without a sequence number. */
 function seqOf(o: Record<string, unknown>): number {
-  if (o.seq === undefined) return 0;
-  return checkedField<number>(
-    o,
-    'seq',
-    (v) => typeof v === 'number' && Number.isSafeInteger(v) && v >= 0,
-    'a sequence number',
-  );
+  return o.seq === undefined ? 0 : checkedField<number>(o, 'seq', isSeq, 'a sequence number');
 }
 
 function banRecordOf(o: Record<string, unknown>): BanRecord {
@@ -178,27 +162,18 @@ function grantRecordOf(o: Record<string, unknown>, checkGrant: CheckGrant): Gran
     grant,
     since,
     until,
-    note: checkedField(
-      o,
-      'note',
-      (v) => v === null || isText(v),
-      `null or a string of at most ${LONGEST_TEXT} characters`,
-    ),
+    note: checkedField(o, 'note', isNote, `null or a string of at most ${LONGEST_TEXT} characters`),
     tokenEnd: tokenEndOf(o),
   };
 }
 
-/**
- * A ban with its sequence number, written out member by member: V8 (Node 20) gives every object that a spread
- * (`{ ...ban, seq }`) makes a hidden class of its own, three more heap objects for each of 10,000 bans kept.
- */
+// Member by member: V8 gives each object a spread makes a hidden class of its own, 3 heap objects per ban kept.
 export function storedBan(ban: BanRecord, seq: number): Stored<BanRecord> {
   const { key, kind, reason, since, until, by, tokenEnd } = ban;
   return { key, kind, reason, since, until, by, tokenEnd, seq };
 }
 
-/** A ban under its field's id: the id is the client's key, or `addr:` and an address key. */
-export function checkBanRecord(id: string, text: string): Stored<BanRecord> {
+function checkBanRecord(id: string, text: string): Stored<BanRecord> {
   const o = objectOf(text);
   const ban = banRecordOf(o);
   if (id !== ban.key && !(id === addressBan(ban.key) && ban.kind === 'ip'))
@@ -206,7 +181,7 @@ export function checkBanRecord(id: string, text: string): Stored<BanRecord> {
   return storedBan(ban, seqOf(o));
 }
 
-export function checkGrantRecord(id: string, text: string, checkGrant: CheckGrant): Stored<GrantRecord> {
+function checkGrantRecord(id: string, text: string, checkGrant: CheckGrant): Stored<GrantRecord> {
   const o = objectOf(text);
   const grant = grantRecordOf(o, checkGrant);
   if (id !== grant.key) problem(`is the grant of ${show(grant.key)}, not of ${show(id)}`);
@@ -214,7 +189,7 @@ export function checkGrantRecord(id: string, text: string, checkGrant: CheckGran
   return { key, grant: grant.grant, since, until, note, tokenEnd, seq: seqOf(o) };
 }
 
-export function checkLostRecord(id: string, text: string, checkGrant: CheckGrant): Stored<LostEntry> {
+function checkLostRecord(id: string, text: string, checkGrant: CheckGrant): Stored<LostEntry> {
   const o = objectOf(text);
   const lostField = checkedField<string>(o, 'field', (v) => v === id, show(id));
   const record = checkedField<Record<string, unknown>>(o, 'record', isPlainObject, 'an object');
@@ -230,11 +205,10 @@ export function checkLostRecord(id: string, text: string, checkGrant: CheckGrant
   };
 }
 
-/** The login id of `session:<id>`: 16 random bytes, base64url. */
+/** 16 random bytes, base64url. */
 const LOGIN_ID = /^[\w-]{22}$/;
 
-/** The epoch of the logins (`session:epoch`), or a login ended by its logout (`session:<login id>`). */
-export function checkSessionRecord(id: string, text: string): Stored<EpochRecord | EndedLogin> {
+function checkSessionRecord(id: string, text: string): Stored<EpochRecord | EndedLogin> {
   const o = objectOf(text);
   if (id === 'epoch') {
     const epoch = checkedField<string>(o, 'epoch', (v) => typeof v === 'string' && LOGIN_ID.test(v), 'a random id');
@@ -247,8 +221,7 @@ export function checkSessionRecord(id: string, text: string): Stored<EpochRecord
   return { id: checkedField(o, 'id', (v) => v === id, show(id)), endedAt, until, seq: seqOf(o) };
 }
 
-/** A reset of a client's counters, `reset:<client key>`. */
-export function checkResetRecord(id: string, text: string): Stored<ResetRecord> {
+function checkResetRecord(id: string, text: string): Stored<ResetRecord> {
   const o = objectOf(text);
   const at = checkedField<number>(o, 'at', isTime, 'a time in epoch ms');
   const until = checkedField<number>(o, 'until', isTime, 'a time in epoch ms');
@@ -256,7 +229,7 @@ export function checkResetRecord(id: string, text: string): Stored<ResetRecord> 
   return { key: checkedField(o, 'key', (v) => v === id, show(id)), at, until, seq: seqOf(o) };
 }
 
-/** A grant of a history entry: its shape only, as the table may have changed since. */
+/** Its shape only: the table may have changed since. */
 function grantShape(value: unknown): Grant {
   if (value === 'unlimited') return value;
   if (isPlainObject(value) && Object.keys(value).join() === 'multiplier') {
@@ -277,7 +250,6 @@ function grantShape(value: unknown): Grant {
 
 const actions: readonly ChangeEvent['action'][] = ['ban', 'unban', 'grant', 'revoke'];
 
-/** One entry of the history, or a Problem. */
 export function checkEvent(text: string): ChangeEvent {
   const o = objectOf(text);
   const optional = <T>(name: string, ok: (v: unknown) => boolean, what: string): T | undefined =>
@@ -295,4 +267,29 @@ export function checkEvent(text: string): ChangeEvent {
     grant,
     note: optional('note', isText, `a string of at most ${LONGEST_TEXT} characters`),
   };
+}
+
+export interface KindCache {
+  get(id: string): Stored<AnyRecord> | undefined;
+  add(id: string, record: Stored<AnyRecord>, now: number): unknown;
+  delete(id: string): boolean;
+}
+
+export interface Kind {
+  check(id: string, text: string): Stored<AnyRecord>;
+  cache(id: string): KindCache;
+}
+
+/** The kinds by the prefix of their field: a new kind is a check, a cache and an entry here. */
+export function recordKinds(
+  caches: { readonly bans: (id: string) => KindCache } & Record<'grants' | 'lost' | 'logins' | 'resets', KindCache>,
+  checkGrant: CheckGrant,
+): ReadonlyMap<string, Kind> {
+  return new Map<string, Kind>([
+    ['ban', { check: checkBanRecord, cache: caches.bans }],
+    ['grant', { check: (id, json) => checkGrantRecord(id, json, checkGrant), cache: () => caches.grants }],
+    ['lost', { check: (id, json) => checkLostRecord(id, json, checkGrant), cache: () => caches.lost }],
+    ['session', { check: checkSessionRecord, cache: () => caches.logins }],
+    ['reset', { check: checkResetRecord, cache: () => caches.resets }],
+  ]);
 }

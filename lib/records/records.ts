@@ -1,137 +1,95 @@
-// The operators' records of one middleware, behind one interface: what the request path asks, what operators change.
-import type { Request } from 'express';
-import type { OnError } from '../shared/hooks.js';
+// The operators' records of one middleware: its parts, and the middleware's operator methods made of them.
 import { type IpKey, ipKey } from '../contract/keys.js';
 import type { EndpointRow } from '../contract/listings.js';
 import type { CallBound } from '../stores/call-bound.js';
 import { MemoryState } from '../stores/memory/state.js';
 import type { RuntimeState } from '../stores/state.js';
-import { Bans } from './bans.js';
+import { banMethods, type ForgetBans, RuleBans } from './bans.js';
 import { RecordCache } from './cache.js';
-import { StateCalls } from './calls.js';
+import { type CallsContext, type Parts, StateCalls } from './calls.js';
 import { clientKeyOf, type KeyOf } from './client-keys.js';
-import { CacheFollower } from './follower.js';
-import { ForeignEntries } from './foreign.js';
 import { GrantRequestDesk } from './grant-requests.js';
-import { RuntimeGrants } from './grants.js';
-import { History } from './history.js';
+import { grantMethods } from './grants.js';
+import { historyMethods } from './history.js';
 import type { CheckGrant, ResetRecord } from './kinds.js';
-import { Logins } from './logins.js';
-import { LostRecords } from './lost.js';
-import type { ChangeEvent } from './types.js';
+import { logins } from './logins.js';
+import { lostMethods } from './lost.js';
 
-/** What the records need of the middleware they serve: how it keys addresses and checks a grant, its hooks, bounds. */
-interface RecordsContext {
-  /** The table's rows, which a grant request for specific endpoints names. */
+interface RecordsContext extends Omit<CallsContext, 'shared' | 'answered'> {
   readonly rows: readonly EndpointRow[];
-  /** How client addresses are grouped (option `ipv6Subnet`): an operator's `{ ip }` is keyed as requests are. */
+  /** Option `ipv6Subnet`: an operator's `{ ip }` is keyed as requests are. */
   readonly ipv6Subnet: number | false;
   readonly checkGrant: CheckGrant;
-  readonly onChange: ((event: ChangeEvent, req: Request | undefined) => unknown) | undefined;
-  readonly report: OnError;
-  /** The longest the first read of the state holds requests up (the store's `timeoutMs`, else a second). */
-  readonly firstReadMs: number;
-  /** The longest an operator's call waits for the store in all; undefined for a store in this process. */
-  readonly callTimeoutMs?: number;
-  /** Told each time a read of the state was answered, with the route of the store's part that answered. */
   readonly answered?: (route: string) => void;
-  /** Told the key of each reset of a client's counters this instance reads (its own included). */
+  /** Told of each reset of a client's counters read (this instance's own included). */
   readonly onReset?: (key: string) => void;
+  readonly forget?: ForgetBans;
 }
 
-/**
- * The bans, grants, lost and foreign records, history, logins, resets and grant requests of one middleware: the
- * store's runtime state holds them, one record each, and numbers every change; this instance keeps a cache of them
- * that follows those changes. The request path asks the cache, at once and without a store command, whether a client
- * is banned and what its grant is; the operators' calls (the middleware's methods, the pages) read and change them
- * through their parts, each call within one bound. With a store that keeps no runtime state (a custom store), the
- * records are this process's own, and only the rule's bans are kept.
- */
-export class Records {
+// The store's runtime state holds the records and numbers every change; this instance's cache follows it, so that
+// the request path asks it at once. With a custom store, the records are this process's own.
+export class Records implements Parts {
   readonly cache: RecordCache;
-  /** The store's state as the operators' calls reach it: bounds, reads, changes. */
   readonly calls: StateCalls;
-  readonly bans: Bans;
-  readonly grants: RuntimeGrants;
-  readonly logins: Logins;
-  readonly lost: LostRecords;
-  readonly history: History;
-  readonly foreign: ForeignEntries;
-  /** The grant requests of rule 6: `limits.requests`. */
+  readonly ruleBans: RuleBans;
+  readonly logins: ReturnType<typeof logins>;
   readonly requests: GrantRequestDesk;
   readonly checkGrant: CheckGrant;
-  readonly #follower: CacheFollower;
-  readonly #ipOf: IpKey;
+  /** The key of a client as an operator names it, and the end of its token as its records keep it. */
+  readonly keyOf: KeyOf;
+  readonly methods: ReturnType<typeof operatorMethods>;
 
   constructor(state: RuntimeState | undefined, context: RecordsContext) {
-    const stored = state ?? new MemoryState();
-    const { checkGrant, report } = context;
+    const { checkGrant, report, ipv6Subnet } = context;
     this.checkGrant = checkGrant;
-    const { ipv6Subnet } = context;
-    // An operator's call keys its address apart from the requests' remembered keys, which 10,000 bans would fill.
-    this.#ipOf = (ip) => ipKey(ip, ipv6Subnet);
+    // Apart from the requests' remembered keys, which 10,000 bans would fill.
+    const ipOf: IpKey = (ip) => ipKey(ip, ipv6Subnet);
+    this.keyOf = (check, client) => clientKeyOf(check, client, ipOf, (key) => this.cache.tokenEndOf(key));
     this.cache = new RecordCache({ checkGrant, report, onReset: context.onReset });
-    this.#follower = new CacheFollower(stored, this.cache, {
-      firstReadMs: context.firstReadMs,
-      report,
+    this.calls = new StateCalls(state ?? new MemoryState(), this.cache, {
+      ...context,
+      shared: state !== undefined,
       // Any answer of the store: the rules' bans it could not take are written now.
       answered: (route) => {
         context.answered?.(route);
-        this.bans.storeAnswered();
+        this.ruleBans.answered();
       },
-      write: (changes) => this.calls.write(changes, undefined),
     });
-    this.calls = new StateCalls(stored, this.cache, this.#follower, {
-      shared: state !== undefined,
-      callTimeoutMs: context.callTimeoutMs,
-      onChange: context.onChange,
-      report,
-    });
-    this.bans = new Bans(this.cache, this.calls, this.keyOf, report);
-    this.grants = new RuntimeGrants(this.cache, this.calls, this.keyOf, checkGrant);
-    this.logins = new Logins(this.cache, this.calls);
-    this.lost = new LostRecords(this.cache, this.calls);
-    this.history = new History(this.cache, this.calls);
-    this.foreign = new ForeignEntries(this.cache, this.calls, this.history);
+    this.ruleBans = new RuleBans(this);
+    this.logins = logins(this);
     this.requests = new GrantRequestDesk(state?.requests, this, { rows: context.rows, ipv6Subnet });
+    this.methods = operatorMethods(this, context.forget);
   }
 
-  /**
-   * The key of a client named as an operator knows it (`{ token }`, `{ ip }` or `{ key }`; see clientKeyOf), and the
-   * end of its token as its records keep it. Throws ListingLimitsError naming the field.
-   */
-  readonly keyOf: KeyOf = (check, client) =>
-    clientKeyOf(check, client, this.#ipOf, (key) => this.cache.tokenEndOf(key));
-
-  /** Starts following the state: once the middleware is made, so that a configuration that fails leaves nothing. */
   start(): void {
-    this.#follower.start();
+    this.calls.start();
   }
 
-  /** Reads what changed in the store now (a custom store's state is this process's: nothing to read). */
   sync(): Promise<void> {
     return this.calls.synced('limits.sync');
   }
 
-  /**
-   * Tells every instance that a client's counters were cleared, so that each forgets the refusals it remembers of
-   * it; kept for `windowMs`, the longest window a remembered refusal can last.
-   */
+  /** Every instance forgets the refusals it remembers of the client, for `windowMs`, a remembered refusal's longest. */
   async resetClient(key: string, windowMs: number, bound: CallBound): Promise<void> {
     const at = Date.now();
     const record: ResetRecord = { key, at, until: at + windowMs };
-    const change = {
-      field: `reset:${key}`,
-      value: JSON.stringify(record),
-      endsAt: record.until,
-      when: 'always',
-    } as const;
+    const value = JSON.stringify(record);
+    const change = { field: `reset:${key}`, value, endsAt: record.until, when: 'always' } as const;
     await this.calls.write([{ ...change, event: undefined, now: at }], bound);
   }
 
-  /** Stops following the state (the Redis store's reads), and writing again the rules' bans the store has not taken. */
   close(): void {
-    this.#follower.stop();
-    this.bans.close();
+    this.calls.stop();
+    this.ruleBans.close();
   }
+}
+
+function operatorMethods(records: Records, forget: ForgetBans | undefined) {
+  return {
+    ...banMethods(records, records.ruleBans, forget),
+    ...grantMethods(records),
+    ...historyMethods(records),
+    ...lostMethods(records),
+    requests: records.requests,
+  };
 }

@@ -4,15 +4,13 @@ import type { EndpointRow } from '../contract/listings.js';
 
 /**
  * What an approved client gets instead of the contract's limits: `'unlimited'`; `{ multiplier }`, every limit
- * multiplied (computed exactly in decimal, rounded down, at least 1); or `{ rows }`, rows that replace the table's
- * rows of the same method and path (the others keep the table's limits).
+ * multiplied (exactly in decimal, rounded down, at least 1); or `{ rows }`, replacing the table's rows of their paths.
  */
 export type Grant = 'unlimited' | { readonly multiplier: number } | { readonly rows: readonly EndpointRow[] };
 
 /**
  * A client as an operator knows it: `{ token }`, its Authorization value (hashed at once, never kept); `{ ip }`, its
- * address (grouped as counting groups it; a ban of an address refuses every request from it); or `{ key }`, its
- * key as `onBan` and `onLimit` report it.
+ * address (grouped as counting groups it); or `{ key }`, its key as `onBan` and `onLimit` report it.
  */
 export type ClientRef = { readonly token: string } | { readonly ip: string } | { readonly key: string };
 
@@ -27,11 +25,7 @@ export interface ActiveBan {
   readonly until: Date;
   /** `'rule'` for a ban of the `ban` option, `'operator'` for one made with `ban()`. */
   readonly by: 'rule' | 'operator';
-  /**
-   * The last 4 characters of the client's token, for display (the operator's page shows "token ending in 3456"), when
-   * the ban was made knowing them: by token, by a rule on a token's requests, or by the key of a client whose token's
-   * end was known; `''` otherwise (and for a token shorter than 12). Never the token.
-   */
+  /** The last 4 characters of the client's token when the ban was made knowing them, for display; else `''`. */
   readonly tokenEnd: string;
 }
 
@@ -43,10 +37,7 @@ export interface ActiveGrant {
   /** When the grant ends; undefined for a grant until revoked. */
   readonly until: Date | undefined;
   readonly note: string | undefined;
-  /**
-   * The last 4 characters of the client's token, as a ban's `tokenEnd`: known for a grant by token, by approving its
-   * grant request, or by the key of a client whose token's end was known; `''` otherwise.
-   */
+  /** As a ban's `tokenEnd`. */
   readonly tokenEnd: string;
 }
 
@@ -69,11 +60,7 @@ export interface ChangeEvent {
   readonly note: string | undefined;
 }
 
-/**
- * An entry of the store's runtime state that no instance of this version applies: written by something else, or by
- * another version, and not a valid record or history entry here. Skipped, told to `onError` once, and listed by
- * `foreign()` until removed.
- */
+/** An entry of the store's runtime state this version does not apply: told to `onError` once, listed by `foreign()`. */
 export interface ForeignEntry {
   /** What `removeForeign()` takes. */
   readonly id: string;
@@ -87,10 +74,7 @@ export interface ForeignEntry {
   readonly problem: string;
 }
 
-/**
- * An operator's ban or grant that an instance knew and the store lost (a restart without persistence, a flush, a
- * failover): never applied again by itself, kept for an operator to restore or dismiss until it would have ended.
- */
+/** An operator's ban or grant the store lost: never applied by itself, kept to restore or dismiss until its end. */
 export interface LostRecord {
   /** What `restoreLost()` and `dismissLost()` take: the record's field. */
   readonly id: string;
@@ -119,10 +103,7 @@ export interface GrantRequestInput {
   /** Where the operators answer, e.g. an e-mail address. */
   readonly contact: string;
   readonly reason: string;
-  /**
-   * The requester's address (the contact page gives `req.ip`): only its network is kept, and a network may have
-   * only a few requests pending. Without it, only the token's are limited.
-   */
+  /** The requester's address: only its network is kept, which may have only a few requests pending. */
   readonly ip?: string;
 }
 
@@ -132,10 +113,7 @@ export interface GrantRequest {
   readonly id: string;
   /** The key of the client (`t:<hash>`), never the token. */
   readonly key: string;
-  /**
-   * The network it was filed from (`ip:203.0.113.0/24`, `ip:2001:db8:1:2::/64`), never the address itself; undefined
-   * for a request filed without an address.
-   */
+  /** The network it was filed from (`ip:203.0.113.0/24`), never the address; undefined for none. */
   readonly network: string | undefined;
   /** The token's last 4 characters (none for a token shorter than 12), for display. */
   readonly tokenEnd: string;
@@ -155,10 +133,8 @@ export interface GrantRequest {
 }
 
 /**
- * The grant requests of rule 6, kept in the store's runtime state (so every instance sees them). Bad input throws a
- * `ListingLimitsError` naming the field; a custom store without runtime state throws one with code
- * `ERR_UNSUPPORTED_STORE`. A pending request no operator decides is dropped after 30 days, a decided one 30 days
- * after its decision.
+ * The grant requests of rule 6, in the store's runtime state. Bad input throws a `ListingLimitsError` naming the field;
+ * a custom store throws `ERR_UNSUPPORTED_STORE`. A request is dropped 30 days after it was filed or decided.
  */
 export interface GrantRequests {
   /** Whether the store keeps grant requests (the memory and Redis stores do). */
@@ -166,9 +142,8 @@ export interface GrantRequests {
   /** The rows of the table, which a request for specific endpoints names. */
   readonly endpoints: readonly EndpointRow[];
   /**
-   * Files a pending request. A client key may have 2 pending at once, a network 3 (`ERR_TOO_MANY_PENDING`); with
-   * 10,000 kept, an ended one is dropped to make room, else the oldest of the group (IPv6 /48, IPv4 /16) that has the
-   * most.
+   * Files a pending request. A client key may have 2 pending at once, a network 3 (`ERR_TOO_MANY_PENDING`); with 10,000
+   * kept, an ended one makes room, else the oldest of the group (IPv6 /48, IPv4 /16) that has the most.
    */
   file(input: GrantRequestInput): Promise<GrantRequest>;
   /** A request, only for the token it was filed with; else undefined. */
@@ -176,8 +151,8 @@ export interface GrantRequests {
   /** A request by its id, for operators; else undefined. */
   get(id: string): Promise<GrantRequest | undefined>;
   /**
-   * A page of the requests: pending ones (in the order they were filed) then decided ones (newest decision first),
-   * or those of one `status`; from `offset` (default 0), at most `limit` (default 50, at most 1000).
+   * Pending requests (in the order they were filed) then decided ones (newest decision first), or those of one
+   * `status`; from `offset` (default 0), at most `limit` (default 50, at most 1000).
    */
   list(options?: {
     readonly status?: 'pending' | 'decided';
@@ -187,8 +162,8 @@ export interface GrantRequests {
   /** How many requests are pending, and how many decided ones are kept. */
   counts(): Promise<{ pending: number; decided: number }>;
   /**
-   * The requests of a client, newest change first, at most `limit` (default 50, at most 1000): of its token for
-   * `{ token }` or a `t:` key, of its network for `{ ip }` or an `ip:` key.
+   * A client's requests, newest change first, at most `limit` (default 50, at most 1000): its token's for `{ token }`
+   * or a `t:` key, its network's for `{ ip }` or an `ip:` key.
    */
   find(client: ClientRef, options?: { readonly limit?: number }): Promise<GrantRequest[]>;
   /** Approves a pending request: its client is given `grant` until `until` (or until revoked). */

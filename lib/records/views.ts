@@ -1,26 +1,16 @@
-// Records as the runtime records show them: keys and kinds, pages of bans and grants, changes as events, foreign text.
+// Records as the lists show them: pages of bans and grants, changes as events, lost records, foreign text.
 import { createHash } from 'node:crypto';
-import { type BanRecord, checkEvent, type GrantRecord, type LostEntry, Problem, type Stored } from './kinds.js';
+import { type BanRecord, checkEvent, type GrantRecord, isBan, type LostEntry, Problem, type Stored } from './kinds.js';
 import { type ClientKind, kindOfKey } from '../contract/keys.js';
 import type { ActiveBan, ActiveGrant, ChangeEvent, LostRecord } from './types.js';
 
-/** The longest text of a foreign entry shown. */
 const SHOWN_TEXT = 200;
 
-/** The order of the lists: oldest first, then by key. */
 function byTimeAndKey(a: { since: number; key: string }, b: { since: number; key: string }): number {
   return a.since - b.since || (a.key < b.key ? -1 : a.key > b.key ? 1 : 0);
 }
 
-export function endOf(record: BanRecord | GrantRecord): number {
-  return record.until ?? Infinity;
-}
-
-export function isBan(record: BanRecord | GrantRecord): record is BanRecord {
-  return 'by' in record;
-}
-
-/** A record as the store is given it: without the sequence number the store adds. */
+/** A record as the store is given it: the store adds the sequence number. */
 export function withoutSeq<R extends object>(record: Stored<R> | R): R {
   const { seq: _seq, ...rest } = record as R & { seq?: number };
   return rest as R;
@@ -30,7 +20,6 @@ export function sameRecord(a: object, b: object): boolean {
   return JSON.stringify(withoutSeq(a)) === JSON.stringify(withoutSeq(b));
 }
 
-/** A text as the lists show it: cut to SHOWN_TEXT characters. */
 export function shownText(json: string): string {
   return json.length > SHOWN_TEXT ? `${json.slice(0, SHOWN_TEXT)}…` : json;
 }
@@ -39,11 +28,7 @@ export function digest(value: string): string {
   return createHash('sha256').update(value).digest('base64url').slice(0, 16);
 }
 
-/**
- * The first `n` of `items` in the lists' order (oldest first, then by key), sorted: each item is compared with the
- * last kept and put in place only when it comes before, so that the first page of 10,000 costs about 10,000
- * comparisons, not a sort of them all.
- */
+/** The first `n` in order: the first page of 10,000 costs about 10,000 comparisons, not a sort of them all. */
 function firstInOrder<T extends { since: number; key: string }>(items: readonly T[], n: number): T[] {
   if (n >= items.length) return [...items].sort(byTimeAndKey);
   const kept: T[] = [];
@@ -62,24 +47,17 @@ function firstInOrder<T extends { since: number; key: string }>(items: readonly 
   return kept;
 }
 
-/** Where a page of `limit` rows from `offset` starts in a list of `total`: the last page's start, past the last. */
-function pageStart(offset: number, limit: number, total: number): number {
-  return offset < total || total === 0 ? offset : Math.floor((total - 1) / limit) * limit;
-}
-
-/**
- * A page of `items` in the lists' order, from `offset` (or, past the last, from the start of the last `limit` of
- * them), at most `limit`, each shown by `view`; where it starts, and how many there are.
- */
+/** At most `limit` items from `offset` (past the last, the last page), where it starts, and how many there are. */
 export function listPage<T extends { since: number; key: string }, V>(
   items: readonly T[],
   offset: number,
   limit: number,
   view: (item: T) => V,
 ): { total: number; from: number; rows: V[] } {
-  const from = pageStart(offset, limit, items.length);
+  const total = items.length;
+  const from = offset < total || total === 0 ? offset : Math.floor((total - 1) / limit) * limit;
   return {
-    total: items.length,
+    total,
     from,
     rows: firstInOrder(items, from + limit)
       .slice(from)
@@ -87,12 +65,12 @@ export function listPage<T extends { since: number; key: string }, V>(
   };
 }
 
-export function activeBan(ban: Stored<BanRecord>): ActiveBan {
+export function activeBan(ban: BanRecord): ActiveBan {
   const { key, kind, reason, by, tokenEnd = '' } = ban;
   return { key, kind, reason, since: new Date(ban.since), until: new Date(ban.until), by, tokenEnd };
 }
 
-export function activeGrant(grant: Stored<GrantRecord>): ActiveGrant {
+export function activeGrant(grant: GrantRecord): ActiveGrant {
   return {
     key: grant.key,
     grant: grant.grant,
@@ -107,7 +85,6 @@ export function eventText(event: ChangeEvent): string {
   return JSON.stringify({ ...event, at: event.at.getTime(), until: event.until?.getTime() });
 }
 
-/** A change with nothing of it but the action, client and time set. */
 export function eventOf(action: ChangeEvent['action'], key: string, kind: ClientKind, at: number): ChangeEvent {
   return {
     action,
@@ -133,21 +110,14 @@ export function grantEvent(grant: GrantRecord): ChangeEvent {
   return { ...event, until, grant: grant.grant, note: grant.note ?? undefined };
 }
 
-/** A lost record as `lost()` lists it. */
 export function lostRecord(lost: Stored<LostEntry>): LostRecord {
   const r = lost.record;
-  const since = new Date(r.since);
   const base = { id: lost.field, key: r.key, lostAt: new Date(lost.lostAt) };
-  if (isBan(r)) return { ...base, kind: 'ban', ban: activeBan({ ...r, seq: 0 }), grant: undefined };
-  const until = r.until === null ? undefined : new Date(r.until);
-  const grant = { key: r.key, grant: r.grant, since, until, note: r.note ?? undefined, tokenEnd: r.tokenEnd ?? '' };
-  return { ...base, kind: 'grant', ban: undefined, grant };
+  if (isBan(r)) return { ...base, kind: 'ban', ban: activeBan(r), grant: undefined };
+  return { ...base, kind: 'grant', ban: undefined, grant: activeGrant(r) };
 }
 
-/**
- * The changes of a history (newest first) as `history()` lists them: those since `since`, at most `limit`. An entry
- * that is not a change is skipped, and told to `foreign` with its problem.
- */
+/** The changes since `since`, at most `limit`; an entry that is no change is told to `foreign`. */
 export function changesOf(
   texts: readonly string[],
   { since, limit }: { since: number | undefined; limit: number },
