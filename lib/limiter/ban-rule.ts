@@ -9,7 +9,7 @@ import { observe, type OnError } from '../shared/hooks.js';
 import { addressBan } from '../records/kinds.js';
 import type { Records } from '../records/records.js';
 import type { BanInfo, BanOptions, ListingLimitsOptions } from './types.js';
-import type { Deadline, Waiting } from '../stores/waiting.js';
+import type { Waiting } from '../stores/waiting.js';
 import type { CallBound } from '../stores/call-bound.js';
 import { resetWithin } from '../stores/resilient.js';
 
@@ -94,10 +94,6 @@ export class BanRule {
     return this.#tokens !== undefined;
   }
 
-  #deadline(ctx: Context): Deadline | undefined {
-    return ctx.within(this.#waiting);
-  }
-
   /**
    * With `tokensPerIp`: a token new to its address counts on the address's tokens, any other reads them. The ban does
    * not reset the count, so the store's order decides which requests are refused.
@@ -105,7 +101,7 @@ export class BanRule {
   readonly tokens: Step = (ctx) => {
     const { client } = ctx;
     if (client.kind !== 'token') return;
-    const seen = (this.#seen as Counter).hit(`${client.ip}|${client.key}`, this.#deadline(ctx));
+    const seen = (this.#seen as Counter).hit(`${client.ip}|${client.key}`, ctx.within(this.#waiting));
     if (!(seen instanceof Promise)) return this.#tokensOf(ctx, oneCount(seen) === 1);
     return seen.then((counted) => this.#tokensOf(ctx, oneCount(counted) === 1));
   };
@@ -136,7 +132,7 @@ export class BanRule {
   /** After a refusal: the `after`-th within `within` bans the client and is answered as usual; a later one gets 403. */
   strike(ctx: Context): void | Promise<void> {
     const { client } = ctx;
-    const counted = this.#strikes.hit(client.key, this.#deadline(ctx));
+    const counted = this.#strikes.hit(client.key, ctx.within(this.#waiting));
     const decide = (n: number) => {
       const { after } = this.#options;
       if (n < after) return;

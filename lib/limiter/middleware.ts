@@ -152,9 +152,8 @@ function compileSteps(config: Config): Step[] {
     ctx.refused = ctx.count.count > ctx.limit;
   };
   steps.push((ctx) => {
-    if (waiting) ctx.deadline ??= waiting.start();
     const { counter } = ctx.endpoint;
-    const counts = counter.hit(ctx.client.key, ctx.deadline);
+    const counts = counter.hit(ctx.client.key, ctx.within(waiting));
     if (counts instanceof Promise) return counts.then((c) => counted(ctx, c));
     // A shared store's counter that answers at once answers from its remembered refusals.
     if (metrics && !counter.now) metrics.cachedRefusal();
