@@ -1,5 +1,5 @@
 // The shape of every file in lib/: the one formatter's width holds, where Prettier leaves long strings and comments
-// alone, and no file grows past a length one can read through.
+// alone, no file grows past a length one can read through, and comments stay short.
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 
@@ -27,5 +27,63 @@ const rules: readonly [string, (text: readonly string[]) => string[]][] = [
 describe.each(rules)('every file of lib/ has %s', (_rule, problems) => {
   it.each(files)('lib/%s', (name) => {
     expect(problems(lines(name))).toEqual([]);
+  });
+});
+
+/** A comment line: `//`, or a line of a `/* … *\/` block. */
+function commentLines(text: readonly string[]): boolean[] {
+  let inBlock = false;
+  return text.map((line) => {
+    const t = line.trim();
+    if (inBlock) {
+      if (t.includes('*/')) inBlock = false;
+      return true;
+    }
+    if (t.startsWith('//')) return true;
+    if (!t.startsWith('/*')) return false;
+    inBlock = !t.includes('*/');
+    return true;
+  });
+}
+
+/** Each run of consecutive comment lines: its first line (1-based) and its length. */
+function commentRuns(text: readonly string[]): { line: number; length: number }[] {
+  const runs: { line: number; length: number }[] = [];
+  commentLines(text).forEach((comment, i) => {
+    const last = runs[runs.length - 1];
+    if (!comment) return;
+    if (last && last.line + last.length - 1 === i) last.length++;
+    else runs.push({ line: i + 1, length: 1 });
+  });
+  return runs;
+}
+
+// Comments say why, in a line or two: a budget for all of lib/, so that prose cannot grow back over the code.
+describe('the comments of lib/', () => {
+  const texts = files.map((name) => [name, lines(name)] as const);
+
+  it('are at most 0.15 lines per line of code', () => {
+    let comments = 0;
+    let code = 0;
+    for (const [, text] of texts) {
+      const marks = commentLines(text);
+      comments += marks.filter(Boolean).length;
+      code += text.filter((line, i) => !marks[i] && line.trim() !== '').length;
+    }
+    expect(comments / code).toBeLessThanOrEqual(0.15);
+  });
+
+  it('hold at most ten blocks of six lines or more', () => {
+    const long = texts.flatMap(([name, text]) =>
+      commentRuns(text)
+        .filter((run) => run.length >= 6)
+        .map((run) => `lib/${name}:${run.line} (${run.length} lines)`),
+    );
+    expect(long.length > 10 ? long : []).toEqual([]);
+  });
+
+  it.each(files)('lib/%s opens with at most three lines saying what it is', (name) => {
+    const first = commentRuns(lines(name))[0];
+    expect(first?.line === 1 ? first.length : 0).toBeLessThanOrEqual(3);
   });
 });
