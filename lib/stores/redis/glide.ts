@@ -1,10 +1,10 @@
 // The Redis store through Valkey GLIDE (`GlideClient`, `GlideClusterClient`): commands and scripts, never importing it.
-import { createHash } from 'node:crypto';
 import { createRequire } from 'node:module';
 import { join } from 'node:path';
 import { RateLimiterValkeyGlide } from 'rate-limiter-flexible';
 import { peekOf } from '../rlf.js';
 import type { Counter, Counts } from '../counter.js';
+import { evalOf } from './scripts.js';
 
 /** What the store uses of a GLIDE client: `customCommand`, which routes a keyed command to its slot's node. */
 interface GlideLike {
@@ -109,20 +109,6 @@ export function batchedSendOf(client: unknown): Send {
   return send;
 }
 
-/** Whether Redis lacks the script: GLIDE gives server errors one class, and `NOSCRIPT` another message. */
-const lostScript = (error: unknown) => /NoScriptError|NOSCRIPT/.test(String((error as Error | undefined)?.message));
-
-/** A script run by GLIDE: EVALSHA, then EVAL where Redis lacks it (a first run, a restart, a failover). */
-export function glideScript(send: Send, lua: string, sha = createHash('sha1').update(lua).digest('hex')) {
-  return (keys: string[], args: string[]): Promise<unknown> => {
-    const call = [String(keys.length), ...keys, ...args];
-    return send(['EVALSHA', sha, ...call]).catch((error: unknown) => {
-      if (!lostScript(error)) throw error;
-      return send(['EVAL', lua, ...call]);
-    });
-  };
-}
-
 /**
  * A hash as a record without a prototype (a foreign `__proto__` field stays a field), from any shape of HGETALL's
  * answer: `{ key, value }` pairs, a flat list, or an object.
@@ -202,8 +188,8 @@ export class GlideLimiter extends RateLimiterValkeyGlide implements Counter {
     const send = batchedSendOf(client);
     this.#send = send;
     this.#hits = hits;
-    this.#read = glideScript(send, READ_SCRIPT);
-    this.#consume = glideScript(send, CONSUME_SCRIPT);
+    this.#read = evalOf(send, READ_SCRIPT);
+    this.#consume = evalOf(send, CONSUME_SCRIPT);
   }
 
   hit(key: string): Promise<Counts> {

@@ -118,27 +118,25 @@ class RedisLimits implements CountsLimitsAsync, Counter {
   }
 
   hit(key: string): Promise<Counts> {
-    return this.scripts.count(this.#keys(key), this.#args as string[]).then((answer) => {
-      const now = Date.now();
-      return this.#windows.map((windowMs, i) => ({
-        count: Number(answer[2 * i]),
-        resetAt: now + msLeftOf(Number(answer[2 * i + 1]), windowMs),
-      }));
-    });
+    return this.scripts.count(this.#keys(key), this.#args as string[]).then((answer) => this.#counts(answer, false));
   }
 
   peek(key: string): Promise<readonly Count[]> {
-    return this.scripts.peek(this.#keys(key), this.#args as string[]).then((answer) => {
-      const now = Date.now();
-      return this.#windows.map((windowMs, i) => {
-        const count = Number(answer[2 * i]);
-        return { count, resetAt: count > 0 ? now + msLeftOf(Number(answer[2 * i + 1]), windowMs) : 0 };
-      });
-    });
+    return this.scripts.peek(this.#keys(key), this.#args as string[]).then((answer) => this.#counts(answer, true));
   }
 
   reset(key: string): Promise<boolean> {
-    return this.scripts.forget(this.#keys(key)).then((deleted) => Number(deleted) > 0);
+    return this.scripts.forget(this.#keys(key), []).then((deleted) => Number(deleted) > 0);
+  }
+
+  /** Each limit's count and the ms until it frees a request, as the scripts answer; a peek's 0 has no window. */
+  #counts(answer: unknown, peeked: boolean): Counts {
+    const now = Date.now();
+    return this.#windows.map((windowMs, i) => {
+      const count = Number((answer as unknown[])[2 * i]);
+      const msLeft = msLeftOf(Number((answer as unknown[])[2 * i + 1]), windowMs);
+      return { count, resetAt: peeked && !(count > 0) ? 0 : now + msLeft };
+    });
   }
 }
 
