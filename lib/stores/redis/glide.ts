@@ -2,8 +2,6 @@
 import { createRequire } from 'node:module';
 import { join } from 'node:path';
 import { RateLimiterValkeyGlide } from 'rate-limiter-flexible';
-import { peekOf } from '../rlf.js';
-import type { Counter, Counts } from '../counter.js';
 import { evalOf } from './scripts.js';
 
 /** What the store uses of a GLIDE client: `customCommand`, which routes a keyed command to its slot's node. */
@@ -167,41 +165,17 @@ export const GLIDE_SCRIPTS = { read: READ_SCRIPT, consume: CONSUME_SCRIPT } as c
  * rate-limiter-flexible's GLIDE limiter on the store's own keys, values and hits (its own storage uses Valkey
  * functions, which Redis does not run).
  */
-export class GlideLimiter extends RateLimiterValkeyGlide implements Counter {
-  readonly now = false;
-  readonly reads = true;
+export class GlideLimiter extends RateLimiterValkeyGlide {
   readonly #send: Send;
-  readonly #hits: (key: string, windowMs: number) => Promise<Counts>;
   readonly #read: (keys: string[], args: string[]) => Promise<unknown>;
   readonly #consume: (keys: string[], args: string[]) => Promise<unknown>;
-  /** The node (or slot) of a key, for a `GlideClusterClient`: see routes.ts. */
-  readonly route: ((key: string) => string) | undefined;
 
-  constructor(
-    options: { keyPrefix: string; points: number; duration: number },
-    client: unknown,
-    hits: (key: string, windowMs: number) => Promise<Counts>,
-    routes: ((redisKey: string) => string) | undefined,
-  ) {
+  constructor(options: { keyPrefix: string; points: number; duration: number }, client: unknown) {
     super({ storeClient: client, ...options });
-    this.route = routes && ((key) => routes(this.getKey(key)));
     const send = batchedSendOf(client);
     this.#send = send;
-    this.#hits = hits;
     this.#read = evalOf(send, READ_SCRIPT);
     this.#consume = evalOf(send, CONSUME_SCRIPT);
-  }
-
-  hit(key: string): Promise<Counts> {
-    return this.#hits(this.getKey(key), this.duration * 1000);
-  }
-
-  peek(key: string): Promise<Counts> {
-    return peekOf(this, key);
-  }
-
-  reset(key: string): Promise<boolean> {
-    return this.delete(key);
   }
 
   /** rate-limiter-flexible's storage step: a write of `points` (`set`, `block`) or `points` more (`consume`). */
