@@ -2,7 +2,7 @@
 import { createRequire } from 'node:module';
 import { join } from 'node:path';
 import { RateLimiterValkeyGlide } from 'rate-limiter-flexible';
-import { evalOf } from './scripts.js';
+import { evalOf, SCRIPTS } from './scripts.js';
 
 /** What the store uses of a GLIDE client: `customCommand`, which routes a keyed command to its slot's node. */
 interface GlideLike {
@@ -142,25 +142,6 @@ export function glideCommands(send: Send) {
   };
 }
 
-/** A counter's count and the milliseconds its key has left, or nothing when it has no key. */
-const READ_SCRIPT = `local points = redis.call('get', KEYS[1])
-if not points then return false end
-return {points, redis.call('pttl', KEYS[1])}`;
-
-/** `ARGV[1]` points more on a counter with an expiry of `ARGV[2]` s (0: none), as RateLimiterRedis counts. */
-const CONSUME_SCRIPT = `local seconds = tonumber(ARGV[2])
-if seconds > 0 then redis.call('set', KEYS[1], 0, 'EX', seconds, 'NX') end
-local consumed = redis.call('incrby', KEYS[1], ARGV[1])
-local ttl = redis.call('pttl', KEYS[1])
-if ttl == -1 and seconds > 0 then
-  redis.call('expire', KEYS[1], seconds)
-  ttl = 1000 * seconds
-end
-return {consumed, ttl}`;
-
-/** The scripts of this file, for the test that every script declares the keys it touches. @internal */
-export const GLIDE_SCRIPTS = { read: READ_SCRIPT, consume: CONSUME_SCRIPT } as const;
-
 /**
  * rate-limiter-flexible's GLIDE limiter on the store's own keys, values and hits (its own storage uses Valkey
  * functions, which Redis does not run).
@@ -174,8 +155,8 @@ export class GlideLimiter extends RateLimiterValkeyGlide {
     super({ storeClient: client, ...options });
     const send = batchedSendOf(client);
     this.#send = send;
-    this.#read = evalOf(send, READ_SCRIPT);
-    this.#consume = evalOf(send, CONSUME_SCRIPT);
+    this.#read = evalOf(send, SCRIPTS.read);
+    this.#consume = evalOf(send, SCRIPTS.consume);
   }
 
   /** rate-limiter-flexible's storage step: a write of `points` (`set`, `block`) or `points` more (`consume`). */

@@ -374,6 +374,22 @@ end
 for _, id in ipairs(ids) do answer[#answer + 1] = redis.call('hget', R, id) or '' end
 return answer`;
 
+/** rate-limiter-flexible's GLIDE limiter's read: a counter's count and the ms its key has left, or nothing. */
+const READ_SCRIPT = `local points = redis.call('get', KEYS[1])
+if not points then return false end
+return {points, redis.call('pttl', KEYS[1])}`;
+
+/** Its consume, as RateLimiterRedis counts: `ARGV[1]` points more on a counter expiring in `ARGV[2]` s (0: never). */
+const CONSUME_SCRIPT = `local seconds = tonumber(ARGV[2])
+if seconds > 0 then redis.call('set', KEYS[1], 0, 'EX', seconds, 'NX') end
+local consumed = redis.call('incrby', KEYS[1], ARGV[1])
+local ttl = redis.call('pttl', KEYS[1])
+if ttl == -1 and seconds > 0 then
+  redis.call('expire', KEYS[1], seconds)
+  ttl = 1000 * seconds
+end
+return {consumed, ttl}`;
+
 /** The scripts of the store, for the test that every script declares the keys it touches. @internal */
 export const SCRIPTS = {
   heal: HEAL_SCRIPT,
@@ -386,6 +402,8 @@ export const SCRIPTS = {
   clock: CLOCK_SCRIPT,
   changeRequests: REQUEST_CHANGE_SCRIPT,
   readRequests: REQUEST_READ_SCRIPT,
+  read: READ_SCRIPT,
+  consume: CONSUME_SCRIPT,
 } as const;
 
 /** A script run on one client: its keys, then its arguments. */
