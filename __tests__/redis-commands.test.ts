@@ -12,7 +12,7 @@ import { createClient, createCluster } from 'redis';
 import { RateLimiterRedis } from 'rate-limiter-flexible';
 import request from 'supertest';
 import { type EndpointRow, redisStore } from '../lib';
-import { HEAL_SCRIPT, REPAIR_SCRIPT } from '../lib/stores/redis/scripts';
+import { SCRIPTS } from '../lib/stores/redis/scripts';
 import { createApp } from './helpers/app';
 import { describeRedisServer, glideClient, ioredisClient, RedisCluster, RedisServer } from './helpers/redis';
 import { type ClientPackage, withClients } from './helpers/redis-env';
@@ -95,8 +95,8 @@ describeRedisServer('the Redis commands of each request, and what the store make
     };
     // The scripts of the rare paths loaded everywhere, so that each of their runs is one command (EVALSHA).
     for (const node of [...nodes.server, ...nodes.cluster]) {
-      await node.script('LOAD', HEAL_SCRIPT);
-      await node.script('LOAD', REPAIR_SCRIPT);
+      await node.script('LOAD', SCRIPTS.heal);
+      await node.script('LOAD', SCRIPTS.repair);
     }
   }, 60_000);
   afterAll(async () => {

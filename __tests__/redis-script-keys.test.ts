@@ -4,13 +4,12 @@ import { createHash } from 'node:crypto';
 import type Redis from 'ioredis';
 import request from 'supertest';
 import { listingLimits, redisStore } from '../lib';
-import { GLIDE_SCRIPTS } from '../lib/stores/redis/glide';
 import { REQUEST_KEYS, SCRIPTS } from '../lib/stores/redis/scripts';
 import { createApp } from './helpers/app';
 import { describeRedisServer, glideClient, ioredisClient, RedisServer } from './helpers/redis';
 import { withClients } from './helpers/redis-env';
 
-const scripts: Record<string, string> = { ...SCRIPTS, ...GLIDE_SCRIPTS };
+const scripts: Record<string, string> = SCRIPTS;
 const sha1 = (text: string) => createHash('sha1').update(text).digest('hex');
 const names = new Map(Object.entries(scripts).map(([name, lua]) => [sha1(lua), name]));
 

@@ -70,42 +70,25 @@ export function storeWith(
   });
 }
 
-/** A counter whose calls that go to a store (those answering with a promise) are timed for the metrics. */
-class Timed implements Counter {
-  readonly now = false;
-  readonly reads: boolean;
-  readonly route: ((key: string) => string) | undefined;
-
-  constructor(
-    private readonly counter: Counter,
-    private readonly observe: (seconds: number) => void,
-  ) {
-    this.reads = counter.reads;
-    this.route = counter.route;
-  }
-
-  hit(key: string): Counts | Promise<Counts> {
-    return this.#timed(performance.now(), this.counter.hit(key));
-  }
-
-  peek(key: string): Counts | Promise<Counts> {
-    return this.#timed(performance.now(), this.counter.peek(key));
-  }
-
-  reset(key: string): boolean | Promise<boolean> {
-    return this.#timed(performance.now(), this.counter.reset(key));
-  }
-
-  #timed<T>(start: number, answer: T): T {
+/**
+ * The counter with its calls that go to a store (those answering with a promise) timed for the metrics; one that
+ * counts now as it is, as none of its calls does.
+ */
+export function timed(counter: Counter, observe: (seconds: number) => void): Counter {
+  if (counter.now) return counter;
+  const timing = <T>(start: number, answer: T): T => {
     if (answer instanceof Promise) {
-      const done = () => this.observe((performance.now() - start) / 1000);
+      const done = () => observe((performance.now() - start) / 1000);
       answer.then(done, done);
     }
     return answer;
-  }
-}
-
-/** The counter timed, unless it counts now: then none of its calls goes to a store. */
-export function timed(counter: Counter, observe: (seconds: number) => void): Counter {
-  return counter.now ? counter : new Timed(counter, observe);
+  };
+  return {
+    now: false,
+    reads: counter.reads,
+    route: counter.route,
+    hit: (key) => timing(performance.now(), counter.hit(key)),
+    peek: (key) => timing(performance.now(), counter.peek(key)),
+    reset: (key) => timing(performance.now(), counter.reset(key)),
+  };
 }

@@ -23,14 +23,9 @@ interface MemoryLimiterOptions {
 }
 
 /** A key's counter. Updated in place, so that counting a request allocates nothing. */
-class KeyCount implements Count {
+interface KeyCount {
   count: number;
   resetAt: number;
-
-  constructor(count: number, resetAt: number) {
-    this.count = count;
-    this.resetAt = resetAt;
-  }
 }
 
 const memoryLimiterCheck: Checker = new Checker('MemoryLimiter');
@@ -202,7 +197,16 @@ export class MemoryLimiter extends RateLimiterCompatibleAbstract implements Rate
 
   /** Sets the key's points for `secDuration` seconds (0: no end; negative: `duration`), as RateLimiterMemory does. */
   override set(key: string | number, points: number, secDuration: number): Promise<RateLimiterRes> {
-    return this.#put(mapKey(key), points, secDuration, 'set(): secDuration');
+    let ms: number;
+    try {
+      ms = durationMs(secDuration, this.duration, 'set(): secDuration');
+    } catch (error) {
+      return Promise.reject(error);
+    }
+    const now = Date.now();
+    const k = mapKey(key);
+    const entry = this.#start(k, this.#entries.get(k), points, ms, now);
+    return Promise.resolve(new RateLimiterRes(0, msLeft(entry, now), points, false));
   }
 
   /** Forgets the key; resolves true when it had a counter whose window had not ended. */
@@ -246,18 +250,6 @@ export class MemoryLimiter extends RateLimiterCompatibleAbstract implements Rate
     return this.#result(this.#start(key, entry, points, ms, now), now, true);
   }
 
-  #put(key: string, points: number, secDuration: number, what: string): Promise<RateLimiterRes> {
-    let ms: number;
-    try {
-      ms = durationMs(secDuration, this.duration, what);
-    } catch (error) {
-      return Promise.reject(error);
-    }
-    const now = Date.now();
-    const entry = this.#start(key, this.#entries.get(key), points, ms, now);
-    return Promise.resolve(new RateLimiterRes(0, msLeft(entry, now), points, false));
-  }
-
   /** Starts a window of `ms` (0: no end) for the key with `points`, reusing its ended entry when it has one. */
   #start(key: string, entry: KeyCount | undefined, points: number, ms: number, now: number): KeyCount {
     const resetAt = ms > 0 ? now + ms : Infinity;
@@ -266,7 +258,7 @@ export class MemoryLimiter extends RateLimiterCompatibleAbstract implements Rate
       entry.resetAt = resetAt;
       return entry;
     }
-    return this.#entries.add(key, new KeyCount(points, resetAt), now);
+    return this.#entries.add(key, { count: points, resetAt }, now);
   }
 
   #result(entry: KeyCount, now: number, isFirstInDuration: boolean): RateLimiterRes {

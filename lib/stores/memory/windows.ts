@@ -14,15 +14,9 @@ class LimitSlot implements Count {
 }
 
 /** A key's limits, and when the last of them is empty again (the map forgets the key then). */
-class KeyLimits {
+interface KeyLimits {
   readonly slots: LimitSlot[];
-
-  constructor(
-    n: number,
-    public endsAt: number,
-  ) {
-    this.slots = Array.from({ length: n }, () => new LimitSlot());
-  }
+  endsAt: number;
 }
 
 /** The state of a limit with nothing counted. */
@@ -62,7 +56,10 @@ export class MemoryLimits implements CountsLimitsNow, Counter {
     const limits = this.#limits;
     let entry = this.#entries.get(key);
     // A new key's windows have not started: it is kept for the longest of them, until a request sets its end.
-    if (entry === undefined) entry = this.#entries.add(key, new KeyLimits(limits.length, now + this.#longest), now);
+    if (entry === undefined) {
+      const slots = Array.from({ length: limits.length }, () => new LimitSlot());
+      entry = this.#entries.add(key, { slots, endsAt: now + this.#longest }, now);
+    }
     const { slots } = entry;
     let allowed = true;
     for (let i = 0; i < slots.length; i++) {

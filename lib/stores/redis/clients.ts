@@ -2,29 +2,9 @@
 import { Checker, MAX_DURATION_MS, show } from '../../shared/check.js';
 import type { Counts } from '../counter.js';
 import { slotOf } from './routes.js';
-import { batchedSendOf, glideCommands, glideScript, hashRecord, isGlideClient, sendOf } from './glide.js';
-import {
-  HEAL_SCRIPT,
-  HEAL_SHA,
-  REPAIR_SCRIPT,
-  REPAIR_SHA,
-  FORGET_SCRIPT,
-  FORGET_SHA,
-  LIMITS_SCRIPT,
-  LIMITS_SHA,
-  PEEK_SCRIPT,
-  PEEK_SHA,
-  CHANGE_SCRIPT,
-  CHANGE_SHA,
-  CLOCK_SCRIPT,
-  CLOCK_SHA,
-  REMOVE_HISTORY_SCRIPT,
-  REMOVE_HISTORY_SHA,
-  REQUEST_CHANGE_SCRIPT,
-  REQUEST_CHANGE_SHA,
-  REQUEST_READ_SCRIPT,
-  REQUEST_READ_SHA,
-} from './scripts.js';
+import { batchedSendOf, glideCommands, hashRecord, isGlideClient, sendOf } from './glide.js';
+import { sha1 } from '../state.js';
+import { evalOf, type Script, SCRIPTS } from './scripts.js';
 
 export const check: Checker = new Checker('redisStore');
 
@@ -77,8 +57,6 @@ interface IoRedisLike {
   defineCommand(name: string, definition: { numberOfKeys?: number; lua: string }): void;
   incr(key: string): Promise<unknown>;
   pttl(key: string): Promise<unknown>;
-  listingLimitsHeal?: (key: string, ms: number) => Promise<unknown>;
-  listingLimitsRepair?: (key: string, ms: number) => Promise<[unknown, unknown]>;
 }
 
 interface NodeRedisLike {
@@ -133,22 +111,34 @@ const REQUEST_OPTIONS = { timeout: undefined };
 function nodeRedisSend(
   redis: NodeRedisLike,
   options: typeof REQUEST_OPTIONS | undefined,
-): (key: string, args: string[]) => Promise<unknown> {
-  if (typeof redis.getSlotMaster === 'function') return (key, args) => redis.sendCommand(key, false, args, options);
-  return (_key, args) => redis.sendCommand(args, options);
+): (args: string[], key: string) => Promise<unknown> {
+  if (typeof redis.getSlotMaster === 'function') return (args, key) => redis.sendCommand(key, false, args, options);
+  return (args) => redis.sendCommand(args, options);
 }
 
-/** A script run by node-redis: EVALSHA, then EVAL; fails at once while not connected, unless `queued`. */
-function nodeRedisScript(redis: NodeRedisLike, script: string, sha: string, queued = false) {
-  const send = nodeRedisSend(redis, queued ? undefined : REQUEST_OPTIONS);
-  return (keys: string[], args: string[]): Promise<unknown> => {
-    if (redis.isReady === false && !queued) return notReady();
-    const key = keys[0] as string;
-    const call = [String(keys.length), ...keys, ...args];
-    return send(key, ['EVALSHA', sha, ...call]).catch((error: unknown) => {
-      if (!String((error as Error)?.message).includes('NOSCRIPT')) throw error;
-      return send(key, ['EVAL', script, ...call]);
-    });
+/**
+ * A script of the store on one client. On a request's path it fails at once while the client is not connected and
+ * leaves with the turn's other commands; the runtime state's scripts wait for the client instead.
+ */
+function scriptOf(client: unknown, kind: RedisClientKind, name: keyof typeof SCRIPTS, request: boolean): Script {
+  const lua = SCRIPTS[name];
+  if (kind === 'glide') return evalOf(request ? batchedSendOf(client) : sendOf(client), lua);
+  if (kind === 'node-redis') {
+    const redis = client as NodeRedisLike;
+    const run = evalOf(nodeRedisSend(redis, request ? REQUEST_OPTIONS : undefined), lua);
+    return request ? (keys, args) => (redis.isReady === false ? notReady() : run(keys, args)) : run;
+  }
+  const redis = client as IoRedisLike & Record<string, unknown>;
+  // Named by its text: copies of the package on one client never share a name. Each call gives its number of keys.
+  const command = `listingLimits:${sha1(lua)}`;
+  if (typeof redis[command] !== 'function') redis.defineCommand(command, { lua });
+  const run = redis[command] as (...args: (string | number)[]) => Promise<unknown>;
+  if (!request) return (keys, args) => run.call(redis, keys.length, ...keys, ...args);
+  const batch = together(redis);
+  return (keys, args) => {
+    if (redis.status !== 'ready') return notReady();
+    batch();
+    return run.call(redis, keys.length, ...keys, ...args);
   };
 }
 
@@ -168,19 +158,17 @@ function countsOf(count: unknown, ttl: unknown, windowMs: number): Counts {
   return [{ count: Number(count), resetAt: Date.now() + msLeftOf(Number(ttl), windowMs) }];
 }
 
-/** A hit's two commands and the scripts of its rare paths, as each client sends them. */
-interface HitCommands {
-  incr(key: string): Promise<unknown>;
-  pttl(key: string): Promise<unknown>;
-  heal(key: string, ms: number): Promise<unknown>;
-  repair(key: string, ms: number): Promise<[unknown, unknown]>;
-}
-
 /**
  * One hit as `INCR` and `PTTL` of the key, on rate-limiter-flexible's RateLimiterRedis keys and values, so that its
  * reads see the same counter. A key without an expiry is healed (HEAL_SCRIPT), one without a count repaired.
  */
-function hitOfCommands({ incr, pttl, heal, repair }: HitCommands): Hit {
+function hitOf(
+  client: unknown,
+  kind: RedisClientKind,
+  incr: (key: string) => Promise<unknown>,
+  pttl: (key: string) => Promise<unknown>,
+): Hit {
+  const [heal, repair] = [scriptOf(client, kind, 'heal', true), scriptOf(client, kind, 'repair', true)];
   const counted = (key: string) =>
     incr(key).catch((error: unknown) => {
       if (NO_COUNT.test(String((error as Error)?.message))) return noCount;
@@ -188,10 +176,14 @@ function hitOfCommands({ incr, pttl, heal, repair }: HitCommands): Hit {
     });
   return (key, windowMs) =>
     Promise.all([counted(key), pttl(key)]).then(([count, ttl]) => {
-      if (count === noCount || !(Number(count) >= 1))
-        return repair(key, windowMs).then(([repaired, left]) => countsOf(repaired, left, windowMs));
+      if (count === noCount || !(Number(count) >= 1)) {
+        return repair([key], [String(windowMs)]).then((answer) => {
+          const [repaired, left] = answer as [unknown, unknown];
+          return countsOf(repaired, left, windowMs);
+        });
+      }
       if (Number(ttl) >= 0) return countsOf(count, ttl, windowMs);
-      return heal(key, windowMs).then((left) => countsOf(count, left, windowMs));
+      return heal([key], [String(windowMs)]).then((left) => countsOf(count, left, windowMs));
     });
 }
 
@@ -202,49 +194,40 @@ function hitOfCommands({ incr, pttl, heal, repair }: HitCommands): Hit {
 export function hitsOf(client: unknown, kind: RedisClientKind): Hit {
   if (kind === 'glide') {
     const send = batchedSendOf(client);
-    const [heal, repair] = [glideScript(send, HEAL_SCRIPT, HEAL_SHA), glideScript(send, REPAIR_SCRIPT, REPAIR_SHA)];
-    return hitOfCommands({
-      incr: (key) => send(['INCR', key]),
-      pttl: (key) => send(['PTTL', key]),
-      heal: (key, ms) => heal([key], [String(ms)]),
-      repair: (key, ms) => repair([key], [String(ms)]) as Promise<[unknown, unknown]>,
-    });
+    return hitOf(
+      client,
+      kind,
+      (key) => send(['INCR', key]),
+      (key) => send(['PTTL', key]),
+    );
   }
   if (kind === 'node-redis') {
     const redis = client as NodeRedisLike;
     const send = nodeRedisSend(redis, REQUEST_OPTIONS);
-    const heal = nodeRedisScript(redis, HEAL_SCRIPT, HEAL_SHA);
-    const repair = nodeRedisScript(redis, REPAIR_SCRIPT, REPAIR_SHA);
-    const hit = hitOfCommands({
-      incr: (key) => send(key, ['INCR', key]),
-      pttl: (key) => send(key, ['PTTL', key]),
-      heal: (key, ms) => heal([key], [String(ms)]),
-      repair: (key, ms) => repair([key], [String(ms)]) as Promise<[unknown, unknown]>,
-    });
+    const hit = hitOf(
+      client,
+      kind,
+      (key) => send(['INCR', key], key),
+      (key) => send(['PTTL', key], key),
+    );
     return (key, windowMs) => (redis.isReady === false ? notReady() : hit(key, windowMs));
   }
   const redis = client as IoRedisLike;
-  if (typeof redis.listingLimitsHeal !== 'function') {
-    redis.defineCommand('listingLimitsHeal', { numberOfKeys: 1, lua: HEAL_SCRIPT });
-  }
-  if (typeof redis.listingLimitsRepair !== 'function') {
-    redis.defineCommand('listingLimitsRepair', { numberOfKeys: 1, lua: REPAIR_SCRIPT });
-  }
-  const { listingLimitsHeal: heal, listingLimitsRepair: repair } = redis as Required<IoRedisLike>;
   const batch = together(redis);
   const master = redis.isCluster === true ? mastersOf(redis as IoRedisCluster) : undefined;
-  const hit = hitOfCommands({
-    incr: master ? (key) => master(key, 'incr') : (key) => redis.incr(key),
-    pttl: master ? (key) => master(key, 'pttl') : (key) => redis.pttl(key),
-    heal: (key, ms) => {
-      batch();
-      return heal.call(redis, key, ms);
-    },
-    repair: (key, ms) => {
-      batch();
-      return repair.call(redis, key, ms);
-    },
-  });
+  const hit = master
+    ? hitOf(
+        client,
+        kind,
+        (key) => master(key, 'incr'),
+        (key) => master(key, 'pttl'),
+      )
+    : hitOf(
+        client,
+        kind,
+        (key) => redis.incr(key),
+        (key) => redis.pttl(key),
+      );
   return (key, windowMs) => {
     if (redis.status !== 'ready') return notReady();
     batch();
@@ -290,39 +273,16 @@ function mastersOf(cluster: IoRedisCluster): (key: string, command: 'incr' | 'pt
 
 /** The scripts of an endpoint's limits, each run as {@link hitsOf} runs hits: keys, then arguments. */
 export interface LimitsScripts {
-  readonly count: (keys: string[], args: string[]) => Promise<unknown[]>;
-  readonly peek: (keys: string[], args: string[]) => Promise<unknown[]>;
-  readonly forget: (keys: string[]) => Promise<unknown>;
-}
-
-/** A script with a variable number of keys, on one client; while the client is not connected, it fails at once. */
-function scriptOf(client: unknown, kind: RedisClientKind, name: string, lua: string, sha: string) {
-  if (kind === 'glide')
-    return glideScript(batchedSendOf(client), lua, sha) as (k: string[], a: string[]) => Promise<unknown[]>;
-  if (kind === 'node-redis')
-    return nodeRedisScript(client as NodeRedisLike, lua, sha) as (k: string[], a: string[]) => Promise<unknown[]>;
-  const redis = client as IoRedisLike;
-  const commands = redis as unknown as Record<
-    string,
-    ((...args: (string | number)[]) => Promise<unknown[]>) | undefined
-  >;
-  // Defined without a number of keys: each call gives it first, as endpoints have one key per limit.
-  if (typeof commands[name] !== 'function') redis.defineCommand(name, { lua });
-  const run = commands[name] as (...args: (string | number)[]) => Promise<unknown[]>;
-  const batch = together(redis);
-  return (keys: string[], args: string[]) => {
-    if (redis.status !== 'ready') return notReady();
-    batch();
-    return run.call(redis, keys.length, ...keys, ...args);
-  };
+  readonly count: Script;
+  readonly peek: Script;
+  readonly forget: Script;
 }
 
 export function limitsScriptsOf(client: unknown, kind: RedisClientKind): LimitsScripts {
-  const forget = scriptOf(client, kind, 'listingLimitsForget', FORGET_SCRIPT, FORGET_SHA);
   return {
-    count: scriptOf(client, kind, 'listingLimitsLimits', LIMITS_SCRIPT, LIMITS_SHA),
-    peek: scriptOf(client, kind, 'listingLimitsPeek', PEEK_SCRIPT, PEEK_SHA),
-    forget: (keys) => forget(keys, []),
+    count: scriptOf(client, kind, 'limits', true),
+    peek: scriptOf(client, kind, 'peek', true),
+    forget: scriptOf(client, kind, 'forget', true),
   };
 }
 
@@ -345,18 +305,20 @@ export interface StateCommands {
 }
 
 export function commandsOf(client: unknown, kind: RedisClientKind): StateCommands {
-  if (kind === 'glide') {
-    const send = sendOf(client);
-    const clock = glideScript(send, CLOCK_SCRIPT, CLOCK_SHA);
-    return {
-      change: glideScript(send, CHANGE_SCRIPT, CHANGE_SHA),
-      changeRequests: glideScript(send, REQUEST_CHANGE_SCRIPT, REQUEST_CHANGE_SHA),
-      readRequests: glideScript(send, REQUEST_READ_SCRIPT, REQUEST_READ_SHA),
-      removeHistory: glideScript(send, REMOVE_HISTORY_SCRIPT, REMOVE_HISTORY_SHA),
-      clock: (keys) => clock(keys, []),
-      ...glideCommands(send),
-    };
-  }
+  const clock = scriptOf(client, kind, 'clock', false);
+  return {
+    change: scriptOf(client, kind, 'change', false),
+    changeRequests: scriptOf(client, kind, 'changeRequests', false),
+    readRequests: scriptOf(client, kind, 'readRequests', false),
+    removeHistory: scriptOf(client, kind, 'removeHistory', false),
+    clock: (keys) => clock(keys, []),
+    ...hashCommandsOf(client, kind),
+  };
+}
+
+/** The plain commands of the runtime state, as each client sends them. */
+function hashCommandsOf(client: unknown, kind: RedisClientKind): Omit<StateCommands, keyof typeof SCRIPTS> {
+  if (kind === 'glide') return glideCommands(sendOf(client));
   if (kind === 'node-redis') {
     const redis = client as NodeRedisLike & {
       hGet(key: string, field: string): Promise<string | null>;
@@ -372,14 +334,7 @@ export function commandsOf(client: unknown, kind: RedisClientKind): StateCommand
     // node-redis makes a hash a plain object, where a field named `__proto__` would vanish: read as a list where it
     // can (v5 on), its replies of type map (RESP3's `%`, its RESP_TYPES.MAP) mapped to arrays.
     const asList = redis.withTypeMapping?.call(redis, { [MAP_TYPE]: Array });
-    const change = nodeRedisScript(redis, CHANGE_SCRIPT, CHANGE_SHA, true);
-    const clock = nodeRedisScript(redis, CLOCK_SCRIPT, CLOCK_SHA, true);
     return {
-      change,
-      changeRequests: nodeRedisScript(redis, REQUEST_CHANGE_SCRIPT, REQUEST_CHANGE_SHA, true),
-      readRequests: nodeRedisScript(redis, REQUEST_READ_SCRIPT, REQUEST_READ_SHA, true),
-      removeHistory: nodeRedisScript(redis, REMOVE_HISTORY_SCRIPT, REMOVE_HISTORY_SHA, true),
-      clock: (keys) => clock(keys, []),
       hget: (key, field) => redis.hGet(key, field),
       hset: (key, field, value) => redis.hSet(key, field, value),
       hmget: (key, fields) => redis.hmGet(key, fields),
@@ -400,13 +355,7 @@ export function commandsOf(client: unknown, kind: RedisClientKind): StateCommand
     hvals(key: string): Promise<string[]>;
     hdel(key: string, ...fields: string[]): Promise<unknown>;
   };
-  const clock = ioRedisScript(redis, 'listingLimitsClock', CLOCK_SCRIPT);
   return {
-    change: ioRedisScript(redis, 'listingLimitsChange', CHANGE_SCRIPT),
-    changeRequests: ioRedisScript(redis, 'listingLimitsChangeRequests', REQUEST_CHANGE_SCRIPT),
-    readRequests: ioRedisScript(redis, 'listingLimitsReadRequests', REQUEST_READ_SCRIPT),
-    removeHistory: ioRedisScript(redis, 'listingLimitsRemoveHistory', REMOVE_HISTORY_SCRIPT),
-    clock: (keys) => clock(keys, []),
     hget: (key, field) => redis.hget(key, field),
     hset: (key, field, value) => redis.hset(key, field, value),
     hmget: (key, fields) => redis.hmget(key, ...fields),
@@ -416,12 +365,4 @@ export function commandsOf(client: unknown, kind: RedisClientKind): StateCommand
     hvals: (key) => redis.hvals(key),
     hdel: (key, fields) => redis.hdel(key, ...fields),
   };
-}
-
-/** A state script run by ioredis, sent whatever the client's state: a change made while it reconnects waits. */
-function ioRedisScript(redis: IoRedisLike, name: string, lua: string) {
-  const commands = redis as unknown as Record<string, ((...args: (string | number)[]) => Promise<unknown>) | undefined>;
-  if (typeof commands[name] !== 'function') redis.defineCommand(name, { lua });
-  const run = commands[name] as (...args: (string | number)[]) => Promise<unknown>;
-  return (keys: string[], args: string[]) => run.call(redis, keys.length, ...keys, ...args);
 }

@@ -12,12 +12,6 @@ const LOOK_EVERY_MS = 250;
 /** Clients already told of, once each, whatever the stores and middlewares on them. */
 const told = new WeakSet<object>();
 
-const packages: Readonly<Record<RedisClientKind, string>> = {
-  ioredis: 'ioredis',
-  'node-redis': 'node-redis',
-  glide: 'Valkey GLIDE',
-};
-
 const meanwhile: Readonly<Record<StoreFailurePolicy['onFailure'], string>> = {
   memory:
     "each instance counts in its own memory (onFailure: 'memory'), so that N instances let a client through up to " +
@@ -66,8 +60,9 @@ export function connectionWatch(
       stop();
       if (told.has(client as object)) return;
       told.add(client as object);
+      const name = kind === 'glide' ? 'Valkey GLIDE' : kind;
       tell(
-        `listing-limits: the Redis store's client (${packages[kind]}, prefix ${JSON.stringify(prefix)}) has not ` +
+        `listing-limits: the Redis store's client (${name}, prefix ${JSON.stringify(prefix)}) has not ` +
           `connected within ${CONNECT_WITHIN_MS / 1000} s of the middleware's start (${whatItSays(client, kind)}). ` +
           `Until it does, ${meanwhile[onFailure]}. Check its address, and that Redis is reachable from here.`,
       );

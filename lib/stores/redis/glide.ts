@@ -1,10 +1,8 @@
 // The Redis store through Valkey GLIDE (`GlideClient`, `GlideClusterClient`): commands and scripts, never importing it.
-import { createHash } from 'node:crypto';
 import { createRequire } from 'node:module';
 import { join } from 'node:path';
 import { RateLimiterValkeyGlide } from 'rate-limiter-flexible';
-import { peekOf } from '../rlf.js';
-import type { Counter, Counts } from '../counter.js';
+import { evalOf, SCRIPTS } from './scripts.js';
 
 /** What the store uses of a GLIDE client: `customCommand`, which routes a keyed command to its slot's node. */
 interface GlideLike {
@@ -109,20 +107,6 @@ export function batchedSendOf(client: unknown): Send {
   return send;
 }
 
-/** Whether Redis lacks the script: GLIDE gives server errors one class, and `NOSCRIPT` another message. */
-const lostScript = (error: unknown) => /NoScriptError|NOSCRIPT/.test(String((error as Error | undefined)?.message));
-
-/** A script run by GLIDE: EVALSHA, then EVAL where Redis lacks it (a first run, a restart, a failover). */
-export function glideScript(send: Send, lua: string, sha = createHash('sha1').update(lua).digest('hex')) {
-  return (keys: string[], args: string[]): Promise<unknown> => {
-    const call = [String(keys.length), ...keys, ...args];
-    return send(['EVALSHA', sha, ...call]).catch((error: unknown) => {
-      if (!lostScript(error)) throw error;
-      return send(['EVAL', lua, ...call]);
-    });
-  };
-}
-
 /**
  * A hash as a record without a prototype (a foreign `__proto__` field stays a field), from any shape of HGETALL's
  * answer: `{ key, value }` pairs, a flat list, or an object.
@@ -158,64 +142,21 @@ export function glideCommands(send: Send) {
   };
 }
 
-/** A counter's count and the milliseconds its key has left, or nothing when it has no key. */
-const READ_SCRIPT = `local points = redis.call('get', KEYS[1])
-if not points then return false end
-return {points, redis.call('pttl', KEYS[1])}`;
-
-/** `ARGV[1]` points more on a counter with an expiry of `ARGV[2]` s (0: none), as RateLimiterRedis counts. */
-const CONSUME_SCRIPT = `local seconds = tonumber(ARGV[2])
-if seconds > 0 then redis.call('set', KEYS[1], 0, 'EX', seconds, 'NX') end
-local consumed = redis.call('incrby', KEYS[1], ARGV[1])
-local ttl = redis.call('pttl', KEYS[1])
-if ttl == -1 and seconds > 0 then
-  redis.call('expire', KEYS[1], seconds)
-  ttl = 1000 * seconds
-end
-return {consumed, ttl}`;
-
-/** The scripts of this file, for the test that every script declares the keys it touches. @internal */
-export const GLIDE_SCRIPTS = { read: READ_SCRIPT, consume: CONSUME_SCRIPT } as const;
-
 /**
  * rate-limiter-flexible's GLIDE limiter on the store's own keys, values and hits (its own storage uses Valkey
  * functions, which Redis does not run).
  */
-export class GlideLimiter extends RateLimiterValkeyGlide implements Counter {
-  readonly now = false;
-  readonly reads = true;
+export class GlideLimiter extends RateLimiterValkeyGlide {
   readonly #send: Send;
-  readonly #hits: (key: string, windowMs: number) => Promise<Counts>;
   readonly #read: (keys: string[], args: string[]) => Promise<unknown>;
   readonly #consume: (keys: string[], args: string[]) => Promise<unknown>;
-  /** The node (or slot) of a key, for a `GlideClusterClient`: see routes.ts. */
-  readonly route: ((key: string) => string) | undefined;
 
-  constructor(
-    options: { keyPrefix: string; points: number; duration: number },
-    client: unknown,
-    hits: (key: string, windowMs: number) => Promise<Counts>,
-    routes: ((redisKey: string) => string) | undefined,
-  ) {
+  constructor(options: { keyPrefix: string; points: number; duration: number }, client: unknown) {
     super({ storeClient: client, ...options });
-    this.route = routes && ((key) => routes(this.getKey(key)));
     const send = batchedSendOf(client);
     this.#send = send;
-    this.#hits = hits;
-    this.#read = glideScript(send, READ_SCRIPT);
-    this.#consume = glideScript(send, CONSUME_SCRIPT);
-  }
-
-  hit(key: string): Promise<Counts> {
-    return this.#hits(this.getKey(key), this.duration * 1000);
-  }
-
-  peek(key: string): Promise<Counts> {
-    return peekOf(this, key);
-  }
-
-  reset(key: string): Promise<boolean> {
-    return this.delete(key);
+    this.#read = evalOf(send, SCRIPTS.read);
+    this.#consume = evalOf(send, SCRIPTS.consume);
   }
 
   /** rate-limiter-flexible's storage step: a write of `points` (`set`, `block`) or `points` more (`consume`). */

@@ -1,23 +1,22 @@
 // The Redis store's Lua scripts: counting hits and limits, changing and reading the runtime state and grant requests.
-import { createHash } from 'node:crypto';
+import { sha1 } from '../state.js';
 
 /**
  * A hit's key left without an expiry (its `INCR` created it, or a client stopped first) given its window of `ARGV[1]`
  * ms on the key's master; answers the ms left. Hits themselves are `INCR` and `PTTL`: half a script's cost.
  */
-export const HEAL_SCRIPT = `local ttl = redis.call('pttl', KEYS[1])
+const HEAL_SCRIPT = `local ttl = redis.call('pttl', KEYS[1])
 if ttl == -1 then
   redis.call('pexpire', KEYS[1], ARGV[1])
   return tonumber(ARGV[1])
 end
 return ttl`;
-export const HEAL_SHA = createHash('sha1').update(HEAL_SCRIPT).digest('hex');
 
 /**
  * A hit whose `INCR` found no count (another program's value, or below zero): counted again on a count repaired by
  * now, else as the first request of a new window of `ARGV[1]` ms. Answers as a hit does.
  */
-export const REPAIR_SCRIPT = `local count = redis.pcall('incr', KEYS[1])
+const REPAIR_SCRIPT = `local count = redis.pcall('incr', KEYS[1])
 if type(count) ~= 'number' or count < 1 then
   redis.call('set', KEYS[1], 1, 'px', ARGV[1])
   return {1, tonumber(ARGV[1])}
@@ -28,7 +27,6 @@ if ttl == -1 then
   ttl = tonumber(ARGV[1])
 end
 return {count, ttl}`;
-export const REPAIR_SHA = createHash('sha1').update(REPAIR_SCRIPT).digest('hex');
 
 /**
  * What the limits scripts share: Redis' time, the window kind (ARGV[1]), and `read`, a limit's count and the ms until
@@ -78,7 +76,7 @@ end
  * each limit and its window (ms). A sliding limit's key lists its requests' times. Answers each limit's count
  * (`limit + 1` where it refused) and the ms until it frees a request.
  */
-export const LIMITS_SCRIPT = `${WINDOWS_COMMON}local n = #KEYS
+const LIMITS_SCRIPT = `${WINDOWS_COMMON}local n = #KEYS
 local counts, waits, allowed = {}, {}, true
 for i = 1, n do
   local key, limit, window = KEYS[i], tonumber(ARGV[2 * i]), tonumber(ARGV[2 * i + 1])
@@ -107,20 +105,17 @@ for i = 1, n do
   answer[2 * i - 1], answer[2 * i] = counts[i], waits[i]
 end
 return answer`;
-export const LIMITS_SHA = createHash('sha1').update(LIMITS_SCRIPT).digest('hex');
 
 /** LIMITS_SCRIPT's read without counting, with its KEYS and ARGV: each count and ms until it frees one (0: none). */
-export const PEEK_SCRIPT = `${WINDOWS_COMMON}local answer = {}
+const PEEK_SCRIPT = `${WINDOWS_COMMON}local answer = {}
 for i = 1, #KEYS do
   local count, wait = read(KEYS[i], tonumber(ARGV[2 * i + 1]))
   if not wait then count, wait = 0, 0 end
   answer[2 * i - 1], answer[2 * i] = count, wait
 end
 return answer`;
-export const PEEK_SHA = createHash('sha1').update(PEEK_SCRIPT).digest('hex');
 /** Forgets a client's keys of an endpoint's limits; answers how many there were. */
-export const FORGET_SCRIPT = `return redis.call('del', unpack(KEYS))`;
-export const FORGET_SHA = createHash('sha1').update(FORGET_SCRIPT).digest('hex');
+const FORGET_SCRIPT = `return redis.call('del', unpack(KEYS))`;
 
 /**
  * What the changing scripts begin with: ARGV[1], taken off ARGV, is the latest Redis time at which the change may be
@@ -218,13 +213,13 @@ end
 `;
 
 /** CHANGE_LIB as a script: KEYS its four keys; ARGV the GUARD time, then its arguments. */
-export const CHANGE_SCRIPT = `${GUARD}${CHANGE_LIB}return changeRecords(KEYS[1], KEYS[2], KEYS[3], KEYS[4], ARGV, 1)`;
+const CHANGE_SCRIPT = `${GUARD}${CHANGE_LIB}return changeRecords(KEYS[1], KEYS[2], KEYS[3], KEYS[4], ARGV, 1)`;
 
 /** Removes one entry of the history (KEYS[1]) equal to ARGV[2], unless it comes late (GUARD). */
-export const REMOVE_HISTORY_SCRIPT = `${GUARD}return redis.call('lrem', KEYS[1], 1, ARGV[1])`;
+const REMOVE_HISTORY_SCRIPT = `${GUARD}return redis.call('lrem', KEYS[1], 1, ARGV[1])`;
 
 /** Redis' `TIME` on the node of KEYS[1], which GUARD reads. */
-export const CLOCK_SCRIPT = `return redis.call('time')`;
+const CLOCK_SCRIPT = `return redis.call('time')`;
 
 /**
  * The grant requests' keys, in the order every request script takes them: records, sequence, pending and decided,
@@ -296,7 +291,7 @@ const REQUEST_LIBS = `${GUARD}${REQUEST_COMMON}${REQUEST_INDEXING}${CHANGE_LIB}`
  * network, most, ended per call) or `put` (id, value, expected, status, key, network, group, end, now, ended per call;
  * with KEYS[12] to KEYS[15] and CHANGE_LIB's arguments, records change in the same step).
  */
-export const REQUEST_CHANGE_SCRIPT = `${REQUEST_LIBS}local function dropEnded(now, n)
+const REQUEST_CHANGE_SCRIPT = `${REQUEST_LIBS}local function dropEnded(now, n)
   for _, z in ipairs({PE, DE}) do
     for _, id in ipairs(redis.call('zrangebyscore', z, '-inf', now, 'LIMIT', 0, n)) do remove(id) end
   end
@@ -360,7 +355,7 @@ return 'done'`;
  * Reads of the grant requests. ARGV[1]: `page`, status, offset, limit, now (how many are in force, then the rows);
  * `find`, 'k' or 'n', key or network, limit (newest change first).
  */
-export const REQUEST_READ_SCRIPT = `${REQUEST_COMMON}local ids, answer = {}, {}
+const REQUEST_READ_SCRIPT = `${REQUEST_COMMON}local ids, answer = {}, {}
 if ARGV[1] == 'page' then
   local z, ze = P, PE
   if ARGV[2] == 'decided' then z, ze = D, DE end
@@ -379,11 +374,21 @@ end
 for _, id in ipairs(ids) do answer[#answer + 1] = redis.call('hget', R, id) or '' end
 return answer`;
 
-export const CHANGE_SHA = createHash('sha1').update(CHANGE_SCRIPT).digest('hex');
-export const REMOVE_HISTORY_SHA = createHash('sha1').update(REMOVE_HISTORY_SCRIPT).digest('hex');
-export const CLOCK_SHA = createHash('sha1').update(CLOCK_SCRIPT).digest('hex');
-export const REQUEST_CHANGE_SHA = createHash('sha1').update(REQUEST_CHANGE_SCRIPT).digest('hex');
-export const REQUEST_READ_SHA = createHash('sha1').update(REQUEST_READ_SCRIPT).digest('hex');
+/** rate-limiter-flexible's GLIDE limiter's read: a counter's count and the ms its key has left, or nothing. */
+const READ_SCRIPT = `local points = redis.call('get', KEYS[1])
+if not points then return false end
+return {points, redis.call('pttl', KEYS[1])}`;
+
+/** Its consume, as RateLimiterRedis counts: `ARGV[1]` points more on a counter expiring in `ARGV[2]` s (0: never). */
+const CONSUME_SCRIPT = `local seconds = tonumber(ARGV[2])
+if seconds > 0 then redis.call('set', KEYS[1], 0, 'EX', seconds, 'NX') end
+local consumed = redis.call('incrby', KEYS[1], ARGV[1])
+local ttl = redis.call('pttl', KEYS[1])
+if ttl == -1 and seconds > 0 then
+  redis.call('expire', KEYS[1], seconds)
+  ttl = 1000 * seconds
+end
+return {consumed, ttl}`;
 
 /** The scripts of the store, for the test that every script declares the keys it touches. @internal */
 export const SCRIPTS = {
@@ -397,4 +402,25 @@ export const SCRIPTS = {
   clock: CLOCK_SCRIPT,
   changeRequests: REQUEST_CHANGE_SCRIPT,
   readRequests: REQUEST_READ_SCRIPT,
+  read: READ_SCRIPT,
+  consume: CONSUME_SCRIPT,
 } as const;
+
+/** A script run on one client: its keys, then its arguments. */
+export type Script = (keys: string[], args: string[]) => Promise<unknown>;
+
+/** Redis lacks the script (a first run, a restart, a failover); GLIDE names that error NoScriptError. */
+const NO_SCRIPT = /NoScriptError|NOSCRIPT/;
+
+/** A script sent as EVALSHA, then as EVAL where Redis lacks it; `send` takes a command and its first key. */
+export function evalOf(send: (args: string[], key: string) => Promise<unknown>, lua: string): Script {
+  const sha = sha1(lua);
+  return (keys, args) => {
+    const key = keys[0] as string;
+    const call = [String(keys.length), ...keys, ...args];
+    return send(['EVALSHA', sha, ...call], key).catch((error: unknown) => {
+      if (!NO_SCRIPT.test(String((error as Error | undefined)?.message))) throw error;
+      return send(['EVAL', lua, ...call], key);
+    });
+  };
+}

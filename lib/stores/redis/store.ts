@@ -1,5 +1,5 @@
 // The Redis store: counters shared by every app instance, a bounded wait, and a chosen fallback while Redis fails.
-import { RateLimiterRedis } from 'rate-limiter-flexible';
+import { type RateLimiterAbstract, RateLimiterRedis } from 'rate-limiter-flexible';
 import { MAX_TIMER_MS, show } from '../../shared/check.js';
 import { peekOf } from '../rlf.js';
 import { GlideLimiter } from './glide.js';
@@ -118,56 +118,42 @@ class RedisLimits implements CountsLimitsAsync, Counter {
   }
 
   hit(key: string): Promise<Counts> {
-    return this.scripts.count(this.#keys(key), this.#args as string[]).then((answer) => {
-      const now = Date.now();
-      return this.#windows.map((windowMs, i) => ({
-        count: Number(answer[2 * i]),
-        resetAt: now + msLeftOf(Number(answer[2 * i + 1]), windowMs),
-      }));
-    });
+    return this.scripts.count(this.#keys(key), this.#args as string[]).then((answer) => this.#counts(answer, false));
   }
 
   peek(key: string): Promise<readonly Count[]> {
-    return this.scripts.peek(this.#keys(key), this.#args as string[]).then((answer) => {
-      const now = Date.now();
-      return this.#windows.map((windowMs, i) => {
-        const count = Number(answer[2 * i]);
-        return { count, resetAt: count > 0 ? now + msLeftOf(Number(answer[2 * i + 1]), windowMs) : 0 };
-      });
-    });
+    return this.scripts.peek(this.#keys(key), this.#args as string[]).then((answer) => this.#counts(answer, true));
   }
 
   reset(key: string): Promise<boolean> {
-    return this.scripts.forget(this.#keys(key)).then((deleted) => Number(deleted) > 0);
+    return this.scripts.forget(this.#keys(key), []).then((deleted) => Number(deleted) > 0);
+  }
+
+  /** Each limit's count and the ms until it frees a request, as the scripts answer; a peek's 0 has no window. */
+  #counts(answer: unknown, peeked: boolean): Counts {
+    const now = Date.now();
+    return this.#windows.map((windowMs, i) => {
+      const count = Number((answer as unknown[])[2 * i]);
+      const msLeft = msLeftOf(Number((answer as unknown[])[2 * i + 1]), windowMs);
+      return { count, resetAt: peeked && !(count > 0) ? 0 : now + msLeft };
+    });
   }
 }
 
-/** rate-limiter-flexible's Redis limiter, whose hits run the store's own script in one command. */
-class RedisLimiter extends RateLimiterRedis implements Counter {
-  readonly now = false;
-  readonly reads = true;
-  readonly route: ((key: string) => string) | undefined;
-
-  constructor(
-    options: ConstructorParameters<typeof RateLimiterRedis>[0],
-    private readonly hits: Hit,
-    routes: ((redisKey: string) => string) | undefined,
-  ) {
-    super(options);
-    this.route = routes && ((key) => routes(this.getKey(key)));
-  }
-
-  hit(key: string): Promise<Counts> {
-    return this.hits(this.getKey(key), this.duration * 1000);
-  }
-
-  peek(key: string): Promise<Counts> {
-    return peekOf(this, key);
-  }
-
-  reset(key: string): Promise<boolean> {
-    return this.delete(key);
-  }
+/** A rate-limiter-flexible limiter of the store as a counter: its hits are the store's own commands, on its keys. */
+function counting<L extends RateLimiterAbstract>(
+  limiter: L,
+  hits: Hit,
+  routes: ((redisKey: string) => string) | undefined,
+): L & Counter {
+  return Object.assign(limiter, {
+    now: false,
+    reads: true,
+    route: routes && ((key: string) => routes(limiter.getKey(key))),
+    hit: (key: string) => hits(limiter.getKey(key), limiter.msDuration),
+    peek: (key: string) => peekOf(limiter, key),
+    reset: (key: string) => limiter.delete(key),
+  });
 }
 
 /**
@@ -180,24 +166,21 @@ export function redisStore(client: RedisClient, options?: RedisStoreOptions): St
   const { prefix, timeoutMs, onFailure, callTimeoutMs } = checkOptions(options);
   const hits = hitsOf(client, kind);
   const routes = routesOf(client);
-  const counter = (spec: CounterSpec): GlideLimiter | RedisLimiter => {
+  const counter = (spec: CounterSpec) => {
     const keyPrefix = `${prefix}:${spec.name}`;
     const points = spec.limit;
     const duration = spec.windowMs / 1000;
-    if (kind === 'glide') return new GlideLimiter({ keyPrefix, points, duration }, client, hits, routes);
-    return new RedisLimiter(
-      {
-        storeClient: client,
-        useRedisPackage: kind === 'node-redis',
-        // While the client is reconnecting, fail at once instead of queueing commands that would only time out.
-        rejectIfRedisNotReady: true,
-        keyPrefix,
-        points,
-        duration,
-      },
-      hits,
-      routes,
-    );
+    if (kind === 'glide') return counting(new GlideLimiter({ keyPrefix, points, duration }, client), hits, routes);
+    const options = {
+      storeClient: client,
+      useRedisPackage: kind === 'node-redis',
+      // While the client is reconnecting, fail at once instead of queueing commands that would only time out.
+      rejectIfRedisNotReady: true,
+      keyPrefix,
+      points,
+      duration,
+    };
+    return counting(new RateLimiterRedis(options), hits, routes);
   };
   const state = redisState(commandsOf(client, kind), prefix, routes);
   const scripts = limitsScriptsOf(client, kind);
