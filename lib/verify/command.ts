@@ -84,13 +84,6 @@ const argumentOf: Record<string, string> = {
   strictHeaders: '--strict-headers',
 };
 
-interface Parsed {
-  readonly help: boolean;
-  readonly json: boolean;
-  readonly dryRun: boolean;
-  readonly options: VerifyOptions;
-}
-
 const optionArguments = Object.keys(cliOptions).map((name) => `--${name}`);
 
 // Names the argument Node's parser refused in one line: Node's messages span several and differ between versions.
@@ -118,7 +111,7 @@ function checkTokens(tokens: NonNullable<ReturnType<typeof parseArgs>['tokens']>
   }
 }
 
-function parse(argv: readonly string[]): Parsed {
+function parse(argv: readonly string[]) {
   let parsed;
   try {
     parsed = parseArgs({ args: [...argv], options: cliOptions, allowPositionals: true, strict: true });
@@ -138,7 +131,7 @@ function parse(argv: readonly string[]): Parsed {
   const json = values.json === true;
   const dryRun = values['dry-run'] === true;
   const listing = values.listing;
-  if (values.help) return { help: true, json, dryRun, options: { baseUrl: '', listing: [] } };
+  if (values.help) return { help: true } as const;
   const synopsis = `listing-limits verify <base-url> ${listingArgument}`;
   if (command === undefined) throw new UsageError(`missing command: ${synopsis}`);
   if (command !== 'verify') throw new UsageError(`unknown command ${JSON.stringify(command)}; the command is verify`);
@@ -179,7 +172,7 @@ function parse(argv: readonly string[]): Parsed {
     ...(timeoutMs !== undefined && { timeoutMs }),
     ...(values['strict-headers'] === true && { strictHeaders: true }),
   };
-  return { help: false, json, dryRun, options };
+  return { help: false, json, dryRun, options } as const;
 }
 
 function usageOf(error: ListingLimitsError): UsageError {
@@ -280,7 +273,7 @@ function reportText(report: VerifyReport, listing: string): string {
 /** Runs the command on its arguments (without `node` and the script); resolves to the exit code. */
 export async function runCli(argv: readonly string[], context: CliContext): Promise<number> {
   const { stdout, stderr } = context;
-  let parsed: Parsed;
+  let parsed: ReturnType<typeof parse>;
   let plan: VerifyPlan;
   try {
     parsed = parse(argv);
@@ -288,14 +281,11 @@ export async function runCli(argv: readonly string[], context: CliContext): Prom
       stdout.write(USAGE);
       return EXIT.pass;
     }
-    try {
-      plan = planVerification(parsed.options);
-    } catch (error) {
-      throw error instanceof ListingLimitsError ? usageOf(error) : error;
-    }
+    plan = planVerification(parsed.options);
   } catch (error) {
-    if (!(error instanceof UsageError)) throw error;
-    stderr.write(`listing-limits: ${error.message} (see listing-limits --help)\n`);
+    const usage = error instanceof ListingLimitsError ? usageOf(error) : error;
+    if (!(usage instanceof UsageError)) throw error;
+    stderr.write(`listing-limits: ${usage.message} (see listing-limits --help)\n`);
     return EXIT.usage;
   }
 

@@ -5,7 +5,7 @@ import { compile, pathToRegexp } from 'path-to-regexp';
 import { Checker, MAX_TIMER_MS, show } from '../shared/check.js';
 import { listingNames } from '../contract/listings.js';
 import { checkTable, endpointsOf, rowShape, type TableEndpoint } from '../contract/table.js';
-import { type Limit, type WindowKind, windowKinds } from '../contract/limit.js';
+import { type Limit, windowKinds } from '../contract/limit.js';
 import type { VerifyEvent, VerifyOptions } from './types.js';
 
 const verifyOptionNames = [
@@ -26,26 +26,12 @@ const verifyOptionNames = [
   'onProgress',
 ] as const;
 
+/** The options, checked and with their defaults: what the probes and their runner read. */
+export type Run = ReturnType<typeof resolveRun>;
+
 /** One endpoint to probe: `limits` shortest window first, a second path where it has parameters. */
 export interface Target extends TableEndpoint {
   readonly paths: readonly string[];
-}
-
-export interface Run {
-  readonly token: string | undefined;
-  readonly otherToken: string;
-  readonly window: WindowKind;
-  readonly graceMs: number;
-  readonly strictHeaders: boolean;
-  readonly baseUrl: string;
-  readonly origin: string;
-  readonly targets: readonly Target[];
-  readonly concurrency: number;
-  readonly timeoutMs: number;
-  readonly fetch: typeof fetch;
-  readonly sleep: (ms: number) => Promise<void>;
-  readonly now: () => number;
-  readonly onProgress: (event: VerifyEvent) => void;
 }
 
 const verifyCheck: Checker = new Checker('verifyContract');
@@ -141,7 +127,7 @@ async function sleep(ms: number): Promise<void> {
   }
 }
 
-export function resolveRun(options: VerifyOptions): Run {
+export function resolveRun(options: VerifyOptions) {
   if (typeof options !== 'object' || options === null)
     verifyCheck.invalid('options', 'must be an object { baseUrl, listing }.');
   verifyCheck.unknownKeys(options, verifyOptionNames, (key) => `options.${key}`);
@@ -166,7 +152,7 @@ export function resolveRun(options: VerifyOptions): Run {
     verifyCheck.token(options.otherToken, 'options.otherToken') ??
     `listing-limits-verify-${randomBytes(8).toString('hex')}`;
   if (otherToken === token) invalid('otherToken', 'must differ from options.token.');
-  const targets = chosen.map(({ name, method, path, limits }) => {
+  const targets = chosen.map(({ name, method, path, limits }): Target => {
     const shape = rowShape({ method, path });
     const rowIndex = (limit: Limit) =>
       rows.findIndex((row) => rowShape(row) === shape && row.windowMs === limit.windowMs);
@@ -200,6 +186,6 @@ export function resolveRun(options: VerifyOptions): Run {
     fetch: verifyCheck.function(options.fetch, 'options.fetch', globalThis.fetch),
     sleep: verifyCheck.function(options.sleep, 'options.sleep', sleep),
     now: verifyCheck.function(options.now, 'options.now', Date.now),
-    onProgress: verifyCheck.function(options.onProgress, 'options.onProgress', () => {}),
+    onProgress: verifyCheck.function(options.onProgress, 'options.onProgress', (_event: VerifyEvent) => {}),
   };
 }
