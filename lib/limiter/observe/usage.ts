@@ -56,31 +56,23 @@ export class Usage {
   }
 
   #rows(c: Client, grant: Grant | undefined, counted: CompiledEndpoint[], bound: CallBound) {
+    const unlimited = grant === 'unlimited';
     return Promise.all(
       counted.map(async (counter, i): Promise<EndpointUsage[]> => {
         const endpoint = (this.endpoints[i] as CompiledEndpoint).name;
-        if (grant === 'unlimited') {
-          return counter.limits.map(({ windowMs }) => ({
-            endpoint,
-            counter: undefined,
-            limit: Infinity,
-            windowMs,
-            used: 0,
-            remaining: Infinity,
-            resetTime: undefined,
-          }));
-        }
-        const counts = await peekWithin(counter.counter, c.key, bound);
+        // An unlimited client is counted on no counter.
+        const counts = unlimited ? [] : await peekWithin(counter.counter, c.key, bound);
         return counter.limits.map(({ limit, windowMs }, at) => {
           const count = counts[at];
-          const used = Math.min(count?.count ?? 0, limit);
+          const max = unlimited ? Infinity : limit;
+          const used = Math.min(count?.count ?? 0, max);
           return {
             endpoint,
-            counter: counter.name,
-            limit,
+            counter: unlimited ? undefined : counter.name,
+            limit: max,
             windowMs,
             used,
-            remaining: limit - used,
+            remaining: max - used,
             resetTime: used > 0 && count ? new Date(count.resetAt) : undefined,
           };
         });
