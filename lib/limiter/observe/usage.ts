@@ -4,9 +4,7 @@ import type { CompiledEndpoint } from '../endpoint.js';
 import type { CompiledGrants } from '../grants.js';
 import type { Client } from '../identify.js';
 import type { Records } from '../../records/records.js';
-import type { Grant } from '../../records/types.js';
 import type { EndpointUsage } from '../types.js';
-import type { CallBound } from '../../stores/call-bound.js';
 import { peekWithin, resetWithin, Resilient } from '../../stores/resilient.js';
 
 /** Every counter of the endpoint, in order: the table's, then each grant's variant made so far. */
@@ -50,34 +48,32 @@ export class Usage {
     const counted = this.endpoints.map((endpoint) =>
       grant === undefined || grant === 'unlimited' ? endpoint : this.grants.variant(endpoint, grant),
     );
-    if (grant !== 'unlimited') this.#readable(check, counted, "read a client's counters");
-    const rows = await this.records.calls.bounded('limits.usage', (bound) => this.#rows(c, grant, counted, bound));
-    return rows.flat();
-  }
-
-  #rows(c: Client, grant: Grant | undefined, counted: CompiledEndpoint[], bound: CallBound) {
     const unlimited = grant === 'unlimited';
-    return Promise.all(
-      counted.map(async (counter, i): Promise<EndpointUsage[]> => {
-        const endpoint = (this.endpoints[i] as CompiledEndpoint).name;
-        // An unlimited client is counted on no counter.
-        const counts = unlimited ? [] : await peekWithin(counter.counter, c.key, bound);
-        return counter.limits.map(({ limit, windowMs }, at) => {
-          const count = counts[at];
-          const max = unlimited ? Infinity : limit;
-          const used = Math.min(count?.count ?? 0, max);
-          return {
-            endpoint,
-            counter: unlimited ? undefined : counter.name,
-            limit: max,
-            windowMs,
-            used,
-            remaining: max - used,
-            resetTime: used > 0 && count ? new Date(count.resetAt) : undefined,
-          };
-        });
-      }),
+    if (!unlimited) this.#readable(check, counted, "read a client's counters");
+    const rows = await this.records.calls.bounded('limits.usage', (bound) =>
+      Promise.all(
+        counted.map(async (counter, i): Promise<EndpointUsage[]> => {
+          const endpoint = (this.endpoints[i] as CompiledEndpoint).name;
+          // An unlimited client is counted on no counter.
+          const counts = unlimited ? [] : await peekWithin(counter.counter, c.key, bound);
+          return counter.limits.map(({ limit, windowMs }, at) => {
+            const count = counts[at];
+            const max = unlimited ? Infinity : limit;
+            const used = Math.min(count?.count ?? 0, max);
+            return {
+              endpoint,
+              counter: unlimited ? undefined : counter.name,
+              limit: max,
+              windowMs,
+              used,
+              remaining: max - used,
+              resetTime: used > 0 && count ? new Date(count.resetAt) : undefined,
+            };
+          });
+        }),
+      ),
     );
+    return rows.flat();
   }
 
   /** Clears the client's counters, grants' variants included, on every endpoint or on `endpoint`. */
