@@ -143,13 +143,10 @@ export class BanRule {
     const now = Date.now();
     const until = now + this.options.duration;
     const info = { key, kind, reason, until: new Date(until), shadow: this.mode.shadow };
-    if (this.mode.shadow) {
-      if (crossed) observe(this.mode.onBan, info, ctx.req, this.mode.report);
-      return;
-    }
     // Requests in flight together with the one that banned find the ban here and add nothing to it.
-    if (this.records.cache.banned(banKey, now)) return;
+    if (!this.mode.shadow && this.records.cache.banned(banKey, now)) return;
     if (crossed) observe(this.mode.onBan, info, ctx.req, this.mode.report);
+    if (this.mode.shadow) return;
     // A token's ban keeps what the pages show of it (its last characters), as its grant request shows it.
     const end = kind === 'token' ? tokenEnd(ctx.client.token ?? '') || undefined : undefined;
     const record = { key, kind, reason, since: now, until, by: 'rule' as const, tokenEnd: end };
