@@ -364,7 +364,7 @@ describe('traffic of the last hour', () => {
 
   it('answers the hour minute by minute, per endpoint and all together: an hour old drops, a clock set back counts', () => {
     const traffic = new Traffic(['GET /a', 'POST /b']);
-    traffic.on = true;
+    traffic.keepHour();
     const start = Date.UTC(2026, 0, 1, 0, 0, 59, 999);
     jest.useFakeTimers({ now: start });
     const count = (endpoint: string, allowed: number, refused: number) => {
@@ -409,7 +409,7 @@ describe('traffic of the last hour', () => {
 
   it('keeps at most 1000 refused clients a minute, the rest as (others); an unidentified request counts for its endpoint', () => {
     const traffic = new Traffic(['GET /a']);
-    traffic.on = true;
+    traffic.keepHour();
     const now = Date.UTC(2026, 0, 1, 0, 0, 30);
     jest.useFakeTimers({ now });
     for (let i = 0; i < 1002; i++) traffic.count('GET /a', 'limited', { key: `k${String(i).padStart(4, '0')}` });

@@ -56,28 +56,21 @@ const oneCount = (counts: Counts): number => counts[0]?.count ?? 0;
  * together cannot all slip past it, and `onBan` fires for the one request that crossed the threshold.
  */
 export class BanRule {
-  readonly #options: BanOptions;
-  readonly #shadow: boolean;
-  readonly #onBan: ListingLimitsOptions['onBan'];
-  readonly #report: OnError;
   readonly #strikes: Counter;
   readonly #seen: Counter | undefined;
   readonly #tokens: Counter | undefined;
-  readonly #waiting: Waiting | undefined;
-  readonly #records: Records;
 
   constructor(
     counterOf: CounterOf,
-    options: BanOptions,
-    mode: { shadow: boolean; onBan: ListingLimitsOptions['onBan']; report: OnError; waiting: Waiting | undefined },
-    records: Records,
+    private readonly options: BanOptions,
+    private readonly mode: {
+      shadow: boolean;
+      onBan: ListingLimitsOptions['onBan'];
+      report: OnError;
+      waiting: Waiting | undefined;
+    },
+    private readonly records: Records,
   ) {
-    this.#options = options;
-    this.#records = records;
-    this.#shadow = mode.shadow;
-    this.#onBan = mode.onBan;
-    this.#report = mode.report;
-    this.#waiting = mode.waiting;
     // In shadow mode the counters that lead to bans have names of their own: nothing a shadow instance counts can
     // make an enforcing instance on the same store ban.
     const name = (what: string) => `listing-limits ${mode.shadow ? 'shadow ' : ''}${what}`;
@@ -101,7 +94,7 @@ export class BanRule {
   readonly tokens: Step = (ctx) => {
     const { client } = ctx;
     if (client.kind !== 'token') return;
-    const seen = (this.#seen as Counter).hit(`${client.ip}|${client.key}`, ctx.within(this.#waiting));
+    const seen = (this.#seen as Counter).hit(`${client.ip}|${client.key}`, ctx.within(this.mode.waiting));
     if (!(seen instanceof Promise)) return this.#tokensOf(ctx, oneCount(seen) === 1);
     return seen.then((counted) => this.#tokensOf(ctx, oneCount(counted) === 1));
   };
@@ -115,28 +108,28 @@ export class BanRule {
       return this.#tokenDecision(ctx, oneCount(counted), true);
     }
     // In this process's memory everything is decided in order: the cache knows every ban decided before.
-    if (tokens.now) return this.#shadow ? undefined : void refuseBanned(this.#records.cache, ctx);
+    if (tokens.now) return this.mode.shadow ? undefined : void refuseBanned(this.records.cache, ctx);
     return Promise.resolve(tokens.peek(ip, ctx.deadline)).then((peeked) =>
       this.#tokenDecision(ctx, oneCount(peeked), false),
     );
   }
 
   #tokenDecision(ctx: Context, n: number, counted: boolean): void {
-    const limit = this.#options.tokensPerIp as number;
+    const limit = this.options.tokensPerIp as number;
     if (n <= limit) return;
     const ip = ctx.client.ip;
     this.#ban(ctx, ip, addressBan(ip), 'ip', 'token-rotation', counted && n === limit + 1);
-    if (!this.#shadow && ctx.state === GOING) refuseBanned(this.#records.cache, ctx);
+    if (!this.mode.shadow && ctx.state === GOING) refuseBanned(this.records.cache, ctx);
   }
 
   /** After a refusal: the `after`-th within `within` bans the client and is answered as usual; a later one gets 403. */
   strike(ctx: Context): void | Promise<void> {
     const { client } = ctx;
-    const counted = this.#strikes.hit(client.key, ctx.within(this.#waiting));
+    const counted = this.#strikes.hit(client.key, ctx.within(this.mode.waiting));
     const decide = (n: number) => {
-      const { after } = this.#options;
+      const { after } = this.options;
       if (n < after) return;
-      if (!this.#shadow && refuseBanned(this.#records.cache, ctx)) return;
+      if (!this.mode.shadow && refuseBanned(this.records.cache, ctx)) return;
       this.#ban(ctx, client.key, client.key, client.kind, 'limit', n === after);
     };
     return counted instanceof Promise ? counted.then((c) => decide(oneCount(c))) : decide(oneCount(counted));
@@ -148,20 +141,17 @@ export class BanRule {
    */
   #ban(ctx: Context, key: string, banKey: string, kind: ClientKind, reason: BanInfo['reason'], crossed: boolean): void {
     const now = Date.now();
-    const until = now + this.#options.duration;
-    const info = { key, kind, reason, until: new Date(until), shadow: this.#shadow };
-    if (this.#shadow) {
-      if (crossed) observe(this.#onBan, info, ctx.req, this.#report);
-      return;
-    }
+    const until = now + this.options.duration;
+    const info = { key, kind, reason, until: new Date(until), shadow: this.mode.shadow };
     // Requests in flight together with the one that banned find the ban here and add nothing to it.
-    if (this.#records.cache.banned(banKey, now)) return;
-    if (crossed) observe(this.#onBan, info, ctx.req, this.#report);
+    if (!this.mode.shadow && this.records.cache.banned(banKey, now)) return;
+    if (crossed) observe(this.mode.onBan, info, ctx.req, this.mode.report);
+    if (this.mode.shadow) return;
     // A token's ban keeps what the pages show of it (its last characters), as its grant request shows it.
     const end = kind === 'token' ? tokenEnd(ctx.client.token ?? '') || undefined : undefined;
     const record = { key, kind, reason, since: now, until, by: 'rule' as const, tokenEnd: end };
-    void this.#records.ruleBans.hold(banKey, record, ctx.req).then((taken) => {
-      if (taken && !crossed) observe(this.#onBan, info, ctx.req, this.#report);
+    void this.records.ruleBans.hold(banKey, record, ctx.req).then((taken) => {
+      if (taken && !crossed) observe(this.mode.onBan, info, ctx.req, this.mode.report);
     });
   }
 

@@ -4,7 +4,7 @@ import type { NextFunction, Request, Response } from 'express';
 import type { Count } from '../stores/store.js';
 import type { CompiledEndpoint } from './endpoint.js';
 import type { Client } from './identify.js';
-import type { Outcome } from './observe/metrics.js';
+import type { Outcome } from './observe/traffic.js';
 import type { RateLimitInfo } from './types.js';
 import type { Deadline, Waiting } from '../stores/waiting.js';
 

@@ -21,7 +21,6 @@ export interface CompiledEndpoint {
   readonly counter: Counter;
   /** The first limit, as `req.rateLimit` and the headers show it for an endpoint of one limit. */
   readonly limit: number;
-  readonly windowMs: number;
   readonly headers: HeaderTemplate;
 }
 
@@ -68,7 +67,6 @@ export function compileEndpoint(counterOf: CounterOf, spec: LimitsSpec): Compile
     limits: compiled,
     counter: counterOf(spec),
     limit: first.limit,
-    windowMs: first.windowMs,
     headers: first.headers,
   };
 }

@@ -2,6 +2,8 @@
 import ipaddr from 'ipaddr.js';
 import { Lookups } from '../shared/lookups.js';
 import { type Checker, show, typoOf } from '../shared/check.js';
+import type { ListingLimitsErrorCode } from '../shared/errors.js';
+import { MAX_SLIDING_LIMIT } from '../stores/store.js';
 import { type Context, PASSED, type Step } from './context.js';
 import { type CompiledEndpoint, compileEndpoint, type CounterOf } from './endpoint.js';
 import type { Client } from './identify.js';
@@ -32,15 +34,21 @@ function product(limit: number, multiplier: number): bigint {
 interface GrantTable {
   /** Each endpoint's shape (see rowShape) → its name, `<METHOD> <path>`. */
   readonly paths: ReadonlyMap<string, string>;
-  readonly shapes: ReadonlySet<string>;
   readonly rows: readonly EndpointRow[];
-  /** Set for sliding windows, which keep every request of the window. */
-  readonly maxLimit: number | undefined;
+  readonly sliding: boolean;
+}
+
+/** A sliding window keeps each request it counts: its rows' limits are bounded. */
+export function refuseLargeRow(check: Checker, row: EndpointRow, field: string, code?: ListingLimitsErrorCode): void {
+  if (row.limit > MAX_SLIDING_LIMIT) {
+    const why = 'with sliding windows, which keep every request of the window';
+    check.fail(code ?? 'ERR_INVALID_OPTION', field, `must be at most ${MAX_SLIDING_LIMIT} ${why}; got ${row.limit}.`);
+  }
 }
 
 /** Checks a grant of the options or of a lookup; its rows must replace rows of the table. */
 export function checkGrant(check: Checker, grant: unknown, at: string, table: GrantTable): Grant {
-  const { shapes, maxLimit } = table;
+  const { paths, sliding } = table;
   if (grant === UNLIMITED) return grant;
   const keys = typeof grant === 'object' && grant !== null ? Object.keys(grant) : [];
   const meant = keys.length === 1 && !grantFields.includes(keys[0] as string) && typoOf(keys[0] as string, grantFields);
@@ -64,10 +72,10 @@ export function checkGrant(check: Checker, grant: unknown, at: string, table: Gr
       );
     }
     const largest = Number(largestProduct);
-    if (maxLimit && largest > maxLimit) {
+    if (sliding && largest > MAX_SLIDING_LIMIT) {
       check.invalid(
         `${at}.multiplier`,
-        `makes a limit of ${largest}; sliding windows keep every request of the window, up to ${maxLimit}.`,
+        `makes a limit of ${largest}; sliding windows keep every request of the window, up to ${MAX_SLIDING_LIMIT}.`,
       );
     }
     return { multiplier: g.multiplier };
@@ -76,14 +84,9 @@ export function checkGrant(check: Checker, grant: unknown, at: string, table: Gr
     check.invalid(`${at}.rows`, `must be a non-empty array of rows; got ${show(g.rows)}.`);
   const rows = g.rows.map((raw: unknown, i: number) => {
     const row = checkRow(check, raw, `${at}.rows[${i}]`);
-    if (!shapes.has(rowShape(row)))
+    if (!paths.has(rowShape(row)))
       check.invalid(`${at}.rows[${i}]`, `(${row.method} ${row.path}) replaces no row of the table.`);
-    if (maxLimit !== undefined && row.limit > maxLimit) {
-      check.invalid(
-        `${at}.rows[${i}].limit`,
-        `must be at most ${maxLimit} with sliding windows, which keep every request of the window; got ${row.limit}.`,
-      );
-    }
+    if (sliding) refuseLargeRow(check, row, `${at}.rows[${i}].limit`);
     return row;
   });
   refuseDuplicates(check, rows, `${at}.rows`, true);

@@ -7,7 +7,7 @@ import { ListingLimitsError, StoreUnavailableError } from '../shared/errors.js';
 import { retryAfterSeconds } from '../contract/headers.js';
 import { observe, type Warn } from '../shared/hooks.js';
 import { linkPages } from '../records/pages-link.js';
-import { NO_ENDPOINT } from './observe/metrics.js';
+import { NO_ENDPOINT } from './observe/traffic.js';
 import { type Client, REJECTED } from './identify.js';
 import type { AnyListingName, EndpointRow } from '../contract/listings.js';
 import { mountWarning, watchMountOrder } from './mount.js';
@@ -324,7 +324,7 @@ function methods(config: Config, stopMountOrder: () => void) {
     usage: (client: ClientRef) => usage.of(client),
     reset: (client: ClientRef, endpoint?: string) => usage.reset(client, endpoint),
     traffic: () => {
-      traffic.on = true;
+      traffic.keepHour();
       return traffic.summary();
     },
   };

@@ -15,15 +15,6 @@ const PATIENCE = 1000;
 /** The deepest a check follows routers within routers. */
 const DEPTH = 8;
 
-/** What the checks need of the middleware's table. */
-interface Table {
-  /** The endpoints' methods and paths, each with a path a request to it could have (`/v1/bots/0`). */
-  readonly samples: readonly { readonly method: string; readonly name: string; readonly path: string }[];
-  readonly match: (method: string, path: string) => unknown;
-  /** The leading whole segments of each path, before any parameter, lower case: `/v1`, `/v1/bots` of `/v1/bots/:id`. */
-  readonly leading: ReadonlySet<string>;
-}
-
 function leadingOf(path: string, tokens: readonly Token[], leading: Set<string>): void {
   let text = '';
   for (const token of tokens) {
@@ -36,10 +27,14 @@ function leadingOf(path: string, tokens: readonly Token[], leading: Set<string>)
   segments.forEach((_segment, i) => leading.add(`/${segments.slice(0, i + 1).join('/')}`));
 }
 
+/** What the checks need of the middleware's table: `samples`, a path a request to each endpoint could have. */
+type Table = ReturnType<typeof tableOf>;
+
 export function tableOf(
   rows: readonly { readonly method: string; readonly path: string; readonly name: string }[],
-  match: Table['match'],
-): Table {
+  match: (method: string, path: string) => unknown,
+) {
+  // The leading whole segments of each path, before any parameter, lower case: `/v1`, `/v1/bots` of `/v1/bots/:id`.
   const leading = new Set<string>();
   const samples = rows.map(({ method, path, name }) => {
     const { tokens } = parse(path);

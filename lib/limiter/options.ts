@@ -2,7 +2,7 @@
 import { BanRule, checkBanOption } from './ban-rule.js';
 import { Checker } from '../shared/check.js';
 import { type CompiledEndpoint, compileEndpoint, makeCounters } from './endpoint.js';
-import { checkGrant, compileGrants } from './grants.js';
+import { checkGrant, compileGrants, refuseLargeRow } from './grants.js';
 import { compileHeaders } from '../contract/headers.js';
 import { reporter, warner } from '../shared/hooks.js';
 import { compileIdentify, identifyOptions } from './identify.js';
@@ -10,14 +10,12 @@ import { compileMatcher } from '../contract/match.js';
 import { tableOf } from './mount.js';
 import { checkMetrics, Metrics } from './observe/metrics.js';
 import { Records } from '../records/records.js';
-import { MAX_SLIDING_LIMIT } from '../stores/store.js';
 import { checkStore } from '../stores/option.js';
 import { partsOf } from '../stores/rlf.js';
 import { checkTable, endpointsOf, rowShape } from '../contract/table.js';
 import { Traffic } from './observe/traffic.js';
 import { Usage } from './observe/usage.js';
 import type { ListingLimitsOptions } from './types.js';
-import type { EndpointRow } from '../contract/listings.js';
 import { windowKinds } from '../contract/limit.js';
 import { Waiting } from '../stores/waiting.js';
 import { DEFAULT_CALL_TIMEOUT_MS } from '../stores/call-bound.js';
@@ -43,19 +41,6 @@ const limiterOptionNames = [
 
 const modes = ['enforce', 'shadow'] as const;
 
-/** A sliding window keeps each request it counts: its rows' limits are bounded. */
-function refuseLargeRows(check: Checker, rows: readonly EndpointRow[]): void {
-  const i = rows.findIndex((row) => row.limit > MAX_SLIDING_LIMIT);
-  if (i >= 0) {
-    check.fail(
-      'ERR_INVALID_ROW',
-      `listing[${i}].limit`,
-      `must be at most ${MAX_SLIDING_LIMIT} with sliding windows, which keep every request of the window; ` +
-        `got ${(rows[i] as EndpointRow).limit}.`,
-    );
-  }
-}
-
 /**
  * The options checked and compiled: everything the request path needs, all fields set.
  * @internal
@@ -80,7 +65,8 @@ export function configure(listing: unknown, options: ListingLimitsOptions = {}) 
   check.callback(options.onChange, 'options.onChange', '(event, req) => void');
   check.callback(options.skip, 'options.skip', '(req) => boolean');
   check.callback(options.handler, 'options.handler', '(req, res, next, info) => void');
-  if (window === 'sliding') refuseLargeRows(check, rows);
+  if (window === 'sliding')
+    rows.forEach((row, i) => refuseLargeRow(check, row, `listing[${i}].limit`, 'ERR_INVALID_ROW'));
   const report = reporter(options.onError);
   const warn = warner(options.onError);
   const table = endpointsOf(rows);
@@ -101,12 +87,7 @@ export function configure(listing: unknown, options: ListingLimitsOptions = {}) 
   const counterOf = makeCounters(parts, waiting, metrics && ((seconds) => metrics.latency(seconds)));
   const endpoints = table.map(({ name, limits }) => compileEndpoint(counterOf, { name, window, limits }));
   const paths = new Map(table.map((endpoint) => [rowShape(endpoint), endpoint.name]));
-  const grantTable = {
-    paths,
-    shapes: new Set(paths.keys()),
-    rows,
-    maxLimit: window === 'sliding' ? MAX_SLIDING_LIMIT : undefined,
-  };
+  const grantTable = { paths, rows, sliding: window === 'sliding' };
   const records = new Records(parts.state, {
     rows,
     ipv6Subnet,

@@ -2,7 +2,6 @@
 // what it observes (a client's usage, the last hour of traffic).
 import type { NextFunction, Request, RequestHandler, Response } from 'express';
 import type { HeaderSyntax } from '../contract/headers.js';
-import type { MetricsRegistry } from './observe/metrics.js';
 import type { Store } from '../stores/store.js';
 import type { WindowKind } from '../contract/limit.js';
 import type { ClientKind } from '../contract/keys.js';
@@ -98,6 +97,14 @@ export type GrantLookup = (
 
 /** Grants by Authorization value or IP address (matched as clients are counted), or a lookup function. */
 export type Grants = Readonly<Record<string, Grant>> | GrantLookup;
+
+/**
+ * What the package needs of a prom-client `Registry` (v14 or later): it is handed metrics that answer `get()` as
+ * prom-client's own do, so prom-client itself is never loaded.
+ */
+export interface MetricsRegistry {
+  registerMetric(metric: never): void;
+}
 
 /** Options of {@link listingLimits}. */
 export interface ListingLimitsOptions {

@@ -1,24 +1,11 @@
 // Option `metrics`: counts kept in plain numbers, registered on the app's prom-client Registry as its own metrics.
 import { type Checker, show } from '../../shared/check.js';
-
-/** What happened to a request, as `listing_limits_requests_total` labels it. */
-export type Outcome = 'allowed' | 'limited' | 'banned' | 'shadow_limited' | 'store_unavailable';
-
-export const OUTCOMES: readonly Outcome[] = ['allowed', 'limited', 'banned', 'shadow_limited', 'store_unavailable'];
-
-/** The `endpoint` label of a banned request that matched no row of the table. */
-export const NO_ENDPOINT = '(none)';
+import type { RecordCache } from '../../records/cache.js';
+import type { Traffic } from './traffic.js';
+import type { MetricsRegistry } from '../types.js';
 
 /** Upper bounds of the store latency histogram, in seconds: from a local Redis to one at its timeout. */
 const BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1] as const;
-
-/**
- * What the package needs of a prom-client `Registry` (v14 or later): it is handed metrics that answer `get()` as
- * prom-client's own do, so prom-client itself is never loaded.
- */
-export interface MetricsRegistry {
-  registerMetric(metric: never): void;
-}
 
 interface Value {
   readonly value: number;
@@ -46,17 +33,6 @@ class Metric {
   reset(): void {}
 }
 
-/** Where the metrics read the requests done: endpoint → outcome → requests, counted once for every reader. */
-interface RequestTotals {
-  totals(): ReadonlyMap<string, ReadonlyMap<Outcome, number>>;
-}
-
-/** Where the gauges read the bans and grants in force: the records' cache. */
-interface RecordsInForce {
-  countBansInForce(): number;
-  countGrantsInForce(): number;
-}
-
 /** The metrics of one middleware. */
 export class Metrics {
   readonly #buckets = new Array<number>(BUCKETS.length).fill(0);
@@ -65,9 +41,9 @@ export class Metrics {
   #cachedRefusals = 0;
   readonly #metrics: readonly Metric[];
   /** Where the gauges read the bans and grants in force. */
-  #inForce: RecordsInForce | undefined;
+  #inForce: RecordCache | undefined;
 
-  constructor(requests: RequestTotals) {
+  constructor(requests: Traffic) {
     this.#metrics = [
       new Metric(
         'listing_limits_requests_total',
@@ -103,7 +79,7 @@ export class Metrics {
   }
 
   /** Registers the metrics: last, once every other option is known to work, so that a failed start leaves none. */
-  register(check: Checker, registry: MetricsRegistry, inForce: RecordsInForce): void {
+  register(check: Checker, registry: MetricsRegistry, inForce: RecordCache): void {
     this.#inForce = inForce;
     try {
       for (const metric of this.#metrics) registry.registerMetric(metric as never);

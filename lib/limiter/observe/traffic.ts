@@ -1,5 +1,4 @@
 // The requests done in this process, each counted once: totals for the metrics, and the last hour, per minute.
-import { type Outcome, OUTCOMES } from './metrics.js';
 import type { TrafficMinute, TrafficSummary } from '../types.js';
 
 const MINUTE_MS = 60_000;
@@ -7,6 +6,13 @@ const MINUTES = 60;
 /** Refused clients kept per minute at the most; refusals of any more count under one `(others)` key. */
 const CLIENTS_PER_MINUTE = 1000;
 export const OTHER_CLIENTS = '(others)';
+
+/** What happened to a request, as `listing_limits_requests_total` labels it. */
+const OUTCOMES = ['allowed', 'limited', 'banned', 'shadow_limited', 'store_unavailable'] as const;
+export type Outcome = (typeof OUTCOMES)[number];
+
+/** The `endpoint` label of a banned request that matched no row of the table. */
+export const NO_ENDPOINT = '(none)';
 
 interface Minute {
   at: number;
@@ -17,7 +23,7 @@ interface Minute {
 
 /**
  * The totals by endpoint and outcome (with metrics) and a ring of 60 minutes (once the operator's page asks for it,
- * `on`). Until either is kept, the request path pays one boolean test (`counting`).
+ * `keepHour()`). Until either is kept, the request path pays one boolean test (`counting`).
  */
 export class Traffic {
   /** Whether a request done is to be counted: the metrics are kept, or the last hour is. */
@@ -35,14 +41,10 @@ export class Traffic {
     this.counting = totals;
   }
 
-  /** Whether the last hour is kept: from the first time it is asked for on. */
-  get on(): boolean {
-    return this.#hour;
-  }
-
-  set on(value: boolean) {
-    this.#hour = value;
-    this.counting = value || this.#totals !== undefined;
+  /** Keeps the last hour from now on: from the first time it is asked for. */
+  keepHour(): void {
+    this.#hour = true;
+    this.counting = true;
   }
 
   #outcomes(endpoint: string): Map<Outcome, number> {

@@ -4,9 +4,7 @@ import type { CompiledEndpoint } from '../endpoint.js';
 import type { CompiledGrants } from '../grants.js';
 import type { Client } from '../identify.js';
 import type { Records } from '../../records/records.js';
-import type { Grant } from '../../records/types.js';
 import type { EndpointUsage } from '../types.js';
-import type { CallBound } from '../../stores/call-bound.js';
 import { peekWithin, resetWithin, Resilient } from '../../stores/resilient.js';
 
 /** Every counter of the endpoint, in order: the table's, then each grant's variant made so far. */
@@ -16,19 +14,15 @@ function countersOf(endpoint: CompiledEndpoint, grants: CompiledGrants): Compile
 
 /** Reads and clears a client's counters; a counter that cannot peek or reset is refused (`ERR_UNSUPPORTED_STORE`). */
 export class Usage {
-  readonly #endpoints: readonly CompiledEndpoint[];
-  readonly #grants: CompiledGrants;
-  readonly #records: Records;
-
-  constructor(endpoints: readonly CompiledEndpoint[], grants: CompiledGrants, records: Records) {
-    this.#endpoints = endpoints;
-    this.#grants = grants;
-    this.#records = records;
-  }
+  constructor(
+    private readonly endpoints: readonly CompiledEndpoint[],
+    private readonly grants: CompiledGrants,
+    private readonly records: Records,
+  ) {}
 
   /** The client as a request of it would be identified, but for its address, which no method call has. */
   #client(check: Checker, client: unknown): Client {
-    const { key, kind } = this.#records.keyOf(check, client);
+    const { key, kind } = this.records.keyOf(check, client);
     const token = kind === 'token' ? (client as { token?: string }).token : undefined;
     return { key, kind, ip: kind === 'ip' ? key : '', token, tokenKey: kind === 'token' ? key : undefined };
   }
@@ -50,76 +44,66 @@ export class Usage {
   async of(client: unknown): Promise<EndpointUsage[]> {
     const check = new Checker('limits.usage');
     const c = this.#client(check, client);
-    const grant = this.#grants.known(c);
-    const counted = this.#endpoints.map((endpoint) =>
-      grant === undefined || grant === 'unlimited' ? endpoint : this.#grants.variant(endpoint, grant),
+    const grant = this.grants.known(c);
+    const counted = this.endpoints.map((endpoint) =>
+      grant === undefined || grant === 'unlimited' ? endpoint : this.grants.variant(endpoint, grant),
     );
-    if (grant !== 'unlimited') this.#readable(check, counted, "read a client's counters");
-    const rows = await this.#records.calls.bounded('limits.usage', (bound) => this.#rows(c, grant, counted, bound));
+    const unlimited = grant === 'unlimited';
+    if (!unlimited) this.#readable(check, counted, "read a client's counters");
+    const rows = await this.records.calls.bounded('limits.usage', (bound) =>
+      Promise.all(
+        counted.map(async (counter, i): Promise<EndpointUsage[]> => {
+          const endpoint = (this.endpoints[i] as CompiledEndpoint).name;
+          // An unlimited client is counted on no counter.
+          const counts = unlimited ? [] : await peekWithin(counter.counter, c.key, bound);
+          return counter.limits.map(({ limit, windowMs }, at) => {
+            const count = counts[at];
+            const max = unlimited ? Infinity : limit;
+            const used = Math.min(count?.count ?? 0, max);
+            return {
+              endpoint,
+              counter: unlimited ? undefined : counter.name,
+              limit: max,
+              windowMs,
+              used,
+              remaining: max - used,
+              resetTime: used > 0 && count ? new Date(count.resetAt) : undefined,
+            };
+          });
+        }),
+      ),
+    );
     return rows.flat();
-  }
-
-  #rows(c: Client, grant: Grant | undefined, counted: CompiledEndpoint[], bound: CallBound) {
-    return Promise.all(
-      counted.map(async (counter, i): Promise<EndpointUsage[]> => {
-        const endpoint = (this.#endpoints[i] as CompiledEndpoint).name;
-        if (grant === 'unlimited') {
-          return counter.limits.map(({ windowMs }) => ({
-            endpoint,
-            counter: undefined,
-            limit: Infinity,
-            windowMs,
-            used: 0,
-            remaining: Infinity,
-            resetTime: undefined,
-          }));
-        }
-        const counts = await peekWithin(counter.counter, c.key, bound);
-        return counter.limits.map(({ limit, windowMs }, at) => {
-          const count = counts[at];
-          const used = Math.min(count?.count ?? 0, limit);
-          return {
-            endpoint,
-            counter: counter.name,
-            limit,
-            windowMs,
-            used,
-            remaining: limit - used,
-            resetTime: used > 0 && count ? new Date(count.resetAt) : undefined,
-          };
-        });
-      }),
-    );
   }
 
   /** Clears the client's counters, grants' variants included, on every endpoint or on `endpoint`. */
   async reset(client: unknown, endpoint: unknown): Promise<boolean> {
     const check = new Checker('limits.reset');
     const { key } = this.#client(check, client);
-    let chosen = this.#endpoints;
+    let chosen = this.endpoints;
     if (endpoint !== undefined) {
       const name = check.oneOf(
         endpoint,
-        this.#endpoints.map((e) => e.name),
+        this.endpoints.map((e) => e.name),
         'endpoint',
       );
-      chosen = this.#endpoints.filter((e) => e.name === name);
+      chosen = this.endpoints.filter((e) => e.name === name);
     }
-    const counters = chosen.flatMap((e) => countersOf(e, this.#grants));
+    const counters = chosen.flatMap((e) => countersOf(e, this.grants));
     this.#readable(check, counters, "clear a client's counters");
-    return this.#records.calls.bounded('limits.reset', async (bound) => {
+    return this.records.calls.bounded('limits.reset', async (bound) => {
       const cleared = await Promise.all(counters.map((e) => resetWithin(e.counter, key, bound)));
       // Every instance forgets the refusals it remembers of the client, which would refuse it until its window ended.
       const longest = Math.max(...counters.flatMap((e) => e.limits.map((l) => l.windowMs)));
-      await this.#records.resetClient(key, longest, bound);
+      await this.records.resetClient(key, longest, bound);
       return cleared.some(Boolean);
     });
   }
 
   /** Forgets the refusals remembered of `key` on every counter of this instance. */
   forget(key: string): void {
-    for (const endpoint of this.#endpoints) {
-      for (const { counter } of countersOf(endpoint, this.#grants))
+    for (const endpoint of this.endpoints) {
+      for (const { counter } of countersOf(endpoint, this.grants))
         if (counter instanceof Resilient) counter.forget(key);
     }
   }
