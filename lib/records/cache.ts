@@ -15,11 +15,13 @@ import {
   endOf,
   type EpochRecord,
   type GrantRecord,
-  type Kind,
-  type KindCache,
+  checkBanRecord,
+  checkGrantRecord,
+  checkLostRecord,
+  checkResetRecord,
+  checkSessionRecord,
   type LostEntry,
   Problem,
-  recordKinds,
   type ResetRecord,
   type Stored,
   storedBan,
@@ -54,6 +56,18 @@ interface Known {
   readonly foreign: ReadonlySet<string>;
 }
 
+interface KindCache {
+  get(id: string): Stored<AnyRecord> | undefined;
+  add(id: string, record: Stored<AnyRecord>, now: number): unknown;
+  delete(id: string): boolean;
+}
+
+/** A kind of record, by the prefix of its field: a new kind is a check, a cache and an entry in `#kinds`. */
+interface Kind {
+  check(id: string, text: string): Stored<AnyRecord>;
+  cache(id: string): KindCache;
+}
+
 interface Replacement {
   readonly changes: readonly RecordChange[];
   readonly message: string | undefined;
@@ -77,6 +91,7 @@ export class RecordCache {
   readonly #judged = new Map<string, string | undefined>();
   readonly #kinds: ReadonlyMap<string, Kind>;
   readonly #report: OnError;
+  readonly #onReset: ((key: string) => void) | undefined;
   /** Past the end of the last ban seen, no request needs a look at the bans. */
   #bansEnd = 0;
   #epoch: string | undefined;
@@ -93,24 +108,16 @@ export class RecordCache {
     readonly report: OnError;
     readonly onReset?: (key: string) => void;
   }) {
+    const { checkGrant } = options;
     this.#report = options.report;
-    // Told at once: the counters' remembered refusals of the client are stale from then on.
-    const resets: KindCache = {
-      get: (id) => this.#resets.get(id),
-      add: (id, record, now) => {
-        this.#resets.add(id, record as Stored<ResetRecord>, now);
-        options.onReset?.(id);
-      },
-      delete: (id) => this.#resets.delete(id),
-    };
-    const caches = {
-      bans: (id: string) => this.#bansFor(id),
-      grants: this.grants,
-      lost: this.lost,
-      logins: this.logins,
-      resets,
-    };
-    this.#kinds = recordKinds(caches, options.checkGrant);
+    this.#onReset = options.onReset;
+    this.#kinds = new Map<string, Kind>([
+      ['ban', { check: checkBanRecord, cache: (id) => this.#bansFor(id) }],
+      ['grant', { check: (id, json) => checkGrantRecord(id, json, checkGrant), cache: () => this.grants }],
+      ['lost', { check: (id, json) => checkLostRecord(id, json, checkGrant), cache: () => this.lost }],
+      ['session', { check: checkSessionRecord, cache: () => this.logins }],
+      ['reset', { check: checkResetRecord, cache: () => this.#resets }],
+    ]);
   }
 
   /** False: no request needs identifying for bans. */
@@ -188,14 +195,6 @@ export class RecordCache {
     return [...this.grants.values()].filter((grant) => endOf(grant) > now);
   }
 
-  countBansInForce(): number {
-    return this.bansInForce().length;
-  }
-
-  countGrantsInForce(): number {
-    return this.grantsInForce().length;
-  }
-
   /** Both new when the store loses its data or a copy behind it takes its place. */
   stateId(): string {
     return `${this.#epoch ?? ''}/${this.#copy ?? ''}`;
@@ -247,6 +246,8 @@ export class RecordCache {
     if (cached !== undefined && cached.seq > record.seq) return;
     cache.add(id, record, Date.now());
     if (field.startsWith('ban:')) this.#bansEnd = Math.max(this.#bansEnd, endOf(record));
+    // Told at once: the counters' remembered refusals of the client are stale from then on.
+    else if (field.startsWith('reset:')) this.#onReset?.(id);
   }
 
   #skip(field: string, json: string, problem: string): void {
@@ -280,16 +281,16 @@ export class RecordCache {
 
   /** But for the rule's bans only this instance has. */
   #clear(): void {
+    this.#bansEnd = 0;
     for (const cache of [this.#bans, this.#addressBans]) {
       const held = [...cache].filter(([, ban]) => ban.seq < 0);
       cache.clear();
-      for (const [id, ban] of held) cache.set(id, ban);
+      for (const [id, ban] of held) {
+        cache.set(id, ban);
+        this.#bansEnd = Math.max(this.#bansEnd, ban.until);
+      }
     }
     for (const map of [this.grants, this.lost, this.logins, this.#resets, this.foreign]) map.clear();
-    this.#bansEnd = 0;
-    for (const cache of [this.#bans, this.#addressBans]) {
-      for (const ban of cache.values()) this.#bansEnd = Math.max(this.#bansEnd, ban.until);
-    }
   }
 
   #known(): Known {

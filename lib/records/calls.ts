@@ -19,7 +19,7 @@ export interface Parts {
 }
 
 /** A change of a record with the history's entry for it (none without `event`). */
-export interface EventChange {
+interface EventChange {
   readonly change: Omit<RecordChange, 'event' | 'now'>;
   readonly event?: ChangeEvent;
 }

@@ -6,8 +6,9 @@ import { tokenEnd, tokenKey } from '../contract/keys.js';
 import type { EndpointRow } from '../contract/listings.js';
 import type { CallBound } from '../stores/call-bound.js';
 import type { GrantRequestMeta, GrantRequestPlace, GrantRequestStore } from '../stores/grant-request-store.js';
+import type { RequestPut } from '../stores/state.js';
 import type { Parts } from './calls.js';
-import { grantWithDecision } from './grants.js';
+import { grantClient } from './grants.js';
 import { checkText, objectOf, Problem } from './kinds.js';
 import type { Grant, GrantProof, GrantRequest, GrantRequestInput, GrantRequests } from './types.js';
 
@@ -99,26 +100,19 @@ function checkLink(check: Checker, value: unknown, field: string): string {
   return url.href;
 }
 
+/** The counts each kind of proof gives, in order, before its link. */
+const PROOF_COUNTS = { bot: ['servers', 'shards'], server: ['members'] } as const;
+
 function checkProof(check: Checker, value: unknown): GrantProof {
   if (!isPlainObject(value)) check.invalid('input.proof', `must be an object; got ${show(value)}.`);
-  if (value.kind === 'bot') {
-    check.unknownKeys(value, ['kind', 'servers', 'shards', 'link'], (k) => `input.proof.${k}`);
-    return {
-      kind: 'bot',
-      servers: count(check, value.servers, 'input.proof.servers'),
-      shards: count(check, value.shards, 'input.proof.shards'),
-      link: checkLink(check, value.link, 'input.proof.link'),
-    };
-  }
-  if (value.kind === 'server') {
-    check.unknownKeys(value, ['kind', 'members', 'link'], (k) => `input.proof.${k}`);
-    return {
-      kind: 'server',
-      members: count(check, value.members, 'input.proof.members'),
-      link: checkLink(check, value.link, 'input.proof.link'),
-    };
-  }
-  return check.invalid('input.proof.kind', `must be 'bot' or 'server'; got ${show(value.kind)}.`);
+  if (value.kind !== 'bot' && value.kind !== 'server')
+    return check.invalid('input.proof.kind', `must be 'bot' or 'server'; got ${show(value.kind)}.`);
+  const counts = PROOF_COUNTS[value.kind];
+  check.unknownKeys(value, ['kind', ...counts, 'link'], (k) => `input.proof.${k}`);
+  const proof: Record<string, unknown> = { kind: value.kind };
+  for (const name of counts) proof[name] = count(check, value[name], `input.proof.${name}`);
+  proof.link = checkLink(check, value.link, 'input.proof.link');
+  return proof as GrantProof;
 }
 
 function publicOf(r: StoredGrantRequest): GrantRequest {
@@ -236,19 +230,18 @@ export class GrantRequestDesk implements GrantRequests {
   }
 
   async status(id: string, token: string): Promise<GrantRequest | undefined> {
-    if (typeof id !== 'string' || typeof token !== 'string' || id === '' || id.length > 64) return undefined;
-    const record = await this.#read(new Checker('limits.requests.status'), id);
+    const record = typeof token === 'string' ? await this.#read('limits.requests.status', id) : undefined;
     return record && record.key === tokenKey(token) ? publicOf(record) : undefined;
   }
 
   async get(id: string): Promise<GrantRequest | undefined> {
-    if (typeof id !== 'string' || id === '' || id.length > 64) return undefined;
-    const record = await this.#read(new Checker('limits.requests.get'), id);
+    const record = await this.#read('limits.requests.get', id);
     return record && publicOf(record);
   }
 
-  async #read(check: Checker, id: string): Promise<StoredGrantRequest | undefined> {
-    const record = parseRequest(await this.#within(check, (store, bound) => bound.race(store.get(id))));
+  async #read(source: string, id: unknown): Promise<StoredGrantRequest | undefined> {
+    if (typeof id !== 'string' || id === '' || id.length > 64) return undefined;
+    const record = parseRequest(await this.#within(new Checker(source), (store, bound) => bound.race(store.get(id))));
     return record && requestEnd(record) > Date.now() ? record : undefined;
   }
 
@@ -320,59 +313,53 @@ export class GrantRequestDesk implements GrantRequests {
     return { record, json };
   }
 
-  #decidedMeanwhile(check: Checker, written: string | undefined): string {
-    if (written === undefined) check.invalid('id', 'names a request another operator decided meanwhile.');
-    return written;
+  /** A pending request decided once: `write` changes it only while the store holds the text read. */
+  #decide(
+    check: Checker,
+    id: unknown,
+    decide: (record: StoredGrantRequest) => StoredGrantRequest,
+    write: (record: StoredGrantRequest, put: RequestPut, bound: CallBound) => Promise<string | undefined>,
+  ): Promise<GrantRequest> {
+    return this.#parts.calls.bounded(check.source, async (bound) => {
+      const { record, json } = await this.#pending(check, id, bound);
+      const decided = decide(record);
+      const put = { id: record.id, value: serialise(decided), expected: json, meta: metaOf(decided), now: Date.now() };
+      if ((await write(record, put, bound)) === undefined)
+        check.invalid('id', 'names a request another operator decided meanwhile.');
+      return publicOf(decided);
+    });
   }
 
   /** The decision and the grant are one change of the store: both, or neither. */
   async approve(id: string, grant: Grant, options?: { until?: Date | number; note?: string }): Promise<GrantRequest> {
     const check: Checker = new Checker('limits.requests.approve');
     const checked = this.#parts.checkGrant(check, grant, 'grant');
-    return this.#parts.calls.bounded(check.source, async (bound) => {
-      const { record, json } = await this.#pending(check, id, bound);
-      const until = options?.until instanceof Date ? options.until.getTime() : (options?.until ?? null);
-      const approved: StoredGrantRequest = {
-        ...record,
-        status: 'approved',
-        decidedAt: Date.now(),
-        granted: checked,
-        until,
-      };
-      const note = options?.note ?? `request ${record.id}`;
-      const decision = {
-        id: record.id,
-        value: serialise(approved),
-        expected: json,
-        meta: metaOf(approved),
-        now: Date.now(),
-      };
-      const written = await grantWithDecision(
-        this.#parts,
-        check,
-        checked,
-        { until: until ?? undefined, note },
-        decision,
-        record.tokenEnd,
-      );
-      this.#decidedMeanwhile(check, written);
-      return publicOf(approved);
-    });
+    const until = options?.until instanceof Date ? options.until.getTime() : (options?.until ?? null);
+    return this.#decide(
+      check,
+      id,
+      (record) => ({ ...record, status: 'approved', decidedAt: Date.now(), granted: checked, until }),
+      async (record, decision) => {
+        const given = { until: until ?? undefined, note: options?.note ?? `request ${record.id}` };
+        const client = { key: record.key };
+        return (await grantClient(this.#parts, check, client, checked, given, record.tokenEnd, decision)).request;
+      },
+    );
   }
 
   async decline(id: string, reason: string): Promise<GrantRequest> {
     const check: Checker = new Checker('limits.requests.decline');
     const answer = checkText(check, reason, 'reason', LONGEST_REASON, true);
-    return this.#parts.calls.bounded(check.source, async (bound) => {
-      const { record, json } = await this.#pending(check, id, bound);
-      const declined: StoredGrantRequest = { ...record, status: 'declined', decidedAt: Date.now(), answer };
-      const store = this.#storeFor(check);
-      const put = store.put(declined.id, serialise(declined), json, metaOf(declined), Date.now(), bound.applyBy);
-      const written = await bound.race(put, (late) => {
-        if (late !== undefined) this.#parts.calls.lateChange(bound);
-      });
-      this.#decidedMeanwhile(check, written);
-      return publicOf(declined);
-    });
+    return this.#decide(
+      check,
+      id,
+      (record) => ({ ...record, status: 'declined', decidedAt: Date.now(), answer }),
+      (_, { id: of, value, expected, meta, now }, bound) => {
+        const put = this.#storeFor(check).put(of, value, expected, meta, now, bound.applyBy);
+        return bound.race(put, (late) => {
+          if (late !== undefined) this.#parts.calls.lateChange(bound);
+        });
+      },
+    );
   }
 }
