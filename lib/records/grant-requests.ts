@@ -10,6 +10,7 @@ import type { RequestPut } from '../stores/state.js';
 import type { Parts } from './calls.js';
 import { grantClient } from './grants.js';
 import { checkText, objectOf, Problem } from './kinds.js';
+import { withoutSeq } from './views.js';
 import type { Grant, GrantProof, GrantRequest, GrantRequestInput, GrantRequests } from './types.js';
 
 /** Beyond, an ended one is dropped, else the oldest of the group (IPv6 /48, IPv4 /16) that has the most. */
@@ -39,11 +40,6 @@ type StoredGrantRequest = Omit<GrantRequest, 'at' | 'decidedAt' | 'granted' | 'u
   readonly group: string;
   readonly seq?: number;
 };
-
-function serialise(record: StoredGrantRequest): string {
-  const { seq: _seq, ...rest } = record;
-  return JSON.stringify(rest);
-}
 
 function requestEnd(r: StoredGrantRequest): number {
   return r.decidedAt === null ? r.at + PENDING_KEPT_MS : r.decidedAt + DECIDED_KEPT_MS;
@@ -213,9 +209,10 @@ export class GrantRequestDesk implements GrantRequests {
       answer: null,
       ...place,
     };
+    const text = JSON.stringify(record);
     const bounds = { perKey: PENDING_PER_CLIENT, perNetwork: PENDING_PER_NETWORK, max: GRANT_REQUESTS_MAX };
     const done = await this.#within(check, (store, bound) =>
-      bound.race(store.file(record.id, serialise(record), metaOf(record), bounds, record.at, bound.applyBy), (late) => {
+      bound.race(store.file(record.id, text, metaOf(record), bounds, record.at, bound.applyBy), (late) => {
         if (late === 'done') this.#parts.calls.lateChange(bound);
       }),
     );
@@ -323,7 +320,8 @@ export class GrantRequestDesk implements GrantRequests {
     return this.#parts.calls.bounded(check.source, async (bound) => {
       const { record, json } = await this.#pending(check, id, bound);
       const decided = decide(record);
-      const put = { id: record.id, value: serialise(decided), expected: json, meta: metaOf(decided), now: Date.now() };
+      const value = JSON.stringify(withoutSeq(decided));
+      const put = { id: record.id, value, expected: json, meta: metaOf(decided), now: Date.now() };
       if ((await write(record, put, bound)) === undefined)
         check.invalid('id', 'names a request another operator decided meanwhile.');
       return publicOf(decided);

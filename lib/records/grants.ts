@@ -37,7 +37,7 @@ export function grantClient(
   const record: GrantRecord = { key, grant: checked, since, until, note, tokenEnd: end || known || undefined };
   const change = { field: `grant:${key}`, value: JSON.stringify(record), endsAt: until, when: 'always' } as const;
   const changes = [{ change, event: grantEvent(record) }];
-  return parts.calls.bounded(check.source, (bound) => parts.calls.change(changes, undefined, bound, request));
+  return parts.calls.bounded(check.source, (bound) => parts.calls.change(changes, bound, undefined, request));
 }
 
 export async function grantsPage(
@@ -69,7 +69,7 @@ export function grantMethods(parts: Parts) {
       return calls.bounded('limits.revoke', async (bound) => {
         const event = eventOf('revoke', key, kind, Date.now());
         const change = { field: `grant:${key}`, value: null, endsAt: null, when: 'always' } as const;
-        const result = await calls.change([{ change, event }], undefined, bound);
+        const result = await calls.change([{ change, event }], bound);
         return result.records[0]?.changed === true;
       });
     },

@@ -52,8 +52,8 @@ export function historyMethods(parts: Parts) {
           const field = id.slice('record '.length);
           const found = cache.foreign.get(field);
           if (!found) return false;
-          const change = { field, value: null, endsAt: null, when: { sha1: found.sha1 }, event: undefined };
-          const removed = (await calls.write([{ ...change, now: Date.now() }], bound)).records[0]?.changed === true;
+          const change = { field, value: null, endsAt: null, when: { sha1: found.sha1 } };
+          const removed = (await calls.change([{ change }], bound)).records[0]?.changed === true;
           if (removed) cache.foreign.delete(field);
           return removed;
         }
