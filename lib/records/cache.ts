@@ -11,6 +11,7 @@ import {
   checkEvent,
   type CheckGrant,
   type AnyRecord,
+  attempt,
   type EndedLogin,
   endOf,
   type EpochRecord,
@@ -233,14 +234,11 @@ export class RecordCache {
     if (!kind)
       return this.#skip(field, json, `is of a kind this version does not know (${show(field.slice(0, colon))})`);
     const cache = kind.cache(id);
-    let record: Stored<AnyRecord>;
-    try {
-      this.parsed++;
-      record = kind.check(id, json);
-    } catch (error) {
-      if (!(error instanceof Problem)) throw error;
+    this.parsed++;
+    const record = attempt(() => kind.check(id, json));
+    if (record instanceof Problem) {
       cache.delete(id);
-      return this.#skip(field, json, error.message);
+      return this.#skip(field, json, record.message);
     }
     const cached = cache.get(id);
     if (cached !== undefined && cached.seq > record.seq) return;
@@ -267,13 +265,8 @@ export class RecordCache {
 
   historyProblem(json: string): string | undefined {
     if (this.#judged.has(json)) return this.#judged.get(json);
-    let problem: string | undefined;
-    try {
-      checkEvent(json);
-    } catch (error) {
-      if (!(error instanceof Problem)) throw error;
-      problem = error.message;
-    }
+    const event = attempt(() => checkEvent(json));
+    const problem = event instanceof Problem ? event.message : undefined;
     if (this.#judged.size >= 2 * HISTORY_MAX) this.#judged.clear();
     this.#judged.set(json, problem);
     return problem;

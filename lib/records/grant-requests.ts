@@ -9,7 +9,7 @@ import type { GrantRequestMeta, GrantRequestPlace, GrantRequestStore } from '../
 import type { RequestPut } from '../stores/state.js';
 import type { Parts } from './calls.js';
 import { grantClient } from './grants.js';
-import { checkText, objectOf, Problem } from './kinds.js';
+import { attempt, checkText, objectOf, Problem } from './kinds.js';
 import { withoutSeq } from './views.js';
 import type { Grant, GrantProof, GrantRequest, GrantRequestInput, GrantRequests } from './types.js';
 
@@ -132,13 +132,8 @@ function publicOf(r: StoredGrantRequest): GrantRequest {
 
 function parseRequest(json: string | undefined): StoredGrantRequest | undefined {
   if (json === undefined) return undefined;
-  let r: StoredGrantRequest;
-  try {
-    r = objectOf(json) as unknown as StoredGrantRequest;
-  } catch (error) {
-    if (!(error instanceof Problem)) throw error;
-    return undefined;
-  }
+  const r = attempt(() => objectOf(json) as unknown as StoredGrantRequest);
+  if (r instanceof Problem) return undefined;
   if (r.seq !== undefined && !Number.isSafeInteger(r.seq)) return undefined;
   const times = [r.at, r.decidedAt ?? 0].every((t) => Number.isSafeInteger(t));
   const place = typeof r.network === 'string' && typeof r.group === 'string';

@@ -60,6 +60,16 @@ export class Problem {
   constructor(readonly message: string) {}
 }
 
+/** What `check` returns, or the problem it found. */
+export function attempt<T>(check: () => T): T | Problem {
+  try {
+    return check();
+  } catch (error) {
+    if (error instanceof Problem) return error;
+    throw error;
+  }
+}
+
 export const LONGEST_TEXT = 500;
 const LATEST_TIME = 8.64e15;
 const clientKinds: readonly ClientKind[] = ['token', 'ip', 'custom'];
