@@ -249,12 +249,9 @@ export class GrantRequestDesk implements GrantRequests {
     const o = check.options(options, 'options', '{ status, offset, limit }');
     check.unknownKeys(o, ['status', 'offset', 'limit'], (k) => `options.${k}`);
     const status = o.status === undefined ? undefined : check.oneOf(o.status, ['pending', 'decided'], 'options.status');
-    let offset = 0;
-    if (o.offset !== undefined) {
-      if (typeof o.offset !== 'number' || !Number.isSafeInteger(o.offset) || o.offset < 0)
-        check.invalid('options.offset', `must be a whole number from 0; got ${show(o.offset)}.`);
-      offset = o.offset;
-    }
+    const offset = o.offset === undefined ? 0 : o.offset;
+    if (typeof offset !== 'number' || !Number.isSafeInteger(offset) || offset < 0)
+      check.invalid('options.offset', `must be a whole number from 0; got ${show(offset)}.`);
     const limit = o.limit === undefined ? LIST_DEFAULT : check.count(o.limit, 'options.limit');
     if (limit > LIST_MAX) check.invalid('options.limit', `must be at most ${LIST_MAX}; got ${limit}.`);
     return { status, offset, limit };
