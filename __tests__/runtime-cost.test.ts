@@ -114,14 +114,14 @@ describe.each(cases)('$name', (instances) => {
         await Promise.all(batch.map(([key, ban]) => a.ruleBans.hold(key, ban, undefined as never)));
       }
       await Promise.all([a.sync(), b.sync()]);
-      expect([a.cache.countBansInForce(), b.cache.countBansInForce()]).toEqual([active, active]);
+      expect([a.cache.bansInForce().length, b.cache.bansInForce().length]).toEqual([active, active]);
 
       const commands = await instances.commands();
       const parsed = a.cache.parsed + b.cache.parsed;
       const [key, ban] = banOf(active);
       expect(await a.ruleBans.hold(key, ban, undefined as never)).toBe(true);
       await Promise.all([a.sync(), b.sync()]);
-      expect([a.cache.countBansInForce(), b.cache.countBansInForce()]).toEqual([active + 1, active + 1]);
+      expect([a.cache.bansInForce().length, b.cache.bansInForce().length]).toEqual([active + 1, active + 1]);
       expect(errors).toEqual([]);
       const after = await instances.commands();
       return {

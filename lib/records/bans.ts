@@ -43,7 +43,7 @@ export class RuleBans {
   #write(banKey: string, ban: BanRecord, req: Request | undefined): Promise<boolean> {
     const change = { field: `ban:${banKey}`, value: JSON.stringify(ban), endsAt: ban.until, when: 'absent' } as const;
     return this.parts.calls
-      .change([{ change, event: banEvent(ban) }], req, undefined)
+      .change([{ change, event: banEvent(ban) }], undefined, req)
       .then((result) => result.records[0]?.changed === true);
   }
 
@@ -121,7 +121,7 @@ export async function banClient(parts: Parts, client: unknown, options: unknown,
     const ban: BanRecord = { key, kind, reason, since, until: since + duration, by: 'operator', tokenEnd };
     const field = `ban:${address ? addressBan(key) : key}`;
     const change = { field, value: JSON.stringify(ban), endsAt: ban.until, when: 'always' } as const;
-    await parts.calls.change([{ change, event: banEvent(ban) }], undefined, bound);
+    await parts.calls.change([{ change, event: banEvent(ban) }], bound);
     return true;
   });
 }
@@ -161,7 +161,7 @@ export function banMethods(parts: Parts, ruleBans: RuleBans, forget: ForgetBans 
           const event = eventOf('unban', key, known?.kind ?? (banKey === key ? kindOfKey(key) : 'ip'), at);
           return { change: { field: `ban:${banKey}`, value: null, endsAt: null, when: 'always' } as const, event };
         });
-        const result = await calls.change(changes, undefined, bound);
+        const result = await calls.change(changes, bound);
         let lifted = false;
         for (const banKey of [key, addressBan(key)]) {
           // A rule's ban only this instance has: the store had none to lift.

@@ -11,15 +11,18 @@ import {
   checkEvent,
   type CheckGrant,
   type AnyRecord,
+  attempt,
   type EndedLogin,
   endOf,
   type EpochRecord,
   type GrantRecord,
-  type Kind,
-  type KindCache,
+  checkBanRecord,
+  checkGrantRecord,
+  checkLostRecord,
+  checkResetRecord,
+  checkSessionRecord,
   type LostEntry,
   Problem,
-  recordKinds,
   type ResetRecord,
   type Stored,
   storedBan,
@@ -54,6 +57,18 @@ interface Known {
   readonly foreign: ReadonlySet<string>;
 }
 
+interface KindCache {
+  get(id: string): Stored<AnyRecord> | undefined;
+  add(id: string, record: Stored<AnyRecord>, now: number): unknown;
+  delete(id: string): boolean;
+}
+
+/** A kind of record, by the prefix of its field: a new kind is a check, a cache and an entry in `#kinds`. */
+interface Kind {
+  check(id: string, text: string): Stored<AnyRecord>;
+  cache(id: string): KindCache;
+}
+
 interface Replacement {
   readonly changes: readonly RecordChange[];
   readonly message: string | undefined;
@@ -77,6 +92,7 @@ export class RecordCache {
   readonly #judged = new Map<string, string | undefined>();
   readonly #kinds: ReadonlyMap<string, Kind>;
   readonly #report: OnError;
+  readonly #onReset: ((key: string) => void) | undefined;
   /** Past the end of the last ban seen, no request needs a look at the bans. */
   #bansEnd = 0;
   #epoch: string | undefined;
@@ -93,24 +109,16 @@ export class RecordCache {
     readonly report: OnError;
     readonly onReset?: (key: string) => void;
   }) {
+    const { checkGrant } = options;
     this.#report = options.report;
-    // Told at once: the counters' remembered refusals of the client are stale from then on.
-    const resets: KindCache = {
-      get: (id) => this.#resets.get(id),
-      add: (id, record, now) => {
-        this.#resets.add(id, record as Stored<ResetRecord>, now);
-        options.onReset?.(id);
-      },
-      delete: (id) => this.#resets.delete(id),
-    };
-    const caches = {
-      bans: (id: string) => this.#bansFor(id),
-      grants: this.grants,
-      lost: this.lost,
-      logins: this.logins,
-      resets,
-    };
-    this.#kinds = recordKinds(caches, options.checkGrant);
+    this.#onReset = options.onReset;
+    this.#kinds = new Map<string, Kind>([
+      ['ban', { check: checkBanRecord, cache: (id) => this.#bansFor(id) }],
+      ['grant', { check: (id, json) => checkGrantRecord(id, json, checkGrant), cache: () => this.grants }],
+      ['lost', { check: (id, json) => checkLostRecord(id, json, checkGrant), cache: () => this.lost }],
+      ['session', { check: checkSessionRecord, cache: () => this.logins }],
+      ['reset', { check: checkResetRecord, cache: () => this.#resets }],
+    ]);
   }
 
   /** False: no request needs identifying for bans. */
@@ -188,14 +196,6 @@ export class RecordCache {
     return [...this.grants.values()].filter((grant) => endOf(grant) > now);
   }
 
-  countBansInForce(): number {
-    return this.bansInForce().length;
-  }
-
-  countGrantsInForce(): number {
-    return this.grantsInForce().length;
-  }
-
   /** Both new when the store loses its data or a copy behind it takes its place. */
   stateId(): string {
     return `${this.#epoch ?? ''}/${this.#copy ?? ''}`;
@@ -234,19 +234,18 @@ export class RecordCache {
     if (!kind)
       return this.#skip(field, json, `is of a kind this version does not know (${show(field.slice(0, colon))})`);
     const cache = kind.cache(id);
-    let record: Stored<AnyRecord>;
-    try {
-      this.parsed++;
-      record = kind.check(id, json);
-    } catch (error) {
-      if (!(error instanceof Problem)) throw error;
+    this.parsed++;
+    const record = attempt(() => kind.check(id, json));
+    if (record instanceof Problem) {
       cache.delete(id);
-      return this.#skip(field, json, error.message);
+      return this.#skip(field, json, record.message);
     }
     const cached = cache.get(id);
     if (cached !== undefined && cached.seq > record.seq) return;
     cache.add(id, record, Date.now());
     if (field.startsWith('ban:')) this.#bansEnd = Math.max(this.#bansEnd, endOf(record));
+    // Told at once: the counters' remembered refusals of the client are stale from then on.
+    else if (field.startsWith('reset:')) this.#onReset?.(id);
   }
 
   #skip(field: string, json: string, problem: string): void {
@@ -266,13 +265,8 @@ export class RecordCache {
 
   historyProblem(json: string): string | undefined {
     if (this.#judged.has(json)) return this.#judged.get(json);
-    let problem: string | undefined;
-    try {
-      checkEvent(json);
-    } catch (error) {
-      if (!(error instanceof Problem)) throw error;
-      problem = error.message;
-    }
+    const event = attempt(() => checkEvent(json));
+    const problem = event instanceof Problem ? event.message : undefined;
     if (this.#judged.size >= 2 * HISTORY_MAX) this.#judged.clear();
     this.#judged.set(json, problem);
     return problem;
@@ -280,16 +274,16 @@ export class RecordCache {
 
   /** But for the rule's bans only this instance has. */
   #clear(): void {
+    this.#bansEnd = 0;
     for (const cache of [this.#bans, this.#addressBans]) {
       const held = [...cache].filter(([, ban]) => ban.seq < 0);
       cache.clear();
-      for (const [id, ban] of held) cache.set(id, ban);
+      for (const [id, ban] of held) {
+        cache.set(id, ban);
+        this.#bansEnd = Math.max(this.#bansEnd, ban.until);
+      }
     }
     for (const map of [this.grants, this.lost, this.logins, this.#resets, this.foreign]) map.clear();
-    this.#bansEnd = 0;
-    for (const cache of [this.#bans, this.#addressBans]) {
-      for (const ban of cache.values()) this.#bansEnd = Math.max(this.#bansEnd, ban.until);
-    }
   }
 
   #known(): Known {

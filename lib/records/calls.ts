@@ -19,7 +19,7 @@ export interface Parts {
 }
 
 /** A change of a record with the history's entry for it (none without `event`). */
-export interface EventChange {
+interface EventChange {
   readonly change: Omit<RecordChange, 'event' | 'now'>;
   readonly event?: ChangeEvent;
 }
@@ -71,7 +71,7 @@ export class StateCalls {
   }
 
   async #replaced(changes: readonly RecordChange[], message: string | undefined): Promise<void> {
-    if (changes.length > 0) await this.write(changes, undefined);
+    if (changes.length > 0) await this.#write(changes, undefined);
     if (message !== undefined) this.report(new RuntimeStateError('ERR_STATE_LOST', message), undefined);
   }
 
@@ -107,7 +107,7 @@ export class StateCalls {
     return this.bounded(source, (bound) => this.read(bound));
   }
 
-  async write(
+  async #write(
     records: readonly RecordChange[],
     bound: CallBound | undefined,
     request?: RequestPut,
@@ -131,8 +131,8 @@ export class StateCalls {
   /** With their history entries; `onChange` is told of each that applied. */
   async change(
     changes: readonly EventChange[],
-    req: Request | undefined,
     bound: CallBound | undefined,
+    req?: Request,
     request?: RequestPut,
   ): Promise<StateChangeResult> {
     const now = Date.now();
@@ -141,7 +141,7 @@ export class StateCalls {
       event: event && eventText(event),
       now: event ? event.at.getTime() : now,
     }));
-    const result = await this.write(records, bound, request);
+    const result = await this.#write(records, bound, request);
     result.records.forEach((done, i) => {
       const event = changes[i]?.event;
       if (done.changed && event) observe(this.context.onChange, event, req, this.context.report);

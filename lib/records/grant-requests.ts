@@ -6,9 +6,11 @@ import { tokenEnd, tokenKey } from '../contract/keys.js';
 import type { EndpointRow } from '../contract/listings.js';
 import type { CallBound } from '../stores/call-bound.js';
 import type { GrantRequestMeta, GrantRequestPlace, GrantRequestStore } from '../stores/grant-request-store.js';
+import type { RequestPut } from '../stores/state.js';
 import type { Parts } from './calls.js';
-import { grantWithDecision } from './grants.js';
-import { checkText, objectOf, Problem } from './kinds.js';
+import { grantClient } from './grants.js';
+import { attempt, checkText, objectOf, Problem } from './kinds.js';
+import { withoutSeq } from './views.js';
 import type { Grant, GrantProof, GrantRequest, GrantRequestInput, GrantRequests } from './types.js';
 
 /** Beyond, an ended one is dropped, else the oldest of the group (IPv6 /48, IPv4 /16) that has the most. */
@@ -38,11 +40,6 @@ type StoredGrantRequest = Omit<GrantRequest, 'at' | 'decidedAt' | 'granted' | 'u
   readonly group: string;
   readonly seq?: number;
 };
-
-function serialise(record: StoredGrantRequest): string {
-  const { seq: _seq, ...rest } = record;
-  return JSON.stringify(rest);
-}
 
 function requestEnd(r: StoredGrantRequest): number {
   return r.decidedAt === null ? r.at + PENDING_KEPT_MS : r.decidedAt + DECIDED_KEPT_MS;
@@ -99,26 +96,19 @@ function checkLink(check: Checker, value: unknown, field: string): string {
   return url.href;
 }
 
+/** The counts each kind of proof gives, in order, before its link. */
+const PROOF_COUNTS = { bot: ['servers', 'shards'], server: ['members'] } as const;
+
 function checkProof(check: Checker, value: unknown): GrantProof {
   if (!isPlainObject(value)) check.invalid('input.proof', `must be an object; got ${show(value)}.`);
-  if (value.kind === 'bot') {
-    check.unknownKeys(value, ['kind', 'servers', 'shards', 'link'], (k) => `input.proof.${k}`);
-    return {
-      kind: 'bot',
-      servers: count(check, value.servers, 'input.proof.servers'),
-      shards: count(check, value.shards, 'input.proof.shards'),
-      link: checkLink(check, value.link, 'input.proof.link'),
-    };
-  }
-  if (value.kind === 'server') {
-    check.unknownKeys(value, ['kind', 'members', 'link'], (k) => `input.proof.${k}`);
-    return {
-      kind: 'server',
-      members: count(check, value.members, 'input.proof.members'),
-      link: checkLink(check, value.link, 'input.proof.link'),
-    };
-  }
-  return check.invalid('input.proof.kind', `must be 'bot' or 'server'; got ${show(value.kind)}.`);
+  if (value.kind !== 'bot' && value.kind !== 'server')
+    return check.invalid('input.proof.kind', `must be 'bot' or 'server'; got ${show(value.kind)}.`);
+  const counts = PROOF_COUNTS[value.kind];
+  check.unknownKeys(value, ['kind', ...counts, 'link'], (k) => `input.proof.${k}`);
+  const proof: Record<string, unknown> = { kind: value.kind };
+  for (const name of counts) proof[name] = count(check, value[name], `input.proof.${name}`);
+  proof.link = checkLink(check, value.link, 'input.proof.link');
+  return proof as GrantProof;
 }
 
 function publicOf(r: StoredGrantRequest): GrantRequest {
@@ -142,13 +132,8 @@ function publicOf(r: StoredGrantRequest): GrantRequest {
 
 function parseRequest(json: string | undefined): StoredGrantRequest | undefined {
   if (json === undefined) return undefined;
-  let r: StoredGrantRequest;
-  try {
-    r = objectOf(json) as unknown as StoredGrantRequest;
-  } catch (error) {
-    if (!(error instanceof Problem)) throw error;
-    return undefined;
-  }
+  const r = attempt(() => objectOf(json) as unknown as StoredGrantRequest);
+  if (r instanceof Problem) return undefined;
   if (r.seq !== undefined && !Number.isSafeInteger(r.seq)) return undefined;
   const times = [r.at, r.decidedAt ?? 0].every((t) => Number.isSafeInteger(t));
   const place = typeof r.network === 'string' && typeof r.group === 'string';
@@ -219,9 +204,10 @@ export class GrantRequestDesk implements GrantRequests {
       answer: null,
       ...place,
     };
+    const text = JSON.stringify(record);
     const bounds = { perKey: PENDING_PER_CLIENT, perNetwork: PENDING_PER_NETWORK, max: GRANT_REQUESTS_MAX };
     const done = await this.#within(check, (store, bound) =>
-      bound.race(store.file(record.id, serialise(record), metaOf(record), bounds, record.at, bound.applyBy), (late) => {
+      bound.race(store.file(record.id, text, metaOf(record), bounds, record.at, bound.applyBy), (late) => {
         if (late === 'done') this.#parts.calls.lateChange(bound);
       }),
     );
@@ -236,19 +222,18 @@ export class GrantRequestDesk implements GrantRequests {
   }
 
   async status(id: string, token: string): Promise<GrantRequest | undefined> {
-    if (typeof id !== 'string' || typeof token !== 'string' || id === '' || id.length > 64) return undefined;
-    const record = await this.#read(new Checker('limits.requests.status'), id);
+    const record = typeof token === 'string' ? await this.#read('limits.requests.status', id) : undefined;
     return record && record.key === tokenKey(token) ? publicOf(record) : undefined;
   }
 
   async get(id: string): Promise<GrantRequest | undefined> {
-    if (typeof id !== 'string' || id === '' || id.length > 64) return undefined;
-    const record = await this.#read(new Checker('limits.requests.get'), id);
+    const record = await this.#read('limits.requests.get', id);
     return record && publicOf(record);
   }
 
-  async #read(check: Checker, id: string): Promise<StoredGrantRequest | undefined> {
-    const record = parseRequest(await this.#within(check, (store, bound) => bound.race(store.get(id))));
+  async #read(source: string, id: unknown): Promise<StoredGrantRequest | undefined> {
+    if (typeof id !== 'string' || id === '' || id.length > 64) return undefined;
+    const record = parseRequest(await this.#within(new Checker(source), (store, bound) => bound.race(store.get(id))));
     return record && requestEnd(record) > Date.now() ? record : undefined;
   }
 
@@ -264,12 +249,9 @@ export class GrantRequestDesk implements GrantRequests {
     const o = check.options(options, 'options', '{ status, offset, limit }');
     check.unknownKeys(o, ['status', 'offset', 'limit'], (k) => `options.${k}`);
     const status = o.status === undefined ? undefined : check.oneOf(o.status, ['pending', 'decided'], 'options.status');
-    let offset = 0;
-    if (o.offset !== undefined) {
-      if (typeof o.offset !== 'number' || !Number.isSafeInteger(o.offset) || o.offset < 0)
-        check.invalid('options.offset', `must be a whole number from 0; got ${show(o.offset)}.`);
-      offset = o.offset;
-    }
+    const offset = o.offset === undefined ? 0 : o.offset;
+    if (typeof offset !== 'number' || !Number.isSafeInteger(offset) || offset < 0)
+      check.invalid('options.offset', `must be a whole number from 0; got ${show(offset)}.`);
     const limit = o.limit === undefined ? LIST_DEFAULT : check.count(o.limit, 'options.limit');
     if (limit > LIST_MAX) check.invalid('options.limit', `must be at most ${LIST_MAX}; got ${limit}.`);
     return { status, offset, limit };
@@ -320,59 +302,54 @@ export class GrantRequestDesk implements GrantRequests {
     return { record, json };
   }
 
-  #decidedMeanwhile(check: Checker, written: string | undefined): string {
-    if (written === undefined) check.invalid('id', 'names a request another operator decided meanwhile.');
-    return written;
+  /** A pending request decided once: `write` changes it only while the store holds the text read. */
+  #decide(
+    check: Checker,
+    id: unknown,
+    decide: (record: StoredGrantRequest) => StoredGrantRequest,
+    write: (record: StoredGrantRequest, put: RequestPut, bound: CallBound) => Promise<string | undefined>,
+  ): Promise<GrantRequest> {
+    return this.#parts.calls.bounded(check.source, async (bound) => {
+      const { record, json } = await this.#pending(check, id, bound);
+      const decided = decide(record);
+      const value = JSON.stringify(withoutSeq(decided));
+      const put = { id: record.id, value, expected: json, meta: metaOf(decided), now: Date.now() };
+      if ((await write(record, put, bound)) === undefined)
+        check.invalid('id', 'names a request another operator decided meanwhile.');
+      return publicOf(decided);
+    });
   }
 
   /** The decision and the grant are one change of the store: both, or neither. */
   async approve(id: string, grant: Grant, options?: { until?: Date | number; note?: string }): Promise<GrantRequest> {
     const check: Checker = new Checker('limits.requests.approve');
     const checked = this.#parts.checkGrant(check, grant, 'grant');
-    return this.#parts.calls.bounded(check.source, async (bound) => {
-      const { record, json } = await this.#pending(check, id, bound);
-      const until = options?.until instanceof Date ? options.until.getTime() : (options?.until ?? null);
-      const approved: StoredGrantRequest = {
-        ...record,
-        status: 'approved',
-        decidedAt: Date.now(),
-        granted: checked,
-        until,
-      };
-      const note = options?.note ?? `request ${record.id}`;
-      const decision = {
-        id: record.id,
-        value: serialise(approved),
-        expected: json,
-        meta: metaOf(approved),
-        now: Date.now(),
-      };
-      const written = await grantWithDecision(
-        this.#parts,
-        check,
-        checked,
-        { until: until ?? undefined, note },
-        decision,
-        record.tokenEnd,
-      );
-      this.#decidedMeanwhile(check, written);
-      return publicOf(approved);
-    });
+    const until = options?.until instanceof Date ? options.until.getTime() : (options?.until ?? null);
+    return this.#decide(
+      check,
+      id,
+      (record) => ({ ...record, status: 'approved', decidedAt: Date.now(), granted: checked, until }),
+      async (record, decision) => {
+        const given = { until: until ?? undefined, note: options?.note ?? `request ${record.id}` };
+        const client = { key: record.key };
+        return (await grantClient(this.#parts, check, client, checked, given, record.tokenEnd, decision)).request;
+      },
+    );
   }
 
   async decline(id: string, reason: string): Promise<GrantRequest> {
     const check: Checker = new Checker('limits.requests.decline');
     const answer = checkText(check, reason, 'reason', LONGEST_REASON, true);
-    return this.#parts.calls.bounded(check.source, async (bound) => {
-      const { record, json } = await this.#pending(check, id, bound);
-      const declined: StoredGrantRequest = { ...record, status: 'declined', decidedAt: Date.now(), answer };
-      const store = this.#storeFor(check);
-      const put = store.put(declined.id, serialise(declined), json, metaOf(declined), Date.now(), bound.applyBy);
-      const written = await bound.race(put, (late) => {
-        if (late !== undefined) this.#parts.calls.lateChange(bound);
-      });
-      this.#decidedMeanwhile(check, written);
-      return publicOf(declined);
-    });
+    return this.#decide(
+      check,
+      id,
+      (record) => ({ ...record, status: 'declined', decidedAt: Date.now(), answer }),
+      (_, { id: of, value, expected, meta, now }, bound) => {
+        const put = this.#storeFor(check).put(of, value, expected, meta, now, bound.applyBy);
+        return bound.race(put, (late) => {
+          if (late !== undefined) this.#parts.calls.lateChange(bound);
+        });
+      },
+    );
   }
 }

@@ -1,19 +1,21 @@
 // The grants made at runtime (`grant()`, a grant request's approval), which win over the `grants` option.
 import { Checker, MAX_DURATION_MS, show } from '../shared/check.js';
-import type { RequestPut } from '../stores/state.js';
-import type { EventChange, Parts } from './calls.js';
+import type { RequestPut, StateChangeResult } from '../stores/state.js';
+import type { Parts } from './calls.js';
 import { checkText, type GrantRecord } from './kinds.js';
 import type { ActiveGrant } from './types.js';
 import { activeGrant, eventOf, grantEvent, listPage } from './views.js';
 
-function grantChange(
+/** A grant; with a grant request's decision, in one change: only while the request holds `request.expected`. */
+export function grantClient(
   parts: Parts,
   check: Checker,
   client: unknown,
   grant: unknown,
   options: unknown,
-  known: string,
-): EventChange {
+  known = '',
+  request?: RequestPut,
+): Promise<StateChangeResult> {
   const { key, tokenEnd: end } = parts.keyOf(check, client);
   const checked = parts.checkGrant(check, grant, 'grant');
   const o = check.options(options, 'options', '{ until, note }');
@@ -34,22 +36,8 @@ function grantChange(
   parts.calls.writable(check);
   const record: GrantRecord = { key, grant: checked, since, until, note, tokenEnd: end || known || undefined };
   const change = { field: `grant:${key}`, value: JSON.stringify(record), endsAt: until, when: 'always' } as const;
-  return { change, event: grantEvent(record) };
-}
-
-/** With a grant request's decision, in one change: only while the request holds `request.expected`. */
-export function grantWithDecision(
-  parts: Parts,
-  check: Checker,
-  grant: unknown,
-  options: unknown,
-  request: RequestPut,
-  known: string,
-): Promise<string | undefined> {
-  const change = grantChange(parts, check, { key: request.meta.key }, grant, options, known);
-  return parts.calls.bounded(check.source, async (bound) => {
-    return (await parts.calls.change([change], undefined, bound, request)).request;
-  });
+  const changes = [{ change, event: grantEvent(record) }];
+  return parts.calls.bounded(check.source, (bound) => parts.calls.change(changes, bound, undefined, request));
 }
 
 export async function grantsPage(
@@ -72,13 +60,8 @@ export async function grantInForce(parts: Parts, key: string): Promise<ActiveGra
 export function grantMethods(parts: Parts) {
   const { calls } = parts;
   return {
-    grant(client: unknown, grant: unknown, options?: unknown): Promise<boolean> {
-      const change = grantChange(parts, new Checker('limits.grant'), client, grant, options, '');
-      return calls.bounded('limits.grant', async (bound) => {
-        await calls.change([change], undefined, bound);
-        return true;
-      });
-    },
+    grant: (client: unknown, grant: unknown, options?: unknown): Promise<boolean> =>
+      grantClient(parts, new Checker('limits.grant'), client, grant, options).then(() => true),
     revoke(client: unknown): Promise<boolean> {
       const check = new Checker('limits.revoke');
       const { key, kind } = parts.keyOf(check, client);
@@ -86,7 +69,7 @@ export function grantMethods(parts: Parts) {
       return calls.bounded('limits.revoke', async (bound) => {
         const event = eventOf('revoke', key, kind, Date.now());
         const change = { field: `grant:${key}`, value: null, endsAt: null, when: 'always' } as const;
-        const result = await calls.change([{ change, event }], undefined, bound);
+        const result = await calls.change([{ change, event }], bound);
         return result.records[0]?.changed === true;
       });
     },

@@ -4,7 +4,8 @@ import type { CallBound } from '../stores/call-bound.js';
 import { HISTORY_MAX } from '../stores/state.js';
 import type { Parts } from './calls.js';
 import type { ChangeEvent, ForeignEntry } from './types.js';
-import { changesOf, digest, shownText } from './views.js';
+import { attempt, checkEvent, Problem } from './kinds.js';
+import { digest, shownText } from './views.js';
 
 function historyOptions(options: unknown): { since: number | undefined; limit: number } {
   const check = new Checker('limits.history');
@@ -15,6 +16,26 @@ function historyOptions(options: unknown): { since: number | undefined; limit: n
     check.invalid('options.since', `must be a Date or epoch milliseconds; got ${show(o.since)}.`);
   const limit = o.limit === undefined ? HISTORY_MAX : check.count(o.limit, 'options.limit');
   return { since: given as number | undefined, limit };
+}
+
+/** The changes since `since`, at most `limit`; an entry that is no change is told to `foreign`. */
+function changesOf(
+  texts: readonly string[],
+  { since, limit }: { since: number | undefined; limit: number },
+  foreign: (json: string, problem: string) => void,
+): ChangeEvent[] {
+  const events: ChangeEvent[] = [];
+  for (const json of texts) {
+    const event = attempt(() => checkEvent(json));
+    if (event instanceof Problem) {
+      foreign(json, event.message);
+      continue;
+    }
+    if (since !== undefined && event.at.getTime() < since) break;
+    events.push(event);
+    if (events.length === limit) break;
+  }
+  return events;
 }
 
 async function foreignEntries({ cache, calls }: Parts, bound: CallBound): Promise<ForeignEntry[]> {
@@ -52,8 +73,8 @@ export function historyMethods(parts: Parts) {
           const field = id.slice('record '.length);
           const found = cache.foreign.get(field);
           if (!found) return false;
-          const change = { field, value: null, endsAt: null, when: { sha1: found.sha1 }, event: undefined };
-          const removed = (await calls.write([{ ...change, now: Date.now() }], bound)).records[0]?.changed === true;
+          const change = { field, value: null, endsAt: null, when: { sha1: found.sha1 } };
+          const removed = (await calls.change([{ change }], bound)).records[0]?.changed === true;
           if (removed) cache.foreign.delete(field);
           return removed;
         }

@@ -60,6 +60,16 @@ export class Problem {
   constructor(readonly message: string) {}
 }
 
+/** What `check` returns, or the problem it found. */
+export function attempt<T>(check: () => T): T | Problem {
+  try {
+    return check();
+  } catch (error) {
+    if (error instanceof Problem) return error;
+    throw error;
+  }
+}
+
 export const LONGEST_TEXT = 500;
 const LATEST_TIME = 8.64e15;
 const clientKinds: readonly ClientKind[] = ['token', 'ip', 'custom'];
@@ -173,7 +183,7 @@ export function storedBan(ban: BanRecord, seq: number): Stored<BanRecord> {
   return { key, kind, reason, since, until, by, tokenEnd, seq };
 }
 
-function checkBanRecord(id: string, text: string): Stored<BanRecord> {
+export function checkBanRecord(id: string, text: string): Stored<BanRecord> {
   const o = objectOf(text);
   const ban = banRecordOf(o);
   if (id !== ban.key && !(id === addressBan(ban.key) && ban.kind === 'ip'))
@@ -181,7 +191,7 @@ function checkBanRecord(id: string, text: string): Stored<BanRecord> {
   return storedBan(ban, seqOf(o));
 }
 
-function checkGrantRecord(id: string, text: string, checkGrant: CheckGrant): Stored<GrantRecord> {
+export function checkGrantRecord(id: string, text: string, checkGrant: CheckGrant): Stored<GrantRecord> {
   const o = objectOf(text);
   const grant = grantRecordOf(o, checkGrant);
   if (id !== grant.key) problem(`is the grant of ${show(grant.key)}, not of ${show(id)}`);
@@ -189,7 +199,7 @@ function checkGrantRecord(id: string, text: string, checkGrant: CheckGrant): Sto
   return { key, grant: grant.grant, since, until, note, tokenEnd, seq: seqOf(o) };
 }
 
-function checkLostRecord(id: string, text: string, checkGrant: CheckGrant): Stored<LostEntry> {
+export function checkLostRecord(id: string, text: string, checkGrant: CheckGrant): Stored<LostEntry> {
   const o = objectOf(text);
   const lostField = checkedField<string>(o, 'field', (v) => v === id, show(id));
   const record = checkedField<Record<string, unknown>>(o, 'record', isPlainObject, 'an object');
@@ -208,7 +218,7 @@ function checkLostRecord(id: string, text: string, checkGrant: CheckGrant): Stor
 /** 16 random bytes, base64url. */
 const LOGIN_ID = /^[\w-]{22}$/;
 
-function checkSessionRecord(id: string, text: string): Stored<EpochRecord | EndedLogin> {
+export function checkSessionRecord(id: string, text: string): Stored<EpochRecord | EndedLogin> {
   const o = objectOf(text);
   if (id === 'epoch') {
     const epoch = checkedField<string>(o, 'epoch', (v) => typeof v === 'string' && LOGIN_ID.test(v), 'a random id');
@@ -221,7 +231,7 @@ function checkSessionRecord(id: string, text: string): Stored<EpochRecord | Ende
   return { id: checkedField(o, 'id', (v) => v === id, show(id)), endedAt, until, seq: seqOf(o) };
 }
 
-function checkResetRecord(id: string, text: string): Stored<ResetRecord> {
+export function checkResetRecord(id: string, text: string): Stored<ResetRecord> {
   const o = objectOf(text);
   const at = checkedField<number>(o, 'at', isTime, 'a time in epoch ms');
   const until = checkedField<number>(o, 'until', isTime, 'a time in epoch ms');
@@ -267,29 +277,4 @@ export function checkEvent(text: string): ChangeEvent {
     grant,
     note: optional('note', isText, `a string of at most ${LONGEST_TEXT} characters`),
   };
-}
-
-export interface KindCache {
-  get(id: string): Stored<AnyRecord> | undefined;
-  add(id: string, record: Stored<AnyRecord>, now: number): unknown;
-  delete(id: string): boolean;
-}
-
-export interface Kind {
-  check(id: string, text: string): Stored<AnyRecord>;
-  cache(id: string): KindCache;
-}
-
-/** The kinds by the prefix of their field: a new kind is a check, a cache and an entry here. */
-export function recordKinds(
-  caches: { readonly bans: (id: string) => KindCache } & Record<'grants' | 'lost' | 'logins' | 'resets', KindCache>,
-  checkGrant: CheckGrant,
-): ReadonlyMap<string, Kind> {
-  return new Map<string, Kind>([
-    ['ban', { check: checkBanRecord, cache: caches.bans }],
-    ['grant', { check: (id, json) => checkGrantRecord(id, json, checkGrant), cache: () => caches.grants }],
-    ['lost', { check: (id, json) => checkLostRecord(id, json, checkGrant), cache: () => caches.lost }],
-    ['session', { check: checkSessionRecord, cache: () => caches.logins }],
-    ['reset', { check: checkResetRecord, cache: () => caches.resets }],
-  ]);
 }

@@ -11,10 +11,9 @@ export function logins({ cache, calls }: Pick<Parts, 'cache' | 'calls'>) {
     return record && 'epoch' in record ? record.epoch : undefined;
   };
   const newEpoch = async (when: 'absent' | 'always', bound: CallBound): Promise<string> => {
-    const now = Date.now();
-    const record: EpochRecord = { epoch: randomBytes(16).toString('base64url'), since: now };
-    const change = { field: 'session:epoch', value: JSON.stringify(record), endsAt: null, when, event: undefined };
-    const result = (await calls.write([{ ...change, now }], bound)).records[0];
+    const record: EpochRecord = { epoch: randomBytes(16).toString('base64url'), since: Date.now() };
+    const change = { field: 'session:epoch', value: JSON.stringify(record), endsAt: null, when };
+    const result = (await calls.change([{ change }], bound)).records[0];
     // Another instance's epoch, written first, is the one: the store answers it.
     const stored = result?.stored === undefined ? undefined : (JSON.parse(result.stored) as Partial<EpochRecord>);
     return typeof stored?.epoch === 'string' ? stored.epoch : record.epoch;
@@ -43,7 +42,7 @@ export function logins({ cache, calls }: Pick<Parts, 'cache' | 'calls'>) {
           endsAt: until,
           when: 'always',
         } as const;
-        await calls.write([{ ...change, event: undefined, now }], bound);
+        await calls.change([{ change }], bound);
       }),
   };
 }

@@ -24,7 +24,7 @@ export function lostMethods({ cache, calls }: Parts) {
         const record = lost.record;
         const dismiss = { change: { field: `lost:${lost.field}`, value: null, endsAt: null, when: 'always' } as const };
         if (endOf(record) <= now) {
-          await calls.change([dismiss], undefined, bound);
+          await calls.change([dismiss], bound);
           return false;
         }
         const event = isBan(record) ? banEvent(record) : grantEvent(record);
@@ -34,15 +34,15 @@ export function lostMethods({ cache, calls }: Parts) {
           endsAt: record.until,
           when: 'always',
         } as const;
-        await calls.change([{ change, event: { ...event, at: new Date(now) } }, dismiss], undefined, bound);
+        await calls.change([{ change, event: { ...event, at: new Date(now) } }, dismiss], bound);
         return true;
       });
     },
     dismissLost(id: unknown): Promise<boolean> {
       return calls.bounded('limits.dismissLost', async (bound) => {
         if (typeof id !== 'string' || id === '') return false;
-        const change = { field: `lost:${id}`, value: null, endsAt: null, when: 'always', event: undefined } as const;
-        return (await calls.write([{ ...change, now: Date.now() }], bound)).records[0]?.changed === true;
+        const change = { field: `lost:${id}`, value: null, endsAt: null, when: 'always' } as const;
+        return (await calls.change([{ change }], bound)).records[0]?.changed === true;
       });
     },
   };

@@ -75,7 +75,7 @@ export class Records implements Parts {
     const record: ResetRecord = { key, at, until: at + windowMs };
     const value = JSON.stringify(record);
     const change = { field: `reset:${key}`, value, endsAt: record.until, when: 'always' } as const;
-    await this.calls.write([{ ...change, event: undefined, now: at }], bound);
+    await this.calls.change([{ change }], bound);
   }
 
   close(): void {

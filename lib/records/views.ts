@@ -1,6 +1,6 @@
 // Records as the lists show them: pages of bans and grants, changes as events, lost records, foreign text.
 import { createHash } from 'node:crypto';
-import { type BanRecord, checkEvent, type GrantRecord, isBan, type LostEntry, Problem, type Stored } from './kinds.js';
+import { type BanRecord, type GrantRecord, isBan, type LostEntry, type Stored } from './kinds.js';
 import { type ClientKind, kindOfKey } from '../contract/keys.js';
 import type { ActiveBan, ActiveGrant, ChangeEvent, LostRecord } from './types.js';
 
@@ -115,27 +115,4 @@ export function lostRecord(lost: Stored<LostEntry>): LostRecord {
   const base = { id: lost.field, key: r.key, lostAt: new Date(lost.lostAt) };
   if (isBan(r)) return { ...base, kind: 'ban', ban: activeBan(r), grant: undefined };
   return { ...base, kind: 'grant', ban: undefined, grant: activeGrant(r) };
-}
-
-/** The changes since `since`, at most `limit`; an entry that is no change is told to `foreign`. */
-export function changesOf(
-  texts: readonly string[],
-  { since, limit }: { since: number | undefined; limit: number },
-  foreign: (json: string, problem: string) => void,
-): ChangeEvent[] {
-  const events: ChangeEvent[] = [];
-  for (const json of texts) {
-    let event: ChangeEvent;
-    try {
-      event = checkEvent(json);
-    } catch (error) {
-      if (!(error instanceof Problem)) throw error;
-      foreign(json, error.message);
-      continue;
-    }
-    if (since !== undefined && event.at.getTime() < since) break;
-    events.push(event);
-    if (events.length === limit) break;
-  }
-  return events;
 }

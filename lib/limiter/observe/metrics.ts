@@ -58,10 +58,10 @@ export class Metrics {
         },
       ),
       new Metric('listing_limits_active_bans', 'Bans in force, of the rules and of operators.', 'gauge', () => [
-        { value: this.#inForce?.countBansInForce() ?? 0, labels: {} },
+        { value: this.#inForce?.bansInForce().length ?? 0, labels: {} },
       ]),
       new Metric('listing_limits_active_grants', 'Grants made at runtime and in force.', 'gauge', () => [
-        { value: this.#inForce?.countGrantsInForce() ?? 0, labels: {} },
+        { value: this.#inForce?.grantsInForce().length ?? 0, labels: {} },
       ]),
       new Metric(
         'listing_limits_store_duration_seconds',
