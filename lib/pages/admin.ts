@@ -4,7 +4,6 @@ import type { NextFunction, Request, RequestHandler, Response, Router } from 'ex
 import { Checker, DAY_MS, isPlainObject, show } from '../shared/check.js';
 import { type ListingLimitsError } from '../shared/errors.js';
 import type { Store } from '../stores/store.js';
-import type { Limit } from '../contract/limit.js';
 import { banClient } from '../records/bans.js';
 import { grantInForce } from '../records/grants.js';
 import type { Grant } from '../records/types.js';
@@ -31,7 +30,7 @@ import { checkStore } from '../stores/option.js';
 import { dashboard } from './dashboard.js';
 import { markup } from './html.js';
 import { BAN_DURATIONS, clientPath, EXPIRIES, type View } from './rows.js';
-import { CSRF_FIELD, type LoginSession, sameToken, type Sessions, sessions } from './session.js';
+import { type LoginSession, sameToken, type Sessions, sessions } from './session.js';
 
 /** Decides whether a request may use the operator's page. Sync or async. */
 export type Authorize = (req: Request) => boolean | Promise<boolean>;
@@ -82,16 +81,6 @@ function checkAdminToken(check: Checker, token: unknown): string {
   return check.invalid('options.authorize.token', `must be a string of at least 16 characters; got ${got}.${unset}`);
 }
 
-interface AdminConfig {
-  /** Undefined with `{ token }`, whose login decides. */
-  readonly authorize: Authorize | undefined;
-  readonly adminToken: string | undefined;
-  readonly secret: string;
-  readonly sessionMs: number;
-  readonly logins: Limit;
-  readonly store: Store;
-}
-
 function checkAuthorize(check: Checker, given: unknown): { authorize?: Authorize; adminToken?: string } {
   if (typeof given === 'function') return { authorize: given as Authorize };
   if (isPlainObject(given)) {
@@ -112,11 +101,14 @@ function checkAuthorize(check: Checker, given: unknown): { authorize?: Authorize
   );
 }
 
-function checkAdminOptions(check: Checker, options: unknown, link: PagesLink): AdminConfig {
+type AdminConfig = ReturnType<typeof checkAdminOptions>;
+
+function checkAdminOptions(check: Checker, options: unknown, link: PagesLink) {
   const o = check.options(options, 'options', '{ authorize }');
   check.unknownKeys(o, ['authorize', 'secret', 'store', 'logins', 'sessionMs'], (k) => `options.${k}`);
   const { authorize, adminToken } = checkAuthorize(check, o.authorize);
   return {
+    // Without `authorize` with `{ token }`, whose login decides.
     authorize,
     adminToken,
     secret: checkSecret(check, o.secret),
@@ -154,7 +146,7 @@ function viewOf(admin: Admin, req: Request, res: Response, client?: string): Vie
   return {
     req,
     base: req.baseUrl,
-    csrf: markup`<input type="hidden" name="${CSRF_FIELD}" value="${admin.cookies.token(req, res)}" />`,
+    csrf: admin.cookies.csrf(req, res),
     client,
   };
 }
@@ -170,7 +162,7 @@ function mountLogin(router: Router, admin: Admin, token: string): Authorize {
       'Operator login',
       markup`${message ? markup`<p class="alert" role="alert">${message}</p>` : ''}
           <form class="card" method="post" action="${req.baseUrl}/login">
-            ${viewOf(admin, req, res).csrf}
+            ${cookies.csrf(req, res)}
             <label for="admin-token">Admin token</label>
             <input
               type="password"
@@ -244,14 +236,8 @@ function mountPages(router: Router, admin: Admin): void {
   );
   router.get(
     '/client',
-    handle(async (req, res) => {
-      let key: string;
-      try {
-        key = keyOf(link.records, new Checker('limitsAdmin'), req.query.key);
-      } catch (error) {
-        if (!badInput(error)) throw error;
-        return notDone(req, res, error);
-      }
+    form(async (req, res, check) => {
+      const key = keyOf(link.records, check, req.query.key);
       const page = await clientPage(viewOf(admin, req, res, key), key, middleware, link, loginForm);
       sendPage(res, 200, 'Rate limits: a client', page, req);
     }),
