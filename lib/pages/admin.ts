@@ -2,7 +2,6 @@
 import { createHmac } from 'node:crypto';
 import type { NextFunction, Request, RequestHandler, Response, Router } from 'express';
 import { Checker, DAY_MS, isPlainObject, show } from '../shared/check.js';
-import { type ListingLimitsError } from '../shared/errors.js';
 import type { Store } from '../stores/store.js';
 import { banClient } from '../records/bans.js';
 import { grantInForce } from '../records/grants.js';
@@ -12,6 +11,7 @@ import type { PagesLink } from '../records/pages-link.js';
 import type { Records } from '../records/records.js';
 import { clientPage } from './client.js';
 import {
+  alertPage,
   badInput,
   bare,
   checkMiddleware,
@@ -200,24 +200,13 @@ function mountGate(router: Router, admin: Admin, authorize: Authorize): void {
         if (allowed === true) return next();
         if (admin.config.adminToken !== undefined && req.method === 'GET')
           return res.redirect(303, `${req.baseUrl}/login`);
-        sendPage(res, 403, 'Not authorized', markup`<p class="alert" role="alert">You may not use this page.</p>`, req);
+        alertPage(req, res, 403, 'Not authorized', 'You may not use this page.');
       }, next);
   });
   router.use((req: Request, res: Response, next: NextFunction) => {
     if (req.method !== 'GET' && req.method !== 'HEAD' && !admin.cookies.valid(req)) return refuseForgery(req, res);
     next();
   });
-}
-
-function notDone(req: Request, res: Response, error: ListingLimitsError): void {
-  sendPage(
-    res,
-    400,
-    'Not done',
-    markup`<p class="alert" role="alert">${error.message}</p>
-        <p><a href="${req.baseUrl}/">Back to the page</a></p>`,
-    req,
-  );
 }
 
 function keyOf(records: Records, check: Checker, value: unknown): string {
@@ -251,7 +240,7 @@ function form(run: (req: Request, res: Response, check: Checker) => Promise<void
       await run(req, res, new Checker('limitsAdmin'));
     } catch (error) {
       if (!badInput(error)) throw error;
-      notDone(req, res, error);
+      alertPage(req, res, 400, 'Not done', error.message, true);
     }
   });
 }
