@@ -34,10 +34,8 @@ export class Gets {
     };
     if (signal.aborted) leave();
     else signal.addEventListener('abort', leave, { once: true });
-    shared.promise.then(
-      () => signal.removeEventListener('abort', leave),
-      () => signal.removeEventListener('abort', leave),
-    );
+    const off = () => signal.removeEventListener('abort', leave);
+    shared.promise.then(off, off);
     return abortable(shared.promise, signal);
   }
 

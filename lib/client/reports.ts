@@ -6,15 +6,18 @@ import type { Sender } from './sender.js';
 
 const CHANGES_PER_REPORT = 5;
 
-interface Report {
-  readonly endpoint: Endpoint;
-  readonly url: string;
+class Report {
   json: string | undefined;
-  changes: number;
-  pending: boolean;
-  lastSent: number;
+  changes = 0;
+  pending = false;
+  lastSent = 0;
   sending: Promise<void> | undefined;
   timer: ReturnType<typeof setTimeout> | undefined;
+
+  constructor(
+    readonly endpoint: Endpoint,
+    readonly url: string,
+  ) {}
 }
 
 /** A body the server did not want, or a banned client's, is not sent again. */
@@ -36,16 +39,7 @@ export class Reports {
   add(endpoint: Endpoint, url: string, json: string | undefined): void {
     let report = this.#byUrl.get(url);
     if (!report) {
-      report = {
-        endpoint,
-        url,
-        json: undefined,
-        changes: 0,
-        pending: false,
-        lastSent: 0,
-        sending: undefined,
-        timer: undefined,
-      };
+      report = new Report(endpoint, url);
       this.#byUrl.set(url, report);
     }
     if (json === report.json) return;

@@ -2,9 +2,7 @@
 import { createHmac } from 'node:crypto';
 import type { NextFunction, Request, RequestHandler, Response, Router } from 'express';
 import { Checker, DAY_MS, isPlainObject, show } from '../shared/check.js';
-import { type ListingLimitsError } from '../shared/errors.js';
 import type { Store } from '../stores/store.js';
-import type { Limit } from '../contract/limit.js';
 import { banClient } from '../records/bans.js';
 import { grantInForce } from '../records/grants.js';
 import type { Grant } from '../records/types.js';
@@ -13,6 +11,7 @@ import type { PagesLink } from '../records/pages-link.js';
 import type { Records } from '../records/records.js';
 import { clientPage } from './client.js';
 import {
+  alertPage,
   badInput,
   bare,
   checkMiddleware,
@@ -31,7 +30,7 @@ import { checkStore } from '../stores/option.js';
 import { dashboard } from './dashboard.js';
 import { markup } from './html.js';
 import { BAN_DURATIONS, clientPath, EXPIRIES, type View } from './rows.js';
-import { CSRF_FIELD, type LoginSession, sameToken, type Sessions, sessions } from './session.js';
+import { type LoginSession, sameToken, type Sessions, sessions } from './session.js';
 
 /** Decides whether a request may use the operator's page. Sync or async. */
 export type Authorize = (req: Request) => boolean | Promise<boolean>;
@@ -82,16 +81,6 @@ function checkAdminToken(check: Checker, token: unknown): string {
   return check.invalid('options.authorize.token', `must be a string of at least 16 characters; got ${got}.${unset}`);
 }
 
-interface AdminConfig {
-  /** Undefined with `{ token }`, whose login decides. */
-  readonly authorize: Authorize | undefined;
-  readonly adminToken: string | undefined;
-  readonly secret: string;
-  readonly sessionMs: number;
-  readonly logins: Limit;
-  readonly store: Store;
-}
-
 function checkAuthorize(check: Checker, given: unknown): { authorize?: Authorize; adminToken?: string } {
   if (typeof given === 'function') return { authorize: given as Authorize };
   if (isPlainObject(given)) {
@@ -112,11 +101,14 @@ function checkAuthorize(check: Checker, given: unknown): { authorize?: Authorize
   );
 }
 
-function checkAdminOptions(check: Checker, options: unknown, link: PagesLink): AdminConfig {
+type AdminConfig = ReturnType<typeof checkAdminOptions>;
+
+function checkAdminOptions(check: Checker, options: unknown, link: PagesLink) {
   const o = check.options(options, 'options', '{ authorize }');
   check.unknownKeys(o, ['authorize', 'secret', 'store', 'logins', 'sessionMs'], (k) => `options.${k}`);
   const { authorize, adminToken } = checkAuthorize(check, o.authorize);
   return {
+    // Without `authorize` with `{ token }`, whose login decides.
     authorize,
     adminToken,
     secret: checkSecret(check, o.secret),
@@ -154,7 +146,7 @@ function viewOf(admin: Admin, req: Request, res: Response, client?: string): Vie
   return {
     req,
     base: req.baseUrl,
-    csrf: markup`<input type="hidden" name="${CSRF_FIELD}" value="${admin.cookies.token(req, res)}" />`,
+    csrf: admin.cookies.csrf(req, res),
     client,
   };
 }
@@ -170,7 +162,7 @@ function mountLogin(router: Router, admin: Admin, token: string): Authorize {
       'Operator login',
       markup`${message ? markup`<p class="alert" role="alert">${message}</p>` : ''}
           <form class="card" method="post" action="${req.baseUrl}/login">
-            ${viewOf(admin, req, res).csrf}
+            ${cookies.csrf(req, res)}
             <label for="admin-token">Admin token</label>
             <input
               type="password"
@@ -208,24 +200,13 @@ function mountGate(router: Router, admin: Admin, authorize: Authorize): void {
         if (allowed === true) return next();
         if (admin.config.adminToken !== undefined && req.method === 'GET')
           return res.redirect(303, `${req.baseUrl}/login`);
-        sendPage(res, 403, 'Not authorized', markup`<p class="alert" role="alert">You may not use this page.</p>`, req);
+        alertPage(req, res, 403, 'Not authorized', 'You may not use this page.');
       }, next);
   });
   router.use((req: Request, res: Response, next: NextFunction) => {
     if (req.method !== 'GET' && req.method !== 'HEAD' && !admin.cookies.valid(req)) return refuseForgery(req, res);
     next();
   });
-}
-
-function notDone(req: Request, res: Response, error: ListingLimitsError): void {
-  sendPage(
-    res,
-    400,
-    'Not done',
-    markup`<p class="alert" role="alert">${error.message}</p>
-        <p><a href="${req.baseUrl}/">Back to the page</a></p>`,
-    req,
-  );
 }
 
 function keyOf(records: Records, check: Checker, value: unknown): string {
@@ -244,14 +225,8 @@ function mountPages(router: Router, admin: Admin): void {
   );
   router.get(
     '/client',
-    handle(async (req, res) => {
-      let key: string;
-      try {
-        key = keyOf(link.records, new Checker('limitsAdmin'), req.query.key);
-      } catch (error) {
-        if (!badInput(error)) throw error;
-        return notDone(req, res, error);
-      }
+    form(async (req, res, check) => {
+      const key = keyOf(link.records, check, req.query.key);
       const page = await clientPage(viewOf(admin, req, res, key), key, middleware, link, loginForm);
       sendPage(res, 200, 'Rate limits: a client', page, req);
     }),
@@ -265,7 +240,7 @@ function form(run: (req: Request, res: Response, check: Checker) => Promise<void
       await run(req, res, new Checker('limitsAdmin'));
     } catch (error) {
       if (!badInput(error)) throw error;
-      notDone(req, res, error);
+      alertPage(req, res, 400, 'Not done', error.message, true);
     }
   });
 }

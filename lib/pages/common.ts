@@ -67,14 +67,8 @@ export function checkSecret(check: Checker, secret: unknown): string {
 }
 
 export function refuseForgery(req: Request, res: Response): void {
-  sendPage(
-    res,
-    403,
-    'Refused',
-    markup`<p class="alert" role="alert">This form did not come from this page, or has expired. Go back, reload the
-page and try again.</p><p><a href="${req.baseUrl}/">Back to the page</a></p>`,
-    req,
-  );
+  const message = 'This form did not come from this page, or has expired. Go back, reload the page and try again.';
+  alertPage(req, res, 403, 'Refused', message, true);
 }
 
 export function sendPage(res: Response, status: number, title: string, body: Html, req: Request): void {
@@ -84,13 +78,19 @@ export function sendPage(res: Response, status: number, title: string, body: Htm
     .send(page(title, body, { assets: `${req.baseUrl}/assets` }));
 }
 
+/** A page of one alert; `back` adds a link back to the page. */
+export function alertPage(req: Request, res: Response, status: number, title: string, text: string, back?: true): void {
+  const link = back ? markup`<p><a href="${req.baseUrl}/">Back to the page</a></p>` : '';
+  sendPage(res, status, title, markup`<p class="alert" role="alert">${text}</p>${link}`, req);
+}
+
 function refuseBody(req: Request, res: Response, error: unknown): void {
   const status = (error as { status?: unknown } | null)?.status;
   const large = status === 413;
   const message = large
     ? `This form is too large: ${BODY_LIMIT.replace('kb', ' KB')} and ${FIELDS_LIMIT} fields at most.`
     : 'This form could not be read.';
-  sendPage(res, large ? 413 : 400, 'Refused', markup`<p class="alert" role="alert">${message}</p>`, req);
+  alertPage(req, res, large ? 413 : 400, 'Refused', message);
 }
 
 /**
@@ -164,15 +164,8 @@ export function formLimiter(rows: readonly EndpointRow[], page: string, store: S
     key: (req) => ipOf(req.ip),
     handler: (req, res, _next, info) => {
       const minutes = Math.ceil(info.retryAfter / 60);
-      sendPage(
-        res,
-        429,
-        'Too many attempts',
-        markup`<p class="alert" role="alert">
-          Too many attempts from your address. Try again in ${minutes} minute${minutes === 1 ? '' : 's'}.
-        </p>`,
-        req,
-      );
+      const message = `Too many attempts from your address. Try again in ${minutes} minute${minutes === 1 ? '' : 's'}.`;
+      alertPage(req, res, 429, 'Too many attempts', message);
     },
   });
   return (req, res, next) => limiter(req, res, (error?: unknown) => (error === undefined ? next() : next(bare(error))));

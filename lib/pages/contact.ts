@@ -24,7 +24,7 @@ import {
 import { checkStore } from '../stores/option.js';
 import { clientLabel, grantText, perWindow, when } from './describe.js';
 import { type Html, markup } from './html.js';
-import { CSRF_FIELD, sessions } from './session.js';
+import { sessions } from './session.js';
 import {
   LARGEST_COUNT,
   LONGEST_CONTACT,
@@ -286,8 +286,6 @@ export function limitsRequestPage(middleware: ListingLimitsMiddleware, options?:
   const rows = middleware.requests.endpoints;
 
   const router = pageRouter(link.records, 'limitsRequestPage', cookies);
-  const csrf = (req: Request, res: Response) =>
-    markup`<input type="hidden" name="${CSRF_FIELD}" value="${cookies.token(req, res)}">`;
   router.use(
     formLimiter(
       [
@@ -300,7 +298,9 @@ export function limitsRequestPage(middleware: ListingLimitsMiddleware, options?:
     ),
   );
   const title = 'Ask for extended limits';
-  router.get('/', (req, res) => sendPage(res, 200, title, requestForm(req, rows, {}, {}, csrf(req, res)), req));
+  const formPage = (req: Request, res: Response, status: number, form: Form = {}, errors: Errors = {}) =>
+    sendPage(res, status, title, requestForm(req, rows, form, errors, cookies.csrf(req, res)), req);
+  router.get('/', (req, res) => formPage(req, res, 200));
   router.post(
     '/',
     handle(async (req, res) => {
@@ -309,7 +309,7 @@ export function limitsRequestPage(middleware: ListingLimitsMiddleware, options?:
       for (const name of FIELDS) form[name] = field(req.body, name);
       rows.forEach((_row, i) => (form[`limit_${i}`] = field(req.body, `limit_${i}`)));
       const { errors, input } = validate(form, field(req.body, 'token'), rows);
-      if (!input) return sendPage(res, 400, title, requestForm(req, rows, form, errors, csrf(req, res)), req);
+      if (!input) return formPage(req, res, 400, form, errors);
       let filed: GrantRequest;
       try {
         // An address that is none (a header a proxy passed on) is no network.
@@ -324,8 +324,7 @@ export function limitsRequestPage(middleware: ListingLimitsMiddleware, options?:
           return sendPage(res, 429, title, many, req);
         }
         // E.g. a multiplier beyond what sliding windows keep.
-        const refused = refusal(error);
-        return sendPage(res, 400, title, requestForm(req, rows, form, refused, csrf(req, res)), req);
+        return formPage(req, res, 400, form, refusal(error));
       }
       res.redirect(303, `${req.baseUrl}/status?id=${encodeURIComponent(filed.id)}&filed=1`);
     }),

@@ -1,9 +1,10 @@
 // Cookies of a page: its form session, the operator's login session, and CSRF tokens derived from the session in use.
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import type { CookieOptions, Request, RequestHandler, Response } from 'express';
+import { type Html, markup } from './html.js';
 import { cookieParser, doubleCsrf } from './peers.cjs';
 
-export const CSRF_FIELD = '_csrf';
+const CSRF_FIELD = '_csrf';
 /** How far ahead of this instance's clock another instance may have issued a login. */
 const CLOCK_SKEW_MS = 60_000;
 const ID = /^[\w-]{22}$/;
@@ -22,15 +23,7 @@ export interface LoginSession {
 /** Whether a signed login within its lifetime is still in force: not ended, nor of another token or epoch. */
 type InForce = (login: LoginSession) => boolean | Promise<boolean>;
 
-export interface Sessions {
-  readonly start: RequestHandler[];
-  token(req: Request, res: Response): string;
-  valid(req: Request): boolean;
-  login(req: Request): LoginSession | undefined;
-  /** A new id: the tokens of the page before are no good after it. */
-  logIn(req: Request, res: Response, bound: string): void;
-  logOut(req: Request, res: Response): void;
-}
+export type Sessions = ReturnType<typeof sessions>;
 
 /** In constant time, of their hashes, so that lengths tell nothing either. */
 export function sameToken(given: string, expected: string): boolean {
@@ -43,24 +36,19 @@ function cookieOptions(req: Request, maxAge?: number): CookieOptions {
   return { httpOnly: true, sameSite: 'strict', secure: req.secure, path: req.baseUrl || '/', maxAge };
 }
 
-interface Read {
-  readonly form: string;
-  readonly login: LoginSession | undefined;
-}
-
 /**
  * A form session for every browser and, with `lifetimeMs`, an operator's login session. A CSRF token is bound to the
  * login when there is one: a token of the login form, another login or another browser is no good for an action.
  */
-export function sessions(secret: string, name: string, lifetimeMs?: number, inForce?: InForce): Sessions {
+export function sessions(secret: string, name: string, lifetimeMs?: number, inForce?: InForce) {
   const FORM = `listing-limits.${name}-form`;
   const LOGIN = `listing-limits.${name}`;
-  const read = new WeakMap<Request, Read>();
+  const read = new WeakMap<Request, { form: string; login: LoginSession | undefined }>();
   const identity = (req: Request) => {
     const r = read.get(req);
     return r?.login ? `login:${r.login.id}` : `form:${r?.form ?? ''}`;
   };
-  const csrf = doubleCsrf({
+  const tokens = doubleCsrf({
     getSecret: () => secret,
     getSessionIdentifier: identity,
     cookieName: `listing-limits.${name}-csrf`,
@@ -101,10 +89,15 @@ export function sessions(secret: string, name: string, lifetimeMs?: number, inFo
   };
   return {
     start: [cookieParser(secret), start],
-    token: (req, res) => csrf.generateCsrfToken(req, res, { overwrite: false, cookieOptions: cookieOptions(req) }),
-    valid: (req) => csrf.validateRequest(req),
-    login: (req) => read.get(req)?.login,
-    logIn(req, res, bound) {
+    /** The hidden field of a form's CSRF token. */
+    csrf(req: Request, res: Response): Html {
+      const token = tokens.generateCsrfToken(req, res, { overwrite: false, cookieOptions: cookieOptions(req) });
+      return markup`<input type="hidden" name="${CSRF_FIELD}" value="${token}" />`;
+    },
+    valid: (req: Request) => tokens.validateRequest(req),
+    login: (req: Request) => read.get(req)?.login,
+    /** A new id: the tokens of the page before are no good after it. */
+    logIn(req: Request, res: Response, bound: string): void {
       if (lifetimeMs === undefined) throw new Error(`listing-limits.${name} has no login sessions`);
       const session: LoginSession = { id: randomBytes(16).toString('base64url'), issuedAt: Date.now(), bound };
       const value = `${session.id}.${session.issuedAt}.${bound}`;
@@ -112,7 +105,7 @@ export function sessions(secret: string, name: string, lifetimeMs?: number, inFo
       // The page this request may render is of the new session.
       read.set(req, { form: read.get(req)?.form ?? '', login: session });
     },
-    logOut(req, res) {
+    logOut(req: Request, res: Response): void {
       const { maxAge: _maxAge, ...options } = cookieOptions(req);
       res.clearCookie(LOGIN, options);
       read.set(req, { form: read.get(req)?.form ?? '', login: undefined });
