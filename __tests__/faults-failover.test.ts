@@ -26,7 +26,8 @@ import {
   startFaultInstances,
   until,
 } from './helpers/faults';
-import { compileLib, hitsRun, type Instance, stopInstances } from './helpers/store-processes';
+import { compiledLib } from './helpers/compiled';
+import { hitsRun, type Instance, stopInstances } from './helpers/store-processes';
 
 /**
  * The failover bounds docs/stores.md states, which the measures below must keep: a client gets at most one limit
@@ -139,18 +140,17 @@ async function converges(instances: readonly Instance[], token: string) {
 }
 
 describeIoredis('failovers under three app instances in processes of their own', () => {
-  let lib: ReturnType<typeof compileLib> | undefined;
+  let lib: string | undefined;
   beforeAll(() => {
-    lib = compileLib('faults-failover');
+    lib = compiledLib();
   }, 120_000);
-  afterAll(() => lib?.remove());
 
   describe('Sentinel: the master killed while its replica was behind it', () => {
     let group: RedisSentinels;
     let instances: Instance[] = [];
     beforeAll(async () => {
       group = await RedisSentinels.start(1000);
-      instances = await startFaultInstances(lib!.dir, 'ioredis-sentinel', group.urls, 'sentinel');
+      instances = await startFaultInstances(lib!, 'ioredis-sentinel', group.urls, 'sentinel');
     }, 60_000);
     afterAll(async () => {
       await stopInstances(instances);
@@ -242,7 +242,7 @@ describeIoredis('failovers under three app instances in processes of their own',
     beforeAll(async () => {
       cluster = await RedisCluster.start(3, { replicas: 1, nodeTimeoutMs: 1000, fullCoverage: false });
       const nodes = cluster.servers.map((s) => s.url).join(',');
-      instances = await startFaultInstances(lib!.dir, 'ioredis-cluster', nodes, 'cluster');
+      instances = await startFaultInstances(lib!, 'ioredis-cluster', nodes, 'cluster');
       reader = await cluster.client();
     }, 90_000);
     afterAll(async () => {

@@ -26,7 +26,8 @@ import {
   startFaultInstances,
   until,
 } from './helpers/faults';
-import { compileLib, hitsRun, type Instance, stopInstances } from './helpers/store-processes';
+import { compiledLib } from './helpers/compiled';
+import { hitsRun, type Instance, stopInstances } from './helpers/store-processes';
 
 /** How long a fault of a scenario with a "during" lasts at least: every call's bound, and then some. */
 const FAULT_MS = 3000;
@@ -41,12 +42,12 @@ interface Fault {
 }
 
 describeRedisServer('faults of one Redis under three app instances in processes of their own', () => {
-  let lib: ReturnType<typeof compileLib> | undefined;
+  let lib: string | undefined;
   let server: RedisServer;
   let admin: Redis;
   let instances: Instance[] = [];
   beforeAll(async () => {
-    lib = compileLib('faults-redis');
+    lib = compiledLib();
     server = await RedisServer.start();
     admin = await ioredisClient(server.url);
   }, 120_000);
@@ -58,11 +59,10 @@ describeRedisServer('faults of one Redis under three app instances in processes 
   afterAll(async () => {
     admin?.disconnect();
     await server?.close();
-    lib?.remove();
   });
 
   const start = async (name: string) => {
-    instances = await startFaultInstances(lib!.dir, 'ioredis', server.url, `faults-${name}`);
+    instances = await startFaultInstances(lib!, 'ioredis', server.url, `faults-${name}`);
     return instances as [Instance, Instance, Instance];
   };
   const keyOf = (name: string, token: string) => `faults-${name}:GET ${PATH}:${tokenKey(token)}`;

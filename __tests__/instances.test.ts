@@ -1,9 +1,9 @@
 // Two app instances in separate Node processes sharing one Redis: shared counters, an outage mid-traffic, recovery.
-import { type ChildProcessWithoutNullStreams, execFileSync, spawn } from 'node:child_process';
-import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { type ChildProcessWithoutNullStreams, spawn } from 'node:child_process';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import request from 'supertest';
+import { compiledLib } from './helpers/compiled';
 import { describeRedisServer, RedisCluster, RedisServer } from './helpers/redis';
 import { withClients } from './helpers/redis-env';
 
@@ -91,13 +91,8 @@ describeRedisServer('two app instances in separate processes, sharing one Redis'
   };
 
   beforeAll(async () => {
-    // The instances load lib/ compiled to CommonJS, inside the project so that it resolves the project's packages.
-    mkdirSync(join(root, '.pack-test'), { recursive: true });
-    lib = mkdtempSync(join(root, '.pack-test', 'instances-'));
-    const tsc = require.resolve('typescript/bin/tsc');
-    execFileSync(process.execPath, [tsc, '-p', 'tsconfig.build.json', '--outDir', lib, '--declaration', 'false'], {
-      cwd: root,
-    });
+    // The instances load lib/ compiled to CommonJS.
+    lib = compiledLib();
     redis = await RedisServer.start();
   }, 60_000);
 
@@ -111,7 +106,6 @@ describeRedisServer('two app instances in separate processes, sharing one Redis'
     );
     instances = [];
     await redis?.close();
-    if (lib) rmSync(lib, { recursive: true, force: true });
   });
 
   /** `count` requests sent at once, alternating between the two instances of `pair`; their statuses. */

@@ -1,10 +1,10 @@
 // The pages of app instances in separate processes on one Redis: limiters by network, logins the server ends.
-import { type ChildProcessWithoutNullStreams, execFileSync, spawn } from 'node:child_process';
-import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { type ChildProcessWithoutNullStreams, spawn } from 'node:child_process';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import Redis from 'ioredis';
 import request from 'supertest';
+import { compiledLib } from './helpers/compiled';
 import { cookiesOf, csrfOf, valid } from './helpers/pages';
 import { describeRedisServer, RedisServer, scanKeys } from './helpers/redis';
 
@@ -53,13 +53,8 @@ describeRedisServer('the pages of two instances in two processes, on one Redis',
   let n = 0;
 
   beforeAll(async () => {
-    // The instances load lib/ compiled to CommonJS, inside the project so that it resolves the project's packages.
-    mkdirSync(join(root, '.pack-test'), { recursive: true });
-    lib = mkdtempSync(join(root, '.pack-test', 'pages-instances-'));
-    const tsc = require.resolve('typescript/bin/tsc');
-    execFileSync(process.execPath, [tsc, '-p', 'tsconfig.build.json', '--outDir', lib, '--declaration', 'false'], {
-      cwd: root,
-    });
+    // The instances load lib/ compiled to CommonJS.
+    lib = compiledLib();
     redis = await RedisServer.start();
     client = new Redis(redis.url);
   }, 120_000);
@@ -85,7 +80,6 @@ describeRedisServer('the pages of two instances in two processes, on one Redis',
   afterAll(async () => {
     client?.disconnect();
     await redis?.close();
-    if (lib) rmSync(lib, { recursive: true, force: true });
   });
 
   /** A browser's form on instance 0: its CSRF token and cookies, good on both instances, which share the secret. */

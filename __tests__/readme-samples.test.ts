@@ -2,13 +2,14 @@
 // with node16 and with bundler resolution, against the package's types, and each whole program runs from a file of
 // its own; JSON parses; HTTP is header fields; shell commands name npm scripts that exist, and `npm ci` installs a
 // clone.
-import { execFileSync, spawn } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { spawn } from 'node:child_process';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import type Redis from 'ioredis';
 import ts from 'typescript';
 import { createExampleApp } from '../example-server/app';
+import { type Compiled, compile } from './helpers/compiled';
 import { entryPoints, type Fence, fences, manual, root } from './helpers/manual';
 import { ioredisClient, RedisServer, scanKeys } from './helpers/redis';
 import { inCI, serverMissing, withClients } from './helpers/redis-env';
@@ -338,22 +339,17 @@ describe('samples run as programs', () => {
     ).toEqual([['docs/stores.md', ['pool']]]);
   });
 
+  let compiled: Compiled | undefined;
   let dir: string;
   let built: string;
   let redisServer: RedisServer | undefined;
   let redis: Redis | undefined;
   let api: Served;
   beforeAll(async () => {
-    mkdirSync(join(root, '.pack-test'), { recursive: true });
-    dir = mkdtempSync(join(root, '.pack-test', 'samples-'));
-    built = join(dir, 'build');
     // The package and the example server, compiled as the repository builds them.
-    const tsc = require.resolve('typescript/bin/tsc');
-    execFileSync(
-      process.execPath,
-      [tsc, '-p', 'example-server/tsconfig.json', '--outDir', built, '--declaration', 'false'],
-      { cwd: root },
-    );
+    compiled = compile('samples', { esm: false });
+    dir = compiled.scratch;
+    built = compiled.cjs;
     if (!serverMissing || inCI) {
       redisServer = await RedisServer.start();
       redis = await ioredisClient(redisServer.url);
@@ -368,7 +364,7 @@ describe('samples run as programs', () => {
   afterAll(async () => {
     redis?.disconnect();
     await redisServer?.close();
-    if (dir) rmSync(dir, { recursive: true, force: true });
+    compiled?.remove();
   });
 
   /** The sample as the file a user would run: TypeScript compiled to an ES module, the package's names resolved. */

@@ -6,11 +6,11 @@ import { tokenKey } from '../lib/contract/keys';
 import { PROBE_EVERY_MS } from '../lib/stores/waiting';
 import { describeRedisServer, ioredisClient, RedisServer } from './helpers/redis';
 import { type ClientPackage, withClients } from './helpers/redis-env';
+import { compiledLib } from './helpers/compiled';
 import {
   burst,
   call,
   type ClientKind,
-  compileLib,
   get,
   hitsRun,
   type Instance,
@@ -50,25 +50,24 @@ const kinds = withClients<[string, ClientKind & ClientPackage]>(
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 describeRedisServer('one redis-server, two app instances in separate processes', () => {
-  let lib: ReturnType<typeof compileLib> | undefined;
+  let lib: string | undefined;
   let redis: RedisServer;
   let inspect: Redis; // reads what the server counted, as an operator would
   beforeAll(async () => {
-    lib = compileLib('clients');
+    lib = compiledLib();
     redis = await RedisServer.start();
     inspect = await ioredisClient(redis.url);
   }, 60_000);
   afterAll(async () => {
     inspect?.disconnect();
     await redis?.close();
-    lib?.remove();
   });
 
   describe.each(kinds)('through %s', (_name, kind) => {
     const prefix = `clients-${kind}`;
     let pair: Instance[] = [];
     beforeAll(async () => {
-      pair = await Promise.all([0, 1].map(() => startInstance(lib!.dir, kind, redis.url, prefix, options)));
+      pair = await Promise.all([0, 1].map(() => startInstance(lib!, kind, redis.url, prefix, options)));
     }, 30_000);
     afterAll(async () => {
       await stopInstances(pair);

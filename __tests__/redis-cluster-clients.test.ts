@@ -4,11 +4,11 @@ import Redis from 'ioredis';
 import { tokenKey } from '../lib/contract/keys';
 import { describeRedisServer, RedisCluster, scanKeys } from './helpers/redis';
 import { type ClientPackage, withClients } from './helpers/redis-env';
+import { compiledLib } from './helpers/compiled';
 import {
   burst,
   call,
   type ClientKind,
-  compileLib,
   hitsRun,
   type Instance,
   type InstanceOptions,
@@ -39,18 +39,17 @@ const kinds = withClients<[string, ClientKind, ClientPackage]>(
 );
 
 describeRedisServer('a Redis Cluster of three masters, two app instances in separate processes', () => {
-  let lib: ReturnType<typeof compileLib> | undefined;
+  let lib: string | undefined;
   let cluster: RedisCluster;
   let masters: Redis[] = []; // one connection per master, to read what each counted
   beforeAll(async () => {
-    lib = compileLib('cluster-clients');
+    lib = compiledLib();
     cluster = await RedisCluster.start(3);
     masters = cluster.servers.map((s) => new Redis(s.url));
   }, 60_000);
   afterAll(async () => {
     for (const master of masters) master.disconnect();
     await cluster?.close();
-    lib?.remove();
   });
 
   /** Hits counted on fixed windows by every master (their INCRs), summed. */
@@ -61,7 +60,7 @@ describeRedisServer('a Redis Cluster of three masters, two app instances in sepa
     let pair: Instance[] = [];
     beforeAll(async () => {
       const nodes = cluster.servers.map((s) => s.url).join(',');
-      pair = await Promise.all([0, 1].map(() => startInstance(lib!.dir, kind, nodes, prefix, options)));
+      pair = await Promise.all([0, 1].map(() => startInstance(lib!, kind, nodes, prefix, options)));
     }, 30_000);
     afterAll(async () => {
       await stopInstances(pair);

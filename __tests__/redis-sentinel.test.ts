@@ -3,10 +3,10 @@
 import { tokenKey } from '../lib/contract/keys';
 import { describeRedisServer, ioredisClient, RedisSentinels } from './helpers/redis';
 import { withClients } from './helpers/redis-env';
+import { compiledLib } from './helpers/compiled';
 import {
   burst,
   call,
-  compileLib,
   hitsRun,
   type Instance,
   type InstanceOptions,
@@ -34,21 +34,20 @@ const describeSentinel =
   withClients(['ioredis'] as const, (kind) => kind).length > 0 ? describeRedisServer : describe.skip;
 
 describeSentinel('Redis Sentinel: a master, a replica and three sentinels, two app instances through ioredis', () => {
-  let lib: ReturnType<typeof compileLib> | undefined;
+  let lib: string | undefined;
   let group: RedisSentinels;
   let pair: Instance[] = [];
   beforeAll(async () => {
-    lib = compileLib('sentinel');
+    lib = compiledLib();
     group = await RedisSentinels.start(1000);
     pair = await Promise.all(
-      [0, 1].map(() => startInstance(lib!.dir, 'ioredis-sentinel', group.urls, 'sentinel', options)),
+      [0, 1].map(() => startInstance(lib!, 'ioredis-sentinel', group.urls, 'sentinel', options)),
     );
   }, 60_000);
   afterAll(async () => {
     await stopInstances(pair);
     for (const instance of pair) expect(instance.stderr()).toBe('');
     await group?.close();
-    lib?.remove();
   });
 
   const keyOf = (token: string) => `sentinel:GET /fixed/v1/things:${tokenKey(token)}`;

@@ -1,10 +1,10 @@
 // Bans and grants over one Redis, with app instances in separate processes: one record everywhere, and Redis losing it.
-import { type ChildProcessWithoutNullStreams, execFileSync, spawn } from 'node:child_process';
-import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { type ChildProcessWithoutNullStreams, spawn } from 'node:child_process';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import type Redis from 'ioredis';
 import { tokenKey } from '../lib/contract/keys';
+import { compiledLib } from './helpers/compiled';
 import { describeRedisServer, ioredisClient, RedisServer } from './helpers/redis';
 
 const root = join(__dirname, '..');
@@ -86,12 +86,8 @@ describeRedisServer('bans and grants, two app instances in separate processes on
   };
 
   beforeAll(async () => {
-    mkdirSync(join(root, '.pack-test'), { recursive: true });
-    lib = mkdtempSync(join(root, '.pack-test', 'runtime-'));
-    const tsc = require.resolve('typescript/bin/tsc');
-    execFileSync(process.execPath, [tsc, '-p', 'tsconfig.build.json', '--outDir', lib, '--declaration', 'false'], {
-      cwd: root,
-    });
+    // The instances load lib/ compiled to CommonJS.
+    lib = compiledLib();
     redis = await RedisServer.start();
     admin = await ioredisClient(redis.url);
   }, 60_000);
@@ -114,7 +110,6 @@ describeRedisServer('bans and grants, two app instances in separate processes on
   afterAll(async () => {
     admin?.disconnect();
     await redis?.close();
-    if (lib) rmSync(lib, { recursive: true, force: true });
   });
 
   it("a rule's ban decided by A is listed by B, lifted by unban() on B, and A serves the client within 1 s", async () => {

@@ -321,6 +321,8 @@ describe.each(pairCases)('$name', (pairs) => {
       const onChange = (event: ChangeEvent, req: unknown) => void changes.push([event, req !== undefined]);
       const [a, b] = make({ ban, onChange });
       await banByRule(a, 'Bot cheater');
+      // The rule's ban is told once stored, after the refusal that made it: then the operator's changes.
+      await eventually(async () => expect(changes).toHaveLength(1));
       jest.setSystemTime(T0 + 1000);
       await limiter(a).ban({ ip: '203.0.113.7' }, { duration: 60_000, reason: 'scraping' });
       jest.setSystemTime(T0 + 2000);

@@ -1,10 +1,10 @@
 // verifyContract in real time against an API in another process: a table of 1-2 s windows checked in about one window.
-import { type ChildProcessWithoutNullStreams, execFileSync, spawn } from 'node:child_process';
-import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { type ChildProcessWithoutNullStreams, spawn } from 'node:child_process';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import type { EndpointRow, WindowKind } from '../lib';
 import { planVerification, type VerifyEvent, type VerifyReport, verifyContract } from '../lib/verify';
+import { compiledLib } from './helpers/compiled';
 
 const root = join(__dirname, '..');
 
@@ -52,13 +52,8 @@ let lib: string;
 const apis: Api[] = [];
 
 beforeAll(() => {
-  // The API loads lib/ compiled to CommonJS, inside the project so that it resolves the project's packages.
-  mkdirSync(join(root, '.pack-test'), { recursive: true });
-  lib = mkdtempSync(join(root, '.pack-test', 'verify-'));
-  const tsc = require.resolve('typescript/bin/tsc');
-  execFileSync(process.execPath, [tsc, '-p', 'tsconfig.build.json', '--outDir', lib, '--declaration', 'false'], {
-    cwd: root,
-  });
+  // The API loads lib/ compiled to CommonJS.
+  lib = compiledLib();
 }, 120_000);
 
 afterEach(async () => {
@@ -69,10 +64,6 @@ afterEach(async () => {
       return exited;
     }),
   );
-});
-
-afterAll(() => {
-  if (lib) rmSync(lib, { recursive: true, force: true });
 });
 
 async function startApi(settings: Settings): Promise<Api> {

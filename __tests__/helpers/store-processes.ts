@@ -1,6 +1,5 @@
 // App instances in processes of their own (store-instance.js), through any Redis client kind, and what they answer.
-import { type ChildProcessWithoutNullStreams, execFileSync, spawn } from 'node:child_process';
-import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { type ChildProcessWithoutNullStreams, spawn } from 'node:child_process';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import type Redis from 'ioredis';
@@ -32,17 +31,6 @@ export interface Instance {
   /** The codes of the errors its onError was told, in order. */
   readonly errors: string[];
   stderr(): string;
-}
-
-/** lib/ compiled to CommonJS, inside the project so that it resolves the project's packages: once per test file. */
-export function compileLib(name: string): { readonly dir: string; remove(): void } {
-  mkdirSync(join(root, '.pack-test'), { recursive: true });
-  const dir = mkdtempSync(join(root, '.pack-test', `${name}-`));
-  const tsc = require.resolve('typescript/bin/tsc');
-  execFileSync(process.execPath, [tsc, '-p', 'tsconfig.build.json', '--outDir', dir, '--declaration', 'false'], {
-    cwd: root,
-  });
-  return { dir, remove: () => rmSync(dir, { recursive: true, force: true }) };
 }
 
 /**
