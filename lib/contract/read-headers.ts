@@ -271,11 +271,6 @@ export function readFields(headers: Headers, now: number): Fields {
 /** The dialects in the order the client trusts them: the IETF lists, then those that tell one limit. */
 const trusted: readonly Dialect[] = ['ietf', 'draft-7', 'draft-6', 'x-ratelimit'];
 
-function followed(state: State): { remaining: number; resetMs: number } | undefined {
-  const reset = state.resets[0];
-  return state.remaining && reset ? { remaining: state.remaining.value, resetMs: reset.value } : undefined;
-}
-
 /** Every limit an answer reports, in the first dialect of `trusted` that tells one; undefined without any field. */
 export function readServerLimits(headers: Headers, now: number): readonly ServerLimit[] | undefined {
   const { present, policies, states } = readFields(headers, now);
@@ -285,9 +280,9 @@ export function readServerLimits(headers: Headers, now: number): readonly Server
   for (const dialect of trusted) {
     const limits: ServerLimit[] = [];
     for (const state of states.filter((s) => s.dialect === dialect)) {
-      const read = followed(state);
-      if (!read) continue;
-      let { resetMs } = read;
+      const reset = state.resets[0];
+      if (!state.remaining || !reset) continue;
+      let resetMs = reset.value;
       let policy: Policy | undefined;
       if (dialect === 'ietf') {
         policy = policies.find((p) => p.dialect === 'ietf' && p.name === state.name);
@@ -301,7 +296,7 @@ export function readServerLimits(headers: Headers, now: number): readonly Server
       limits.push({
         limit: state.quota?.value ?? policy?.quota?.value,
         windowMs: policy?.window?.value,
-        remaining: read.remaining,
+        remaining: state.remaining.value,
         resetMs,
       });
     }
