@@ -9,12 +9,14 @@ export const headerSyntaxes = ['draft-7', 'draft-8', 'draft-10'] as const;
 /** The draft `RateLimit` and `RateLimit-Policy` follow; drafts 7 and 8 as express-rate-limit writes them. */
 export type HeaderSyntax = (typeof headerSyntaxes)[number];
 
-/** A limit's header strings in each syntax, computed once when the middleware is created. */
-export interface HeaderTemplate {
+/** A policy's member of `RateLimit-Policy`, and the start of its member of `RateLimit`, before the requests left. */
+interface PolicyStrings {
   readonly policy: string;
-  readonly ratelimitPrefix: string;
-  readonly draft7: { readonly policy: string; readonly prefix: string };
-  readonly draft8: { readonly policy: string; readonly prefix: string };
+  readonly prefix: string;
+}
+
+/** A limit's header strings in each syntax, computed once when the middleware is created. */
+export interface HeaderTemplate extends Readonly<Record<HeaderSyntax, PolicyStrings>> {
   readonly limit: string;
   readonly bucket: string;
 }
@@ -28,10 +30,9 @@ export function headerTemplate(name: string, limit: number, windowMs: number): H
   const quoted = sfString(name);
   const w = windowMs / 1000;
   return {
-    policy: `${quoted};q=${limit};w=${w}`,
-    ratelimitPrefix: `${quoted};r=`,
-    draft7: { policy: `${limit};w=${w}`, prefix: `limit=${limit}, remaining=` },
-    draft8: { policy: `${quoted}; q=${limit}; w=${w}; pk=:`, prefix: `${quoted}; r=` },
+    'draft-10': { policy: `${quoted};q=${limit};w=${w}`, prefix: `${quoted};r=` },
+    'draft-8': { policy: `${quoted}; q=${limit}; w=${w}; pk=:`, prefix: `${quoted}; r=` },
+    'draft-7': { policy: `${limit};w=${w}`, prefix: `limit=${limit}, remaining=` },
     limit: String(limit),
     bucket: name,
   };
@@ -62,38 +63,6 @@ export function retryAfterSeconds(msBeforeNext: number): number {
   return Math.max(secondsUntil(msBeforeNext), 1);
 }
 
-interface Syntax {
-  policy(template: HeaderTemplate, key: string): string;
-  item(template: HeaderTemplate, remaining: number, seconds: number): string;
-  /** Whether `RateLimit` is a list of every policy (drafts 8 and 10), or shows one, the most restrictive (draft 7). */
-  readonly list: boolean;
-}
-
-function syntaxOf(syntax: HeaderSyntax): Syntax {
-  switch (syntax) {
-    case 'draft-10':
-      return {
-        policy: (t) => t.policy,
-        item: (t, remaining, seconds) => `${t.ratelimitPrefix}${remaining};t=${seconds}`,
-        list: true,
-      };
-    case 'draft-8': {
-      const pk = remembered(partitionKey);
-      return {
-        policy: (t, key) => `${t.draft8.policy}${pk(key)}:`,
-        item: (t, remaining, seconds) => `${t.draft8.prefix}${remaining}; t=${seconds}`,
-        list: true,
-      };
-    }
-    case 'draft-7':
-      return {
-        policy: (t) => t.draft7.policy,
-        item: (t, remaining, seconds) => `${t.draft7.prefix}${remaining}, reset=${seconds}`,
-        list: false,
-      };
-  }
-}
-
 /** Sets a counted response's headers; returns the ms until the reset shown, which `Retry-After` must not precede. */
 type SetHeaders = (
   res: ServerResponse,
@@ -120,11 +89,14 @@ interface HeaderWriter {
 // Another limiter's fields on the response stay: policies are appended; the legacy fields (and draft 7's `RateLimit`)
 // show the most restrictive (fewest remaining, then the latest reset).
 export function headerWriter(syntax: HeaderSyntax): HeaderWriter {
-  const { policy: policyOf, item: itemOf, list } = syntaxOf(syntax);
+  const list = syntax !== 'draft-7';
+  const resetKey = syntax === 'draft-10' ? ';t=' : syntax === 'draft-8' ? '; t=' : ', reset=';
+  const pk = syntax === 'draft-8' ? remembered(partitionKey) : undefined;
   const one: SetHeaders = (res, template, remaining, msBeforeNext, now, key) => {
     const ms = Math.max(msBeforeNext, 0);
-    const item = itemOf(template, remaining, secondsUntil(ms));
-    const policy = policyOf(template, key);
+    const strings = template[syntax];
+    const item = `${strings.prefix}${remaining}${resetKey}${secondsUntil(ms)}`;
+    const policy = pk ? `${strings.policy}${pk(key)}:` : strings.policy;
     const policies = res.getHeader('RateLimit-Policy');
     if (policies === undefined) {
       res.setHeader('RateLimit-Policy', policy);

@@ -21,14 +21,12 @@ export function tokenEnd(authorization: string): string {
 export function ipKey(ip: string | undefined, ipv6Subnet: number | false): string {
   if (!ip) return 'ip:unknown';
   if (!ip.includes(':')) return `ip:${canonicalIPv4(ip)}`;
-  let address: ipaddr.IPv4 | ipaddr.IPv6;
+  let v6: ipaddr.IPv6;
   try {
-    address = ipaddr.parse(ip);
+    v6 = ipaddr.IPv6.parse(ip);
   } catch {
     return `ip:${ip}`;
   }
-  if (address.kind() === 'ipv4') return `ip:${address.toString()}`;
-  const v6 = address as ipaddr.IPv6;
   if (v6.isIPv4MappedAddress()) return `ip:${v6.toIPv4Address().toString()}`;
   const bytes = v6.toByteArray();
   if (ipv6Subnet === false || ipv6Subnet === 128) return `ip:${ipaddr.fromByteArray(bytes).toString()}`;

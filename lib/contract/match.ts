@@ -20,12 +20,6 @@ interface MethodIndex<T> {
   readonly others: Candidate<T>[];
 }
 
-interface Route<T> {
-  readonly method: string;
-  readonly path: string;
-  readonly value: T;
-}
-
 /** Marks a parameter segment; no request path contains it, since a URL cannot carry a NUL byte. */
 const PARAM = '\0';
 const SPELLED_PARAM = `/${PARAM}`;
@@ -97,7 +91,9 @@ function spelled(lower: string, isParam: readonly boolean[]): string {
 
 // One lookup that tests only the rows that could match; the first in table order wins, and HEAD finds GET rows, as
 // Express serves it.
-export function compileMatcher<T>(routes: readonly Route<T>[]): (method: string, path: string) => T | undefined {
+export function compileMatcher<T>(
+  routes: readonly { readonly method: string; readonly path: string; readonly value: T }[],
+): (method: string, path: string) => T | undefined {
   const byMethod = new Map<string, MethodIndex<T>>();
   routes.forEach((route, order) => {
     const index = getOrAdd(byMethod, route.method, (): MethodIndex<T> => ({

@@ -96,6 +96,15 @@ function nameOf(value: BareItem): string | undefined {
   return value instanceof Token ? value.toString() : undefined;
 }
 
+/** What `parse` reads of `text`; undefined where `text` is not a Structured Field of its kind. */
+function parsed<T>(parse: (text: string) => T, text: string): T | undefined {
+  try {
+    return parse(text);
+  } catch {
+    return undefined;
+  }
+}
+
 const sentence = (n: number) => new Intl.NumberFormat('en').format(n);
 const COUNT = `not a whole number of requests from 0 to ${sentence(MAX_SERVER_LIMIT)}`;
 const DURATION = 'not a number of seconds from 0 to a year';
@@ -151,10 +160,12 @@ class Reader {
     return this.skip(field, text, decimals ? DURATION : COUNT);
   }
 
-  reset(field: string): Told | undefined {
+  /** Seconds until the reset; past a year, where `unix`, its Unix time. */
+  reset(field: string, unix = true): Told | undefined {
     const seconds = this.number(field, true);
-    if (seconds === undefined) return undefined;
-    if (seconds <= UNIX_AFTER_SECONDS) return this.seconds(seconds, 0, field, undefined, String(seconds));
+    if (seconds === undefined || !unix || seconds <= UNIX_AFTER_SECONDS) {
+      return this.seconds(seconds, 0, field, undefined, String(seconds));
+    }
     const unixMs = seconds * 1000;
     const ms = untilMs(unixMs, this.date, this.now);
     if (ms === undefined)
@@ -163,13 +174,8 @@ class Reader {
   }
 
   list(text: string): Item[] | undefined {
-    try {
-      return parseList(text)
-        .filter((member): member is Item => !isInnerList(member))
-        .slice(0, MAX_POLICIES);
-    } catch {
-      return undefined;
-    }
+    const members = parsed(parseList, text);
+    return members?.filter((member): member is Item => !isInnerList(member)).slice(0, MAX_POLICIES);
   }
 
   readPolicies(): void {
@@ -212,12 +218,7 @@ class Reader {
       }
       return;
     }
-    let members: ReturnType<typeof parseDictionary> | undefined;
-    try {
-      members = parseDictionary(text);
-    } catch {
-      members = undefined;
-    }
+    const members = parsed(parseDictionary, text);
     const get = (key: string) => {
       const member = members?.get(key);
       return member === undefined || isInnerList(member) ? undefined : member[0];
@@ -236,15 +237,15 @@ class Reader {
     });
   }
 
-  readSingle(dialect: Dialect, limit: string, remaining: string, resets: readonly Told[]): void {
+  readSingle(dialect: Dialect, limit: string, remaining: string, resets: readonly (Told | undefined)[]): void {
     const quota = this.number(limit, false);
     const left = this.number(remaining, false);
     this.states.push({
       dialect,
       name: undefined,
-      quota: quota === undefined ? undefined : this.count(quota, 1, limit, undefined, String(quota)),
-      remaining: left === undefined ? undefined : this.count(left, 0, remaining, undefined, String(left)),
-      resets,
+      quota: this.count(quota, 1, limit, undefined, String(quota)),
+      remaining: this.count(left, 0, remaining, undefined, String(left)),
+      resets: resets.filter((told) => told !== undefined),
     });
   }
 
@@ -252,15 +253,10 @@ class Reader {
     this.readPolicies();
     this.readRateLimit();
     if (DRAFT_6_FIELDS.some((name) => this.headers.has(name))) {
-      const reset = this.reset('RateLimit-Reset');
-      this.readSingle('draft-6', 'RateLimit-Limit', 'RateLimit-Remaining', reset ? [reset] : []);
+      this.readSingle('draft-6', 'RateLimit-Limit', 'RateLimit-Remaining', [this.reset('RateLimit-Reset')]);
     }
     if (this.present.some((field) => field.startsWith('X-'))) {
-      const after = this.number('X-RateLimit-Reset-After', true);
-      const resets = [
-        after === undefined ? undefined : this.seconds(after, 0, 'X-RateLimit-Reset-After', undefined, String(after)),
-        this.reset('X-RateLimit-Reset'),
-      ].filter((told): told is Told => told !== undefined);
+      const resets = [this.reset('X-RateLimit-Reset-After', false), this.reset('X-RateLimit-Reset')];
       this.readSingle('x-ratelimit', 'X-RateLimit-Limit', 'X-RateLimit-Remaining', resets);
     }
     return { present: this.present, policies: this.policies, states: this.states, skipped: this.skipped };
@@ -275,11 +271,6 @@ export function readFields(headers: Headers, now: number): Fields {
 /** The dialects in the order the client trusts them: the IETF lists, then those that tell one limit. */
 const trusted: readonly Dialect[] = ['ietf', 'draft-7', 'draft-6', 'x-ratelimit'];
 
-function followed(state: State): { remaining: number; resetMs: number } | undefined {
-  const reset = state.resets[0];
-  return state.remaining && reset ? { remaining: state.remaining.value, resetMs: reset.value } : undefined;
-}
-
 /** Every limit an answer reports, in the first dialect of `trusted` that tells one; undefined without any field. */
 export function readServerLimits(headers: Headers, now: number): readonly ServerLimit[] | undefined {
   const { present, policies, states } = readFields(headers, now);
@@ -289,9 +280,9 @@ export function readServerLimits(headers: Headers, now: number): readonly Server
   for (const dialect of trusted) {
     const limits: ServerLimit[] = [];
     for (const state of states.filter((s) => s.dialect === dialect)) {
-      const read = followed(state);
-      if (!read) continue;
-      let { resetMs } = read;
+      const reset = state.resets[0];
+      if (!state.remaining || !reset) continue;
+      let resetMs = reset.value;
       let policy: Policy | undefined;
       if (dialect === 'ietf') {
         policy = policies.find((p) => p.dialect === 'ietf' && p.name === state.name);
@@ -305,7 +296,7 @@ export function readServerLimits(headers: Headers, now: number): readonly Server
       limits.push({
         limit: state.quota?.value ?? policy?.quota?.value,
         windowMs: policy?.window?.value,
-        remaining: read.remaining,
+        remaining: state.remaining.value,
         resetMs,
       });
     }

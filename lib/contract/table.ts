@@ -14,37 +14,29 @@ export function rowShape(row: Pick<EndpointRow, 'method' | 'path'>): string {
 }
 
 export function checkRow(check: Checker, row: unknown, at: string): EndpointRow {
+  const fail: (field: string, message: string) => never = (field, message) =>
+    check.fail('ERR_INVALID_ROW', `${at}${field}`, message);
   if (typeof row !== 'object' || row === null || Array.isArray(row)) {
-    check.fail('ERR_INVALID_ROW', at, `must be an object { method, path, limit, windowMs }; got ${show(row)}.`);
+    fail('', `must be an object { method, path, limit, windowMs }; got ${show(row)}.`);
   }
   check.unknownKeys(row, rowFields, (key) => `${at}.${key}`, 'a row field');
   const { method, path, limit, windowMs } = row as Record<string, unknown>;
   if (typeof method !== 'string' || !METHODS.includes(method)) {
-    check.fail(
-      'ERR_INVALID_ROW',
-      `${at}.method`,
-      `must be an upper-case HTTP method such as "GET"; got ${show(method)}.`,
-    );
+    fail('.method', `must be an upper-case HTTP method such as "GET"; got ${show(method)}.`);
   }
-  if (method === 'HEAD')
-    check.fail('ERR_INVALID_ROW', `${at}.method`, 'cannot be "HEAD": HEAD requests are counted on the GET row.');
+  if (method === 'HEAD') fail('.method', 'cannot be "HEAD": HEAD requests are counted on the GET row.');
   if (typeof path !== 'string' || !/^\/[\x20-\x7e]*$/.test(path)) {
-    check.fail(
-      'ERR_INVALID_ROW',
-      `${at}.path`,
-      `must be a path of printable ASCII starting with "/"; got ${show(path)}.`,
-    );
+    fail('.path', `must be a path of printable ASCII starting with "/"; got ${show(path)}.`);
   }
   try {
     compilePath(path);
   } catch (error) {
-    check.fail('ERR_INVALID_ROW', `${at}.path`, `is not a valid path-to-regexp path: ${(error as Error).message}`);
+    fail('.path', `is not a valid path-to-regexp path: ${(error as Error).message}`);
   }
   const checked = check.count(limit, `${at}.limit`, 'ERR_INVALID_ROW');
   if (checked > LARGEST_FIELD_INTEGER) {
-    check.fail(
-      'ERR_INVALID_ROW',
-      `${at}.limit`,
+    fail(
+      '.limit',
       `must be at most ${LARGEST_FIELD_INTEGER}, the largest integer a header field carries (15 digits); ` +
         `got ${checked}.`,
     );

@@ -14,15 +14,7 @@ export function reporter(onError: OnError | undefined): OnError {
     const text = error instanceof Error ? error.message : String(error);
     process.emitWarning(`listing-limits: a hook failed: ${text}`, { code: 'LISTING_LIMITS_HOOK_ERROR' });
   };
-  if (!onError) return warn;
-  return (error, req) => {
-    try {
-      const result: unknown = onError(error, req);
-      if (isThenable(result)) result.then(undefined, warn);
-    } catch (failure) {
-      warn(failure);
-    }
-  };
+  return onError ? (error, req) => observe(onError, error, req, warn) : warn;
 }
 
 export type Warn = (code: ListingLimitsWarningCode, message: string) => void;
