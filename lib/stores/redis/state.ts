@@ -45,9 +45,11 @@ export function redisState(
   prefix: string,
   routes: ((redisKey: string) => string) | undefined,
 ): RuntimeState {
-  const keys = stateKeys(prefix);
-  const route = () => routes?.(keys.record) ?? '';
-  const clock = redisClock(redis, keys.record);
+  // The records' hash, its changes and ends, and the history: CHANGE_SCRIPT's keys, in its order.
+  const keys = ['record', 'changes', 'ends', 'history'].map((key) => `${prefix}:{runtime}:${key}`);
+  const [record, changes, , history] = keys as [string, string, string, string];
+  const route = () => routes?.(record) ?? '';
+  const clock = redisClock(redis, record);
   // The highest sequence number of the state this process has seen its changes take: a state found below it (its
   // epoch the same) is a copy behind it, even before any instance's read has passed that number.
   const seen: Seen = { epoch: undefined, seq: 0 };
@@ -63,10 +65,10 @@ export function redisState(
   return {
     change: (c) => changeState(redis, keys, requestKeys, clock, c).then(saw),
     follow: (apply, answered) =>
-      follower((known) => readState(redis, keys, known, seen), apply, answered && (() => answered(route()))),
-    history: () => redis.send(['LRANGE', keys.history, '0', '-1']) as Promise<string[]>,
+      follower((known) => readState(redis, record, changes, known, seen), apply, answered && (() => answered(route()))),
+    history: () => redis.send(['LRANGE', history, '0', '-1']) as Promise<string[]>,
     removeHistory: async (entry, applyBy) =>
-      Number(await clock.guarded(redis.scripts.removeHistory, [keys.history], applyBy, [entry])) > 0,
+      Number(await clock.guarded(redis.scripts.removeHistory, [history], applyBy, [entry])) > 0,
     requests: requestsOf(redis, requestKeys, clock),
   };
 }
@@ -108,23 +110,6 @@ function redisClock(redis: StateCommands, key: string) {
 }
 
 type Clock = ReturnType<typeof redisClock>;
-
-/** The runtime state's keys under the store's prefix, on one hash tag. */
-interface StateKeys {
-  readonly record: string;
-  readonly changes: string;
-  readonly ends: string;
-  readonly history: string;
-}
-
-function stateKeys(prefix: string): StateKeys {
-  return {
-    record: `${prefix}:{runtime}:record`,
-    changes: `${prefix}:{runtime}:changes`,
-    ends: `${prefix}:{runtime}:ends`,
-    history: `${prefix}:{runtime}:history`,
-  };
-}
 
 /** Where an instance's copy of the state stands: the epoch, sequence number and copy mark it last read. */
 type Position = { readonly epoch: string | undefined; readonly seq: number; readonly copy: string | undefined };
@@ -171,7 +156,7 @@ function putArgs({ id, value, expected, meta, now }: RequestPut): string[] {
 /** One change: by CHANGE_SCRIPT, or with a grant request's decision by the request script, in one step. */
 async function changeState(
   { scripts }: StateCommands,
-  { record, changes, ends, history }: StateKeys,
+  keys: string[],
   requestKeys: readonly string[],
   clock: Clock,
   c: StateChange,
@@ -180,11 +165,13 @@ async function changeState(
   const n = c.records.length;
   const { request } = c;
   if (!request) {
-    const answer = await clock.guarded(scripts.change, [record, changes, ends, history], c.applyBy, args);
+    const answer = await clock.guarded(scripts.change, keys, c.applyBy, args);
     return { records: changeResults(answer as unknown[], 0, n) };
   }
-  const keys = [...requestKeys, record, changes, ends, history];
-  const answer = await clock.guarded(scripts.changeRequests, keys, c.applyBy, [...putArgs(request), ...args]);
+  const answer = await clock.guarded(scripts.changeRequests, [...requestKeys, ...keys], c.applyBy, [
+    ...putArgs(request),
+    ...args,
+  ]);
   if (!Array.isArray(answer)) return { records: [], request: undefined };
   return { records: changeResults(answer, 1, n), request: String(answer[0]) };
 }
@@ -230,7 +217,8 @@ async function readWhole(
 /** What changed since `known`, in plain reads: nothing, the fields changed, or the whole hash. */
 async function readState(
   redis: StateCommands,
-  { record, changes }: StateKeys,
+  record: string,
+  changes: string,
   known: Position | undefined,
   seen: Seen,
 ): Promise<[StateUpdate, Position] | undefined> {
