@@ -1,6 +1,6 @@
 // The memory store's grant requests, with the indexes that bound each call, as the Redis store keeps them.
+import { ENDED_PER_CHANGE } from '../state.js';
 import {
-  ENDED_PER_CALL,
   type FileResult,
   type GrantRequestBounds,
   type GrantRequestMeta,
@@ -198,7 +198,7 @@ export class MemoryGrantRequests implements GrantRequestStore {
     bounds: GrantRequestBounds,
     now: number,
   ): Promise<FileResult> {
-    this.#dropEnded(now, ENDED_PER_CALL);
+    this.#dropEnded(now, ENDED_PER_CHANGE);
     if (this.#records.has(id)) return Promise.resolve('conflict');
     if (this.#pendingCount(`k\n${meta.key}`, now) >= bounds.perKey) return Promise.resolve('key');
     if (meta.network && this.#pendingCount(`n\n${meta.network}`, now) >= bounds.perNetwork)
@@ -219,7 +219,7 @@ export class MemoryGrantRequests implements GrantRequestStore {
     const { text, seq } = this.#stamp(value);
     this.#remove(id);
     this.#index(id, { text, seq, meta });
-    this.#dropEnded(now, ENDED_PER_CALL);
+    this.#dropEnded(now, ENDED_PER_CHANGE);
     return text;
   }
 

@@ -16,7 +16,7 @@ import {
 } from '../state.js';
 import { performance } from 'node:perf_hooks';
 import { TooLate } from '../call-bound.js';
-import { ENDED_PER_CALL, type GrantRequestStore } from '../grant-request-store.js';
+import { type GrantRequestStore } from '../grant-request-store.js';
 import { type StateCommands } from './clients.js';
 import { REQUEST_KEYS, type Script } from './scripts.js';
 
@@ -28,6 +28,9 @@ const REFRESH_MS = 250;
  * its place, so that every instance reads it whole, even after new changes moved the sequence number past.
  */
 const META = ['#epoch', '#seq', '#floor', '#copy'];
+
+/** ENDED_PER_CHANGE, as the scripts take it. */
+const ENDED = String(ENDED_PER_CHANGE);
 
 /** A number the state keeps, or 0 for none (or for a value that is not one). */
 function counted(value: string | null | undefined): number {
@@ -124,7 +127,7 @@ function changeArgs(changes: readonly RecordChange[]): string[] {
     newEpoch(),
     String(HISTORY_MAX),
     String(CHANGES_KEPT),
-    String(ENDED_PER_CHANGE),
+    ENDED,
     String(changes.length),
   ];
   for (const c of changes) {
@@ -150,7 +153,7 @@ function changeResults(answer: readonly unknown[], at: number, n: number): Chang
 /** A grant request's decision, as the request script's `put` takes it. */
 function putArgs({ id, value, expected, meta, now }: RequestPut): string[] {
   const { status, key, network, group, endsAt } = meta;
-  return ['put', id, value, expected, status, key, network, group, String(endsAt), String(now), String(ENDED_PER_CALL)];
+  return ['put', id, value, expected, status, key, network, group, String(endsAt), String(now), ENDED];
 }
 
 /** One change: by CHANGE_SCRIPT, or with a grant request's decision by the request script, in one step. */
@@ -314,7 +317,7 @@ function requestsOf(redis: StateCommands, keys: string[], clock: Clock): GrantRe
         String(bounds.perKey),
         String(bounds.perNetwork),
         String(bounds.max),
-        String(ENDED_PER_CALL),
+        ENDED,
       ]);
       const result = String(answer);
       return result === 'done' || result === 'key' || result === 'network' ? result : 'conflict';
