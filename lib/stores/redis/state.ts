@@ -29,9 +29,6 @@ const REFRESH_MS = 250;
  */
 const META = ['#epoch', '#seq', '#floor', '#copy'];
 
-/** ENDED_PER_CHANGE, as the scripts take it. */
-const ENDED = String(ENDED_PER_CHANGE);
-
 /** A number the state keeps, or 0 for none (or for a value that is not one). */
 function counted(value: string | null | undefined): number {
   const n = Number(value ?? 0);
@@ -122,14 +119,8 @@ type Seen = { epoch: string | undefined; seq: number };
 
 /** CHANGE_LIB's arguments for `changes`, without the time they may be taken at. */
 function changeArgs(changes: readonly RecordChange[]): string[] {
-  const args = [
-    String(changes[0]?.now ?? Date.now()),
-    newEpoch(),
-    String(HISTORY_MAX),
-    String(CHANGES_KEPT),
-    ENDED,
-    String(changes.length),
-  ];
+  const now = changes[0]?.now ?? Date.now();
+  const args = [now, newEpoch(), HISTORY_MAX, CHANGES_KEPT, ENDED_PER_CHANGE, changes.length].map(String);
   for (const c of changes) {
     if (c.value !== null) stamped(c.value, 0); // refuses what is not a record's JSON object, before Redis does
     const when = typeof c.when === 'object' ? 'sha1' : c.when;
@@ -153,7 +144,7 @@ function changeResults(answer: readonly unknown[], at: number, n: number): Chang
 /** A grant request's decision, as the request script's `put` takes it. */
 function putArgs({ id, value, expected, meta, now }: RequestPut): string[] {
   const { status, key, network, group, endsAt } = meta;
-  return ['put', id, value, expected, status, key, network, group, String(endsAt), String(now), ENDED];
+  return ['put', id, value, expected, status, key, network, group, endsAt, now, ENDED_PER_CHANGE].map(String);
 }
 
 /** One change: by CHANGE_SCRIPT, or with a grant request's decision by the request script, in one step. */
@@ -305,20 +296,10 @@ function requestsOf(redis: StateCommands, keys: string[], clock: Clock): GrantRe
   const texts = (values: string[]) => values.filter((value) => value !== '');
   return {
     file: async (id, value, meta, bounds, now, applyBy) => {
-      const answer = await clock.guarded(redis.scripts.changeRequests, keys, applyBy, [
-        'file',
-        id,
-        value,
-        meta.key,
-        meta.network,
-        meta.group,
-        String(meta.endsAt),
-        String(now),
-        String(bounds.perKey),
-        String(bounds.perNetwork),
-        String(bounds.max),
-        ENDED,
-      ]);
+      const { key, network, group, endsAt } = meta;
+      const { perKey, perNetwork, max } = bounds;
+      const args = ['file', id, value, key, network, group, endsAt, now, perKey, perNetwork, max, ENDED_PER_CHANGE];
+      const answer = await clock.guarded(redis.scripts.changeRequests, keys, applyBy, args.map(String));
       const result = String(answer);
       return result === 'done' || result === 'key' || result === 'network' ? result : 'conflict';
     },
