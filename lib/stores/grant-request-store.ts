@@ -27,9 +27,6 @@ export interface GrantRequestBounds {
 /** What filing did: filed; refused as its key or its network has as many pending as it may; its id taken. */
 export type FileResult = 'done' | 'key' | 'network' | 'conflict';
 
-/** Ended requests a call drops at the most, so that a call costs about the same however many have ended. */
-export const ENDED_PER_CALL = 10;
-
 /**
  * Grant requests by id, one JSON object each, each change atomic and numbered (`seq`, the object's first member).
  * Each call costs O(log n); a full store drops an ended request, else the oldest of the largest group.

@@ -6,7 +6,7 @@ import type { GrantRequestMeta, GrantRequestStore } from './grant-request-store.
 export const HISTORY_MAX = 1000;
 /** Changed fields a store remembers for its followers; one further behind reads the whole state. */
 export const CHANGES_KEPT = 100_000;
-/** Ended records a change drops at the most, so that a change costs the same however many have ended. */
+/** Ended records (or grant requests) a change drops at the most, so that its cost does not grow with them. */
 export const ENDED_PER_CHANGE = 10;
 
 /** One change of one record: a field (`ban:t:…`) whose JSON object the store numbers (`{"seq":12,…}`). */

@@ -1,6 +1,6 @@
 // The memory store's grant requests, with the indexes that bound each call, as the Redis store keeps them.
+import { ENDED_PER_CHANGE } from '../state.js';
 import {
-  ENDED_PER_CALL,
   type FileResult,
   type GrantRequestBounds,
   type GrantRequestMeta,
@@ -78,14 +78,22 @@ interface KeptRequest {
 
 const STAMPED_SEQ = /^\{"seq":(\d+),/;
 
+/** The value of `key`, made and added when there is none. */
+function entry<K, V>(map: Map<K, V>, key: K, make: () => V): V {
+  let value = map.get(key);
+  if (value === undefined) map.set(key, (value = make()));
+  return value;
+}
+
 /** The grant requests of the memory store, in this process, indexed as the Redis store indexes them. */
 export class MemoryGrantRequests implements GrantRequestStore {
   readonly #records = new Map<string, KeptRequest>();
   #seq = 0;
-  readonly #pending = new Sorted();
-  readonly #pendingEnds = new Sorted();
-  readonly #decided = new Sorted();
-  readonly #decidedEnds = new Sorted();
+  /** Each status's requests by sequence number, and by when they end. */
+  readonly #by = {
+    pending: { seq: new Sorted(), ends: new Sorted() },
+    decided: { seq: new Sorted(), ends: new Sorted() },
+  };
   /** `k\n<key>` and `n\n<network>` → the pending requests of each. */
   readonly #pendingOf = new Map<string, Set<string>>();
   /** `k\n<key>` and `n\n<network>` → every request of each, by sequence number. */
@@ -102,11 +110,7 @@ export class MemoryGrantRequests implements GrantRequestStore {
       sizes.delete(group);
       if (sizes.size === 0) this.#bySize.delete(from);
     }
-    if (to > 0) {
-      let sizes = this.#bySize.get(to);
-      if (!sizes) this.#bySize.set(to, (sizes = new Set()));
-      sizes.add(group);
-    }
+    if (to > 0) entry(this.#bySize, to, () => new Set<string>()).add(group);
     // Sizes move by one: when the largest empties, the next largest is one less.
     if (to > this.#most) this.#most = to;
     else if (from === this.#most && !this.#bySize.has(from)) this.#most = from - 1;
@@ -115,25 +119,13 @@ export class MemoryGrantRequests implements GrantRequestStore {
   #index(id: string, kept: KeptRequest): void {
     const { meta, seq } = kept;
     const names = [`k\n${meta.key}`, ...(meta.network ? [`n\n${meta.network}`] : [])];
-    if (meta.status === 'pending') {
-      this.#pending.add(id, seq);
-      this.#pendingEnds.add(id, meta.endsAt);
-      for (const name of names) {
-        let ids = this.#pendingOf.get(name);
-        if (!ids) this.#pendingOf.set(name, (ids = new Set()));
-        ids.add(id);
-      }
-    } else {
-      this.#decided.add(id, seq);
-      this.#decidedEnds.add(id, meta.endsAt);
-    }
+    this.#by[meta.status].seq.add(id, seq);
+    this.#by[meta.status].ends.add(id, meta.endsAt);
     for (const name of names) {
-      let ids = this.#of.get(name);
-      if (!ids) this.#of.set(name, (ids = new Sorted()));
-      ids.add(id, seq);
+      if (meta.status === 'pending') entry(this.#pendingOf, name, () => new Set<string>()).add(id);
+      entry(this.#of, name, () => new Sorted()).add(id, seq);
     }
-    let group = this.#groups.get(meta.group);
-    if (!group) this.#groups.set(meta.group, (group = new Sorted()));
+    const group = entry(this.#groups, meta.group, () => new Sorted());
     group.add(id, seq);
     this.#resize(meta.group, group.size - 1, group.size);
     this.#records.set(id, kept);
@@ -143,7 +135,10 @@ export class MemoryGrantRequests implements GrantRequestStore {
     const kept = this.#records.get(id);
     if (!kept) return;
     const { meta } = kept;
-    for (const sorted of [this.#pending, this.#pendingEnds, this.#decided, this.#decidedEnds]) sorted.delete(id);
+    for (const { seq, ends } of [this.#by.pending, this.#by.decided]) {
+      seq.delete(id);
+      ends.delete(id);
+    }
     for (const name of [`k\n${meta.key}`, `n\n${meta.network}`]) {
       const pending = this.#pendingOf.get(name);
       if (pending?.delete(id) && pending.size === 0) this.#pendingOf.delete(name);
@@ -159,7 +154,7 @@ export class MemoryGrantRequests implements GrantRequestStore {
   }
 
   #dropEnded(now: number, n: number): void {
-    for (const ends of [this.#pendingEnds, this.#decidedEnds]) {
+    for (const { ends } of [this.#by.pending, this.#by.decided]) {
       for (let i = 0; i < n; i++) {
         const first = ends.first();
         if (first === undefined || (ends.score(first) as number) > now) break;
@@ -172,7 +167,7 @@ export class MemoryGrantRequests implements GrantRequestStore {
   #pendingCount(name: string, now: number): number {
     const ids = this.#pendingOf.get(name);
     if (!ids) return 0;
-    for (const id of [...ids]) if ((this.#pendingEnds.score(id) ?? Infinity) <= now) this.#remove(id);
+    for (const id of [...ids]) if ((this.#by.pending.ends.score(id) ?? Infinity) <= now) this.#remove(id);
     return this.#pendingOf.get(name)?.size ?? 0;
   }
 
@@ -203,7 +198,7 @@ export class MemoryGrantRequests implements GrantRequestStore {
     bounds: GrantRequestBounds,
     now: number,
   ): Promise<FileResult> {
-    this.#dropEnded(now, ENDED_PER_CALL);
+    this.#dropEnded(now, ENDED_PER_CHANGE);
     if (this.#records.has(id)) return Promise.resolve('conflict');
     if (this.#pendingCount(`k\n${meta.key}`, now) >= bounds.perKey) return Promise.resolve('key');
     if (meta.network && this.#pendingCount(`n\n${meta.network}`, now) >= bounds.perNetwork)
@@ -224,7 +219,7 @@ export class MemoryGrantRequests implements GrantRequestStore {
     const { text, seq } = this.#stamp(value);
     this.#remove(id);
     this.#index(id, { text, seq, meta });
-    this.#dropEnded(now, ENDED_PER_CALL);
+    this.#dropEnded(now, ENDED_PER_CHANGE);
     return text;
   }
 
@@ -233,8 +228,7 @@ export class MemoryGrantRequests implements GrantRequestStore {
   }
 
   page(status: 'pending' | 'decided', offset: number, limit: number, now: number) {
-    const [sorted, ends] =
-      status === 'pending' ? [this.#pending, this.#pendingEnds] : [this.#decided, this.#decidedEnds];
+    const { seq: sorted, ends } = this.#by[status];
     const ended = ends.countTo(now);
     const ids = status === 'pending' ? sorted.slice(ended + offset, limit) : sorted.sliceDown(offset, limit);
     const values = ids.map((id) => (this.#records.get(id) as KeptRequest).text);

@@ -2,7 +2,7 @@
 import { Checker, MAX_DURATION_MS, show } from '../../shared/check.js';
 import type { Counts } from '../counter.js';
 import { slotOf } from './routes.js';
-import { batchedSendOf, glideCommands, hashRecord, isGlideClient, sendOf } from './glide.js';
+import { batchedSendOf, isGlideClient, sendOf } from './glide.js';
 import { sha1 } from '../state.js';
 import { evalOf, type Script, SCRIPTS } from './scripts.js';
 
@@ -110,7 +110,7 @@ const REQUEST_OPTIONS = { timeout: undefined };
 
 function nodeRedisSend(
   redis: NodeRedisLike,
-  options: typeof REQUEST_OPTIONS | undefined,
+  options: object | undefined,
 ): (args: string[], key: string) => Promise<unknown> {
   if (typeof redis.getSlotMaster === 'function') return (args, key) => redis.sendCommand(key, false, args, options);
   return (args) => redis.sendCommand(args, options);
@@ -286,83 +286,36 @@ export function limitsScriptsOf(client: unknown, kind: RedisClientKind): LimitsS
   };
 }
 
-/** The commands the runtime state needs of a client, the same for every kind. */
+/** What the runtime state sends through a client: its scripts, and plain commands routed by their first key. */
 export interface StateCommands {
-  change(keys: string[], args: string[]): Promise<unknown>;
-  changeRequests(keys: string[], args: string[]): Promise<unknown>;
-  readRequests(keys: string[], args: string[]): Promise<unknown>;
-  removeHistory(keys: string[], args: string[]): Promise<unknown>;
-  /** Redis' `TIME` on the server of `keys`. */
-  clock(keys: string[]): Promise<unknown>;
-  hget(key: string, field: string): Promise<string | null>;
-  hset(key: string, field: string, value: string): Promise<unknown>;
-  hmget(key: string, fields: string[]): Promise<(string | null)[]>;
-  hgetall(key: string): Promise<Record<string, string>>;
-  zrangebyscore(key: string, min: string, max: string): Promise<string[]>;
-  lrange(key: string): Promise<string[]>;
-  hvals(key: string): Promise<string[]>;
-  hdel(key: string, fields: string[]): Promise<unknown>;
+  readonly scripts: Record<'change' | 'changeRequests' | 'readRequests' | 'removeHistory' | 'clock', Script>;
+  send(args: string[]): Promise<unknown>;
 }
 
 export function commandsOf(client: unknown, kind: RedisClientKind): StateCommands {
-  const clock = scriptOf(client, kind, 'clock', false);
+  const script = (name: keyof typeof SCRIPTS) => scriptOf(client, kind, name, false);
   return {
-    change: scriptOf(client, kind, 'change', false),
-    changeRequests: scriptOf(client, kind, 'changeRequests', false),
-    readRequests: scriptOf(client, kind, 'readRequests', false),
-    removeHistory: scriptOf(client, kind, 'removeHistory', false),
-    clock: (keys) => clock(keys, []),
-    ...hashCommandsOf(client, kind),
+    scripts: {
+      change: script('change'),
+      changeRequests: script('changeRequests'),
+      readRequests: script('readRequests'),
+      removeHistory: script('removeHistory'),
+      clock: script('clock'),
+    },
+    send: sendOfKind(client, kind),
   };
 }
 
-/** The plain commands of the runtime state, as each client sends them. */
-function hashCommandsOf(client: unknown, kind: RedisClientKind): Omit<StateCommands, keyof typeof SCRIPTS> {
-  if (kind === 'glide') return glideCommands(sendOf(client));
+/**
+ * A plain command, as each client sends it. node-redis makes a hash a plain object, where a field named `__proto__`
+ * would vanish: its replies of type map (RESP3's `%`, its RESP_TYPES.MAP) come as lists.
+ */
+function sendOfKind(client: unknown, kind: RedisClientKind): (args: string[]) => Promise<unknown> {
+  if (kind === 'glide') return sendOf(client);
   if (kind === 'node-redis') {
-    const redis = client as NodeRedisLike & {
-      hGet(key: string, field: string): Promise<string | null>;
-      hSet(key: string, field: string, value: string): Promise<unknown>;
-      hmGet(key: string, fields: string[]): Promise<(string | null)[]>;
-      hGetAll(key: string): Promise<Record<string, string>>;
-      zRangeByScore(key: string, min: string, max: string): Promise<string[]>;
-      lRange(key: string, start: number, stop: number): Promise<string[]>;
-      hVals(key: string): Promise<string[]>;
-      hDel(key: string, fields: string[]): Promise<unknown>;
-      withTypeMapping?(mapping: Record<number, unknown>): { hGetAll(key: string): Promise<unknown> };
-    };
-    // node-redis makes a hash a plain object, where a field named `__proto__` would vanish: read as a list where it
-    // can (v5 on), its replies of type map (RESP3's `%`, its RESP_TYPES.MAP) mapped to arrays.
-    const asList = redis.withTypeMapping?.call(redis, { [MAP_TYPE]: Array });
-    return {
-      hget: (key, field) => redis.hGet(key, field),
-      hset: (key, field, value) => redis.hSet(key, field, value),
-      hmget: (key, fields) => redis.hmGet(key, fields),
-      hgetall: (key) => (asList ? asList.hGetAll(key).then(hashRecord) : redis.hGetAll(key)),
-      zrangebyscore: (key, min, max) => redis.zRangeByScore(key, min, max),
-      lrange: (key) => redis.lRange(key, 0, -1),
-      hvals: (key) => redis.hVals(key),
-      hdel: (key, fields) => redis.hDel(key, fields),
-    };
+    const send = nodeRedisSend(client as NodeRedisLike, { typeMapping: { [MAP_TYPE]: Array } });
+    return (args) => send(args, args[1] as string);
   }
-  const redis = client as IoRedisLike & {
-    hget(key: string, field: string): Promise<string | null>;
-    hset(key: string, field: string, value: string): Promise<unknown>;
-    hmget(key: string, ...fields: string[]): Promise<(string | null)[]>;
-    hgetall(key: string): Promise<Record<string, string>>;
-    zrangebyscore(key: string, min: string, max: string): Promise<string[]>;
-    lrange(key: string, start: number, stop: number): Promise<string[]>;
-    hvals(key: string): Promise<string[]>;
-    hdel(key: string, ...fields: string[]): Promise<unknown>;
-  };
-  return {
-    hget: (key, field) => redis.hget(key, field),
-    hset: (key, field, value) => redis.hset(key, field, value),
-    hmget: (key, fields) => redis.hmget(key, ...fields),
-    hgetall: (key) => redis.hgetall(key),
-    zrangebyscore: (key, min, max) => redis.zrangebyscore(key, min, max),
-    lrange: (key) => redis.lrange(key, 0, -1),
-    hvals: (key) => redis.hvals(key),
-    hdel: (key, fields) => redis.hdel(key, ...fields),
-  };
+  const redis = client as { call(...args: string[]): Promise<unknown> };
+  return (args) => redis.call(...args);
 }

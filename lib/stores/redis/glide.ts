@@ -108,41 +108,6 @@ export function batchedSendOf(client: unknown): Send {
 }
 
 /**
- * A hash as a record without a prototype (a foreign `__proto__` field stays a field), from any shape of HGETALL's
- * answer: `{ key, value }` pairs, a flat list, or an object.
- */
-export function hashRecord(answer: unknown): Record<string, string> {
-  const out = Object.create(null) as Record<string, string>;
-  if (Array.isArray(answer)) {
-    for (let i = 0; i < answer.length; i++) {
-      const entry = answer[i] as { key?: unknown; value?: unknown } | string;
-      if (typeof entry === 'object' && entry !== null) out[String(entry.key)] = String(entry.value);
-      else out[String(entry)] = String(answer[++i]);
-    }
-  } else if (typeof answer === 'object' && answer !== null) {
-    for (const [field, value] of Object.entries(answer)) out[field] = String(value);
-  }
-  return out;
-}
-
-const texts = (answer: unknown) => (answer as unknown[]).map((v) => (v === null ? null : String(v)));
-
-/** The plain commands the runtime state reads and writes with, through GLIDE. */
-export function glideCommands(send: Send) {
-  return {
-    hget: (key: string, field: string) => send(['HGET', key, field]).then((v) => (v === null ? null : String(v))),
-    hset: (key: string, field: string, value: string) => send(['HSET', key, field, value]),
-    hmget: (key: string, fields: string[]) => send(['HMGET', key, ...fields]).then(texts),
-    hgetall: (key: string) => send(['HGETALL', key]).then(hashRecord),
-    zrangebyscore: (key: string, min: string, max: string) =>
-      send(['ZRANGEBYSCORE', key, min, max]).then((v) => texts(v) as string[]),
-    lrange: (key: string) => send(['LRANGE', key, '0', '-1']).then((v) => texts(v) as string[]),
-    hvals: (key: string) => send(['HVALS', key]).then((v) => texts(v) as string[]),
-    hdel: (key: string, fields: string[]) => send(['HDEL', key, ...fields]),
-  };
-}
-
-/**
  * rate-limiter-flexible's GLIDE limiter on the store's own keys, values and hits (its own storage uses Valkey
  * functions, which Redis does not run).
  */

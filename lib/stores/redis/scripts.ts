@@ -283,15 +283,12 @@ local function remove(id)
 end
 `;
 
-/** What the request change script is made of before its own part: it changes records too. */
-const REQUEST_LIBS = `${GUARD}${REQUEST_COMMON}${REQUEST_INDEXING}${CHANGE_LIB}`;
-
 /**
  * A change of the grant requests after GUARD: ARGV[1] `file` (id, value, key, network, group, end, now, per key, per
  * network, most, ended per call) or `put` (id, value, expected, status, key, network, group, end, now, ended per call;
  * with KEYS[12] to KEYS[15] and CHANGE_LIB's arguments, records change in the same step).
  */
-const REQUEST_CHANGE_SCRIPT = `${REQUEST_LIBS}local function dropEnded(now, n)
+const REQUEST_CHANGE_SCRIPT = `${GUARD}${REQUEST_COMMON}${REQUEST_INDEXING}${CHANGE_LIB}local function dropEnded(now, n)
   for _, z in ipairs({PE, DE}) do
     for _, id in ipairs(redis.call('zrangebyscore', z, '-inf', now, 'LIMIT', 0, n)) do remove(id) end
   end

@@ -7,6 +7,7 @@ import {
   HISTORY_MAX,
   newEpoch,
   type RecordChange,
+  type RequestPut,
   type RuntimeState,
   stamped,
   type StateChange,
@@ -15,9 +16,9 @@ import {
 } from '../state.js';
 import { performance } from 'node:perf_hooks';
 import { TooLate } from '../call-bound.js';
-import { ENDED_PER_CALL, type GrantRequestStore } from '../grant-request-store.js';
+import { type GrantRequestStore } from '../grant-request-store.js';
 import { type StateCommands } from './clients.js';
-import { REQUEST_KEYS } from './scripts.js';
+import { REQUEST_KEYS, type Script } from './scripts.js';
 
 /** How often each instance reads what changed in the runtime state: a change reaches every instance within this. */
 const REFRESH_MS = 250;
@@ -44,9 +45,11 @@ export function redisState(
   prefix: string,
   routes: ((redisKey: string) => string) | undefined,
 ): RuntimeState {
-  const keys = stateKeys(prefix);
-  const route = () => routes?.(keys.record) ?? '';
-  const clock = redisClock(redis, keys.record);
+  // The records' hash, its changes and ends, and the history: CHANGE_SCRIPT's keys, in its order.
+  const keys = ['record', 'changes', 'ends', 'history'].map((key) => `${prefix}:{runtime}:${key}`);
+  const [record, changes, , history] = keys as [string, string, string, string];
+  const route = () => routes?.(record) ?? '';
+  const clock = redisClock(redis, record);
   // The highest sequence number of the state this process has seen its changes take: a state found below it (its
   // epoch the same) is a copy behind it, even before any instance's read has passed that number.
   const seen: Seen = { epoch: undefined, seq: 0 };
@@ -62,10 +65,10 @@ export function redisState(
   return {
     change: (c) => changeState(redis, keys, requestKeys, clock, c).then(saw),
     follow: (apply, answered) =>
-      follower((known) => readState(redis, keys, known, seen), apply, answered && (() => answered(route()))),
-    history: () => redis.lrange(keys.history),
+      follower((known) => readState(redis, record, changes, known, seen), apply, answered && (() => answered(route()))),
+    history: () => redis.send(['LRANGE', history, '0', '-1']) as Promise<string[]>,
     removeHistory: async (entry, applyBy) =>
-      Number(clock.late(await redis.removeHistory([keys.history], [await clock.notAfter(applyBy), entry]))) > 0,
+      Number(await clock.guarded(redis.scripts.removeHistory, [history], applyBy, [entry])) > 0,
     requests: requestsOf(redis, requestKeys, clock),
   };
 }
@@ -78,26 +81,27 @@ const CLOCK_KEPT_ROUND_TRIP_MS = 250;
 /** Redis' clock against `performance.now()`: a change's latest time is given on the clock the scripts read. */
 function redisClock(redis: StateCommands, key: string) {
   let known: { offset: number; error: number; at: number } | undefined;
+  /** Redis' time for `applyBy` (`performance.now()`), early by the measure's error; '' for none. */
+  const notAfter = async (applyBy: number | undefined): Promise<string> => {
+    if (applyBy === undefined) return '';
+    let measure = known;
+    if (!measure || performance.now() - measure.at > CLOCK_KEPT_MS) {
+      const sent = performance.now();
+      const [seconds, micros] = (await redis.scripts.clock([key], [])) as [unknown, unknown];
+      const received = performance.now();
+      const redisMs = Number(seconds) * 1000 + Math.floor(Number(micros) / 1000);
+      measure = { offset: redisMs - (sent + received) / 2, error: (received - sent) / 2, at: received };
+      if (received - sent <= CLOCK_KEPT_ROUND_TRIP_MS) known = measure;
+    }
+    return String(Math.floor(applyBy + measure.offset - measure.error));
+  };
   return {
-    /** Redis' time for `applyBy` (`performance.now()`), early by the measure's error; '' for none. */
-    async notAfter(applyBy: number | undefined): Promise<string> {
-      if (applyBy === undefined) return '';
-      let measure = known;
-      if (!measure || performance.now() - measure.at > CLOCK_KEPT_MS) {
-        const sent = performance.now();
-        const [seconds, micros] = (await redis.clock([key])) as [unknown, unknown];
-        const received = performance.now();
-        const redisMs = Number(seconds) * 1000 + Math.floor(Number(micros) / 1000);
-        measure = { offset: redisMs - (sent + received) / 2, error: (received - sent) / 2, at: received };
-        if (received - sent <= CLOCK_KEPT_ROUND_TRIP_MS) known = measure;
-      }
-      return String(Math.floor(applyBy + measure.offset - measure.error));
-    },
     /**
-     * A guarded script's answer, unless it is the store's refusal of a change that came late; then Redis' clock is
-     * measured again at the next change, in case this measure was off.
+     * A guarded script's answer, given Redis' time for `applyBy` first (GUARD). A change it refused as late throws
+     * TooLate, and Redis' clock is measured again at the next change, in case this measure was off.
      */
-    late(answer: unknown): unknown {
+    async guarded(script: Script, keys: string[], applyBy: number | undefined, args: string[]): Promise<unknown> {
+      const answer = await script(keys, [await notAfter(applyBy), ...args]);
       if (!Array.isArray(answer) || answer[0] !== 'late') return answer;
       known = undefined;
       throw new TooLate();
@@ -107,23 +111,6 @@ function redisClock(redis: StateCommands, key: string) {
 
 type Clock = ReturnType<typeof redisClock>;
 
-/** The runtime state's keys under the store's prefix, on one hash tag. */
-interface StateKeys {
-  readonly record: string;
-  readonly changes: string;
-  readonly ends: string;
-  readonly history: string;
-}
-
-function stateKeys(prefix: string): StateKeys {
-  return {
-    record: `${prefix}:{runtime}:record`,
-    changes: `${prefix}:{runtime}:changes`,
-    ends: `${prefix}:{runtime}:ends`,
-    history: `${prefix}:{runtime}:history`,
-  };
-}
-
 /** Where an instance's copy of the state stands: the epoch, sequence number and copy mark it last read. */
 type Position = { readonly epoch: string | undefined; readonly seq: number; readonly copy: string | undefined };
 
@@ -132,14 +119,8 @@ type Seen = { epoch: string | undefined; seq: number };
 
 /** CHANGE_LIB's arguments for `changes`, without the time they may be taken at. */
 function changeArgs(changes: readonly RecordChange[]): string[] {
-  const args = [
-    String(changes[0]?.now ?? Date.now()),
-    newEpoch(),
-    String(HISTORY_MAX),
-    String(CHANGES_KEPT),
-    String(ENDED_PER_CHANGE),
-    String(changes.length),
-  ];
+  const now = changes[0]?.now ?? Date.now();
+  const args = [now, newEpoch(), HISTORY_MAX, CHANGES_KEPT, ENDED_PER_CHANGE, changes.length].map(String);
   for (const c of changes) {
     if (c.value !== null) stamped(c.value, 0); // refuses what is not a record's JSON object, before Redis does
     const when = typeof c.when === 'object' ? 'sha1' : c.when;
@@ -160,45 +141,51 @@ function changeResults(answer: readonly unknown[], at: number, n: number): Chang
   });
 }
 
+/** A grant request's decision, as the request script's `put` takes it. */
+function putArgs({ id, value, expected, meta, now }: RequestPut): string[] {
+  const { status, key, network, group, endsAt } = meta;
+  return ['put', id, value, expected, status, key, network, group, endsAt, now, ENDED_PER_CHANGE].map(String);
+}
+
 /** One change: by CHANGE_SCRIPT, or with a grant request's decision by the request script, in one step. */
 async function changeState(
-  redis: StateCommands,
-  { record, changes, ends, history }: StateKeys,
+  { scripts }: StateCommands,
+  keys: string[],
   requestKeys: readonly string[],
   clock: Clock,
   c: StateChange,
 ): Promise<StateChangeResult> {
   const args = changeArgs(c.records);
   const n = c.records.length;
-  const notAfter = await clock.notAfter(c.applyBy);
   const { request } = c;
   if (!request) {
-    const answer = clock.late(await redis.change([record, changes, ends, history], [notAfter, ...args])) as unknown[];
-    return { records: changeResults(answer, 0, n) };
+    const answer = await clock.guarded(scripts.change, keys, c.applyBy, args);
+    return { records: changeResults(answer as unknown[], 0, n) };
   }
-  const { meta } = request;
-  const answer = clock.late(
-    await redis.changeRequests(
-      [...requestKeys, record, changes, ends, history],
-      [
-        notAfter,
-        'put',
-        request.id,
-        request.value,
-        request.expected,
-        meta.status,
-        meta.key,
-        meta.network,
-        meta.group,
-        String(meta.endsAt),
-        String(request.now),
-        String(ENDED_PER_CALL),
-        ...args,
-      ],
-    ),
-  );
+  const answer = await clock.guarded(scripts.changeRequests, [...requestKeys, ...keys], c.applyBy, [
+    ...putArgs(request),
+    ...args,
+  ]);
   if (!Array.isArray(answer)) return { records: [], request: undefined };
   return { records: changeResults(answer, 1, n), request: String(answer[0]) };
+}
+
+/**
+ * A hash as a record without a prototype (a foreign `__proto__` field stays a field), from any shape of HGETALL's
+ * answer: `{ key, value }` pairs, a flat list, or an object.
+ */
+function hashRecord(answer: unknown): Record<string, string> {
+  const out = Object.create(null) as Record<string, string>;
+  if (Array.isArray(answer)) {
+    for (let i = 0; i < answer.length; i++) {
+      const entry = answer[i] as { key?: unknown; value?: unknown } | string;
+      if (typeof entry === 'object' && entry !== null) out[String(entry.key)] = String(entry.value);
+      else out[String(entry)] = String(answer[++i]);
+    }
+  } else if (typeof answer === 'object' && answer !== null) {
+    for (const [field, value] of Object.entries(answer)) out[field] = String(value);
+  }
+  return out;
 }
 
 /** The whole records' hash: a `replaced` state when it is not the one `known` followed, else a `whole` one. */
@@ -207,7 +194,7 @@ async function readWhole(
   record: string,
   known: Position | undefined,
 ): Promise<[StateUpdate, Position]> {
-  const all = await redis.hgetall(record);
+  const all = hashRecord(await redis.send(['HGETALL', record]));
   const epoch = all['#epoch'];
   const seq = counted(all['#seq']);
   const copy = all['#copy'];
@@ -224,13 +211,14 @@ async function readWhole(
 /** What changed since `known`, in plain reads: nothing, the fields changed, or the whole hash. */
 async function readState(
   redis: StateCommands,
-  { record, changes }: StateKeys,
+  record: string,
+  changes: string,
   known: Position | undefined,
   seen: Seen,
 ): Promise<[StateUpdate, Position] | undefined> {
   // What this process had seen when the read began: a change answered later may be one the read came before.
   const { epoch: seenEpoch, seq: seenSeq } = seen;
-  const [epochText, seqText, floorText, copyText] = await redis.hmget(record, META);
+  const [epochText, seqText, floorText, copyText] = (await redis.send(['HMGET', record, ...META])) as (string | null)[];
   const epoch = epochText ?? undefined;
   const seq = counted(seqText);
   const copy = copyText ?? undefined;
@@ -241,8 +229,8 @@ async function readState(
     // A copy behind, not marked yet: no change was made on it since it took over, or the first would have marked it
     // (CHANGE_LIB), so it forked where it stands.
     if (copy === known?.copy) {
-      await redis.hset(record, '#forked', String(seq));
-      await redis.hset(record, '#copy', newEpoch());
+      await redis.send(['HSET', record, '#forked', String(seq)]);
+      await redis.send(['HSET', record, '#copy', newEpoch()]);
     }
     const whole = await readWhole(redis, record, known ?? { epoch, seq: seenSeq, copy });
     // The copy is the state from now on: what this process saw before it is no longer to be found.
@@ -255,8 +243,9 @@ async function readState(
   if (moved || known.seq < counted(floorText)) return readWhole(redis, record, known);
   if (seq === known.seq) return undefined;
   // The state's own fields are never records, whatever the changes say.
-  const fields = (await redis.zrangebyscore(changes, `(${known.seq}`, String(seq))).filter((f) => !f.startsWith('#'));
-  const values = fields.length > 0 ? await redis.hmget(record, fields) : [];
+  const changed = (await redis.send(['ZRANGEBYSCORE', changes, `(${known.seq}`, String(seq)])) as string[];
+  const fields = changed.filter((f) => !f.startsWith('#'));
+  const values = fields.length > 0 ? ((await redis.send(['HMGET', record, ...fields])) as (string | null)[]) : [];
   const records = new Map(fields.map((f, i) => [f, values[i] ?? null]));
   return [
     { kind: 'changes', epoch, seq, records, copy },
@@ -303,47 +292,24 @@ function follower(
 
 /** The grant requests in Redis: each change one script, each read one script, every step O(log n). */
 function requestsOf(redis: StateCommands, keys: string[], clock: Clock): GrantRequestStore {
-  const read = async (args: string[]) => ((await redis.readRequests(keys, args)) as unknown[]).map(String);
+  const read = async (args: string[]) => ((await redis.scripts.readRequests(keys, args)) as unknown[]).map(String);
   const texts = (values: string[]) => values.filter((value) => value !== '');
   return {
     file: async (id, value, meta, bounds, now, applyBy) => {
-      const answer = clock.late(
-        await redis.changeRequests(keys, [
-          await clock.notAfter(applyBy),
-          'file',
-          id,
-          value,
-          meta.key,
-          meta.network,
-          meta.group,
-          String(meta.endsAt),
-          String(now),
-          String(bounds.perKey),
-          String(bounds.perNetwork),
-          String(bounds.max),
-          String(ENDED_PER_CALL),
-        ]),
-      );
+      const { key, network, group, endsAt } = meta;
+      const { perKey, perNetwork, max } = bounds;
+      const args = ['file', id, value, key, network, group, endsAt, now, perKey, perNetwork, max, ENDED_PER_CHANGE];
+      const answer = await clock.guarded(redis.scripts.changeRequests, keys, applyBy, args.map(String));
       const result = String(answer);
       return result === 'done' || result === 'key' || result === 'network' ? result : 'conflict';
     },
     put: async (id, value, expected, meta, now, applyBy) => {
-      const args = [meta.status, meta.key, meta.network, meta.group, String(meta.endsAt)];
-      const answer = clock.late(
-        await redis.changeRequests(keys, [
-          await clock.notAfter(applyBy),
-          'put',
-          id,
-          value,
-          expected,
-          ...args,
-          String(now),
-          String(ENDED_PER_CALL),
-        ]),
-      );
+      const put = putArgs({ id, value, expected, meta, now });
+      const answer = await clock.guarded(redis.scripts.changeRequests, keys, applyBy, put);
       return answer === '' || answer === null ? undefined : String(answer);
     },
-    get: (id) => redis.hget(keys[0] as string, id).then((value) => value ?? undefined),
+    get: (id) =>
+      redis.send(['HGET', keys[0] as string, id]).then((value) => (value ?? undefined) as string | undefined),
     page: async (status, offset, limit, now) => {
       const [total, ...values] = await read(['page', status, String(offset), String(limit), String(now)]);
       return { total: Math.max(Number(total), 0), values: texts(values) };
