@@ -4,7 +4,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import request from 'supertest';
 import { type EndpointRow, type ListingLimitsMiddleware, type ListingLimitsOptions } from '../lib';
-import { BANNED, QUOTA_EXCEEDED } from '../lib/limiter/refusals';
+import { BANNED, QUOTA_EXCEEDED } from '../lib/limiter/request';
 import { createApp, expressVersions } from './helpers/app';
 import { T0, useFakeClock } from './helpers/stores';
 

@@ -1,7 +1,7 @@
 // Bans for circumventing the limits (rule 5): option `ban`, checked and compiled into the steps that ban and refuse.
 import type { Checker } from '../shared/check.js';
-import { type Context, GOING, type Step } from './context.js';
-import { refuseBanned } from './refusals.js';
+import type { Request } from 'express';
+import type { Client } from './identify.js';
 import type { Counter, Counts } from '../stores/counter.js';
 import { type CounterOf, fixedSpec } from './endpoint.js';
 import { type ClientKind, tokenEnd } from '../contract/keys.js';
@@ -9,7 +9,7 @@ import { observe, type OnError } from '../shared/hooks.js';
 import { addressBan } from '../records/kinds.js';
 import type { Records } from '../records/records.js';
 import type { BanInfo, BanOptions, ListingLimitsOptions } from './types.js';
-import type { Waiting } from '../stores/waiting.js';
+import type { Deadline } from '../stores/waiting.js';
 import type { CallBound } from '../stores/call-bound.js';
 import { resetWithin } from '../stores/resilient.js';
 
@@ -53,7 +53,8 @@ const oneCount = (counts: Counts): number => counts[0]?.count ?? 0;
 
 /**
  * The ban rule of one middleware. A ban is decided from what an atomic count answers, so that requests in flight
- * together cannot all slip past it, and `onBan` fires for the one request that crossed the threshold.
+ * together cannot all slip past it, and `onBan` fires for the one request that crossed the threshold. Its steps answer
+ * whether the request is to be refused if banned; the request path refuses it.
  */
 export class BanRule {
   readonly #strikes: Counter;
@@ -63,12 +64,7 @@ export class BanRule {
   constructor(
     counterOf: CounterOf,
     private readonly options: BanOptions,
-    private readonly mode: {
-      shadow: boolean;
-      onBan: ListingLimitsOptions['onBan'];
-      report: OnError;
-      waiting: Waiting | undefined;
-    },
+    private readonly mode: { shadow: boolean; onBan: ListingLimitsOptions['onBan']; report: OnError },
     private readonly records: Records,
   ) {
     // In shadow mode the counters that lead to bans have names of their own: nothing a shadow instance counts can
@@ -91,67 +87,68 @@ export class BanRule {
    * With `tokensPerIp`: a token new to its address counts on the address's tokens, any other reads them. The ban does
    * not reset the count, so the store's order decides which requests are refused.
    */
-  readonly tokens: Step = (ctx) => {
-    const { client } = ctx;
-    if (client.kind !== 'token') return;
-    const seen = (this.#seen as Counter).hit(`${client.ip}|${client.key}`, ctx.within(this.mode.waiting));
-    if (!(seen instanceof Promise)) return this.#tokensOf(ctx, oneCount(seen) === 1);
-    return seen.then((counted) => this.#tokensOf(ctx, oneCount(counted) === 1));
-  };
+  tokens(client: Client, req: Request, deadline: Deadline | undefined): boolean | Promise<boolean> {
+    if (client.kind !== 'token') return false;
+    const seen = (this.#seen as Counter).hit(`${client.ip}|${client.key}`, deadline);
+    if (!(seen instanceof Promise)) return this.#tokensOf(client, req, deadline, oneCount(seen) === 1);
+    return seen.then((counted) => this.#tokensOf(client, req, deadline, oneCount(counted) === 1));
+  }
 
-  #tokensOf(ctx: Context, isNew: boolean): void | Promise<void> {
+  #tokensOf(client: Client, req: Request, deadline: Deadline | undefined, isNew: boolean): boolean | Promise<boolean> {
     const tokens = this.#tokens as Counter;
-    const ip = ctx.client.ip;
     if (isNew) {
-      const counted = tokens.hit(ip, ctx.deadline);
-      if (counted instanceof Promise) return counted.then((c) => this.#tokenDecision(ctx, oneCount(c), true));
-      return this.#tokenDecision(ctx, oneCount(counted), true);
+      const counted = tokens.hit(client.ip, deadline);
+      if (counted instanceof Promise) return counted.then((c) => this.#tokenDecision(client, req, oneCount(c), true));
+      return this.#tokenDecision(client, req, oneCount(counted), true);
     }
     // In this process's memory everything is decided in order: the cache knows every ban decided before.
-    if (tokens.now) return this.mode.shadow ? undefined : void refuseBanned(this.records.cache, ctx);
-    return Promise.resolve(tokens.peek(ip, ctx.deadline)).then((peeked) =>
-      this.#tokenDecision(ctx, oneCount(peeked), false),
+    if (tokens.now) return !this.mode.shadow;
+    return Promise.resolve(tokens.peek(client.ip, deadline)).then((peeked) =>
+      this.#tokenDecision(client, req, oneCount(peeked), false),
     );
   }
 
-  #tokenDecision(ctx: Context, n: number, counted: boolean): void {
+  #tokenDecision(client: Client, req: Request, n: number, counted: boolean): boolean {
     const limit = this.options.tokensPerIp as number;
-    if (n <= limit) return;
-    const ip = ctx.client.ip;
-    this.#ban(ctx, ip, addressBan(ip), 'ip', 'token-rotation', counted && n === limit + 1);
-    if (!this.mode.shadow && ctx.state === GOING) refuseBanned(this.records.cache, ctx);
+    if (n <= limit) return false;
+    this.#ban(client, req, 'token-rotation', counted && n === limit + 1);
+    return !this.mode.shadow;
   }
 
   /** After a refusal: the `after`-th within `within` bans the client and is answered as usual; a later one gets 403. */
-  strike(ctx: Context): void | Promise<void> {
-    const { client } = ctx;
-    const counted = this.#strikes.hit(client.key, ctx.within(this.mode.waiting));
+  strike(client: Client, req: Request, deadline: Deadline | undefined): boolean | Promise<boolean> {
+    const counted = this.#strikes.hit(client.key, deadline);
     const decide = (n: number) => {
       const { after } = this.options;
-      if (n < after) return;
-      if (!this.mode.shadow && refuseBanned(this.records.cache, ctx)) return;
-      this.#ban(ctx, client.key, client.key, client.kind, 'limit', n === after);
+      if (n < after) return false;
+      if (!this.mode.shadow && this.records.cache.bannedUntil(client, Date.now()) !== undefined) return true;
+      this.#ban(client, req, 'limit', n === after);
+      return false;
     };
     return counted instanceof Promise ? counted.then((c) => decide(oneCount(c))) : decide(oneCount(counted));
   }
 
   /**
-   * Bans `key` (stored as `banKey`), unless a ban of it is known. Past the threshold without crossing it (another
-   * instance may have banned it), the store keeps the ban in force or takes this one; `onBan` is told once either way.
+   * Bans the client (its address for token rotation) unless a ban of it is known. Past the threshold without crossing
+   * it (another instance may have banned), the store keeps its ban or takes this one; `onBan` is told once either way.
    */
-  #ban(ctx: Context, key: string, banKey: string, kind: ClientKind, reason: BanInfo['reason'], crossed: boolean): void {
+  #ban(client: Client, req: Request, reason: BanInfo['reason'], crossed: boolean): void {
+    const address = reason === 'token-rotation';
+    const key = address ? client.ip : client.key;
+    const banKey = address ? addressBan(key) : key;
+    const kind: ClientKind = address ? 'ip' : client.kind;
     const now = Date.now();
     const until = now + this.options.duration;
     const info = { key, kind, reason, until: new Date(until), shadow: this.mode.shadow };
     // Requests in flight together with the one that banned find the ban here and add nothing to it.
     if (!this.mode.shadow && this.records.cache.banned(banKey, now)) return;
-    if (crossed) observe(this.mode.onBan, info, ctx.req, this.mode.report);
+    if (crossed) observe(this.mode.onBan, info, req, this.mode.report);
     if (this.mode.shadow) return;
     // A token's ban keeps what the pages show of it (its last characters), as its grant request shows it.
-    const end = kind === 'token' ? tokenEnd(ctx.client.token ?? '') || undefined : undefined;
+    const end = kind === 'token' ? tokenEnd(client.token ?? '') || undefined : undefined;
     const record = { key, kind, reason, since: now, until, by: 'rule' as const, tokenEnd: end };
-    void this.records.ruleBans.hold(banKey, record, ctx.req).then((taken) => {
-      if (taken && !crossed) observe(this.mode.onBan, info, ctx.req, this.mode.report);
+    void this.records.ruleBans.hold(banKey, record, req).then((taken) => {
+      if (taken && !crossed) observe(this.mode.onBan, info, req, this.mode.report);
     });
   }
 

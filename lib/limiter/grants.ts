@@ -4,7 +4,6 @@ import { Lookups } from '../shared/lookups.js';
 import { type Checker, show, typoOf } from '../shared/check.js';
 import type { ListingLimitsErrorCode } from '../shared/errors.js';
 import { MAX_SLIDING_LIMIT } from '../stores/store.js';
-import { type Context, PASSED, type Step } from './context.js';
 import { type CompiledEndpoint, compileEndpoint, type CounterOf } from './endpoint.js';
 import type { Client } from './identify.js';
 import { type IpKey, tokenKey } from '../contract/keys.js';
@@ -14,6 +13,7 @@ import type { EndpointRow } from '../contract/listings.js';
 import { LARGEST_FIELD_INTEGER, type Limit, type WindowKind } from '../contract/limit.js';
 import type { Grant } from '../records/types.js';
 import type { ListingLimitsOptions } from './types.js';
+import type { Request } from 'express';
 
 const UNLIMITED = 'unlimited';
 const grantFields = ['multiplier', 'rows'];
@@ -151,15 +151,15 @@ export function compileGrants(
     return found;
   };
 
-  let find: (client: Client, ctx: Context) => Grant | undefined | Promise<Grant | undefined> = () => undefined;
+  let find: ((client: Client, req: Request) => Grant | undefined | Promise<Grant | undefined>) | undefined;
   let known: (client: Client) => Grant | undefined = () => undefined;
   if (typeof grants === 'function') {
     // Answers are kept per client key, and concurrent requests of one client share one call.
     const answers = new Lookups<Grant | undefined>(context.cacheMs);
     known = (client) => answers.peek(client.key);
-    find = (client, ctx) =>
+    find = (client, req) =>
       answers.get(client.key, async () => {
-        const answer = await grants({ key: client.key, token: client.token, ip: ctx.req.ip }, ctx.req);
+        const answer = await grants({ key: client.key, token: client.token, ip: req.ip }, req);
         return answer === undefined || answer === null ? undefined : checkGrantAtRequest(check, answer, table);
       });
   } else if (grants !== undefined) {
@@ -170,27 +170,15 @@ export function compileGrants(
       if (ipaddr.isValid(who)) byAddress.set(ipOf(who), grant);
       else byToken.set(tokenKey(who), grant);
     }
-    find = (client) =>
+    known = (client) =>
       (client.tokenKey !== undefined ? byToken.get(client.tokenKey) : undefined) ??
       (byAddress.size > 0 ? byAddress.get(client.ip) : undefined);
-    known = find as (client: Client) => Grant | undefined;
+    find = known;
   }
-
-  const apply = (ctx: Context, grant: Grant | undefined) => {
-    if (grant === undefined) return;
-    if (grant === UNLIMITED) {
-      ctx.state = PASSED;
-      ctx.outcome = 'allowed';
-    } else ctx.endpoint = variant(ctx.endpoint, grant);
-  };
   const { cache } = context;
-  const step: Step = (ctx) => {
-    const grant = cache.grantOf(ctx.client) ?? find(ctx.client, ctx);
-    if (grant instanceof Promise) return grant.then((g) => apply(ctx, g));
-    apply(ctx, grant);
-  };
   return {
-    step,
+    /** The option's grant of a request's client; undefined without the option. */
+    find,
     /** A client's grant known without a request (runtime, the option's, a lookup's kept answer). */
     known: (client: Client) => cache.grantOf(client) ?? known(client),
     /** The endpoint a limited grant counts a client on: the table's, or a variant of it made once. */

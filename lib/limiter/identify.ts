@@ -7,6 +7,8 @@ import { remembered } from '../shared/remembered.js';
 import { Lookups } from '../shared/lookups.js';
 import type { ClientKeys } from '../records/cache.js';
 import type { ListingLimitsOptions } from './types.js';
+import type { Warn } from '../shared/hooks.js';
+import { once } from '../shared/once.js';
 
 /** The client of a request: its storage key, how it was found, and the keys of its address and token. */
 export interface Client extends ClientKeys {
@@ -99,11 +101,8 @@ export function compileIdentify(check: Checker, options: ListingLimitsOptions, c
     const got = JSON.stringify(ipv6Subnet);
     check.invalid('options.ipv6Subnet', `must be an integer from 1 to 128, or false; got ${got}.`);
   }
-  if (key !== undefined && typeof key !== 'function')
-    check.invalid('options.key', 'must be a function (req) => string.');
-  if (authenticate !== undefined && typeof authenticate !== 'function') {
-    check.invalid('options.authenticate', 'must be a function (token, req) => boolean.');
-  }
+  check.callback(key, 'options.key', '(req) => string');
+  check.callback(authenticate, 'options.authenticate', '(token, req) => boolean');
   if (key && authenticate) {
     check.invalid(
       'options.authenticate',
@@ -143,10 +142,7 @@ function identifyOf(
   if (!authenticate) {
     return (req) => {
       const token = req.headers.authorization;
-      if (token) {
-        const hashed = hash(token);
-        return new TokenClient(hashed, token, req, addressKey);
-      }
+      if (token) return new TokenClient(hash(token), token, req, addressKey);
       const ip = ipOf(req.ip);
       return { key: ip, kind: 'ip', ip, token: undefined, tokenKey: undefined };
     };
@@ -163,5 +159,20 @@ function identifyOf(
     if (await verdict(hashed, token, req)) return { key: hashed, kind: 'token', ip, token, tokenKey: hashed };
     // A refused token is not the client: it is counted by its address, and no grant of the token applies to it.
     return reject ? REJECTED : { key: ip, kind: 'ip', ip, token: undefined, tokenKey: undefined };
+  };
+}
+
+/** Clients behind a proxy share one counter when requests carry X-Forwarded-For and `trust proxy` is off. */
+export function forwardedWarning(warn: Warn): (req: Request) => void {
+  const tell = once(() =>
+    warn(
+      'LISTING_LIMITS_TRUST_PROXY',
+      "listing-limits: requests carry X-Forwarded-For but the app's 'trust proxy' setting is off, so req.ip is the " +
+        "proxy's address and every client behind the proxy shares one counter. " +
+        "Set app.set('trust proxy', ...) to your proxies.",
+    ),
+  );
+  return (req) => {
+    if (req.headers['x-forwarded-for'] !== undefined && !req.app?.get('trust proxy')) tell();
   };
 }

@@ -106,7 +106,7 @@ export function configure(listing: unknown, options: ListingLimitsOptions = {}) 
   });
   const { cache } = records;
   const ban = checkBanOption(check, options);
-  const banRule = ban && new BanRule(counterOf, ban, { shadow, onBan: options.onBan, report, waiting }, records);
+  const banRule = ban && new BanRule(counterOf, ban, { shadow, onBan: options.onBan, report }, records);
   const grants = compileGrants(check, options, { counterOf, window, table: grantTable, ipOf, cacheMs, cache });
   const usage = new Usage(endpoints, grants, records);
   if (metrics) metrics.register(check, registry as NonNullable<typeof registry>, cache);
@@ -131,7 +131,7 @@ export function configure(listing: unknown, options: ListingLimitsOptions = {}) 
     banRule,
     records,
     scope: ban?.scope ?? 'site',
-    grant: grants.step,
+    grants,
     shadow,
     onLimit: options.onLimit,
     report,
