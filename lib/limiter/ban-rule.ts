@@ -15,14 +15,12 @@ import { resetWithin } from '../stores/resilient.js';
 
 const banOptionFields = ['after', 'within', 'duration', 'tokensPerIp', 'tokensWithin', 'scope'] as const;
 
-/** Option `ban`, checked: where bans are enforced is known. */
 type CheckedBan = BanOptions & { readonly scope: 'site' | 'table' };
 
 /** Options `ban` and `onBan`, checked: undefined without `ban`. */
 export function checkBanOption(check: Checker, options: ListingLimitsOptions): CheckedBan | undefined {
   const { onBan } = options;
-  if (onBan !== undefined && typeof onBan !== 'function')
-    check.invalid('options.onBan', 'must be a function (info, req) => void.');
+  check.callback(onBan, 'options.onBan', '(info, req) => void');
   if (options.ban === undefined) {
     if (onBan) check.invalid('options.onBan', 'needs options.ban, which decides when a client is banned.');
     return undefined;
@@ -48,13 +46,11 @@ export function checkBanOption(check: Checker, options: ListingLimitsOptions): C
   };
 }
 
-/** The count of a counter of one limit. */
 const oneCount = (counts: Counts): number => counts[0]?.count ?? 0;
 
 /**
- * The ban rule of one middleware. A ban is decided from what an atomic count answers, so that requests in flight
- * together cannot all slip past it, and `onBan` fires for the one request that crossed the threshold. Its steps answer
- * whether the request is to be refused if banned; the request path refuses it.
+ * Decides bans from what an atomic count answers: requests in flight together cannot all slip past, and `onBan` fires
+ * for the one that crossed the threshold. Its steps answer whether the request path refuses the request if banned.
  */
 export class BanRule {
   readonly #strikes: Counter;
@@ -78,15 +74,11 @@ export class BanRule {
     }
   }
 
-  /** Whether addresses are banned for presenting too many tokens (`tokensPerIp`). */
   get countsTokens(): boolean {
     return this.#tokens !== undefined;
   }
 
-  /**
-   * With `tokensPerIp`: a token new to its address counts on the address's tokens, any other reads them. The ban does
-   * not reset the count, so the store's order decides which requests are refused.
-   */
+  /** A token new to its address counts on its tokens, any other reads them; the store's order decides refusals. */
   tokens(client: Client, req: Request, deadline: Deadline | undefined): boolean | Promise<boolean> {
     if (client.kind !== 'token') return false;
     const seen = (this.#seen as Counter).hit(`${client.ip}|${client.key}`, deadline);
@@ -128,10 +120,8 @@ export class BanRule {
     return counted instanceof Promise ? counted.then((c) => decide(oneCount(c))) : decide(oneCount(counted));
   }
 
-  /**
-   * Bans the client (its address for token rotation) unless a ban of it is known. Past the threshold without crossing
-   * it (another instance may have banned), the store keeps its ban or takes this one; `onBan` is told once either way.
-   */
+  // Past the threshold without crossing it (another instance may have banned), the store keeps its ban or takes this
+  // one; `onBan` is told once either way.
   #ban(client: Client, req: Request, reason: BanInfo['reason'], crossed: boolean): void {
     const address = reason === 'token-rotation';
     const key = address ? client.ip : client.key;

@@ -1,4 +1,4 @@
-// Extended limits for approved clients (rule 6): option `grants`, compiled into the step that picks a client's limits.
+// Extended limits for approved clients (rule 6): option `grants`, checked and compiled, and the grants' endpoints.
 import ipaddr from 'ipaddr.js';
 import { Lookups } from '../shared/lookups.js';
 import { type Checker, show, typoOf } from '../shared/check.js';
@@ -30,9 +30,8 @@ function product(limit: number, multiplier: number): bigint {
   return rounded < 1n ? 1n : rounded;
 }
 
-/** What a grant is checked against. */
 interface GrantTable {
-  /** Each endpoint's shape (see rowShape) → its name, `<METHOD> <path>`. */
+  /** Each endpoint's shape (see rowShape) → its name. */
   readonly paths: ReadonlyMap<string, string>;
   readonly rows: readonly EndpointRow[];
   readonly sliding: boolean;
@@ -93,13 +92,9 @@ export function checkGrant(check: Checker, grant: unknown, at: string, table: Gr
   return { rows };
 }
 
-/** Grants compiled: the step of the request path, and what reading a client's counters without a request needs. */
 export type CompiledGrants = ReturnType<typeof compileGrants>;
 
-/**
- * The step that moves a granted client onto its own endpoint, made once per grant and endpoint (or lets an unlimited
- * one through): a grant made at runtime first, then the `grants` option.
- */
+/** The `grants` option's lookup, and each granted endpoint, made once per grant and endpoint. */
 export function compileGrants(
   check: Checker,
   options: ListingLimitsOptions,
@@ -109,7 +104,6 @@ export function compileGrants(
     table: GrantTable;
     ipOf: IpKey;
     cacheMs: number;
-    /** The grants made at runtime, which win over the option's. */
     cache: RecordCache;
   },
 ) {
@@ -177,7 +171,7 @@ export function compileGrants(
   }
   const { cache } = context;
   return {
-    /** The option's grant of a request's client; undefined without the option. */
+    /** Undefined without the option. */
     find,
     /** A client's grant known without a request (runtime, the option's, a lookup's kept answer). */
     known: (client: Client) => cache.grantOf(client) ?? known(client),

@@ -41,15 +41,11 @@ const limiterOptionNames = [
 
 const modes = ['enforce', 'shadow'] as const;
 
-/**
- * The options checked and compiled: everything the request path needs, all fields set.
- * @internal
- */
+/** @internal */
 export type Config = ReturnType<typeof configure>;
 
 /**
- * Checks the listing and options (throws ListingLimitsError): the options no feature owns first, then each feature
- * checks and compiles its own.
+ * Checks the options no feature owns, then has each feature check and compile its own. Throws ListingLimitsError.
  * @internal
  */
 export function configure(listing: unknown, options: ListingLimitsOptions = {}) {

@@ -98,10 +98,7 @@ export type GrantLookup = (
 /** Grants by Authorization value or IP address (matched as clients are counted), or a lookup function. */
 export type Grants = Readonly<Record<string, Grant>> | GrantLookup;
 
-/**
- * What the package needs of a prom-client `Registry` (v14 or later): it is handed metrics that answer `get()` as
- * prom-client's own do, so prom-client itself is never loaded.
- */
+/** What the package needs of a prom-client `Registry` (v14 or later); prom-client itself is never loaded. */
 export interface MetricsRegistry {
   registerMetric(metric: never): void;
 }
@@ -111,9 +108,8 @@ export interface ListingLimitsOptions {
   /** Where counters live; one store per middleware. Default: `memoryStore()`. */
   store?: Store;
   /**
-   * `'fixed'`: a window starts with a client's first request, so up to twice the limit can pass across two windows.
-   * `'sliding'`: at most `limit` requests in any `windowMs` (limits up to 10,000 per row). Sliding windows and several
-   * rows per endpoint need `memoryStore()` or `redisStore()`. Default: `'fixed'`.
+   * `'fixed'` windows start with a client's first request; `'sliding'`: at most `limit` in any `windowMs` (limits up to
+   * 10,000), with `memoryStore()` or `redisStore()`, as are several rows per endpoint. Default: `'fixed'`.
    */
   window?: WindowKind;
   /**
@@ -133,10 +129,7 @@ export interface ListingLimitsOptions {
   handler?: LimitHandler;
   /** The prefix that groups IPv6 clients counted by IP; `false` counts each address alone. Default: `64`. */
   ipv6Subnet?: number | false;
-  /**
-   * Whether an Authorization value is a real credential, sync or async, cached for `cacheMs`: invented tokens cannot
-   * each get a fresh counter. Not with `key`. Default: every token is taken as given.
-   */
+  /** Whether an Authorization value is a real credential, cached for `cacheMs`. Not with `key`. Default: all are. */
   authenticate?: Authenticate;
   /** A token `authenticate` refuses: `'ip'` counts the request by IP, `'reject'` answers 401. Default: `'ip'`. */
   invalidToken?: 'ip' | 'reject';
@@ -146,22 +139,13 @@ export interface ListingLimitsOptions {
   ban?: BanOptions;
   /** Called when a client is banned, e.g. to log it or to keep it elsewhere. Default: none. */
   onBan?: OnBan;
-  /**
-   * Extended limits for approved clients (rule 6), by Authorization value or IP address, or a lookup function cached
-   * for `cacheMs`. Granted clients count on counters of their own. Default: none.
-   */
+  /** Extended limits for approved clients (rule 6), by token or IP, or a lookup cached for `cacheMs`. Default: none. */
   grants?: Grants;
-  /**
-   * `'shadow'` counts and sets headers but refuses and bans nothing, telling `onLimit` and `onBan` with `shadow: true`.
-   * Default: `'enforce'`.
-   */
+  /** `'shadow'` counts and sets headers, but refuses and bans nothing (events say `shadow`). Default: `'enforce'`. */
   mode?: 'enforce' | 'shadow';
   /** Called on every request over the limit (in shadow mode too). Its errors go to `onError`. Default: none. */
   onLimit?: (event: LimitEvent, req: Request) => unknown;
-  /**
-   * Called on every change of bans and grants this instance makes; `req` is the request of an automatic ban, else
-   * undefined. Its errors go to `onError`. Default: none.
-   */
+  /** Called on every change of bans and grants this instance makes (`req` for a rule's ban). Default: none. */
   onChange?: (event: ChangeEvent, req: Request | undefined) => unknown;
   /** A prom-client (14 or later) `Registry` of its own for the `listing_limits_*` metrics. Default: no metrics. */
   metrics?: MetricsRegistry;
@@ -181,10 +165,7 @@ export interface ListingLimitsOptions {
 export interface ListingLimitsMiddleware extends RequestHandler {
   /** Bans a client for `duration` milliseconds (whole seconds, at most one year). Resolves true. */
   ban(client: ClientRef, options: { readonly duration: number; readonly reason?: string }): Promise<boolean>;
-  /**
-   * Lifts the bans of a client, or of a key as `onBan` reported it, and forgets what led to them. Resolves whether a
-   * ban of it was in force.
-   */
+  /** Lifts the bans of a client (or `onBan` key) and forgets what led to them. Resolves whether one was in force. */
   unban(client: ClientRef | string): Promise<boolean>;
   /** The bans in force, the rule's and the operators', as the store has them now. */
   bans(): Promise<ActiveBan[]>;
@@ -214,10 +195,7 @@ export interface ListingLimitsMiddleware extends RequestHandler {
   close(): void;
   /** The client's counters on every limit of every endpoint (of its grant's, if known), read without counting. */
   usage(client: ClientRef): Promise<EndpointUsage[]>;
-  /**
-   * Clears the client's counters, its grants' included, on every endpoint or on `endpoint` (`<METHOD> <path>`).
-   * Resolves whether one had a request counted.
-   */
+  /** Clears the client's counters (its grants' too), on every endpoint or one. Resolves whether one had a count. */
   reset(client: ClientRef, endpoint?: string): Promise<boolean>;
   /** The grant requests of rule 6, in the store's state. */
   readonly requests: GrantRequests;

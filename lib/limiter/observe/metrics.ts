@@ -13,25 +13,15 @@ interface Value {
   readonly metricName?: string;
 }
 
-/** A metric as a Registry reads it: its name, help and type, and its values when asked. */
-class Metric {
-  readonly aggregator = 'sum';
+type MetricType = 'counter' | 'gauge' | 'histogram';
 
-  constructor(
-    readonly name: string,
-    readonly help: string,
-    readonly type: 'counter' | 'gauge' | 'histogram',
-    private readonly values: () => Value[],
-  ) {}
-
-  get(): Promise<{ name: string; help: string; type: string; values: Value[]; aggregator: string }> {
-    const { name, help, type, aggregator } = this;
-    return Promise.resolve({ name, help, type, values: this.values(), aggregator });
-  }
-
-  /** Counts of this package are not reset by `registry.resetMetrics()`: a counter only goes up. */
-  reset(): void {}
+/** A metric as a Registry reads it; `registry.resetMetrics()` leaves it, as a counter only goes up. */
+function metric(name: string, help: string, type: MetricType, values: () => Value[]) {
+  const get = () => Promise.resolve({ name, help, type, values: values(), aggregator: 'sum' });
+  return { name, help, type, aggregator: 'sum', get, reset: () => {} };
 }
+
+const LATENCY = 'listing_limits_store_duration_seconds';
 
 /** The metrics of one middleware. */
 export class Metrics {
@@ -39,50 +29,40 @@ export class Metrics {
   #latencyCount = 0;
   #latencySum = 0;
   #cachedRefusals = 0;
-  readonly #metrics: readonly Metric[];
-  /** Where the gauges read the bans and grants in force. */
-  #inForce: RecordCache | undefined;
 
-  constructor(requests: Traffic) {
-    this.#metrics = [
-      new Metric(
+  constructor(private readonly requests: Traffic) {}
+
+  /** Registers the metrics: last, once every other option is known to work, so that a failed start leaves none. */
+  register(check: Checker, registry: MetricsRegistry, inForce: RecordCache): void {
+    const one = (value: number): Value[] => [{ value, labels: {} }];
+    const metrics = [
+      metric(
         'listing_limits_requests_total',
         'Requests through the middleware, by endpoint of the table and outcome.',
         'counter',
-        () => {
-          const values: Value[] = [];
-          for (const [endpoint, outcomes] of requests.totals()) {
-            for (const [outcome, value] of outcomes) values.push({ value, labels: { endpoint, outcome } });
-          }
-          return values;
-        },
+        () => this.#requests(),
       ),
-      new Metric('listing_limits_active_bans', 'Bans in force, of the rules and of operators.', 'gauge', () => [
-        { value: this.#inForce?.bansInForce().length ?? 0, labels: {} },
-      ]),
-      new Metric('listing_limits_active_grants', 'Grants made at runtime and in force.', 'gauge', () => [
-        { value: this.#inForce?.grantsInForce().length ?? 0, labels: {} },
-      ]),
-      new Metric(
-        'listing_limits_store_duration_seconds',
+      metric('listing_limits_active_bans', 'Bans in force, of the rules and of operators.', 'gauge', () =>
+        one(inForce.bansInForce().length),
+      ),
+      metric('listing_limits_active_grants', 'Grants made at runtime and in force.', 'gauge', () =>
+        one(inForce.grantsInForce().length),
+      ),
+      metric(
+        LATENCY,
         'Time the store took to answer a call that went to it (counts, ban reads and writes).',
         'histogram',
         () => this.#histogram(),
       ),
-      new Metric(
+      metric(
         'listing_limits_refusal_cache_hits_total',
         'Requests refused from the remembered refusals of a shared store, without a store command.',
         'counter',
-        () => [{ value: this.#cachedRefusals, labels: {} }],
+        () => one(this.#cachedRefusals),
       ),
     ];
-  }
-
-  /** Registers the metrics: last, once every other option is known to work, so that a failed start leaves none. */
-  register(check: Checker, registry: MetricsRegistry, inForce: RecordCache): void {
-    this.#inForce = inForce;
     try {
-      for (const metric of this.#metrics) registry.registerMetric(metric as never);
+      for (const m of metrics) registry.registerMetric(m as never);
     } catch (error) {
       check.invalid(
         'options.metrics',
@@ -102,16 +82,23 @@ export class Metrics {
     if (i >= 0) this.#buckets[i] = (this.#buckets[i] as number) + 1;
   }
 
+  #requests(): Value[] {
+    const values: Value[] = [];
+    for (const [endpoint, outcomes] of this.requests.totals ?? []) {
+      for (const [outcome, value] of outcomes) values.push({ value, labels: { endpoint, outcome } });
+    }
+    return values;
+  }
+
   #histogram(): Value[] {
-    const name = 'listing_limits_store_duration_seconds';
     let cumulative = 0;
     const values: Value[] = BUCKETS.map((le, i) => {
       cumulative += this.#buckets[i] as number;
-      return { value: cumulative, labels: { le }, metricName: `${name}_bucket` };
+      return { value: cumulative, labels: { le }, metricName: `${LATENCY}_bucket` };
     });
-    values.push({ value: this.#latencyCount, labels: { le: '+Inf' }, metricName: `${name}_bucket` });
-    values.push({ value: this.#latencySum, labels: {}, metricName: `${name}_sum` });
-    values.push({ value: this.#latencyCount, labels: {}, metricName: `${name}_count` });
+    values.push({ value: this.#latencyCount, labels: { le: '+Inf' }, metricName: `${LATENCY}_bucket` });
+    values.push({ value: this.#latencySum, labels: {}, metricName: `${LATENCY}_sum` });
+    values.push({ value: this.#latencyCount, labels: {}, metricName: `${LATENCY}_count` });
     return values;
   }
 }
@@ -119,12 +106,7 @@ export class Metrics {
 /** Checks the `metrics` option: a prom-client Registry, or undefined. */
 export function checkMetrics(check: Checker, metrics: unknown): MetricsRegistry | undefined {
   if (metrics === undefined) return undefined;
-  if (
-    typeof metrics !== 'object' ||
-    metrics === null ||
-    typeof (metrics as Partial<MetricsRegistry>).registerMetric !== 'function'
-  ) {
+  if (typeof metrics !== 'object' || typeof (metrics as Partial<MetricsRegistry> | null)?.registerMetric !== 'function')
     check.invalid('options.metrics', `must be a prom-client Registry (e.g. \`new Registry()\`); got ${show(metrics)}.`);
-  }
   return metrics as MetricsRegistry;
 }

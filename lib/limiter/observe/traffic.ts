@@ -31,35 +31,30 @@ export class Traffic {
   #hour = false;
   readonly #ring: Minute[] = [];
   readonly #endpoints: readonly string[];
-  /** Endpoint → outcome → requests since the start; undefined without metrics. */
-  readonly #totals: Map<string, Map<Outcome, number>> | undefined;
+  /** Endpoint → outcome → requests since the start, every outcome of every endpoint counted so far; with metrics. */
+  readonly totals: Map<string, Map<Outcome, number>> | undefined;
 
   constructor(endpoints: readonly string[], totals = false) {
     this.#endpoints = endpoints;
-    this.#totals = totals ? new Map() : undefined;
+    this.totals = totals ? new Map() : undefined;
     for (const endpoint of totals ? endpoints : []) this.#outcomes(endpoint);
     this.counting = totals;
   }
 
-  /** Keeps the last hour from now on: from the first time it is asked for. */
+  /** From the first time the last hour is asked for. */
   keepHour(): void {
     this.#hour = true;
     this.counting = true;
   }
 
   #outcomes(endpoint: string): Map<Outcome, number> {
-    const totals = this.#totals as Map<string, Map<Outcome, number>>;
+    const totals = this.totals as Map<string, Map<Outcome, number>>;
     let outcomes = totals.get(endpoint);
     if (!outcomes) {
       outcomes = new Map(OUTCOMES.map((o) => [o, 0]));
       totals.set(endpoint, outcomes);
     }
     return outcomes;
-  }
-
-  /** Endpoint → outcome → requests since the start, every outcome of every endpoint counted so far (empty without). */
-  totals(): ReadonlyMap<string, ReadonlyMap<Outcome, number>> {
-    return this.#totals ?? new Map();
   }
 
   #minute(now: number): Minute {
@@ -75,7 +70,7 @@ export class Traffic {
 
   /** Counts a request; `client` is undefined for one that failed before it was identified (never a refused one). */
   count(endpoint: string, outcome: Outcome, client: { readonly key: string } | undefined, now?: number): void {
-    if (this.#totals) {
+    if (this.totals) {
       const outcomes = this.#outcomes(endpoint);
       outcomes.set(outcome, (outcomes.get(outcome) as number) + 1);
     }
