@@ -1,28 +1,13 @@
 // An endpoint compiled once for the request path: its counter in the store and its precomputed header strings.
-import { type HeaderTemplate, headerTemplate } from '../contract/headers.js';
+import { headerTemplate } from '../contract/headers.js';
 import { type Counter, type StoreParts, timed } from '../stores/counter.js';
 import { memoryCounter } from '../stores/memory/store.js';
 import { Resilient } from '../stores/resilient.js';
 import type { LimitsSpec } from '../stores/store.js';
 import type { Waiting } from '../stores/waiting.js';
-import type { Limit, WindowKind } from '../contract/limit.js';
 
-/** One limit of an endpoint, with the header strings of its policy. */
-export interface CompiledLimit extends Limit {
-  readonly headers: HeaderTemplate;
-}
-
-export interface CompiledEndpoint {
-  /** `<METHOD> <path>`, with its grant for a granted variant. */
-  readonly name: string;
-  readonly window: WindowKind;
-  /** The endpoint's limits, one per row, in table order: one for most endpoints. */
-  readonly limits: readonly CompiledLimit[];
-  readonly counter: Counter;
-  /** The first limit, as `req.rateLimit` and the headers show it for an endpoint of one limit. */
-  readonly limit: number;
-  readonly headers: HeaderTemplate;
-}
+export type CompiledEndpoint = ReturnType<typeof compileEndpoint>;
+export type CompiledLimit = CompiledEndpoint['limits'][number];
 
 /** Makes a middleware's counter of a spec. */
 export type CounterOf = (spec: LimitsSpec) => Counter;
@@ -51,7 +36,7 @@ export function fixedSpec(name: string, limit: number, windowMs: number): Limits
 }
 
 /** The one way an endpoint is compiled, for the table's rows and for granted variants alike. */
-export function compileEndpoint(counterOf: CounterOf, spec: LimitsSpec): CompiledEndpoint {
+export function compileEndpoint(counterOf: CounterOf, spec: LimitsSpec) {
   const { name, window, limits } = spec;
   const several = limits.length > 1;
   const compiled = limits.map(({ limit, windowMs }) => ({
@@ -60,12 +45,15 @@ export function compileEndpoint(counterOf: CounterOf, spec: LimitsSpec): Compile
     // Each policy of an endpoint of several limits is named by its window, so that the IETF fields tell them apart.
     headers: headerTemplate(several ? `${name} per ${windowMs / 1000}s` : name, limit, windowMs),
   }));
-  const first = compiled[0] as CompiledLimit;
+  const [first] = compiled as [(typeof compiled)[number]];
   return {
+    /** `<METHOD> <path>`, with its grant for a granted variant. */
     name,
     window,
+    /** One per row, in table order: one for most endpoints. */
     limits: compiled,
     counter: counterOf(spec),
+    /** The first limit, as `req.rateLimit` and the headers show it for an endpoint of one limit. */
     limit: first.limit,
     headers: first.headers,
   };

@@ -89,8 +89,6 @@ function readsSocket(req: Request): boolean {
 /** What identification answers when `invalidToken: 'reject'` refuses a token that `authenticate` did not accept. */
 export const REJECTED = Symbol('token rejected');
 
-type Identify = (req: Request) => Client | typeof REJECTED | Promise<Client | typeof REJECTED>;
-
 export const identifyOptions = ['key', 'authenticate', 'invalidToken', 'ipv6Subnet'] as const;
 
 /** Identification compiled: it answers the client, or REJECTED; synchronous unless `key` or `authenticate` is given. */
@@ -114,21 +112,17 @@ export function compileIdentify(check: Checker, options: ListingLimitsOptions, c
     check.invalid('options.invalidToken', 'needs options.authenticate, which decides what is invalid.');
   const known = remembered((ip) => ipKey(ip, ipv6Subnet));
   const ipOf: IpKey = (ip) => (ip ? known(ip) : ipKey(undefined, ipv6Subnet));
-  return { identify: identifyOf(key, authenticate, invalidToken === 'reject', ipOf, cacheMs), ipOf, ipv6Subnet };
+  return { identify: identifyOf(options, invalidToken === 'reject', ipOf, cacheMs), ipOf, ipv6Subnet };
 }
 
-function identifyOf(
-  key: ListingLimitsOptions['key'],
-  authenticate: ListingLimitsOptions['authenticate'],
-  reject: boolean,
-  ipOf: IpKey,
-  cacheMs: number,
-): Identify {
+type Identified = Client | typeof REJECTED;
+
+function identifyOf(options: ListingLimitsOptions, reject: boolean, ipOf: IpKey, cacheMs: number) {
+  const { key, authenticate } = options;
   const hash = remembered(tokenKey);
   const addressKey = addressKeyOf(ipOf);
-
   if (key) {
-    return async (req) => {
+    return async (req: Request): Promise<Identified> => {
       const value = await key(req);
       if (typeof value !== 'string' || value === '') {
         throw new TypeError(
@@ -140,7 +134,7 @@ function identifyOf(
     };
   }
   if (!authenticate) {
-    return (req) => {
+    return (req: Request): Identified => {
       const token = req.headers.authorization;
       if (token) return new TokenClient(hash(token), token, req, addressKey);
       const ip = ipOf(req.ip);
@@ -151,7 +145,7 @@ function identifyOf(
   const verdicts = new Lookups<boolean>(cacheMs);
   const verdict = (hashed: string, token: string, req: Request) =>
     verdicts.get(hashed, async () => (await authenticate(token, req)) === true);
-  return async (req) => {
+  return async (req: Request): Promise<Identified> => {
     const token = req.headers.authorization || undefined;
     const ip = ipOf(req.ip);
     if (!token) return { key: ip, kind: 'ip', ip, token, tokenKey: undefined };

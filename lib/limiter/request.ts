@@ -72,7 +72,6 @@ function proceed<C extends Visit>(ctx: C, steps: readonly Step<C>[], from: numbe
   if (ctx.state === PASSED) ctx.next();
 }
 
-/** Counts a request that is done, for the metrics and the last hour, when either is kept. */
 function measured(ctx: Visit, config: Config): void {
   if (config.traffic.counting && ctx.outcome) config.traffic.count(ctx.row, ctx.outcome, ctx.client);
 }
@@ -353,7 +352,6 @@ function answerBanned(ctx: Visit, until: number): void {
   }
 }
 
-/** Where a request stands: going through the steps, let through, or answered. */
 const GOING = 0;
 const PASSED = 1;
 const ANSWERED = 2;
