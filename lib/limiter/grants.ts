@@ -177,7 +177,11 @@ export function compileGrants(
     known: (client: Client) => cache.grantOf(client) ?? known(client),
     /** The endpoint a limited grant counts a client on: the table's, or a variant of it made once. */
     variant,
-    variantsOf: (base: CompiledEndpoint) => [...variants.values()].filter((v) => v.name.startsWith(`${base.name} (`)),
+    /** Every counter of the endpoint, in order: the table's, then each grant's variant made so far. */
+    countersOf: (base: CompiledEndpoint) => [
+      base,
+      ...[...variants.values()].filter((v) => v.name.startsWith(`${base.name} (`)),
+    ],
   };
 }
 

@@ -113,10 +113,7 @@ function chainTo(layers: readonly Layer[], middleware: unknown, depth: number): 
   return undefined;
 }
 
-/**
- * The route among `layers` that answers `method path` before the middleware could: one whose own path the table
- * matches to this endpoint, so that a catch-all such as `app.all('*', cors)` is not one.
- */
+/** A route that answers `method path` before the middleware: its own path matches the endpoint, unlike a catch-all. */
 function answeredBy(
   layers: readonly Layer[],
   method: string,
@@ -148,10 +145,8 @@ function answeredBy(
   return undefined;
 }
 
-/**
- * The table's endpoints that routes before the middleware answer, each with its route; undefined when the app does not
- * hold the middleware. Routers around it count while each between is mounted at `/`, seeing the path it sees.
- */
+// The endpoints that routes before the middleware answer; undefined when the app does not hold it. Routers around it
+// count while each between is mounted at `/`, seeing the path it sees.
 function shadowed(app: unknown, middleware: unknown, table: Table): string[] | undefined {
   const root = routerOf(app);
   const chain = root && chainTo(root, middleware, 0);
@@ -198,10 +193,7 @@ function onFinished(message: unknown): void {
   if (pending.size === 0) unsubscribe(FINISHED, onFinished);
 }
 
-/**
- * At the first response of the app that holds `middleware`, warns of routes before it that answer its table's
- * endpoints. Each response costs one call until then (or {@link PATIENCE} of other apps). Answers what stops it.
- */
+/** Warns, at the first response of the app that holds `middleware`, of routes before it; answers what stops it. */
 export function watchMountOrder(middleware: unknown, table: Table, warn: Warn): () => void {
   const check: Pending = {
     check: (app) => {

@@ -290,17 +290,14 @@ function sendJson(ctx: Visit, status: number, body: string, retryAfter?: number,
   res.end(body);
 }
 
-/** Whether Accept prefers problem details to `application/json` (a tie goes to the JSON every client reads). */
-function wantsProblem(req: Request): boolean {
-  const accept = req.headers.accept;
-  return accept !== undefined && /problem\+json/i.test(accept) && req.accepts(OFFERED) === PROBLEM_JSON;
-}
-
-/** A cache must not give one client's refusal body to another. */
-function varyOnAccept(res: Response): void {
+/** Whether a refusal is sent as problem details: Accept prefers them (a tie goes to the JSON every client reads). */
+function asProblem({ req, res }: Visit): boolean {
+  // A cache must not give one client's refusal body to another.
   const vary = res.getHeader('Vary');
   if (vary === undefined) res.setHeader('Vary', 'Accept');
   else if (!/(?:^|,)\s*(?:accept|\*)\s*(?:,|$)/i.test(String(vary))) res.setHeader('Vary', `${String(vary)}, Accept`);
+  const accept = req.headers.accept;
+  return accept !== undefined && /problem\+json/i.test(accept) && req.accepts(OFFERED) === PROBLEM_JSON;
 }
 
 function violatedPolicies({ endpoint, counts }: Context): string[] {
@@ -309,8 +306,7 @@ function violatedPolicies({ endpoint, counts }: Context): string[] {
 }
 
 function answerLimited(ctx: Context, retryAfter: number): void {
-  varyOnAccept(ctx.res);
-  if (wantsProblem(ctx.req)) {
+  if (asProblem(ctx)) {
     const problem = {
       type: QUOTA_EXCEEDED,
       title: 'Request cannot be satisfied as assigned quota has been exceeded',
@@ -335,8 +331,7 @@ function answerBanned(ctx: Visit, until: number): void {
   const retryAfter = retryAfterSeconds(until - Date.now());
   const bannedUntil = new Date(until).toISOString();
   ctx.outcome = 'banned';
-  varyOnAccept(ctx.res);
-  if (wantsProblem(ctx.req)) {
+  if (asProblem(ctx)) {
     const problem = {
       type: BANNED,
       title: 'Banned for circumventing the rate limits',

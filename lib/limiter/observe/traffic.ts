@@ -21,17 +21,14 @@ interface Minute {
   readonly refused: Map<string, number>;
 }
 
-/**
- * The totals by endpoint and outcome (with metrics) and a ring of 60 minutes (once the operator's page asks for it,
- * `keepHour()`). Until either is kept, the request path pays one boolean test (`counting`).
- */
+// The totals by endpoint and outcome (with metrics) and a ring of 60 minutes (once the operator's page asks for it).
+// Until either is kept, the request path pays one boolean test (`counting`).
 export class Traffic {
-  /** Whether a request done is to be counted: the metrics are kept, or the last hour is. */
   counting: boolean;
   #hour = false;
   readonly #ring: Minute[] = [];
   readonly #endpoints: readonly string[];
-  /** Endpoint → outcome → requests since the start, every outcome of every endpoint counted so far; with metrics. */
+  /** Endpoint → outcome → requests since the start, with metrics. */
   readonly totals: Map<string, Map<Outcome, number>> | undefined;
 
   constructor(endpoints: readonly string[], totals = false) {

@@ -7,11 +7,6 @@ import type { Records } from '../../records/records.js';
 import type { EndpointUsage } from '../types.js';
 import { peekWithin, resetWithin, Resilient } from '../../stores/resilient.js';
 
-/** Every counter of the endpoint, in order: the table's, then each grant's variant made so far. */
-function countersOf(endpoint: CompiledEndpoint, grants: CompiledGrants): CompiledEndpoint[] {
-  return [endpoint, ...grants.variantsOf(endpoint)];
-}
-
 /** Reads and clears a client's counters; a counter that cannot peek or reset is refused (`ERR_UNSUPPORTED_STORE`). */
 export class Usage {
   constructor(
@@ -89,7 +84,7 @@ export class Usage {
       );
       chosen = this.endpoints.filter((e) => e.name === name);
     }
-    const counters = chosen.flatMap((e) => countersOf(e, this.grants));
+    const counters = chosen.flatMap((e) => this.grants.countersOf(e));
     this.#readable(check, counters, "clear a client's counters");
     return this.records.calls.bounded('limits.reset', async (bound) => {
       const cleared = await Promise.all(counters.map((e) => resetWithin(e.counter, key, bound)));
@@ -103,8 +98,7 @@ export class Usage {
   /** Forgets the refusals remembered of `key` on every counter of this instance. */
   forget(key: string): void {
     for (const endpoint of this.endpoints) {
-      for (const { counter } of countersOf(endpoint, this.grants))
-        if (counter instanceof Resilient) counter.forget(key);
+      for (const { counter } of this.grants.countersOf(endpoint)) if (counter instanceof Resilient) counter.forget(key);
     }
   }
 }
