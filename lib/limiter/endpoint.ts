@@ -1,13 +1,15 @@
 // An endpoint compiled once for the request path: its counter in the store and its precomputed header strings.
-import { headerTemplate } from '../contract/headers.js';
+import { type HeaderTemplate, headerTemplate } from '../contract/headers.js';
 import { type Counter, type StoreParts, timed } from '../stores/counter.js';
 import { memoryCounter } from '../stores/memory/store.js';
 import { Resilient } from '../stores/resilient.js';
 import type { LimitsSpec } from '../stores/store.js';
 import type { Waiting } from '../stores/waiting.js';
+import type { Limit } from '../contract/limit.js';
 
 export type CompiledEndpoint = ReturnType<typeof compileEndpoint>;
-export type CompiledLimit = CompiledEndpoint['limits'][number];
+/** One limit of an endpoint, with the header strings of its policy. */
+export type CompiledLimit = Limit & { readonly headers: HeaderTemplate };
 
 /** Makes a middleware's counter of a spec. */
 export type CounterOf = (spec: LimitsSpec) => Counter;
@@ -39,13 +41,13 @@ export function fixedSpec(name: string, limit: number, windowMs: number): Limits
 export function compileEndpoint(counterOf: CounterOf, spec: LimitsSpec) {
   const { name, window, limits } = spec;
   const several = limits.length > 1;
-  const compiled = limits.map(({ limit, windowMs }) => ({
+  const compiled = limits.map(({ limit, windowMs }): CompiledLimit => ({
     limit,
     windowMs,
     // Each policy of an endpoint of several limits is named by its window, so that the IETF fields tell them apart.
     headers: headerTemplate(several ? `${name} per ${windowMs / 1000}s` : name, limit, windowMs),
   }));
-  const [first] = compiled as [(typeof compiled)[number]];
+  const first = compiled[0] as CompiledLimit;
   return {
     /** `<METHOD> <path>`, with its grant for a granted variant. */
     name,
