@@ -24,10 +24,7 @@ export interface Policy {
 }
 
 /** Where a limit stands: a member of `RateLimit`, or draft 6's or the X- fields; `resets` most exact first. */
-export interface State {
-  readonly dialect: Dialect;
-  readonly name: string | undefined;
-  readonly quota: Told | undefined;
+export interface State extends Omit<Policy, 'window'> {
   readonly remaining: Told | undefined;
   readonly resets: readonly Told[];
 }
