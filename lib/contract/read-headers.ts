@@ -84,8 +84,7 @@ function untilMs(at: number, date: number | undefined, now: number): number | un
 }
 
 function nameOf(value: BareItem): string | undefined {
-  if (typeof value === 'string') return value;
-  return value instanceof Token ? value.toString() : undefined;
+  return typeof value === 'string' || value instanceof Token ? value.toString() : undefined;
 }
 
 /** What `parse` reads of `text`; undefined where `text` is not a Structured Field of its kind. */
