@@ -23,7 +23,7 @@ export class Html {
 }
 
 /** Null, undefined and booleans print nothing. */
-type Part = Html | string | number | boolean | null | undefined | readonly Part[];
+export type Part = Html | string | number | boolean | null | undefined | readonly Part[];
 
 function render(part: Part): string {
   if (part instanceof Html) return part.text;
