@@ -73,16 +73,8 @@ const wholeOptions = {
   retries: { unit: 'retries', least: 0, most: 10, fallback: 2 },
 } as const;
 
-type Defaulted = 'fetch' | 'maxWaitMs' | 'timeoutMs' | 'reportIntervalMs' | 'onWait' | 'onError' | 'retries';
-
 /** The options checked; `onWait` and `onError` never throw, so that a listener's mistake breaks no call. */
-export interface ClientSettings extends Readonly<Required<Pick<ListingClientOptions, Defaulted>>> {
-  readonly rows: readonly EndpointRow[];
-  /** Without a trailing slash. */
-  readonly baseUrl: string;
-  readonly token: string | undefined;
-  readonly cacheMs: ReadonlyMap<string, number>;
-}
+export type ClientSettings = ReturnType<typeof resolveClient>;
 
 const clientCheck: Checker = new Checker('listingClient');
 
@@ -116,7 +108,7 @@ function checkCache(value: unknown, rows: readonly EndpointRow[]): Map<string, n
   return cache;
 }
 
-export function resolveClient(options: ListingClientOptions): ClientSettings {
+export function resolveClient(options: ListingClientOptions) {
   const o = clientCheck.options(options, 'options', '{ listing, baseUrl, token }');
   if (options === undefined)
     clientCheck.invalid('options', 'must be an object { listing, baseUrl, token }; got undefined.');
@@ -129,8 +121,9 @@ export function resolveClient(options: ListingClientOptions): ClientSettings {
     return o[field] === undefined ? fallback : clientCheck.whole(o[field], `options.${field}`, unit, least, most);
   };
   const longest = Math.max(wholeOptions.maxWaitMs.fallback, ...rows.map((row) => row.windowMs));
-  const settings: ClientSettings = {
+  const settings = {
     rows,
+    // Without a trailing slash.
     baseUrl: `${origin}${path}`,
     token: clientCheck.token(o.token, 'options.token'),
     fetch: clientCheck.function<typeof fetch>(o.fetch, 'options.fetch', globalThis.fetch),
