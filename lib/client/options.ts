@@ -1,5 +1,5 @@
 // Options of listingClient(): their public types, and the settings they are checked into when the client is made.
-import { Checker, isPlainObject, MAX_TIMER_MS, show, suggestion } from '../shared/check.js';
+import { Checker, MAX_TIMER_MS, suggestion } from '../shared/check.js';
 import { checkTable } from '../contract/table.js';
 import type { AnyListingName, EndpointRow } from '../contract/listings.js';
 import { type WaitEvent } from './pacing.js';
@@ -91,10 +91,8 @@ function quietly<T>(listener: (arg: T) => void): (arg: T) => void {
 function checkCache(value: unknown, rows: readonly EndpointRow[]): Map<string, number> {
   const shapes = rows.filter((row) => row.method === 'GET').map((row) => row.path);
   const cache = new Map(shapes.map((path) => [path, LIST_PATHS.has(path) ? LIST_CACHE_MS : 0]));
-  if (value === undefined) return cache;
-  if (!isPlainObject(value))
-    clientCheck.invalid('options.cache', `must be an object of milliseconds by path shape; got ${show(value)}.`);
-  for (const [shape, ms] of Object.entries(value)) {
+  const given = clientCheck.options(value, 'options.cache', 'of milliseconds by path shape');
+  for (const [shape, ms] of Object.entries(given)) {
     const field = `options.cache[${JSON.stringify(shape)}]`;
     if (!cache.has(shape)) {
       const near = suggestion(shape, shapes);

@@ -95,12 +95,7 @@ function validate(
 
   let proof: GrantProof | undefined;
   const link = (form.link ?? '').trim();
-  let url: URL | undefined;
-  try {
-    url = new URL(link);
-  } catch {
-    url = undefined;
-  }
+  const url = URL.canParse(link) ? new URL(link) : undefined;
   if (!url || (url.protocol !== 'https:' && url.protocol !== 'http:') || link.length > LONGEST_LINK)
     errors.link = 'Enter a link (https://…) where the size of your service can be checked.';
   if (form.kind === 'bot') {
