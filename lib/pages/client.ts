@@ -42,7 +42,7 @@ async function counters(v: View, middleware: ListingLimitsMiddleware, key: strin
     if (!badInput(error)) throw error;
     return markup`<p class="hint">${error.message}</p>`;
   }
-  return markup`${table(v, usageColumns, usage, 'No endpoint.')}${button(v, 'resetAll')}`;
+  return markup`${table(v, usageColumns, usage, 'No endpoint.')}${button(v, 'clear')}`;
 }
 
 /** Bounded whatever the store holds: a client has at most two bans and one grant, and the lists are cut. */

@@ -35,7 +35,8 @@ export const DONE: Readonly<Record<string, string>> = {
 interface Button {
   readonly path: string;
   readonly label: string;
-  readonly look: 'plain' | 'danger';
+  /** Of an action that removes something. */
+  readonly danger?: true;
   readonly inline?: true;
   /** Asked before it is sent. */
   readonly confirm?: string;
@@ -43,24 +44,13 @@ interface Button {
 
 /** The forms of one button; the page answers each with `?done=`. */
 const BUTTONS = {
-  revoke: { path: '/grants/revoke', label: 'Revoke', look: 'danger', confirm: 'Revoke this grant?' },
-  lift: { path: '/bans/lift', label: 'Lift', look: 'plain' },
-  restore: {
-    path: '/lost/restore',
-    label: 'Restore',
-    look: 'plain',
-    inline: true,
-    confirm: 'Apply this record again?',
-  },
-  dismiss: { path: '/lost/dismiss', label: 'Dismiss', look: 'plain', inline: true },
-  remove: { path: '/foreign/remove', label: 'Remove', look: 'danger', confirm: 'Remove this entry from the store?' },
-  reset: { path: '/client/reset', label: 'Reset', look: 'plain', inline: true },
-  resetAll: {
-    path: '/client/reset',
-    label: 'Reset every counter',
-    look: 'plain',
-    confirm: 'Clear every counter of this client?',
-  },
+  revoke: { path: '/grants/revoke', label: 'Revoke', danger: true, confirm: 'Revoke this grant?' },
+  lift: { path: '/bans/lift', label: 'Lift' },
+  restore: { path: '/lost/restore', label: 'Restore', inline: true, confirm: 'Apply this record again?' },
+  dismiss: { path: '/lost/dismiss', label: 'Dismiss', inline: true },
+  remove: { path: '/foreign/remove', label: 'Remove', danger: true, confirm: 'Remove this entry from the store?' },
+  reset: { path: '/client/reset', label: 'Reset', inline: true },
+  clear: { path: '/client/reset', label: 'Reset every counter', confirm: 'Clear every counter of this client?' },
 } as const satisfies Record<string, Button>;
 
 function options(list: readonly (readonly [string, string])[], selected?: string): Html[] {
@@ -155,12 +145,12 @@ export function table<T>(v: View, columns: readonly Column<T>[], items: readonly
 
 /** A form of one button, on one record (`[field, value]`) or on the client of the page. */
 export function button(v: View, name: keyof typeof BUTTONS, record?: readonly [string, string]): Html {
-  const { path, label, look, inline, confirm }: Button = BUTTONS[name];
+  const { path, label, danger, inline, confirm }: Button = BUTTONS[name];
   const field = record ? markup`<input type="hidden" name="${record[0]}" value="${record[1]}" />` : '';
   const asked = confirm ? markup` data-confirm="${confirm}"` : '';
   return markup`<form method="post" action="${v.base}${path}"${inline ? markup` class="inline"` : ''}${asked}>
     ${hidden(v)}${field}
-    <button type="submit" class="${look}">${label}</button>
+    <button type="submit" class="${danger ? 'danger' : 'plain'}">${label}</button>
   </form>`;
 }
 
