@@ -371,7 +371,7 @@ describe('memory', () => {
       limiter.countNow(`a-${i}`);
       await settle(limiter.consume(`b-${i}`));
       await limiter.set(`c-${i}`, 1, (30 * DAY) / SECOND);
-      limiter.hit(`d-${i}`);
+      limiter.countNow(`d-${i}`);
     }
     expect(limiter.size).toBe(4000);
     expect(setTimeout).not.toHaveBeenCalled();
