@@ -111,8 +111,7 @@ export class Waiting {
   #queue: RequestDeadline[] = [];
   #head = 0;
   #timer: NodeJS.Timeout | undefined;
-  /** The breaker of a store of one part (route ''), and those of the other routes. */
-  readonly #one: Breaker = { failures: 0, openUntil: 0 };
+  /** The breaker of each part of the store: route '' for a store of one part. */
   readonly #breakers = new Map<string, Breaker>();
 
   constructor(policy: StoreFailurePolicy) {
@@ -166,7 +165,6 @@ export class Waiting {
   }
 
   #breaker(route: string): Breaker {
-    if (route === '') return this.#one;
     let breaker = this.#breakers.get(route);
     if (!breaker) this.#breakers.set(route, (breaker = { failures: 0, openUntil: 0 }));
     return breaker;
@@ -183,8 +181,7 @@ export class Waiting {
   }
 
   succeeded(route = ''): void {
-    const breaker = route === '' ? this.#one : this.#breakers.get(route);
-    if (breaker) breaker.failures = 0;
+    this.#breaker(route).failures = 0;
   }
 
   failed(route = ''): void {
