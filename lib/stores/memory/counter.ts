@@ -10,13 +10,13 @@ class KeyCount implements Count {
   resetAt = 0;
 }
 
-/** A slot of a sliding window: the times of its requests, oldest first from `head` on, 8 bytes each. */
+/** A count in a sliding window, with the times of its requests, oldest first from `head` on, 8 bytes each. */
 class SlidingCount extends KeyCount {
   readonly times: number[] = [];
   head = 0;
 }
 
-/** Times a sliding slot lets pile up before the front of its array is cut off. */
+/** Times a sliding count lets pile up before the front of its array is cut off. */
 const COMPACT_AFTER = 32;
 
 /**
@@ -69,7 +69,7 @@ export class MemoryCounter implements Counter, CountsLimitsNow {
       const slot = slots[i] as KeyCount;
       const { limit, windowMs } = limits[i] as Limit;
       if (!allowed) {
-        // Told in place: a full slot as over its limit, an empty one as a window from now.
+        // Told in place: a full count as over its limit, an empty one as a window from now.
         if (slot.count >= limit) slot.count = limit + 1;
         else if (slot.count === 0) slot.resetAt = now + windowMs;
         continue;
@@ -116,7 +116,7 @@ export class MemoryCounter implements Counter, CountsLimitsNow {
     return counted;
   }
 
-  /** The first slot of `key` while its window lasts, for rate-limiter-flexible's methods. */
+  /** The first count of `key` while its window lasts, for rate-limiter-flexible's methods. */
   live(key: string, now: number): KeyCount | undefined {
     const slot = this.#entries.get(key)?.[0];
     return slot !== undefined && now < slot.resetAt ? slot : undefined;
@@ -133,7 +133,7 @@ export class MemoryCounter implements Counter, CountsLimitsNow {
     return slot;
   }
 
-  /** When `slots` hold nothing any more: a fixed window's end, a sliding one's newest request's. */
+  /** When a key holds nothing any more: a fixed window's end, a sliding one's newest request's. */
   #endsAt(slots: readonly KeyCount[]): number {
     let end = 0;
     for (let i = 0; i < slots.length; i++) {
@@ -145,7 +145,7 @@ export class MemoryCounter implements Counter, CountsLimitsNow {
   }
 }
 
-/** Drops the requests of a sliding slot made at or before `from`, and sets its count and the time it frees one. */
+/** Drops the requests of a sliding count made at or before `from`, and sets its count and the time it frees one. */
 function slide(slot: SlidingCount, from: number, windowMs: number): void {
   const { times } = slot;
   let { head } = slot;
