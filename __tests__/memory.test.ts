@@ -1,4 +1,4 @@
-// The memory counter, and MemoryLimiter its rate-limiter-flexible face: contracts on a fake clock, the sweep, no timers.
+// The memory counter, and MemoryLimiter its rate-limiter-flexible face: contracts on a fake clock, sweep, no timers.
 import { RateLimiterRes, RateLimiterUnion } from 'rate-limiter-flexible';
 import { ListingLimitsError } from '../lib';
 import { MAX_DURATION_MS } from '../lib/shared/check';
