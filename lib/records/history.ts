@@ -73,8 +73,8 @@ export function historyMethods(parts: Parts) {
           const field = id.slice('record '.length);
           const found = cache.foreign.get(field);
           if (!found) return false;
-          const change = { field, value: null, endsAt: null, when: { sha1: found.sha1 } };
-          const removed = (await calls.change([{ change }], bound)).records[0]?.changed === true;
+          const write = { field, record: null, when: { sha1: found.sha1 } };
+          const removed = (await calls.change([write], bound)).records[0]?.changed === true;
           if (removed) cache.foreign.delete(field);
           return removed;
         }

@@ -3,6 +3,7 @@ import { Checker, isPlainObject, MAX_DURATION_MS, show } from '../shared/check.j
 import { ListingLimitsError } from '../shared/errors.js';
 import { checkRow } from '../contract/table.js';
 import type { ClientKind } from '../contract/keys.js';
+import type { RecordChange } from '../stores/state.js';
 import type { ChangeEvent, Grant } from './types.js';
 
 /** A ban, as the state keeps it: `ban:<key>` for a client, `ban:addr:<address key>` for an address. */
@@ -54,6 +55,14 @@ export interface ResetRecord {
 }
 
 export type Stored<R> = R & { readonly seq: number };
+
+/** A record written as JSON (null: removed) when `when` holds (default `'always'`), with its history's entry. */
+export interface Write {
+  readonly field: string;
+  readonly record: AnyRecord | null;
+  readonly when?: RecordChange['when'];
+  readonly event?: ChangeEvent;
+}
 
 /** Why a stored entry is not a record this instance applies, in words for `onError` and the operator's page. */
 export class Problem {

@@ -73,9 +73,7 @@ export class Records implements Parts {
   async resetClient(key: string, windowMs: number, bound: CallBound): Promise<void> {
     const at = Date.now();
     const record: ResetRecord = { key, at, until: at + windowMs };
-    const value = JSON.stringify(record);
-    const change = { field: `reset:${key}`, value, endsAt: record.until, when: 'always' } as const;
-    await this.calls.change([{ change }], bound);
+    await this.calls.change([{ field: `reset:${key}`, record }], bound);
   }
 
   close(): void {
