@@ -85,29 +85,24 @@ export function eventText(event: ChangeEvent): string {
   return JSON.stringify({ ...event, at: event.at.getTime(), until: event.until?.getTime() });
 }
 
-export function eventOf(action: ChangeEvent['action'], key: string, kind: ClientKind, at: number): ChangeEvent {
-  return {
-    action,
-    key,
-    kind,
-    by: 'operator',
-    at: new Date(at),
-    reason: undefined,
-    until: undefined,
-    grant: undefined,
-    note: undefined,
-  };
+export function eventOf(
+  action: ChangeEvent['action'],
+  key: string,
+  kind: ClientKind,
+  at: number,
+  more?: Partial<ChangeEvent>,
+): ChangeEvent {
+  const none = { reason: undefined, until: undefined, grant: undefined, note: undefined };
+  return { action, key, kind, by: 'operator', at: new Date(at), ...none, ...more };
 }
 
 export function banEvent(ban: BanRecord): ChangeEvent {
-  const event = eventOf('ban', ban.key, ban.kind, ban.since);
-  return { ...event, by: ban.by, reason: ban.reason, until: new Date(ban.until) };
+  return eventOf('ban', ban.key, ban.kind, ban.since, { by: ban.by, reason: ban.reason, until: new Date(ban.until) });
 }
 
-export function grantEvent(grant: GrantRecord): ChangeEvent {
-  const event = eventOf('grant', grant.key, kindOfKey(grant.key), grant.since);
-  const until = grant.until === null ? undefined : new Date(grant.until);
-  return { ...event, until, grant: grant.grant, note: grant.note ?? undefined };
+export function grantEvent({ key, grant, since, until, note }: GrantRecord): ChangeEvent {
+  const end = until === null ? undefined : new Date(until);
+  return eventOf('grant', key, kindOfKey(key), since, { until: end, grant, note: note ?? undefined });
 }
 
 export function lostRecord(lost: Stored<LostEntry>): LostRecord {
