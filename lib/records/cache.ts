@@ -28,7 +28,7 @@ import {
   storedBan,
   type Write,
 } from './kinds.js';
-import type { Grant } from './types.js';
+import type { ForeignEntry, Grant } from './types.js';
 import { digest, sameRecord, shownText, withoutSeq } from './views.js';
 
 /** Foreign entries kept in view for `foreign()`, and those remembered as told to `onError`, at the most. */
@@ -44,11 +44,8 @@ export interface ClientKeys {
   readonly ip: string;
 }
 
-interface ForeignRecord {
-  readonly shown: string;
-  readonly sha1: string;
-  readonly problem: string;
-}
+/** A foreign record as `foreign()` lists it, and its text's hash: `removeForeign()` removes only that text. */
+type ForeignRecord = ForeignEntry & { readonly sha1: string };
 
 interface Known {
   readonly epoch: string | undefined;
@@ -260,7 +257,8 @@ export class RecordCache {
 
   #skip(field: string, json: string, problem: string): void {
     if (this.foreign.size >= FOREIGN_KEPT) this.foreign.delete(this.foreign.keys().next().value as string);
-    this.foreign.set(field, { shown: shownText(json), sha1: sha1(json), problem });
+    const entry = { id: `record ${field}`, place: 'record', field, text: shownText(json), problem } as const;
+    this.foreign.set(field, { ...entry, sha1: sha1(json) });
     this.foreignFound(`record ${field}`, json, problem);
   }
 

@@ -146,17 +146,16 @@ export class GrantRequestDesk implements GrantRequests {
   readonly #store: GrantRequestStore | undefined;
   readonly #parts: Parts;
   readonly #ipv6Subnet: number | false;
-  readonly endpoints: readonly EndpointRow[];
 
   constructor(
     store: GrantRequestStore | undefined,
     parts: Parts,
-    table: { readonly rows: readonly EndpointRow[]; readonly ipv6Subnet: number | false },
+    ipv6Subnet: number | false,
+    readonly endpoints: readonly EndpointRow[],
   ) {
     this.#store = store;
     this.#parts = parts;
-    this.#ipv6Subnet = table.ipv6Subnet;
-    this.endpoints = table.rows;
+    this.#ipv6Subnet = ipv6Subnet;
   }
 
   get supported(): boolean {

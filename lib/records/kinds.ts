@@ -94,10 +94,6 @@ export function endOf(record: AnyRecord): number {
   return 'until' in record ? (record.until ?? Infinity) : Infinity;
 }
 
-export function isBan(record: BanRecord | GrantRecord): record is BanRecord {
-  return 'by' in record;
-}
-
 export function checkText(check: Checker, value: unknown, field: string, longest = LONGEST_TEXT, trim = false): string {
   if (typeof value !== 'string' || (trim ? value.trim() : value) === '' || value.length > longest)
     check.invalid(field, `must be a non-empty string of at most ${longest} characters; got ${show(value)}.`);

@@ -1,6 +1,6 @@
 // The lost records: an operator's ban or grant the store lost (a restart, a flush, a failover), to restore or dismiss.
 import type { Parts } from './calls.js';
-import { endOf, isBan } from './kinds.js';
+import { endOf } from './kinds.js';
 import type { LostRecord } from './types.js';
 import { banEvent, grantEvent, lostRecord } from './views.js';
 
@@ -27,7 +27,7 @@ export function lostMethods({ cache, calls }: Parts) {
           await calls.change([dismiss], bound);
           return false;
         }
-        const event = isBan(record) ? banEvent(record) : grantEvent(record);
+        const event = 'by' in record ? banEvent(record) : grantEvent(record);
         await calls.change([{ field: lost.field, record, event: { ...event, at: new Date(now) } }, dismiss], bound);
         return true;
       });

@@ -57,7 +57,7 @@ export class Records implements Parts {
     });
     this.ruleBans = new RuleBans(this);
     this.logins = logins(this);
-    this.requests = new GrantRequestDesk(state?.requests, this, { rows: context.rows, ipv6Subnet });
+    this.requests = new GrantRequestDesk(state?.requests, this, ipv6Subnet, context.rows);
     this.methods = operatorMethods(this, context.forget);
   }
 

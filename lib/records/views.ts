@@ -1,6 +1,6 @@
 // Records as the lists show them: pages of bans and grants, changes as events, lost records, foreign text.
 import { createHash } from 'node:crypto';
-import { type BanRecord, type GrantRecord, isBan, type LostEntry, type Stored } from './kinds.js';
+import type { BanRecord, GrantRecord, LostEntry, Stored } from './kinds.js';
 import { type ClientKind, kindOfKey } from '../contract/keys.js';
 import type { ActiveBan, ActiveGrant, ChangeEvent, LostRecord } from './types.js';
 
@@ -108,6 +108,6 @@ export function grantEvent({ key, grant, since, until, note }: GrantRecord): Cha
 export function lostRecord(lost: Stored<LostEntry>): LostRecord {
   const r = lost.record;
   const base = { id: lost.field, key: r.key, lostAt: new Date(lost.lostAt) };
-  if (isBan(r)) return { ...base, kind: 'ban', ban: activeBan(r), grant: undefined };
+  if ('by' in r) return { ...base, kind: 'ban', ban: activeBan(r), grant: undefined };
   return { ...base, kind: 'grant', ban: undefined, grant: activeGrant(r) };
 }
