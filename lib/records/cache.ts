@@ -95,8 +95,6 @@ export class RecordCache {
   /** Each load of the operator's page looks at the whole history: an entry is judged once. */
   readonly #judged = new Map<string, string | undefined>();
   readonly #kinds: ReadonlyMap<string, Kind>;
-  readonly #report: OnError;
-  readonly #onReset: ((key: string) => void) | undefined;
   /** Past the end of the last ban seen, no request needs a look at the bans. */
   #bansEnd = 0;
   #epoch: string | undefined;
@@ -108,14 +106,11 @@ export class RecordCache {
   /** What the cost tests count. */
   parsed = 0;
 
-  constructor(options: {
-    readonly checkGrant: CheckGrant;
-    readonly report: OnError;
-    readonly onReset?: (key: string) => void;
-  }) {
-    const { checkGrant } = options;
-    this.#report = options.report;
-    this.#onReset = options.onReset;
+  constructor(
+    checkGrant: CheckGrant,
+    private readonly report: OnError,
+    private readonly onReset: ((key: string) => void) | undefined,
+  ) {
     this.#kinds = new Map<string, Kind>([
       ['ban', { check: checkBanRecord, caches: [this.#bans, this.#addressBans] }],
       ['grant', { check: (id, json) => checkGrantRecord(id, json, checkGrant), caches: [this.grants] }],
@@ -245,7 +240,7 @@ export class RecordCache {
     cache.add(id, record, Date.now());
     if (field.startsWith('ban:')) this.#bansEnd = Math.max(this.#bansEnd, endOf(record));
     // Told at once: the counters' remembered refusals of the client are stale from then on.
-    else if (field.startsWith('reset:')) this.#onReset?.(id);
+    else if (field.startsWith('reset:')) this.onReset?.(id);
   }
 
   #place(field: string): { kind: Kind | undefined; id: string; cache: Cached | undefined } {
@@ -268,7 +263,7 @@ export class RecordCache {
     if (this.#reported.size >= REPORTED_KEPT) this.#reported.delete(this.#reported.values().next().value as string);
     this.#reported.add(id);
     const message = `the store's runtime state has a foreign entry, skipped: ${entry} ${problem}.`;
-    this.#report(new RuntimeStateError('ERR_FOREIGN_ENTRY', message, { entry }), undefined);
+    this.report(new RuntimeStateError('ERR_FOREIGN_ENTRY', message, { entry }), undefined);
   }
 
   historyProblem(json: string): string | undefined {

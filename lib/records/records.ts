@@ -45,7 +45,7 @@ export class Records implements Parts {
     // Apart from the requests' remembered keys, which 10,000 bans would fill.
     const ipOf: IpKey = (ip) => ipKey(ip, ipv6Subnet);
     this.keyOf = (check, client) => clientKeyOf(check, client, ipOf, (key) => this.cache.tokenEndOf(key));
-    this.cache = new RecordCache({ checkGrant, report, onReset: context.onReset });
+    this.cache = new RecordCache(checkGrant, report, context.onReset);
     this.calls = new StateCalls(state ?? new MemoryState(), this.cache, {
       ...context,
       shared: state !== undefined,
