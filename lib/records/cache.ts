@@ -22,6 +22,7 @@ import {
   checkResetRecord,
   checkSessionRecord,
   type LostEntry,
+  objectOf,
   Problem,
   type ResetRecord,
   type Stored,
@@ -65,7 +66,7 @@ interface Cached extends Iterable<[string, Stored<AnyRecord>]> {
 
 /** A kind of record, by the prefix of its field: a new kind is a check, a cache and an entry in `#kinds`. */
 interface Kind {
-  check(id: string, text: string): Stored<AnyRecord>;
+  check(id: string, o: Record<string, unknown>): Stored<AnyRecord>;
   /** Its records by id; a ban of an address's in the second. */
   readonly caches: readonly Cached[];
 }
@@ -113,8 +114,8 @@ export class RecordCache {
   ) {
     this.#kinds = new Map<string, Kind>([
       ['ban', { check: checkBanRecord, caches: [this.#bans, this.#addressBans] }],
-      ['grant', { check: (id, json) => checkGrantRecord(id, json, checkGrant), caches: [this.grants] }],
-      ['lost', { check: (id, json) => checkLostRecord(id, json, checkGrant), caches: [this.lost] }],
+      ['grant', { check: (id, o) => checkGrantRecord(id, o, checkGrant), caches: [this.grants] }],
+      ['lost', { check: (id, o) => checkLostRecord(id, o, checkGrant), caches: [this.lost] }],
       ['session', { check: checkSessionRecord, caches: [this.logins] }],
       ['reset', { check: checkResetRecord, caches: [this.#resets] }],
     ]);
@@ -231,7 +232,7 @@ export class RecordCache {
       return this.#skip(field, json, `is of a kind this version does not know (${show(prefix)})`);
     }
     this.parsed++;
-    const record = attempt(() => kind.check(id, json));
+    const record = attempt(() => kind.check(id, objectOf(json)));
     if (record instanceof Problem) {
       cache.delete(id);
       return this.#skip(field, json, record.message);

@@ -188,24 +188,21 @@ export function storedBan(ban: BanRecord, seq: number): Stored<BanRecord> {
   return { key, kind, reason, since, until, by, tokenEnd, seq };
 }
 
-export function checkBanRecord(id: string, text: string): Stored<BanRecord> {
-  const o = objectOf(text);
+export function checkBanRecord(id: string, o: Record<string, unknown>): Stored<BanRecord> {
   const ban = banRecordOf(o);
   if (id !== ban.key && !(id === addressBan(ban.key) && ban.kind === 'ip'))
     problem(`is the ban of ${show(ban.key)}, not of ${show(id)}`);
   return storedBan(ban, seqOf(o));
 }
 
-export function checkGrantRecord(id: string, text: string, checkGrant: CheckGrant): Stored<GrantRecord> {
-  const o = objectOf(text);
+export function checkGrantRecord(id: string, o: Record<string, unknown>, checkGrant: CheckGrant): Stored<GrantRecord> {
   const grant = grantRecordOf(o, checkGrant);
   if (id !== grant.key) problem(`is the grant of ${show(grant.key)}, not of ${show(id)}`);
   const { key, since, until, note, tokenEnd } = grant;
   return { key, grant: grant.grant, since, until, note, tokenEnd, seq: seqOf(o) };
 }
 
-export function checkLostRecord(id: string, text: string, checkGrant: CheckGrant): Stored<LostEntry> {
-  const o = objectOf(text);
+export function checkLostRecord(id: string, o: Record<string, unknown>, checkGrant: CheckGrant): Stored<LostEntry> {
   const lostField = checkedField<string>(o, 'field', (v) => v === id, show(id));
   const record = checkedField<Record<string, unknown>>(o, 'record', isPlainObject, 'an object');
   let checked: BanRecord | GrantRecord;
@@ -223,8 +220,7 @@ export function checkLostRecord(id: string, text: string, checkGrant: CheckGrant
 /** 16 random bytes, base64url. */
 const LOGIN_ID = /^[\w-]{22}$/;
 
-export function checkSessionRecord(id: string, text: string): Stored<EpochRecord | EndedLogin> {
-  const o = objectOf(text);
+export function checkSessionRecord(id: string, o: Record<string, unknown>): Stored<EpochRecord | EndedLogin> {
   if (id === 'epoch') {
     const epoch = checkedField<string>(o, 'epoch', (v) => typeof v === 'string' && LOGIN_ID.test(v), 'a random id');
     return { epoch, since: checkedField(o, 'since', isTime, 'a time in epoch ms'), seq: seqOf(o) };
@@ -236,8 +232,7 @@ export function checkSessionRecord(id: string, text: string): Stored<EpochRecord
   return { id: checkedField(o, 'id', (v) => v === id, show(id)), endedAt, until, seq: seqOf(o) };
 }
 
-export function checkResetRecord(id: string, text: string): Stored<ResetRecord> {
-  const o = objectOf(text);
+export function checkResetRecord(id: string, o: Record<string, unknown>): Stored<ResetRecord> {
   const at = checkedField<number>(o, 'at', isTime, 'a time in epoch ms');
   const until = checkedField<number>(o, 'until', isTime, 'a time in epoch ms');
   if (until <= at || until - at > MAX_DURATION_MS) problem(`"until" must be after "at", by at most one year`);
