@@ -1,8 +1,10 @@
-// MemoryLimiter: rate-limiter-flexible's method contracts on a fake clock, long windows, the sweep, and no timers.
+// The memory counter, and MemoryLimiter its rate-limiter-flexible face: contracts on a fake clock, sweep, no timers.
 import { RateLimiterRes, RateLimiterUnion } from 'rate-limiter-flexible';
 import { ListingLimitsError } from '../lib';
 import { MAX_DURATION_MS } from '../lib/shared/check';
 import { MemoryLimiter } from '../lib/stores/memory/limiter';
+import { MemoryCounter } from '../lib/stores/memory/counter';
+import { memoryCounter } from '../lib/stores/memory/store';
 import { T0, useFakeClock } from './helpers/stores';
 
 const SECOND = 1000;
@@ -371,11 +373,34 @@ describe('memory', () => {
       limiter.countNow(`a-${i}`);
       await settle(limiter.consume(`b-${i}`));
       await limiter.set(`c-${i}`, 1, (30 * DAY) / SECOND);
-      limiter.hit(`d-${i}`);
+      limiter.countNow(`d-${i}`);
     }
     expect(limiter.size).toBe(4000);
     expect(setTimeout).not.toHaveBeenCalled();
     expect(setInterval).not.toHaveBeenCalled();
+  });
+});
+
+describe('the memory counter', () => {
+  const limits = [
+    { limit: 1, windowMs: SECOND },
+    { limit: 5, windowMs: 60 * SECOND },
+  ];
+
+  it.each(['fixed', 'sliding'] as const)(
+    'answers a known key with its live counts, all limits or none (%s)',
+    (window) => {
+      const counter = new MemoryCounter({ name: 'GET /x', window, limits });
+      const first = counter.hit('a');
+      expect(counter.hit('a')).toBe(first);
+      expect(first.map((c) => c.count)).toEqual([2, 1]);
+    },
+  );
+
+  it('counts every request of one limit in fixed windows, the refused ones too, as rate-limiter-flexible does', () => {
+    const counter = memoryCounter({ name: 'GET /x', window: 'fixed', limits: [{ limit: 1, windowMs: SECOND }] });
+    for (let i = 0; i < 3; i++) counter.hit('a');
+    expect(counter.hit('a')).toEqual([{ count: 4, resetAt: T0 + SECOND }]);
   });
 });
 

@@ -15,7 +15,7 @@ import {
 import { partsOf } from '../lib/stores/rlf';
 import { Resilient } from '../lib/stores/resilient';
 import { MemoryLimiter } from '../lib/stores/memory/limiter';
-import { MemoryLimits } from '../lib/stores/memory/windows';
+import { MemoryCounter } from '../lib/stores/memory/counter';
 import { createApp } from './helpers/app';
 import { describeRedis, glideClient, redisForBlock } from './helpers/redis';
 import { useFakeClock, useFakeWindows } from './helpers/stores';
@@ -127,7 +127,7 @@ const contractCases: ContractCase[] = [
         {
           // A limits counter as a custom store may write one: each call a promise.
           limits: (spec: LimitsSpec) => {
-            const counter = new MemoryLimits(spec);
+            const counter = new MemoryCounter(spec);
             return {
               countsAsync: true as const,
               count: (key: string) => Promise.resolve(counter.countNow(key).map((count) => ({ ...count }))),

@@ -12,7 +12,7 @@ import {
   type Store,
   type WindowKind,
 } from '../lib';
-import { MemoryLimits } from '../lib/stores/memory/windows';
+import { MemoryCounter } from '../lib/stores/memory/counter';
 import { createApp } from './helpers/app';
 import { describeRedis, redisForBlock } from './helpers/redis';
 
@@ -210,7 +210,7 @@ describe('what cannot be read', () => {
     const memory = memoryStore();
     const store = Object.assign((spec: Parameters<Store>[0]) => memory(spec), {
       limits: (spec: LimitsSpec) => {
-        const counter = new MemoryLimits(spec);
+        const counter = new MemoryCounter(spec);
         return { countsNow: true as const, countNow: (key: string) => counter.countNow(key) };
       },
     }) as Store;

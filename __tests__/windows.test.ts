@@ -2,7 +2,7 @@
 import fc from 'fast-check';
 import request from 'supertest';
 import { type EndpointRow, type ListingLimitsOptions, memoryStore } from '../lib';
-import { MemoryLimits } from '../lib/stores/memory/windows';
+import { MemoryCounter } from '../lib/stores/memory/counter';
 import { createApp } from './helpers/app';
 import { storeCases, T0, useFakeWindows } from './helpers/stores';
 
@@ -293,7 +293,7 @@ describe('a sliding window, for any request times (property)', () => {
         fc.array(fc.integer({ min: 0, max: 20 }), { minLength: 1, maxLength: 80 }),
         (limit, windowMs, gaps) => {
           jest.setSystemTime(T0);
-          const counter = new MemoryLimits({ name: 'GET /x', window: 'sliding', limits: [{ limit, windowMs }] });
+          const counter = new MemoryCounter({ name: 'GET /x', window: 'sliding', limits: [{ limit, windowMs }] });
           const allowed: number[] = [];
           let now = T0;
           for (const gap of gaps) {
@@ -315,7 +315,7 @@ describe('a sliding window, for any request times (property)', () => {
 
   it('keeps no more than `limit` times per key, and forgets a key once its window has passed', () => {
     jest.useFakeTimers({ now: T0 });
-    const counter = new MemoryLimits({ name: 'GET /x', window: 'sliding', limits: [{ limit: 3, windowMs: SECOND }] });
+    const counter = new MemoryCounter({ name: 'GET /x', window: 'sliding', limits: [{ limit: 3, windowMs: SECOND }] });
     for (let i = 0; i < 1000; i++) counter.countNow('a');
     jest.setSystemTime(T0 + SECOND);
     // Each key added sweeps two: 'a' is gone once its window has passed.

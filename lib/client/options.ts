@@ -1,5 +1,5 @@
 // Options of listingClient(): their public types, and the settings they are checked into when the client is made.
-import { Checker, isPlainObject, MAX_TIMER_MS, show, suggestion } from '../shared/check.js';
+import { Checker, MAX_TIMER_MS, suggestion } from '../shared/check.js';
 import { checkTable } from '../contract/table.js';
 import type { AnyListingName, EndpointRow } from '../contract/listings.js';
 import { type WaitEvent } from './pacing.js';
@@ -73,16 +73,8 @@ const wholeOptions = {
   retries: { unit: 'retries', least: 0, most: 10, fallback: 2 },
 } as const;
 
-type Defaulted = 'fetch' | 'maxWaitMs' | 'timeoutMs' | 'reportIntervalMs' | 'onWait' | 'onError' | 'retries';
-
 /** The options checked; `onWait` and `onError` never throw, so that a listener's mistake breaks no call. */
-export interface ClientSettings extends Readonly<Required<Pick<ListingClientOptions, Defaulted>>> {
-  readonly rows: readonly EndpointRow[];
-  /** Without a trailing slash. */
-  readonly baseUrl: string;
-  readonly token: string | undefined;
-  readonly cacheMs: ReadonlyMap<string, number>;
-}
+export type ClientSettings = ReturnType<typeof resolveClient>;
 
 const clientCheck: Checker = new Checker('listingClient');
 
@@ -99,10 +91,8 @@ function quietly<T>(listener: (arg: T) => void): (arg: T) => void {
 function checkCache(value: unknown, rows: readonly EndpointRow[]): Map<string, number> {
   const shapes = rows.filter((row) => row.method === 'GET').map((row) => row.path);
   const cache = new Map(shapes.map((path) => [path, LIST_PATHS.has(path) ? LIST_CACHE_MS : 0]));
-  if (value === undefined) return cache;
-  if (!isPlainObject(value))
-    clientCheck.invalid('options.cache', `must be an object of milliseconds by path shape; got ${show(value)}.`);
-  for (const [shape, ms] of Object.entries(value)) {
+  const given = clientCheck.options(value, 'options.cache', 'of milliseconds by path shape');
+  for (const [shape, ms] of Object.entries(given)) {
     const field = `options.cache[${JSON.stringify(shape)}]`;
     if (!cache.has(shape)) {
       const near = suggestion(shape, shapes);
@@ -116,7 +106,7 @@ function checkCache(value: unknown, rows: readonly EndpointRow[]): Map<string, n
   return cache;
 }
 
-export function resolveClient(options: ListingClientOptions): ClientSettings {
+export function resolveClient(options: ListingClientOptions) {
   const o = clientCheck.options(options, 'options', '{ listing, baseUrl, token }');
   if (options === undefined)
     clientCheck.invalid('options', 'must be an object { listing, baseUrl, token }; got undefined.');
@@ -129,8 +119,9 @@ export function resolveClient(options: ListingClientOptions): ClientSettings {
     return o[field] === undefined ? fallback : clientCheck.whole(o[field], `options.${field}`, unit, least, most);
   };
   const longest = Math.max(wholeOptions.maxWaitMs.fallback, ...rows.map((row) => row.windowMs));
-  const settings: ClientSettings = {
+  const settings = {
     rows,
+    // Without a trailing slash.
     baseUrl: `${origin}${path}`,
     token: clientCheck.token(o.token, 'options.token'),
     fetch: clientCheck.function<typeof fetch>(o.fetch, 'options.fetch', globalThis.fetch),

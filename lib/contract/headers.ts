@@ -63,36 +63,21 @@ export function retryAfterSeconds(msBeforeNext: number): number {
   return Math.max(secondsUntil(msBeforeNext), 1);
 }
 
-/** Sets a counted response's headers; returns the ms until the reset shown, which `Retry-After` must not precede. */
-type SetHeaders = (
-  res: ServerResponse,
-  template: HeaderTemplate,
-  remaining: number,
-  msBeforeNext: number,
-  now: number,
-  key: string,
-) => number;
-
-type SetLimitsHeaders = (
-  res: ServerResponse,
-  limits: readonly { readonly limit: number; readonly headers: HeaderTemplate }[],
-  counts: readonly { readonly count: number; readonly resetAt: number }[],
-  now: number,
-  key: string,
-) => number;
-
-interface HeaderWriter {
-  readonly one: SetHeaders;
-  readonly several: SetLimitsHeaders;
-}
-
 // Another limiter's fields on the response stay: policies are appended; the legacy fields (and draft 7's `RateLimit`)
-// show the most restrictive (fewest remaining, then the latest reset).
-export function headerWriter(syntax: HeaderSyntax): HeaderWriter {
+// show the most restrictive (fewest remaining, then the latest reset). Each writer returns the ms until the reset
+// shown, which `Retry-After` must not precede.
+export function headerWriter(syntax: HeaderSyntax) {
   const list = syntax !== 'draft-7';
   const resetKey = syntax === 'draft-10' ? ';t=' : syntax === 'draft-8' ? '; t=' : ', reset=';
   const pk = syntax === 'draft-8' ? remembered(partitionKey) : undefined;
-  const one: SetHeaders = (res, template, remaining, msBeforeNext, now, key) => {
+  const one = (
+    res: ServerResponse,
+    template: HeaderTemplate,
+    remaining: number,
+    msBeforeNext: number,
+    now: number,
+    key: string,
+  ): number => {
     const ms = Math.max(msBeforeNext, 0);
     const strings = template[syntax];
     const item = `${strings.prefix}${remaining}${resetKey}${secondsUntil(ms)}`;
@@ -116,7 +101,13 @@ export function headerWriter(syntax: HeaderSyntax): HeaderWriter {
     res.setHeader('X-RateLimit-Bucket', template.bucket);
     return ms;
   };
-  const several: SetLimitsHeaders = (res, limits, counts, now, key) => {
+  const several = (
+    res: ServerResponse,
+    limits: readonly { readonly limit: number; readonly headers: HeaderTemplate }[],
+    counts: readonly { readonly count: number; readonly resetAt: number }[],
+    now: number,
+    key: string,
+  ): number => {
     let waitMs = 0;
     limits.forEach(({ limit, headers }, i) => {
       const { count, resetAt } = counts[i] as { count: number; resetAt: number };
@@ -128,7 +119,7 @@ export function headerWriter(syntax: HeaderSyntax): HeaderWriter {
 }
 
 /** The writer of option `headers`: `true` (draft 10), a draft's name, or `false` for none (undefined). */
-export function compileHeaders(check: Checker, value: unknown): HeaderWriter | undefined {
+export function compileHeaders(check: Checker, value: unknown): ReturnType<typeof headerWriter> | undefined {
   if (value === undefined || value === true) return headerWriter('draft-10');
   if (value === false) return undefined;
   return headerWriter(check.oneOf(value, headerSyntaxes, 'options.headers'));

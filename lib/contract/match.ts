@@ -15,7 +15,8 @@ interface Shape<T> {
 
 interface MethodIndex<T> {
   readonly exact: Map<string, Candidate<T>>;
-  readonly shapes: Map<number, Shape<T>[]>;
+  /** By number of segments. */
+  readonly shapes: Shape<T>[][];
   /** Paths with optional groups, wildcards or parameters inside a segment: tested one by one. */
   readonly others: Candidate<T>[];
 }
@@ -42,15 +43,6 @@ function simpleSegments(path: string): string[] | undefined {
   return simple ? segments : undefined;
 }
 
-function getOrAdd<K, V>(map: Map<K, V>, key: K, make: () => V): V {
-  let value = map.get(key);
-  if (value === undefined) {
-    value = make();
-    map.set(key, value);
-  }
-  return value;
-}
-
 function indexRoute<T>(index: MethodIndex<T>, candidate: Candidate<T>, path: string): void {
   const segments = simpleSegments(path);
   if (!segments) {
@@ -63,7 +55,7 @@ function indexRoute<T>(index: MethodIndex<T>, candidate: Candidate<T>, path: str
     index.exact.set(spelled, candidate);
     return;
   }
-  const shapes = getOrAdd(index.shapes, segments.length, (): Shape<T>[] => []);
+  const shapes = (index.shapes[segments.length] ??= []);
   let shape = shapes.find((s) => s.isParam.join() === isParam.join());
   if (!shape) {
     shape = { isParam, rows: new Map() };
@@ -95,13 +87,10 @@ export function compileMatcher<T>(
   routes: readonly { readonly method: string; readonly path: string; readonly value: T }[],
 ): (method: string, path: string) => T | undefined {
   const byMethod = new Map<string, MethodIndex<T>>();
-  routes.forEach((route, order) => {
-    const index = getOrAdd(byMethod, route.method, (): MethodIndex<T> => ({
-      exact: new Map(),
-      shapes: new Map(),
-      others: [],
-    }));
-    indexRoute(index, { order, regexp: compilePath(route.path), value: route.value }, route.path);
+  routes.forEach(({ method, path, value }, order) => {
+    const index = byMethod.get(method) ?? { exact: new Map(), shapes: [], others: [] };
+    byMethod.set(method, index);
+    indexRoute(index, { order, regexp: compilePath(path), value }, path);
   });
 
   return (method, path) => {
@@ -111,10 +100,10 @@ export function compileMatcher<T>(
     const lower = trimmed.toLowerCase();
     let best = index.exact.get(lower);
     if (best && !best.regexp.test(path)) best = undefined;
-    if (index.shapes.size > 0) {
+    if (index.shapes.length > 0) {
       let slashes = 0;
       for (let i = 0; i < lower.length; i++) if (lower.charCodeAt(i) === 47 /* / */) slashes++;
-      for (const shape of index.shapes.get(slashes) ?? []) {
+      for (const shape of index.shapes[slashes] ?? []) {
         const candidate = shape.rows.get(spelled(lower, shape.isParam));
         if (candidate && (!best || candidate.order < best.order) && candidate.regexp.test(path)) best = candidate;
       }

@@ -24,10 +24,7 @@ export interface Policy {
 }
 
 /** Where a limit stands: a member of `RateLimit`, or draft 6's or the X- fields; `resets` most exact first. */
-export interface State {
-  readonly dialect: Dialect;
-  readonly name: string | undefined;
-  readonly quota: Told | undefined;
+export interface State extends Omit<Policy, 'window'> {
   readonly remaining: Told | undefined;
   readonly resets: readonly Told[];
 }
@@ -61,19 +58,14 @@ export const MAX_FIELD_CHARS = 4096;
 /** A reset larger than this many seconds is a Unix time; smaller, the seconds until the reset (a year at most). */
 const UNIX_AFTER_SECONDS = MAX_DURATION_MS / 1000;
 
-export const RATE_LIMIT_FIELDS = [
-  'RateLimit-Policy',
-  'RateLimit',
+const X_FIELDS = [
   'X-RateLimit-Limit',
   'X-RateLimit-Remaining',
   'X-RateLimit-Reset',
   'X-RateLimit-Reset-After',
-  'RateLimit-Limit',
-  'RateLimit-Remaining',
-  'RateLimit-Reset',
 ] as const;
-
 export const DRAFT_6_FIELDS = ['RateLimit-Limit', 'RateLimit-Remaining', 'RateLimit-Reset'] as const;
+export const RATE_LIMIT_FIELDS = ['RateLimit-Policy', 'RateLimit', ...X_FIELDS, ...DRAFT_6_FIELDS] as const;
 
 function dateOf(headers: Headers): number | undefined {
   const date = Date.parse(headers.get('Date') ?? '');
@@ -92,8 +84,7 @@ function untilMs(at: number, date: number | undefined, now: number): number | un
 }
 
 function nameOf(value: BareItem): string | undefined {
-  if (typeof value === 'string') return value;
-  return value instanceof Token ? value.toString() : undefined;
+  return typeof value === 'string' || value instanceof Token ? value.toString() : undefined;
 }
 
 /** What `parse` reads of `text`; undefined where `text` is not a Structured Field of its kind. */
@@ -106,8 +97,8 @@ function parsed<T>(parse: (text: string) => T, text: string): T | undefined {
 }
 
 const sentence = (n: number) => new Intl.NumberFormat('en').format(n);
-const COUNT = `not a whole number of requests from 0 to ${sentence(MAX_SERVER_LIMIT)}`;
-const DURATION = 'not a number of seconds from 0 to a year';
+const notCount = (least: number) => `not a whole number of requests from ${least} to ${sentence(MAX_SERVER_LIMIT)}`;
+const notSeconds = (least: number) => `not a number of seconds from 0${least > 0 ? ' (excluded)' : ''} to a year`;
 
 class Reader {
   readonly present: string[];
@@ -140,7 +131,7 @@ class Reader {
     if (typeof value === 'number' && Number.isSafeInteger(value) && value >= least && value <= MAX_SERVER_LIMIT) {
       return { field, key, value };
     }
-    const why = least > 0 ? `not a whole number of requests from 1 to ${sentence(MAX_SERVER_LIMIT)}` : COUNT;
+    const why = notCount(least);
     return this.skip(field, text, key === undefined ? why : `${key}=${String(value)} is ${why}`);
   }
 
@@ -148,7 +139,7 @@ class Reader {
     if (value === undefined) return undefined;
     const ms = typeof value === 'number' && Number.isFinite(value) ? Math.round(value * 1000) : Number.NaN;
     if (ms >= least && ms <= MAX_DURATION_MS) return { field, key, value: ms };
-    const why = least > 0 ? 'not a number of seconds from 0 (excluded) to a year' : DURATION;
+    const why = notSeconds(least);
     return this.skip(field, text, key === undefined ? why : `${key}=${String(value)} is ${why}`);
   }
 
@@ -157,7 +148,7 @@ class Reader {
     if (text === undefined) return undefined;
     const pattern = decimals ? /^\d{1,15}(\.\d{1,9})?$/ : /^\d{1,15}$/;
     if (pattern.test(text)) return Number(text);
-    return this.skip(field, text, decimals ? DURATION : COUNT);
+    return this.skip(field, text, decimals ? notSeconds(0) : notCount(0));
   }
 
   /** Seconds until the reset; past a year, where `unix`, its Unix time. */

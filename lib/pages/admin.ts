@@ -255,27 +255,30 @@ function action(records: Records, run: (req: Request, check: Checker) => Promise
   });
 }
 
-function mountClientActions(router: Router, { middleware, link }: Admin): void {
+function mountActions(router: Router, admin: Admin): void {
+  const { records } = admin.link;
   // A POST, so that a token is hashed here and never appears in an address or a log.
   router.post(
     '/search',
     form(async (req, res, check) => {
       const by = check.oneOf(field(req.body, 'by'), ['token', 'ip', 'key'], 'by');
-      const { key } = link.records.keyOf(check, { [by]: field(req.body, 'value').trim() });
+      const { key } = records.keyOf(check, { [by]: field(req.body, 'value').trim() });
       res.redirect(303, clientPath(req.baseUrl, key));
     }),
   );
-  router.post(
-    '/client/reset',
-    action(link.records, async (req) => {
+  for (const [path, run] of Object.entries(actionsOf(admin))) router.post(path, action(records, run));
+}
+
+/** What each form's action does, and the word of what was done: `none` when the record was already gone. */
+function actionsOf({ middleware, link }: Admin): Record<string, (req: Request, check: Checker) => Promise<string>> {
+  const ended = async (end: Promise<boolean>, done: string) => ((await end) ? done : 'none');
+  return {
+    '/client/reset': async (req) => {
       const endpoint = field(req.body, 'endpoint');
       await middleware.reset({ key: field(req.body, 'back') }, endpoint === '' ? undefined : endpoint);
       return 'reset';
-    }),
-  );
-  router.post(
-    '/bans/new',
-    action(link.records, async (req, check) => {
+    },
+    '/bans/new': async (req, check) => {
       const by = check.oneOf(field(req.body, 'by'), ['token', 'ip', 'key'], 'by');
       const value = field(req.body, 'value').trim();
       const seconds = BAN_DURATIONS.find(([s]) => s === field(req.body, 'duration'))?.[0];
@@ -287,31 +290,19 @@ function mountClientActions(router: Router, { middleware, link }: Admin): void {
         by === 'key' && value.startsWith('t:') ? await middleware.requests.find(client, { limit: 1 }) : [];
       await banClient(link.records, client, { duration: Number(seconds) * 1000, reason }, request?.tokenEnd);
       return 'banned';
-    }),
-  );
-}
-
-function mountGrantActions(router: Router, { middleware, link }: Admin): void {
-  router.post(
-    '/requests/approve',
-    action(link.records, async (req, check) => {
+    },
+    '/requests/approve': async (req, check) => {
       const id = field(req.body, 'id');
       const asked = (await middleware.requests.get(id))?.ask;
       const grant = grantOf(check, field(req.body, 'grant'), field(req.body, 'multiplier'), asked);
       await middleware.requests.approve(id, grant, { until: expiryOf(check, field(req.body, 'expiry')) });
       return 'approved';
-    }),
-  );
-  router.post(
-    '/requests/decline',
-    action(link.records, async (req) => {
+    },
+    '/requests/decline': async (req) => {
       await middleware.requests.decline(field(req.body, 'id'), field(req.body, 'reason'));
       return 'declined';
-    }),
-  );
-  router.post(
-    '/grants/expiry',
-    action(link.records, async (req, check) => {
+    },
+    '/grants/expiry': async (req, check) => {
       const key = field(req.body, 'key');
       const grant = await grantInForce(link.records, key);
       if (!grant) return 'none';
@@ -320,25 +311,13 @@ function mountGrantActions(router: Router, { middleware, link }: Admin): void {
         note: grant.note,
       });
       return 'expiry';
-    }),
-  );
-}
-
-/** Each says `none` when the record was already gone. */
-function mountEndings(router: Router, { middleware, link }: Admin): void {
-  const endings: readonly [path: string, end: (req: Request) => Promise<boolean>, done: string][] = [
-    ['/grants/revoke', (req) => middleware.revoke({ key: field(req.body, 'key') }), 'revoked'],
-    ['/bans/lift', (req) => middleware.unban(field(req.body, 'key')), 'lifted'],
-    ['/lost/restore', (req) => middleware.restoreLost(field(req.body, 'id')), 'restored'],
-    ['/lost/dismiss', (req) => middleware.dismissLost(field(req.body, 'id')), 'removed'],
-    ['/foreign/remove', (req) => middleware.removeForeign(field(req.body, 'id')), 'removed'],
-  ];
-  for (const [path, end, done] of endings) {
-    router.post(
-      path,
-      action(link.records, async (req) => ((await end(req)) ? done : 'none')),
-    );
-  }
+    },
+    '/grants/revoke': (req) => ended(middleware.revoke({ key: field(req.body, 'key') }), 'revoked'),
+    '/bans/lift': (req) => ended(middleware.unban(field(req.body, 'key')), 'lifted'),
+    '/lost/restore': (req) => ended(middleware.restoreLost(field(req.body, 'id')), 'restored'),
+    '/lost/dismiss': (req) => ended(middleware.dismissLost(field(req.body, 'id')), 'removed'),
+    '/foreign/remove': (req) => ended(middleware.removeForeign(field(req.body, 'id')), 'removed'),
+  };
 }
 
 function mountLogout(router: Router, { cookies, link, config }: Admin): void {
@@ -380,9 +359,7 @@ export function limitsAdmin(middleware: ListingLimitsMiddleware, options: AdminP
   const authorize = adminToken === undefined ? (config.authorize as Authorize) : mountLogin(router, admin, adminToken);
   mountGate(router, admin, authorize);
   mountPages(router, admin);
-  mountClientActions(router, admin);
-  mountGrantActions(router, admin);
-  mountEndings(router, admin);
+  mountActions(router, admin);
   if (adminToken !== undefined) mountLogout(router, admin);
   router.use(
     unreachable(

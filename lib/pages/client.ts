@@ -9,10 +9,12 @@ import { doneNotice, header, searchForm } from './dashboard.js';
 import { badInput } from './common.js';
 import {
   banFields,
-  banTable,
-  decidedTable,
-  eventTable,
-  grantTable,
+  banColumns,
+  button,
+  type Column,
+  decidedColumns,
+  eventColumns,
+  grantColumns,
   hidden,
   labelsOf,
   PER_PAGE,
@@ -21,23 +23,15 @@ import {
   type View,
 } from './rows.js';
 
-function usageRow(v: View, u: EndpointUsage): Html {
-  const left = u.counter === undefined ? 'not counted (removal of limits)' : `${u.remaining} of ${u.limit}`;
-  return markup`<tr>
-    <td>${u.endpoint}</td>
-    <td>${u.counter ?? ''}</td>
-    <td>${u.windowMs / 1000} s</td>
-    <td>${u.used}</td>
-    <td>${left}</td>
-    <td>${u.resetTime ? when(u.resetTime) : ''}</td>
-    <td>
-      <form method="post" action="${v.base}/client/reset" class="inline">
-        ${hidden(v)}<input type="hidden" name="endpoint" value="${u.endpoint}" />
-        <button type="submit" class="plain">Reset</button>
-      </form>
-    </td>
-  </tr>`;
-}
+const usageColumns: readonly Column<EndpointUsage>[] = [
+  ['Endpoint', (u) => u.endpoint],
+  ['Counter', (u) => u.counter ?? ''],
+  ['Window', (u) => `${u.windowMs / 1000} s`],
+  ['Used', (u) => u.used],
+  ['Left', (u) => (u.counter === undefined ? 'not counted (removal of limits)' : `${u.remaining} of ${u.limit}`)],
+  ['Frees one at', (u) => (u.resetTime ? when(u.resetTime) : '')],
+  ['', (u, v) => button(v, 'reset', ['endpoint', u.endpoint])],
+];
 
 /** Read without counting. */
 async function counters(v: View, middleware: ListingLimitsMiddleware, key: string): Promise<Html> {
@@ -48,14 +42,7 @@ async function counters(v: View, middleware: ListingLimitsMiddleware, key: strin
     if (!badInput(error)) throw error;
     return markup`<p class="hint">${error.message}</p>`;
   }
-  return markup`${table(
-    ['Endpoint', 'Counter', 'Window', 'Used', 'Left', 'Frees one at', ''],
-    usage.map((u) => usageRow(v, u)),
-    'No endpoint.',
-  )}
-    <form method="post" action="${v.base}/client/reset" data-confirm="Clear every counter of this client?">
-      ${hidden(v)}<button type="submit" class="plain">Reset every counter</button>
-    </form>`;
+  return markup`${table(v, usageColumns, usage, 'No endpoint.')}${button(v, 'clear')}`;
 }
 
 /** Bounded whatever the store holds: a client has at most two bans and one grant, and the lists are cut. */
@@ -91,7 +78,7 @@ export async function clientPage(
     </section>
     <section id="bans" aria-labelledby="bans-h">
       <h2 id="bans-h">Bans in force (${bans.length})</h2>
-      ${banTable(v, bans, 'No ban is in force.')}
+      ${table(v, banColumns, bans, 'No ban is in force.')}
       <h3>Ban this client</h3>
       <form method="post" action="${v.base}/bans/new" class="inline" data-confirm="Ban this client?">
         ${hidden(v)}<input type="hidden" name="by" value="key" /><input type="hidden" name="value" value="${key}" />
@@ -100,15 +87,15 @@ export async function clientPage(
     </section>
     <section id="grants" aria-labelledby="grants-h">
       <h2 id="grants-h">Grant in force</h2>
-      ${grantTable(v, grant ? [grant] : [], 'No runtime grant is in force.')}
+      ${table(v, grantColumns, grant ? [grant] : [], 'No runtime grant is in force.')}
     </section>
     <section id="requests" aria-labelledby="requests-h">
       <h2 id="requests-h">Grant requests (${pending.length} pending)</h2>
       ${pending.map((r) => requestCard(v, r))}
-      ${decidedTable(v, decided, 'No decided request.')}
+      ${table(v, decidedColumns, decided, 'No decided request.')}
     </section>
     <section id="audit" aria-labelledby="audit-h">
       <h2 id="audit-h">Changes</h2>
-      ${eventTable(v, changes, 'No change of this client.')}
+      ${table(v, eventColumns, changes, 'No change of this client.')}
     </section>`;
 }

@@ -75,7 +75,7 @@ export function sendPage(res: Response, status: number, title: string, body: Htm
   res
     .status(status)
     .type('html')
-    .send(page(title, body, { assets: `${req.baseUrl}/assets` }));
+    .send(page(title, body, `${req.baseUrl}/assets`));
 }
 
 /** A page of one alert; `back` adds a link back to the page. */

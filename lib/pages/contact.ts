@@ -95,12 +95,7 @@ function validate(
 
   let proof: GrantProof | undefined;
   const link = (form.link ?? '').trim();
-  let url: URL | undefined;
-  try {
-    url = new URL(link);
-  } catch {
-    url = undefined;
-  }
+  const url = URL.canParse(link) ? new URL(link) : undefined;
   if (!url || (url.protocol !== 'https:' && url.protocol !== 'http:') || link.length > LONGEST_LINK)
     errors.link = 'Enter a link (https://…) where the size of your service can be checked.';
   if (form.kind === 'bot') {
@@ -179,11 +174,7 @@ function requestForm(req: Request, rows: readonly EndpointRow[], form: Form, err
             ${names.map((name) => markup`<li><a href="#${anchor(name)}">${errors[name]}</a></li>`)}
           </ul>
         </div>`;
-  const tokenError = fieldError(errors, 'token');
-  const rowsError = fieldError(errors, 'rows');
-  const askError = fieldError(errors, 'ask');
-  const kindError = fieldError(errors, 'kind');
-  const reasonError = fieldError(errors, 'reason');
+  const error = (name: string) => fieldError(errors, name);
   return markup`${summary}<form class="card" method="post" action="${req.baseUrl}/" novalidate>
     ${csrf}
 <p>Rule 6 of the rate-limit contract: extended limits, or removal of limits, may be granted on request, with
@@ -192,9 +183,9 @@ approval, when you prove the size of your service. An operator reads every reque
 <p class="hint">The value your client sends in <code>Authorization</code>. It is hashed at once and never stored or
 shown; only its last 4 characters are kept, so that you can recognise it.${
     names.length > 0 ? ' For your safety it is not filled in again: enter it once more.' : ''
-  }</p>${tokenError.message}
-<input type="password" id="token" name="token" autocomplete="off" spellcheck="false"${tokenError.attrs}>
-<fieldset id="ask"${askError.attrs}><legend>What you ask for</legend>${askError.message}
+  }</p>${error('token').message}
+<input type="password" id="token" name="token" autocomplete="off" spellcheck="false"${error('token').attrs}>
+<fieldset id="ask"${error('ask').attrs}><legend>What you ask for</legend>${error('ask').message}
 ${radio(form, 'ask', 'multiplier', 'Every limit multiplied')}
 ${radio(form, 'ask', 'endpoints', 'Higher limits on some endpoints')}
 ${radio(form, 'ask', 'unlimited', 'Removal of limits')}
@@ -202,7 +193,7 @@ ${radio(form, 'ask', 'unlimited', 'Removal of limits')}
   ${input(form, errors, 'multiplier', 'Multiplier', 'text', 'e.g. 10 for ten times every limit.')}
 </div>
 <div data-when-ask="endpoints"><p class="hint">The limit you want per window, for the endpoints you need; leave the
-others empty.</p>${rowsError.message}<div class="rows">${rows.map(
+others empty.</p>${error('rows').message}<div class="rows">${rows.map(
     (row, i) =>
       markup`<label for="limit_${i}"
           >${row.method} ${row.path} <span class="hint">(now ${perWindow(row.limit, row.windowMs)})</span></label
@@ -215,11 +206,11 @@ others empty.</p>${rowsError.message}<div class="rows">${rows.map(
           step="1"
           inputmode="numeric"
           value="${form[`limit_${i}`] ?? ''}"
-          ${rowsError.attrs}
+          ${error('rows').attrs}
         />`,
   )}</div></div>
 </fieldset>
-<fieldset id="kind"${kindError.attrs}><legend>Proof of size</legend>${kindError.message}
+<fieldset id="kind"${error('kind').attrs}><legend>Proof of size</legend>${error('kind').message}
 ${radio(form, 'kind', 'bot', 'A bot')}
 ${radio(form, 'kind', 'server', 'A server')}
 <div data-when-kind="bot">${input(form, errors, 'servers', 'Servers the bot is in', 'number')}
@@ -228,8 +219,9 @@ ${input(form, errors, 'shards', 'Shard count', 'number')}</div>
 ${input(form, errors, 'link', 'Link to check it', 'url', 'A public page where the numbers can be seen.')}
 </fieldset>
 ${input(form, errors, 'contact', 'Contact e-mail', 'email')}
-<label for="reason">Why you need more</label>${reasonError.message}
-<textarea id="reason" name="reason" maxlength="${LONGEST_REASON}"${reasonError.attrs}>${form.reason ?? ''}</textarea>
+<label for="reason">Why you need more</label>${error('reason').message}
+<textarea id="reason" name="reason" maxlength="${LONGEST_REASON}"${error('reason').attrs}
+>${form.reason ?? ''}</textarea>
 <button type="submit">Send the request</button>
 </form>
 <p><a href="${req.baseUrl}/status">Check a request you filed</a></p>`;

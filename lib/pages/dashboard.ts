@@ -10,11 +10,11 @@ import { type Html, markup } from './html.js';
 import {
   attention,
   banFields,
-  banTable,
-  decidedTable,
+  banColumns,
+  decidedColumns,
   DONE,
-  eventTable,
-  grantTable,
+  eventColumns,
+  grantColumns,
   keyText,
   labelsOf,
   lastPage,
@@ -22,6 +22,7 @@ import {
   PER_PAGE,
   requestCard,
   table,
+  type Column,
   type View,
 } from './rows.js';
 
@@ -80,14 +81,14 @@ function requestsSection(v: View, total: number, page: number, pending: GrantReq
       ${pending.length ? pending.map((r) => requestCard(v, r)) : markup`<p class="hint">No request is waiting.</p>`}
       ${pager(v, 'requests', page, total)}
       <h3>Recently decided</h3>
-      ${decidedTable(v, decided, 'None yet.')}
+      ${table(v, decidedColumns, decided, 'None yet.')}
     </section>`;
 }
 
 function grantsSection(v: View, grants: { total: number; offset: number; grants: ActiveGrant[] }): Html {
   return markup`<section id="grants" aria-labelledby="grants-h">
       <h2 id="grants-h">Active grants (${grants.total})</h2>
-      ${grantTable(v, grants.grants, 'No grant is in force.')}
+      ${table(v, grantColumns, grants.grants, 'No grant is in force.')}
       ${pager(v, 'grants', grants.offset / PER_PAGE + 1, grants.total)}
     </section>`;
 }
@@ -95,7 +96,7 @@ function grantsSection(v: View, grants: { total: number; offset: number; grants:
 function bansSection(v: View, bans: { total: number; offset: number; bans: ActiveBan[] }): Html {
   return markup`<section id="bans" aria-labelledby="bans-h">
       <h2 id="bans-h">Active bans (${bans.total})</h2>
-      ${banTable(v, bans.bans, 'No ban is in force.')}
+      ${table(v, banColumns, bans.bans, 'No ban is in force.')}
       ${pager(v, 'bans', bans.offset / PER_PAGE + 1, bans.total)}
       <h3>Ban a client</h3>
       <form method="post" action="${v.base}/bans/new" data-confirm="Ban this client?">
@@ -116,49 +117,40 @@ function bansSection(v: View, bans: { total: number; offset: number; bans: Activ
 function trafficSection(v: View, traffic: TrafficSummary): Html {
   const asked = v.req.query.traffic;
   const chosen = typeof asked === 'string' ? traffic.endpoints.find((e) => e.endpoint === asked) : undefined;
-  const row = (name: string, endpoint: string | undefined, e: { allowed: number; refused: number }) => {
-    const query = endpoint === undefined ? '' : `?traffic=${encodeURIComponent(endpoint)}`;
-    const current = endpoint === chosen?.endpoint ? markup` aria-current="true"` : '';
-    return markup`<tr>
-        <td><a href="${v.base}/${query}#traffic"${current}>${name}</a></td>
-        <td>${countText(e.allowed)}</td>
-        <td>${countText(e.refused)}</td>
-      </tr>`;
-  };
   const sum = (of: 'allowed' | 'refused') => traffic.endpoints.reduce((n, e) => n + e[of], 0);
+  const all = { endpoint: undefined, allowed: sum('allowed'), refused: sum('refused') };
+  const endpointColumns: readonly Column<{ endpoint?: string; allowed: number; refused: number }>[] = [
+    [
+      'Endpoint',
+      ({ endpoint }) => {
+        const query = endpoint === undefined ? '' : `?traffic=${encodeURIComponent(endpoint)}`;
+        const current = endpoint === chosen?.endpoint ? markup` aria-current="true"` : '';
+        return markup`<a href="${v.base}/${query}#traffic"${current}>${endpoint ?? 'All endpoints'}</a>`;
+      },
+    ],
+    ['Allowed', (e) => countText(e.allowed)],
+    ['Refused', (e) => countText(e.refused)],
+  ];
+  const refusedColumns: readonly Column<{ key: string; count: number }>[] = [
+    ['Client', (r) => keyText(v, r.key)],
+    ['Refusals', (r) => countText(r.count)],
+  ];
   const subject = chosen?.endpoint ?? 'All endpoints';
   return markup`<section id="traffic" aria-labelledby="traffic-h">
       <h2 id="traffic-h">The last hour on this instance</h2>
       <h3>Requests per minute: ${subject}</h3>
       <div class="chart">${trafficChart(subject, chosen?.minutes ?? traffic.minutes)}</div>
       <p class="hint">An endpoint's name shows its own minutes.</p>
-      ${table(
-        ['Endpoint', 'Allowed', 'Refused'],
-        [
-          row('All endpoints', undefined, { allowed: sum('allowed'), refused: sum('refused') }),
-          ...traffic.endpoints.map((e) => row(e.endpoint, e.endpoint, e)),
-        ],
-        'No endpoint.',
-      )}
+      ${table(v, endpointColumns, [all, ...traffic.endpoints], 'No endpoint.')}
       <h3>Clients refused most often</h3>
-      ${table(
-        ['Client', 'Refusals'],
-        traffic.refused.map(
-          (r) =>
-            markup`<tr>
-              <td>${keyText(v, r.key)}</td>
-              <td>${countText(r.count)}</td>
-            </tr>`,
-        ),
-        'No client was refused in the last hour.',
-      )}
+      ${table(v, refusedColumns, traffic.refused, 'No client was refused in the last hour.')}
     </section>`;
 }
 
 function auditSection(v: View, history: ChangeEvent[]): Html {
   return markup`<section id="audit" aria-labelledby="audit-h">
       <h2 id="audit-h">Audit trail</h2>
-      ${eventTable(v, history, 'No change yet.')}
+      ${table(v, eventColumns, history, 'No change yet.')}
     </section>`;
 }
 

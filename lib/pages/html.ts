@@ -23,7 +23,7 @@ export class Html {
 }
 
 /** Null, undefined and booleans print nothing. */
-type Part = Html | string | number | boolean | null | undefined | readonly Part[];
+export type Part = Html | string | number | boolean | null | undefined | readonly Part[];
 
 function render(part: Part): string {
   if (part instanceof Html) return part.text;
@@ -38,7 +38,7 @@ export function markup(strings: TemplateStringsArray, ...parts: Part[]): Html {
   return new Html(out);
 }
 
-export function page(title: string, body: Html, options: { assets: string; heading?: string }): string {
+export function page(title: string, body: Html, assets: string): string {
   return markup`<!doctype html>
     <html lang="en">
       <head>
@@ -46,12 +46,12 @@ export function page(title: string, body: Html, options: { assets: string; headi
         <meta name="viewport" content="width=device-width, initial-scale=1" />
         <meta name="referrer" content="same-origin" />
         <title>${title}</title>
-        <link rel="stylesheet" href="${options.assets}/pages.css" />
-        <script src="${options.assets}/pages.js" defer></script>
+        <link rel="stylesheet" href="${assets}/pages.css" />
+        <script src="${assets}/pages.js" defer></script>
       </head>
       <body>
         <main>
-          <h1>${options.heading ?? title}</h1>
+          <h1>${title}</h1>
           ${body}
         </main>
       </body>

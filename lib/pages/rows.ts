@@ -2,7 +2,7 @@
 import type { Request } from 'express';
 import type { ActiveBan, ActiveGrant, ChangeEvent, ForeignEntry, GrantRequest, LostRecord } from '../records/types.js';
 import { clientLabel, grantText, when } from './describe.js';
-import { type Html, markup } from './html.js';
+import { type Html, markup, type Part } from './html.js';
 
 export const EXPIRIES: readonly (readonly [string, string])[] = [
   ['7', '7 days'],
@@ -31,6 +31,27 @@ export const DONE: Readonly<Record<string, string>> = {
   removed: 'The entry is removed.',
   reset: 'The client’s counters are cleared.',
 };
+
+interface Button {
+  readonly path: string;
+  readonly label: string;
+  /** Of an action that removes something. */
+  readonly danger?: true;
+  readonly inline?: true;
+  /** Asked before it is sent. */
+  readonly confirm?: string;
+}
+
+/** The forms of one button; the page answers each with `?done=`. */
+const BUTTONS = {
+  revoke: { path: '/grants/revoke', label: 'Revoke', danger: true, confirm: 'Revoke this grant?' },
+  lift: { path: '/bans/lift', label: 'Lift' },
+  restore: { path: '/lost/restore', label: 'Restore', inline: true, confirm: 'Apply this record again?' },
+  dismiss: { path: '/lost/dismiss', label: 'Dismiss', inline: true },
+  remove: { path: '/foreign/remove', label: 'Remove', danger: true, confirm: 'Remove this entry from the store?' },
+  reset: { path: '/client/reset', label: 'Reset', inline: true },
+  clear: { path: '/client/reset', label: 'Reset every counter', confirm: 'Clear every counter of this client?' },
+} as const satisfies Record<string, Button>;
 
 function options(list: readonly (readonly [string, string])[], selected?: string): Html[] {
   return list.map(
@@ -101,39 +122,53 @@ export function lastPage(total: number): number {
   return Math.max(Math.ceil(total / PER_PAGE), 1);
 }
 
+/** A column of a table: its heading, and its cell for an item. */
+export type Column<T> = readonly [head: string, cell: (item: T, v: View) => Part];
+
+/** `items` as a table, one row each, or `empty` when there is none. */
+export function table<T>(v: View, columns: readonly Column<T>[], items: readonly T[], empty: string): Html {
+  if (items.length === 0) return markup`<p class="hint">${empty}</p>`;
+  const row = (item: T) => markup`<tr>${columns.map(([, cell]) => markup`<td>${cell(item, v)}</td>`)}</tr>`;
+  return markup`<div class="table">
+    <table>
+      <thead>
+        <tr>
+          ${columns.map(([head]) => markup`<th scope="col">${head}</th>`)}
+        </tr>
+      </thead>
+      <tbody>
+        ${items.map(row)}
+      </tbody>
+    </table>
+  </div>`;
+}
+
+/** A form of one button, on one record (`[field, value]`) or on the client of the page. */
+export function button(v: View, name: keyof typeof BUTTONS, record?: readonly [string, string]): Html {
+  const { path, label, danger, inline, confirm }: Button = BUTTONS[name];
+  const field = record ? markup`<input type="hidden" name="${record[0]}" value="${record[1]}" />` : '';
+  const asked = confirm ? markup` data-confirm="${confirm}"` : '';
+  return markup`<form method="post" action="${v.base}${path}"${inline ? markup` class="inline"` : ''}${asked}>
+    ${hidden(v)}${field}
+    <button type="submit" class="${danger ? 'danger' : 'plain'}">${label}</button>
+  </form>`;
+}
+
 export function requestCard(v: View, r: GrantRequest): Html {
+  const facts: readonly [string, Part][] = [
+    ['Client', keyText(v, r.key)],
+    ['From', r.network === undefined ? 'no address given' : keyText(v, r.network)],
+    ['Asks for', grantText(r.ask)],
+    ['Proof', proofText(r)],
+    ['Contact', clip(r.contact)],
+    ['Reason', clip(r.reason)],
+    ['Filed', when(r.at)],
+  ];
   return markup`<article class="card" aria-labelledby="request-${r.id}">
     <h3 id="request-${r.id}">Request <code>${r.id}</code></h3>
     <table>
       <tbody>
-        <tr>
-          <th scope="row">Client</th>
-          <td>${keyText(v, r.key)}</td>
-        </tr>
-        <tr>
-          <th scope="row">From</th>
-          <td>${r.network === undefined ? 'no address given' : keyText(v, r.network)}</td>
-        </tr>
-        <tr>
-          <th scope="row">Asks for</th>
-          <td>${grantText(r.ask)}</td>
-        </tr>
-        <tr>
-          <th scope="row">Proof</th>
-          <td>${proofText(r)}</td>
-        </tr>
-        <tr>
-          <th scope="row">Contact</th>
-          <td>${clip(r.contact)}</td>
-        </tr>
-        <tr>
-          <th scope="row">Reason</th>
-          <td>${clip(r.reason)}</td>
-        </tr>
-        <tr>
-          <th scope="row">Filed</th>
-          <td>${when(r.at)}</td>
-        </tr>
+        ${facts.map(([head, cell]) => markup`<tr><th scope="row">${head}</th><td>${cell}</td></tr>`)}
       </tbody>
     </table>
     <form method="post" action="${v.base}/requests/approve" class="inline">
@@ -165,42 +200,38 @@ export function requestCard(v: View, r: GrantRequest): Html {
   </article>`;
 }
 
-function decidedRow(v: View, r: GrantRequest): Html {
-  const outcome =
-    r.status === 'approved'
-      ? `approved: ${grantText(r.granted ?? r.ask)}, until ${when(r.until, 'revoked')}`
-      : `declined: ${r.answer ?? ''}`;
-  return markup`<tr>
-    <td><code>${r.id}</code></td>
-    <td>${keyText(v, r.key)}</td>
-    <td>${grantText(r.ask)}</td>
-    <td>${outcome}</td>
-    <td>${when(r.decidedAt)}</td>
-  </tr>`;
-}
+export const decidedColumns: readonly Column<GrantRequest>[] = [
+  ['Id', (r) => markup`<code>${r.id}</code>`],
+  ['Client', (r, v) => keyText(v, r.key)],
+  ['Asked', (r) => grantText(r.ask)],
+  [
+    'Decision',
+    (r) =>
+      r.status === 'approved'
+        ? `approved: ${grantText(r.granted ?? r.ask)}, until ${when(r.until, 'revoked')}`
+        : `declined: ${r.answer ?? ''}`,
+  ],
+  ['Decided', (r) => when(r.decidedAt)],
+];
 
-function grantRow(v: View, g: ActiveGrant): Html {
-  return markup`<tr>
-    <td>${keyText(v, g.key)}</td>
-    <td>${grantText(g.grant)}</td>
-    <td>${when(g.since)}</td>
-    <td>${when(g.until, 'revoked')}</td>
-    <td>${clip(g.note ?? '')}</td>
-    <td>
-      <form method="post" action="${v.base}/grants/expiry" class="inline">
+export const grantColumns: readonly Column<ActiveGrant>[] = [
+  ['Client', (g, v) => keyText(v, g.key)],
+  ['Grant', (g) => grantText(g.grant)],
+  ['Since', (g) => when(g.since)],
+  ['Until', (g) => when(g.until, 'revoked')],
+  ['Note', (g) => clip(g.note ?? '')],
+  [
+    'Change',
+    (g, v) => markup`<form method="post" action="${v.base}/grants/expiry" class="inline">
         ${hidden(v)}<input type="hidden" name="key" value="${g.key}" /> <label for="expiry-${g.key}">New expiry</label
         ><select id="expiry-${g.key}" name="expiry">
           ${options(EXPIRIES, '30')}
         </select>
         <button type="submit" class="plain">Change</button>
       </form>
-      <form method="post" action="${v.base}/grants/revoke" data-confirm="Revoke this grant?">
-        ${hidden(v)}<input type="hidden" name="key" value="${g.key}" />
-        <button type="submit" class="danger">Revoke</button>
-      </form>
-    </td>
-  </tr>`;
-}
+      ${button(v, 'revoke', ['key', g.key])}`,
+  ],
+];
 
 export function banFields(): Html {
   return markup`<label for="ban-reason">Reason</label>
@@ -212,57 +243,35 @@ export function banFields(): Html {
         <button type="submit" class="danger">Ban</button>`;
 }
 
-function banRow(v: View, b: ActiveBan): Html {
-  return markup`<tr>
-    <td>${keyText(v, b.key)}</td>
-    <td>${b.kind}</td>
-    <td>${clip(b.reason)}</td>
-    <td>${b.by}</td>
-    <td>${when(b.since)}</td>
-    <td>${when(b.until)}</td>
-    <td>
-      <form method="post" action="${v.base}/bans/lift">
-        ${hidden(v)}<input type="hidden" name="key" value="${b.key}" />
-        <button type="submit" class="plain">Lift</button>
-      </form>
-    </td>
-  </tr>`;
-}
+export const banColumns: readonly Column<ActiveBan>[] = [
+  ['Client', (b, v) => keyText(v, b.key)],
+  ['Kind', (b) => b.kind],
+  ['Reason', (b) => clip(b.reason)],
+  ['By', (b) => b.by],
+  ['Since', (b) => when(b.since)],
+  ['Until', (b) => when(b.until)],
+  ['', (b, v) => button(v, 'lift', ['key', b.key])],
+];
 
-function lostRow(v: View, l: LostRecord): Html {
-  const what = l.ban
-    ? `ban (${clip(l.ban.reason)}) until ${when(l.ban.until)}`
-    : `grant: ${l.grant ? grantText(l.grant.grant) : ''}, until ${when(l.grant?.until, 'revoked')}`;
-  return markup`<tr>
-    <td>${keyText(v, l.key)}</td>
-    <td>${what}</td>
-    <td>${when(l.lostAt)}</td>
-    <td>
-      <form method="post" action="${v.base}/lost/restore" class="inline" data-confirm="Apply this record again?">
-        ${hidden(v)}<input type="hidden" name="id" value="${l.id}" />
-        <button type="submit" class="plain">Restore</button>
-      </form>
-      <form method="post" action="${v.base}/lost/dismiss" class="inline">
-        ${hidden(v)}<input type="hidden" name="id" value="${l.id}" />
-        <button type="submit" class="plain">Dismiss</button>
-      </form>
-    </td>
-  </tr>`;
-}
+const lostColumns: readonly Column<LostRecord>[] = [
+  ['Client', (l, v) => keyText(v, l.key)],
+  [
+    'Record',
+    (l) =>
+      l.ban
+        ? `ban (${clip(l.ban.reason)}) until ${when(l.ban.until)}`
+        : `grant: ${l.grant ? grantText(l.grant.grant) : ''}, until ${when(l.grant?.until, 'revoked')}`,
+  ],
+  ['Lost', (l) => when(l.lostAt)],
+  ['', (l, v) => markup`${button(v, 'restore', ['id', l.id])}${button(v, 'dismiss', ['id', l.id])}`],
+];
 
-function foreignRow(v: View, f: ForeignEntry): Html {
-  return markup`<tr>
-    <td>${f.field === undefined ? 'history' : markup`<code>${f.field}</code>`}</td>
-    <td><code>${f.text}</code></td>
-    <td>${f.problem}</td>
-    <td>
-      <form method="post" action="${v.base}/foreign/remove" data-confirm="Remove this entry from the store?">
-        ${hidden(v)}<input type="hidden" name="id" value="${f.id}" />
-        <button type="submit" class="danger">Remove</button>
-      </form>
-    </td>
-  </tr>`;
-}
+const foreignColumns: readonly Column<ForeignEntry>[] = [
+  ['Entry', (f) => (f.field === undefined ? 'history' : markup`<code>${f.field}</code>`)],
+  ['As stored', (f) => markup`<code>${f.text}</code>`],
+  ['Problem', (f) => f.problem],
+  ['', (f, v) => button(v, 'remove', ['id', f.id])],
+];
 
 export function attention(v: View, lost: readonly LostRecord[], foreign: readonly ForeignEntry[]): Html | '' {
   if (lost.length === 0 && foreign.length === 0) return '';
@@ -274,81 +283,26 @@ export function attention(v: View, lost: readonly LostRecord[], foreign: readonl
       restored. Foreign entries were written by something else and are skipped by every instance.
     </p>
     ${cut ? markup`<p class="hint">The first ${PER_PAGE} of each are shown.</p>` : ''}
-    ${table(
-      ['Client', 'Record', 'Lost', ''],
-      lost.slice(0, PER_PAGE).map((l) => lostRow(v, l)),
-      'No record was lost.',
-    )}
-    ${table(
-      ['Entry', 'As stored', 'Problem', ''],
-      foreign.slice(0, PER_PAGE).map((f) => foreignRow(v, f)),
-      'No foreign entry.',
-    )}
+    ${table(v, lostColumns, lost.slice(0, PER_PAGE), 'No record was lost.')}
+    ${table(v, foreignColumns, foreign.slice(0, PER_PAGE), 'No foreign entry.')}
   </section>`;
 }
 
-function eventRow(v: View, e: ChangeEvent): Html {
-  const detail = [
-    e.reason ? `reason: ${clip(e.reason)}` : '',
-    e.grant ? grantText(e.grant) : '',
-    e.until ? `until ${when(e.until)}` : '',
-    e.note ? `note: ${clip(e.note)}` : '',
-  ]
-    .filter(Boolean)
-    .join('; ');
-  return markup`<tr>
-    <td>${when(e.at)}</td>
-    <td>${e.action}</td>
-    <td>${keyText(v, e.key)}</td>
-    <td>${e.by}</td>
-    <td>${detail}</td>
-  </tr>`;
-}
-
-export function table(head: readonly string[], rows: Html[], empty: string): Html {
-  if (rows.length === 0) return markup`<p class="hint">${empty}</p>`;
-  return markup`<div class="table">
-    <table>
-      <thead>
-        <tr>
-          ${head.map((h) => markup`<th scope="col">${h}</th>`)}
-        </tr>
-      </thead>
-      <tbody>
-        ${rows}
-      </tbody>
-    </table>
-  </div>`;
-}
-
-export function decidedTable(v: View, requests: readonly GrantRequest[], empty: string): Html {
-  return table(
-    ['Id', 'Client', 'Asked', 'Decision', 'Decided'],
-    requests.map((r) => decidedRow(v, r)),
-    empty,
-  );
-}
-
-export function grantTable(v: View, grants: readonly ActiveGrant[], empty: string): Html {
-  return table(
-    ['Client', 'Grant', 'Since', 'Until', 'Note', 'Change'],
-    grants.map((g) => grantRow(v, g)),
-    empty,
-  );
-}
-
-export function banTable(v: View, bans: readonly ActiveBan[], empty: string): Html {
-  return table(
-    ['Client', 'Kind', 'Reason', 'By', 'Since', 'Until', ''],
-    bans.map((b) => banRow(v, b)),
-    empty,
-  );
-}
-
-export function eventTable(v: View, events: readonly ChangeEvent[], empty: string): Html {
-  return table(
-    ['When', 'Action', 'Client', 'By', 'Details'],
-    events.map((e) => eventRow(v, e)),
-    empty,
-  );
-}
+export const eventColumns: readonly Column<ChangeEvent>[] = [
+  ['When', (e) => when(e.at)],
+  ['Action', (e) => e.action],
+  ['Client', (e, v) => keyText(v, e.key)],
+  ['By', (e) => e.by],
+  [
+    'Details',
+    (e) =>
+      [
+        e.reason ? `reason: ${clip(e.reason)}` : '',
+        e.grant ? grantText(e.grant) : '',
+        e.until ? `until ${when(e.until)}` : '',
+        e.note ? `note: ${clip(e.note)}` : '',
+      ]
+        .filter(Boolean)
+        .join('; '),
+  ],
+];

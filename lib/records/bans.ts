@@ -41,10 +41,8 @@ export class RuleBans {
   }
 
   #write(banKey: string, ban: BanRecord, req: Request | undefined): Promise<boolean> {
-    const change = { field: `ban:${banKey}`, value: JSON.stringify(ban), endsAt: ban.until, when: 'absent' } as const;
-    return this.parts.calls
-      .change([{ change, event: banEvent(ban) }], undefined, req)
-      .then((result) => result.records[0]?.changed === true);
+    const write = { field: `ban:${banKey}`, record: ban, when: 'absent', event: banEvent(ban) } as const;
+    return this.parts.calls.change([write], undefined, req).then((result) => result.records[0]?.changed === true);
   }
 
   #keep(banKey: string, ban: BanRecord, req: Request | undefined): void {
@@ -120,8 +118,7 @@ export async function banClient(parts: Parts, client: unknown, options: unknown,
     const tokenEnd = end || known || undefined;
     const ban: BanRecord = { key, kind, reason, since, until: since + duration, by: 'operator', tokenEnd };
     const field = `ban:${address ? addressBan(key) : key}`;
-    const change = { field, value: JSON.stringify(ban), endsAt: ban.until, when: 'always' } as const;
-    await parts.calls.change([{ change, event: banEvent(ban) }], bound);
+    await parts.calls.change([{ field, record: ban, event: banEvent(ban) }], bound);
     return true;
   });
 }
@@ -159,7 +156,7 @@ export function banMethods(parts: Parts, ruleBans: RuleBans, forget: ForgetBans 
         const changes = [key, addressBan(key)].map((banKey) => {
           const known = cache.banOf(banKey);
           const event = eventOf('unban', key, known?.kind ?? (banKey === key ? kindOfKey(key) : 'ip'), at);
-          return { change: { field: `ban:${banKey}`, value: null, endsAt: null, when: 'always' } as const, event };
+          return { field: `ban:${banKey}`, record: null, event };
         });
         const result = await calls.change(changes, bound);
         let lifted = false;

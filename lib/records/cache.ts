@@ -4,7 +4,7 @@ import { RuntimeStateError } from '../shared/errors.js';
 import type { OnError } from '../shared/hooks.js';
 import { SweptMap } from '../shared/swept.js';
 import type { ClientKind } from '../contract/keys.js';
-import { HISTORY_MAX, type RecordChange, sha1, type StateUpdate } from '../stores/state.js';
+import { HISTORY_MAX, sha1, type StateUpdate } from '../stores/state.js';
 import {
   addressBan,
   type BanRecord,
@@ -22,12 +22,14 @@ import {
   checkResetRecord,
   checkSessionRecord,
   type LostEntry,
+  objectOf,
   Problem,
   type ResetRecord,
   type Stored,
   storedBan,
+  type Write,
 } from './kinds.js';
-import type { Grant } from './types.js';
+import type { ForeignEntry, Grant } from './types.js';
 import { digest, sameRecord, shownText, withoutSeq } from './views.js';
 
 /** Foreign entries kept in view for `foreign()`, and those remembered as told to `onError`, at the most. */
@@ -43,34 +45,37 @@ export interface ClientKeys {
   readonly ip: string;
 }
 
-interface ForeignRecord {
-  readonly shown: string;
-  readonly sha1: string;
-  readonly problem: string;
-}
+/** A foreign record as `foreign()` lists it, and its text's hash: `removeForeign()` removes only that text. */
+type ForeignRecord = ForeignEntry & { readonly sha1: string };
 
 interface Known {
   readonly epoch: string | undefined;
   readonly seq: number;
-  readonly records: ReadonlyMap<string, Stored<BanRecord | GrantRecord | LostEntry>>;
-  readonly fields: ReadonlySet<string>;
+  /** By field. */
+  readonly records: ReadonlyMap<string, Stored<AnyRecord>>;
   readonly foreign: ReadonlySet<string>;
 }
 
-interface KindCache {
+interface Cached extends Iterable<[string, Stored<AnyRecord>]> {
   get(id: string): Stored<AnyRecord> | undefined;
   add(id: string, record: Stored<AnyRecord>, now: number): unknown;
+  set(id: string, record: Stored<AnyRecord>): unknown;
   delete(id: string): boolean;
+  clear(): void;
 }
 
 /** A kind of record, by the prefix of its field: a new kind is a check, a cache and an entry in `#kinds`. */
 interface Kind {
-  check(id: string, text: string): Stored<AnyRecord>;
-  cache(id: string): KindCache;
+  check(id: string, o: Record<string, unknown>): Stored<AnyRecord>;
+  /** Its records by id; a ban of an address's in the second. */
+  readonly caches: readonly Cached[];
 }
 
+/** The records that a state lost or a copy brings back can be: those of clients, and lost records. */
+const LOSABLE = /^(ban|grant|lost):/;
+
 interface Replacement {
-  readonly changes: readonly RecordChange[];
+  readonly changes: readonly Write[];
   readonly message: string | undefined;
 }
 
@@ -91,8 +96,6 @@ export class RecordCache {
   /** Each load of the operator's page looks at the whole history: an entry is judged once. */
   readonly #judged = new Map<string, string | undefined>();
   readonly #kinds: ReadonlyMap<string, Kind>;
-  readonly #report: OnError;
-  readonly #onReset: ((key: string) => void) | undefined;
   /** Past the end of the last ban seen, no request needs a look at the bans. */
   #bansEnd = 0;
   #epoch: string | undefined;
@@ -104,20 +107,17 @@ export class RecordCache {
   /** What the cost tests count. */
   parsed = 0;
 
-  constructor(options: {
-    readonly checkGrant: CheckGrant;
-    readonly report: OnError;
-    readonly onReset?: (key: string) => void;
-  }) {
-    const { checkGrant } = options;
-    this.#report = options.report;
-    this.#onReset = options.onReset;
+  constructor(
+    checkGrant: CheckGrant,
+    private readonly report: OnError,
+    private readonly onReset: ((key: string) => void) | undefined,
+  ) {
     this.#kinds = new Map<string, Kind>([
-      ['ban', { check: checkBanRecord, cache: (id) => this.#bansFor(id) }],
-      ['grant', { check: (id, json) => checkGrantRecord(id, json, checkGrant), cache: () => this.grants }],
-      ['lost', { check: (id, json) => checkLostRecord(id, json, checkGrant), cache: () => this.lost }],
-      ['session', { check: checkSessionRecord, cache: () => this.logins }],
-      ['reset', { check: checkResetRecord, cache: () => this.#resets }],
+      ['ban', { check: checkBanRecord, caches: [this.#bans, this.#addressBans] }],
+      ['grant', { check: (id, o) => checkGrantRecord(id, o, checkGrant), caches: [this.grants] }],
+      ['lost', { check: (id, o) => checkLostRecord(id, o, checkGrant), caches: [this.lost] }],
+      ['session', { check: checkSessionRecord, caches: [this.logins] }],
+      ['reset', { check: checkResetRecord, caches: [this.#resets] }],
     ]);
   }
 
@@ -219,38 +219,42 @@ export class RecordCache {
   /** One field's text as read at sequence number `readAt` (null: no record). */
   put(field: string, json: string | null, readAt: number): void {
     if (field.startsWith('#')) return;
-    const colon = field.indexOf(':');
-    const kind = colon > 0 ? this.#kinds.get(field.slice(0, colon)) : undefined;
-    const id = field.slice(colon + 1);
+    const { kind, id, cache } = this.#place(field);
     this.foreign.delete(field);
+    const cached = cache?.get(id);
     if (json === null) {
-      const cache = kind?.cache(id);
-      const cached = cache?.get(id);
       // A version this instance wrote after that read stays.
-      if (cached !== undefined && cached.seq > readAt) return;
-      cache?.delete(id);
+      if (cached === undefined || cached.seq <= readAt) cache?.delete(id);
       return;
     }
-    if (!kind)
-      return this.#skip(field, json, `is of a kind this version does not know (${show(field.slice(0, colon))})`);
-    const cache = kind.cache(id);
+    if (!kind || !cache) {
+      const prefix = field.slice(0, field.indexOf(':'));
+      return this.#skip(field, json, `is of a kind this version does not know (${show(prefix)})`);
+    }
     this.parsed++;
-    const record = attempt(() => kind.check(id, json));
+    const record = attempt(() => kind.check(id, objectOf(json)));
     if (record instanceof Problem) {
       cache.delete(id);
       return this.#skip(field, json, record.message);
     }
-    const cached = cache.get(id);
     if (cached !== undefined && cached.seq > record.seq) return;
     cache.add(id, record, Date.now());
     if (field.startsWith('ban:')) this.#bansEnd = Math.max(this.#bansEnd, endOf(record));
     // Told at once: the counters' remembered refusals of the client are stale from then on.
-    else if (field.startsWith('reset:')) this.#onReset?.(id);
+    else if (field.startsWith('reset:')) this.onReset?.(id);
+  }
+
+  #place(field: string): { kind: Kind | undefined; id: string; cache: Cached | undefined } {
+    const colon = field.indexOf(':');
+    const kind = colon > 0 ? this.#kinds.get(field.slice(0, colon)) : undefined;
+    const id = field.slice(colon + 1);
+    return { kind, id, cache: kind?.caches[id.startsWith('addr:') ? kind.caches.length - 1 : 0] };
   }
 
   #skip(field: string, json: string, problem: string): void {
     if (this.foreign.size >= FOREIGN_KEPT) this.foreign.delete(this.foreign.keys().next().value as string);
-    this.foreign.set(field, { shown: shownText(json), sha1: sha1(json), problem });
+    const entry = { id: `record ${field}`, place: 'record', field, text: shownText(json), problem } as const;
+    this.foreign.set(field, { ...entry, sha1: sha1(json) });
     this.foreignFound(`record ${field}`, json, problem);
   }
 
@@ -260,7 +264,7 @@ export class RecordCache {
     if (this.#reported.size >= REPORTED_KEPT) this.#reported.delete(this.#reported.values().next().value as string);
     this.#reported.add(id);
     const message = `the store's runtime state has a foreign entry, skipped: ${entry} ${problem}.`;
-    this.#report(new RuntimeStateError('ERR_FOREIGN_ENTRY', message, { entry }), undefined);
+    this.report(new RuntimeStateError('ERR_FOREIGN_ENTRY', message, { entry }), undefined);
   }
 
   historyProblem(json: string): string | undefined {
@@ -275,33 +279,29 @@ export class RecordCache {
   /** But for the rule's bans only this instance has. */
   #clear(): void {
     this.#bansEnd = 0;
-    for (const cache of [this.#bans, this.#addressBans]) {
-      const held = [...cache].filter(([, ban]) => ban.seq < 0);
-      cache.clear();
-      for (const [id, ban] of held) {
-        cache.set(id, ban);
-        this.#bansEnd = Math.max(this.#bansEnd, ban.until);
+    for (const kind of this.#kinds.values()) {
+      for (const cache of kind.caches) {
+        const held = [...cache].filter(([, record]) => record.seq < 0);
+        cache.clear();
+        for (const [id, ban] of held) {
+          cache.set(id, ban);
+          this.#bansEnd = Math.max(this.#bansEnd, endOf(ban));
+        }
       }
     }
-    for (const map of [this.grants, this.lost, this.logins, this.#resets, this.foreign]) map.clear();
+    this.foreign.clear();
   }
 
   #known(): Known {
-    const records = new Map<string, Stored<BanRecord | GrantRecord | LostEntry>>();
-    for (const [id, ban] of this.#bans) records.set(`ban:${id}`, ban);
-    for (const [id, ban] of this.#addressBans) records.set(`ban:${id}`, ban);
-    for (const [id, grant] of this.grants) records.set(`grant:${id}`, grant);
-    for (const [id, lost] of this.lost) records.set(`lost:${id}`, lost);
-    const fields = new Set(records.keys());
-    for (const id of this.logins.keys()) fields.add(`session:${id}`);
-    for (const id of this.#resets.keys()) fields.add(`reset:${id}`);
-    return { epoch: this.#epoch, seq: this.#seq, records, fields, foreign: new Set(this.foreign.keys()) };
+    const records = new Map<string, Stored<AnyRecord>>();
+    for (const [prefix, kind] of this.#kinds)
+      for (const cache of kind.caches) for (const [id, record] of cache) records.set(`${prefix}:${id}`, record);
+    return { epoch: this.#epoch, seq: this.#seq, records, foreign: new Set(this.foreign.keys()) };
   }
 
   #current(field: string): Stored<AnyRecord> | undefined {
-    const colon = field.indexOf(':');
-    const id = field.slice(colon + 1);
-    return colon > 0 ? this.#kinds.get(field.slice(0, colon))?.cache(id).get(id) : undefined;
+    const { id, cache } = this.#place(field);
+    return cache?.get(id);
   }
 
   // What the new state lacks may have been lifted meanwhile: never written back, but kept as a lost record.
@@ -309,50 +309,43 @@ export class RecordCache {
   #replaced(known: Known, update: StateUpdate): Replacement {
     const now = Date.now();
     const copy = known.epoch === update.epoch;
-    const lost: Stored<LostEntry>[] = [];
+    const lost: LostEntry[] = [];
     let ruleBans = 0;
     for (const [field, record] of known.records) {
-      if (record.seq < 0) continue;
-      const entry = 'field' in record ? record : { field, record, lostAt: now, seq: record.seq };
-      if (endOf(entry.record) <= now) continue;
+      if (record.seq < 0 || !LOSABLE.test(field)) continue;
+      const entry = 'field' in record ? record : { field, record: record as BanRecord | GrantRecord, lostAt: now };
+      if (endOf(entry) <= now) continue;
       const current = this.#current(field);
       // Kept: the same version (or a newer one) on a copy; the same record written again after a loss.
       if (current && (copy ? current.seq >= record.seq : sameRecord(current, record))) continue;
       if (!('by' in record) || record.by === 'operator') lost.push(entry);
       else ruleBans++;
     }
-    const stale: [string, string][] = [];
+    const changes: Write[] = [];
     if (copy) {
       // Records this instance had read past without holding them; not those written on the copy since it took over.
       const passed = Math.min(known.seq, update.forked ?? update.seq);
       for (const [field, json] of update.records) {
-        if (json === null || known.fields.has(field) || known.foreign.has(field)) continue;
+        if (json === null || known.records.has(field) || known.foreign.has(field)) continue;
         const seq = Number(/^\{"seq":(\d+),/.exec(json)?.[1] ?? 0);
         const current = this.#current(field);
-        if (seq <= passed && current !== undefined && endOf(current) > now) stale.push([field, json]);
+        if (seq <= passed && current !== undefined && endOf(current) > now)
+          changes.push({ field, record: null, when: { sha1: sha1(json) } });
       }
     }
-    const changes: RecordChange[] = stale.map(([field, json]) => ({
-      field,
-      value: null,
-      endsAt: null,
-      when: { sha1: sha1(json) },
-      event: undefined,
-      now,
-    }));
-    for (const entry of lost) {
-      const value = JSON.stringify({ field: entry.field, record: withoutSeq(entry.record), lostAt: entry.lostAt });
-      const endsAt = endOf(entry.record) === Infinity ? null : endOf(entry.record);
+    const stale = changes.length;
+    for (const { field, record, lostAt } of lost) {
       // Several instances may find the same record lost: the first one's lost record stays.
-      changes.push({ field: `lost:${entry.field}`, value, endsAt, when: 'absent', event: undefined, now });
+      const kept: LostEntry = { field, record: withoutSeq(record), lostAt };
+      changes.push({ field: `lost:${field}`, record: kept, when: 'absent' });
     }
-    if (lost.length + ruleBans + stale.length === 0) return { changes, message: undefined };
+    if (lost.length + ruleBans + stale === 0) return { changes, message: undefined };
     const what = copy ? 'replaced by a copy that is behind it (a failover)' : 'lost (a restart, a flush or a failover)';
     const parts: string[] = [];
     if (lost.length > 0)
       parts.push(`${lost.length} ban(s) and grant(s) of operators are kept as lost records, to restore or dismiss`);
     if (ruleBans > 0) parts.push(`${ruleBans} ban(s) by rule are gone`);
-    if (stale.length > 0) parts.push(`${stale.length} record(s) lifted before came back with it and are removed again`);
+    if (stale > 0) parts.push(`${stale} record(s) lifted before came back with it and are removed again`);
     return { changes, message: `the store's runtime state was ${what}: ${parts.join('; ')}.` };
   }
 }

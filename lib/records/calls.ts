@@ -4,10 +4,10 @@ import type { Checker } from '../shared/check.js';
 import { RuntimeStateError } from '../shared/errors.js';
 import { observe, type OnError } from '../shared/hooks.js';
 import { bounded, type CallBound, withBound } from '../stores/call-bound.js';
-import type { Follower, RecordChange, RequestPut, RuntimeState, StateChangeResult } from '../stores/state.js';
+import type { Follower, RequestPut, RuntimeState, StateChangeResult } from '../stores/state.js';
 import type { RecordCache } from './cache.js';
 import type { KeyOf } from './client-keys.js';
-import type { CheckGrant } from './kinds.js';
+import { type CheckGrant, endOf, type Write } from './kinds.js';
 import type { ChangeEvent } from './types.js';
 import { eventText } from './views.js';
 
@@ -16,12 +16,6 @@ export interface Parts {
   readonly calls: StateCalls;
   readonly keyOf: KeyOf;
   readonly checkGrant: CheckGrant;
-}
-
-/** A change of a record with the history's entry for it (none without `event`). */
-interface EventChange {
-  readonly change: Omit<RecordChange, 'event' | 'now'>;
-  readonly event?: ChangeEvent;
 }
 
 export interface CallsContext {
@@ -70,8 +64,8 @@ export class StateCalls {
     this.#follower = undefined;
   }
 
-  async #replaced(changes: readonly RecordChange[], message: string | undefined): Promise<void> {
-    if (changes.length > 0) await this.#write(changes, undefined);
+  async #replaced(changes: readonly Write[], message: string | undefined): Promise<void> {
+    if (changes.length > 0) await this.change(changes, undefined);
     if (message !== undefined) this.report(new RuntimeStateError('ERR_STATE_LOST', message), undefined);
   }
 
@@ -107,41 +101,37 @@ export class StateCalls {
     return this.bounded(source, (bound) => this.read(bound));
   }
 
-  async #write(
-    records: readonly RecordChange[],
-    bound: CallBound | undefined,
-    request?: RequestPut,
-  ): Promise<StateChangeResult> {
-    const change = this.state.change({ records, request, applyBy: bound?.applyBy });
-    const result = await (bound ? bound.race(change, (late) => this.#lateChange(bound, late)) : change);
-    const epoch = result.records[0]?.epoch;
-    if (epoch !== undefined && epoch !== this.cache.epoch && this.#follower) {
-      // Done: the store has it. Reading the state whole is only for this copy, which the next read brings anyway.
-      const sync = this.#follower.sync();
-      await (bound ? bound.race(sync) : sync).catch(() => {});
-      if (this.#follower) return result;
-    }
-    records.forEach((c, i) => {
-      const done = result.records[i];
-      if (done) this.cache.put(c.field, done.stored ?? null, done.seq);
-    });
-    return result;
-  }
-
-  /** With their history entries; `onChange` is told of each that applied. */
+  /** Written to the store, whose answer the cache takes; `onChange` is told of each change that applied. */
   async change(
-    changes: readonly EventChange[],
+    changes: readonly Write[],
     bound: CallBound | undefined,
     req?: Request,
     request?: RequestPut,
   ): Promise<StateChangeResult> {
     const now = Date.now();
-    const records = changes.map(({ change, event }) => ({
-      ...change,
+    // A record ends, and the store drops it, when its record says.
+    const records = changes.map(({ field, record, when = 'always', event }) => ({
+      field,
+      value: record && JSON.stringify(record),
+      endsAt: record && endOf(record) < Infinity ? endOf(record) : null,
+      when,
       event: event && eventText(event),
       now: event ? event.at.getTime() : now,
     }));
-    const result = await this.#write(records, bound, request);
+    const change = this.state.change({ records, request, applyBy: bound?.applyBy });
+    const result = await (bound ? bound.race(change, (late) => this.#lateChange(bound, late)) : change);
+    const epoch = result.records[0]?.epoch;
+    let synced = false;
+    if (epoch !== undefined && epoch !== this.cache.epoch && this.#follower) {
+      // Done: the store has it. Reading the state whole is only for this copy, which the next read brings anyway.
+      const sync = this.#follower.sync();
+      await (bound ? bound.race(sync) : sync).catch(() => {});
+      synced = this.#follower !== undefined;
+    }
+    records.forEach((c, i) => {
+      const done = result.records[i];
+      if (done && !synced) this.cache.put(c.field, done.stored ?? null, done.seq);
+    });
     result.records.forEach((done, i) => {
       const event = changes[i]?.event;
       if (done.changed && event) observe(this.context.onChange, event, req, this.context.report);

@@ -146,35 +146,31 @@ export class GrantRequestDesk implements GrantRequests {
   readonly #store: GrantRequestStore | undefined;
   readonly #parts: Parts;
   readonly #ipv6Subnet: number | false;
-  readonly endpoints: readonly EndpointRow[];
 
   constructor(
     store: GrantRequestStore | undefined,
     parts: Parts,
-    table: { readonly rows: readonly EndpointRow[]; readonly ipv6Subnet: number | false },
+    ipv6Subnet: number | false,
+    readonly endpoints: readonly EndpointRow[],
   ) {
     this.#store = store;
     this.#parts = parts;
-    this.#ipv6Subnet = table.ipv6Subnet;
-    this.endpoints = table.rows;
+    this.#ipv6Subnet = ipv6Subnet;
   }
 
   get supported(): boolean {
     return this.#store !== undefined;
   }
 
-  #storeFor(check: Checker): GrantRequestStore {
-    if (this.#store) return this.#store;
-    return check.fail(
-      'ERR_UNSUPPORTED_STORE',
-      'options.store',
-      'keeps no grant requests (a custom store): use memoryStore() or redisStore().',
-    );
-  }
-
   /** The call `check.source` on the store, within its bound. */
   #within<T>(check: Checker, run: (store: GrantRequestStore, bound: CallBound) => Promise<T>): Promise<T> {
-    const store = this.#storeFor(check);
+    const store =
+      this.#store ??
+      check.fail(
+        'ERR_UNSUPPORTED_STORE',
+        'options.store',
+        'keeps no grant requests (a custom store): use memoryStore() or redisStore().',
+      );
     return this.#parts.calls.bounded(check.source, (bound) => run(store, bound));
   }
 
@@ -292,29 +288,29 @@ export class GrantRequestDesk implements GrantRequests {
     return this.#visible(found, Date.now());
   }
 
-  async #pending(check: Checker, id: unknown, bound: CallBound): Promise<{ record: StoredGrantRequest; json: string }> {
-    if (typeof id !== 'string' || id === '') check.invalid('id', `must be a request's id; got ${show(id)}.`);
-    const json = await bound.race(this.#storeFor(check).get(id));
-    const record = parseRequest(json);
-    if (!record || json === undefined || requestEnd(record) <= Date.now())
-      return check.invalid('id', `is no request's id; got ${show(id)}.`);
-    if (record.status !== 'pending') check.invalid('id', `names a request already ${record.status}.`);
-    return { record, json };
-  }
-
   /** A pending request decided once: `write` changes it only while the store holds the text read. */
   #decide(
     check: Checker,
     id: unknown,
     decide: (record: StoredGrantRequest) => StoredGrantRequest,
-    write: (record: StoredGrantRequest, put: RequestPut, bound: CallBound) => Promise<string | undefined>,
+    write: (
+      record: StoredGrantRequest,
+      put: RequestPut,
+      store: GrantRequestStore,
+      bound: CallBound,
+    ) => Promise<unknown>,
   ): Promise<GrantRequest> {
-    return this.#parts.calls.bounded(check.source, async (bound) => {
-      const { record, json } = await this.#pending(check, id, bound);
+    if (typeof id !== 'string' || id === '') check.invalid('id', `must be a request's id; got ${show(id)}.`);
+    return this.#within(check, async (store, bound) => {
+      const json = await bound.race(store.get(id));
+      const record = parseRequest(json);
+      if (!record || json === undefined || requestEnd(record) <= Date.now())
+        return check.invalid('id', `is no request's id; got ${show(id)}.`);
+      if (record.status !== 'pending') check.invalid('id', `names a request already ${record.status}.`);
       const decided = decide(record);
       const value = JSON.stringify(withoutSeq(decided));
       const put = { id: record.id, value, expected: json, meta: metaOf(decided), now: Date.now() };
-      if ((await write(record, put, bound)) === undefined)
+      if ((await write(record, put, store, bound)) === undefined)
         check.invalid('id', 'names a request another operator decided meanwhile.');
       return publicOf(decided);
     });
@@ -344,8 +340,8 @@ export class GrantRequestDesk implements GrantRequests {
       check,
       id,
       (record) => ({ ...record, status: 'declined', decidedAt: Date.now(), answer }),
-      (_, { id: of, value, expected, meta, now }, bound) => {
-        const put = this.#storeFor(check).put(of, value, expected, meta, now, bound.applyBy);
+      (_, { id: of, value, expected, meta, now }, store, bound) => {
+        const put = store.put(of, value, expected, meta, now, bound.applyBy);
         return bound.race(put, (late) => {
           if (late !== undefined) this.#parts.calls.lateChange(bound);
         });

@@ -35,8 +35,7 @@ export function grantClient(
   const note = o.note === undefined ? null : checkText(check, o.note, 'options.note');
   parts.calls.writable(check);
   const record: GrantRecord = { key, grant: checked, since, until, note, tokenEnd: end || known || undefined };
-  const change = { field: `grant:${key}`, value: JSON.stringify(record), endsAt: until, when: 'always' } as const;
-  const changes = [{ change, event: grantEvent(record) }];
+  const changes = [{ field: `grant:${key}`, record, event: grantEvent(record) }];
   return parts.calls.bounded(check.source, (bound) => parts.calls.change(changes, bound, undefined, request));
 }
 
@@ -68,8 +67,7 @@ export function grantMethods(parts: Parts) {
       calls.writable(check);
       return calls.bounded('limits.revoke', async (bound) => {
         const event = eventOf('revoke', key, kind, Date.now());
-        const change = { field: `grant:${key}`, value: null, endsAt: null, when: 'always' } as const;
-        const result = await calls.change([{ change, event }], bound);
+        const result = await calls.change([{ field: `grant:${key}`, record: null, event }], bound);
         return result.records[0]?.changed === true;
       });
     },

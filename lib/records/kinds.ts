@@ -3,6 +3,7 @@ import { Checker, isPlainObject, MAX_DURATION_MS, show } from '../shared/check.j
 import { ListingLimitsError } from '../shared/errors.js';
 import { checkRow } from '../contract/table.js';
 import type { ClientKind } from '../contract/keys.js';
+import type { RecordChange } from '../stores/state.js';
 import type { ChangeEvent, Grant } from './types.js';
 
 /** A ban, as the state keeps it: `ban:<key>` for a client, `ban:addr:<address key>` for an address. */
@@ -55,6 +56,14 @@ export interface ResetRecord {
 
 export type Stored<R> = R & { readonly seq: number };
 
+/** A record written as JSON (null: removed) when `when` holds (default `'always'`), with its history's entry. */
+export interface Write {
+  readonly field: string;
+  readonly record: AnyRecord | null;
+  readonly when?: RecordChange['when'];
+  readonly event?: ChangeEvent;
+}
+
 /** Why a stored entry is not a record this instance applies, in words for `onError` and the operator's page. */
 export class Problem {
   constructor(readonly message: string) {}
@@ -83,10 +92,6 @@ export type AnyRecord = BanRecord | GrantRecord | LostEntry | EpochRecord | Ende
 export function endOf(record: AnyRecord): number {
   if ('record' in record) return endOf(record.record);
   return 'until' in record ? (record.until ?? Infinity) : Infinity;
-}
-
-export function isBan(record: BanRecord | GrantRecord): record is BanRecord {
-  return 'by' in record;
 }
 
 export function checkText(check: Checker, value: unknown, field: string, longest = LONGEST_TEXT, trim = false): string {
@@ -183,24 +188,21 @@ export function storedBan(ban: BanRecord, seq: number): Stored<BanRecord> {
   return { key, kind, reason, since, until, by, tokenEnd, seq };
 }
 
-export function checkBanRecord(id: string, text: string): Stored<BanRecord> {
-  const o = objectOf(text);
+export function checkBanRecord(id: string, o: Record<string, unknown>): Stored<BanRecord> {
   const ban = banRecordOf(o);
   if (id !== ban.key && !(id === addressBan(ban.key) && ban.kind === 'ip'))
     problem(`is the ban of ${show(ban.key)}, not of ${show(id)}`);
   return storedBan(ban, seqOf(o));
 }
 
-export function checkGrantRecord(id: string, text: string, checkGrant: CheckGrant): Stored<GrantRecord> {
-  const o = objectOf(text);
+export function checkGrantRecord(id: string, o: Record<string, unknown>, checkGrant: CheckGrant): Stored<GrantRecord> {
   const grant = grantRecordOf(o, checkGrant);
   if (id !== grant.key) problem(`is the grant of ${show(grant.key)}, not of ${show(id)}`);
   const { key, since, until, note, tokenEnd } = grant;
   return { key, grant: grant.grant, since, until, note, tokenEnd, seq: seqOf(o) };
 }
 
-export function checkLostRecord(id: string, text: string, checkGrant: CheckGrant): Stored<LostEntry> {
-  const o = objectOf(text);
+export function checkLostRecord(id: string, o: Record<string, unknown>, checkGrant: CheckGrant): Stored<LostEntry> {
   const lostField = checkedField<string>(o, 'field', (v) => v === id, show(id));
   const record = checkedField<Record<string, unknown>>(o, 'record', isPlainObject, 'an object');
   let checked: BanRecord | GrantRecord;
@@ -218,8 +220,7 @@ export function checkLostRecord(id: string, text: string, checkGrant: CheckGrant
 /** 16 random bytes, base64url. */
 const LOGIN_ID = /^[\w-]{22}$/;
 
-export function checkSessionRecord(id: string, text: string): Stored<EpochRecord | EndedLogin> {
-  const o = objectOf(text);
+export function checkSessionRecord(id: string, o: Record<string, unknown>): Stored<EpochRecord | EndedLogin> {
   if (id === 'epoch') {
     const epoch = checkedField<string>(o, 'epoch', (v) => typeof v === 'string' && LOGIN_ID.test(v), 'a random id');
     return { epoch, since: checkedField(o, 'since', isTime, 'a time in epoch ms'), seq: seqOf(o) };
@@ -231,8 +232,7 @@ export function checkSessionRecord(id: string, text: string): Stored<EpochRecord
   return { id: checkedField(o, 'id', (v) => v === id, show(id)), endedAt, until, seq: seqOf(o) };
 }
 
-export function checkResetRecord(id: string, text: string): Stored<ResetRecord> {
-  const o = objectOf(text);
+export function checkResetRecord(id: string, o: Record<string, unknown>): Stored<ResetRecord> {
   const at = checkedField<number>(o, 'at', isTime, 'a time in epoch ms');
   const until = checkedField<number>(o, 'until', isTime, 'a time in epoch ms');
   if (until <= at || until - at > MAX_DURATION_MS) problem(`"until" must be after "at", by at most one year`);

@@ -12,8 +12,7 @@ export function logins({ cache, calls }: Pick<Parts, 'cache' | 'calls'>) {
   };
   const newEpoch = async (when: 'absent' | 'always', bound: CallBound): Promise<string> => {
     const record: EpochRecord = { epoch: randomBytes(16).toString('base64url'), since: Date.now() };
-    const change = { field: 'session:epoch', value: JSON.stringify(record), endsAt: null, when };
-    const result = (await calls.change([{ change }], bound)).records[0];
+    const result = (await calls.change([{ field: 'session:epoch', record, when }], bound)).records[0];
     // Another instance's epoch, written first, is the one: the store answers it.
     const stored = result?.stored === undefined ? undefined : (JSON.parse(result.stored) as Partial<EpochRecord>);
     return typeof stored?.epoch === 'string' ? stored.epoch : record.epoch;
@@ -36,13 +35,7 @@ export function logins({ cache, calls }: Pick<Parts, 'cache' | 'calls'>) {
         const now = Date.now();
         if (until <= now) return;
         const record: EndedLogin = { id, endedAt: now, until };
-        const change = {
-          field: `session:${id}`,
-          value: JSON.stringify(record),
-          endsAt: until,
-          when: 'always',
-        } as const;
-        await calls.change([{ change }], bound);
+        await calls.change([{ field: `session:${id}`, record }], bound);
       }),
   };
 }

@@ -1,6 +1,6 @@
 // The lost records: an operator's ban or grant the store lost (a restart, a flush, a failover), to restore or dismiss.
 import type { Parts } from './calls.js';
-import { endOf, isBan } from './kinds.js';
+import { endOf } from './kinds.js';
 import type { LostRecord } from './types.js';
 import { banEvent, grantEvent, lostRecord } from './views.js';
 
@@ -22,27 +22,20 @@ export function lostMethods({ cache, calls }: Parts) {
         if (!lost) return false;
         const now = Date.now();
         const record = lost.record;
-        const dismiss = { change: { field: `lost:${lost.field}`, value: null, endsAt: null, when: 'always' } as const };
+        const dismiss = { field: `lost:${lost.field}`, record: null };
         if (endOf(record) <= now) {
           await calls.change([dismiss], bound);
           return false;
         }
-        const event = isBan(record) ? banEvent(record) : grantEvent(record);
-        const change = {
-          field: lost.field,
-          value: JSON.stringify(record),
-          endsAt: record.until,
-          when: 'always',
-        } as const;
-        await calls.change([{ change, event: { ...event, at: new Date(now) } }, dismiss], bound);
+        const event = 'by' in record ? banEvent(record) : grantEvent(record);
+        await calls.change([{ field: lost.field, record, event: { ...event, at: new Date(now) } }, dismiss], bound);
         return true;
       });
     },
     dismissLost(id: unknown): Promise<boolean> {
       return calls.bounded('limits.dismissLost', async (bound) => {
         if (typeof id !== 'string' || id === '') return false;
-        const change = { field: `lost:${id}`, value: null, endsAt: null, when: 'always' } as const;
-        return (await calls.change([{ change }], bound)).records[0]?.changed === true;
+        return (await calls.change([{ field: `lost:${id}`, record: null }], bound)).records[0]?.changed === true;
       });
     },
   };

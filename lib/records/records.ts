@@ -45,7 +45,7 @@ export class Records implements Parts {
     // Apart from the requests' remembered keys, which 10,000 bans would fill.
     const ipOf: IpKey = (ip) => ipKey(ip, ipv6Subnet);
     this.keyOf = (check, client) => clientKeyOf(check, client, ipOf, (key) => this.cache.tokenEndOf(key));
-    this.cache = new RecordCache({ checkGrant, report, onReset: context.onReset });
+    this.cache = new RecordCache(checkGrant, report, context.onReset);
     this.calls = new StateCalls(state ?? new MemoryState(), this.cache, {
       ...context,
       shared: state !== undefined,
@@ -57,7 +57,7 @@ export class Records implements Parts {
     });
     this.ruleBans = new RuleBans(this);
     this.logins = logins(this);
-    this.requests = new GrantRequestDesk(state?.requests, this, { rows: context.rows, ipv6Subnet });
+    this.requests = new GrantRequestDesk(state?.requests, this, ipv6Subnet, context.rows);
     this.methods = operatorMethods(this, context.forget);
   }
 
@@ -73,9 +73,7 @@ export class Records implements Parts {
   async resetClient(key: string, windowMs: number, bound: CallBound): Promise<void> {
     const at = Date.now();
     const record: ResetRecord = { key, at, until: at + windowMs };
-    const value = JSON.stringify(record);
-    const change = { field: `reset:${key}`, value, endsAt: record.until, when: 'always' } as const;
-    await this.calls.change([{ change }], bound);
+    await this.calls.change([{ field: `reset:${key}`, record }], bound);
   }
 
   close(): void {

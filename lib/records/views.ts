@@ -1,6 +1,6 @@
 // Records as the lists show them: pages of bans and grants, changes as events, lost records, foreign text.
 import { createHash } from 'node:crypto';
-import { type BanRecord, type GrantRecord, isBan, type LostEntry, type Stored } from './kinds.js';
+import type { BanRecord, GrantRecord, LostEntry, Stored } from './kinds.js';
 import { type ClientKind, kindOfKey } from '../contract/keys.js';
 import type { ActiveBan, ActiveGrant, ChangeEvent, LostRecord } from './types.js';
 
@@ -85,34 +85,29 @@ export function eventText(event: ChangeEvent): string {
   return JSON.stringify({ ...event, at: event.at.getTime(), until: event.until?.getTime() });
 }
 
-export function eventOf(action: ChangeEvent['action'], key: string, kind: ClientKind, at: number): ChangeEvent {
-  return {
-    action,
-    key,
-    kind,
-    by: 'operator',
-    at: new Date(at),
-    reason: undefined,
-    until: undefined,
-    grant: undefined,
-    note: undefined,
-  };
+export function eventOf(
+  action: ChangeEvent['action'],
+  key: string,
+  kind: ClientKind,
+  at: number,
+  more?: Partial<ChangeEvent>,
+): ChangeEvent {
+  const none = { reason: undefined, until: undefined, grant: undefined, note: undefined };
+  return { action, key, kind, by: 'operator', at: new Date(at), ...none, ...more };
 }
 
 export function banEvent(ban: BanRecord): ChangeEvent {
-  const event = eventOf('ban', ban.key, ban.kind, ban.since);
-  return { ...event, by: ban.by, reason: ban.reason, until: new Date(ban.until) };
+  return eventOf('ban', ban.key, ban.kind, ban.since, { by: ban.by, reason: ban.reason, until: new Date(ban.until) });
 }
 
-export function grantEvent(grant: GrantRecord): ChangeEvent {
-  const event = eventOf('grant', grant.key, kindOfKey(grant.key), grant.since);
-  const until = grant.until === null ? undefined : new Date(grant.until);
-  return { ...event, until, grant: grant.grant, note: grant.note ?? undefined };
+export function grantEvent({ key, grant, since, until, note }: GrantRecord): ChangeEvent {
+  const end = until === null ? undefined : new Date(until);
+  return eventOf('grant', key, kindOfKey(key), since, { until: end, grant, note: note ?? undefined });
 }
 
 export function lostRecord(lost: Stored<LostEntry>): LostRecord {
   const r = lost.record;
   const base = { id: lost.field, key: r.key, lostAt: new Date(lost.lostAt) };
-  if (isBan(r)) return { ...base, kind: 'ban', ban: activeBan(r), grant: undefined };
+  if ('by' in r) return { ...base, kind: 'ban', ban: activeBan(r), grant: undefined };
   return { ...base, kind: 'grant', ban: undefined, grant: activeGrant(r) };
 }

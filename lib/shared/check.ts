@@ -161,12 +161,9 @@ export function className(value: unknown): string | undefined {
 /** The choice that `value` is a typo of (at most half its letters differ, case aside). */
 export function typoOf(value: string, choices: readonly string[]): string | undefined {
   const lower = value.toLowerCase();
-  const best = closest(
-    lower,
-    choices.map((choice) => choice.toLowerCase()),
-  );
-  const at = choices.findIndex((choice) => choice.toLowerCase() === best);
-  return distance(lower, best) <= Math.max(Math.floor(best.length / 2), 1) ? choices[at] : undefined;
+  const lowered = choices.map((choice) => choice.toLowerCase());
+  const best = closest(lower, lowered);
+  return distance(lower, best) <= Math.max(Math.floor(best.length / 2), 1) ? choices[lowered.indexOf(best)] : undefined;
 }
 
 export function isPlainObject(value: unknown): value is Record<string, unknown> {

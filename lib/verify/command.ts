@@ -52,37 +52,24 @@ Options:
 Exit codes: 0 every endpoint passes, 1 an endpoint fails or could not be checked, 2 wrong arguments.
 `;
 
+/** `option`: the option of verifyContract that an argument gives, named in place of it in its errors. */
 const cliOptions = {
-  listing: { type: 'string' },
-  token: { type: 'string' },
-  'other-token': { type: 'string' },
-  only: { type: 'string', multiple: true },
-  param: { type: 'string', multiple: true },
-  window: { type: 'string' },
-  concurrency: { type: 'string' },
-  grace: { type: 'string' },
-  timeout: { type: 'string' },
-  'strict-headers': { type: 'boolean' },
+  listing: { type: 'string', option: 'listing' },
+  token: { type: 'string', option: 'token' },
+  'other-token': { type: 'string', option: 'otherToken' },
+  only: { type: 'string', multiple: true, option: 'only' },
+  param: { type: 'string', multiple: true, option: 'params' },
+  window: { type: 'string', option: 'window' },
+  concurrency: { type: 'string', option: 'concurrency' },
+  grace: { type: 'string', option: 'graceMs' },
+  timeout: { type: 'string', option: 'timeoutMs' },
+  'strict-headers': { type: 'boolean', option: 'strictHeaders' },
   json: { type: 'boolean' },
   'dry-run': { type: 'boolean' },
   help: { type: 'boolean', short: 'h' },
 } as const;
 
 class UsageError extends Error {}
-
-const argumentOf: Record<string, string> = {
-  baseUrl: '<base-url>',
-  listing: '--listing',
-  token: '--token',
-  otherToken: '--other-token',
-  only: '--only',
-  params: '--param',
-  window: '--window',
-  concurrency: '--concurrency',
-  graceMs: '--grace',
-  timeoutMs: '--timeout',
-  strictHeaders: '--strict-headers',
-};
 
 const optionArguments = Object.keys(cliOptions).map((name) => `--${name}`);
 
@@ -176,9 +163,10 @@ function parse(argv: readonly string[]) {
 }
 
 function usageOf(error: ListingLimitsError): UsageError {
-  const option = /^options\.(\w+)(?:\.(\w+))?/.exec(error.field);
-  const argument = argumentOf[option?.[1] ?? ''] ?? error.field;
-  const named = option?.[1] === 'params' && option[2] ? `${argument} ${option[2]}` : argument;
+  const [, name, param] = /^options\.(\w+)(?:\.(\w+))?/.exec(error.field) ?? [];
+  const given = Object.entries(cliOptions).find(([, o]) => 'option' in o && o.option === name);
+  const argument = name === 'baseUrl' ? '<base-url>' : given ? `--${given[0]}` : error.field;
+  const named = name === 'params' && param ? `${argument} ${param}` : argument;
   const reason = error.message.slice(error.message.indexOf(error.field) + error.field.length);
   return new UsageError(`${named}${reason.replace(/\.$/, '')}`);
 }

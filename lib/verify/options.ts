@@ -63,16 +63,13 @@ function secondValue(value: string): string {
 
 function checkParams(value: unknown, known: ReadonlySet<string>): Map<string, readonly [string, string]> {
   const params = new Map<string, readonly [string, string]>();
-  if (value === undefined) return params;
-  if (typeof value !== 'object' || value === null || Array.isArray(value)) {
-    invalid('params', 'must be an object of path parameter values, e.g. { id: "123" }.');
-  }
-  for (const [name, given] of Object.entries(value)) {
+  const given = verifyCheck.options(value, 'options.params', 'of path parameter values, e.g. { id: "123" }');
+  for (const [name, one] of Object.entries(given)) {
     if (!known.has(name)) {
       const names = [...known].map((n) => `:${n}`).join(', ') || 'none';
       invalid(`params.${name}`, `is not a path parameter of the endpoints checked (parameters: ${names}).`);
     }
-    const values: unknown[] = Array.isArray(given) ? given : [given];
+    const values: unknown[] = Array.isArray(one) ? one : [one];
     if (values.length < 1 || values.length > 2 || !values.every((v) => typeof v === 'string' && v !== '')) {
       invalid(`params.${name}`, 'must be a non-empty string, or an array of one or two of them.');
     }

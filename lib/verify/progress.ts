@@ -28,6 +28,13 @@ export function durationText(ms: number): string {
   return `${Math.floor(total / 60)} min${rest ? ` ${rest} s` : ''}`;
 }
 
+/** What an endpoint's probe is doing, as of its last event. */
+function status(event: VerifyEvent): string {
+  if (event.type === 'endpoint') return 'probing';
+  if (event.type === 'wait') return `waiting ${durationText(event.ms)} ${why[event.reason]}`;
+  return event.result.ok ? 'pass' : 'fail';
+}
+
 export function progressOn(stream: Output, plan: VerifyPlan): Progress {
   return stream.isTTY && MultiBar ? new Bars(MultiBar, stream, plan) : new Lines(stream);
 }
@@ -38,15 +45,9 @@ class Lines implements Progress {
   constructor(private readonly stream: Output) {}
 
   readonly onEvent = (event: VerifyEvent): void => {
-    if (event.type === 'endpoint') {
-      const name = `[${event.index}/${event.total}] ${event.endpoint}`;
-      this.names.set(event.endpoint, name);
-      this.stream.write(`${name}: probing\n`);
-    } else if (event.type === 'wait') {
-      this.stream.write(`${this.names.get(event.endpoint)}: waiting ${durationText(event.ms)} ${why[event.reason]}\n`);
-    } else {
-      this.stream.write(`${this.names.get(event.result.endpoint)}: ${event.result.ok ? 'pass' : 'fail'}\n`);
-    }
+    if (event.type === 'endpoint') this.names.set(event.endpoint, `[${event.index}/${event.total}] ${event.endpoint}`);
+    const endpoint = event.type === 'done' ? event.result.endpoint : event.endpoint;
+    this.stream.write(`${this.names.get(endpoint)}: ${status(event)}\n`);
   };
 
   stop(): void {}
@@ -83,18 +84,12 @@ class Bars implements Progress {
   readonly onEvent = (event: VerifyEvent): void => {
     const line = this.lines.get(event.type === 'done' ? event.result.endpoint : event.endpoint);
     if (!line) return;
-    if (event.type === 'endpoint') {
-      line.started = Date.now();
-      line.status = 'probing';
-      this.update(line);
-    } else if (event.type === 'wait') {
-      line.status = `waiting ${durationText(event.ms)} ${why[event.reason]}`;
-      this.update(line);
-    } else {
+    line.status = status(event);
+    if (event.type === 'endpoint') line.started = Date.now();
+    if (event.type === 'done') {
       line.started = undefined;
-      line.status = event.result.ok ? 'pass' : 'fail';
       line.bar.update(line.total, { status: line.status });
-    }
+    } else this.update(line);
     this.bars.update();
   };
 

@@ -5,8 +5,6 @@ import { Probe } from './probe.js';
 import type { Probing, ProbeStep, Reply, SharedByProbes } from './steps.js';
 import type { EndpointPlan, EndpointReport, VerifyOptions, VerifyPlan, VerifyReport } from './types.js';
 
-class DeadlinePassed extends Error {}
-
 // Settles within `timeoutMs` whatever fetch does. The deadline's timer keeps the process alive: a fetch on a socket
 // the server closed holds nothing that does, and an empty loop would end the process as if every check had passed.
 async function request(run: Run, target: Target, step: ProbeStep & { kind: 'send' }): Promise<Reply> {
@@ -14,9 +12,8 @@ async function request(run: Run, target: Target, step: ProbeStep & { kind: 'send
   let timer: ReturnType<typeof setTimeout> | undefined;
   const deadline = new Promise<never>((_done, fail) => {
     timer = setTimeout(() => {
-      const error = new DeadlinePassed();
-      controller.abort(error);
-      fail(error);
+      controller.abort();
+      fail(controller.signal.reason);
     }, run.timeoutMs);
   });
   let response: Response;
@@ -32,7 +29,7 @@ async function request(run: Run, target: Target, step: ProbeStep & { kind: 'send
     sent.catch(() => {});
     response = await Promise.race([sent, deadline]);
   } catch (error) {
-    if (error instanceof DeadlinePassed || controller.signal.aborted) {
+    if (controller.signal.aborted) {
       return { failed: `no response within ${run.timeoutMs / 1000} s` };
     }
     const { message, cause } = (error ?? {}) as { message?: unknown; cause?: unknown };

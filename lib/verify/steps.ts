@@ -23,10 +23,8 @@ export class RequestFailed extends Error {}
 
 export class Banned extends Error {}
 
-export interface Row {
+export interface Row extends Limit {
   readonly index: number;
-  readonly limit: number;
-  readonly windowMs: number;
   readonly seconds: number;
   readonly margin: number;
   /** Opens the row's findings: `3 per 10 s: `, or nothing for an endpoint of one row. */

@@ -1,5 +1,5 @@
 // The memory store's grant requests, with the indexes that bound each call, as the Redis store keeps them.
-import { ENDED_PER_CHANGE } from '../state.js';
+import { ENDED_PER_CHANGE, stamped } from '../state.js';
 import {
   type FileResult,
   type GrantRequestBounds,
@@ -188,7 +188,7 @@ export class MemoryGrantRequests implements GrantRequestStore {
     const seq = STAMPED_SEQ.exec(value)?.[1];
     if (seq !== undefined) return { text: value, seq: Number(seq) };
     const next = ++this.#seq;
-    return { text: `{"seq":${next},${value.slice(1)}`, seq: next };
+    return { text: stamped(value, next), seq: next };
   }
 
   file(

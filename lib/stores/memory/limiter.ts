@@ -1,10 +1,8 @@
 // The memory store's limiter: a rate-limiter-flexible limiter of fixed windows in a map, with no timer per key.
 import { type RateLimiterAbstract, RateLimiterCompatibleAbstract, RateLimiterRes } from 'rate-limiter-flexible';
-import { MAX_DURATION_MS } from '../../shared/check.js';
-import { Checker, show } from '../../shared/check.js';
-import { SweptMap } from '../../shared/swept.js';
+import { Checker, MAX_DURATION_MS, show } from '../../shared/check.js';
 import type { Count } from '../store.js';
-import type { Counter, Counts } from '../counter.js';
+import { MemoryCounter } from './counter.js';
 
 const MAX_SECONDS = MAX_DURATION_MS / 1000;
 
@@ -22,12 +20,6 @@ interface MemoryLimiterOptions {
   execEvenly?: false;
 }
 
-/** A key's counter. Updated in place, so that counting a request allocates nothing. */
-interface KeyCount {
-  count: number;
-  resetAt: number;
-}
-
 const memoryLimiterCheck: Checker = new Checker('MemoryLimiter');
 
 /** A duration in seconds as milliseconds: none or negative is `fallback`, 0 no end; a RangeError past a year. */
@@ -43,13 +35,8 @@ function durationMs(seconds: number | undefined, fallback: number, what: string)
 }
 
 /** rate-limiter-flexible's `msBeforeNext`: -1 for a counter that never expires. */
-function msLeft(entry: KeyCount, now: number): number {
-  return entry.resetAt === Infinity ? -1 : entry.resetAt - now;
-}
-
-/** The map's key: 7 and '7' are one key, as they are in rate-limiter-flexible's prefixed keys. */
-function mapKey(key: string | number): string {
-  return typeof key === 'string' ? key : String(key);
+function msLeft(count: Count, now: number): number {
+  return count.resetAt === Infinity ? -1 : count.resetAt - now;
 }
 
 /**
@@ -57,42 +44,30 @@ function mapKey(key: string | number): string {
  * once), so windows of up to a year end on time; ended windows are swept a couple per key added. No `blockDuration`,
  * `execEvenly`, `penalty()`, `reward()` or `block()`. rate-limiter-flexible does not export `RateLimiterAbstract`.
  */
-export class MemoryLimiter extends RateLimiterCompatibleAbstract implements RateLimiterAbstract, Counter {
+export class MemoryLimiter extends RateLimiterCompatibleAbstract implements RateLimiterAbstract {
   /** This limiter counts synchronously with {@link MemoryLimiter.countNow}. */
   readonly countsNow = true;
-  readonly now = true;
-  readonly reads = true;
-  /** What `hit()` answers: the key's live counter, in one array reused, so that counting allocates nothing. */
-  readonly #counts: Count[] = [];
   /** Used by `getKey()` only: each limiter has a map of its own, so the prefix changes nothing counted. */
   override readonly keyPrefix: string;
   #points = 0;
   #duration = 0;
-  readonly #entries = new SweptMap<KeyCount>((entry) => entry.resetAt);
+  /** The one limit of the counter, whose window follows `duration`. */
+  readonly #limit = { limit: 0, windowMs: 0 };
+  readonly #counter = new MemoryCounter({ name: '', window: 'fixed', limits: [this.#limit] }, true);
 
   /** Throws a `ListingLimitsError` naming the option when it cannot work (e.g. a duration over one year). */
   constructor(options: MemoryLimiterOptions) {
     super();
     this.points = options.points;
     this.duration = options.duration;
-    const {
-      keyPrefix = 'rlflx',
-      blockDuration,
-      execEvenly,
-    } = options as {
-      keyPrefix?: unknown;
-      blockDuration?: unknown;
-      execEvenly?: unknown;
-    };
+    const { keyPrefix = 'rlflx', blockDuration, execEvenly }: Record<string, unknown> = { ...options };
     if (typeof keyPrefix !== 'string')
       memoryLimiterCheck.invalid('keyPrefix', `must be a string; got ${show(keyPrefix)}.`);
     this.keyPrefix = keyPrefix;
-    if (blockDuration !== undefined && blockDuration !== 0) {
+    if (blockDuration !== undefined && blockDuration !== 0)
       memoryLimiterCheck.invalid('blockDuration', 'is not supported by the memory store.');
-    }
-    if (execEvenly !== undefined && execEvenly !== false) {
+    if (execEvenly !== undefined && execEvenly !== false)
       memoryLimiterCheck.invalid('execEvenly', 'is not supported by the memory store.');
-    }
   }
 
   /** Points a key may consume in one window. */
@@ -119,6 +94,7 @@ export class MemoryLimiter extends RateLimiterCompatibleAbstract implements Rate
       );
     }
     this.#duration = value;
+    this.#limit.windowMs = value * 1000;
   }
 
   /** `duration` in milliseconds. */
@@ -153,18 +129,12 @@ export class MemoryLimiter extends RateLimiterCompatibleAbstract implements Rate
 
   /** Keys held, including those whose window has ended but that the sweep has not reached yet. */
   get size(): number {
-    return this.#entries.size;
+    return this.#counter.size;
   }
 
   /** Counts one point for `key`, as `consume(key)` does, at once; answers the live counter (read it at once). */
   countNow(key: string): Count {
-    const now = Date.now();
-    const entry = this.#entries.get(key);
-    if (entry !== undefined && now < entry.resetAt) {
-      entry.count += 1;
-      return entry;
-    }
-    return this.#start(key, entry, 1, this.duration * 1000, now);
+    return this.#counter.hit(key)[0] as Count;
   }
 
   /** Resolves within `points`, else rejects with the `RateLimiterRes`; `customDuration` for a window it starts. */
@@ -173,26 +143,30 @@ export class MemoryLimiter extends RateLimiterCompatibleAbstract implements Rate
     pointsToConsume = 1,
     options?: { customDuration?: number },
   ): Promise<RateLimiterRes> {
-    let result: RateLimiterRes;
-    try {
-      result = this.#add(mapKey(key), pointsToConsume, options?.customDuration);
-    } catch (error) {
-      return Promise.reject(error);
+    const k = String(key);
+    const now = Date.now();
+    let count = this.#counter.live(k, now);
+    const first = count === undefined;
+    if (count) count.count += pointsToConsume;
+    else {
+      const custom = options?.customDuration;
+      try {
+        // Checked only here: a duration matters only when it starts a window.
+        const ms = custom === undefined ? this.msDuration : durationMs(custom, this.duration, 'customDuration');
+        count = this.#counter.start(k, pointsToConsume, ms, now);
+      } catch (error) {
+        return Promise.reject(error);
+      }
     }
+    const result = this.#result(count, now, first);
     return result.consumedPoints > this.points ? Promise.reject(result) : Promise.resolve(result);
   }
 
   /** Resolves with the key's counter (`isFirstInDuration` false), or null when it has none or its window has ended. */
   override get(key: string | number): Promise<RateLimiterRes | null> {
-    const k = mapKey(key);
-    const entry = this.#entries.get(k);
     const now = Date.now();
-    if (entry === undefined) return Promise.resolve(null);
-    if (entry.resetAt <= now) {
-      this.#entries.delete(k);
-      return Promise.resolve(null);
-    }
-    return Promise.resolve(this.#result(entry, now, false));
+    const live = this.#counter.live(String(key), now);
+    return Promise.resolve(live ? this.#result(live, now, false) : null);
   }
 
   /** Sets the key's points for `secDuration` seconds (0: no end; negative: `duration`), as RateLimiterMemory does. */
@@ -204,65 +178,20 @@ export class MemoryLimiter extends RateLimiterCompatibleAbstract implements Rate
       return Promise.reject(error);
     }
     const now = Date.now();
-    const k = mapKey(key);
-    const entry = this.#start(k, this.#entries.get(k), points, ms, now);
-    return Promise.resolve(new RateLimiterRes(0, msLeft(entry, now), points, false));
+    const count = this.#counter.start(String(key), points, ms, now);
+    return Promise.resolve(new RateLimiterRes(0, msLeft(count, now), points, false));
   }
 
   /** Forgets the key; resolves true when it had a counter whose window had not ended. */
   override delete(key: string | number): Promise<boolean> {
-    return Promise.resolve(this.reset(mapKey(key)));
+    const k = String(key);
+    const live = this.#counter.live(k, Date.now()) !== undefined;
+    this.#counter.reset(k);
+    return Promise.resolve(live);
   }
 
-  /** {@link MemoryLimiter.countNow} as a counter answers. */
-  hit(key: string): Counts {
-    const counts = this.#counts;
-    counts[0] = this.countNow(key);
-    return counts;
-  }
-
-  /** The key's count, read without counting: a copy; 0 when it has none or its window has ended. */
-  peek(key: string): Counts {
-    const entry = this.#entries.get(key);
-    if (entry === undefined || entry.resetAt <= Date.now()) return [{ count: 0, resetAt: 0 }];
-    return [{ count: entry.count, resetAt: entry.resetAt }];
-  }
-
-  /** Forgets the key; true when it had a counter whose window had not ended. */
-  reset(key: string): boolean {
-    const entry = this.#entries.get(key);
-    if (entry === undefined) return false;
-    this.#entries.delete(key);
-    return Date.now() < entry.resetAt;
-  }
-
-  /** What consume does: add to the current window, or start one with the points. */
-  #add(key: string, points: number, customDuration: number | undefined): RateLimiterRes {
-    const now = Date.now();
-    const entry = this.#entries.get(key);
-    if (entry !== undefined && now < entry.resetAt) {
-      entry.count += points;
-      return this.#result(entry, now, false);
-    }
-    // Checked only here: a duration matters only when it starts a window.
-    const ms =
-      customDuration === undefined ? this.duration * 1000 : durationMs(customDuration, this.duration, 'customDuration');
-    return this.#result(this.#start(key, entry, points, ms, now), now, true);
-  }
-
-  /** Starts a window of `ms` (0: no end) for the key with `points`, reusing its ended entry when it has one. */
-  #start(key: string, entry: KeyCount | undefined, points: number, ms: number, now: number): KeyCount {
-    const resetAt = ms > 0 ? now + ms : Infinity;
-    if (entry !== undefined) {
-      entry.count = points;
-      entry.resetAt = resetAt;
-      return entry;
-    }
-    return this.#entries.add(key, { count: points, resetAt }, now);
-  }
-
-  #result(entry: KeyCount, now: number, isFirstInDuration: boolean): RateLimiterRes {
-    const consumed = entry.count;
-    return new RateLimiterRes(Math.max(this.points - consumed, 0), msLeft(entry, now), consumed, isFirstInDuration);
+  #result(count: Count, now: number, isFirstInDuration: boolean): RateLimiterRes {
+    const consumed = count.count;
+    return new RateLimiterRes(Math.max(this.points - consumed, 0), msLeft(count, now), consumed, isFirstInDuration);
   }
 }

@@ -1,18 +1,13 @@
 // The memory store: counters, limits and runtime state in this process's memory, the default.
 import type { CounterSpec, LimitsSpec, Store } from '../store.js';
-import { type Counter, oneLimit, storeWith } from '../counter.js';
+import { type Counter, oneLimit, PARTS, type StoreParts } from '../counter.js';
 import { MemoryState } from './state.js';
 import { MemoryLimiter } from './limiter.js';
-import { MemoryLimits } from './windows.js';
-
-const memoryLimiter = (spec: CounterSpec) =>
-  new MemoryLimiter({ points: spec.limit, duration: spec.windowMs / 1000, keyPrefix: '' });
-const memoryLimits = (spec: LimitsSpec) => new MemoryLimits(spec);
+import { MemoryCounter } from './counter.js';
 
 /** The memory counter of a spec; also what a store that fails with `onFailure: 'memory'` counts on meanwhile. */
 export function memoryCounter(spec: LimitsSpec): Counter {
-  const one = oneLimit(spec);
-  return one ? memoryLimiter(one) : memoryLimits(spec);
+  return new MemoryCounter(spec, oneLimit(spec) !== undefined);
 }
 
 /**
@@ -21,5 +16,10 @@ export function memoryCounter(spec: LimitsSpec): Counter {
  * that use this store.
  */
 export function memoryStore(): Store {
-  return storeWith({ state: new MemoryState(), failure: undefined }, memoryLimiter, memoryLimits);
+  const state = new MemoryState();
+  const parts: StoreParts = { counter: memoryCounter, state, failure: undefined };
+  return Object.assign(
+    (spec: CounterSpec) => new MemoryLimiter({ points: spec.limit, duration: spec.windowMs / 1000, keyPrefix: '' }),
+    { state, limits: (spec: LimitsSpec) => new MemoryCounter(spec), [PARTS]: parts },
+  );
 }
