@@ -51,9 +51,23 @@ export class MemoryCounter implements Counter, CountsLimitsNow {
 
   /** Counts a request of `key`; answers the key's live state (read it at once), allocating nothing for a known key. */
   hit(key: string): Counts {
+    return this.everyRequest ? this.#hitOne(key) : this.#hitAll(key);
+  }
+
+  /** One limit in fixed windows: a window starts with the first request after the last one ended. */
+  #hitOne(key: string): Counts {
+    const now = Date.now();
+    const slots = this.#entries.get(key);
+    const slot = slots?.[0];
+    if (slot !== undefined && now < slot.resetAt) slot.count += 1;
+    else this.start(key, 1, (this.#limits[0] as Limit).windowMs, now);
+    return slots ?? (this.#entries.get(key) as Counts);
+  }
+
+  /** All limits or none. */
+  #hitAll(key: string): Counts {
     const now = Date.now();
     const limits = this.#limits;
-    const { everyRequest } = this;
     let slots = this.#entries.get(key);
     const known = slots !== undefined;
     slots ??= limits.map(() => (this.#sliding ? new SlidingCount() : new KeyCount()));
@@ -63,7 +77,7 @@ export class MemoryCounter implements Counter, CountsLimitsNow {
       const { limit, windowMs } = limits[i] as Limit;
       if (this.#sliding) slide(slot as SlidingCount, now - windowMs, windowMs);
       else if (now >= slot.resetAt) slot.count = 0;
-      if (slot.count >= limit && !everyRequest) allowed = false;
+      if (slot.count >= limit) allowed = false;
     }
     for (let i = 0; i < slots.length; i++) {
       const slot = slots[i] as KeyCount;
@@ -74,9 +88,7 @@ export class MemoryCounter implements Counter, CountsLimitsNow {
         else if (slot.count === 0) slot.resetAt = now + windowMs;
         continue;
       }
-      // A window starts with its first request; rate-limiter-flexible's when the last one ended (`set()` may leave 0).
-      if (everyRequest ? now >= slot.resetAt : slot.count === 0)
-        slot.resetAt = windowMs > 0 ? now + windowMs : Infinity;
+      if (slot.count === 0) slot.resetAt = now + windowMs;
       slot.count += 1;
       if (this.#sliding) (slot as SlidingCount).times.push(now);
     }
