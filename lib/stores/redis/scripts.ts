@@ -403,14 +403,17 @@ export const SCRIPTS = {
   consume: CONSUME_SCRIPT,
 } as const;
 
+/** A command sent through a client, routed on a Cluster by `key`; text answered as strings. */
+export type Send = (args: string[], key: string) => Promise<unknown>;
+
 /** A script run on one client: its keys, then its arguments. */
 export type Script = (keys: string[], args: string[]) => Promise<unknown>;
 
 /** Redis lacks the script (a first run, a restart, a failover); GLIDE names that error NoScriptError. */
 const NO_SCRIPT = /NoScriptError|NOSCRIPT/;
 
-/** A script sent as EVALSHA, then as EVAL where Redis lacks it; `send` takes a command and its first key. */
-export function evalOf(send: (args: string[], key: string) => Promise<unknown>, lua: string): Script {
+/** A script sent as EVALSHA, then as EVAL where Redis lacks it. */
+export function evalOf(send: Send, lua: string): Script {
   const sha = sha1(lua);
   return (keys, args) => {
     const key = keys[0] as string;

@@ -1,23 +1,14 @@
 // The Redis store: counters shared by every app instance, a bounded wait, and a chosen fallback while Redis fails.
-import { type RateLimiterAbstract, RateLimiterRedis } from 'rate-limiter-flexible';
+import type { RateLimiterAbstract } from 'rate-limiter-flexible';
 import { MAX_TIMER_MS, show } from '../../shared/check.js';
 import { peekOf } from '../rlf.js';
-import { GlideLimiter } from './glide.js';
-import type { Count, CounterSpec, CountsLimitsAsync, LimitsSpec, Store, StoreFailurePolicy } from '../store.js';
+import type { CounterSpec, CountsLimitsAsync, LimitsSpec, Store, StoreFailurePolicy } from '../store.js';
 import { type Counter, type Counts, storeWith } from '../counter.js';
-import {
-  check,
-  type Hit,
-  type LimitsScripts,
-  kindOf,
-  hitsOf,
-  commandsOf,
-  limitsScriptsOf,
-  msLeftOf,
-} from './clients.js';
+import { check, connectionOf, type Hit, hitsOf, msLeftOf } from './clients.js';
 import { connectionWatch } from './connected.js';
 import { redisState } from './state.js';
 import { routesOf } from './routes.js';
+import type { Script } from './scripts.js';
 import { DEFAULT_CALL_TIMEOUT_MS } from '../call-bound.js';
 
 /**
@@ -66,78 +57,50 @@ function checkOptions(options: unknown): Required<RedisStoreOptions> {
   } = o as RedisStoreOptions;
   if (typeof prefix !== 'string' || prefix === '')
     check.invalid('options.prefix', `must be a non-empty string; got ${show(prefix)}.`);
-  for (const [field, ms] of [
-    ['timeoutMs', timeoutMs],
-    ['callTimeoutMs', callTimeoutMs],
-  ] as const) {
-    if (!Number.isInteger(ms) || ms <= 0 || ms > MAX_TIMER_MS) {
-      check.invalid(
-        `options.${field}`,
-        `must be a positive whole number of milliseconds (at most 2147483647); got ${show(ms)}.`,
-      );
-    }
-  }
+  check.whole(timeoutMs, 'options.timeoutMs', 'milliseconds', 1, MAX_TIMER_MS);
+  check.whole(callTimeoutMs, 'options.callTimeoutMs', 'milliseconds', 1, MAX_TIMER_MS);
   return { prefix, timeoutMs, callTimeoutMs, onFailure: check.oneOf(onFailure, failureModes, 'options.onFailure') };
 }
+
+/** The scripts of an endpoint's limits, run as hits are. */
+type LimitsScripts = Record<'limits' | 'peek' | 'forget', Script>;
 
 /**
  * The Redis counter of an endpoint's limits: one LIMITS_SCRIPT a request, on `<prefix>:<name>:{<client key>}:<s|f>
  * <seconds>`, the client key a hash tag so that a Cluster keeps a request's keys on one slot.
  */
-class RedisLimits implements CountsLimitsAsync, Counter {
-  readonly countsAsync = true;
-  readonly now = false;
-  readonly reads = true;
-  readonly #prefix: string;
-  readonly #suffixes: readonly string[];
-  readonly #args: readonly string[];
-  readonly #windows: readonly number[];
-  readonly route: ((key: string) => string) | undefined;
-
-  constructor(
-    prefix: string,
-    spec: LimitsSpec,
-    private readonly scripts: LimitsScripts,
-    routes: ((redisKey: string) => string) | undefined,
-  ) {
-    const kind = spec.window === 'sliding' ? 's' : 'f';
-    this.#prefix = `${prefix}:${spec.name}:{`;
-    this.#suffixes = spec.limits.map(({ windowMs }) => `}:${kind}${windowMs / 1000}`);
-    this.#args = [kind, ...spec.limits.flatMap(({ limit, windowMs }) => [String(limit), String(windowMs)])];
-    this.#windows = spec.limits.map(({ windowMs }) => windowMs);
-    // Every key of a request is on one slot (its client key's hash tag): its first key's.
-    this.route = routes && ((key) => routes(this.#prefix + key + (this.#suffixes[0] as string)));
-  }
-
-  #keys(key: string): string[] {
-    return this.#suffixes.map((suffix) => this.#prefix + key + suffix);
-  }
-
-  count(key: string): Promise<readonly Count[]> {
-    return this.hit(key);
-  }
-
-  hit(key: string): Promise<Counts> {
-    return this.scripts.count(this.#keys(key), this.#args as string[]).then((answer) => this.#counts(answer, false));
-  }
-
-  peek(key: string): Promise<readonly Count[]> {
-    return this.scripts.peek(this.#keys(key), this.#args as string[]).then((answer) => this.#counts(answer, true));
-  }
-
-  reset(key: string): Promise<boolean> {
-    return this.scripts.forget(this.#keys(key), []).then((deleted) => Number(deleted) > 0);
-  }
-
+function redisLimits(
+  prefix: string,
+  spec: LimitsSpec,
+  scripts: LimitsScripts,
+  routes: ((redisKey: string) => string) | undefined,
+): CountsLimitsAsync & Counter {
+  const kind = spec.window === 'sliding' ? 's' : 'f';
+  const head = `${prefix}:${spec.name}:{`;
+  const suffixes = spec.limits.map(({ windowMs }) => `}:${kind}${windowMs / 1000}`);
+  const args = [kind, ...spec.limits.flatMap(({ limit, windowMs }) => [String(limit), String(windowMs)])];
+  const keys = (key: string) => suffixes.map((suffix) => head + key + suffix);
   /** Each limit's count and the ms until it frees a request, as the scripts answer; a peek's 0 has no window. */
-  #counts(answer: unknown, peeked: boolean): Counts {
+  const counts = (answer: unknown, peeked: boolean): Counts => {
     const now = Date.now();
-    return this.#windows.map((windowMs, i) => {
+    return spec.limits.map(({ windowMs }, i) => {
       const count = Number((answer as unknown[])[2 * i]);
       const msLeft = msLeftOf(Number((answer as unknown[])[2 * i + 1]), windowMs);
       return { count, resetAt: peeked && !(count > 0) ? 0 : now + msLeft };
     });
-  }
+  };
+  const hit = (key: string) => scripts.limits(keys(key), args).then((answer) => counts(answer, false));
+  return {
+    countsAsync: true,
+    now: false,
+    reads: true,
+    // Every key of a request is on one slot (its client key's hash tag): its first key's.
+    route: routes && ((key) => routes(head + key + (suffixes[0] as string))),
+    count: hit,
+    hit,
+    peek: (key) => scripts.peek(keys(key), args).then((answer) => counts(answer, true)),
+    reset: (key) => scripts.forget(keys(key), []).then((deleted) => Number(deleted) > 0),
+  };
 }
 
 /** A rate-limiter-flexible limiter of the store as a counter: its hits are the store's own commands, on its keys. */
@@ -162,29 +125,23 @@ function counting<L extends RateLimiterAbstract>(
  * yours to create, connect and close; give ioredis and node-redis clients an `'error'` listener.
  */
 export function redisStore(client: RedisClient, options?: RedisStoreOptions): Store {
-  const kind = kindOf(client);
+  const connection = connectionOf(client);
   const { prefix, timeoutMs, onFailure, callTimeoutMs } = checkOptions(options);
-  const hits = hitsOf(client, kind);
+  const hits = hitsOf(connection);
   const routes = routesOf(client);
-  const counter = (spec: CounterSpec) => {
-    const keyPrefix = `${prefix}:${spec.name}`;
-    const points = spec.limit;
-    const duration = spec.windowMs / 1000;
-    if (kind === 'glide') return counting(new GlideLimiter({ keyPrefix, points, duration }, client), hits, routes);
-    const options = {
-      storeClient: client,
-      useRedisPackage: kind === 'node-redis',
-      // While the client is reconnecting, fail at once instead of queueing commands that would only time out.
-      rejectIfRedisNotReady: true,
-      keyPrefix,
-      points,
-      duration,
-    };
-    return counting(new RateLimiterRedis(options), hits, routes);
+  const counter = ({ name, limit, windowMs }: CounterSpec) =>
+    counting(
+      connection.limiter({ keyPrefix: `${prefix}:${name}`, points: limit, duration: windowMs / 1000 }),
+      hits,
+      routes,
+    );
+  const state = redisState(connection, prefix, routes);
+  const scripts = {
+    limits: connection.script('limits', true),
+    peek: connection.script('peek', true),
+    forget: connection.script('forget', true),
   };
-  const state = redisState(commandsOf(client, kind), prefix, routes);
-  const scripts = limitsScriptsOf(client, kind);
-  const limits = (spec: LimitsSpec) => new RedisLimits(prefix, spec, scripts, routes);
-  const watchConnection = connectionWatch(client, kind, prefix, onFailure);
+  const limits = (spec: LimitsSpec) => redisLimits(prefix, spec, scripts, routes);
+  const watchConnection = connectionWatch(connection, prefix, onFailure);
   return storeWith({ state, failure: { timeoutMs, onFailure, callTimeoutMs }, watchConnection }, counter, limits);
 }
