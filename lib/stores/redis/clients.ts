@@ -4,8 +4,8 @@ import { Checker, MAX_DURATION_MS, show } from '../../shared/check.js';
 import { once } from '../../shared/once.js';
 import type { Counts } from '../counter.js';
 import { sha1 } from '../state.js';
-import { batchedSendOf, GlideLimiter, isGlideClient, sendOf } from './glide.js';
-import { slotOf } from './routes.js';
+import { batchedSendOf, GlideLimiter, isGlideClient, isGlideCluster, sendOf } from './glide.js';
+import calculateSlot from 'cluster-key-slot';
 import { evalOf, type Script, SCRIPTS, type Send } from './scripts.js';
 
 export const check: Checker = new Checker('redisStore');
@@ -28,12 +28,29 @@ export interface RedisConnection {
   script(name: keyof typeof SCRIPTS, request: boolean): Script;
   /** rate-limiter-flexible's limiter on this client. */
   limiter(options: LimiterOptions): RateLimiterAbstract;
+  /**
+   * A Cluster's route of each key, so that a master that fails stops only its own keys' requests waiting: the master
+   * of its slot as the client knows it, else the slot (GLIDE does not tell). None for a client of one server.
+   */
+  readonly route: ((redisKey: string) => string) | undefined;
   /** Whether it is connected and ready for commands; undefined where it does not say (GLIDE). */
   ready(): boolean | undefined;
   /** What it says of its connection, for the warning that it has not connected. */
   says(): string;
   /** The warning that it has not connected, told once per client. */
   readonly notConnected: (tell: (message: string) => void, message: string) => void;
+}
+
+let lastKey: string | undefined;
+let lastSlot = 0;
+
+/** A key's slot, the last key's kept: a request asks for it up to three times (its route, its two commands). */
+export function slotOf(key: string): number {
+  if (key !== lastKey) {
+    lastSlot = calculateSlot(key);
+    lastKey = key;
+  }
+  return lastSlot;
 }
 
 const notReady = () => Promise.reject(new Error('the Redis client is not connected'));
@@ -82,6 +99,13 @@ function together(redis: IoRedisLike): () => void {
 /** The errors of a Cluster's node for a command it did not run, which the Cluster itself sends again elsewhere. */
 const SENT_AGAIN = /^(MOVED|ASK|TRYAGAIN|CLUSTERDOWN) |^Connection is closed/;
 
+/** The address of the master of a key's slot, as an ioredis Cluster's table has it. */
+function addressOf(cluster: IoRedisLike, key: string): string | undefined {
+  const nodes = Array.isArray(cluster.slots) ? (cluster.slots[slotOf(key)] as unknown) : undefined;
+  const address = Array.isArray(nodes) ? (nodes[0] as unknown) : undefined;
+  return typeof address === 'string' ? address : undefined;
+}
+
 /**
  * A command sent straight to its key's master, without the Cluster's routing (a slot, a closure and a weak-set entry
  * per command). A command the master did not run goes through the Cluster, which follows redirections.
@@ -89,9 +113,8 @@ const SENT_AGAIN = /^(MOVED|ASK|TRYAGAIN|CLUSTERDOWN) |^Connection is closed/;
 function mastersOf(cluster: IoRedisLike): Send {
   let byAddress = new Map<string, IoRedisLike>();
   const connectionOf = (key: string): IoRedisLike | undefined => {
-    const nodes = Array.isArray(cluster.slots) ? (cluster.slots[slotOf(key)] as unknown) : undefined;
-    const address = Array.isArray(nodes) ? nodes[0] : undefined;
-    if (typeof address !== 'string') return undefined;
+    const address = addressOf(cluster, key);
+    if (address === undefined) return undefined;
     let node = byAddress.get(address);
     if (!node) {
       byAddress = new Map(cluster.nodes('master').map((n) => [`${n.options?.host}:${n.options?.port}`, n]));
@@ -116,9 +139,11 @@ const redisLimiter = (client: object, useRedisPackage: boolean) => (options: Lim
 
 function ioredis(redis: IoRedisLike): Made {
   const batch = together(redis);
-  const master = redis.isCluster === true ? mastersOf(redis) : undefined;
+  const cluster = redis.isCluster === true && Array.isArray(redis.slots);
+  const master = cluster ? mastersOf(redis) : undefined;
   return {
     name: 'ioredis',
+    route: cluster ? (key) => addressOf(redis, key) ?? `slot ${slotOf(key)}` : undefined,
     request: (args, key) => {
       if (redis.status !== 'ready') return notReady();
       batch();
@@ -149,7 +174,7 @@ interface NodeRedisLike {
   isReady?: boolean;
   isOpen?: boolean;
   /** A cluster's: the master of a slot. */
-  getSlotMaster?: unknown;
+  getSlotMaster?(slot: number): { host?: unknown; port?: unknown } | undefined;
   sendCommand(...args: unknown[]): Promise<unknown>;
 }
 
@@ -169,8 +194,18 @@ function nodeRedis(redis: NodeRedisLike): Made {
   const direct = sendWith({ timeout: undefined });
   const request: Send = (args, key) => (redis.isReady === false ? notReady() : direct(args, key));
   const call = sendWith({ typeMapping: { [MAP_TYPE]: Array } });
+  const master = (key: string) => {
+    try {
+      const found = redis.getSlotMaster?.(slotOf(key));
+      if (found && typeof found.host === 'string') return `${found.host}:${String(found.port)}`;
+    } catch {
+      // A cluster that has not read its slots yet: the slot is the route.
+    }
+    return `slot ${slotOf(key)}`;
+  };
   return {
     name: 'node-redis',
+    route: typeof redis.getSlotMaster === 'function' ? master : undefined,
     request,
     call,
     script: (name, onRequest) => evalOf(onRequest ? request : call, SCRIPTS[name]),
@@ -187,6 +222,7 @@ function glide(client: object): Made {
   const [call, request] = [sendOf(client), batchedSendOf(client)];
   return {
     name: 'Valkey GLIDE',
+    route: isGlideCluster(client) ? (key) => `slot ${slotOf(key)}` : undefined,
     request,
     call,
     script: (name, onRequest) => evalOf(onRequest ? request : call, SCRIPTS[name]),

@@ -15,6 +15,11 @@ export function isGlideClient(client: object): boolean {
   return typeof c.customCommand === 'function' && typeof c.invokeScript === 'function';
 }
 
+/** Whether it is a `GlideClusterClient`: only it routes functions. */
+export function isGlideCluster(client: object): boolean {
+  return typeof (client as { fcallWithRoute?: unknown }).fcallWithRoute === 'function';
+}
+
 /** GLIDE's `Decoder.Bytes`: its `Decoder.String` fails a whole reply over one byte that is not UTF-8. */
 const BYTES = 0;
 

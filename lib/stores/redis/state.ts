@@ -42,18 +42,14 @@ function counted(value: string | null | undefined): number {
  * history and the grant requests. Each instance reads `#epoch`, `#seq`, `#floor` and `#copy` every REFRESH_MS, then
  * what changed, or the whole hash when the state is another or it fell behind the changes kept.
  */
-export function redisState(
-  connection: RedisConnection,
-  prefix: string,
-  routes: ((redisKey: string) => string) | undefined,
-): RuntimeState {
+export function redisState(connection: RedisConnection, prefix: string): RuntimeState {
   const send: Command = (args) => connection.call(args, args[1] as string);
   const script = (name: 'change' | 'changeRequests' | 'readRequests' | 'removeHistory' | 'clock') =>
     connection.script(name, false);
   // The records' hash, its changes and ends, and the history: CHANGE_SCRIPT's keys, in its order.
   const keys = ['record', 'changes', 'ends', 'history'].map((key) => `${prefix}:{runtime}:${key}`);
   const [record, changes, , history] = keys as [string, string, string, string];
-  const route = () => routes?.(record) ?? '';
+  const route = () => connection.route?.(record) ?? '';
   const clock = redisClock(script('clock'), record);
   // The highest sequence number of the state this process has seen its changes take: a state found below it (its
   // epoch the same) is a copy behind it, even before any instance's read has passed that number.

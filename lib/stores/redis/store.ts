@@ -7,7 +7,6 @@ import { type Counter, type Counts, storeWith } from '../counter.js';
 import { check, connectionOf, type Hit, hitsOf, msLeftOf } from './clients.js';
 import { connectionWatch } from './connected.js';
 import { redisState } from './state.js';
-import { routesOf } from './routes.js';
 import type { Script } from './scripts.js';
 import { DEFAULT_CALL_TIMEOUT_MS } from '../call-bound.js';
 
@@ -127,21 +126,19 @@ function counting<L extends RateLimiterAbstract>(
 export function redisStore(client: RedisClient, options?: RedisStoreOptions): Store {
   const connection = connectionOf(client);
   const { prefix, timeoutMs, onFailure, callTimeoutMs } = checkOptions(options);
+  const { route } = connection;
   const hits = hitsOf(connection);
-  const routes = routesOf(client);
-  const counter = ({ name, limit, windowMs }: CounterSpec) =>
-    counting(
-      connection.limiter({ keyPrefix: `${prefix}:${name}`, points: limit, duration: windowMs / 1000 }),
-      hits,
-      routes,
-    );
-  const state = redisState(connection, prefix, routes);
+  const counter = ({ name, limit, windowMs }: CounterSpec) => {
+    const limiter = connection.limiter({ keyPrefix: `${prefix}:${name}`, points: limit, duration: windowMs / 1000 });
+    return counting(limiter, hits, route);
+  };
+  const state = redisState(connection, prefix);
   const scripts = {
     limits: connection.script('limits', true),
     peek: connection.script('peek', true),
     forget: connection.script('forget', true),
   };
-  const limits = (spec: LimitsSpec) => redisLimits(prefix, spec, scripts, routes);
+  const limits = (spec: LimitsSpec) => redisLimits(prefix, spec, scripts, route);
   const watchConnection = connectionWatch(connection, prefix, onFailure);
   return storeWith({ state, failure: { timeoutMs, onFailure, callTimeoutMs }, watchConnection }, counter, limits);
 }
