@@ -288,18 +288,23 @@ const noCount = Symbol('no count');
 /** A hit of the Redis store: one more request on a key, answering its count and when its window ends. */
 export type Hit = (key: string, windowMs: number) => Promise<Counts>;
 
-/** The ms a window has left, as Redis answered: at most a year; none is the whole window. */
-export function msLeftOf(answered: number, windowMs: number): number {
-  return answered >= 0 ? Math.min(answered, MAX_DURATION_MS) : windowMs;
-}
-
-function countsOf(count: unknown, ttl: unknown, windowMs: number): Counts {
-  return [{ count: Number(count), resetAt: Date.now() + msLeftOf(Number(ttl), windowMs) }];
+/**
+ * Each limit's count and when its window ends, from Redis' count and ms left per limit: at most a year, none the
+ * whole window. A peek's count of 0 has no window.
+ */
+export function countsOf(answer: unknown, windows: readonly number[], peeked = false): Counts {
+  const now = Date.now();
+  return windows.map((windowMs, i) => {
+    const count = Number((answer as unknown[])[2 * i]);
+    const ttl = Number((answer as unknown[])[2 * i + 1]);
+    const msLeft = ttl >= 0 ? Math.min(ttl, MAX_DURATION_MS) : windowMs;
+    return { count, resetAt: peeked && !(count > 0) ? 0 : now + msLeft };
+  });
 }
 
 /**
  * One hit as `INCR` and `PTTL` of the key, on rate-limiter-flexible's RateLimiterRedis keys and values, so that its
- * reads see the same counter. A key without an expiry is healed (HEAL_SCRIPT), one without a count repaired.
+ * reads see the same counter. A key without an expiry is healed (the `heal` script), one without a count repaired.
  */
 export function hitsOf({ request, script }: RedisConnection): Hit {
   const [heal, repair] = [script('heal', true), script('repair', true)];
@@ -309,14 +314,13 @@ export function hitsOf({ request, script }: RedisConnection): Hit {
       throw error;
     });
   return (key, windowMs) =>
-    Promise.all([counted(key), request(['PTTL', key], key)]).then(([count, ttl]) => {
+    Promise.all([counted(key), request(['PTTL', key], key)]).then((answer) => {
+      const [count, ttl] = answer;
+      const windows = [windowMs];
       if (count === noCount || !(Number(count) >= 1)) {
-        return repair([key], [String(windowMs)]).then((answer) => {
-          const [repaired, left] = answer as [unknown, unknown];
-          return countsOf(repaired, left, windowMs);
-        });
+        return repair([key], [String(windowMs)]).then((repaired) => countsOf(repaired, windows));
       }
-      if (Number(ttl) >= 0) return countsOf(count, ttl, windowMs);
-      return heal([key], [String(windowMs)]).then((left) => countsOf(count, left, windowMs));
+      if (Number(ttl) >= 0) return countsOf(answer, windows);
+      return heal([key], [String(windowMs)]).then((left) => countsOf([count, left], windows));
     });
 }

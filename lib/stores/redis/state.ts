@@ -46,7 +46,7 @@ export function redisState(connection: RedisConnection, prefix: string): Runtime
   const send: Command = (args) => connection.call(args, args[1] as string);
   const script = (name: 'change' | 'changeRequests' | 'readRequests' | 'removeHistory' | 'clock') =>
     connection.script(name, false);
-  // The records' hash, its changes and ends, and the history: CHANGE_SCRIPT's keys, in its order.
+  // The records' hash, its changes and ends, and the history: the `change` script's keys, in its order.
   const keys = ['record', 'changes', 'ends', 'history'].map((key) => `${prefix}:{runtime}:${key}`);
   const [record, changes, , history] = keys as [string, string, string, string];
   const route = () => connection.route?.(record) ?? '';

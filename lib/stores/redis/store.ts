@@ -3,8 +3,8 @@ import type { RateLimiterAbstract } from 'rate-limiter-flexible';
 import { MAX_TIMER_MS, show } from '../../shared/check.js';
 import { peekOf } from '../rlf.js';
 import type { CounterSpec, CountsLimitsAsync, LimitsSpec, Store, StoreFailurePolicy } from '../store.js';
-import { type Counter, type Counts, storeWith } from '../counter.js';
-import { check, connectionOf, type Hit, hitsOf, msLeftOf } from './clients.js';
+import { type Counter, storeWith } from '../counter.js';
+import { check, connectionOf, countsOf, type Hit, hitsOf } from './clients.js';
 import { connectionWatch } from './connected.js';
 import { redisState } from './state.js';
 import type { Script } from './scripts.js';
@@ -65,7 +65,7 @@ function checkOptions(options: unknown): Required<RedisStoreOptions> {
 type LimitsScripts = Record<'limits' | 'peek' | 'forget', Script>;
 
 /**
- * The Redis counter of an endpoint's limits: one LIMITS_SCRIPT a request, on `<prefix>:<name>:{<client key>}:<s|f>
+ * The Redis counter of an endpoint's limits: one `limits` script a request, on `<prefix>:<name>:{<client key>}:<s|f>
  * <seconds>`, the client key a hash tag so that a Cluster keeps a request's keys on one slot.
  */
 function redisLimits(
@@ -79,16 +79,8 @@ function redisLimits(
   const suffixes = spec.limits.map(({ windowMs }) => `}:${kind}${windowMs / 1000}`);
   const args = [kind, ...spec.limits.flatMap(({ limit, windowMs }) => [String(limit), String(windowMs)])];
   const keys = (key: string) => suffixes.map((suffix) => head + key + suffix);
-  /** Each limit's count and the ms until it frees a request, as the scripts answer; a peek's 0 has no window. */
-  const counts = (answer: unknown, peeked: boolean): Counts => {
-    const now = Date.now();
-    return spec.limits.map(({ windowMs }, i) => {
-      const count = Number((answer as unknown[])[2 * i]);
-      const msLeft = msLeftOf(Number((answer as unknown[])[2 * i + 1]), windowMs);
-      return { count, resetAt: peeked && !(count > 0) ? 0 : now + msLeft };
-    });
-  };
-  const hit = (key: string) => scripts.limits(keys(key), args).then((answer) => counts(answer, false));
+  const windows = spec.limits.map(({ windowMs }) => windowMs);
+  const hit = (key: string) => scripts.limits(keys(key), args).then((answer) => countsOf(answer, windows));
   return {
     countsAsync: true,
     now: false,
@@ -97,7 +89,7 @@ function redisLimits(
     route: routes && ((key) => routes(head + key + (suffixes[0] as string))),
     count: hit,
     hit,
-    peek: (key) => scripts.peek(keys(key), args).then((answer) => counts(answer, true)),
+    peek: (key) => scripts.peek(keys(key), args).then((answer) => countsOf(answer, windows, true)),
     reset: (key) => scripts.forget(keys(key), []).then((deleted) => Number(deleted) > 0),
   };
 }
