@@ -112,19 +112,14 @@ function addressOf(cluster: IoRedisLike, key: string): string | undefined {
  */
 function mastersOf(cluster: IoRedisLike): Send {
   let byAddress = new Map<string, IoRedisLike>();
-  const connectionOf = (key: string): IoRedisLike | undefined => {
+  return (args, key) => {
     const address = addressOf(cluster, key);
-    if (address === undefined) return undefined;
-    let node = byAddress.get(address);
-    if (!node) {
+    let node = address === undefined ? undefined : byAddress.get(address);
+    if (address !== undefined && !node) {
       byAddress = new Map(cluster.nodes('master').map((n) => [`${n.options?.host}:${n.options?.port}`, n]));
       node = byAddress.get(address);
     }
-    return node?.status === 'ready' ? node : undefined;
-  };
-  return (args, key) => {
-    const node = connectionOf(key);
-    if (!node) return cluster.call(...args);
+    if (node?.status !== 'ready') return cluster.call(...args);
     return node.call(...args).catch((error: unknown) => {
       if (!SENT_AGAIN.test(String((error as Error)?.message))) throw error;
       return cluster.call(...args);
@@ -139,16 +134,18 @@ const redisLimiter = (client: object, useRedisPackage: boolean) => (options: Lim
 
 function ioredis(redis: IoRedisLike): Made {
   const batch = together(redis);
+  // A request's commands: none while not connected, those of one turn in one write.
+  const gate = () => {
+    if (redis.status !== 'ready') return false;
+    batch();
+    return true;
+  };
   const cluster = redis.isCluster === true && Array.isArray(redis.slots);
   const master = cluster ? mastersOf(redis) : undefined;
   return {
     name: 'ioredis',
     route: cluster ? (key) => addressOf(redis, key) ?? `slot ${slotOf(key)}` : undefined,
-    request: (args, key) => {
-      if (redis.status !== 'ready') return notReady();
-      batch();
-      return master ? master(args, key) : redis.call(...args);
-    },
+    request: (args, key) => (!gate() ? notReady() : master ? master(args, key) : redis.call(...args)),
     call: (args) => redis.call(...args),
     script: (name, request) => {
       const lua = SCRIPTS[name];
@@ -157,12 +154,8 @@ function ioredis(redis: IoRedisLike): Made {
       const named = redis as unknown as Record<string, (...args: (string | number)[]) => Promise<unknown>>;
       if (typeof named[command] !== 'function') redis.defineCommand(command, { lua });
       const run = named[command] as (...args: (string | number)[]) => Promise<unknown>;
-      if (!request) return (keys, args) => run.call(redis, keys.length, ...keys, ...args);
-      return (keys, args) => {
-        if (redis.status !== 'ready') return notReady();
-        batch();
-        return run.call(redis, keys.length, ...keys, ...args);
-      };
+      const script: Script = (keys, args) => run.call(redis, keys.length, ...keys, ...args);
+      return request ? (keys, args) => (gate() ? script(keys, args) : notReady()) : script;
     },
     limiter: redisLimiter(redis, false),
     ready: () => redis.status === 'ready',

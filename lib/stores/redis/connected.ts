@@ -27,15 +27,16 @@ export function connectionWatch(
 ): (tell: (message: string) => void) => () => void {
   return (tell) => {
     if (client.ready() === true) return () => {};
-    let done = false;
-    let poll: NodeJS.Timeout | undefined;
-    const stop = () => {
-      done = true;
-      clearTimeout(poll);
-      clearTimeout(deadline);
+    let pinging = false;
+    const look = () => {
+      const ready = client.ready();
+      if (ready === true) return stop();
+      if (ready === false || pinging) return;
+      pinging = true;
+      client.call(['PING'], '').then(stop, () => (pinging = false));
     };
+    const poll = setInterval(look, LOOK_EVERY_MS).unref();
     const deadline = setTimeout(() => {
-      if (done) return;
       stop();
       client.notConnected(
         tell,
@@ -44,17 +45,9 @@ export function connectionWatch(
           `Until it does, ${meanwhile[onFailure]}. Check its address, and that Redis is reachable from here.`,
       );
     }, CONNECT_WITHIN_MS).unref();
-    const again = () => {
-      if (done) return;
-      poll = setTimeout(look, LOOK_EVERY_MS).unref();
-    };
-    function look(): void {
-      const connected = client.ready();
-      if (connected === true) return stop();
-      if (connected === false) return again();
-      client.call(['PING'], '').then(() => {
-        if (!done) stop();
-      }, again);
+    function stop(): void {
+      clearInterval(poll);
+      clearTimeout(deadline);
     }
     look();
     return stop;

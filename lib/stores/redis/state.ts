@@ -17,7 +17,7 @@ import { performance } from 'node:perf_hooks';
 import { TooLate } from '../call-bound.js';
 import { type GrantRequestStore } from '../grant-request-store.js';
 import type { RedisConnection } from './clients.js';
-import { REQUEST_KEYS, type Script } from './scripts.js';
+import { REQUEST_KEYS, type Script, type SCRIPTS } from './scripts.js';
 
 /** A plain command of the state, routed by its key (its first argument). */
 type Command = (args: string[]) => Promise<unknown>;
@@ -44,13 +44,17 @@ function counted(value: string | null | undefined): number {
  */
 export function redisState(connection: RedisConnection, prefix: string): RuntimeState {
   const send: Command = (args) => connection.call(args, args[1] as string);
-  const script = (name: 'change' | 'changeRequests' | 'readRequests' | 'removeHistory' | 'clock') =>
-    connection.script(name, false);
+  const script = (name: keyof typeof SCRIPTS) => connection.script(name, false);
   // The records' hash, its changes and ends, and the history: the `change` script's keys, in its order.
   const keys = ['record', 'changes', 'ends', 'history'].map((key) => `${prefix}:{runtime}:${key}`);
   const [record, changes, , history] = keys as [string, string, string, string];
   const route = () => connection.route?.(record) ?? '';
-  const clock = redisClock(script('clock'), record);
+  const guard = guardOf(script('clock'), record);
+  const [change, changeRequests, removeHistory] = [
+    guard(script('change')),
+    guard(script('changeRequests')),
+    guard(script('removeHistory')),
+  ];
   // The highest sequence number of the state this process has seen its changes take: a state found below it (its
   // epoch the same) is a copy behind it, even before any instance's read has passed that number.
   const seen: Seen = { epoch: undefined, seq: 0 };
@@ -63,23 +67,21 @@ export function redisState(connection: RedisConnection, prefix: string): Runtime
     return result;
   };
   const requestKeys = REQUEST_KEYS.map((key) => `${prefix}:{runtime}:${key}`);
-  const [change, changeRequests, removeHistory] = [script('change'), script('changeRequests'), script('removeHistory')];
   return {
     change: async (c) => {
       const args = changeArgs(c.records);
       const n = c.records.length;
-      if (!c.request) return saw({ records: changeResults(await clock.guarded(change, keys, c.applyBy, args), 0, n) });
+      if (!c.request) return saw({ records: changeResults(await change(keys, c.applyBy, args), 0, n) });
       const both = [...putArgs(c.request), ...args];
-      const answer = await clock.guarded(changeRequests, [...requestKeys, ...keys], c.applyBy, both);
+      const answer = await changeRequests([...requestKeys, ...keys], c.applyBy, both);
       if (!Array.isArray(answer)) return { records: [], request: undefined };
       return saw({ records: changeResults(answer, 1, n), request: String(answer[0]) });
     },
     follow: (apply, answered) =>
       follower((known) => readState(send, record, changes, known, seen), apply, answered && (() => answered(route()))),
     history: () => send(['LRANGE', history, '0', '-1']) as Promise<string[]>,
-    removeHistory: async (entry, applyBy) =>
-      Number(await clock.guarded(removeHistory, [history], applyBy, [entry])) > 0,
-    requests: requestsOf(send, changeRequests, script('readRequests'), requestKeys, clock),
+    removeHistory: async (entry, applyBy) => Number(await removeHistory([history], applyBy, [entry])) > 0,
+    requests: requestsOf(send, changeRequests, script('readRequests'), requestKeys),
   };
 }
 
@@ -88,8 +90,11 @@ const CLOCK_KEPT_MS = 60_000;
 /** A measure of Redis' clock that took longer (Redis paused or busy) serves its own change only. */
 const CLOCK_KEPT_ROUND_TRIP_MS = 250;
 
-/** Redis' clock against `performance.now()`: a change's latest time is given on the clock the scripts read. */
-function redisClock(clock: Script, key: string) {
+/**
+ * Scripts that begin with GUARD, given Redis' time for `applyBy` (a `performance.now()`), measured by the clock
+ * script on `key`'s node. A change refused as late throws TooLate, and the clock is measured again at the next one.
+ */
+function guardOf(clock: Script, key: string): (script: Script) => Guarded {
   let known: { offset: number; error: number; at: number } | undefined;
   /** Redis' time for `applyBy` (`performance.now()`), early by the measure's error; '' for none. */
   const notAfter = async (applyBy: number | undefined): Promise<string> => {
@@ -105,21 +110,16 @@ function redisClock(clock: Script, key: string) {
     }
     return String(Math.floor(applyBy + measure.offset - measure.error));
   };
-  return {
-    /**
-     * A guarded script's answer, given Redis' time for `applyBy` first (GUARD). A change it refused as late throws
-     * TooLate, and Redis' clock is measured again at the next change, in case this measure was off.
-     */
-    async guarded(script: Script, keys: string[], applyBy: number | undefined, args: string[]): Promise<unknown> {
-      const answer = await script(keys, [await notAfter(applyBy), ...args]);
-      if (!Array.isArray(answer) || answer[0] !== 'late') return answer;
-      known = undefined;
-      throw new TooLate();
-    },
+  return (script) => async (keys, applyBy, args) => {
+    const answer = await script(keys, [await notAfter(applyBy), ...args]);
+    if (!Array.isArray(answer) || answer[0] !== 'late') return answer;
+    known = undefined;
+    throw new TooLate();
   };
 }
 
-type Clock = ReturnType<typeof redisClock>;
+/** A script that begins with GUARD: refused whole when Redis takes it after `applyBy`. */
+type Guarded = (keys: string[], applyBy: number | undefined, args: string[]) => Promise<unknown>;
 
 /** Where an instance's copy of the state stands: the epoch, sequence number and copy mark it last read. */
 type Position = { readonly epoch: string | undefined; readonly seq: number; readonly copy: string | undefined };
@@ -260,13 +260,7 @@ function follower(
 }
 
 /** The grant requests in Redis: each change one script, each read one script, every step O(log n). */
-function requestsOf(
-  send: Command,
-  change: Script,
-  readRequests: Script,
-  keys: string[],
-  clock: Clock,
-): GrantRequestStore {
+function requestsOf(send: Command, change: Guarded, readRequests: Script, keys: string[]): GrantRequestStore {
   const read = async (args: string[]) => ((await readRequests(keys, args)) as unknown[]).map(String);
   const texts = (values: string[]) => values.filter((value) => value !== '');
   return {
@@ -274,13 +268,13 @@ function requestsOf(
       const { key, network, group, endsAt } = meta;
       const { perKey, perNetwork, max } = bounds;
       const args = ['file', id, value, key, network, group, endsAt, now, perKey, perNetwork, max, ENDED_PER_CHANGE];
-      const answer = await clock.guarded(change, keys, applyBy, args.map(String));
+      const answer = await change(keys, applyBy, args.map(String));
       const result = String(answer);
       return result === 'done' || result === 'key' || result === 'network' ? result : 'conflict';
     },
     put: async (id, value, expected, meta, now, applyBy) => {
       const put = putArgs({ id, value, expected, meta, now });
-      const answer = await clock.guarded(change, keys, applyBy, put);
+      const answer = await change(keys, applyBy, put);
       return answer === '' || answer === null ? undefined : String(answer);
     },
     get: (id) => send(['HGET', keys[0] as string, id]).then((value) => (value ?? undefined) as string | undefined),
