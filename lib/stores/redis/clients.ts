@@ -279,7 +279,7 @@ const NO_COUNT = /not an integer|would overflow|WRONGTYPE/;
 const noCount = Symbol('no count');
 
 /** A hit of the Redis store: one more request on a key, answering its count and when its window ends. */
-export type Hit = (key: string, windowMs: number) => Promise<Counts>;
+type Hit = (key: string, windowMs: number) => Promise<Counts>;
 
 /**
  * Each limit's count and when its window ends, from Redis' count and ms left per limit: at most a year, none the

@@ -168,44 +168,6 @@ const REQUEST_COMMON = `local R, SEQ, P, PE, D, DE, PB, BY, G, GB, M =
 local function lastPart(member) return string.match(member, '([^\\n]*)$') end
 `;
 
-/** How the change script indexes and removes one request. */
-const REQUEST_INDEXING = `local function pad(seq) return string.format('%016d', seq) end
-local function index(id, seq, status, key, net, group, ends)
-  local s = pad(seq)
-  if status == 'pending' then
-    redis.call('zadd', P, seq, id)
-    redis.call('zadd', PE, ends, id)
-    redis.call('zadd', PB, 0, 'k\\n' .. key .. '\\n' .. id)
-    if net ~= '' then redis.call('zadd', PB, 0, 'n\\n' .. net .. '\\n' .. id) end
-  else
-    redis.call('zadd', D, seq, id)
-    redis.call('zadd', DE, ends, id)
-  end
-  redis.call('zadd', BY, 0, 'k\\n' .. key .. '\\n' .. s .. '\\n' .. id)
-  if net ~= '' then redis.call('zadd', BY, 0, 'n\\n' .. net .. '\\n' .. s .. '\\n' .. id) end
-  redis.call('zadd', GB, 0, group .. '\\n' .. s .. '\\n' .. id)
-  redis.call('zincrby', G, 1, group)
-  redis.call('hset', M, id, seq .. '\\n' .. status .. '\\n' .. key .. '\\n' .. net .. '\\n' .. group)
-end
-local function unindex(id)
-  local meta = redis.call('hget', M, id)
-  if not meta then return end
-  redis.call('hdel', M, id)
-  local seq, _, key, net, group = string.match(meta, '^(%d+)\\n(%l+)\\n([^\\n]*)\\n([^\\n]*)\\n([^\\n]*)$')
-  if not seq then return end
-  local s = pad(tonumber(seq))
-  for _, z in ipairs({P, PE, D, DE}) do redis.call('zrem', z, id) end
-  redis.call('zrem', PB, 'k\\n' .. key .. '\\n' .. id, 'n\\n' .. net .. '\\n' .. id)
-  redis.call('zrem', BY, 'k\\n' .. key .. '\\n' .. s .. '\\n' .. id, 'n\\n' .. net .. '\\n' .. s .. '\\n' .. id)
-  redis.call('zrem', GB, group .. '\\n' .. s .. '\\n' .. id)
-  if tonumber(redis.call('zincrby', G, -1, group)) <= 0 then redis.call('zrem', G, group) end
-end
-local function remove(id)
-  unindex(id)
-  redis.call('hdel', R, id)
-end
-`;
-
 /** The scripts of the store, each named by what it does. */
 export const SCRIPTS = {
   /**
@@ -278,7 +240,42 @@ return answer`,
    * per network, most, ended per call) or `put` (id, value, expected, status, key, network, group, end, now, ended
    * per call; with KEYS[12] to KEYS[15] and CHANGE_LIB's arguments, records change in the same step).
    */
-  changeRequests: `${GUARD}${REQUEST_COMMON}${REQUEST_INDEXING}${CHANGE_LIB}local function dropEnded(now, n)
+  changeRequests: `${GUARD}${REQUEST_COMMON}local function pad(seq) return string.format('%016d', seq) end
+local function index(id, seq, status, key, net, group, ends)
+  local s = pad(seq)
+  if status == 'pending' then
+    redis.call('zadd', P, seq, id)
+    redis.call('zadd', PE, ends, id)
+    redis.call('zadd', PB, 0, 'k\\n' .. key .. '\\n' .. id)
+    if net ~= '' then redis.call('zadd', PB, 0, 'n\\n' .. net .. '\\n' .. id) end
+  else
+    redis.call('zadd', D, seq, id)
+    redis.call('zadd', DE, ends, id)
+  end
+  redis.call('zadd', BY, 0, 'k\\n' .. key .. '\\n' .. s .. '\\n' .. id)
+  if net ~= '' then redis.call('zadd', BY, 0, 'n\\n' .. net .. '\\n' .. s .. '\\n' .. id) end
+  redis.call('zadd', GB, 0, group .. '\\n' .. s .. '\\n' .. id)
+  redis.call('zincrby', G, 1, group)
+  redis.call('hset', M, id, seq .. '\\n' .. status .. '\\n' .. key .. '\\n' .. net .. '\\n' .. group)
+end
+local function unindex(id)
+  local meta = redis.call('hget', M, id)
+  if not meta then return end
+  redis.call('hdel', M, id)
+  local seq, _, key, net, group = string.match(meta, '^(%d+)\\n(%l+)\\n([^\\n]*)\\n([^\\n]*)\\n([^\\n]*)$')
+  if not seq then return end
+  local s = pad(tonumber(seq))
+  for _, z in ipairs({P, PE, D, DE}) do redis.call('zrem', z, id) end
+  redis.call('zrem', PB, 'k\\n' .. key .. '\\n' .. id, 'n\\n' .. net .. '\\n' .. id)
+  redis.call('zrem', BY, 'k\\n' .. key .. '\\n' .. s .. '\\n' .. id, 'n\\n' .. net .. '\\n' .. s .. '\\n' .. id)
+  redis.call('zrem', GB, group .. '\\n' .. s .. '\\n' .. id)
+  if tonumber(redis.call('zincrby', G, -1, group)) <= 0 then redis.call('zrem', G, group) end
+end
+local function remove(id)
+  unindex(id)
+  redis.call('hdel', R, id)
+end
+${CHANGE_LIB}local function dropEnded(now, n)
   for _, z in ipairs({PE, DE}) do
     for _, id in ipairs(redis.call('zrangebyscore', z, '-inf', now, 'LIMIT', 0, n)) do remove(id) end
   end

@@ -4,10 +4,9 @@ import { MAX_TIMER_MS, show } from '../../shared/check.js';
 import { peekOf } from '../rlf.js';
 import type { CounterSpec, CountsLimitsAsync, LimitsSpec, Store, StoreFailurePolicy } from '../store.js';
 import { type Counter, storeWith } from '../counter.js';
-import { check, connectionOf, countsOf, type Hit, hitsOf } from './clients.js';
+import { check, connectionOf, countsOf, hitsOf, type RedisConnection } from './clients.js';
 import { connectionWatch } from './connected.js';
 import { redisState } from './state.js';
-import type { Script } from './scripts.js';
 import { DEFAULT_CALL_TIMEOUT_MS } from '../call-bound.js';
 
 /**
@@ -61,53 +60,47 @@ function checkOptions(options: unknown): Required<RedisStoreOptions> {
   return { prefix, timeoutMs, callTimeoutMs, onFailure: check.oneOf(onFailure, failureModes, 'options.onFailure') };
 }
 
-/** The scripts of an endpoint's limits, run as hits are. */
-type LimitsScripts = Record<'limits' | 'peek' | 'forget', Script>;
-
 /**
- * The Redis counter of an endpoint's limits: one `limits` script a request, on `<prefix>:<name>:{<client key>}:<s|f>
- * <seconds>`, the client key a hash tag so that a Cluster keeps a request's keys on one slot.
+ * The store's counters. A fixed window's is rate-limiter-flexible's limiter, whose hits are the store's own `INCR` and
+ * `PTTL` on its keys. An endpoint's limits count by one `limits` script a request, on `<prefix>:<name>:{<client
+ * key>}:<s|f><seconds>`, the client key a hash tag so that a Cluster keeps a request's keys on one slot.
  */
-function redisLimits(
-  prefix: string,
-  spec: LimitsSpec,
-  scripts: LimitsScripts,
-  routes: ((redisKey: string) => string) | undefined,
-): CountsLimitsAsync & Counter {
-  const kind = spec.window === 'sliding' ? 's' : 'f';
-  const head = `${prefix}:${spec.name}:{`;
-  const suffixes = spec.limits.map(({ windowMs }) => `}:${kind}${windowMs / 1000}`);
-  const args = [kind, ...spec.limits.flatMap(({ limit, windowMs }) => [String(limit), String(windowMs)])];
-  const keys = (key: string) => suffixes.map((suffix) => head + key + suffix);
-  const windows = spec.limits.map(({ windowMs }) => windowMs);
-  const hit = (key: string) => scripts.limits(keys(key), args).then((answer) => countsOf(answer, windows));
-  return {
-    countsAsync: true,
-    now: false,
-    reads: true,
-    // Every key of a request is on one slot (its client key's hash tag): its first key's.
-    route: routes && ((key) => routes(head + key + (suffixes[0] as string))),
-    count: hit,
-    hit,
-    peek: (key) => scripts.peek(keys(key), args).then((answer) => countsOf(answer, windows, true)),
-    reset: (key) => scripts.forget(keys(key), []).then((deleted) => Number(deleted) > 0),
+function redisCounters(connection: RedisConnection, prefix: string) {
+  const { route, script } = connection;
+  const hits = hitsOf(connection);
+  const [count, peek, forget] = [script('limits', true), script('peek', true), script('forget', true)];
+  const limiter = ({ name, limit, windowMs }: CounterSpec): RateLimiterAbstract & Counter => {
+    const made = connection.limiter({ keyPrefix: `${prefix}:${name}`, points: limit, duration: windowMs / 1000 });
+    return Object.assign(made, {
+      now: false,
+      reads: true,
+      route: route && ((key: string) => route(made.getKey(key))),
+      hit: (key: string) => hits(made.getKey(key), made.msDuration),
+      peek: (key: string) => peekOf(made, key),
+      reset: (key: string) => made.delete(key),
+    });
   };
-}
-
-/** A rate-limiter-flexible limiter of the store as a counter: its hits are the store's own commands, on its keys. */
-function counting<L extends RateLimiterAbstract>(
-  limiter: L,
-  hits: Hit,
-  routes: ((redisKey: string) => string) | undefined,
-): L & Counter {
-  return Object.assign(limiter, {
-    now: false,
-    reads: true,
-    route: routes && ((key: string) => routes(limiter.getKey(key))),
-    hit: (key: string) => hits(limiter.getKey(key), limiter.msDuration),
-    peek: (key: string) => peekOf(limiter, key),
-    reset: (key: string) => limiter.delete(key),
-  });
+  const limits = (spec: LimitsSpec): CountsLimitsAsync & Counter => {
+    const kind = spec.window === 'sliding' ? 's' : 'f';
+    const head = `${prefix}:${spec.name}:{`;
+    const suffixes = spec.limits.map(({ windowMs }) => `}:${kind}${windowMs / 1000}`);
+    const args = [kind, ...spec.limits.flatMap(({ limit, windowMs }) => [String(limit), String(windowMs)])];
+    const keys = (key: string) => suffixes.map((suffix) => head + key + suffix);
+    const windows = spec.limits.map(({ windowMs }) => windowMs);
+    const hit = (key: string) => count(keys(key), args).then((answer) => countsOf(answer, windows));
+    return {
+      countsAsync: true,
+      now: false,
+      reads: true,
+      // Every key of a request is on one slot (its client key's hash tag): its first key's.
+      route: route && ((key) => route(head + key + (suffixes[0] as string))),
+      count: hit,
+      hit,
+      peek: (key) => peek(keys(key), args).then((answer) => countsOf(answer, windows, true)),
+      reset: (key) => forget(keys(key), []).then((deleted) => Number(deleted) > 0),
+    };
+  };
+  return { limiter, limits };
 }
 
 /**
@@ -118,19 +111,8 @@ function counting<L extends RateLimiterAbstract>(
 export function redisStore(client: RedisClient, options?: RedisStoreOptions): Store {
   const connection = connectionOf(client);
   const { prefix, timeoutMs, onFailure, callTimeoutMs } = checkOptions(options);
-  const { route } = connection;
-  const hits = hitsOf(connection);
-  const counter = ({ name, limit, windowMs }: CounterSpec) => {
-    const limiter = connection.limiter({ keyPrefix: `${prefix}:${name}`, points: limit, duration: windowMs / 1000 });
-    return counting(limiter, hits, route);
-  };
+  const { limiter, limits } = redisCounters(connection, prefix);
   const state = redisState(connection, prefix);
-  const scripts = {
-    limits: connection.script('limits', true),
-    peek: connection.script('peek', true),
-    forget: connection.script('forget', true),
-  };
-  const limits = (spec: LimitsSpec) => redisLimits(prefix, spec, scripts, route);
   const watchConnection = connectionWatch(connection, prefix, onFailure);
-  return storeWith({ state, failure: { timeoutMs, onFailure, callTimeoutMs }, watchConnection }, counter, limits);
+  return storeWith({ state, failure: { timeoutMs, onFailure, callTimeoutMs }, watchConnection }, limiter, limits);
 }
