@@ -121,8 +121,8 @@ function guardOf(clock: Script, key: string): (script: Script) => Guarded {
 /** A script that begins with GUARD: refused whole when Redis takes it after `applyBy`. */
 type Guarded = (keys: string[], applyBy: number | undefined, args: string[]) => Promise<unknown>;
 
-/** Where an instance's copy of the state stands: the epoch, sequence number and copy mark it last read. */
-type Position = { readonly epoch: string | undefined; readonly seq: number; readonly copy: string | undefined };
+/** Where an instance's copy of the state stands: the epoch, sequence number and copy mark of its last update. */
+type Position = Pick<StateUpdate, 'epoch' | 'seq' | 'copy'>;
 
 /** The highest sequence number of an epoch this process's changes took (see redisState). */
 type Seen = { epoch: string | undefined; seq: number };
@@ -159,7 +159,7 @@ function putArgs({ id, value, expected, meta, now }: RequestPut): string[] {
 }
 
 /** The whole records' hash: a `replaced` state when it is not the one `known` followed, else a `whole` one. */
-async function readWhole(send: Command, record: string, known: Position | undefined): Promise<[StateUpdate, Position]> {
+async function readWhole(send: Command, record: string, known: Position | undefined): Promise<StateUpdate> {
   // Without a prototype: a foreign `__proto__` field stays a field. HGETALL answers a flat list of fields and values.
   const all = Object.create(null) as Record<string, string>;
   const answer = (await send(['HGETALL', record])) as unknown[];
@@ -171,10 +171,7 @@ async function readWhole(send: Command, record: string, known: Position | undefi
   const records = new Map<string, string>();
   for (const [field, value] of Object.entries(all)) if (!field.startsWith('#')) records.set(field, value);
   const replaced = known?.epoch !== undefined && (epoch !== known.epoch || seq < known.seq || copy !== known.copy);
-  return [
-    { kind: replaced ? 'replaced' : 'whole', epoch, seq, records, copy, forked },
-    { epoch, seq, copy },
-  ];
+  return { kind: replaced ? 'replaced' : 'whole', epoch, seq, records, copy, forked };
 }
 
 /** What changed since `known`, in plain reads: nothing, the fields changed, or the whole hash. */
@@ -184,7 +181,7 @@ async function readState(
   changes: string,
   known: Position | undefined,
   seen: Seen,
-): Promise<[StateUpdate, Position] | undefined> {
+): Promise<StateUpdate | undefined> {
   // What this process had seen when the read began: a change answered later may be one the read came before.
   const { epoch: seenEpoch, seq: seenSeq } = seen;
   const [epochText, seqText, floorText, copyText] = (await send(['HMGET', record, ...META])) as (string | null)[];
@@ -203,8 +200,8 @@ async function readState(
     }
     const whole = await readWhole(send, record, known ?? { epoch, seq: seenSeq, copy });
     // The copy is the state from now on: what this process saw before it is no longer to be found.
-    seen.epoch = whole[1].epoch;
-    seen.seq = whole[1].seq;
+    seen.epoch = whole.epoch;
+    seen.seq = whole.seq;
     return whole;
   }
   if (known === undefined) return readWhole(send, record, known);
@@ -216,15 +213,12 @@ async function readState(
   const fields = changed.filter((f) => !f.startsWith('#'));
   const values = fields.length > 0 ? ((await send(['HMGET', record, ...fields])) as (string | null)[]) : [];
   const records = new Map(fields.map((f, i) => [f, values[i] ?? null]));
-  return [
-    { kind: 'changes', epoch, seq, records, copy },
-    { epoch, seq, copy },
-  ];
+  return { kind: 'changes', epoch, seq, records, copy };
 }
 
 /** An instance following the state: a read every REFRESH_MS, and `sync()`; calls share reads, two at most. */
 function follower(
-  read: (known: Position | undefined) => Promise<[StateUpdate, Position] | undefined>,
+  read: (known: Position | undefined) => Promise<StateUpdate | undefined>,
   apply: (update: StateUpdate) => void,
   answered: (() => void) | undefined,
 ): Follower {
@@ -243,8 +237,9 @@ function follower(
       .then((update) => {
         answered?.();
         if (!update) return;
-        known = update[1];
-        apply(update[0]);
+        // Its position only: the update's records are the cache's to keep.
+        known = { epoch: update.epoch, seq: update.seq, copy: update.copy };
+        apply(update);
       })
       .finally(() => reading--);
     waiting = next;
