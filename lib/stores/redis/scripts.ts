@@ -191,16 +191,15 @@ return {count, heal(KEYS[1], tonumber(ARGV[1]))}`,
    * (`limit + 1` where it refused) and the ms until it frees a request.
    */
   limits: `${WINDOWS_COMMON}local n = #KEYS
-local counts, waits, allowed = {}, {}, true
+local answer, allowed = {}, true
 for i = 1, n do
-  local key, limit, window = KEYS[i], tonumber(ARGV[2 * i]), tonumber(ARGV[2 * i + 1])
-  local count, wait = read(key, window)
-  wait = wait or window
+  local limit, window = tonumber(ARGV[2 * i]), tonumber(ARGV[2 * i + 1])
+  local count, wait = read(KEYS[i], window)
   if count >= limit then
     allowed = false
     count = limit + 1
   end
-  counts[i], waits[i] = count, wait
+  answer[2 * i - 1], answer[2 * i] = count, wait or window
 end
 if allowed then
   for i = 1, n do
@@ -211,12 +210,8 @@ if allowed then
     elseif redis.call('incr', key) == 1 then
       redis.call('pexpire', key, window)
     end
-    counts[i] = counts[i] + 1
+    answer[2 * i - 1] = answer[2 * i - 1] + 1
   end
-end
-local answer = {}
-for i = 1, n do
-  answer[2 * i - 1], answer[2 * i] = counts[i], waits[i]
 end
 return answer`,
   /** The limits' read without counting, with their KEYS and ARGV: each count and ms until it frees one (0: none). */
