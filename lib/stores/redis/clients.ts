@@ -4,7 +4,7 @@ import { Checker, MAX_DURATION_MS, show } from '../../shared/check.js';
 import { once } from '../../shared/once.js';
 import type { Counts } from '../counter.js';
 import { sha1 } from '../state.js';
-import { batchedSendOf, GlideLimiter, isGlideClient, isGlideCluster, sendOf } from './glide.js';
+import { batchedSendOf, GlideLimiter, sendOf } from './glide.js';
 import calculateSlot from 'cluster-key-slot';
 import { evalOf, type Script, SCRIPTS, type Send } from './scripts.js';
 
@@ -211,11 +211,12 @@ function nodeRedis(redis: NodeRedisLike): Made {
   };
 }
 
-function glide(client: object): Made {
+/** Valkey GLIDE's `GlideClient` or `GlideClusterClient`, which alone routes functions (and tells no master). */
+function glide(client: { fcallWithRoute?: unknown }): Made {
   const [call, request] = [sendOf(client), batchedSendOf(client)];
   return {
     name: 'Valkey GLIDE',
-    route: isGlideCluster(client) ? (key) => `slot ${slotOf(key)}` : undefined,
+    route: typeof client.fcallWithRoute === 'function' ? (key) => `slot ${slotOf(key)}` : undefined,
     request,
     call,
     script: (name, onRequest) => evalOf(onRequest ? request : call, SCRIPTS[name]),
@@ -239,9 +240,9 @@ function isNodeRedis(c: Record<string, unknown>): boolean {
   return true;
 }
 
-/** The kinds of client, in the order they are told apart. */
+/** The kinds of client, in the order they are told apart: GLIDE's alone have `customCommand` and `invokeScript`. */
 const KINDS: readonly [(c: Record<string, unknown>) => boolean, (c: never) => Made][] = [
-  [isGlideClient, glide],
+  [(c) => typeof c.customCommand === 'function' && typeof c.invokeScript === 'function', glide],
   [(c) => typeof c.defineCommand === 'function', ioredis],
   [isNodeRedis, nodeRedis],
 ];

@@ -9,17 +9,6 @@ interface GlideLike {
   customCommand(args: string[], options: { decoder: number }): Promise<unknown>;
 }
 
-/** Whether the client is a GLIDE client: both kinds have `customCommand` and `invokeScript`, which no other has. */
-export function isGlideClient(client: object): boolean {
-  const c = client as Record<string, unknown>;
-  return typeof c.customCommand === 'function' && typeof c.invokeScript === 'function';
-}
-
-/** Whether it is a `GlideClusterClient`: only it routes functions. */
-export function isGlideCluster(client: object): boolean {
-  return typeof (client as { fcallWithRoute?: unknown }).fcallWithRoute === 'function';
-}
-
 /** GLIDE's `Decoder.Bytes`: its `Decoder.String` fails a whole reply over one byte that is not UTF-8. */
 const BYTES = 0;
 
@@ -99,6 +88,12 @@ export function batchedSendOf(client: object): Send {
     });
 }
 
+/** A script's count and the ms its key has left, as rate-limiter-flexible's storage steps answer them. */
+function countAndTtl(answer: unknown): [number, number] {
+  const [count, ttl] = answer as unknown[];
+  return [Number(count), Number(ttl)];
+}
+
 /**
  * rate-limiter-flexible's GLIDE limiter on the store's own keys, values and hits (its own storage uses Valkey
  * functions, which Redis does not run).
@@ -125,17 +120,11 @@ export class GlideLimiter extends RateLimiterValkeyGlide {
         seconds > 0 ? seconds * 1000 : -1,
       ]);
     }
-    return this.#consume([rlKey], [String(points), String(seconds)]).then((answer) => {
-      const [consumed, ttl] = answer as [unknown, unknown];
-      return [Number(consumed), Number(ttl)];
-    });
+    return this.#consume([rlKey], [String(points), String(seconds)]).then(countAndTtl);
   }
 
   _get(rlKey: string): Promise<[number, number] | null> {
-    return this.#read([rlKey], []).then((answer) => {
-      if (!Array.isArray(answer)) return null;
-      return [Number(answer[0]), Number(answer[1])];
-    });
+    return this.#read([rlKey], []).then((answer) => (Array.isArray(answer) ? countAndTtl(answer) : null));
   }
 
   _delete(rlKey: string): Promise<boolean> {
