@@ -1,11 +1,11 @@
 // The Redis clients the store accepts (ioredis, node-redis, GLIDE), a table of kinds: how the store sends through each.
+import calculateSlot from 'cluster-key-slot';
 import { type RateLimiterAbstract, RateLimiterRedis } from 'rate-limiter-flexible';
 import { Checker, MAX_DURATION_MS, show } from '../../shared/check.js';
 import { once } from '../../shared/once.js';
 import type { Counts } from '../counter.js';
 import { sha1 } from '../state.js';
 import { batchedSendOf, GlideLimiter, sendOf } from './glide.js';
-import calculateSlot from 'cluster-key-slot';
 import { evalOf, type Script, SCRIPTS, type Send } from './scripts.js';
 
 export const check: Checker = new Checker('redisStore');
