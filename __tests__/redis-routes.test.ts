@@ -1,7 +1,8 @@
 // The slot of a Redis Cluster key, as the store's routes and its direct commands read it: cluster-key-slot's, whatever
 // order the keys come in (the last key's slot is kept for the next call).
 import calculateSlot from 'cluster-key-slot';
-import { routesOf, slotOf } from '../lib/stores/redis/routes';
+import { type RedisClient, redisStore } from '../lib';
+import { slotOf } from '../lib/stores/redis/clients';
 
 const KEYS = [
   'listing-limits:GET /v1/bots/:id:t:3mT0x9Q',
@@ -26,9 +27,16 @@ describe('the slot of a Cluster key', () => {
     const slots: string[][] = [];
     const known = KEYS[0] as string;
     slots[calculateSlot(known)] = ['127.0.0.1:7001', '127.0.0.1:7004'];
-    const route = routesOf({ isCluster: true, slots });
-    expect(route?.(known)).toBe('127.0.0.1:7001');
-    expect(route?.('a{}b')).toBe(`slot ${calculateSlot('a{}b')}`);
-    expect(route?.(known)).toBe('127.0.0.1:7001');
+    // An ioredis Cluster as far as the store reads it: a limiter's route is its key's, `<prefix>:<name>:<key>`.
+    const cluster = { isCluster: true, slots, nodes: () => [], defineCommand: () => {} };
+    const limiter = redisStore(cluster as unknown as RedisClient, { prefix: 'listing-limits' })({
+      name: 'GET /v1/bots/:id',
+      limit: 1,
+      windowMs: 60_000,
+    });
+    const { route } = limiter as unknown as { route(key: string): string };
+    expect(route('t:3mT0x9Q')).toBe('127.0.0.1:7001');
+    expect(route('a{}b')).toBe(`slot ${calculateSlot('listing-limits:GET /v1/bots/:id:a{}b')}`);
+    expect(route('t:3mT0x9Q')).toBe('127.0.0.1:7001');
   });
 });

@@ -2,32 +2,23 @@
 import { createRequire } from 'node:module';
 import { join } from 'node:path';
 import { RateLimiterValkeyGlide } from 'rate-limiter-flexible';
-import { evalOf, SCRIPTS } from './scripts.js';
+import { evalOf, SCRIPTS, type Script, type Send } from './scripts.js';
 
 /** What the store uses of a GLIDE client: `customCommand`, which routes a keyed command to its slot's node. */
 interface GlideLike {
   customCommand(args: string[], options: { decoder: number }): Promise<unknown>;
 }
 
-/** Whether the client is a GLIDE client: both kinds have `customCommand` and `invokeScript`, which no other has. */
-export function isGlideClient(client: object): boolean {
-  const c = client as Record<string, unknown>;
-  return typeof c.customCommand === 'function' && typeof c.invokeScript === 'function';
-}
-
-/** One command; what it answers in the shapes the store reads, text as strings. */
-type Send = (args: string[]) => Promise<unknown>;
-
 /** GLIDE's `Decoder.Bytes`: its `Decoder.String` fails a whole reply over one byte that is not UTF-8. */
 const BYTES = 0;
 
+/** A reply with text as strings, and a map (GLIDE's `{ key, value }` entries) a flat list, as the others give it. */
 function plain(value: unknown): unknown {
   if (Buffer.isBuffer(value)) return value.toString();
-  if (Array.isArray(value)) return value.map(plain);
-  if (typeof value === 'object' && value !== null && 'key' in value && 'value' in value) {
-    return { key: plain(value.key), value: plain(value.value) };
-  }
-  return value;
+  if (!Array.isArray(value)) return value;
+  return value.flatMap((v: unknown) =>
+    typeof v === 'object' && v !== null && 'key' in v && 'value' in v ? [plain(v.key), plain(v.value)] : [plain(v)],
+  );
 }
 
 export function sendOf(client: unknown): Send {
@@ -61,22 +52,14 @@ function batchClassOf(client: object): BatchClass | undefined {
   return undefined;
 }
 
-const batchedByClient = new WeakMap<object, Send>();
-
 /**
  * The store's commands through `client`, those of one turn sent as one non-atomic batch: a command alone costs GLIDE
- * more than all of Express does for a request. Each fails or succeeds alone. One queue per client.
+ * more than all of Express does for a request. Each fails or succeeds alone.
  */
-export function batchedSendOf(client: unknown): Send {
-  const glide = client as GlideLike & GlideBatching & object;
-  let send = batchedByClient.get(glide);
-  if (send) return send;
+export function batchedSendOf(client: object): Send {
+  const glide = client as GlideLike & GlideBatching;
   const Batch = batchClassOf(glide);
-  if (!Batch) {
-    send = sendOf(client);
-    batchedByClient.set(glide, send);
-    return send;
-  }
+  if (!Batch) return sendOf(client);
   let waiting: { args: string[]; resolve(value: unknown): void; reject(error: unknown): void }[] = [];
   const flush = () => {
     const commands = waiting;
@@ -98,13 +81,17 @@ export function batchedSendOf(client: unknown): Send {
         (error: unknown) => commands.forEach(({ reject }) => reject(error)),
       );
   };
-  send = (args) =>
+  return (args) =>
     new Promise((resolve, reject) => {
       if (waiting.length === 0) setImmediate(flush);
       waiting.push({ args, resolve, reject });
     });
-  batchedByClient.set(glide, send);
-  return send;
+}
+
+/** A script's count and the ms its key has left, as rate-limiter-flexible's storage steps answer them. */
+function countAndTtl(answer: unknown): [number, number] {
+  const [count, ttl] = answer as unknown[];
+  return [Number(count), Number(ttl)];
 }
 
 /**
@@ -113,12 +100,11 @@ export function batchedSendOf(client: unknown): Send {
  */
 export class GlideLimiter extends RateLimiterValkeyGlide {
   readonly #send: Send;
-  readonly #read: (keys: string[], args: string[]) => Promise<unknown>;
-  readonly #consume: (keys: string[], args: string[]) => Promise<unknown>;
+  readonly #read: Script;
+  readonly #consume: Script;
 
-  constructor(options: { keyPrefix: string; points: number; duration: number }, client: unknown) {
+  constructor(options: { keyPrefix: string; points: number; duration: number }, client: unknown, send: Send) {
     super({ storeClient: client, ...options });
-    const send = batchedSendOf(client);
     this.#send = send;
     this.#read = evalOf(send, SCRIPTS.read);
     this.#consume = evalOf(send, SCRIPTS.consume);
@@ -129,25 +115,19 @@ export class GlideLimiter extends RateLimiterValkeyGlide {
     const seconds = Math.floor(msDuration / 1000);
     if (forceExpire) {
       const expiry = seconds > 0 ? ['EX', String(seconds)] : [];
-      return this.#send(['SET', rlKey, String(points), ...expiry]).then(() => [
+      return this.#send(['SET', rlKey, String(points), ...expiry], rlKey).then(() => [
         points,
         seconds > 0 ? seconds * 1000 : -1,
       ]);
     }
-    return this.#consume([rlKey], [String(points), String(seconds)]).then((answer) => {
-      const [consumed, ttl] = answer as [unknown, unknown];
-      return [Number(consumed), Number(ttl)];
-    });
+    return this.#consume([rlKey], [String(points), String(seconds)]).then(countAndTtl);
   }
 
   _get(rlKey: string): Promise<[number, number] | null> {
-    return this.#read([rlKey], []).then((answer) => {
-      if (!Array.isArray(answer)) return null;
-      return [Number(answer[0]), Number(answer[1])];
-    });
+    return this.#read([rlKey], []).then((answer) => (Array.isArray(answer) ? countAndTtl(answer) : null));
   }
 
   _delete(rlKey: string): Promise<boolean> {
-    return this.#send(['DEL', rlKey]).then((removed) => Number(removed) > 0);
+    return this.#send(['DEL', rlKey], rlKey).then((removed) => Number(removed) > 0);
   }
 }

@@ -1,39 +1,21 @@
 // The Redis store's Lua scripts: counting hits and limits, changing and reading the runtime state and grant requests.
 import { sha1 } from '../state.js';
 
-/**
- * A hit's key left without an expiry (its `INCR` created it, or a client stopped first) given its window of `ARGV[1]`
- * ms on the key's master; answers the ms left. Hits themselves are `INCR` and `PTTL`: half a script's cost.
- */
-const HEAL_SCRIPT = `local ttl = redis.call('pttl', KEYS[1])
-if ttl == -1 then
-  redis.call('pexpire', KEYS[1], ARGV[1])
-  return tonumber(ARGV[1])
+/** `heal(key, window)`: gives a count left without an expiry its window (ms); answers the ms it has left. */
+const HEAL = `local function heal(key, window)
+  local ttl = redis.call('pttl', key)
+  if ttl ~= -1 then return ttl end
+  redis.call('pexpire', key, window)
+  return window
 end
-return ttl`;
-
-/**
- * A hit whose `INCR` found no count (another program's value, or below zero): counted again on a count repaired by
- * now, else as the first request of a new window of `ARGV[1]` ms. Answers as a hit does.
- */
-const REPAIR_SCRIPT = `local count = redis.pcall('incr', KEYS[1])
-if type(count) ~= 'number' or count < 1 then
-  redis.call('set', KEYS[1], 1, 'px', ARGV[1])
-  return {1, tonumber(ARGV[1])}
-end
-local ttl = redis.call('pttl', KEYS[1])
-if ttl == -1 then
-  redis.call('pexpire', KEYS[1], ARGV[1])
-  ttl = tonumber(ARGV[1])
-end
-return {count, ttl}`;
+`;
 
 /**
  * What the limits scripts share: Redis' time, the window kind (ARGV[1]), and `read`, a limit's count and the ms until
  * it frees a request. A key that holds another program's value is deleted and read as none, so its client is not
- * refused forever; a fixed count left without an expiry gets its window, as HEAL_SCRIPT gives it.
+ * refused forever; a fixed count left without an expiry is healed.
  */
-const WINDOWS_COMMON = `local t = redis.call('time')
+const WINDOWS_COMMON = `${HEAL}local t = redis.call('time')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local sliding = ARGV[1] == 's'
 local function whole(n)
@@ -61,61 +43,11 @@ local function read(key, window)
   local count = tonumber(value or '0')
   if not whole(count) then return foreign(key) end
   if count == 0 then return 0, nil end
-  local ttl = redis.call('pttl', key)
-  if ttl == -1 then
-    redis.call('pexpire', key, window)
-    ttl = window
-  end
+  local ttl = heal(key, window)
   if ttl > 0 then return count, ttl end
   return count, nil
 end
 `;
-
-/**
- * One request on an endpoint's limits, all or none, on Redis' clock: KEYS one per limit, ARGV the window kind, then
- * each limit and its window (ms). A sliding limit's key lists its requests' times. Answers each limit's count
- * (`limit + 1` where it refused) and the ms until it frees a request.
- */
-const LIMITS_SCRIPT = `${WINDOWS_COMMON}local n = #KEYS
-local counts, waits, allowed = {}, {}, true
-for i = 1, n do
-  local key, limit, window = KEYS[i], tonumber(ARGV[2 * i]), tonumber(ARGV[2 * i + 1])
-  local count, wait = read(key, window)
-  wait = wait or window
-  if count >= limit then
-    allowed = false
-    count = limit + 1
-  end
-  counts[i], waits[i] = count, wait
-end
-if allowed then
-  for i = 1, n do
-    local key, window = KEYS[i], tonumber(ARGV[2 * i + 1])
-    if sliding then
-      redis.call('rpush', key, now)
-      redis.call('pexpire', key, window)
-    elseif redis.call('incr', key) == 1 then
-      redis.call('pexpire', key, window)
-    end
-    counts[i] = counts[i] + 1
-  end
-end
-local answer = {}
-for i = 1, n do
-  answer[2 * i - 1], answer[2 * i] = counts[i], waits[i]
-end
-return answer`;
-
-/** LIMITS_SCRIPT's read without counting, with its KEYS and ARGV: each count and ms until it frees one (0: none). */
-const PEEK_SCRIPT = `${WINDOWS_COMMON}local answer = {}
-for i = 1, #KEYS do
-  local count, wait = read(KEYS[i], tonumber(ARGV[2 * i + 1]))
-  if not wait then count, wait = 0, 0 end
-  answer[2 * i - 1], answer[2 * i] = count, wait
-end
-return answer`;
-/** Forgets a client's keys of an endpoint's limits; answers how many there were. */
-const FORGET_SCRIPT = `return redis.call('del', unpack(KEYS))`;
 
 /**
  * What the changing scripts begin with: ARGV[1], taken off ARGV, is the latest Redis time at which the change may be
@@ -212,15 +144,6 @@ const CHANGE_LIB = `local function changeRecords(record, changes, ends, history,
 end
 `;
 
-/** CHANGE_LIB as a script: KEYS its four keys; ARGV the GUARD time, then its arguments. */
-const CHANGE_SCRIPT = `${GUARD}${CHANGE_LIB}return changeRecords(KEYS[1], KEYS[2], KEYS[3], KEYS[4], ARGV, 1)`;
-
-/** Removes one entry of the history (KEYS[1]) equal to ARGV[2], unless it comes late (GUARD). */
-const REMOVE_HISTORY_SCRIPT = `${GUARD}return redis.call('lrem', KEYS[1], 1, ARGV[1])`;
-
-/** Redis' `TIME` on the node of KEYS[1], which GUARD reads. */
-const CLOCK_SCRIPT = `return redis.call('time')`;
-
 /**
  * The grant requests' keys, in the order every request script takes them: records, sequence, pending and decided,
  * their ends, the two lexicographic indexes, the groups, the requests by group, each one's index entries.
@@ -245,8 +168,74 @@ const REQUEST_COMMON = `local R, SEQ, P, PE, D, DE, PB, BY, G, GB, M =
 local function lastPart(member) return string.match(member, '([^\\n]*)$') end
 `;
 
-/** How the change script indexes and removes one request. */
-const REQUEST_INDEXING = `local function pad(seq) return string.format('%016d', seq) end
+/** The scripts of the store, each named by what it does. */
+export const SCRIPTS = {
+  /**
+   * A hit's key left without an expiry (its `INCR` created it, or a client stopped first) given its window of
+   * `ARGV[1]` ms on the key's master. Hits themselves are `INCR` and `PTTL`: half a script's cost.
+   */
+  heal: `${HEAL}return heal(KEYS[1], tonumber(ARGV[1]))`,
+  /**
+   * A hit whose `INCR` found no count (another program's value, or below zero): counted again on a count repaired by
+   * now, else as the first request of a new window of `ARGV[1]` ms. Answers as a hit does.
+   */
+  repair: `${HEAL}local count = redis.pcall('incr', KEYS[1])
+if type(count) ~= 'number' or count < 1 then
+  redis.call('set', KEYS[1], 1, 'px', ARGV[1])
+  return {1, tonumber(ARGV[1])}
+end
+return {count, heal(KEYS[1], tonumber(ARGV[1]))}`,
+  /**
+   * One request on an endpoint's limits, all or none, on Redis' clock: KEYS one per limit, ARGV the window kind, then
+   * each limit and its window (ms). A sliding limit's key lists its requests' times. Answers each limit's count
+   * (`limit + 1` where it refused) and the ms until it frees a request.
+   */
+  limits: `${WINDOWS_COMMON}local n = #KEYS
+local answer, allowed = {}, true
+for i = 1, n do
+  local limit, window = tonumber(ARGV[2 * i]), tonumber(ARGV[2 * i + 1])
+  local count, wait = read(KEYS[i], window)
+  if count >= limit then
+    allowed = false
+    count = limit + 1
+  end
+  answer[2 * i - 1], answer[2 * i] = count, wait or window
+end
+if allowed then
+  for i = 1, n do
+    local key, window = KEYS[i], tonumber(ARGV[2 * i + 1])
+    if sliding then
+      redis.call('rpush', key, now)
+      redis.call('pexpire', key, window)
+    elseif redis.call('incr', key) == 1 then
+      redis.call('pexpire', key, window)
+    end
+    answer[2 * i - 1] = answer[2 * i - 1] + 1
+  end
+end
+return answer`,
+  /** The limits' read without counting, with their KEYS and ARGV: each count and ms until it frees one (0: none). */
+  peek: `${WINDOWS_COMMON}local answer = {}
+for i = 1, #KEYS do
+  local count, wait = read(KEYS[i], tonumber(ARGV[2 * i + 1]))
+  if not wait then count, wait = 0, 0 end
+  answer[2 * i - 1], answer[2 * i] = count, wait
+end
+return answer`,
+  /** Forgets a client's keys of an endpoint's limits; answers how many there were. */
+  forget: `return redis.call('del', unpack(KEYS))`,
+  /** CHANGE_LIB as a script: KEYS its four keys; ARGV the GUARD time, then its arguments. */
+  change: `${GUARD}${CHANGE_LIB}return changeRecords(KEYS[1], KEYS[2], KEYS[3], KEYS[4], ARGV, 1)`,
+  /** Removes one entry of the history (KEYS[1]) equal to ARGV[2], unless it comes late (GUARD). */
+  removeHistory: `${GUARD}return redis.call('lrem', KEYS[1], 1, ARGV[1])`,
+  /** Redis' `TIME` on the node of KEYS[1], which GUARD reads. */
+  clock: `return redis.call('time')`,
+  /**
+   * A change of the grant requests after GUARD: ARGV[1] `file` (id, value, key, network, group, end, now, per key,
+   * per network, most, ended per call) or `put` (id, value, expected, status, key, network, group, end, now, ended
+   * per call; with KEYS[12] to KEYS[15] and CHANGE_LIB's arguments, records change in the same step).
+   */
+  changeRequests: `${GUARD}${REQUEST_COMMON}local function pad(seq) return string.format('%016d', seq) end
 local function index(id, seq, status, key, net, group, ends)
   local s = pad(seq)
   if status == 'pending' then
@@ -281,14 +270,7 @@ local function remove(id)
   unindex(id)
   redis.call('hdel', R, id)
 end
-`;
-
-/**
- * A change of the grant requests after GUARD: ARGV[1] `file` (id, value, key, network, group, end, now, per key, per
- * network, most, ended per call) or `put` (id, value, expected, status, key, network, group, end, now, ended per call;
- * with KEYS[12] to KEYS[15] and CHANGE_LIB's arguments, records change in the same step).
- */
-const REQUEST_CHANGE_SCRIPT = `${GUARD}${REQUEST_COMMON}${REQUEST_INDEXING}${CHANGE_LIB}local function dropEnded(now, n)
+${CHANGE_LIB}local function dropEnded(now, n)
   for _, z in ipairs({PE, DE}) do
     for _, id in ipairs(redis.call('zrangebyscore', z, '-inf', now, 'LIMIT', 0, n)) do remove(id) end
   end
@@ -346,13 +328,12 @@ while redis.call('hlen', R) >= tonumber(ARGV[11]) and dropOne() do end
 local stored, seq = stamp(value)
 redis.call('hset', R, id, stored)
 index(id, seq, 'pending', key, net, group, ends)
-return 'done'`;
-
-/**
- * Reads of the grant requests. ARGV[1]: `page`, status, offset, limit, now (how many are in force, then the rows);
- * `find`, 'k' or 'n', key or network, limit (newest change first).
- */
-const REQUEST_READ_SCRIPT = `${REQUEST_COMMON}local ids, answer = {}, {}
+return 'done'`,
+  /**
+   * Reads of the grant requests. ARGV[1]: `page`, status, offset, limit, now (how many are in force, then the rows);
+   * `find`, 'k' or 'n', key or network, limit (newest change first).
+   */
+  readRequests: `${REQUEST_COMMON}local ids, answer = {}, {}
 if ARGV[1] == 'page' then
   local z, ze = P, PE
   if ARGV[2] == 'decided' then z, ze = D, DE end
@@ -369,15 +350,13 @@ else
   for i, m in ipairs(found) do ids[i] = lastPart(m) end
 end
 for _, id in ipairs(ids) do answer[#answer + 1] = redis.call('hget', R, id) or '' end
-return answer`;
-
-/** rate-limiter-flexible's GLIDE limiter's read: a counter's count and the ms its key has left, or nothing. */
-const READ_SCRIPT = `local points = redis.call('get', KEYS[1])
+return answer`,
+  /** rate-limiter-flexible's GLIDE limiter's read: a counter's count and the ms its key has left, or nothing. */
+  read: `local points = redis.call('get', KEYS[1])
 if not points then return false end
-return {points, redis.call('pttl', KEYS[1])}`;
-
-/** Its consume, as RateLimiterRedis counts: `ARGV[1]` points more on a counter expiring in `ARGV[2]` s (0: never). */
-const CONSUME_SCRIPT = `local seconds = tonumber(ARGV[2])
+return {points, redis.call('pttl', KEYS[1])}`,
+  /** Its consume, as RateLimiterRedis counts: `ARGV[1]` points more on a counter expiring in `ARGV[2]` s (0: never). */
+  consume: `local seconds = tonumber(ARGV[2])
 if seconds > 0 then redis.call('set', KEYS[1], 0, 'EX', seconds, 'NX') end
 local consumed = redis.call('incrby', KEYS[1], ARGV[1])
 local ttl = redis.call('pttl', KEYS[1])
@@ -385,23 +364,11 @@ if ttl == -1 and seconds > 0 then
   redis.call('expire', KEYS[1], seconds)
   ttl = 1000 * seconds
 end
-return {consumed, ttl}`;
-
-/** The scripts of the store, for the test that every script declares the keys it touches. @internal */
-export const SCRIPTS = {
-  heal: HEAL_SCRIPT,
-  repair: REPAIR_SCRIPT,
-  limits: LIMITS_SCRIPT,
-  peek: PEEK_SCRIPT,
-  forget: FORGET_SCRIPT,
-  change: CHANGE_SCRIPT,
-  removeHistory: REMOVE_HISTORY_SCRIPT,
-  clock: CLOCK_SCRIPT,
-  changeRequests: REQUEST_CHANGE_SCRIPT,
-  readRequests: REQUEST_READ_SCRIPT,
-  read: READ_SCRIPT,
-  consume: CONSUME_SCRIPT,
+return {consumed, ttl}`,
 } as const;
+
+/** A command sent through a client, routed on a Cluster by `key`; text answered as strings. */
+export type Send = (args: string[], key: string) => Promise<unknown>;
 
 /** A script run on one client: its keys, then its arguments. */
 export type Script = (keys: string[], args: string[]) => Promise<unknown>;
@@ -409,8 +376,8 @@ export type Script = (keys: string[], args: string[]) => Promise<unknown>;
 /** Redis lacks the script (a first run, a restart, a failover); GLIDE names that error NoScriptError. */
 const NO_SCRIPT = /NoScriptError|NOSCRIPT/;
 
-/** A script sent as EVALSHA, then as EVAL where Redis lacks it; `send` takes a command and its first key. */
-export function evalOf(send: (args: string[], key: string) => Promise<unknown>, lua: string): Script {
+/** A script sent as EVALSHA, then as EVAL where Redis lacks it. */
+export function evalOf(send: Send, lua: string): Script {
   const sha = sha1(lua);
   return (keys, args) => {
     const key = keys[0] as string;

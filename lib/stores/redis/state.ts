@@ -10,15 +10,17 @@ import {
   type RequestPut,
   type RuntimeState,
   stamped,
-  type StateChange,
   type StateChangeResult,
   type StateUpdate,
 } from '../state.js';
 import { performance } from 'node:perf_hooks';
 import { TooLate } from '../call-bound.js';
 import { type GrantRequestStore } from '../grant-request-store.js';
-import { type StateCommands } from './clients.js';
-import { REQUEST_KEYS, type Script } from './scripts.js';
+import type { RedisConnection } from './clients.js';
+import { REQUEST_KEYS, type Script, type SCRIPTS } from './scripts.js';
+
+/** A plain command of the state, routed by its key (its first argument). */
+type Command = (args: string[]) => Promise<unknown>;
 
 /** How often each instance reads what changed in the runtime state: a change reaches every instance within this. */
 const REFRESH_MS = 250;
@@ -40,16 +42,19 @@ function counted(value: string | null | undefined): number {
  * history and the grant requests. Each instance reads `#epoch`, `#seq`, `#floor` and `#copy` every REFRESH_MS, then
  * what changed, or the whole hash when the state is another or it fell behind the changes kept.
  */
-export function redisState(
-  redis: StateCommands,
-  prefix: string,
-  routes: ((redisKey: string) => string) | undefined,
-): RuntimeState {
-  // The records' hash, its changes and ends, and the history: CHANGE_SCRIPT's keys, in its order.
+export function redisState(connection: RedisConnection, prefix: string): RuntimeState {
+  const send: Command = (args) => connection.call(args, args[1] as string);
+  const script = (name: keyof typeof SCRIPTS) => connection.script(name, false);
+  // The records' hash, its changes and ends, and the history: the `change` script's keys, in its order.
   const keys = ['record', 'changes', 'ends', 'history'].map((key) => `${prefix}:{runtime}:${key}`);
   const [record, changes, , history] = keys as [string, string, string, string];
-  const route = () => routes?.(record) ?? '';
-  const clock = redisClock(redis, record);
+  const route = () => connection.route?.(record) ?? '';
+  const guard = guardOf(script('clock'), record);
+  const [change, changeRequests, removeHistory] = [
+    guard(script('change')),
+    guard(script('changeRequests')),
+    guard(script('removeHistory')),
+  ];
   // The highest sequence number of the state this process has seen its changes take: a state found below it (its
   // epoch the same) is a copy behind it, even before any instance's read has passed that number.
   const seen: Seen = { epoch: undefined, seq: 0 };
@@ -63,13 +68,20 @@ export function redisState(
   };
   const requestKeys = REQUEST_KEYS.map((key) => `${prefix}:{runtime}:${key}`);
   return {
-    change: (c) => changeState(redis, keys, requestKeys, clock, c).then(saw),
+    change: async (c) => {
+      const args = changeArgs(c.records);
+      const n = c.records.length;
+      if (!c.request) return saw({ records: changeResults(await change(keys, c.applyBy, args), 0, n) });
+      const both = [...putArgs(c.request), ...args];
+      const answer = await changeRequests([...requestKeys, ...keys], c.applyBy, both);
+      if (!Array.isArray(answer)) return { records: [], request: undefined };
+      return saw({ records: changeResults(answer, 1, n), request: String(answer[0]) });
+    },
     follow: (apply, answered) =>
-      follower((known) => readState(redis, record, changes, known, seen), apply, answered && (() => answered(route()))),
-    history: () => redis.send(['LRANGE', history, '0', '-1']) as Promise<string[]>,
-    removeHistory: async (entry, applyBy) =>
-      Number(await clock.guarded(redis.scripts.removeHistory, [history], applyBy, [entry])) > 0,
-    requests: requestsOf(redis, requestKeys, clock),
+      follower((known) => readState(send, record, changes, known, seen), apply, answered && (() => answered(route()))),
+    history: () => send(['LRANGE', history, '0', '-1']) as Promise<string[]>,
+    removeHistory: async (entry, applyBy) => Number(await removeHistory([history], applyBy, [entry])) > 0,
+    requests: requestsOf(send, changeRequests, script('readRequests'), requestKeys),
   };
 }
 
@@ -78,8 +90,11 @@ const CLOCK_KEPT_MS = 60_000;
 /** A measure of Redis' clock that took longer (Redis paused or busy) serves its own change only. */
 const CLOCK_KEPT_ROUND_TRIP_MS = 250;
 
-/** Redis' clock against `performance.now()`: a change's latest time is given on the clock the scripts read. */
-function redisClock(redis: StateCommands, key: string) {
+/**
+ * Scripts that begin with GUARD, given Redis' time for `applyBy` (a `performance.now()`), measured by the clock
+ * script on `key`'s node. A change refused as late throws TooLate, and the clock is measured again at the next one.
+ */
+function guardOf(clock: Script, key: string): (script: Script) => Guarded {
   let known: { offset: number; error: number; at: number } | undefined;
   /** Redis' time for `applyBy` (`performance.now()`), early by the measure's error; '' for none. */
   const notAfter = async (applyBy: number | undefined): Promise<string> => {
@@ -87,7 +102,7 @@ function redisClock(redis: StateCommands, key: string) {
     let measure = known;
     if (!measure || performance.now() - measure.at > CLOCK_KEPT_MS) {
       const sent = performance.now();
-      const [seconds, micros] = (await redis.scripts.clock([key], [])) as [unknown, unknown];
+      const [seconds, micros] = (await clock([key], [])) as [unknown, unknown];
       const received = performance.now();
       const redisMs = Number(seconds) * 1000 + Math.floor(Number(micros) / 1000);
       measure = { offset: redisMs - (sent + received) / 2, error: (received - sent) / 2, at: received };
@@ -95,24 +110,19 @@ function redisClock(redis: StateCommands, key: string) {
     }
     return String(Math.floor(applyBy + measure.offset - measure.error));
   };
-  return {
-    /**
-     * A guarded script's answer, given Redis' time for `applyBy` first (GUARD). A change it refused as late throws
-     * TooLate, and Redis' clock is measured again at the next change, in case this measure was off.
-     */
-    async guarded(script: Script, keys: string[], applyBy: number | undefined, args: string[]): Promise<unknown> {
-      const answer = await script(keys, [await notAfter(applyBy), ...args]);
-      if (!Array.isArray(answer) || answer[0] !== 'late') return answer;
-      known = undefined;
-      throw new TooLate();
-    },
+  return (script) => async (keys, applyBy, args) => {
+    const answer = await script(keys, [await notAfter(applyBy), ...args]);
+    if (!Array.isArray(answer) || answer[0] !== 'late') return answer;
+    known = undefined;
+    throw new TooLate();
   };
 }
 
-type Clock = ReturnType<typeof redisClock>;
+/** A script that begins with GUARD: refused whole when Redis takes it after `applyBy`. */
+type Guarded = (keys: string[], applyBy: number | undefined, args: string[]) => Promise<unknown>;
 
-/** Where an instance's copy of the state stands: the epoch, sequence number and copy mark it last read. */
-type Position = { readonly epoch: string | undefined; readonly seq: number; readonly copy: string | undefined };
+/** Where an instance's copy of the state stands: the epoch, sequence number and copy mark of its last update. */
+type Position = Pick<StateUpdate, 'epoch' | 'seq' | 'copy'>;
 
 /** The highest sequence number of an epoch this process's changes took (see redisState). */
 type Seen = { epoch: string | undefined; seq: number };
@@ -131,7 +141,8 @@ function changeArgs(changes: readonly RecordChange[]): string[] {
 }
 
 /** CHANGE_LIB's answer from `at` on: each change's result. */
-function changeResults(answer: readonly unknown[], at: number, n: number): ChangeResult[] {
+function changeResults(answered: unknown, at: number, n: number): ChangeResult[] {
+  const answer = answered as unknown[];
   const seq = Number(answer[at]);
   const epoch = String(answer[at + 1]);
   const text = (value: unknown) => (value === '' || value === null || value === false ? undefined : String(value));
@@ -147,54 +158,12 @@ function putArgs({ id, value, expected, meta, now }: RequestPut): string[] {
   return ['put', id, value, expected, status, key, network, group, endsAt, now, ENDED_PER_CHANGE].map(String);
 }
 
-/** One change: by CHANGE_SCRIPT, or with a grant request's decision by the request script, in one step. */
-async function changeState(
-  { scripts }: StateCommands,
-  keys: string[],
-  requestKeys: readonly string[],
-  clock: Clock,
-  c: StateChange,
-): Promise<StateChangeResult> {
-  const args = changeArgs(c.records);
-  const n = c.records.length;
-  const { request } = c;
-  if (!request) {
-    const answer = await clock.guarded(scripts.change, keys, c.applyBy, args);
-    return { records: changeResults(answer as unknown[], 0, n) };
-  }
-  const answer = await clock.guarded(scripts.changeRequests, [...requestKeys, ...keys], c.applyBy, [
-    ...putArgs(request),
-    ...args,
-  ]);
-  if (!Array.isArray(answer)) return { records: [], request: undefined };
-  return { records: changeResults(answer, 1, n), request: String(answer[0]) };
-}
-
-/**
- * A hash as a record without a prototype (a foreign `__proto__` field stays a field), from any shape of HGETALL's
- * answer: `{ key, value }` pairs, a flat list, or an object.
- */
-function hashRecord(answer: unknown): Record<string, string> {
-  const out = Object.create(null) as Record<string, string>;
-  if (Array.isArray(answer)) {
-    for (let i = 0; i < answer.length; i++) {
-      const entry = answer[i] as { key?: unknown; value?: unknown } | string;
-      if (typeof entry === 'object' && entry !== null) out[String(entry.key)] = String(entry.value);
-      else out[String(entry)] = String(answer[++i]);
-    }
-  } else if (typeof answer === 'object' && answer !== null) {
-    for (const [field, value] of Object.entries(answer)) out[field] = String(value);
-  }
-  return out;
-}
-
 /** The whole records' hash: a `replaced` state when it is not the one `known` followed, else a `whole` one. */
-async function readWhole(
-  redis: StateCommands,
-  record: string,
-  known: Position | undefined,
-): Promise<[StateUpdate, Position]> {
-  const all = hashRecord(await redis.send(['HGETALL', record]));
+async function readWhole(send: Command, record: string, known: Position | undefined): Promise<StateUpdate> {
+  // Without a prototype: a foreign `__proto__` field stays a field. HGETALL answers a flat list of fields and values.
+  const all = Object.create(null) as Record<string, string>;
+  const answer = (await send(['HGETALL', record])) as unknown[];
+  for (let i = 0; i < answer.length; i += 2) all[String(answer[i])] = String(answer[i + 1]);
   const epoch = all['#epoch'];
   const seq = counted(all['#seq']);
   const copy = all['#copy'];
@@ -202,23 +171,20 @@ async function readWhole(
   const records = new Map<string, string>();
   for (const [field, value] of Object.entries(all)) if (!field.startsWith('#')) records.set(field, value);
   const replaced = known?.epoch !== undefined && (epoch !== known.epoch || seq < known.seq || copy !== known.copy);
-  return [
-    { kind: replaced ? 'replaced' : 'whole', epoch, seq, records, copy, forked },
-    { epoch, seq, copy },
-  ];
+  return { kind: replaced ? 'replaced' : 'whole', epoch, seq, records, copy, forked };
 }
 
 /** What changed since `known`, in plain reads: nothing, the fields changed, or the whole hash. */
 async function readState(
-  redis: StateCommands,
+  send: Command,
   record: string,
   changes: string,
   known: Position | undefined,
   seen: Seen,
-): Promise<[StateUpdate, Position] | undefined> {
+): Promise<StateUpdate | undefined> {
   // What this process had seen when the read began: a change answered later may be one the read came before.
   const { epoch: seenEpoch, seq: seenSeq } = seen;
-  const [epochText, seqText, floorText, copyText] = (await redis.send(['HMGET', record, ...META])) as (string | null)[];
+  const [epochText, seqText, floorText, copyText] = (await send(['HMGET', record, ...META])) as (string | null)[];
   const epoch = epochText ?? undefined;
   const seq = counted(seqText);
   const copy = copyText ?? undefined;
@@ -229,33 +195,30 @@ async function readState(
     // A copy behind, not marked yet: no change was made on it since it took over, or the first would have marked it
     // (CHANGE_LIB), so it forked where it stands.
     if (copy === known?.copy) {
-      await redis.send(['HSET', record, '#forked', String(seq)]);
-      await redis.send(['HSET', record, '#copy', newEpoch()]);
+      await send(['HSET', record, '#forked', String(seq)]);
+      await send(['HSET', record, '#copy', newEpoch()]);
     }
-    const whole = await readWhole(redis, record, known ?? { epoch, seq: seenSeq, copy });
+    const whole = await readWhole(send, record, known ?? { epoch, seq: seenSeq, copy });
     // The copy is the state from now on: what this process saw before it is no longer to be found.
-    seen.epoch = whole[1].epoch;
-    seen.seq = whole[1].seq;
+    seen.epoch = whole.epoch;
+    seen.seq = whole.seq;
     return whole;
   }
-  if (known === undefined) return readWhole(redis, record, known);
+  if (known === undefined) return readWhole(send, record, known);
   const moved = epoch !== known.epoch || copy !== known.copy || seq < known.seq;
-  if (moved || known.seq < counted(floorText)) return readWhole(redis, record, known);
+  if (moved || known.seq < counted(floorText)) return readWhole(send, record, known);
   if (seq === known.seq) return undefined;
   // The state's own fields are never records, whatever the changes say.
-  const changed = (await redis.send(['ZRANGEBYSCORE', changes, `(${known.seq}`, String(seq)])) as string[];
+  const changed = (await send(['ZRANGEBYSCORE', changes, `(${known.seq}`, String(seq)])) as string[];
   const fields = changed.filter((f) => !f.startsWith('#'));
-  const values = fields.length > 0 ? ((await redis.send(['HMGET', record, ...fields])) as (string | null)[]) : [];
+  const values = fields.length > 0 ? ((await send(['HMGET', record, ...fields])) as (string | null)[]) : [];
   const records = new Map(fields.map((f, i) => [f, values[i] ?? null]));
-  return [
-    { kind: 'changes', epoch, seq, records, copy },
-    { epoch, seq, copy },
-  ];
+  return { kind: 'changes', epoch, seq, records, copy };
 }
 
 /** An instance following the state: a read every REFRESH_MS, and `sync()`; calls share reads, two at most. */
 function follower(
-  read: (known: Position | undefined) => Promise<[StateUpdate, Position] | undefined>,
+  read: (known: Position | undefined) => Promise<StateUpdate | undefined>,
   apply: (update: StateUpdate) => void,
   answered: (() => void) | undefined,
 ): Follower {
@@ -274,8 +237,9 @@ function follower(
       .then((update) => {
         answered?.();
         if (!update) return;
-        known = update[1];
-        apply(update[0]);
+        // Its position only: the update's records are the cache's to keep.
+        known = { epoch: update.epoch, seq: update.seq, copy: update.copy };
+        apply(update);
       })
       .finally(() => reading--);
     waiting = next;
@@ -291,25 +255,24 @@ function follower(
 }
 
 /** The grant requests in Redis: each change one script, each read one script, every step O(log n). */
-function requestsOf(redis: StateCommands, keys: string[], clock: Clock): GrantRequestStore {
-  const read = async (args: string[]) => ((await redis.scripts.readRequests(keys, args)) as unknown[]).map(String);
+function requestsOf(send: Command, change: Guarded, readRequests: Script, keys: string[]): GrantRequestStore {
+  const read = async (args: string[]) => ((await readRequests(keys, args)) as unknown[]).map(String);
   const texts = (values: string[]) => values.filter((value) => value !== '');
   return {
     file: async (id, value, meta, bounds, now, applyBy) => {
       const { key, network, group, endsAt } = meta;
       const { perKey, perNetwork, max } = bounds;
       const args = ['file', id, value, key, network, group, endsAt, now, perKey, perNetwork, max, ENDED_PER_CHANGE];
-      const answer = await clock.guarded(redis.scripts.changeRequests, keys, applyBy, args.map(String));
+      const answer = await change(keys, applyBy, args.map(String));
       const result = String(answer);
       return result === 'done' || result === 'key' || result === 'network' ? result : 'conflict';
     },
     put: async (id, value, expected, meta, now, applyBy) => {
       const put = putArgs({ id, value, expected, meta, now });
-      const answer = await clock.guarded(redis.scripts.changeRequests, keys, applyBy, put);
+      const answer = await change(keys, applyBy, put);
       return answer === '' || answer === null ? undefined : String(answer);
     },
-    get: (id) =>
-      redis.send(['HGET', keys[0] as string, id]).then((value) => (value ?? undefined) as string | undefined),
+    get: (id) => send(['HGET', keys[0] as string, id]).then((value) => (value ?? undefined) as string | undefined),
     page: async (status, offset, limit, now) => {
       const [total, ...values] = await read(['page', status, String(offset), String(limit), String(now)]);
       return { total: Math.max(Number(total), 0), values: texts(values) };

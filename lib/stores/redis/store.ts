@@ -1,23 +1,12 @@
 // The Redis store: counters shared by every app instance, a bounded wait, and a chosen fallback while Redis fails.
-import { type RateLimiterAbstract, RateLimiterRedis } from 'rate-limiter-flexible';
+import type { RateLimiterAbstract } from 'rate-limiter-flexible';
 import { MAX_TIMER_MS, show } from '../../shared/check.js';
 import { peekOf } from '../rlf.js';
-import { GlideLimiter } from './glide.js';
-import type { Count, CounterSpec, CountsLimitsAsync, LimitsSpec, Store, StoreFailurePolicy } from '../store.js';
-import { type Counter, type Counts, storeWith } from '../counter.js';
-import {
-  check,
-  type Hit,
-  type LimitsScripts,
-  kindOf,
-  hitsOf,
-  commandsOf,
-  limitsScriptsOf,
-  msLeftOf,
-} from './clients.js';
+import type { CounterSpec, CountsLimitsAsync, LimitsSpec, Store, StoreFailurePolicy } from '../store.js';
+import { type Counter, storeWith } from '../counter.js';
+import { check, connectionOf, countsOf, hitsOf, type RedisConnection } from './clients.js';
 import { connectionWatch } from './connected.js';
 import { redisState } from './state.js';
-import { routesOf } from './routes.js';
 import { DEFAULT_CALL_TIMEOUT_MS } from '../call-bound.js';
 
 /**
@@ -66,94 +55,52 @@ function checkOptions(options: unknown): Required<RedisStoreOptions> {
   } = o as RedisStoreOptions;
   if (typeof prefix !== 'string' || prefix === '')
     check.invalid('options.prefix', `must be a non-empty string; got ${show(prefix)}.`);
-  for (const [field, ms] of [
-    ['timeoutMs', timeoutMs],
-    ['callTimeoutMs', callTimeoutMs],
-  ] as const) {
-    if (!Number.isInteger(ms) || ms <= 0 || ms > MAX_TIMER_MS) {
-      check.invalid(
-        `options.${field}`,
-        `must be a positive whole number of milliseconds (at most 2147483647); got ${show(ms)}.`,
-      );
-    }
-  }
+  check.whole(timeoutMs, 'options.timeoutMs', 'milliseconds', 1, MAX_TIMER_MS);
+  check.whole(callTimeoutMs, 'options.callTimeoutMs', 'milliseconds', 1, MAX_TIMER_MS);
   return { prefix, timeoutMs, callTimeoutMs, onFailure: check.oneOf(onFailure, failureModes, 'options.onFailure') };
 }
 
 /**
- * The Redis counter of an endpoint's limits: one LIMITS_SCRIPT a request, on `<prefix>:<name>:{<client key>}:<s|f>
- * <seconds>`, the client key a hash tag so that a Cluster keeps a request's keys on one slot.
+ * The store's counters. A fixed window's is rate-limiter-flexible's limiter, whose hits are the store's own `INCR` and
+ * `PTTL` on its keys. An endpoint's limits count by one `limits` script a request, on `<prefix>:<name>:{<client
+ * key>}:<s|f><seconds>`, the client key a hash tag so that a Cluster keeps a request's keys on one slot.
  */
-class RedisLimits implements CountsLimitsAsync, Counter {
-  readonly countsAsync = true;
-  readonly now = false;
-  readonly reads = true;
-  readonly #prefix: string;
-  readonly #suffixes: readonly string[];
-  readonly #args: readonly string[];
-  readonly #windows: readonly number[];
-  readonly route: ((key: string) => string) | undefined;
-
-  constructor(
-    prefix: string,
-    spec: LimitsSpec,
-    private readonly scripts: LimitsScripts,
-    routes: ((redisKey: string) => string) | undefined,
-  ) {
-    const kind = spec.window === 'sliding' ? 's' : 'f';
-    this.#prefix = `${prefix}:${spec.name}:{`;
-    this.#suffixes = spec.limits.map(({ windowMs }) => `}:${kind}${windowMs / 1000}`);
-    this.#args = [kind, ...spec.limits.flatMap(({ limit, windowMs }) => [String(limit), String(windowMs)])];
-    this.#windows = spec.limits.map(({ windowMs }) => windowMs);
-    // Every key of a request is on one slot (its client key's hash tag): its first key's.
-    this.route = routes && ((key) => routes(this.#prefix + key + (this.#suffixes[0] as string)));
-  }
-
-  #keys(key: string): string[] {
-    return this.#suffixes.map((suffix) => this.#prefix + key + suffix);
-  }
-
-  count(key: string): Promise<readonly Count[]> {
-    return this.hit(key);
-  }
-
-  hit(key: string): Promise<Counts> {
-    return this.scripts.count(this.#keys(key), this.#args as string[]).then((answer) => this.#counts(answer, false));
-  }
-
-  peek(key: string): Promise<readonly Count[]> {
-    return this.scripts.peek(this.#keys(key), this.#args as string[]).then((answer) => this.#counts(answer, true));
-  }
-
-  reset(key: string): Promise<boolean> {
-    return this.scripts.forget(this.#keys(key), []).then((deleted) => Number(deleted) > 0);
-  }
-
-  /** Each limit's count and the ms until it frees a request, as the scripts answer; a peek's 0 has no window. */
-  #counts(answer: unknown, peeked: boolean): Counts {
-    const now = Date.now();
-    return this.#windows.map((windowMs, i) => {
-      const count = Number((answer as unknown[])[2 * i]);
-      const msLeft = msLeftOf(Number((answer as unknown[])[2 * i + 1]), windowMs);
-      return { count, resetAt: peeked && !(count > 0) ? 0 : now + msLeft };
+function redisCounters(connection: RedisConnection, prefix: string) {
+  const { route, script } = connection;
+  const hits = hitsOf(connection);
+  const [count, peek, forget] = [script('limits', true), script('peek', true), script('forget', true)];
+  const limiter = ({ name, limit, windowMs }: CounterSpec): RateLimiterAbstract & Counter => {
+    const made = connection.limiter({ keyPrefix: `${prefix}:${name}`, points: limit, duration: windowMs / 1000 });
+    return Object.assign(made, {
+      now: false,
+      reads: true,
+      route: route && ((key: string) => route(made.getKey(key))),
+      hit: (key: string) => hits(made.getKey(key), made.msDuration),
+      peek: (key: string) => peekOf(made, key),
+      reset: (key: string) => made.delete(key),
     });
-  }
-}
-
-/** A rate-limiter-flexible limiter of the store as a counter: its hits are the store's own commands, on its keys. */
-function counting<L extends RateLimiterAbstract>(
-  limiter: L,
-  hits: Hit,
-  routes: ((redisKey: string) => string) | undefined,
-): L & Counter {
-  return Object.assign(limiter, {
-    now: false,
-    reads: true,
-    route: routes && ((key: string) => routes(limiter.getKey(key))),
-    hit: (key: string) => hits(limiter.getKey(key), limiter.msDuration),
-    peek: (key: string) => peekOf(limiter, key),
-    reset: (key: string) => limiter.delete(key),
-  });
+  };
+  const limits = (spec: LimitsSpec): CountsLimitsAsync & Counter => {
+    const kind = spec.window === 'sliding' ? 's' : 'f';
+    const head = `${prefix}:${spec.name}:{`;
+    const suffixes = spec.limits.map(({ windowMs }) => `}:${kind}${windowMs / 1000}`);
+    const args = [kind, ...spec.limits.flatMap(({ limit, windowMs }) => [String(limit), String(windowMs)])];
+    const keys = (key: string) => suffixes.map((suffix) => head + key + suffix);
+    const windows = spec.limits.map(({ windowMs }) => windowMs);
+    const hit = (key: string) => count(keys(key), args).then((answer) => countsOf(answer, windows));
+    return {
+      countsAsync: true,
+      now: false,
+      reads: true,
+      // Every key of a request is on one slot (its client key's hash tag): its first key's.
+      route: route && ((key) => route(head + key + (suffixes[0] as string))),
+      count: hit,
+      hit,
+      peek: (key) => peek(keys(key), args).then((answer) => countsOf(answer, windows, true)),
+      reset: (key) => forget(keys(key), []).then((deleted) => Number(deleted) > 0),
+    };
+  };
+  return { limiter, limits };
 }
 
 /**
@@ -162,29 +109,10 @@ function counting<L extends RateLimiterAbstract>(
  * yours to create, connect and close; give ioredis and node-redis clients an `'error'` listener.
  */
 export function redisStore(client: RedisClient, options?: RedisStoreOptions): Store {
-  const kind = kindOf(client);
+  const connection = connectionOf(client);
   const { prefix, timeoutMs, onFailure, callTimeoutMs } = checkOptions(options);
-  const hits = hitsOf(client, kind);
-  const routes = routesOf(client);
-  const counter = (spec: CounterSpec) => {
-    const keyPrefix = `${prefix}:${spec.name}`;
-    const points = spec.limit;
-    const duration = spec.windowMs / 1000;
-    if (kind === 'glide') return counting(new GlideLimiter({ keyPrefix, points, duration }, client), hits, routes);
-    const options = {
-      storeClient: client,
-      useRedisPackage: kind === 'node-redis',
-      // While the client is reconnecting, fail at once instead of queueing commands that would only time out.
-      rejectIfRedisNotReady: true,
-      keyPrefix,
-      points,
-      duration,
-    };
-    return counting(new RateLimiterRedis(options), hits, routes);
-  };
-  const state = redisState(commandsOf(client, kind), prefix, routes);
-  const scripts = limitsScriptsOf(client, kind);
-  const limits = (spec: LimitsSpec) => new RedisLimits(prefix, spec, scripts, routes);
-  const watchConnection = connectionWatch(client, kind, prefix, onFailure);
-  return storeWith({ state, failure: { timeoutMs, onFailure, callTimeoutMs }, watchConnection }, counter, limits);
+  const { limiter, limits } = redisCounters(connection, prefix);
+  const state = redisState(connection, prefix);
+  const watchConnection = connectionWatch(connection, prefix, onFailure);
+  return storeWith({ state, failure: { timeoutMs, onFailure, callTimeoutMs }, watchConnection }, limiter, limits);
 }
