@@ -2,7 +2,7 @@
 import { randomBytes } from 'node:crypto';
 import { closest } from 'fastest-levenshtein';
 import { compile, pathToRegexp } from 'path-to-regexp';
-import { Checker, MAX_TIMER_MS, show } from '../shared/check.js';
+import { Checker, MAX_TIMER_MS, type Whole } from '../shared/check.js';
 import { listingNames } from '../contract/listings.js';
 import { checkTable, endpointsOf, rowShape, type TableEndpoint } from '../contract/table.js';
 import { type Limit, windowKinds } from '../contract/limit.js';
@@ -50,11 +50,6 @@ function checkOnly(value: unknown, names: readonly string[], listing: string): S
     }
   });
   return new Set(value as string[]);
-}
-
-function checkBoolean(value: unknown, field: string): boolean {
-  if (value === undefined || typeof value === 'boolean') return value === true;
-  return invalid(field, `must be true or false; got ${show(value)}.`);
 }
 
 function secondValue(value: string): string {
@@ -161,14 +156,8 @@ export function resolveRun(options: VerifyOptions) {
       paths: pathsOf(path, params).map((p) => `${base}${p}`),
     };
   });
-  const whole = (
-    field: 'concurrency' | 'graceMs' | 'timeoutMs',
-    fallback: number,
-    unit: string,
-    least: number,
-    most?: number,
-  ) =>
-    options[field] === undefined ? fallback : verifyCheck.whole(options[field], `options.${field}`, unit, least, most);
+  const whole = (field: 'concurrency' | 'graceMs' | 'timeoutMs', bounds: Whole) =>
+    verifyCheck.whole(options[field], `options.${field}`, bounds);
   return {
     baseUrl: `${origin}${base}`,
     origin,
@@ -176,10 +165,10 @@ export function resolveRun(options: VerifyOptions) {
     token,
     otherToken,
     window: options.window === undefined ? 'fixed' : verifyCheck.oneOf(options.window, windowKinds, 'options.window'),
-    concurrency: whole('concurrency', targets.length, 'endpoints', 1),
-    graceMs: whole('graceMs', 1000, 'milliseconds', 0),
-    timeoutMs: whole('timeoutMs', 10_000, 'milliseconds', 1, MAX_TIMER_MS),
-    strictHeaders: checkBoolean(options.strictHeaders, 'strictHeaders'),
+    concurrency: whole('concurrency', { unit: 'endpoints', least: 1, fallback: targets.length }),
+    graceMs: whole('graceMs', { unit: 'milliseconds', least: 0, fallback: 1000 }),
+    timeoutMs: whole('timeoutMs', { unit: 'milliseconds', least: 1, most: MAX_TIMER_MS, fallback: 10_000 }),
+    strictHeaders: verifyCheck.boolean(options.strictHeaders, 'options.strictHeaders'),
     fetch: verifyCheck.function(options.fetch, 'options.fetch', globalThis.fetch),
     sleep: verifyCheck.function(options.sleep, 'options.sleep', sleep),
     now: verifyCheck.function(options.now, 'options.now', Date.now),
