@@ -30,7 +30,12 @@ export function show(value: unknown): string {
   } catch {
     text = Object.prototype.toString.call(value);
   }
-  return text.length > LONGEST_SHOWN ? `${text.slice(0, LONGEST_SHOWN)}…` : text;
+  return clip(text, LONGEST_SHOWN);
+}
+
+/** `text` cut to its first `most` characters and "…", where it is longer. */
+export function clip(text: string, most: number): string {
+  return text.length > most ? `${text.slice(0, most)}…` : text;
 }
 
 /** A whole number's unit (as messages say it) and bounds; `fallback` stands for undefined. */
