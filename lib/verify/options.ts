@@ -1,7 +1,6 @@
 // The verifier's options, checked once into a run: the endpoints to probe, their paths, tokens, clock and I/O.
 import { randomBytes } from 'node:crypto';
 import { closest } from 'fastest-levenshtein';
-import { compile, pathToRegexp } from 'path-to-regexp';
 import { Checker, MAX_TIMER_MS, type Whole } from '../shared/check.js';
 import { listingNames } from '../contract/listings.js';
 import { checkTable, endpointsOf, rowShape, type TableEndpoint } from '../contract/table.js';
@@ -77,19 +76,10 @@ function checkParams(value: unknown, known: ReadonlySet<string>): Map<string, re
   return params;
 }
 
-function pathsOf(path: string, params: ReadonlyMap<string, readonly [string, string]>): string[] {
-  const { keys } = pathToRegexp(path);
-  const toPath = compile(path, { encode: encodeURIComponent });
+function pathsOf({ keys, toPath }: TableEndpoint, params: ReadonlyMap<string, readonly [string, string]>): string[] {
   const defaults = ['1', '2'] as const;
   const fill = (which: 0 | 1) =>
-    toPath(
-      Object.fromEntries(
-        keys.map((key) => {
-          const value = params.get(key.name)?.[which] ?? defaults[which];
-          return [key.name, key.type === 'wildcard' ? [value] : value];
-        }),
-      ),
-    );
+    toPath(Object.fromEntries(keys.map((key) => [key, params.get(key)?.[which] ?? defaults[which]])));
   return keys.length === 0 ? [fill(0)] : [fill(0), fill(1)];
 }
 
@@ -137,23 +127,21 @@ export function resolveRun(options: VerifyOptions) {
   const names = endpoints.map((endpoint) => endpoint.name);
   const only = checkOnly(options.only, names, listingName);
   const chosen = endpoints.filter((endpoint) => !only || only.has(endpoint.name));
-  const known = new Set(chosen.flatMap((endpoint) => pathToRegexp(endpoint.path).keys.map((key) => key.name)));
+  const known = new Set(chosen.flatMap((endpoint) => endpoint.keys));
   const params = checkParams(options.params, known);
   const token = verifyCheck.token(options.token, 'options.token');
   const otherToken =
     verifyCheck.token(options.otherToken, 'options.otherToken') ??
     `listing-limits-verify-${randomBytes(8).toString('hex')}`;
   if (otherToken === token) invalid('otherToken', 'must differ from options.token.');
-  const targets = chosen.map(({ name, method, path, limits }): Target => {
-    const shape = rowShape({ method, path });
+  const targets = chosen.map((endpoint): Target => {
+    const shape = rowShape(endpoint);
     const rowIndex = (limit: Limit) =>
       rows.findIndex((row) => rowShape(row) === shape && row.windowMs === limit.windowMs);
     return {
-      name,
-      method,
-      path,
-      limits: sortedLimits(limits, name, rowIndex),
-      paths: pathsOf(path, params).map((p) => `${base}${p}`),
+      ...endpoint,
+      limits: sortedLimits(endpoint.limits, endpoint.name, rowIndex),
+      paths: pathsOf(endpoint, params).map((p) => `${base}${p}`),
     };
   });
   const whole = (field: 'concurrency' | 'graceMs' | 'timeoutMs', bounds: Whole) =>
