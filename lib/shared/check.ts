@@ -107,7 +107,6 @@ export class Checker {
     return value;
   }
 
-  /** `shape` shows how it is called, e.g. `(req) => boolean`. */
   function<T>(value: unknown, field: string, fallback: T, shape?: string): T {
     if (value === undefined) return fallback;
     if (typeof value !== 'function')
