@@ -1,12 +1,7 @@
 // What the client and the verifier read from an answer's rate-limit fields, in every dialect servers write them:
 // every policy, and nothing malformed or absurd, which is skipped and listed.
-import {
-  MAX_FIELD_CHARS,
-  readFields,
-  readRetryAfter,
-  readServerLimits,
-  retryAfterMs,
-} from '../lib/contract/read-headers';
+import { MAX_FIELD_CHARS, readFields, readRetryAfter, readServerLimits } from '../lib/contract/read-headers';
+import { retryAfterMs } from '../lib/client/sender';
 
 const NOW = Date.UTC(2026, 0, 1);
 

@@ -47,6 +47,15 @@ it.each([
   expect(urlOf(settings.baseUrl, bot, params)).toBe(url);
 });
 
+it('fills a wildcard as one segment, as the verifier does', () => {
+  const files = resolveClient({
+    listing: [{ method: 'GET', path: '/v1/files/*rest', limit: 1, windowMs: 1000 }],
+    baseUrl: 'http://api.test',
+  });
+  const endpoint = endpointOf(compileEndpoints(files), 'GET', '/v1/files/*rest');
+  expect(urlOf(files.baseUrl, endpoint, { rest: 'a/b' })).toBe('http://api.test/v1/files/a%2Fb');
+});
+
 it.each([
   [undefined, 'listingClient: GET /v1/bots/:id: params.id is required.'],
   [{ id: '' }, 'listingClient: GET /v1/bots/:id: params.id is required.'],

@@ -1,17 +1,11 @@
 // The table as the client calls it: each endpoint's path template and pacer, and the URL and body of a call.
-import { compile, pathToRegexp } from 'path-to-regexp';
 import { isPlainObject, show, suggestion } from '../shared/check.js';
 import { ListingClientError } from './errors.js';
-import { endpointsOf } from '../contract/table.js';
+import { endpointsOf, type TableEndpoint } from '../contract/table.js';
 import { Pacer } from './pacing.js';
 import type { ClientSettings } from './options.js';
 
-export interface Endpoint {
-  readonly name: string;
-  readonly method: string;
-  /** The path's parameters. */
-  readonly keys: readonly string[];
-  readonly toPath: (params: Record<string, string>) => string;
+export interface Endpoint extends TableEndpoint {
   readonly cacheMs: number;
   readonly pacer: Pacer;
 }
@@ -21,17 +15,14 @@ export type Endpoints = ReadonlyMap<string, Endpoint>;
 export function compileEndpoints(settings: ClientSettings): Endpoints {
   const { rows, cacheMs, maxWaitMs, onWait } = settings;
   return new Map(
-    endpointsOf(rows).map(({ method, path, name, limits }) => {
-      const endpoint: Endpoint = {
-        name,
-        method,
-        keys: pathToRegexp(path).keys.map((key) => key.name),
-        toPath: compile(path, { encode: encodeURIComponent }),
-        cacheMs: cacheMs.get(path) ?? 0,
-        pacer: new Pacer(name, limits, maxWaitMs, onWait),
-      };
-      return [name, endpoint];
-    }),
+    endpointsOf(rows).map((endpoint) => [
+      endpoint.name,
+      {
+        ...endpoint,
+        cacheMs: cacheMs.get(endpoint.path) ?? 0,
+        pacer: new Pacer(endpoint.name, endpoint.limits, maxWaitMs, onWait),
+      },
+    ]),
   );
 }
 

@@ -1,7 +1,5 @@
 // What a call of the client rejects with: a stable `code`, the endpoint, and what the server answered.
-import { branded, brandOf } from '../shared/errors.js';
-
-const CLIENT_BRAND = Symbol.for('listing-limits.ListingClientError');
+import { brandOf } from '../shared/errors.js';
 
 /** Stable codes of {@link ListingClientError}. */
 export type ListingClientErrorCode =
@@ -16,7 +14,10 @@ export type ListingClientErrorCode =
   | 'ERR_INVALID_PARAMS'
   | 'ERR_CLOSED';
 
-/** What a call of `listingClient()` rejects with; an aborted call rejects with its signal's reason instead. */
+/**
+ * What a call of `listingClient()` rejects with; an aborted call rejects with its signal's reason instead.
+ * `instanceof` holds for a ListingClientError of any copy of the package, ES module or CommonJS.
+ */
 export class ListingClientError extends Error {
   /** Stable, machine-readable reason. */
   readonly code: ListingClientErrorCode;
@@ -46,10 +47,5 @@ export class ListingClientError extends Error {
     this.bannedUntil = details.bannedUntil;
     this.body = details.body;
   }
-
-  /** True for a ListingClientError of any copy of the package, ES module or CommonJS. */
-  static override [Symbol.hasInstance](value: unknown): boolean {
-    return branded(this, ListingClientError, CLIENT_BRAND, value);
-  }
 }
-brandOf(ListingClientError, CLIENT_BRAND);
+brandOf(ListingClientError, 'ListingClientError');

@@ -1,5 +1,5 @@
 // One exchange with the server: the request sent, the answer read whole and bounded, waits that abort.
-import { isPlainObject, MAX_TIMER_MS } from '../shared/check.js';
+import { clip, isPlainObject, MAX_TIMER_MS } from '../shared/check.js';
 import { ListingClientError } from './errors.js';
 import { type ServerLimit } from '../contract/read-headers.js';
 
@@ -46,7 +46,7 @@ function answered(status: number, body: unknown): string {
   const text = isPlainObject(body) && typeof body.message === 'string' ? body.message : body;
   const line = typeof text === 'string' ? text.replace(/\p{Cc}+/gu, ' ').trim() : '';
   if (line === '') return `answered ${status}`;
-  return `answered ${status}: ${line.length > MESSAGE_CHARS ? `${line.slice(0, MESSAGE_CHARS)}…` : line}`;
+  return `answered ${status}: ${clip(line, MESSAGE_CHARS)}`;
 }
 
 export function quoteAnswer(status: number, body: unknown): string {

@@ -1,5 +1,5 @@
 // Options of listingClient(): their public types, and the settings they are checked into when the client is made.
-import { Checker, MAX_TIMER_MS, suggestion } from '../shared/check.js';
+import { Checker, DAY_MS, MAX_TIMER_MS, suggestion } from '../shared/check.js';
 import { checkTable } from '../contract/table.js';
 import type { AnyListingName, EndpointRow } from '../contract/listings.js';
 import { type WaitEvent } from './pacing.js';
@@ -101,7 +101,7 @@ function checkCache(value: unknown, rows: readonly EndpointRow[]): Map<string, n
         `is not the path of a GET row of the table.${near ? ` Did you mean \`${near}\`?` : ''}`,
       );
     }
-    cache.set(shape, clientCheck.whole(ms, field, 'milliseconds', 0, 24 * 3600 * 1000));
+    cache.set(shape, clientCheck.whole(ms, field, { unit: 'milliseconds', least: 0, most: DAY_MS }));
   }
   return cache;
 }
@@ -114,10 +114,8 @@ export function resolveClient(options: ListingClientOptions) {
   if (o.listing === undefined) clientCheck.invalid('options.listing', "is required: 'A', 'B' or an array of rows.");
   const rows = checkTable(clientCheck, o.listing, 'options.listing', true);
   const { origin, path } = clientCheck.baseUrl(o.baseUrl, 'options.baseUrl');
-  const whole = (field: keyof typeof wholeOptions, fallback: number = wholeOptions[field].fallback) => {
-    const { unit, least, most } = wholeOptions[field];
-    return o[field] === undefined ? fallback : clientCheck.whole(o[field], `options.${field}`, unit, least, most);
-  };
+  const whole = (field: keyof typeof wholeOptions, fallback: number = wholeOptions[field].fallback) =>
+    clientCheck.whole(o[field], `options.${field}`, { ...wholeOptions[field], fallback });
   const longest = Math.max(wholeOptions.maxWaitMs.fallback, ...rows.map((row) => row.windowMs));
   const settings = {
     rows,

@@ -1,7 +1,7 @@
 // A call sent paced and read: its turn, its request, and what the answer asks (a retry, a backoff, a ban, an error).
 import { isPlainObject } from '../shared/check.js';
 import { ListingClientError } from './errors.js';
-import { readServerLimits, retryAfterMs, type ServerLimit } from '../contract/read-headers.js';
+import { readRetryAfter, readServerLimits, type ServerLimit } from '../contract/read-headers.js';
 import type { Endpoint, Endpoints } from './endpoints.js';
 import { type Answer, delay, exchange, httpError, quoteAnswer, spentResetMs } from './exchange.js';
 import type { ClientSettings } from './options.js';
@@ -13,6 +13,11 @@ const BACKOFF_MS = 500;
 const MAX_DATE_MS = 8.64e15;
 
 type Next = 'done' | 'again' | 'backoff';
+
+export function retryAfterMs(headers: Headers, now: number): number | undefined {
+  const read = readRetryAfter(headers, now);
+  return read && 'ms' in read ? read.ms : undefined;
+}
 
 function bannedError(name: string, until: number | undefined, status?: number, body?: unknown): ListingClientError {
   const end = until === undefined ? 'the server gave no end' : `until ${new Date(until).toISOString()}`;

@@ -313,8 +313,3 @@ export function readRetryAfter(headers: Headers, now: number): RetryAfter | { sk
   // A date years away is still a date: the client refuses to wait that long, rather than retry sooner.
   return { ms: untilMs(at, dateOf(headers), now) ?? Math.max(at - now, 0), date: true };
 }
-
-export function retryAfterMs(headers: Headers, now: number): number | undefined {
-  const read = readRetryAfter(headers, now);
-  return read && 'ms' in read ? read.ms : undefined;
-}

@@ -1,5 +1,6 @@
 // A limits table: a listing's name or custom rows, checked row by row, and when two rows are one endpoint.
 import { METHODS } from 'node:http';
+import { compile, type Key, pathToRegexp } from 'path-to-regexp';
 import { type Checker, show } from '../shared/check.js';
 import { listingChoices, listingHint, listingOf } from './listing-names.js';
 import { type EndpointRow, listings } from './listings.js';
@@ -75,16 +76,32 @@ export interface TableEndpoint {
   /** `<METHOD> <path>`: the counter's name, and the endpoint's in headers and hooks. */
   readonly name: string;
   readonly limits: readonly Limit[];
+  /** The path's parameters. */
+  readonly keys: readonly string[];
+  /** The path with every parameter's value, encoded; a wildcard's value is one segment. */
+  readonly toPath: (params: Readonly<Record<string, string>>) => string;
+}
+
+function compiledPath(path: string): Pick<TableEndpoint, 'keys' | 'toPath'> {
+  const { keys } = pathToRegexp(path);
+  const build = compile(path, { encode: encodeURIComponent });
+  const valueOf = (params: Readonly<Record<string, string>>, { name, type }: Key) =>
+    type === 'wildcard' ? [params[name] as string] : params[name];
+  return {
+    keys: keys.map((key) => key.name),
+    toPath: (params) => build(Object.fromEntries(keys.map((key) => [key.name, valueOf(params, key)]))),
+  };
 }
 
 /** Rows of one method and path are one endpoint, in the order of its first row. */
 export function endpointsOf(rows: readonly EndpointRow[]): TableEndpoint[] {
-  const byShape = new Map<string, { method: string; path: string; name: string; limits: Limit[] }>();
+  const byShape = new Map<string, TableEndpoint & { limits: Limit[] }>();
   for (const row of rows) {
     const shape = rowShape(row);
     let endpoint = byShape.get(shape);
     if (!endpoint) {
-      endpoint = { method: row.method, path: row.path, name: `${row.method} ${row.path}`, limits: [] };
+      const { method, path } = row;
+      endpoint = { method, path, name: `${method} ${path}`, limits: [], ...compiledPath(path) };
       byShape.set(shape, endpoint);
     }
     endpoint.limits.push({ limit: row.limit, windowMs: row.windowMs });

@@ -112,7 +112,7 @@ function checkAdminOptions(check: Checker, options: unknown, link: PagesLink) {
     authorize,
     adminToken,
     secret: checkSecret(check, o.secret),
-    sessionMs: o.sessionMs === undefined ? 8 * 3600_000 : check.ms(o.sessionMs, 'options.sessionMs'),
+    sessionMs: check.ms(o.sessionMs, 'options.sessionMs', 8 * 3600_000),
     logins: checkRate(check, o.logins, 'options.logins', { limit: 10, windowMs: 900_000 }),
     store: o.store === undefined ? link.store : checkStore(o.store, check),
   };

@@ -1,5 +1,6 @@
 // The rows and cards of the operator's pages: requests, grants, bans, lost records, foreign entries, changes, pages.
 import type { Request } from 'express';
+import { clip } from '../shared/check.js';
 import type { ActiveBan, ActiveGrant, ChangeEvent, ForeignEntry, GrantRequest, LostRecord } from '../records/types.js';
 import { clientLabel, grantText, when } from './describe.js';
 import { type Html, markup, type Part } from './html.js';
@@ -63,7 +64,8 @@ function options(list: readonly (readonly [string, string])[], selected?: string
 function proofText(r: GrantRequest): Html {
   const p = r.proof;
   const size = p.kind === 'bot' ? `bot in ${p.servers} servers, ${p.shards} shards` : `server of ${p.members} members`;
-  return markup`${size}; <a href="${p.link}" rel="noopener noreferrer nofollow" target="_blank">${clip(p.link)}</a>`;
+  const link = clip(p.link, SHOWN);
+  return markup`${size}; <a href="${p.link}" rel="noopener noreferrer nofollow" target="_blank">${link}</a>`;
 }
 
 /** Rows and characters of a text a page shows at the most, so that it stays small whatever the store holds. */
@@ -87,10 +89,6 @@ export function labelsOf(...lists: readonly (readonly { key: string; tokenEnd: s
   for (const list of lists)
     for (const { key, tokenEnd } of list) if (tokenEnd && !labels.has(key)) labels.set(key, tokenEnd);
   return labels;
-}
-
-function clip(text: string): string {
-  return text.length > SHOWN ? `${text.slice(0, SHOWN)}…` : text;
 }
 
 export function clientPath(base: string, key: string): string {
@@ -160,8 +158,8 @@ export function requestCard(v: View, r: GrantRequest): Html {
     ['From', r.network === undefined ? 'no address given' : keyText(v, r.network)],
     ['Asks for', grantText(r.ask)],
     ['Proof', proofText(r)],
-    ['Contact', clip(r.contact)],
-    ['Reason', clip(r.reason)],
+    ['Contact', clip(r.contact, SHOWN)],
+    ['Reason', clip(r.reason, SHOWN)],
     ['Filed', when(r.at)],
   ];
   return markup`<article class="card" aria-labelledby="request-${r.id}">
@@ -219,7 +217,7 @@ export const grantColumns: readonly Column<ActiveGrant>[] = [
   ['Grant', (g) => grantText(g.grant)],
   ['Since', (g) => when(g.since)],
   ['Until', (g) => when(g.until, 'revoked')],
-  ['Note', (g) => clip(g.note ?? '')],
+  ['Note', (g) => clip(g.note ?? '', SHOWN)],
   [
     'Change',
     (g, v) => markup`<form method="post" action="${v.base}/grants/expiry" class="inline">
@@ -246,7 +244,7 @@ export function banFields(): Html {
 export const banColumns: readonly Column<ActiveBan>[] = [
   ['Client', (b, v) => keyText(v, b.key)],
   ['Kind', (b) => b.kind],
-  ['Reason', (b) => clip(b.reason)],
+  ['Reason', (b) => clip(b.reason, SHOWN)],
   ['By', (b) => b.by],
   ['Since', (b) => when(b.since)],
   ['Until', (b) => when(b.until)],
@@ -259,7 +257,7 @@ const lostColumns: readonly Column<LostRecord>[] = [
     'Record',
     (l) =>
       l.ban
-        ? `ban (${clip(l.ban.reason)}) until ${when(l.ban.until)}`
+        ? `ban (${clip(l.ban.reason, SHOWN)}) until ${when(l.ban.until)}`
         : `grant: ${l.grant ? grantText(l.grant.grant) : ''}, until ${when(l.grant?.until, 'revoked')}`,
   ],
   ['Lost', (l) => when(l.lostAt)],
@@ -297,10 +295,10 @@ export const eventColumns: readonly Column<ChangeEvent>[] = [
     'Details',
     (e) =>
       [
-        e.reason ? `reason: ${clip(e.reason)}` : '',
+        e.reason ? `reason: ${clip(e.reason, SHOWN)}` : '',
         e.grant ? grantText(e.grant) : '',
         e.until ? `until ${when(e.until)}` : '',
-        e.note ? `note: ${clip(e.note)}` : '',
+        e.note ? `note: ${clip(e.note, SHOWN)}` : '',
       ]
         .filter(Boolean)
         .join('; '),

@@ -30,8 +30,16 @@ export function show(value: unknown): string {
   } catch {
     text = Object.prototype.toString.call(value);
   }
-  return text.length > LONGEST_SHOWN ? `${text.slice(0, LONGEST_SHOWN)}…` : text;
+  return clip(text, LONGEST_SHOWN);
 }
+
+/** `text` cut to its first `most` characters and "…", where it is longer. */
+export function clip(text: string, most: number): string {
+  return text.length > most ? `${text.slice(0, most)}…` : text;
+}
+
+/** A whole number's unit (as messages say it) and bounds; `fallback` stands for undefined. */
+export type Whole = { unit: string; least: number; most?: number; fallback?: number };
 
 export class Checker {
   constructor(readonly source: string) {}
@@ -77,7 +85,8 @@ export class Checker {
     );
   }
 
-  ms(value: unknown, field: string): number {
+  ms(value: unknown, field: string, fallback?: number): number {
+    if (value === undefined && fallback !== undefined) return fallback;
     if (isPositiveInteger(value) && value <= MAX_DURATION_MS) return value;
     return this.invalid(
       field,
@@ -85,22 +94,28 @@ export class Checker {
     );
   }
 
-  whole(value: unknown, field: string, unit: string, least: number, most = Number.MAX_SAFE_INTEGER): number {
+  whole(value: unknown, field: string, { unit, least, most = Number.MAX_SAFE_INTEGER, fallback }: Whole): number {
+    if (value === undefined && fallback !== undefined) return fallback;
     if (typeof value === 'number' && Number.isSafeInteger(value) && value >= least && value <= most) return value;
     const range = most === Number.MAX_SAFE_INTEGER ? `${least} or more` : `from ${least} to ${most}`;
     return this.invalid(field, `must be a whole number of ${unit}, ${range}; got ${show(value)}.`);
   }
 
-  callback<T>(value: T, field: string, shape: string): T {
-    if (value !== undefined && typeof value !== 'function')
-      this.invalid(field, `must be a function ${shape}; got ${show(value)}.`);
+  boolean(value: unknown, field: string, fallback = false): boolean {
+    if (value === undefined) return fallback;
+    if (typeof value !== 'boolean') this.invalid(field, `must be true or false; got ${show(value)}.`);
     return value;
   }
 
-  function<T>(value: unknown, field: string, fallback: T): T {
+  function<T>(value: unknown, field: string, fallback: T, shape?: string): T {
     if (value === undefined) return fallback;
-    if (typeof value !== 'function') this.invalid(field, `must be a function; got ${show(value)}.`);
+    if (typeof value !== 'function')
+      this.invalid(field, `must be a function${shape ? ` ${shape}` : ''}; got ${show(value)}.`);
     return value as T;
+  }
+
+  callback<T>(value: T, field: string, shape: string): T {
+    return this.function(value, field, value, shape);
   }
 
   baseUrl(value: unknown, field: string): { origin: string; path: string } {

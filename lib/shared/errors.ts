@@ -1,17 +1,17 @@
 // The package's errors and warnings, each with a stable `code`.
 
-/** `instanceof` by a brand on the prototype, so that it holds across the ES module and CommonJS copies. */
-export function branded(target: unknown, own: unknown, brand: symbol, value: unknown): boolean {
-  if (target !== own) return Function.prototype[Symbol.hasInstance].call(target, value);
-  return typeof value === 'object' && value !== null && (value as { [brand]?: unknown })[brand] === true;
-}
-
-export function brandOf<T extends { prototype: object }>(cls: T, brand: symbol): void {
+/** `instanceof cls` by a brand on the prototype, so that it holds across the ES module and CommonJS copies. */
+export function brandOf(cls: abstract new (...args: never[]) => object, name: string): void {
+  const brand = Symbol.for(`listing-limits.${name}`);
   Object.defineProperty(cls.prototype, brand, { value: true });
+  Object.defineProperty(cls, Symbol.hasInstance, {
+    // A subclass keeps the ordinary rule.
+    value(this: unknown, value: unknown): boolean {
+      if (this !== cls) return Function.prototype[Symbol.hasInstance].call(this, value);
+      return typeof value === 'object' && value !== null && (value as { [brand]?: unknown })[brand] === true;
+    },
+  });
 }
-
-const LIMITS_BRAND = Symbol.for('listing-limits.ListingLimitsError');
-const STORE_BRAND = Symbol.for('listing-limits.StoreUnavailableError');
 
 /** Stable codes of {@link ListingLimitsError}. */
 export type ListingLimitsErrorCode =
@@ -25,7 +25,10 @@ export type ListingLimitsErrorCode =
   | 'ERR_TOO_MANY_PENDING'
   | 'ERR_STORE_UNAVAILABLE';
 
-/** A configuration that cannot work, naming its field; or an operator's call whose store failed, changing nothing. */
+/**
+ * A configuration that cannot work, naming its field; or an operator's call whose store failed, changing nothing.
+ * `instanceof` holds for an instance of any copy of the package, ES module or CommonJS.
+ */
 export class ListingLimitsError extends Error {
   /** Stable, machine-readable reason. */
   readonly code: ListingLimitsErrorCode;
@@ -44,18 +47,16 @@ export class ListingLimitsError extends Error {
     this.code = code;
     this.field = field;
   }
-
-  /** True for an instance of any copy of the package, ES module or CommonJS. */
-  static override [Symbol.hasInstance](value: unknown): boolean {
-    return branded(this, ListingLimitsError, LIMITS_BRAND, value);
-  }
 }
-brandOf(ListingLimitsError, LIMITS_BRAND);
+brandOf(ListingLimitsError, 'ListingLimitsError');
 
 /** What the middleware does with a request that its store could not count. */
 export type StoreFailureMode = 'open' | 'closed';
 
-/** A store's rejection when it could not count: `'open'` passes the request without headers, `'closed'` answers 503. */
+/**
+ * A store's rejection when it could not count: `'open'` passes the request without headers, `'closed'` answers 503.
+ * `instanceof` holds for an instance of any copy of the package, ES module or CommonJS.
+ */
 export class StoreUnavailableError extends Error {
   readonly code = 'ERR_STORE_UNAVAILABLE';
   /** What the middleware does with the request. */
@@ -66,13 +67,8 @@ export class StoreUnavailableError extends Error {
     this.name = 'StoreUnavailableError';
     this.mode = mode;
   }
-
-  /** True for an instance of any copy of the package, ES module or CommonJS. */
-  static override [Symbol.hasInstance](value: unknown): boolean {
-    return branded(this, StoreUnavailableError, STORE_BRAND, value);
-  }
 }
-brandOf(StoreUnavailableError, STORE_BRAND);
+brandOf(StoreUnavailableError, 'StoreUnavailableError');
 
 /** Stable codes of {@link RuntimeStateError}. */
 export type RuntimeStateErrorCode = 'ERR_FOREIGN_ENTRY' | 'ERR_STATE_LOST' | 'ERR_STATE_WRITE';

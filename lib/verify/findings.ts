@@ -1,4 +1,5 @@
 // What a probe finds on one endpoint, each finding told once, with the notes and the words they are written in.
+import { clip } from '../shared/check.js';
 import type { EndpointReport } from './types.js';
 
 /** One endpoint's findings and notes, on the contract and on the header fields apart. */
@@ -76,7 +77,7 @@ const QUOTED_CHARS = 100;
 function cut(value: string, quote: (text: string) => string): string {
   if (value.length <= QUOTED_CHARS) return quote(value);
   const length = new Intl.NumberFormat('en').format(value.length);
-  return `${quote(`${value.slice(0, QUOTED_CHARS)}…`)} (${length} characters)`;
+  return `${quote(clip(value, QUOTED_CHARS))} (${length} characters)`;
 }
 
 export function shown(value: string): string {

@@ -1,8 +1,7 @@
 // The verifier's options, checked once into a run: the endpoints to probe, their paths, tokens, clock and I/O.
 import { randomBytes } from 'node:crypto';
 import { closest } from 'fastest-levenshtein';
-import { compile, pathToRegexp } from 'path-to-regexp';
-import { Checker, MAX_TIMER_MS, show } from '../shared/check.js';
+import { Checker, MAX_TIMER_MS, type Whole } from '../shared/check.js';
 import { listingNames } from '../contract/listings.js';
 import { checkTable, endpointsOf, rowShape, type TableEndpoint } from '../contract/table.js';
 import { type Limit, windowKinds } from '../contract/limit.js';
@@ -52,11 +51,6 @@ function checkOnly(value: unknown, names: readonly string[], listing: string): S
   return new Set(value as string[]);
 }
 
-function checkBoolean(value: unknown, field: string): boolean {
-  if (value === undefined || typeof value === 'boolean') return value === true;
-  return invalid(field, `must be true or false; got ${show(value)}.`);
-}
-
 function secondValue(value: string): string {
   return /^\d+$/.test(value) ? String(BigInt(value) + 1n) : `${value}-2`;
 }
@@ -82,19 +76,10 @@ function checkParams(value: unknown, known: ReadonlySet<string>): Map<string, re
   return params;
 }
 
-function pathsOf(path: string, params: ReadonlyMap<string, readonly [string, string]>): string[] {
-  const { keys } = pathToRegexp(path);
-  const toPath = compile(path, { encode: encodeURIComponent });
+function pathsOf({ keys, toPath }: TableEndpoint, params: ReadonlyMap<string, readonly [string, string]>): string[] {
   const defaults = ['1', '2'] as const;
   const fill = (which: 0 | 1) =>
-    toPath(
-      Object.fromEntries(
-        keys.map((key) => {
-          const value = params.get(key.name)?.[which] ?? defaults[which];
-          return [key.name, key.type === 'wildcard' ? [value] : value];
-        }),
-      ),
-    );
+    toPath(Object.fromEntries(keys.map((key) => [key, params.get(key)?.[which] ?? defaults[which]])));
   return keys.length === 0 ? [fill(0)] : [fill(0), fill(1)];
 }
 
@@ -142,33 +127,25 @@ export function resolveRun(options: VerifyOptions) {
   const names = endpoints.map((endpoint) => endpoint.name);
   const only = checkOnly(options.only, names, listingName);
   const chosen = endpoints.filter((endpoint) => !only || only.has(endpoint.name));
-  const known = new Set(chosen.flatMap((endpoint) => pathToRegexp(endpoint.path).keys.map((key) => key.name)));
+  const known = new Set(chosen.flatMap((endpoint) => endpoint.keys));
   const params = checkParams(options.params, known);
   const token = verifyCheck.token(options.token, 'options.token');
   const otherToken =
     verifyCheck.token(options.otherToken, 'options.otherToken') ??
     `listing-limits-verify-${randomBytes(8).toString('hex')}`;
   if (otherToken === token) invalid('otherToken', 'must differ from options.token.');
-  const targets = chosen.map(({ name, method, path, limits }): Target => {
-    const shape = rowShape({ method, path });
+  const targets = chosen.map((endpoint): Target => {
+    const shape = rowShape(endpoint);
     const rowIndex = (limit: Limit) =>
       rows.findIndex((row) => rowShape(row) === shape && row.windowMs === limit.windowMs);
     return {
-      name,
-      method,
-      path,
-      limits: sortedLimits(limits, name, rowIndex),
-      paths: pathsOf(path, params).map((p) => `${base}${p}`),
+      ...endpoint,
+      limits: sortedLimits(endpoint.limits, endpoint.name, rowIndex),
+      paths: pathsOf(endpoint, params).map((p) => `${base}${p}`),
     };
   });
-  const whole = (
-    field: 'concurrency' | 'graceMs' | 'timeoutMs',
-    fallback: number,
-    unit: string,
-    least: number,
-    most?: number,
-  ) =>
-    options[field] === undefined ? fallback : verifyCheck.whole(options[field], `options.${field}`, unit, least, most);
+  const whole = (field: 'concurrency' | 'graceMs' | 'timeoutMs', bounds: Whole) =>
+    verifyCheck.whole(options[field], `options.${field}`, bounds);
   return {
     baseUrl: `${origin}${base}`,
     origin,
@@ -176,10 +153,10 @@ export function resolveRun(options: VerifyOptions) {
     token,
     otherToken,
     window: options.window === undefined ? 'fixed' : verifyCheck.oneOf(options.window, windowKinds, 'options.window'),
-    concurrency: whole('concurrency', targets.length, 'endpoints', 1),
-    graceMs: whole('graceMs', 1000, 'milliseconds', 0),
-    timeoutMs: whole('timeoutMs', 10_000, 'milliseconds', 1, MAX_TIMER_MS),
-    strictHeaders: checkBoolean(options.strictHeaders, 'strictHeaders'),
+    concurrency: whole('concurrency', { unit: 'endpoints', least: 1, fallback: targets.length }),
+    graceMs: whole('graceMs', { unit: 'milliseconds', least: 0, fallback: 1000 }),
+    timeoutMs: whole('timeoutMs', { unit: 'milliseconds', least: 1, most: MAX_TIMER_MS, fallback: 10_000 }),
+    strictHeaders: verifyCheck.boolean(options.strictHeaders, 'options.strictHeaders'),
     fetch: verifyCheck.function(options.fetch, 'options.fetch', globalThis.fetch),
     sleep: verifyCheck.function(options.sleep, 'options.sleep', sleep),
     now: verifyCheck.function(options.now, 'options.now', Date.now),
