@@ -55,8 +55,8 @@ function checkOptions(options: unknown): Required<RedisStoreOptions> {
   } = o as RedisStoreOptions;
   if (typeof prefix !== 'string' || prefix === '')
     check.invalid('options.prefix', `must be a non-empty string; got ${show(prefix)}.`);
-  check.whole(timeoutMs, 'options.timeoutMs', 'milliseconds', 1, MAX_TIMER_MS);
-  check.whole(callTimeoutMs, 'options.callTimeoutMs', 'milliseconds', 1, MAX_TIMER_MS);
+  check.whole(timeoutMs, 'options.timeoutMs', { unit: 'milliseconds', least: 1, most: MAX_TIMER_MS });
+  check.whole(callTimeoutMs, 'options.callTimeoutMs', { unit: 'milliseconds', least: 1, most: MAX_TIMER_MS });
   return { prefix, timeoutMs, callTimeoutMs, onFailure: check.oneOf(onFailure, failureModes, 'options.onFailure') };
 }
 
