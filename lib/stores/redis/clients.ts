@@ -4,6 +4,7 @@ import { type RateLimiterAbstract, RateLimiterRedis } from 'rate-limiter-flexibl
 import { Checker, MAX_DURATION_MS, show } from '../../shared/check.js';
 import { once } from '../../shared/once.js';
 import type { Counts } from '../counter.js';
+import type { Count } from '../store.js';
 import { sha1 } from '../state.js';
 import { batchedSendOf, GlideLimiter, sendOf } from './glide.js';
 import { evalOf, type Script, SCRIPTS, type Send } from './scripts.js';
@@ -282,17 +283,18 @@ const noCount = Symbol('no count');
 /** A hit of the Redis store: one more request on a key, answering its count and when its window ends. */
 type Hit = (key: string, windowMs: number) => Promise<Counts>;
 
-/**
- * Each limit's count and when its window ends, from Redis' count and ms left per limit: at most a year, none the
- * whole window. A peek's count of 0 has no window.
- */
+/** A limit's count and when its window ends, from Redis' count and ms left: at most a year, none the whole window. */
+function countOf(count: unknown, ttl: unknown, windowMs: number, now: number): Count {
+  const left = Number(ttl);
+  return { count: Number(count), resetAt: now + (left >= 0 ? Math.min(left, MAX_DURATION_MS) : windowMs) };
+}
+
+/** Each limit's count from Redis' count and ms left per limit. A peek's count of 0 has no window. */
 export function countsOf(answer: unknown, windows: readonly number[], peeked = false): Counts {
   const now = Date.now();
   return windows.map((windowMs, i) => {
-    const count = Number((answer as unknown[])[2 * i]);
-    const ttl = Number((answer as unknown[])[2 * i + 1]);
-    const msLeft = ttl >= 0 ? Math.min(ttl, MAX_DURATION_MS) : windowMs;
-    return { count, resetAt: peeked && !(count > 0) ? 0 : now + msLeft };
+    const count = countOf((answer as unknown[])[2 * i], (answer as unknown[])[2 * i + 1], windowMs, now);
+    return peeked && !(count.count > 0) ? { count: count.count, resetAt: 0 } : count;
   });
 }
 
@@ -308,13 +310,11 @@ export function hitsOf({ request, script }: RedisConnection): Hit {
       throw error;
     });
   return (key, windowMs) =>
-    Promise.all([counted(key), request(['PTTL', key], key)]).then((answer) => {
-      const [count, ttl] = answer;
-      const windows = [windowMs];
+    Promise.all([counted(key), request(['PTTL', key], key)]).then(([count, ttl]) => {
       if (count === noCount || !(Number(count) >= 1)) {
-        return repair([key], [String(windowMs)]).then((repaired) => countsOf(repaired, windows));
+        return repair([key], [String(windowMs)]).then((repaired) => countsOf(repaired, [windowMs]));
       }
-      if (Number(ttl) >= 0) return countsOf(answer, windows);
-      return heal([key], [String(windowMs)]).then((left) => countsOf([count, left], windows));
+      if (Number(ttl) >= 0) return [countOf(count, ttl, windowMs, Date.now())];
+      return heal([key], [String(windowMs)]).then((left) => [countOf(count, left, windowMs, Date.now())]);
     });
 }
