@@ -2,7 +2,6 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { performance } from 'node:perf_hooks';
 import { ListingLimitsError } from '../shared/errors.js';
-import { Deadline } from './waiting.js';
 
 /** The bound of an operator's call when the store does not say (a custom store): two seconds. */
 export const DEFAULT_CALL_TIMEOUT_MS = 2000;
@@ -21,42 +20,70 @@ const NOTHING = 'Nothing of this call was changed: try again once it answers.';
  * The deadline of one operator's call: it settles within `ms` or rejects with `ERR_STORE_UNAVAILABLE`. Its changes
  * must reach the store by `applyBy` (three quarters of `ms`), so that a call that rejected changed nothing.
  */
-export class CallBound extends Deadline {
+export class CallBound {
   /** When the store must have taken a change of the call (`performance.now()`). */
   readonly applyBy: number | undefined;
   readonly #end: number;
   #timer: ReturnType<typeof setTimeout> | undefined;
+  readonly #waiting = new Set<(error: Error) => void>();
 
   constructor(
     /** The call, as its errors name it: `limits.ban`. */
     readonly source: string,
     readonly ms: number | undefined,
   ) {
-    super();
     const now = performance.now();
     this.#end = ms === undefined ? Infinity : now + ms;
     this.applyBy = ms === undefined ? undefined : now + Math.floor((ms * 3) / 4);
   }
 
-  override race<T>(call: Promise<T>, late?: (value: T) => void): Promise<T> {
+  /** `call`'s answer, or `ERR_STORE_UNAVAILABLE`; `late` gets an answer that came after the call rejected. */
+  race<T>(call: Promise<T>, late?: (value: T) => void): Promise<T> {
     if (this.ms === undefined) return call;
     const remaining = this.#end - performance.now();
-    if (remaining <= 0) this.expired = true;
-    else {
-      // One timer while a store call waits; none once none does.
-      this.#timer ??= setTimeout(() => setImmediate(() => this.#timer && this.expire()), remaining);
-      this.#timer.unref?.();
+    if (remaining <= 0) {
+      call.then(late, () => {});
+      return Promise.reject(this.#timedOut());
     }
-    const failed = (error: unknown) => Promise.reject(this.#failed(error));
-    return super.race(call.catch(failed), late);
+    // One timer while a store call waits; none once none does.
+    this.#timer ??= setTimeout(() => setImmediate(() => this.#expire()), remaining);
+    this.#timer.unref?.();
+    return new Promise<T>((resolve, reject) => {
+      let waiting = true;
+      const timedOut = (error: Error) => {
+        waiting = false;
+        reject(error);
+      };
+      const settled = () => {
+        this.#waiting.delete(timedOut);
+        if (this.#waiting.size > 0) return;
+        clearTimeout(this.#timer);
+        this.#timer = undefined;
+      };
+      this.#waiting.add(timedOut);
+      call.then(
+        (value) => {
+          settled();
+          if (waiting) resolve(value);
+          else late?.(value);
+        },
+        (error: unknown) => {
+          settled();
+          reject(this.#failed(error));
+        },
+      );
+    });
   }
 
-  protected override idle(): void {
-    clearTimeout(this.#timer);
+  #expire(): void {
+    if (!this.#timer) return;
     this.#timer = undefined;
+    const error = this.#timedOut();
+    for (const reject of this.#waiting) reject(error);
+    this.#waiting.clear();
   }
 
-  protected override error(): ListingLimitsError {
+  #timedOut(): ListingLimitsError {
     return this.#unavailable(`did not answer within ${this.ms} ms (its callTimeoutMs). ${NOTHING}`);
   }
 

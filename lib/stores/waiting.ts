@@ -26,58 +26,12 @@ export const AFTER_DEADLINE = new StoreTimeout("the request's deadline had passe
 /** The rejection of a call not made because the breaker is open: not a failure of its own. */
 export const BREAKER_OPEN = new StoreTimeout('the store keeps failing; not waiting for it');
 
-/** A deadline that store calls race: once it has expired, those waiting reject with its error, later ones at once. */
+/** One request's deadline: all its store calls race it. Its store's {@link Waiting} times every deadline. */
 export class Deadline {
   expired = false;
-  /** The request has ended: nothing waits for the deadline any more. */
   done = false;
-  #waiting: Set<(error: unknown) => void> | undefined;
+  #waiting: ((error: Error) => void)[] | undefined;
 
-  /** `call`'s answer, or the deadline's error; `late` gets an answer that came after it expired. */
-  race<T>(call: Promise<T>, late?: (value: T) => void): Promise<T> {
-    if (this.expired) {
-      call.then(late, () => {});
-      return Promise.reject(this.error(true));
-    }
-    const waiting = (this.#waiting ??= new Set());
-    return new Promise<T>((resolve, reject) => {
-      waiting.add(reject);
-      // False once the deadline has rejected the call.
-      const settled = () => {
-        const waited = waiting.delete(reject);
-        if (waiting.size === 0) this.idle();
-        return waited;
-      };
-      call.then(
-        (value) => (settled() ? resolve(value) : late?.(value)),
-        (error: unknown) => settled() && reject(error),
-      );
-    });
-  }
-
-  expire(): void {
-    this.expired = true;
-    const error = this.error(false);
-    for (const reject of this.#waiting ?? []) reject(error);
-    this.#waiting?.clear();
-  }
-
-  clear(): void {
-    this.done = true;
-    this.#waiting = undefined;
-  }
-
-  /** The rejection of a call the deadline ended, or (`after`) of one made after it. */
-  protected error(after: boolean): Error {
-    return after ? AFTER_DEADLINE : TIMED_OUT;
-  }
-
-  /** No call waits for the deadline any more. */
-  protected idle(): void {}
-}
-
-/** One request's deadline, which its store's {@link Waiting} expires. */
-class RequestDeadline extends Deadline {
   constructor(
     /** When `timeoutMs` has passed on the wall clock. */
     readonly at: number,
@@ -85,8 +39,29 @@ class RequestDeadline extends Deadline {
     readonly idleAt: number,
     /** When `BUSY_WAIT_FACTOR × timeoutMs` has passed: the end, however busy the process. */
     readonly lastAt: number,
-  ) {
-    super();
+  ) {}
+
+  race<T>(call: Promise<T>): Promise<T> {
+    if (this.expired) {
+      call.catch(() => {});
+      return Promise.reject(AFTER_DEADLINE);
+    }
+    return new Promise<T>((resolve, reject) => {
+      (this.#waiting ??= []).push(reject);
+      call.then(resolve, reject);
+    });
+  }
+
+  expire(): void {
+    this.expired = true;
+    const waiting = this.#waiting;
+    this.#waiting = undefined;
+    if (waiting) for (const reject of waiting) reject(TIMED_OUT);
+  }
+
+  clear(): void {
+    this.done = true;
+    this.#waiting = undefined;
   }
 }
 
@@ -108,10 +83,11 @@ export class Waiting {
   readonly timeoutMs: number;
   readonly onFailure: StoreFailurePolicy['onFailure'];
   /** Deadlines from `#head` on are pending, in the order they end. */
-  #queue: RequestDeadline[] = [];
+  #queue: Deadline[] = [];
   #head = 0;
   #timer: NodeJS.Timeout | undefined;
-  /** The breaker of each part of the store: route '' for a store of one part. */
+  /** The breaker of a store of one part (route ''), and those of the other routes. */
+  readonly #one: Breaker = { failures: 0, openUntil: 0 };
   readonly #breakers = new Map<string, Breaker>();
 
   constructor(policy: StoreFailurePolicy) {
@@ -121,7 +97,7 @@ export class Waiting {
 
   start(): Deadline {
     const now = Date.now();
-    const deadline = new RequestDeadline(now + this.timeoutMs, idleMs(), now + this.timeoutMs * BUSY_WAIT_FACTOR);
+    const deadline = new Deadline(now + this.timeoutMs, idleMs(), now + this.timeoutMs * BUSY_WAIT_FACTOR);
     this.#queue.push(deadline);
     if (!this.#timer) this.#arm();
     return deadline;
@@ -142,7 +118,7 @@ export class Waiting {
     let head = this.#head;
     let waitMore: number | undefined;
     for (; head < queue.length; head++) {
-      const deadline = queue[head] as RequestDeadline;
+      const deadline = queue[head] as Deadline;
       if (deadline.done) continue;
       if (deadline.at > now) break;
       const waitedIdle = idle - deadline.idleAt;
@@ -165,6 +141,7 @@ export class Waiting {
   }
 
   #breaker(route: string): Breaker {
+    if (route === '') return this.#one;
     let breaker = this.#breakers.get(route);
     if (!breaker) this.#breakers.set(route, (breaker = { failures: 0, openUntil: 0 }));
     return breaker;
@@ -181,7 +158,8 @@ export class Waiting {
   }
 
   succeeded(route = ''): void {
-    this.#breaker(route).failures = 0;
+    const breaker = route === '' ? this.#one : this.#breakers.get(route);
+    if (breaker) breaker.failures = 0;
   }
 
   failed(route = ''): void {
