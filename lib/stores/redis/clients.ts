@@ -284,7 +284,7 @@ const noCount = Symbol('no count');
 type Hit = (key: string, windowMs: number) => Promise<Counts>;
 
 /** A limit's count and when its window ends, from Redis' count and ms left: at most a year, none the whole window. */
-function countOf(count: unknown, ttl: unknown, windowMs: number, now: number): Count {
+function redisCount(count: unknown, ttl: unknown, windowMs: number, now: number): Count {
   const left = Number(ttl);
   return { count: Number(count), resetAt: now + (left >= 0 ? Math.min(left, MAX_DURATION_MS) : windowMs) };
 }
@@ -293,7 +293,7 @@ function countOf(count: unknown, ttl: unknown, windowMs: number, now: number): C
 export function countsOf(answer: unknown, windows: readonly number[], peeked = false): Counts {
   const now = Date.now();
   return windows.map((windowMs, i) => {
-    const count = countOf((answer as unknown[])[2 * i], (answer as unknown[])[2 * i + 1], windowMs, now);
+    const count = redisCount((answer as unknown[])[2 * i], (answer as unknown[])[2 * i + 1], windowMs, now);
     return peeked && !(count.count > 0) ? { count: count.count, resetAt: 0 } : count;
   });
 }
@@ -314,7 +314,7 @@ export function hitsOf({ request, script }: RedisConnection): Hit {
       if (count === noCount || !(Number(count) >= 1)) {
         return repair([key], [String(windowMs)]).then((repaired) => countsOf(repaired, [windowMs]));
       }
-      if (Number(ttl) >= 0) return [countOf(count, ttl, windowMs, Date.now())];
-      return heal([key], [String(windowMs)]).then((left) => [countOf(count, left, windowMs, Date.now())]);
+      if (Number(ttl) >= 0) return [redisCount(count, ttl, windowMs, Date.now())];
+      return heal([key], [String(windowMs)]).then((left) => [redisCount(count, left, windowMs, Date.now())]);
     });
 }
