@@ -3,6 +3,7 @@ const { existsSync } = require('node:fs');
 const { join } = require('node:path');
 const express = require('express');
 const { rateLimit, ipKeyGenerator } = require('express-rate-limit');
+const { RedisStore } = require('rate-limit-redis');
 const { listingLimits, listings, MAX_SLIDING_LIMIT } = require(distOf('index'));
 
 /**
@@ -36,17 +37,55 @@ function routes(app, rows, perRoute) {
   }
 }
 
-/** express-rate-limit configured to the same limits, keys and headers (draft-8 and legacy), one per route. */
-function erlFor(row) {
+/**
+ * express-rate-limit configured to the same limits, keys and headers (draft-8 and legacy), one per route; with `redis`,
+ * counting in Redis through rate-limit-redis, as its users share counts between instances.
+ */
+function erlFor(row, redis) {
+  const identifier = `${row.method} ${row.path}`;
   return rateLimit({
     windowMs: row.windowMs,
     limit: row.limit,
     standardHeaders: 'draft-8',
     legacyHeaders: true,
-    identifier: `${row.method} ${row.path}`,
+    identifier,
     keyGenerator: (req) => req.headers.authorization || ipKeyGenerator(req.ip ?? '', 64),
     message: { success: false, code: 429, message: 'You are sending too many requests, please slow down' },
+    ...(redis && {
+      store: new RedisStore({ sendCommand: sendCommandOf(redis), prefix: `bench-${process.pid}:erl:${identifier}:` }),
+    }),
   });
+}
+
+/** rate-limit-redis' way into an ioredis client or Cluster, or a node-redis client. */
+function sendCommandOf(redis) {
+  return typeof redis.call === 'function'
+    ? (command, ...args) => redis.call(command, ...args)
+    : (...args) => redis.sendCommand(args);
+}
+
+/** The seven headers listing-limits writes on an allowed request, as constants. */
+function sevenHeaders(res) {
+  res.setHeader('RateLimit-Policy', '"GET /v1/bots/:id";q=10000;w=1');
+  res.setHeader('RateLimit', '"GET /v1/bots/:id";r=9999;t=1');
+  res.setHeader('X-RateLimit-Limit', '10000');
+  res.setHeader('X-RateLimit-Remaining', '9999');
+  res.setHeader('X-RateLimit-Reset', '1795508771');
+  res.setHeader('X-RateLimit-Reset-After', '1');
+  res.setHeader('X-RateLimit-Bucket', 'GET /v1/bots/:id');
+}
+
+/**
+ * The floor of any limiter that counts in Redis: one `INCR` per request with the variant's client, its answer awaited,
+ * then the seven headers. No window, no key derivation, no failure handling.
+ */
+function floorOf(redis) {
+  return (req, res, next) => {
+    redis.incr(`bench-${process.pid}:floor:${req.headers.authorization || req.ip}`).then(() => {
+      sevenHeaders(res);
+      next();
+    }, next);
+  };
 }
 
 /**
@@ -62,13 +101,7 @@ const CEILING = {
     next();
   },
   'ceiling-headers': (req, res, next) => {
-    res.setHeader('RateLimit-Policy', '"GET /v1/bots/:id";q=10000;w=1');
-    res.setHeader('RateLimit', '"GET /v1/bots/:id";r=9999;t=1');
-    res.setHeader('X-RateLimit-Limit', '10000');
-    res.setHeader('X-RateLimit-Remaining', '9999');
-    res.setHeader('X-RateLimit-Reset', '1795508771');
-    res.setHeader('X-RateLimit-Reset-After', '1');
-    res.setHeader('X-RateLimit-Bucket', 'GET /v1/bots/:id');
+    sevenHeaders(res);
     next();
   },
   'ceiling-weakset': (req, res, next) => {
@@ -78,14 +111,21 @@ const CEILING = {
   'ceiling-ip': (req, res, next) => (req.ip ? next() : next()),
 };
 
-/** The app of a variant; listing-limits' middleware, when there is one, is `app.locals.limits`. */
+/**
+ * The app of a variant; listing-limits' middleware, when there is one, is `app.locals.limits`. `store` is its store,
+ * or the Redis client of a `redis-floor` or `express-rate-limit-redis` variant.
+ */
 function createBenchApp(variant, kind, store, options) {
   const app = express();
   app.disable('x-powered-by');
   const rows = table(kind);
   if (variant === 'bare') routes(app, rows);
   else if (variant === 'express-rate-limit') routes(app, rows, erlFor);
-  else if (CEILING[variant]) {
+  else if (variant.startsWith('express-rate-limit-redis')) routes(app, rows, (row) => erlFor(row, store));
+  else if (variant.startsWith('redis-floor')) {
+    app.use(floorOf(store));
+    routes(app, rows);
+  } else if (CEILING[variant]) {
     app.use(CEILING[variant]);
     routes(app, rows);
   } else {

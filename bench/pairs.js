@@ -18,6 +18,18 @@ const PAIRS = [
   { name: 'redis glide', reference: 'bare', variant: 'listing-limits-redis-glide' },
   { name: 'redis cluster', reference: 'bare', variant: 'listing-limits-redis-cluster' },
   { name: 'redis sliding of bare', reference: 'bare', variant: 'listing-limits-redis-sliding' },
+  // What a user compares the Redis store with: the floor of any limiter counting in Redis with each client (one `INCR`
+  // a request, awaited, then the seven headers), and express-rate-limit with rate-limit-redis.
+  ...['', ' node-redis', ' glide', ' cluster'].map((client) => ({
+    name: `redis floor${client}`,
+    reference: 'bare',
+    variant: `redis-floor${client.replace(' ', '-')}`,
+  })),
+  ...['', ' node-redis'].map((client) => ({
+    name: `express-rate-limit redis${client}`,
+    reference: 'bare',
+    variant: `express-rate-limit-redis${client.replace(' ', '-')}`,
+  })),
   { name: 'express-rate-limit refused', reference: 'bare', variant: 'express-rate-limit@refused' },
   { name: 'memory refused', reference: 'bare', variant: 'listing-limits-memory@refused' },
   { name: 'redis refused', reference: 'bare', variant: 'listing-limits-redis@refused' },
@@ -136,4 +148,13 @@ const TARGETS = [
   },
 ];
 
-module.exports = { PAIRS, TARGETS };
+/**
+ * Each Redis pair and its floor: a store's figure above its floor says the load changed, not the store. Not GLIDE's:
+ * the store sends a turn's commands in one GLIDE batch, which costs less than its floor's `INCR` sent alone.
+ */
+const FLOORS = ['', ' node-redis', ' cluster'].map((client) => ({
+  pair: `redis${client}`,
+  floor: `redis floor${client}`,
+}));
+
+module.exports = { FLOORS, PAIRS, TARGETS };

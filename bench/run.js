@@ -65,6 +65,12 @@ async function main() {
     report.sliced = await runSliced({ log });
     log('');
     for (const line of slicedReport(report.sliced)) log(line);
+    if (report.sliced.aboveFloor.length > 0) {
+      throw new Error(
+        `a Redis figure is above its floor (${report.sliced.aboveFloor.join('; ')}): the load changed, not the store. ` +
+          'Nothing is written; run it again on a quiet machine.',
+      );
+    }
   }
 
   // The rest runs on CPU 0 (the autocannon view's servers on CPU 1), unless the caller pinned it already.

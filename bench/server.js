@@ -46,12 +46,16 @@ async function connect(client) {
   return redis;
 }
 
-if (variant.startsWith('listing-limits-redis')) {
+// The variants that count in Redis: listing-limits' store, the floor (one INCR a request), express-rate-limit's.
+const counting = /^(listing-limits-redis|redis-floor|express-rate-limit-redis)(?:-(node-redis|glide|cluster))?/.exec(
+  variant,
+);
+if (counting) {
+  const [, counter, client = 'ioredis'] = counting;
   const { redisStore } = require(distOf('index'));
-  const client = /^listing-limits-redis-(node-redis|glide|cluster)/.exec(variant)?.[1] ?? 'ioredis';
   // The prefix names the server's process, so that what Redis runs can be told apart per server.
   connecting = connect(client).then((redis) => {
-    store = redisStore(redis, { prefix: `bench-${process.pid}` });
+    store = counter === 'listing-limits-redis' ? redisStore(redis, { prefix: `bench-${process.pid}` }) : redis;
   });
 }
 const options =

@@ -17,7 +17,7 @@ const { cpus, loadavg } = require('node:os');
 const { join } = require('node:path');
 const { createInterface } = require('node:readline');
 const { portOf } = require('./http.js');
-const { PAIRS, TARGETS } = require('./pairs.js');
+const { FLOORS, PAIRS, TARGETS } = require('./pairs.js');
 const { hasRedis, startRedisFor } = require('./redis.js');
 
 const CONNECTIONS = 32;
@@ -347,7 +347,12 @@ async function runSliced({
     const met = value === undefined ? null : atLeast !== undefined ? value >= atLeast : value <= atMost;
     return { target, value: value ?? null, met, digits };
   });
+  // A Redis figure above its floor's, in one run, cannot be the store's: the load changed, so the run is not published.
+  const aboveFloor = FLOORS.filter(
+    ({ pair, floor }) => m(pair) !== undefined && m(floor) !== undefined && m(pair) > m(floor),
+  ).map(({ pair, floor }) => `${pair} ${m(pair).toFixed(3)} above ${floor} ${m(floor).toFixed(3)}`);
   return {
+    aboveFloor,
     settings: {
       rounds,
       duration,
@@ -384,6 +389,7 @@ function report(results) {
     const value = t.value === null ? 'not measured' : t.value.toFixed(t.digits);
     lines.push(`${t.met === null ? '-     ' : t.met ? 'met   ' : 'MISSED'} ${value.padStart(7)}  ${t.target}`);
   }
+  for (const above of results.aboveFloor ?? []) lines.push(`ABOVE ITS FLOOR: ${above}`);
   const load = results.loadAverage.map((l) => l[0].toFixed(2)).join(', ');
   lines.push('', `Load average (1 min) at the start and after each round: ${load}`);
   return lines;
