@@ -141,9 +141,16 @@ describe.each(['fixed', 'sliding'] as const)('an API that honours the table with
       // 2 a second leave 1 of 3 per 2 s after the first second: too few to tell the kinds apart
       ['GET /v1/users/:id', [], 'not probed'],
     ]);
-    expect(report.endpoints[4]?.notes).toEqual([
+    // On a busy machine the 1 s window's answers may come too late for its 2 s row to be filled safely: the
+    // verifier then says it left that row unchecked, and nothing else.
+    const notes = report.endpoints[4]?.notes ?? [];
+    expect(notes[0]).toBe(
       "window kind not probed: the endpoint's other limits leave 1 request after the end of its 1 s window",
-    ]);
+    );
+    const unchecked =
+      "3 per 2 s: not checked: the endpoint's shorter limits, with the margins kept around their windows' ends, do " +
+      'not let 3 requests into 2 s';
+    expect(notes.slice(1)).toEqual(notes.length > 1 ? [unchecked] : []);
     expect(report.ok).toBe(true);
 
     // What the API counted: every request the report tells of, endpoint by endpoint, and no other. An endpoint of
