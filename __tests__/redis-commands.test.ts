@@ -93,10 +93,9 @@ describeRedisServer('the Redis commands of each request, and what the store make
       server: [await ioredisClient(target.server.url)],
       cluster: await Promise.all(target.cluster.servers.map((s) => ioredisClient(s.url))),
     };
-    // The scripts of the rare paths loaded everywhere, so that each of their runs is one command (EVALSHA).
+    // The hit script loaded everywhere, so that each of its runs is one command (EVALSHA).
     for (const node of [...nodes.server, ...nodes.cluster]) {
-      await node.script('LOAD', SCRIPTS.heal);
-      await node.script('LOAD', SCRIPTS.repair);
+      await node.script('LOAD', SCRIPTS.hit);
     }
   }, 60_000);
   afterAll(async () => {
@@ -227,7 +226,7 @@ describeRedisServer('the Redis commands of each request, and what the store make
   };
 
   it.each(kinds)(
-    '%s: a counted request is INCR and PTTL, a new window one script more, a client Redis refused nothing',
+    '%s: a counted request is one script (INCR and PTTL), a new window one PEXPIRE more, a refused client nothing',
     async (...kind) => {
       await withApp(kind, async (app, prefix, node) => {
         const stop = await watch(kind[0], prefix);
@@ -235,7 +234,8 @@ describeRedisServer('the Redis commands of each request, and what the store make
         const outcomes = await inTurn(app, 8);
         const commands = await stop();
         expect(outcomes).toEqual(['200 1', '200 0', ...Array(6).fill('429 0')]);
-        expect(commands).toEqual(['incr', 'pttl', 'eval', 'lua pttl', 'lua pexpire', 'incr', 'pttl', 'incr', 'pttl']);
+        const hit = ['eval', 'lua incr', 'lua pttl'];
+        expect(commands).toEqual([...hit, 'lua pexpire', ...hit, ...hit]);
         await expectWindow(node, prefix, '3');
       });
     },
@@ -248,7 +248,8 @@ describeRedisServer('the Redis commands of each request, and what the store make
         await node.set(keyOf(prefix), '1');
         const stop = await watch(kind[0], prefix);
         expect(await inTurn(app, 2)).toEqual(['200 0', '429 0']);
-        expect(await stop()).toEqual(['incr', 'pttl', 'eval', 'lua pttl', 'lua pexpire', 'incr', 'pttl']);
+        const hit = ['eval', 'lua incr', 'lua pttl'];
+        expect(await stop()).toEqual([...hit, 'lua pexpire', ...hit]);
         await expectWindow(node, prefix, '3');
       });
     },
@@ -287,8 +288,9 @@ describeRedisServer('the Redis commands of each request, and what the store make
           const outcomes = await inTurn(app, 3);
           const commands = await stop();
           expect(outcomes).toEqual(['200 1', '200 0', '429 0']);
-          // Its INCR finds no count: the repair script counts it again, as the first of a new window.
-          expect(commands).toEqual(['incr', 'pttl', 'eval', 'lua incr', 'lua set', 'incr', 'pttl', 'incr', 'pttl']);
+          // Its INCR finds no count: the script counts it as the first of a new window.
+          const hit = ['eval', 'lua incr', 'lua pttl'];
+          expect(commands).toEqual(['eval', 'lua incr', 'lua set', ...hit, ...hit]);
           await expectWindow(node, prefix, '3');
         });
       },
@@ -500,12 +502,12 @@ describeRedisServer('the Redis commands of each request, and what the store make
       const answers = await Promise.all(asked);
       const count = (a: number | readonly { count: number }[]) => (typeof a === 'number' ? a : a[0]?.count);
       expect(answers.map(count)).toEqual([2, 1, 1, 3, 2, 4]);
-      // A count is two commands (INCR and PTTL): 3 counts, 2 scripts and the app's own command in one write.
-      expect(writes).toEqual([9]);
+      // A count is one script: 3 counts, 2 sliding counts and the app's own command in one write.
+      expect(writes).toEqual([6]);
       expect(stream.writableCorked).toBe(0);
       // The next turn's commands leave at once after their own turn, not held for another.
       expect(await fixed.hit('k')).toMatchObject([{ count: 5 }]);
-      expect(writes).toEqual([9, 2]);
+      expect(writes).toEqual([6, 1]);
       expect(stream.writableCorked).toBe(0);
     } finally {
       client.disconnect();
@@ -537,8 +539,8 @@ describeRedisServer('the Redis commands of each request, and what the store make
         const answers = await Promise.all([fixed.hit('k'), sliding.hit('k'), fixed.hit('k'), fixed.hit('k')]);
         const count = (a: readonly { count: number }[]) => a[0]?.count;
         expect(answers.map(count)).toEqual([2, 1, 3, 4]);
-        // Three counts of two commands and a script: one batch.
-        expect(batches).toEqual([7]);
+        // Four counts, one script each: one batch.
+        expect(batches).toEqual([4]);
         // A command that fails fails alone: a script Redis cannot run (a limit that is no number), the next one counts.
         const unreadable = { ...limits, limits: [{ limit: 'many' as unknown as number, windowMs: 60_000 }] };
         const broken = store.limits?.(unreadable) as unknown as Counts;
@@ -549,7 +551,7 @@ describeRedisServer('the Redis commands of each request, and what the store make
           reason: expect.objectContaining({ message: expect.stringMatching(/compare|nil/) }),
         });
         expect(next).toMatchObject({ status: 'fulfilled', value: [{ count: 5 }] });
-        expect(batches).toEqual([3]);
+        expect(batches).toEqual([2]);
       } finally {
         client.close();
       }

@@ -24,12 +24,10 @@ const requestKeys = REQUEST_KEYS.map((name) => `q:{r}:${name}`);
 const stateKeys = ['s:{r}:record', 's:{r}:changes', 's:{r}:ends', 's:{r}:history'];
 
 const runs: { script: string; setup?: string[][]; keys: string[]; args: string[] }[] = [
-  { script: 'heal', setup: [['INCR', 'h:1']], keys: ['h:1'], args: ['60000'] },
-  { script: 'heal', keys: ['h:1'], args: ['60000'] },
-  { script: 'heal', keys: ['h:2'], args: ['60000'] },
-  { script: 'repair', setup: [['SET', 'r:1', 'many']], keys: ['r:1'], args: ['60000'] },
-  { script: 'repair', setup: [['SET', 'r:2', '3']], keys: ['r:2'], args: ['60000'] },
-  { script: 'repair', keys: ['r:2'], args: ['60000'] },
+  { script: 'hit', keys: ['h:1'], args: ['60000'] },
+  { script: 'hit', keys: ['h:1'], args: ['60000'] },
+  { script: 'hit', setup: [['SET', 'h:2', '3']], keys: ['h:2'], args: ['60000'] },
+  { script: 'hit', setup: [['SET', 'h:3', 'many']], keys: ['h:3'], args: ['60000'] },
   { script: 'limits', keys: ['l:{a}:f1', 'l:{a}:f2'], args: ['f', '1', '1000', '5', '60000'] },
   { script: 'limits', keys: ['l:{a}:f1', 'l:{a}:f2'], args: ['f', '1', '1000', '5', '60000'] },
   {

@@ -276,12 +276,8 @@ export function connectionOf(client: unknown): RedisConnection {
   return made;
 }
 
-/** What Redis answers an `INCR` of a key that holds no integer count: not one, at the edge of 64 bits, no string. */
-const NO_COUNT = /not an integer|would overflow|WRONGTYPE/;
-const noCount = Symbol('no count');
-
-/** A hit of the Redis store: one more request on a key, answering its count and when its window ends. */
-type Hit = (key: string, windowMs: number) => Promise<Counts>;
+/** A fixed window's hit: one more request on a key, answering its count and when its window ends. */
+type Hit = (key: string) => Promise<Counts>;
 
 /** A limit's count and when its window ends, from Redis' count and ms left: at most a year, none the whole window. */
 function redisCount(count: unknown, ttl: unknown, windowMs: number, now: number): Count {
@@ -299,22 +295,17 @@ export function countsOf(answer: unknown, windows: readonly number[], peeked = f
 }
 
 /**
- * One hit as `INCR` and `PTTL` of the key, on rate-limiter-flexible's RateLimiterRedis keys and values, so that its
- * reads see the same counter. A key without an expiry is healed (the `heal` script), one without a count repaired.
+ * A fixed window's hits of `windowMs`, each one `hit` script, on rate-limiter-flexible's RateLimiterRedis keys and
+ * values, so that its reads see the same counter.
  */
-export function hitsOf({ request, script }: RedisConnection): Hit {
-  const [heal, repair] = [script('heal', true), script('repair', true)];
-  const counted = (key: string) =>
-    request(['INCR', key], key).catch((error: unknown) => {
-      if (NO_COUNT.test(String((error as Error)?.message))) return noCount;
-      throw error;
-    });
-  return (key, windowMs) =>
-    Promise.all([counted(key), request(['PTTL', key], key)]).then(([count, ttl]) => {
-      if (count === noCount || !(Number(count) >= 1)) {
-        return repair([key], [String(windowMs)]).then((repaired) => countsOf(repaired, [windowMs]));
-      }
-      if (Number(ttl) >= 0) return [redisCount(count, ttl, windowMs, Date.now())];
-      return heal([key], [String(windowMs)]).then((left) => [redisCount(count, left, windowMs, Date.now())]);
-    });
+export function hitsOf({ script }: RedisConnection): (windowMs: number) => Hit {
+  const hit = script('hit', true);
+  return (windowMs) => {
+    const args = [String(windowMs)];
+    const counted = (answer: unknown): Counts => {
+      const [count, ttl] = answer as unknown[];
+      return [redisCount(count, ttl, windowMs, Date.now())];
+    };
+    return (key) => hit([key], args).then(counted);
+  };
 }

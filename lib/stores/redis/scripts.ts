@@ -171,15 +171,10 @@ local function lastPart(member) return string.match(member, '([^\\n]*)$') end
 /** The scripts of the store, each named by what it does. */
 export const SCRIPTS = {
   /**
-   * A hit's key left without an expiry (its `INCR` created it, or a client stopped first) given its window of
-   * `ARGV[1]` ms on the key's master. Hits themselves are `INCR` and `PTTL`: half a script's cost.
+   * One hit of a fixed window of `ARGV[1]` ms: the count and the ms its key has left, in one call. A key without an
+   * expiry gets its window; one without a count (another program's value, or below zero) begins a new window.
    */
-  heal: `${HEAL}return heal(KEYS[1], tonumber(ARGV[1]))`,
-  /**
-   * A hit whose `INCR` found no count (another program's value, or below zero): counted again on a count repaired by
-   * now, else as the first request of a new window of `ARGV[1]` ms. Answers as a hit does.
-   */
-  repair: `${HEAL}local count = redis.pcall('incr', KEYS[1])
+  hit: `${HEAL}local count = redis.pcall('incr', KEYS[1])
 if type(count) ~= 'number' or count < 1 then
   redis.call('set', KEYS[1], 1, 'px', ARGV[1])
   return {1, tonumber(ARGV[1])}

@@ -71,11 +71,12 @@ function redisCounters(connection: RedisConnection, prefix: string) {
   const [count, peek, forget] = [script('limits', true), script('peek', true), script('forget', true)];
   const limiter = ({ name, limit, windowMs }: CounterSpec): RateLimiterAbstract & Counter => {
     const made = connection.limiter({ keyPrefix: `${prefix}:${name}`, points: limit, duration: windowMs / 1000 });
+    const hit = hits(windowMs);
     return Object.assign(made, {
       now: false,
       reads: true,
       route: route && ((key: string) => route(made.getKey(key))),
-      hit: (key: string) => hits(made.getKey(key), made.msDuration),
+      hit: (key: string) => hit(made.getKey(key)),
       peek: (key: string) => peekOf(made, key),
       reset: (key: string) => made.delete(key),
     });
