@@ -93,9 +93,10 @@ describeRedisServer('the Redis commands of each request, and what the store make
       server: [await ioredisClient(target.server.url)],
       cluster: await Promise.all(target.cluster.servers.map((s) => ioredisClient(s.url))),
     };
-    // The hit script loaded everywhere, so that each of its runs is one command (EVALSHA).
+    // The hit scripts loaded everywhere, so that each of their runs is one command (EVALSHA).
     for (const node of [...nodes.server, ...nodes.cluster]) {
       await node.script('LOAD', SCRIPTS.hit);
+      await node.script('LOAD', SCRIPTS.heal);
     }
   }, 60_000);
   afterAll(async () => {
@@ -179,18 +180,23 @@ describeRedisServer('the Redis commands of each request, and what the store make
       options: { store: redisStore(connection.client, { prefix, ...counting }) },
     });
     const server: Server = app.listen(0, '127.0.0.1');
-    const get = () =>
+    const answer = () =>
       request(server)
         .get('/v1/things/1')
-        .timeout(counting.timeoutMs + 5000)
-        .then((res) => `${res.status} ${res.headers['x-ratelimit-remaining'] ?? '-'}`);
+        .timeout(counting.timeoutMs + 5000);
+    const get = () => answer().then((res) => `${res.status} ${res.headers['x-ratelimit-remaining'] ?? '-'}`);
+    /** Its status, X-RateLimit-Remaining, X-RateLimit-Reset and X-RateLimit-Reset-After. */
+    const window = () =>
+      answer().then((res) =>
+        [res.status, ...['remaining', 'reset', 'reset-after'].map((h) => res.headers[`x-ratelimit-${h}`])].join(' '),
+      );
     const close = () => {
       app.locals.limiter.close();
       server.close();
     };
     /** The client's counter on the endpoint as the operators read it, without counting. */
     const usage = () => app.locals.limiter.usage({ ip: '127.0.0.1' }).then(([u]: { used: number }[]) => u);
-    return { get, close, usage };
+    return { get, window, close, usage, limiter: app.locals.limiter as { reset(client: object): Promise<boolean> } };
   };
 
   /** Runs `body` with a fresh prefix and an app counting through one connection of `kind`, closing them after. */
@@ -226,7 +232,7 @@ describeRedisServer('the Redis commands of each request, and what the store make
   };
 
   it.each(kinds)(
-    '%s: a counted request is one script (INCR and PTTL), a new window one PEXPIRE more, a refused client nothing',
+    '%s: a window is read by one script (INCR, PTTL, its PEXPIRE), then each request is an INCR; a refused one nothing',
     async (...kind) => {
       await withApp(kind, async (app, prefix, node) => {
         const stop = await watch(kind[0], prefix);
@@ -234,8 +240,7 @@ describeRedisServer('the Redis commands of each request, and what the store make
         const outcomes = await inTurn(app, 8);
         const commands = await stop();
         expect(outcomes).toEqual(['200 1', '200 0', ...Array(6).fill('429 0')]);
-        const hit = ['eval', 'lua incr', 'lua pttl'];
-        expect(commands).toEqual([...hit, 'lua pexpire', ...hit, ...hit]);
+        expect(commands).toEqual(['eval', 'lua incr', 'lua pttl', 'lua pexpire', 'incr', 'incr']);
         await expectWindow(node, prefix, '3');
       });
     },
@@ -248,8 +253,7 @@ describeRedisServer('the Redis commands of each request, and what the store make
         await node.set(keyOf(prefix), '1');
         const stop = await watch(kind[0], prefix);
         expect(await inTurn(app, 2)).toEqual(['200 0', '429 0']);
-        const hit = ['eval', 'lua incr', 'lua pttl'];
-        expect(await stop()).toEqual([...hit, 'lua pexpire', ...hit]);
+        expect(await stop()).toEqual(['eval', 'lua incr', 'lua pttl', 'lua pexpire', 'incr']);
         await expectWindow(node, prefix, '3');
       });
     },
@@ -266,6 +270,102 @@ describeRedisServer('the Redis commands of each request, and what the store make
         expect(await node.pttl(keyOf(prefix))).toBe(-1);
         expect(await inTurn(app, 1)).toEqual(['429 0']);
       });
+    },
+  );
+
+  /**
+   * A window that another instance or process began, written as it would write it: `count` requests, ending in
+   * `seconds` at the middle of a second, so that however long this instance waits for Redis, its end is in that second.
+   * Answers the start of the answer that counts the next request: status, X-RateLimit-Remaining and -Reset.
+   */
+  /** The answer to the first request of a window this instance began: one counted, its whole minute to come. */
+  const NEW_WINDOW = /^200 1 \d+ (60|59\.\d+)$/;
+  const begun = async (node: Redis, prefix: string, count: number, seconds: number) => {
+    const end = (Math.floor(Date.now() / 1000) + seconds) * 1000 + 500;
+    await node.set(keyOf(prefix), String(count), 'PXAT', end);
+    const reset = Math.ceil(end / 1000);
+    return (status: number) => new RegExp(`^${status} 0 ${reset} [\\d.]+$`);
+  };
+
+  it.each(kinds)(
+    '%s: a window another instance began is read once, its end exact; its next requests are an INCR each',
+    async (...kind) => {
+      await withApp(kind, async (app, prefix, node) => {
+        const window = await begun(node, prefix, 1, 30);
+        const stop = await watch(kind[0], prefix);
+        const outcomes = [await app.window(), await app.window()];
+        expect(await stop()).toEqual(['eval', 'lua incr', 'lua pttl', 'incr']);
+        expect(outcomes[0]).toMatch(window(200));
+        expect(outcomes[1]).toMatch(window(429));
+      });
+    },
+  );
+
+  it.each(kinds)(
+    "%s: a window deleted behind the instance's back and begun anew is read again, its new end exact",
+    async (...kind) => {
+      await withApp(kind, async (app, prefix, node) => {
+        const before = await begun(node, prefix, 1, 30);
+        expect(await app.window()).toMatch(before(200));
+        // Another process began a new window: an INCR not above the count this instance saw is a new window.
+        await node.del(keyOf(prefix));
+        const after = await begun(node, prefix, 1, 40);
+        const stop = await watch(kind[0], prefix);
+        expect(await app.window()).toMatch(after(200));
+        // Deleted again, this instance's INCR begins the window: it gives it its expiry.
+        await node.del(keyOf(prefix));
+        expect(await app.window()).toMatch(NEW_WINDOW);
+        const commands = await stop();
+        expect(commands).toEqual(['incr', 'eval', 'lua pttl', 'del', 'incr', 'eval', 'lua pttl', 'lua pexpire']);
+        await expectWindow(node, prefix, '1');
+      });
+    },
+  );
+
+  it.each(kinds)('%s: a window that ended in Redis is never extended by the end an instance knew', async (...kind) => {
+    await withApp(kind, async (app, prefix, node) => {
+      await node.set(keyOf(prefix), '1', 'PX', 1000);
+      expect(await app.get()).toBe('200 0');
+      for (let i = 0; i < 1000 && (await node.exists(keyOf(prefix))) === 1; i++) {
+        await new Promise((resolve) => setTimeout(resolve, 20));
+      }
+      const stop = await watch(kind[0], prefix);
+      expect(await app.window()).toMatch(NEW_WINDOW);
+      expect(await stop()).toEqual(['eval', 'lua incr', 'lua pttl', 'lua pexpire']);
+      await expectWindow(node, prefix, '1');
+    });
+  });
+
+  it.each(kinds)(
+    "%s: a reset from another instance makes this one read the next window's end, whoever began it",
+    async (...kind) => {
+      const [name, , connect] = kind;
+      const prefix = freshPrefix();
+      const connections = [await connect(target), await connect(target)];
+      const [a, b] = connections.map((c) => serving(c, prefix)) as [
+        ReturnType<typeof serving>,
+        ReturnType<typeof serving>,
+      ];
+      try {
+        const node = await nodeOf(name, keyOf(prefix));
+        const before = await begun(node, prefix, 1, 30);
+        expect(await b.window()).toMatch(before(200));
+        expect(await b.window()).toMatch(before(429));
+        expect(await a.limiter.reset({ ip: '127.0.0.1' })).toBe(true);
+        // The new window, which instances other than b count past b's count (its INCR alone would find it above).
+        const after = await begun(node, prefix, 3, 40);
+        // b answers its refusal from memory, with no command, until the reset reaches it (within 250 ms).
+        let answer = await b.window();
+        for (let i = 0; i < 1000 && before(429).test(answer); i++) {
+          await new Promise((resolve) => setTimeout(resolve, 20));
+          answer = await b.window();
+        }
+        expect(answer).toMatch(after(429));
+        expect(await node.get(keyOf(prefix))).toBe('4');
+      } finally {
+        for (const app of [a, b]) app.close();
+        for (const connection of connections) await connection.close();
+      }
     },
   );
 
@@ -289,8 +389,23 @@ describeRedisServer('the Redis commands of each request, and what the store make
           const commands = await stop();
           expect(outcomes).toEqual(['200 1', '200 0', '429 0']);
           // Its INCR finds no count: the script counts it as the first of a new window.
-          const hit = ['eval', 'lua incr', 'lua pttl'];
-          expect(commands).toEqual(['eval', 'lua incr', 'lua set', ...hit, ...hit]);
+          expect(commands).toEqual(['eval', 'lua incr', 'lua set', 'incr', 'incr']);
+          await expectWindow(node, prefix, '3');
+        });
+      },
+    );
+
+    it.each(foreign)(
+      '%s, written where this instance knows the window: its INCR fails, the script begins a new window, exactly',
+      async (_what, write) => {
+        await withApp(kind, async (app, prefix, node) => {
+          expect(await app.get()).toBe('200 1');
+          await node.del(keyOf(prefix));
+          await write(node, keyOf(prefix));
+          const stop = await watch(kind[0], prefix);
+          const outcomes = await inTurn(app, 3);
+          expect(await stop()).toEqual(['incr', 'eval', 'lua incr', 'lua set', 'incr', 'incr']);
+          expect(outcomes).toEqual(['200 1', '200 0', '429 0']);
           await expectWindow(node, prefix, '3');
         });
       },

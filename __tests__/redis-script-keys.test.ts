@@ -24,6 +24,8 @@ const requestKeys = REQUEST_KEYS.map((name) => `q:{r}:${name}`);
 const stateKeys = ['s:{r}:record', 's:{r}:changes', 's:{r}:ends', 's:{r}:history'];
 
 const runs: { script: string; setup?: string[][]; keys: string[]; args: string[] }[] = [
+  { script: 'heal', setup: [['INCR', 'e:1']], keys: ['e:1'], args: ['60000'] },
+  { script: 'heal', keys: ['e:1'], args: ['60000'] },
   { script: 'hit', keys: ['h:1'], args: ['60000'] },
   { script: 'hit', keys: ['h:1'], args: ['60000'] },
   { script: 'hit', setup: [['SET', 'h:2', '3']], keys: ['h:2'], args: ['60000'] },

@@ -27,6 +27,8 @@ export interface Counter {
   peek(key: string, deadline?: Deadline): Counts | Promise<Counts>;
   /** Forgets `key`; answers whether it had a request counted. */
   reset(key: string): boolean | Promise<boolean>;
+  /** Forgets what this instance remembers of `key`, whose count another instance reset. */
+  forget?(key: string): void;
 }
 
 /** What the middleware uses of a store. */
@@ -90,5 +92,6 @@ export function timed(counter: Counter, observe: (seconds: number) => void): Cou
     hit: (key) => timing(performance.now(), counter.hit(key)),
     peek: (key) => timing(performance.now(), counter.peek(key)),
     reset: (key) => timing(performance.now(), counter.reset(key)),
+    forget: counter.forget,
   };
 }

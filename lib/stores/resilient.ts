@@ -101,6 +101,7 @@ export class Resilient implements Counter {
   /** Forgets the refusal remembered for `key`: the store's count of it was cleared, here or by another instance. */
   forget(key: string): void {
     this.#refused.delete(key);
+    this.store.forget?.(key);
   }
 
   #remembered(key: string): Counts | undefined {

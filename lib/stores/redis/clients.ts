@@ -3,6 +3,7 @@ import calculateSlot from 'cluster-key-slot';
 import { type RateLimiterAbstract, RateLimiterRedis } from 'rate-limiter-flexible';
 import { Checker, MAX_DURATION_MS, show } from '../../shared/check.js';
 import { once } from '../../shared/once.js';
+import { SweptMap } from '../../shared/swept.js';
 import type { Counts } from '../counter.js';
 import type { Count } from '../store.js';
 import { sha1 } from '../state.js';
@@ -276,8 +277,24 @@ export function connectionOf(client: unknown): RedisConnection {
   return made;
 }
 
-/** A fixed window's hit: one more request on a key, answering its count and when its window ends. */
-type Hit = (key: string) => Promise<Counts>;
+/** What Redis answers an `INCR` of a key that holds no integer count: not one, at the edge of 64 bits, no string. */
+const NO_COUNT = /not an integer|would overflow|WRONGTYPE/;
+
+/** Windows a limiter remembers at the most: beyond, a key's hit reads its window at each request, as its first does. */
+const REMEMBERED_WINDOWS = 10_000;
+
+/** A key's window as an instance read it: its end, the end it is sure of (early by the read's wait), its last count. */
+interface Window {
+  readonly resetAt: number;
+  readonly sureUntil: number;
+  count: number;
+}
+
+/** A fixed window's hits on keys, and `forget`, for a key whose window was reset. */
+interface Hits {
+  hit(key: string): Promise<Counts>;
+  forget(key: string): void;
+}
 
 /** A limit's count and when its window ends, from Redis' count and ms left: at most a year, none the whole window. */
 function redisCount(count: unknown, ttl: unknown, windowMs: number, now: number): Count {
@@ -295,17 +312,54 @@ export function countsOf(answer: unknown, windows: readonly number[], peeked = f
 }
 
 /**
- * A fixed window's hits of `windowMs`, each one `hit` script, on rate-limiter-flexible's RateLimiterRedis keys and
- * values, so that its reads see the same counter.
+ * A fixed window's hits of `windowMs`, on rate-limiter-flexible's RateLimiterRedis keys and values, so that its reads
+ * see the same counter. A key's first hit is the `hit` script, which answers when its window ends; while that end is
+ * to come, a hit is its `INCR` alone. A count of 1, or not above the last one seen, means the window began anew
+ * (reset, expired, deleted): its end is read again (`heal`). A key that holds no count is repaired by `hit`, which
+ * counts a count below 1 once more, as the first of a new window.
  */
-export function hitsOf({ script }: RedisConnection): (windowMs: number) => Hit {
-  const hit = script('hit', true);
+export function hitsOf({ request, script }: RedisConnection): (windowMs: number) => Hits {
+  const [hit, heal] = [script('hit', true), script('heal', true)];
   return (windowMs) => {
     const args = [String(windowMs)];
-    const counted = (answer: unknown): Counts => {
-      const [count, ttl] = answer as unknown[];
-      return [redisCount(count, ttl, windowMs, Date.now())];
+    const windows = new SweptMap<Window>((w) => w.sureUntil);
+    const remembered = (key: string, count: number, ttl: unknown, sent: number): Counts => {
+      const now = Date.now();
+      const counted = redisCount(count, ttl, windowMs, now);
+      if (windows.size < REMEMBERED_WINDOWS || windows.has(key)) {
+        windows.add(key, { resetAt: counted.resetAt, sureUntil: counted.resetAt - (now - sent), count }, now);
+      }
+      return [counted];
     };
-    return (key) => hit([key], args).then(counted);
+    const read = (key: string): Promise<Counts> => {
+      const sent = Date.now();
+      return hit([key], args).then((answer) => {
+        const [count, ttl] = answer as unknown[];
+        return remembered(key, Number(count), ttl, sent);
+      });
+    };
+    return {
+      hit: (key) => {
+        const known = windows.get(key);
+        const sent = Date.now();
+        if (known === undefined || known.sureUntil <= sent) return read(key);
+        return request(['INCR', key], key).then(
+          (answer) => {
+            const count = Number(answer);
+            if (count > known.count) {
+              known.count = count;
+              return [{ count, resetAt: known.resetAt }];
+            }
+            if (!(count >= 1)) return read(key);
+            return heal([key], args).then((ttl) => remembered(key, count, ttl, sent));
+          },
+          (error: unknown) => {
+            if (NO_COUNT.test(String((error as Error)?.message))) return read(key);
+            throw error;
+          },
+        );
+      },
+      forget: (key) => windows.delete(key),
+    };
   };
 }

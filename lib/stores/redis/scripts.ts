@@ -170,6 +170,8 @@ local function lastPart(member) return string.match(member, '([^\\n]*)$') end
 
 /** The scripts of the store, each named by what it does. */
 export const SCRIPTS = {
+  /** A key that a hit's `INCR` began anew given its window of `ARGV[1]` ms, unless it has one: answers the ms left. */
+  heal: `${HEAL}return heal(KEYS[1], tonumber(ARGV[1]))`,
   /**
    * One hit of a fixed window of `ARGV[1]` ms: the count and the ms its key has left, in one call. A key without an
    * expiry gets its window; one without a count (another program's value, or below zero) begins a new window.

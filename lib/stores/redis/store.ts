@@ -61,8 +61,8 @@ function checkOptions(options: unknown): Required<RedisStoreOptions> {
 }
 
 /**
- * The store's counters. A fixed window's is rate-limiter-flexible's limiter, whose hits are the store's own `INCR` and
- * `PTTL` on its keys. An endpoint's limits count by one `limits` script a request, on `<prefix>:<name>:{<client
+ * The store's counters. A fixed window's is rate-limiter-flexible's limiter, whose hits are the store's own (`hitsOf`)
+ * on its keys. An endpoint's limits count by one `limits` script a request, on `<prefix>:<name>:{<client
  * key>}:<s|f><seconds>`, the client key a hash tag so that a Cluster keeps a request's keys on one slot.
  */
 function redisCounters(connection: RedisConnection, prefix: string) {
@@ -71,14 +71,19 @@ function redisCounters(connection: RedisConnection, prefix: string) {
   const [count, peek, forget] = [script('limits', true), script('peek', true), script('forget', true)];
   const limiter = ({ name, limit, windowMs }: CounterSpec): RateLimiterAbstract & Counter => {
     const made = connection.limiter({ keyPrefix: `${prefix}:${name}`, points: limit, duration: windowMs / 1000 });
-    const hit = hits(windowMs);
+    const windows = hits(windowMs);
+    const forgetWindow = (key: string) => windows.forget(made.getKey(key));
     return Object.assign(made, {
       now: false,
       reads: true,
       route: route && ((key: string) => route(made.getKey(key))),
-      hit: (key: string) => hit(made.getKey(key)),
+      hit: (key: string) => windows.hit(made.getKey(key)),
+      forget: forgetWindow,
       peek: (key: string) => peekOf(made, key),
-      reset: (key: string) => made.delete(key),
+      reset: (key: string) => {
+        forgetWindow(key);
+        return made.delete(key);
+      },
     });
   };
   const limits = (spec: LimitsSpec): CountsLimitsAsync & Counter => {
@@ -105,9 +110,9 @@ function redisCounters(connection: RedisConnection, prefix: string) {
 }
 
 /**
- * A store that counts in Redis, shared by every instance: `INCR` and `PTTL` per request, none for a client already
- * refused in its window. A request waits at most `timeoutMs`; while Redis fails, `onFailure` applies. The client is
- * yours to create, connect and close; give ioredis and node-redis clients an `'error'` listener.
+ * A store that counts in Redis, shared by every instance: one `INCR` per request once an instance knows the window,
+ * none for a client already refused in it. A request waits at most `timeoutMs`; while Redis fails, `onFailure`
+ * applies. The client is yours to create, connect and close; give ioredis and node-redis clients an `'error'` listener.
  */
 export function redisStore(client: RedisClient, options?: RedisStoreOptions): Store {
   const connection = connectionOf(client);
