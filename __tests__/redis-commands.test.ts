@@ -577,6 +577,28 @@ describeRedisServer('the Redis commands of each request, and what the store make
     },
   );
 
+  it('ioredis: an instance remembers 10,000 windows at the most: past them, a new key is read whole at each hit', async () => {
+    const prefix = freshPrefix();
+    const client = await ioredisClient(target.server.url);
+    try {
+      const store = redisStore(client, { prefix, ...counting });
+      const fixed = store({ name: 'GET /x', limit: 3, windowMs: 60_000 }) as unknown as {
+        hit(key: string): Promise<readonly { count: number }[]>;
+      };
+      // An attacker's keys, each counted once: the windows remembered stop growing at 10,000.
+      for (let i = 0; i < 10_000; i += 1000) {
+        await Promise.all(Array.from({ length: 1000 }, (_, j) => fixed.hit(`k${i + j}`)));
+      }
+      const stop = await watch('ioredis', prefix);
+      const counts = [await fixed.hit('new'), await fixed.hit('new'), await fixed.hit('k0')].map((a) => a[0]?.count);
+      expect(counts).toEqual([1, 2, 2]);
+      const read = ['eval', 'lua incr', 'lua pttl'];
+      expect(await stop()).toEqual([...read, 'lua pexpire', ...read, 'incr']);
+    } finally {
+      client.disconnect();
+    }
+  });
+
   it("ioredis: one turn's commands leave in one write, in the order asked, the app's own among them", async () => {
     const prefix = freshPrefix();
     const client = await ioredisClient(target.server.url);
