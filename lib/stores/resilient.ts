@@ -70,11 +70,12 @@ export class Resilient implements Counter {
       deadline,
       () => this.store.hit(key) as Promise<Counts>,
       (fallback) => copied(fallback.hit(key) as Counts),
-    ).then((answer) => {
-      const refusal = refusalOf(this.spec, answer);
-      if (refusal !== undefined) this.#remember(key, refusal);
-      return answer;
-    });
+      (answer) => {
+        const refusal = refusalOf(this.spec, answer);
+        if (refusal !== undefined) this.#remember(key, refusal);
+        return answer;
+      },
+    );
   }
 
   /** `key`'s counts without counting it, within the request's deadline. */
@@ -120,30 +121,33 @@ export class Resilient implements Counter {
     refused.set(key, refusal);
   }
 
+  /** `call` within the deadline and the breaker, then `after` (on the fallback's answer too), in one step each. */
   #call<T>(
     key: string,
     deadline: Deadline | undefined,
     call: () => Promise<T>,
     onFallback: (fallback: Counter) => T | Promise<T>,
+    after: (answer: T) => T = (answer) => answer,
   ): Promise<T> {
     const { waiting, fallback } = this;
-    if (!waiting) return call();
+    if (!waiting) return call().then(after);
     const route = this.store.route?.(key) ?? '';
     let answer: Promise<T>;
     if (deadline?.expired) answer = Promise.reject(AFTER_DEADLINE);
     else if (!waiting.allow(route)) answer = Promise.reject(BREAKER_OPEN);
-    else {
-      answer = (deadline ? deadline.race(call()) : call()).then((value) => {
+    else answer = deadline ? deadline.race(call()) : call();
+    return answer.then(
+      (value) => {
         waiting.succeeded(route);
-        return value;
-      });
-    }
-    return answer.catch((error: unknown) => {
-      if (error === TIMED_OUT) waiting.failed(route);
-      if (error instanceof StoreUnavailableError) throw error;
-      if (fallback !== undefined) return onFallback(fallback);
-      throw new StoreUnavailableError(waiting.onFailure as 'open' | 'closed', { cause: error });
-    });
+        return after(value);
+      },
+      (error: unknown) => {
+        if (error === TIMED_OUT) waiting.failed(route);
+        if (error instanceof StoreUnavailableError) throw error;
+        if (fallback !== undefined) return Promise.resolve(onFallback(fallback)).then(after);
+        throw new StoreUnavailableError(waiting.onFailure as 'open' | 'closed', { cause: error });
+      },
+    );
   }
 }
 
