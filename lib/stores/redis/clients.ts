@@ -280,7 +280,7 @@ export function connectionOf(client: unknown): RedisConnection {
 /** What Redis answers an `INCR` of a key that holds no integer count: not one, at the edge of 64 bits, no string. */
 const NO_COUNT = /not an integer|would overflow|WRONGTYPE/;
 
-/** Windows a limiter remembers at the most: beyond, a key's hit reads its window at each request, as its first does. */
+/** Windows a limiter remembers at the most: beyond, the oldest is forgotten (its next hit reads its window again). */
 const REMEMBERED_WINDOWS = 10_000;
 
 /** A key's window as an instance read it: its end, the end it is sure of (early by the read's wait), its last count. */
@@ -326,9 +326,10 @@ export function hitsOf({ request, script }: RedisConnection): (windowMs: number)
     const remembered = (key: string, count: number, ttl: unknown, sent: number): Counts => {
       const now = Date.now();
       const counted = redisCount(count, ttl, windowMs, now);
-      if (windows.size < REMEMBERED_WINDOWS || windows.has(key)) {
-        windows.add(key, { resetAt: counted.resetAt, sureUntil: counted.resetAt - (now - sent), count }, now);
+      if (windows.size >= REMEMBERED_WINDOWS && !windows.has(key)) {
+        windows.delete(windows.keys().next().value as string);
       }
+      windows.add(key, { resetAt: counted.resetAt, sureUntil: counted.resetAt - (now - sent), count }, now);
       return [counted];
     };
     const read = (key: string): Promise<Counts> => {
