@@ -462,7 +462,7 @@ export const figures: [string, string, ...(string | number)[]][] = [
   ],
   [
     'docs/client.md',
-    'Every endpoint took {} to {} ms beyond 2W ({} to {} times its mean round trip',
+    'Every endpoint took {} to {} ms beyond 2W. That is {} to {} times its mean round trip',
     ...span(
       clientRows.map((r) => r.ms - 2 * r.windowMs),
       round,
@@ -474,7 +474,7 @@ export const figures: [string, string, ...(string | number)[]][] = [
   ],
   [
     'docs/client.md',
-    'and {} to {} of the bound',
+    'Every endpoint took {} to {} of the bound',
     ...span(
       clientRows.map((r) => r.ms / r.bound),
       f2,
