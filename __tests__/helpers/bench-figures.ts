@@ -435,15 +435,14 @@ export const figures: [string, string, ...(string | number)[]][] = [
   // docs/bans-and-grants.md
   [
     'docs/bans-and-grants.md',
-    'a ban takes {} bytes in the copy of an instance of the Redis store, {} bytes with the memory store (its state ' +
-      "and one middleware's copy), and {} bytes of Redis memory per record",
+    '{} bytes in the copy of an instance of the Redis store',
     round(latest.bans.bytes.redisStoreCache),
-    round(latest.bans.bytes.memoryStore),
-    round(latest.bans.bytes.redisPerRecord),
   ],
+  ['docs/bans-and-grants.md', '{} bytes with the memory store', round(latest.bans.bytes.memoryStore)],
+  ['docs/bans-and-grants.md', '{} bytes of Redis memory per record', round(latest.bans.bytes.redisPerRecord)],
   [
     'docs/bans-and-grants.md',
-    'the history adds at most its 1,000 entries, about {} KB',
+    'The history adds at most its 1,000 entries, about {} KB',
     round(latest.bans.bytes.redisHistory / 1000),
   ],
 
