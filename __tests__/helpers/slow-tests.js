@@ -34,6 +34,7 @@ module.exports = {
   'pages-instances.test.ts': 'builds lib/, pages in processes of their own, redis-server',
   'pages-operator.test.ts': 'redis-server',
   'pages.test.ts': 'redis-server',
+  'postgres.test.ts': "a PostgreSQL cluster of its own, the store guide's sample in processes of its own",
   'problems.test.ts': 'redis-server',
   'readme-samples.test.ts': 'the TypeScript compiler, over every sample of the README',
   'readme.test.ts': "the TypeScript compiler, over the entry points' types",

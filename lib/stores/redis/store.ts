@@ -7,7 +7,7 @@ import { type Counter, storeWith } from '../counter.js';
 import { check, connectionOf, countsOf, hitsOf, type RedisConnection } from './clients.js';
 import { connectionWatch } from './connected.js';
 import { redisState } from './state.js';
-import { DEFAULT_CALL_TIMEOUT_MS } from '../call-bound.js';
+import { DEFAULT_FAILURE } from '../waiting.js';
 
 /**
  * An ioredis (or iovalkey) `Redis` or `Cluster`, a node-redis (v4 or later) client or cluster, or a Valkey GLIDE
@@ -49,9 +49,9 @@ function checkOptions(options: unknown): Required<RedisStoreOptions> {
   check.unknownKeys(o, optionNames, (key) => `options.${key}`);
   const {
     prefix = 'listing-limits',
-    timeoutMs = 200,
-    onFailure = 'memory',
-    callTimeoutMs = DEFAULT_CALL_TIMEOUT_MS,
+    timeoutMs = DEFAULT_FAILURE.timeoutMs,
+    onFailure = DEFAULT_FAILURE.onFailure,
+    callTimeoutMs = DEFAULT_FAILURE.callTimeoutMs,
   } = o as RedisStoreOptions;
   if (typeof prefix !== 'string' || prefix === '')
     check.invalid('options.prefix', `must be a non-empty string; got ${show(prefix)}.`);
