@@ -15,7 +15,9 @@ export const TOP_CLIENTS = 10;
 export interface Minute {
   /** The minute's number: epoch ms / 60,000, rounded down. */
   readonly at: number;
+  /** Endpoint → `[allowed, refused]`. */
   readonly endpoints: Map<string, [number, number]>;
+  /** Client key → refusals. */
   readonly refused: Map<string, number>;
 }
 

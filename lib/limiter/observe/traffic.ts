@@ -10,11 +10,11 @@ export type Outcome = (typeof OUTCOMES)[number];
 /** The `endpoint` label of a banned request that matched no row of the table. */
 export const NO_ENDPOINT = '(none)';
 
-// The totals by endpoint and outcome (with metrics) and a ring of 60 minutes (once the operator's page asks for it, or
-// from the start with a shared store's traffic). Until either is kept, the request path pays one boolean test.
+// The totals by endpoint and outcome (with metrics), a ring of 60 minutes (once the operator's page asks for it), and
+// a shared store's traffic from the start. Until one is kept, the request path pays one boolean test (`counting`).
 export class Traffic {
   counting: boolean;
-  #hour: boolean;
+  #hour = false;
   readonly #ring: Minute[] = [];
   readonly #endpoints: readonly string[];
   /** Endpoint → outcome → requests since the start, with metrics. */
@@ -28,8 +28,7 @@ export class Traffic {
     this.#endpoints = endpoints;
     this.totals = totals ? new Map() : undefined;
     for (const endpoint of totals ? endpoints : []) this.#outcomes(endpoint);
-    this.#hour = site !== undefined;
-    this.counting = totals || this.#hour;
+    this.counting = totals || site !== undefined;
   }
 
   /** From the first time the last hour is asked for. */
@@ -65,11 +64,12 @@ export class Traffic {
       const outcomes = this.#outcomes(endpoint);
       outcomes.set(outcome, (outcomes.get(outcome) as number) + 1);
     }
-    if (!this.#hour) return;
+    if (!this.#hour && !this.site) return;
     const refused = outcome === 'limited' || outcome === 'banned';
     if (!refused && outcome !== 'allowed' && outcome !== 'shadow_limited') return;
     const at = Math.floor((now ?? Date.now()) / MINUTE_MS);
-    countIn(this.#minute(at), endpoint, refused, client?.key);
+    // This instance's own hour is kept once asked for (its client page's refusals); the site's from the start.
+    if (this.#hour) countIn(this.#minute(at), endpoint, refused, client?.key);
     if (this.site) countIn(this.site.minute(at), endpoint, refused, client?.key);
   }
 
