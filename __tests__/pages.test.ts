@@ -359,7 +359,7 @@ describe('the operator page', () => {
     expect(flat(page.text)).toContain('<h3>Requests per minute: All endpoints</h3>');
     // The memory store's hour is this process's, and the page says so.
     expect(flat(page.text)).toContain(
-      '<h2 id="traffic-h">The last hour in this process</h2><p class="hint">Its store counts in this process alone: ' +
+      '<h2 id="traffic-h">The last hour in this process</h2><p class="hint">These are this process\'s requests: ' +
         'other instances are not shown.</p>',
     );
     expect(limits.traffic().instances).toBeUndefined();

@@ -140,10 +140,10 @@ function trafficSection(v: View, traffic: TrafficSummary): Html {
   const scope =
     instances === undefined
       ? markup`<h2 id="traffic-h">The last hour in this process</h2>
-          <p class="hint">Its store counts in this process alone: other instances are not shown.</p>`
+          <p class="hint">These are this process's requests: other instances are not shown.</p>`
       : markup`<h2 id="traffic-h">The last hour on every instance</h2>
-          <p class="hint">${countText(instances)} ${instances === 1 ? 'instance' : 'instances'} share the store. Each
-            adds its counts every few seconds.</p>`;
+          <p class="hint">${countText(instances)} ${instances === 1 ? 'instance shares' : 'instances share'} the store.
+            Each adds its counts every few seconds.</p>`;
   return markup`<section id="traffic" aria-labelledby="traffic-h">
       ${scope}
       <h3>Requests per minute: ${subject}</h3>
