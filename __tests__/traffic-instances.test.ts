@@ -28,7 +28,7 @@ const ROWS: readonly EndpointRow[] = [
   { method: 'GET', path: '/v1/b', limit: 1000, windowMs: 60_000 },
 ];
 /** Short, so that the test waits little; the bound each wait is held to is a hang's, not a speed. */
-const INTERVAL_MS = 200;
+const INTERVAL_MS = 300;
 const HANG_MS = 20_000;
 
 describeRedisServer("the site's traffic, from three instances in three processes on one Redis", () => {
@@ -103,19 +103,23 @@ describeRedisServer("the site's traffic, from three instances in three processes
     await new Promise((resolve) => setTimeout(resolve, 3 * INTERVAL_MS));
     const summary = await trafficOf(withPage);
     expect(totals(summary)).toEqual(expected);
-    expect(summary.instances).toBe(3);
+    // An instance counts while it added its counts within three intervals: a stalled process may drop out a moment.
+    expect([2, 3]).toContain(summary.instances);
     expect(summary.minutes.reduce((n, m) => n + m.allowed, 0)).toBe(32);
     expect(summary.minutes.reduce((n, m) => n + m.refused, 0)).toBe(14);
     // The clients refused most often, by the hashes of their tokens, as this instance alone would show them.
     expect(summary.refused).toEqual([3, 2, 1, 0].map((t) => ({ key: tokenKey(`Bot token-${t}`), count: 5 + t - 3 })));
     expect([...refusals.values()].sort()).toEqual([2, 3, 4, 5]);
 
-    const shown = await page(withPage);
-    expect(shown.status).toBe(200);
-    expect(shown.text).toContain(
+    const scope =
       '<h2 id="traffic-h">The last hour on every instance</h2><p class="hint">3 instances share the store. Each adds ' +
-        'its counts every few seconds.</p>',
-    );
+      'its counts every few seconds.</p>';
+    let shown = await page(withPage);
+    await within(performance.now(), HANG_MS, 'the page counts three instances', async () => {
+      shown = await page(withPage);
+      return shown.text.includes(scope);
+    });
+    expect(shown.status).toBe(200);
     expect(shown.text).toContain(
       '<tr><td><a href="/admin/limits/#traffic" aria-current="true">All endpoints</a></td><td>32</td><td>14</td></tr>',
     );
@@ -137,6 +141,8 @@ describeRedisServer("the site's traffic, from three instances in three processes
     cli('ZADD', key('refused', 31), 'inf', '<script>alert(1)</script>');
     cli('SET', key('traffic', 32), 'not a hash');
     cli('SET', `${prefix}:{runtime}:instances`, 'not a set');
+    // A member that could be a custom key is one: shown as text, never as markup.
+    cli('ZADD', key('refused', 33), '99', '<img src=x onerror=alert(1)>');
 
     await within(performance.now(), HANG_MS, 'the page instance tells what it skipped', async () => {
       const summary = await trafficOf(withPage);
@@ -144,12 +150,14 @@ describeRedisServer("the site's traffic, from three instances in three processes
     });
     const after = await trafficOf(withPage);
     expect(totals(after)).toEqual(totals(before));
-    expect(after.refused).toEqual(before.refused);
+    expect(after.refused).toEqual([{ key: '<img src=x onerror=alert(1)>', count: 99 }, ...before.refused]);
     expect(new Set(withPage.errors)).toEqual(new Set(['ERR_FOREIGN_ENTRY']));
     const shown = await page(withPage);
     expect(shown.status).toBe(200);
     expect(shown.text).toContain('<td>32</td><td>14</td>');
     expect(shown.text).not.toContain('<script>alert(1)');
+    expect(shown.text).not.toContain('<img');
+    expect(shown.text).toContain('title="&lt;img src=x onerror=alert(1)&gt;">&lt;img src=x onerror=ale…</a>');
     // The instances that read nothing replaced the set of instances, and were told nothing else.
     expect(instances.slice(1).map((i) => i.errors.filter((code) => code !== 'ERR_FOREIGN_ENTRY'))).toEqual([[], []]);
   });
