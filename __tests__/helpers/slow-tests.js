@@ -52,6 +52,7 @@ module.exports = {
   'runtime-processes.test.ts': 'builds lib/, app instances in processes of their own, redis-server',
   'runtime.test.ts': 'redis-server',
   'stores.test.ts': 'redis-server',
+  'traffic-instances.test.ts': 'builds lib/, app instances in processes of their own, redis-server, redis-cli monitor',
   'usage.test.ts': 'redis-server',
   'verify-bin.test.ts': 'builds lib/, the command and APIs on other limiters in processes of their own',
   'verify-real-time.test.ts': 'builds lib/, an API in a process of its own',

@@ -13,7 +13,8 @@ import { Records } from '../records/records.js';
 import { checkStore } from '../stores/option.js';
 import { partsOf } from '../stores/rlf.js';
 import { checkTable, endpointsOf, rowShape } from '../contract/table.js';
-import { Traffic } from './observe/traffic.js';
+import { NO_ENDPOINT, Traffic } from './observe/traffic.js';
+import { SiteTraffic } from './observe/site.js';
 import { Usage } from './observe/usage.js';
 import type { ListingLimitsOptions } from './types.js';
 import { windowKinds } from '../contract/limit.js';
@@ -69,14 +70,21 @@ export function configure(listing: unknown, options: ListingLimitsOptions = {}) 
 
   const store = checkStore(options.store);
   const registry = checkMetrics(check, options.metrics);
+  const parts = partsOf(store);
+  const names = table.map((endpoint) => endpoint.name);
+  const shared = parts.state?.traffic;
+  const site =
+    shared &&
+    new SiteTraffic(shared, {
+      endpoints: new Set([...names, NO_ENDPOINT]),
+      callTimeoutMs: parts.failure?.callTimeoutMs ?? DEFAULT_CALL_TIMEOUT_MS,
+      report,
+      skipped: (entry, problem) => records.cache.foreignFound(entry, problem, problem),
+    });
   // Each request done is counted once, into the metrics' totals and the last hour alike.
-  const traffic = new Traffic(
-    table.map((endpoint) => endpoint.name),
-    registry !== undefined,
-  );
+  const traffic = new Traffic(names, registry !== undefined, site);
   // The metrics time the store from its first counter on.
   const metrics = registry && new Metrics(traffic);
-  const parts = partsOf(store);
   const headers = compileHeaders(check, options.headers);
   const { identify, ipOf, ipv6Subnet } = compileIdentify(check, options, cacheMs);
   const waiting = parts.failure && new Waiting(parts.failure);

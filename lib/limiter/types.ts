@@ -199,7 +199,11 @@ export interface ListingLimitsMiddleware extends RequestHandler {
   reset(client: ClientRef, endpoint?: string): Promise<boolean>;
   /** The grant requests of rule 6, in the store's state. */
   readonly requests: GrantRequests;
-  /** The last hour of requests in this process, per endpoint and by refused client, counted from the first call on. */
+  /**
+   * The last hour of requests, per endpoint and by refused client. With the Redis store, every instance's that shares
+   * it, as this one last read it (each adds its counts every `trafficIntervalMs`), with this one's since. Otherwise
+   * this process's, counted from the first call on.
+   */
   traffic(): TrafficSummary;
 }
 
@@ -228,7 +232,7 @@ export interface TrafficMinute {
   readonly refused: number;
 }
 
-/** The last hour of requests through one middleware in this process, as the operator's page shows it. */
+/** The last hour of requests through one middleware, as the operator's page shows it. */
 export interface TrafficSummary {
   /** Per endpoint of the table (`(none)`: banned requests that matched no row), in the hour and minute by minute. */
   readonly endpoints: readonly {
@@ -241,4 +245,9 @@ export interface TrafficSummary {
   readonly refused: readonly { readonly key: string; readonly count: number }[];
   /** Every endpoint together: 60 minutes, oldest first, the last one the minute under way. */
   readonly minutes: readonly TrafficMinute[];
+  /**
+   * The instances counted: those that added their counts to the shared store within their last three intervals.
+   * Undefined when the summary is this process's alone (the memory store, or before the first read).
+   */
+  readonly instances?: number | undefined;
 }

@@ -136,8 +136,16 @@ function trafficSection(v: View, traffic: TrafficSummary): Html {
     ['Refusals', (r) => countText(r.count)],
   ];
   const subject = chosen?.endpoint ?? 'All endpoints';
+  const { instances } = traffic;
+  const scope =
+    instances === undefined
+      ? markup`<h2 id="traffic-h">The last hour in this process</h2>
+          <p class="hint">These are this process's requests: other instances are not shown.</p>`
+      : markup`<h2 id="traffic-h">The last hour on every instance</h2>
+          <p class="hint">${countText(instances)} ${instances === 1 ? 'instance shares' : 'instances share'} the store.
+            Each adds its counts every few seconds.</p>`;
   return markup`<section id="traffic" aria-labelledby="traffic-h">
-      <h2 id="traffic-h">The last hour on this instance</h2>
+      ${scope}
       <h3>Requests per minute: ${subject}</h3>
       <div class="chart">${trafficChart(subject, chosen?.minutes ?? traffic.minutes)}</div>
       <p class="hint">An endpoint's name shows its own minutes.</p>

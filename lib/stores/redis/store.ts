@@ -39,25 +39,33 @@ export interface RedisStoreOptions {
    * `ERR_STORE_UNAVAILABLE` and changes nothing. Default: `2000`.
    */
   callTimeoutMs?: number;
+  /**
+   * How often (ms) each instance adds the requests it counted to Redis, in one script call, so that `traffic()` and
+   * the operator's page show every instance's. Default: `5000`.
+   */
+  trafficIntervalMs?: number;
 }
 
-const optionNames = ['prefix', 'timeoutMs', 'onFailure', 'callTimeoutMs'] as const;
+const optionNames = ['prefix', 'timeoutMs', 'onFailure', 'callTimeoutMs', 'trafficIntervalMs'] as const;
 const failureModes: readonly RedisFailureMode[] = ['memory', 'open', 'closed'];
 
 function checkOptions(options: unknown): Required<RedisStoreOptions> {
-  const o = check.options(options, 'options', '{ prefix, timeoutMs, onFailure, callTimeoutMs }');
+  const o = check.options(options, 'options', '{ prefix, timeoutMs, onFailure, callTimeoutMs, trafficIntervalMs }');
   check.unknownKeys(o, optionNames, (key) => `options.${key}`);
   const {
     prefix = 'listing-limits',
     timeoutMs = DEFAULT_FAILURE.timeoutMs,
     onFailure = DEFAULT_FAILURE.onFailure,
     callTimeoutMs = DEFAULT_FAILURE.callTimeoutMs,
+    trafficIntervalMs = 5000,
   } = o as RedisStoreOptions;
   if (typeof prefix !== 'string' || prefix === '')
     check.invalid('options.prefix', `must be a non-empty string; got ${show(prefix)}.`);
   check.whole(timeoutMs, 'options.timeoutMs', { unit: 'milliseconds', least: 1, most: MAX_TIMER_MS });
   check.whole(callTimeoutMs, 'options.callTimeoutMs', { unit: 'milliseconds', least: 1, most: MAX_TIMER_MS });
-  return { prefix, timeoutMs, callTimeoutMs, onFailure: check.oneOf(onFailure, failureModes, 'options.onFailure') };
+  check.whole(trafficIntervalMs, 'options.trafficIntervalMs', { unit: 'milliseconds', least: 10, most: 60_000 });
+  const failure = check.oneOf(onFailure, failureModes, 'options.onFailure');
+  return { prefix, timeoutMs, callTimeoutMs, onFailure: failure, trafficIntervalMs };
 }
 
 /**
@@ -110,9 +118,9 @@ function redisCounters(connection: RedisConnection, prefix: string) {
  */
 export function redisStore(client: RedisClient, options?: RedisStoreOptions): Store {
   const connection = connectionOf(client);
-  const { prefix, timeoutMs, onFailure, callTimeoutMs } = checkOptions(options);
+  const { prefix, timeoutMs, onFailure, callTimeoutMs, trafficIntervalMs } = checkOptions(options);
   const { limiter, limits } = redisCounters(connection, prefix);
-  const state = redisState(connection, prefix);
+  const state = redisState(connection, prefix, trafficIntervalMs);
   const watchConnection = connectionWatch(connection, prefix, onFailure);
   return storeWith({ state, failure: { timeoutMs, onFailure, callTimeoutMs }, watchConnection }, limiter, limits);
 }
