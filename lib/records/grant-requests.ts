@@ -317,7 +317,11 @@ export class GrantRequestDesk implements GrantRequests {
   }
 
   /** The decision and the grant are one change of the store: both, or neither. */
-  async approve(id: string, grant: Grant, options?: { until?: Date | number; note?: string }): Promise<GrantRequest> {
+  async approve(
+    id: string,
+    grant: Grant,
+    options?: { until?: Date | number; note?: string; by?: string },
+  ): Promise<GrantRequest> {
     const check: Checker = new Checker('limits.requests.approve');
     const checked = this.#parts.checkGrant(check, grant, 'grant');
     const until = options?.until instanceof Date ? options.until.getTime() : (options?.until ?? null);
@@ -326,7 +330,7 @@ export class GrantRequestDesk implements GrantRequests {
       id,
       (record) => ({ ...record, status: 'approved', decidedAt: Date.now(), granted: checked, until }),
       async (record, decision) => {
-        const given = { until: until ?? undefined, note: options?.note ?? `request ${record.id}` };
+        const given = { until: until ?? undefined, note: options?.note ?? `request ${record.id}`, by: options?.by };
         const client = { key: record.key };
         return (await grantClient(this.#parts, check, client, checked, given, record.tokenEnd, decision)).request;
       },
