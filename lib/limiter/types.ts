@@ -12,6 +12,7 @@ import type {
   ClientRef,
   ForeignEntry,
   Grant,
+  GrantRequest,
   GrantRequests,
   LostRecord,
 } from '../records/types.js';
@@ -147,6 +148,11 @@ export interface ListingLimitsOptions {
   onLimit?: (event: LimitEvent, req: Request) => unknown;
   /** Called on every change of bans and grants this instance makes (`req` for a rule's ban). Default: none. */
   onChange?: (event: ChangeEvent, req: Request | undefined) => unknown;
+  /**
+   * Called once per grant request this instance files (`requests.file()`, the contact page), as operators list it:
+   * never its token. Sync or async; the filing never waits for it, and its errors go to `onError`. Default: none.
+   */
+  onRequestFiled?: (request: GrantRequest) => unknown;
   /** A prom-client (14 or later) `Registry` of its own for the `listing_limits_*` metrics. Default: no metrics. */
   metrics?: MetricsRegistry;
   /**

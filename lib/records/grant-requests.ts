@@ -7,6 +7,7 @@ import type { EndpointRow } from '../contract/listings.js';
 import type { CallBound } from '../stores/call-bound.js';
 import type { GrantRequestMeta, GrantRequestPlace, GrantRequestStore } from '../stores/grant-request-store.js';
 import type { RequestPut } from '../stores/state.js';
+import { observe } from '../shared/hooks.js';
 import type { Parts } from './calls.js';
 import { grantClient } from './grants.js';
 import { attempt, checkText, objectOf, Problem } from './kinds.js';
@@ -140,22 +141,26 @@ function parseRequest(json: string | undefined): StoredGrantRequest | undefined 
   return typeof r.id === 'string' && typeof r.key === 'string' && times && place ? r : undefined;
 }
 
+export type OnRequestFiled = (request: GrantRequest) => unknown;
+
 // A token is hashed at once. Every change is a compare-and-set, so a request is decided once; every call reads or
 // writes a few requests, however many are kept.
 export class GrantRequestDesk implements GrantRequests {
   readonly #store: GrantRequestStore | undefined;
   readonly #parts: Parts;
   readonly #ipv6Subnet: number | false;
+  readonly #onFiled: OnRequestFiled | undefined;
 
   constructor(
     store: GrantRequestStore | undefined,
     parts: Parts,
-    ipv6Subnet: number | false,
+    { ipv6Subnet, onFiled }: { ipv6Subnet: number | false; onFiled?: OnRequestFiled },
     readonly endpoints: readonly EndpointRow[],
   ) {
     this.#store = store;
     this.#parts = parts;
     this.#ipv6Subnet = ipv6Subnet;
+    this.#onFiled = onFiled;
   }
 
   get supported(): boolean {
@@ -214,6 +219,8 @@ export class GrantRequestDesk implements GrantRequests {
       check.fail('ERR_TOO_MANY_PENDING', field, `${whose}has ${pending} requests pending already: ${wait}`);
     }
     if (done !== 'done') throw new Error('limits.requests.file: the store has a request of this id already.');
+    // A copy of its own, told without waiting: a hook that hangs or fails leaves the filing as it is.
+    observe(this.#onFiled, publicOf(record), undefined, (error) => this.#parts.calls.report(error, undefined));
     return publicOf(record);
   }
 
