@@ -65,6 +65,37 @@ describe('{ tokens }: each operator logs in with a token of their own', () => {
     ]);
   });
 
+  it('records who decided each request: the operators see it, its requester does not', async () => {
+    const { app, limits } = pagesApp({ tokens });
+    const input = (token: string) => ({
+      token,
+      ask: 'unlimited' as const,
+      proof: { kind: 'server' as const, members: 5000, link: 'https://example.com/server' },
+      contact: 'ops@example.com',
+      reason: 'We serve many people.',
+    });
+    const [first, second] = [await limits.requests.file(input(TOKEN)), await limits.requests.file(input(`${TOKEN}-2`))];
+    const bob = await loggedIn(app, BOB);
+    await post(bob, '/requests/decline', { id: first.id, reason: 'Too small yet.' }).expect(303);
+    await expect(limits.requests.decline(second.id, 'no', { by: 'x y' })).rejects.toMatchObject({
+      code: 'ERR_INVALID_OPTION',
+      field: 'options.by',
+    });
+    await limits.requests.approve(second.id, 'unlimited', { by: 'alice' });
+    expect([
+      (await limits.requests.get(first.id))?.decidedBy,
+      (await limits.requests.get(second.id))?.decidedBy,
+    ]).toEqual([BOB_NAME, 'alice']);
+    const seen = await limits.requests.status(first.id, TOKEN);
+    expect([seen?.status, seen?.decidedBy]).toEqual(['declined', undefined]);
+    const page = flat((await bob.agent.get('/admin/limits/').expect(200)).text);
+    expect(page).toContain('<td>declined: Too small yet.</td>');
+    expect([...page.matchAll(/<\/td><td>(alice|bob[^<]*)<\/td><\/tr>/g)].map((m) => m[1]).slice(0, 2)).toEqual([
+      'alice',
+      BOB_NAME,
+    ]);
+  });
+
   it('refuses a token of no operator, and the admin token of `{ token }` once `{ tokens }` replaced it', async () => {
     const store = memoryStore();
     const secret = 'a-secret-of-at-least-32-characters!!';

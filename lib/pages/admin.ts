@@ -375,7 +375,7 @@ function actionsOf({
       return 'approved';
     },
     '/requests/decline': async (req) => {
-      await middleware.requests.decline(field(req.body, 'id'), field(req.body, 'reason'));
+      await middleware.requests.decline(field(req.body, 'id'), field(req.body, 'reason'), byOf(req));
       return 'declined';
     },
     '/grants/expiry': async (req, check) => {

@@ -215,6 +215,7 @@ export const decidedColumns: readonly Column<GrantRequest>[] = [
         : `declined: ${r.answer ?? ''}`,
   ],
   ['Decided', (r) => when(r.decidedAt)],
+  ['By', (r) => r.decidedBy ?? ''],
 ];
 
 export const grantColumns: readonly Column<ActiveGrant>[] = [

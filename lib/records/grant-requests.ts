@@ -10,7 +10,7 @@ import type { RequestPut } from '../stores/state.js';
 import { observe } from '../shared/hooks.js';
 import type { Parts } from './calls.js';
 import { grantClient } from './grants.js';
-import { attempt, checkText, objectOf, Problem } from './kinds.js';
+import { attempt, byOption, checkName, checkText, isName, objectOf, Problem } from './kinds.js';
 import { withoutSeq } from './views.js';
 import type { Grant, GrantProof, GrantRequest, GrantRequestInput, GrantRequests } from './types.js';
 
@@ -30,12 +30,17 @@ export const LONGEST_REASON = 2000;
 export const LONGEST_LINK = 500;
 export const LARGEST_COUNT = 1e12;
 
-type StoredGrantRequest = Omit<GrantRequest, 'at' | 'decidedAt' | 'granted' | 'until' | 'answer' | 'network'> & {
+type StoredGrantRequest = Omit<
+  GrantRequest,
+  'at' | 'decidedAt' | 'granted' | 'until' | 'answer' | 'network' | 'decidedBy'
+> & {
   readonly at: number;
   readonly decidedAt: number | null;
   readonly granted: Grant | null;
   readonly until: number | null;
   readonly answer: string | null;
+  /** Absent from a request an older version decided. */
+  readonly decidedBy?: string | null;
   readonly network: string;
   /** What it counts in when the store is full. */
   readonly group: string;
@@ -128,6 +133,8 @@ function publicOf(r: StoredGrantRequest): GrantRequest {
     granted: r.granted ?? undefined,
     until: r.until === null ? undefined : new Date(r.until),
     answer: r.answer ?? undefined,
+    // Whatever the store holds, only a name is shown.
+    decidedBy: isName(r.decidedBy) ? r.decidedBy : undefined,
   };
 }
 
@@ -226,7 +233,7 @@ export class GrantRequestDesk implements GrantRequests {
 
   async status(id: string, token: string): Promise<GrantRequest | undefined> {
     const record = typeof token === 'string' ? await this.#read('limits.requests.status', id) : undefined;
-    return record && record.key === tokenKey(token) ? publicOf(record) : undefined;
+    return record && record.key === tokenKey(token) ? { ...publicOf(record), decidedBy: undefined } : undefined;
   }
 
   async get(id: string): Promise<GrantRequest | undefined> {
@@ -332,10 +339,11 @@ export class GrantRequestDesk implements GrantRequests {
     const check: Checker = new Checker('limits.requests.approve');
     const checked = this.#parts.checkGrant(check, grant, 'grant');
     const until = options?.until instanceof Date ? options.until.getTime() : (options?.until ?? null);
+    const decidedBy = checkName(check, options?.by, 'options.by') ?? null;
     return this.#decide(
       check,
       id,
-      (record) => ({ ...record, status: 'approved', decidedAt: Date.now(), granted: checked, until }),
+      (record) => ({ ...record, status: 'approved', decidedAt: Date.now(), granted: checked, until, decidedBy }),
       async (record, decision) => {
         const given = { until: until ?? undefined, note: options?.note ?? `request ${record.id}`, by: options?.by };
         const client = { key: record.key };
@@ -344,13 +352,14 @@ export class GrantRequestDesk implements GrantRequests {
     );
   }
 
-  async decline(id: string, reason: string): Promise<GrantRequest> {
+  async decline(id: string, reason: string, options?: { by?: string }): Promise<GrantRequest> {
     const check: Checker = new Checker('limits.requests.decline');
     const answer = checkText(check, reason, 'reason', LONGEST_REASON, true);
+    const decidedBy = byOption(check, options) ?? null;
     return this.#decide(
       check,
       id,
-      (record) => ({ ...record, status: 'declined', decidedAt: Date.now(), answer }),
+      (record) => ({ ...record, status: 'declined', decidedAt: Date.now(), answer, decidedBy }),
       (_, { id: of, value, expected, meta, now }, store, bound) => {
         const put = store.put(of, value, expected, meta, now, bound.applyBy);
         return bound.race(put, (late) => {

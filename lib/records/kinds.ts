@@ -85,7 +85,7 @@ export function attempt<T>(check: () => T): T | Problem {
 export const LONGEST_TEXT = 500;
 /** An operator's name: shown on the pages and in cookies, so plain ASCII without spaces. */
 const OPERATOR_NAME = /^[A-Za-z0-9][\w.@-]{0,63}$/;
-const isName = (value: unknown): value is string => typeof value === 'string' && OPERATOR_NAME.test(value);
+export const isName = (value: unknown): value is string => typeof value === 'string' && OPERATOR_NAME.test(value);
 
 /** An operator's name, or undefined when none is given. */
 export function checkName(check: Checker, value: unknown, field: string): string | undefined {

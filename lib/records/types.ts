@@ -136,6 +136,8 @@ export interface GrantRequest {
   readonly until: Date | undefined;
   /** Why it was declined, as the requester sees it. */
   readonly answer: string | undefined;
+  /** The name of the operator who decided it, when one was given (`by`); never told to its requester. */
+  readonly decidedBy: string | undefined;
 }
 
 /**
@@ -152,7 +154,7 @@ export interface GrantRequests {
    * kept, an ended one makes room, else the oldest of the group (IPv6 /48, IPv4 /16) that has the most.
    */
   file(input: GrantRequestInput): Promise<GrantRequest>;
-  /** A request, only for the token it was filed with; else undefined. */
+  /** A request, only for the token it was filed with (without `decidedBy`); else undefined. */
   status(id: string, token: string): Promise<GrantRequest | undefined>;
   /** A request by its id, for operators; else undefined. */
   get(id: string): Promise<GrantRequest | undefined>;
@@ -174,13 +176,13 @@ export interface GrantRequests {
   find(client: ClientRef, options?: { readonly limit?: number }): Promise<GrantRequest[]>;
   /**
    * Approves a pending request: its client is given `grant` until `until` (or until revoked). `by`: the operator's
-   * name, which the grant's change records.
+   * name, which the request (`decidedBy`) and the grant's change record.
    */
   approve(
     id: string,
     grant: Grant,
     options?: { until?: Date | number; note?: string; by?: string },
   ): Promise<GrantRequest>;
-  /** Declines a pending request, with the reason its requester sees. */
-  decline(id: string, reason: string): Promise<GrantRequest>;
+  /** Declines a pending request, with the reason its requester sees; `by` as `approve()`'s. */
+  decline(id: string, reason: string, options?: { by?: string }): Promise<GrantRequest>;
 }
