@@ -116,7 +116,7 @@ describe('{ tokens }: each operator logs in with a token of their own', () => {
     expect([page.status, page.headers.location]).toEqual([303, '/admin/limits/login']);
   });
 
-  it("a new token of one operator ends that operator's logins only", async () => {
+  it("a new token of one operator, or none, ends that operator's logins only", async () => {
     const store = memoryStore();
     const secret = 'a-secret-of-at-least-32-characters!!';
     const first = pagesApp({ tokens }, { store, secret });
@@ -128,6 +128,9 @@ describe('{ tokens }: each operator logs in with a token of their own', () => {
         .set('Cookie', Object.values(login.cookies).join('; '))
         .then((res) => res.status);
     expect([await replay(alice, renewed.app), await replay(bob, renewed.app)]).toEqual([303, 200]);
+    // An operator taken out of `tokens` is logged out too.
+    const without = pagesApp({ tokens: { alice: ALICE } }, { store, secret });
+    expect([await replay(alice, without.app), await replay(bob, without.app)]).toEqual([200, 303]);
   });
 });
 
