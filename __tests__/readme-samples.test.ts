@@ -13,6 +13,8 @@ import { entryPoints, type Fence, fences, manual, programOf, root } from './help
 import { ioredisClient, RedisServer, scanKeys } from './helpers/redis';
 import { inCI, serverMissing, withClients } from './helpers/redis-env';
 import { type Served, serve } from './helpers/serve';
+import request from 'supertest';
+import { csrfOf, valid } from './helpers/pages';
 
 /**
  * What a sample may use without declaring it, named in a comment just before its block: `<!-- ts-prelude: name -->`.
@@ -194,6 +196,8 @@ describe('samples run as programs', () => {
     /** Where the sample's server listens, when it started one. */
     readonly url: string | undefined;
     readonly stdout: string;
+    /** What it wrote on stderr so far, beside the harness's own lines. */
+    readonly said: () => string[];
   }
   interface RunCase {
     /** A line of the sample that tells it apart. */
@@ -206,6 +210,8 @@ describe('samples run as programs', () => {
     readonly ranBy?: string;
     /** Checks the running sample's server, or what an ended one printed. */
     readonly check: (ran: Ran) => Promise<void> | void;
+    /** The lines it writes on stderr, when its check makes it tell errors. Default: none. */
+    readonly said?: readonly string[];
   }
 
   const get = (url: string, path: string, headers: Record<string, string> = {}) => fetch(`${url}${path}`, { headers });
@@ -228,6 +234,23 @@ describe('samples run as programs', () => {
       '200 POST /v1/bots/42 Bot sample',
       '200 POST /v1/bots/42 Bot sample',
     ]);
+  };
+
+  /** Files a grant request on the contact page of the sample at `url`, as a browser does: where it is sent then. */
+  const fileRequest = async (url: string, token: string) => {
+    const agent = request.agent(url);
+    const _csrf = csrfOf((await agent.get('/limits/request').expect(200)).text);
+    const res = await agent
+      .post('/limits/request')
+      .type('form')
+      .send({ ...valid, token, _csrf })
+      .expect(303);
+    return /id=([\w-]+)/.exec(res.headers.location as string)?.[1];
+  };
+  /** Waits for `ready`, for a hang, not a speed: the sample's own timeout is 5 s. */
+  const until = async (ready: () => boolean) => {
+    for (const end = Date.now() + 30_000; !ready(); await new Promise((resolve) => setTimeout(resolve, 20)))
+      if (Date.now() > end) throw new Error('waited 30 s in vain');
   };
 
   const cases: RunCase[] = [
@@ -317,6 +340,40 @@ describe('samples run as programs', () => {
       },
     },
     {
+      line: "await limits.ban({ ip: '203.0.113.7' }, { duration: 3_600_000, reason: 'scraping', by: 'alice' });",
+      check: ({ url, stdout }) => {
+        expect(url).toBeUndefined();
+        expect(stdout).toBe('ban ip:203.0.113.7 alice\n');
+      },
+    },
+    {
+      line: 'onRequestFiled: async (request) => {',
+      check: async ({ url, said }) => {
+        const id = await fileRequest(url as string, 'Bot first-requester');
+        await until(() => discord.posts.length === 1);
+        const content = `Grant request ${id} asks for {"multiplier":10}. Proof: https://example.com/bot`;
+        expect(discord.posts).toEqual([
+          {
+            path: '/api/webhooks/1/sample',
+            type: 'application/json',
+            body: JSON.stringify({ content, allowed_mentions: { parse: [] } }),
+          },
+        ]);
+        // Discord fails, then hangs: the requests are filed all the same, and at once.
+        discord.answer = 'fail';
+        await fileRequest(url as string, 'Bot second-requester');
+        await until(() => said().length === 1);
+        discord.answer = 'hang';
+        await fileRequest(url as string, 'Bot third-requester');
+        await until(() => said().length === 2);
+        expect(discord.posts).toHaveLength(3);
+      },
+      said: [
+        'listing-limits: Error: Discord answered 500',
+        'listing-limits: TimeoutError: The operation was aborted due to timeout',
+      ],
+    },
+    {
       line: 'authenticate: async (token) => tokens.isValid(token),',
       check: async ({ url }) => {
         const res = await get(url as string, '/v1/bots/1', { Authorization: 'Bot sample' });
@@ -350,7 +407,22 @@ describe('samples run as programs', () => {
   let redisServer: RedisServer | undefined;
   let redis: Redis | undefined;
   let api: Served;
+  /** Discord's webhook, for the sample that posts to it: what it was sent, and how it answers the next post. */
+  const discord = {
+    posts: [] as { path: string | undefined; type: string | undefined; body: string }[],
+    answer: 'ok' as 'ok' | 'fail' | 'hang',
+    served: undefined as Served | undefined,
+  };
   beforeAll(async () => {
+    discord.served = await serve((req, res) => {
+      let body = '';
+      req.setEncoding('utf8').on('data', (chunk: string) => (body += chunk));
+      req.on('end', () => {
+        discord.posts.push({ path: req.url, type: req.headers['content-type'], body });
+        if (discord.answer === 'ok') res.writeHead(204).end();
+        else if (discord.answer === 'fail') res.writeHead(500).end();
+      });
+    });
     // The package and the example server, compiled as the repository builds them.
     compiled = compile('samples', { esm: false });
     dir = compiled.scratch;
@@ -364,9 +436,12 @@ describe('samples run as programs', () => {
     // A fresh API for each sample: the verifier's needs untouched counters.
     api = await serve(createExampleApp({ listing: 'B' }));
     await redis?.flushall();
+    discord.posts = [];
+    discord.answer = 'ok';
   });
   afterEach(() => api.close());
   afterAll(async () => {
+    await discord.served?.close();
     redis?.disconnect();
     await redisServer?.close();
     compiled?.remove();
@@ -388,7 +463,12 @@ describe('samples run as programs', () => {
           REDIS_URL: redisServer?.url ?? '',
           ADMIN_TOKEN: 'admin-token-of-the-samples',
           LISTING_TOKEN: 'Bot sample',
-          SAMPLE_ORIGINS: JSON.stringify({ 'https://api.example.org': api.url, 'http://127.0.0.1:3000': api.url }),
+          DISCORD_WEBHOOK_URL: 'https://discord.com/api/webhooks/1/sample',
+          SAMPLE_ORIGINS: JSON.stringify({
+            'https://api.example.org': api.url,
+            'http://127.0.0.1:3000': api.url,
+            'https://discord.com': discord.served?.url,
+          }),
           SAMPLE_JEST: c.jest ? '1' : '0',
         },
       },
@@ -409,13 +489,13 @@ describe('samples run as programs', () => {
       if ('url' in first) {
         // Whatever the sample printed before it listened (its top-level awaits) is in by now.
         await new Promise((resolve) => setImmediate(resolve));
-        await c.check({ url: first.url, stdout });
-        // Nothing said on stderr: no warning, no error.
-        expect(told(stderr)).toEqual([]);
+        await c.check({ url: first.url, stdout, said: () => told(stderr) });
+        // Nothing said on stderr but what the check made it tell: no warning, no error.
+        expect(told(stderr)).toEqual(c.said ?? []);
       } else {
         expect([first.code, told(stderr)]).toEqual([0, []]);
         if (c.jest) expect(stderr).toContain('@@passed the staging API honours the contract');
-        await c.check({ url: undefined, stdout });
+        await c.check({ url: undefined, stdout, said: () => told(stderr) });
       }
     } finally {
       child.kill();

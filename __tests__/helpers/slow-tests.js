@@ -31,7 +31,7 @@ module.exports = {
   'optional-peers.test.ts': 'redis-server',
   'package.test.ts': 'npm pack, builds, the packed command in a process of its own',
   'pages-attacks.test.ts': 'redis-server',
-  'pages-instances.test.ts': 'builds lib/, pages in processes of their own, redis-server',
+  'pages-instances.test.ts': 'builds lib/, pages in processes of their own, redis-server, Chromium (playwright-core)',
   'pages-operator.test.ts': 'redis-server',
   'pages.test.ts': 'redis-server',
   'postgres.test.ts': "a PostgreSQL cluster of its own, the store guide's sample in processes of its own",

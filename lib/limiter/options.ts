@@ -36,6 +36,7 @@ const limiterOptionNames = [
   'mode',
   'onLimit',
   'onChange',
+  'onRequestFiled',
   'metrics',
   'onError',
 ] as const;
@@ -60,6 +61,7 @@ export function configure(listing: unknown, options: ListingLimitsOptions = {}) 
   check.callback(options.onError, 'options.onError', '(error, req) => void');
   check.callback(options.onLimit, 'options.onLimit', '(event, req) => void');
   check.callback(options.onChange, 'options.onChange', '(event, req) => void');
+  check.callback(options.onRequestFiled, 'options.onRequestFiled', '(request) => void');
   check.callback(options.skip, 'options.skip', '(req) => boolean');
   check.callback(options.handler, 'options.handler', '(req, res, next, info) => void');
   if (window === 'sliding')
@@ -97,6 +99,7 @@ export function configure(listing: unknown, options: ListingLimitsOptions = {}) 
     ipv6Subnet,
     checkGrant: (checker, grant, field) => checkGrant(checker, grant, field, grantTable),
     onChange: options.onChange,
+    onRequestFiled: options.onRequestFiled,
     report,
     firstReadMs: parts.failure?.timeoutMs ?? 1000,
     // A store in this process answers at once: its calls need no bound.
