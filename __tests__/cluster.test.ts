@@ -306,3 +306,27 @@ describe('the memory store in node:cluster workers', () => {
     expect(app.stderr()).toBe('');
   }, 60_000);
 });
+
+describe('the memory store in a PM2 instance', () => {
+  /** What one process started as PM2 starts an app wrote on stderr: PM2 6 sets these variables in each instance. */
+  const started = (instances: string) =>
+    new Promise<string>((resolve) => {
+      const code = `require(${JSON.stringify(compiledLib())}).listingLimits('B').close();`;
+      const env = { ...process.env, pm_id: '3', NODE_APP_INSTANCE: '1', exec_mode: 'fork_mode', instances };
+      const child = spawn(process.execPath, ['-e', code], { env });
+      let stderr = '';
+      child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+      child.on('exit', () => resolve(stderr.replace(/^\(node:\d+\) /, '')));
+    });
+
+  it('warns in one of several instances, even in fork mode, and not in an instance alone', async () => {
+    expect(await started('2')).toBe(
+      '[LISTING_LIMITS_PER_PROCESS] Warning: listing-limits: this process is PM2 instance 3 (fork_mode, instances: ' +
+        '2), and the memory store counts in this process alone: N processes let a client through up to N times the ' +
+        'limits. Share the counts with clusterStore() (clusterPrimary() in the primary) or redisStore(client); ' +
+        'memoryStore({ perProcess: true }) counts per process without this warning.\n' +
+        '(Use `node --trace-warnings ...` to show where the warning was created)\n',
+    );
+    expect(await started('1')).toBe('');
+  });
+});
