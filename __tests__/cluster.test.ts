@@ -131,6 +131,11 @@ describe('clusterStore() over three node:cluster workers sharing one port', () =
         { prefix: 'fixed-a', rows: TABLE },
         { prefix: 'fixed-b', rows: TABLE },
         { prefix: 'sliding', rows: TABLE, window: 'sliding' },
+        {
+          prefix: 'rule',
+          rows: [{ method: 'GET', path: '/ban/:id', limit: 2, windowMs: 60_000 }],
+          ban: { after: 4, within: 60_000, duration: 60_000 },
+        },
       ],
     });
   }, 60_000);
@@ -193,6 +198,23 @@ describe('clusterStore() over three node:cluster workers sharing one port', () =
     expect(grant.answer).toEqual({ result: true });
     const granted = await burst(app, 40, '/r/3', { authorization: 'granted', 'x-app': '1' });
     expect(tally(granted)).toEqual({ 200: 30, 429: 10 });
+  });
+
+  it("bans by the ban rule on every worker, counting a client's refusals over all of them", async () => {
+    const headers = { authorization: 'ruled', 'x-app': '4' };
+    const answers = await burst(app, 12, '/ban/1', headers);
+    expect(answers.filter((a) => a.status === 200).length).toBe(2);
+    const started = Date.now();
+    const refused = new Set<string>();
+    while (refused.size < 3 && Date.now() - started < DEADLINE_MS) {
+      const answer = await app.send('GET', '/ban/1', headers);
+      if (answer.status === 403) refused.add(answer.worker);
+    }
+    expect(Date.now() - started).toBeLessThan(1000);
+    const bans = await app.control(4, 'bans');
+    expect((bans.answer.result as { by: string; reason: string }[]).map((b) => [b.by, b.reason])).toEqual([
+      ['rule', 'limit'],
+    ]);
   });
 
   it('serves the pages from any worker: a login on one is good on all; 30 logins over all, 10 tried', async () => {
