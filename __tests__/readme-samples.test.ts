@@ -277,6 +277,14 @@ describe('samples run as programs', () => {
       check: countsInRedis,
     },
     { line: 'await redis.connect();', needs: 'redis', check: countsInRedis },
+    {
+      line: 'clusterPrimary(); // the counters and bans of every worker live here',
+      check: async ({ url }) => {
+        // At once, so on several connections, which the primary hands to its workers in turn: 2 in all pass.
+        const answers = await Promise.all(Array.from({ length: 12 }, () => get(url as string, '/v1/bots/1')));
+        expect(answers.filter((res) => res.status === 200).length).toBe(2);
+      },
+    },
     { line: 'const glide = await GlideClient.createClient(', needs: 'glide', check: countsInRedis },
     {
       line: "grants: { 'Bot partner-token': { multiplier: 10 } }, // rule 6: every limit × 10",

@@ -12,6 +12,7 @@ module.exports = {
   'client-scripts.test.ts': 'builds lib/, client scripts in processes of their own',
   'client-world.test.ts': 'APIs on other limiters in processes of their own',
   'client.test.ts': 'redis-server',
+  'cluster.test.ts': 'builds lib/, a node:cluster primary and its workers in processes of their own',
   'contract.test.ts': 'redis-server',
   'example-process.test.ts': 'npm start in a process of its own, redis-server',
   'example-server.test.ts': 'redis-server',

@@ -21,6 +21,7 @@ import { windowKinds } from '../contract/limit.js';
 import { Waiting } from '../stores/waiting.js';
 import { DEFAULT_CALL_TIMEOUT_MS } from '../stores/call-bound.js';
 import { MemoryState } from '../stores/memory/state.js';
+import { warnPerProcess } from '../stores/cluster/instance.js';
 
 const limiterOptionNames = [
   'store',
@@ -126,6 +127,7 @@ export function configure(listing: unknown, options: ListingLimitsOptions = {}) 
   );
   const stopWatching =
     parts.watchConnection?.((message) => warn('LISTING_LIMITS_STORE_NOT_CONNECTED', message)) ?? (() => {});
+  if (parts.countsAlone) warnPerProcess(warn);
   return {
     match,
     table: tableOf(table, match),

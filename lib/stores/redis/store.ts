@@ -1,13 +1,12 @@
 // The Redis store: counters shared by every app instance, a bounded wait, and a chosen fallback while Redis fails.
 import type { RateLimiterAbstract } from 'rate-limiter-flexible';
-import { MAX_TIMER_MS, show } from '../../shared/check.js';
 import { peekOf } from '../rlf.js';
 import type { CounterSpec, CountsLimitsAsync, LimitsSpec, Store, StoreFailurePolicy } from '../store.js';
 import { type Counter, storeWith } from '../counter.js';
 import { check, connectionOf, countsOf, hitsOf, type RedisConnection } from './clients.js';
 import { connectionWatch } from './connected.js';
 import { redisState } from './state.js';
-import { DEFAULT_FAILURE } from '../waiting.js';
+import { checkFailureOptions } from '../failure-options.js';
 
 /**
  * An ioredis (or iovalkey) `Redis` or `Cluster`, a node-redis (v4 or later) client or cluster, or a Valkey GLIDE
@@ -44,28 +43,6 @@ export interface RedisStoreOptions {
    * the operator's page show every instance's. Default: `5000`.
    */
   trafficIntervalMs?: number;
-}
-
-const optionNames = ['prefix', 'timeoutMs', 'onFailure', 'callTimeoutMs', 'trafficIntervalMs'] as const;
-const failureModes: readonly RedisFailureMode[] = ['memory', 'open', 'closed'];
-
-function checkOptions(options: unknown): Required<RedisStoreOptions> {
-  const o = check.options(options, 'options', '{ prefix, timeoutMs, onFailure, callTimeoutMs, trafficIntervalMs }');
-  check.unknownKeys(o, optionNames, (key) => `options.${key}`);
-  const {
-    prefix = 'listing-limits',
-    timeoutMs = DEFAULT_FAILURE.timeoutMs,
-    onFailure = DEFAULT_FAILURE.onFailure,
-    callTimeoutMs = DEFAULT_FAILURE.callTimeoutMs,
-    trafficIntervalMs = 5000,
-  } = o as RedisStoreOptions;
-  if (typeof prefix !== 'string' || prefix === '')
-    check.invalid('options.prefix', `must be a non-empty string; got ${show(prefix)}.`);
-  check.whole(timeoutMs, 'options.timeoutMs', { unit: 'milliseconds', least: 1, most: MAX_TIMER_MS });
-  check.whole(callTimeoutMs, 'options.callTimeoutMs', { unit: 'milliseconds', least: 1, most: MAX_TIMER_MS });
-  check.whole(trafficIntervalMs, 'options.trafficIntervalMs', { unit: 'milliseconds', least: 10, most: 60_000 });
-  const failure = check.oneOf(onFailure, failureModes, 'options.onFailure');
-  return { prefix, timeoutMs, callTimeoutMs, onFailure: failure, trafficIntervalMs };
 }
 
 /**
@@ -118,9 +95,12 @@ function redisCounters(connection: RedisConnection, prefix: string) {
  */
 export function redisStore(client: RedisClient, options?: RedisStoreOptions): Store {
   const connection = connectionOf(client);
-  const { prefix, timeoutMs, onFailure, callTimeoutMs, trafficIntervalMs } = checkOptions(options);
+  const checked = checkFailureOptions(check, options, 'listing-limits', ['trafficIntervalMs']);
+  const { prefix, timeoutMs, onFailure, callTimeoutMs } = checked;
+  const { trafficIntervalMs = 5000 } = checked.options;
+  check.whole(trafficIntervalMs, 'options.trafficIntervalMs', { unit: 'milliseconds', least: 10, most: 60_000 });
   const { limiter, limits } = redisCounters(connection, prefix);
-  const state = redisState(connection, prefix, trafficIntervalMs);
+  const state = redisState(connection, prefix, trafficIntervalMs as number);
   const watchConnection = connectionWatch(connection, prefix, onFailure);
   return storeWith({ state, failure: { timeoutMs, onFailure, callTimeoutMs }, watchConnection }, limiter, limits);
 }
