@@ -1,7 +1,8 @@
 // The manual reads in short sentences (scripts/prose.js): a README a newcomer reads in minutes, guides of one fact a sentence.
 import { readdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { root } from './helpers/manual';
+
+const root = join(__dirname, '..');
 
 type Measured = { lines: number; sentences: number; words: number; long: string[] };
 // eslint-disable-next-line @typescript-eslint/no-require-imports
