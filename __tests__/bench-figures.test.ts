@@ -1,8 +1,10 @@
 // The benchmark's figures in the manual are the benchmark's: each block made from bench/results/*.json (a table, a
-// quoted output) is what bench/docs.js makes of them, every figure of the prose around them in the README and the
-// guides is read from them, and no figure of the README's Performance or of docs/performance.md is left unread.
+// quoted output) is what bench/docs.js makes of them, in the manual and in bench/README.md; every figure of the prose
+// around them is read from them, and no figure of the README's Performance or of docs/performance.md is left unread.
 import { bound, E, f1, f2, f3, figures, type Json, S, T, thousands } from './helpers/bench-figures';
-import { manual, type Page } from './helpers/manual';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { manual, type Page, root } from './helpers/manual';
 
 // eslint-disable-next-line @typescript-eslint/no-require-imports
 const pairs = require('../bench/pairs.js') as { TARGETS: { target: string; pair: string }[] };
@@ -12,7 +14,7 @@ const docs = require('../bench/docs.js') as {
   blockOf(text: string, name: string): string | undefined;
 };
 
-const pages = manual();
+const pages = [...manual(), { path: 'bench/README.md', text: readFileSync(join(root, 'bench', 'README.md'), 'utf8') }];
 const page = (path: string): Page => pages.find((p) => p.path === path) as Page;
 /** A page's prose as the figures are looked for in it: one space for every run of white space. */
 const flat = (text: string) => text.replace(/\s+/g, ' ');
@@ -45,12 +47,12 @@ describe('a figure the run did not measure', () => {
       .split(' | ');
 
   it.each(pairs.TARGETS.map((t) => [t.target, t]))(
-    'README.md, the target "%s": its value, or said not measured',
+    'bench/README.md, the target "%s": its value, or said not measured',
     (_name, t) => {
       const run = T.find((r) => r.target === t.target);
-      const cells = row('README.md', 'targets', t.target);
-      if (!run || run.value === null) expect(cells).toEqual([t.target, NOT_MEASURED, '']);
-      else expect(cells?.[1]).not.toBe(NOT_MEASURED);
+      const cells = row('bench/README.md', 'targets', t.target);
+      if (!run || run.value === null) expect(cells?.[2]).toBe(NOT_MEASURED);
+      else expect(cells?.[2]).not.toBe(NOT_MEASURED);
     },
   );
 
@@ -60,10 +62,10 @@ describe('a figure the run did not measure', () => {
     ['redis glide', 'Valkey GLIDE `GlideClient`'],
     ['redis cluster', 'ioredis `Cluster` of 3 masters, per master'],
     ['redis sliding of bare', "ioredis `Redis`, `window: 'sliding'`"],
-  ])("README.md, the scale of the pair %s: Redis' CPU per request, or said not measured", (pair, client) => {
+  ])("docs/performance.md, the scale of the pair %s: Redis' CPU per request, or said not measured", (pair, client) => {
     const s = S[pair] as Json | undefined;
     const us = pair === 'redis cluster' ? s?.redis?.busiestUsPerRequest : s?.redis?.usPerRequest;
-    const cells = row('README.md', 'scale', client);
+    const cells = row('docs/performance.md', 'clients', client);
     expect(cells?.[0]).toBe(client);
     expect(cells?.[1]).toBe(s ? `${f3(s.ratio)} (${s.rounds.map(f3).join(', ')})` : NOT_MEASURED);
     if (us === undefined) expect(cells?.slice(3).filter((c) => c === NOT_MEASURED)).toHaveLength(s?.redis ? 3 : 4);
@@ -76,9 +78,9 @@ describe('a figure the run did not measure', () => {
       ]);
   });
 
-  it('docs/performance.md, the memory store without headers: its ratio, or said not measured', () => {
+  it('bench/README.md, the memory store without headers: its ratio, or said not measured', () => {
     const s = S['memory without headers'] as Json | undefined;
-    expect(row('docs/performance.md', 'moonshot', 'the memory store, `headers: false`')?.[1]).toBe(
+    expect(row('bench/README.md', 'moonshot', 'the memory store, `headers: false`')?.[1]).toBe(
       s ? `${f3(s.ratio)} (${s.rounds.map(f3).join(', ')})` : NOT_MEASURED,
     );
   });
@@ -121,7 +123,7 @@ describe('no figure left unchecked', () => {
   const looksMeasured = (match: string) => /\.\d|µs|ms|bytes|[KMG]i?B|%/.test(match);
 
   it.each([
-    ['README.md', '## Performance', '## Development'],
+    ['README.md', '## Performance', '## Guides'],
     ['docs/performance.md', '# Performance', undefined],
   ])('%s, from %s: every measured figure is one the test reads', (path, from, to) => {
     let text = page(path).text;

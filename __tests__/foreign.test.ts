@@ -59,6 +59,18 @@ const records: { name: string; field: string; text: string; problem: string }[] 
     problem: '"tokenEnd" must be up to 4 characters; got "Bot foreign"',
   },
   {
+    name: "an operator's name that is markup",
+    field: `ban:${KEY}`,
+    text: ban({ operator: '<script>x</script>' }),
+    problem: `"operator" must be an operator's name; got "<script>x</script>"`,
+  },
+  {
+    name: "a grant's operator that is no string",
+    field: `grant:${KEY}`,
+    text: grant({ operator: ['alice'] }),
+    problem: `"operator" must be an operator's name; got ["alice"]`,
+  },
+  {
     name: "a grant's token end that is no string",
     field: `grant:${KEY}`,
     text: grant({ tokenEnd: 1234 }),
@@ -108,6 +120,11 @@ const events = [
     name: 'an action that does not exist',
     text: JSON.stringify({ action: 'explode', key: KEY, kind: 'token', by: 'operator', at: NOW }),
     problem: '"action" must be ban, unban, grant, revoke; got "explode"',
+  },
+  {
+    name: "an operator's name with a line break",
+    text: JSON.stringify({ action: 'ban', key: KEY, kind: 'token', by: 'operator', at: NOW, operator: 'eve\nroot' }),
+    problem: `"operator" must be an operator's name; got "eve\\nroot"`,
   },
   {
     name: 'a grant that is a number',

@@ -247,7 +247,7 @@ describe('messages that name what was given and the fix', () => {
       { authorize: secret },
       'options.authorize',
       'limitsAdmin: options.authorize is a string of 35 characters; give an admin token as { token }: `authorize: ' +
-        '{ token: process.env.ADMIN_TOKEN }`, or a function (req) => boolean.',
+        '{ token: process.env.ADMIN_TOKEN }`, tokens by name as { tokens }, or a function (req) => boolean.',
     ],
     [
       'an empty token, as `process.env.ADMIN_TOKEN ?? ""` gives without the variable',

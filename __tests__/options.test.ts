@@ -1,14 +1,16 @@
 // Configuration errors at creation, and the behaviour of every option over HTTP.
 import express from 'express';
-import { RateLimiterMemory } from 'rate-limiter-flexible';
+import { RateLimiterMemory, RateLimiterRes } from 'rate-limiter-flexible';
 import request from 'supertest';
 import {
+  type CounterSpec,
   type EndpointRow,
   ListingLimitsError,
   type ListingLimitsOptions,
   listingLimits,
   memoryStore,
   redisStore,
+  type StoreFailurePolicy,
 } from '../lib';
 import { createApp } from './helpers/app';
 
@@ -505,19 +507,54 @@ describe('options over HTTP', () => {
     expect(res.body.error).toContain(message);
   });
 
-  it('a store error reaches the error handler instead of hanging the request', async () => {
-    class BrokenLimiter extends RateLimiterMemory {
-      override consume(): Promise<never> {
-        return Promise.reject(new Error('store down'));
-      }
-    }
+  /** A factory of limiters whose `consume()` does `fail`, with the failure policy given, if any. */
+  const failing = (fail: () => Promise<never>, failure?: StoreFailurePolicy) => {
+    const factory = (e: CounterSpec) => {
+      const limiter = new RateLimiterMemory({ points: e.limit, duration: e.windowMs / 1000 });
+      limiter.consume = fail;
+      return limiter;
+    };
+    return failure ? Object.assign(factory, { failure }) : factory;
+  };
+  const down = () => Promise.reject(new Error('Table is not created yet'));
+  const thrown = (): Promise<never> => {
+    throw new Error('no connection');
+  };
+  it.each([
+    { name: 'rejects with an Error', store: failing(down), answer: [200, '"GET /v1/bots";r=24;t=60', '{}'] },
+    { name: 'throws at once', store: failing(thrown), answer: [200, '"GET /v1/bots";r=24;t=60', '{}'] },
+    {
+      name: "rejects, its failure 'open'",
+      store: failing(down, { timeoutMs: 200, onFailure: 'open' }),
+      answer: [200, null, '{}'],
+    },
+    {
+      name: "rejects, its failure 'closed'",
+      store: failing(down, { timeoutMs: 200, onFailure: 'closed' }),
+      answer: [
+        503,
+        null,
+        '{"success":false,"code":503,"message":"The service is temporarily unavailable, please try again later"}',
+      ],
+    },
+  ])("a limiter that $name gets its store's onFailure (memory by default), never a 500", async ({ store, answer }) => {
     const app = express();
-    app.use(listingLimits('B', { store: (e) => new BrokenLimiter({ points: e.limit, duration: e.windowMs / 1000 }) }));
-    app.use((err: Error, _req: express.Request, res: express.Response, _next: express.NextFunction) => {
-      res.status(503).json({ error: err.message });
-    });
-    const res = await request(app).get('/v1/bots').expect(503);
-    expect(res.body).toEqual({ error: 'store down' });
+    app.use(listingLimits('B', { store }));
+    app.get('/v1/bots', (_req, res) => res.json({}));
+    const res = await request(app).get('/v1/bots');
+    expect([res.status, res.headers.ratelimit ?? null, res.text]).toEqual(answer);
+  });
+
+  it("a limiter's refusal is a 429, even one that says 0 points consumed (a key blocked in memory)", async () => {
+    const app = express();
+    app.use(listingLimits('B', { store: failing(() => Promise.reject(new RateLimiterRes(0, 5000))) }));
+    app.get('/v1/bots', (_req, res) => res.json({}));
+    const res = await request(app).get('/v1/bots');
+    expect([res.status, res.headers.ratelimit, res.headers['retry-after']]).toEqual([
+      429,
+      '"GET /v1/bots";r=0;t=5',
+      '5',
+    ]);
   });
 
   it('a store is asked for one counter per endpoint, by name, limit and window, and for no route row', () => {

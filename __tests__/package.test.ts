@@ -17,7 +17,7 @@ import { USAGE } from '../lib/verify/command';
 import { createApp } from './helpers/app';
 import { type Served, serve } from './helpers/serve';
 import { useFakeWindows } from './helpers/stores';
-// The README's weights are measured by the same install: scripts/install-weights.js.
+// The weights of docs/install.md are measured by the same install: scripts/install-weights.js.
 // eslint-disable-next-line @typescript-eslint/no-require-imports
 const { install: installApp } = require('../scripts/install-weights.js') as {
   install: (specs: string[], options: { offline: boolean }) => { dir: string; packages: string[]; bytes: number };
@@ -528,7 +528,7 @@ describe('a fresh install of the packed package, outside the project, as an app 
   const apps: string[] = [];
   afterAll(() => apps.forEach((dir) => rmSync(dir, { recursive: true, force: true })));
 
-  /** Installs `specs` into a new app with npm, from its cache when it can, as the README's weights are measured. */
+  /** Installs `specs` into a new app with npm, from its cache when it can, as docs/install.md's weights are measured. */
   const install = (specs: string[]) => {
     const installed = installApp(specs, { offline: true });
     apps.push(installed.dir);
@@ -543,14 +543,14 @@ describe('a fresh install of the packed package, outside the project, as an app 
     alone = install([tarball]);
   }, 180_000);
 
-  it("the client's and the verifier's install: no Express, only the package's own dependencies, as the README says", () => {
+  it("the client's and the verifier's install: no Express, only the package's own dependencies, as docs/install.md says", () => {
     const names = alone.packages.map((p) => p.slice(0, p.lastIndexOf('@'))).sort();
     const pkg = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8'));
     expect(names).toEqual(['listing-limits', ...Object.keys(pkg.dependencies)].sort());
     expect(existsSync(join(alone.dir, 'node_modules', 'express'))).toBe(false);
     expect(pkg.peerDependenciesMeta.express).toEqual({ optional: true });
-    const readme = readFileSync(join(root, 'README.md'), 'utf8').replace(/\s+/g, ' ');
-    expect(readme).toContain(`| \`npm install listing-limits\` | ${names.length} |`);
+    const install = readFileSync(join(root, 'docs', 'install.md'), 'utf8').replace(/\s+/g, ' ');
+    expect(install).toContain(`| \`npm install listing-limits\` | ${names.length} |`);
     // Each entry point loads there: the client and the verifier call nothing of Express, nor does the middleware.
     const run = (file: string, code: string) => {
       writeFileSync(join(alone.dir, file), code);

@@ -1,10 +1,13 @@
-// The pages of app instances in separate processes on one Redis: limiters by network, logins the server ends.
+// The pages of app instances in separate processes on one Redis: limiters by network, logins the server ends, and two
+// operators by name in a real browser, each on an instance of their own.
 import { type ChildProcessWithoutNullStreams, spawn } from 'node:child_process';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import Redis from 'ioredis';
+import type { Browser, Page } from 'playwright-core';
 import request from 'supertest';
 import { compiledLib } from './helpers/compiled';
+import { describeBrowser, launchChromium } from './helpers/browser';
 import { cookiesOf, csrfOf, valid } from './helpers/pages';
 import { describeRedisServer, RedisServer, scanKeys } from './helpers/redis';
 
@@ -216,4 +219,66 @@ describeRedisServer('the pages of two instances in two processes, on one Redis',
     const fresh = await logIn(renewed, `${ADMIN}-renewed`);
     expect([await page(renewed, fresh.cookie), await page(a, fresh.cookie)]).toEqual([200, OUT]);
   }, 60_000);
+
+  describeBrowser('two operators by name, in Chromium', () => {
+    const tokens = { alice: 'alice-token-of-the-instances', bob: 'bob-token-of-the-instances' };
+    let browser: Browser;
+    beforeAll(async () => {
+      browser = await launchChromium();
+    }, 60_000);
+    afterAll(() => browser?.close());
+
+    /** Logs in on `instance` with `token`, in a browser context of its own. */
+    async function operator(instance: Instance, token: string): Promise<Page> {
+      const page = await (await browser.newContext()).newPage();
+      // Every question a form asks is answered yes.
+      page.on('dialog', (dialog) => void dialog.accept());
+      await page.goto(`${instance.url}/admin/limits/`);
+      await page.fill('#admin-token', token);
+      await Promise.all([page.waitForNavigation(), page.click('button[type="submit"]')]);
+      return page;
+    }
+    /** Clicks what submits a form, and waits for the page it leads to. */
+    async function submit(page: Page, selector: string): Promise<void> {
+      await Promise.all([page.waitForNavigation(), page.click(selector)]);
+    }
+    /** The audit trail as the page shows it: action, client and who, newest first. */
+    const audit = (page: Page) =>
+      page.evaluate<string[][]>(
+        "[...document.querySelectorAll('#audit tbody tr')].map((tr) => " +
+          '[1, 2, 3].map((i) => tr.children[i].textContent.trim()))',
+      );
+
+    it('each logs in with their own token on their own instance, acts, and the trail names each on both', async () => {
+      const prefix = `pages-${n}-named`;
+      const started = [0, 1].map(() => startInstance(lib, redis.url, prefix, JSON.stringify(tokens)));
+      const [a, b] = (await Promise.all(started)) as [Instance, Instance];
+      more.push(a, b);
+      const alice = await operator(a, tokens.alice);
+      const bob = await operator(b, tokens.bob);
+      expect([await alice.textContent('.who'), await bob.textContent('.who')]).toEqual([
+        'Operator: alice',
+        'Operator: bob',
+      ]);
+      await alice.selectOption('#ban-by', 'ip');
+      await alice.fill('#ban-value', '203.0.113.50');
+      await submit(alice, 'form[action$="/bans/new"] button');
+      expect(await alice.textContent('p.notice')).toBe('The client is banned.');
+      // Bob, on the other instance, lifts Alice's ban and bans another address.
+      await bob.reload();
+      await submit(bob, 'form[action$="/bans/lift"]:has(input[value="ip:203.0.113.50"]) button');
+      expect(await bob.textContent('p.notice')).toBe('The ban is lifted.');
+      await bob.selectOption('#ban-by', 'ip');
+      await bob.fill('#ban-value', '203.0.113.51');
+      await submit(bob, 'form[action$="/bans/new"] button');
+      const trail = [
+        ['ban', 'ip:203.0.113.51', 'bob'],
+        ['unban', 'ip:203.0.113.50', 'bob'],
+        ['ban', 'ip:203.0.113.50', 'alice'],
+      ];
+      await alice.reload();
+      expect([await audit(alice), await audit(bob)]).toEqual([trail, trail]);
+      expect(await alice.textContent('#bans tbody tr td:nth-child(4)')).toBe('bob');
+    }, 60_000);
+  });
 });

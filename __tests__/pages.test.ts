@@ -357,6 +357,12 @@ describe('the operator page', () => {
         `<tr><td><a href="${things}">GET /v1/things</a></td><td>2</td><td>1</td></tr>`,
     );
     expect(flat(page.text)).toContain('<h3>Requests per minute: All endpoints</h3>');
+    // The memory store's hour is this process's, and the page says so.
+    expect(flat(page.text)).toContain(
+      '<h2 id="traffic-h">The last hour in this process</h2><p class="hint">These are this process\'s requests: ' +
+        'other instances are not shown.</p>',
+    );
+    expect(limits.traffic().instances).toBeUndefined();
     // One endpoint's minutes, on demand; a value that names no endpoint shows them all.
     const one = await agent.get('/admin/limits/?traffic=GET%20%2Fv1%2Fthings').expect(200);
     expect(flat(one.text)).toContain('<h3>Requests per minute: GET /v1/things</h3>');

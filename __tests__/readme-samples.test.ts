@@ -3,26 +3,25 @@
 // its own; JSON parses; HTTP is header fields; shell commands name npm scripts that exist, and `npm ci` installs a
 // clone.
 import { spawn } from 'node:child_process';
-import { readFileSync, writeFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { fileURLToPath, pathToFileURL } from 'node:url';
 import type Redis from 'ioredis';
 import ts from 'typescript';
 import { createExampleApp } from '../example-server/app';
 import { type Compiled, compile } from './helpers/compiled';
-import { entryPoints, type Fence, fences, manual, root } from './helpers/manual';
+import { entryPoints, type Fence, fences, manual, programOf, root } from './helpers/manual';
 import { ioredisClient, RedisServer, scanKeys } from './helpers/redis';
 import { inCI, serverMissing, withClients } from './helpers/redis-env';
 import { type Served, serve } from './helpers/serve';
+import request from 'supertest';
+import { csrfOf, valid } from './helpers/pages';
 
 /**
- * What a sample may use without declaring it, named in a comment just before its block: `<!-- ts-prelude: pool -->`.
- * Only for what no test can give it (a Postgres pool): such a sample is compiled, not run. Every other sample is a
- * whole program, run below.
+ * What a sample may use without declaring it, named in a comment just before its block: `<!-- ts-prelude: name -->`.
+ * Only for what no test can give it: such a sample is compiled, not run. None needs one now: every sample is a whole
+ * program, run below.
  */
-const preludes: Readonly<Record<string, string>> = {
-  pool: 'declare const pool: unknown; // a pg Pool',
-};
+const preludes: Readonly<Record<string, string>> = {};
 
 /** What each language of a fence is checked for; a fence of another language fails the test that lists them. */
 const checked = {
@@ -47,7 +46,7 @@ it('finds the samples: every fence of every page, each of a language the test ch
     expect([path, all.filter((fence) => fence.page === path && fence.lang !== '').length]).toEqual([path, opening]);
   }
   expect(all.filter((fence) => !(fence.lang in checked)).map((fence) => `${where(fence)}: ${fence.lang}`)).toEqual([]);
-  expect(ofLang('ts').length).toBeGreaterThan(20);
+  expect(ofLang('ts').length).toBeGreaterThan(15);
   expect(manual().map((page) => page.path)).toEqual(expect.arrayContaining(['README.md', 'docs/stores.md']));
 });
 
@@ -197,6 +196,8 @@ describe('samples run as programs', () => {
     /** Where the sample's server listens, when it started one. */
     readonly url: string | undefined;
     readonly stdout: string;
+    /** What it wrote on stderr so far, beside the harness's own lines. */
+    readonly said: () => string[];
   }
   interface RunCase {
     /** A line of the sample that tells it apart. */
@@ -205,8 +206,12 @@ describe('samples run as programs', () => {
     readonly needs?: 'redis' | 'glide';
     /** Runs with `it` and `expect` as in a Jest test file. */
     readonly jest?: boolean;
+    /** The test file that runs it instead, against what it starts (a PostgreSQL). */
+    readonly ranBy?: string;
     /** Checks the running sample's server, or what an ended one printed. */
     readonly check: (ran: Ran) => Promise<void> | void;
+    /** The lines it writes on stderr, when its check makes it tell errors. Default: none. */
+    readonly said?: readonly string[];
   }
 
   const get = (url: string, path: string, headers: Record<string, string> = {}) => fetch(`${url}${path}`, { headers });
@@ -231,8 +236,24 @@ describe('samples run as programs', () => {
     ]);
   };
 
+  /** Files a grant request on the contact page of the sample at `url`, as a browser does: where it is sent then. */
+  const fileRequest = async (url: string, token: string) => {
+    const agent = request.agent(url);
+    const _csrf = csrfOf((await agent.get('/limits/request').expect(200)).text);
+    const res = await agent
+      .post('/limits/request')
+      .type('form')
+      .send({ ...valid, token, _csrf })
+      .expect(303);
+    return /id=([\w-]+)/.exec(res.headers.location as string)?.[1];
+  };
+  /** Waits for `ready`, for a hang, not a speed: the sample's own timeout is 5 s. */
+  const until = async (ready: () => boolean) => {
+    for (const end = Date.now() + 30_000; !ready(); await new Promise((resolve) => setTimeout(resolve, 20)))
+      if (Date.now() > end) throw new Error('waited 30 s in vain');
+  };
+
   const cases: RunCase[] = [
-    { line: "app.use(listingLimits('B')); // every listing-B endpoint limited", check: ended },
     { line: "const { listingLimits } = require('listing-limits'); // CommonJS", check: ended },
     { line: "import { listingLimits } from 'listing-limits'; // ES modules and TypeScript", check: ended },
     {
@@ -256,6 +277,14 @@ describe('samples run as programs', () => {
       check: countsInRedis,
     },
     { line: 'await redis.connect();', needs: 'redis', check: countsInRedis },
+    {
+      line: 'clusterPrimary(); // the counters and bans of every worker live here',
+      check: async ({ url }) => {
+        // At once, so on several connections, which the primary hands to its workers in turn: 2 in all pass.
+        const answers = await Promise.all(Array.from({ length: 12 }, () => get(url as string, '/v1/bots/1')));
+        expect(answers.filter((res) => res.status === 200).length).toBe(2);
+      },
+    },
     { line: 'const glide = await GlideClient.createClient(', needs: 'glide', check: countsInRedis },
     {
       line: "grants: { 'Bot partner-token': { multiplier: 10 } }, // rule 6: every limit × 10",
@@ -319,11 +348,50 @@ describe('samples run as programs', () => {
       },
     },
     {
+      line: "await limits.ban({ ip: '203.0.113.7' }, { duration: 3_600_000, reason: 'scraping', by: 'alice' });",
+      check: ({ url, stdout }) => {
+        expect(url).toBeUndefined();
+        expect(stdout).toBe('ban ip:203.0.113.7 alice\n');
+      },
+    },
+    {
+      line: 'onRequestFiled: async (request) => {',
+      check: async ({ url, said }) => {
+        const id = await fileRequest(url as string, 'Bot first-requester');
+        await until(() => discord.posts.length === 1);
+        const content = `Grant request ${id} asks for {"multiplier":10}. Proof: https://example.com/bot`;
+        expect(discord.posts).toEqual([
+          {
+            path: '/api/webhooks/1/sample',
+            type: 'application/json',
+            body: JSON.stringify({ content, allowed_mentions: { parse: [] } }),
+          },
+        ]);
+        // Discord fails, then hangs: the requests are filed all the same, and at once.
+        discord.answer = 'fail';
+        await fileRequest(url as string, 'Bot second-requester');
+        await until(() => said().length === 1);
+        discord.answer = 'hang';
+        await fileRequest(url as string, 'Bot third-requester');
+        await until(() => said().length === 2);
+        expect(discord.posts).toHaveLength(3);
+      },
+      said: [
+        'listing-limits: Error: Discord answered 500',
+        'listing-limits: TimeoutError: The operation was aborted due to timeout',
+      ],
+    },
+    {
       line: 'authenticate: async (token) => tokens.isValid(token),',
       check: async ({ url }) => {
         const res = await get(url as string, '/v1/bots/1', { Authorization: 'Bot sample' });
         expect([res.status, res.headers.get('ratelimit')]).toEqual([200, '"GET /v1/bots/:id";r=1;t=1']);
       },
+    },
+    {
+      line: 'new RateLimiterPostgres({ ...table, points: 1, duration: 1 }, done);',
+      ranBy: 'postgres.test.ts',
+      check: () => {},
     },
   ];
 
@@ -333,10 +401,12 @@ describe('samples run as programs', () => {
   it('has one case for every sample that is a whole program, and none left over', () => {
     expect(runnable.map((fence) => [where(fence), caseOf(fence).length])).toEqual(runnable.map((f) => [where(f), 1]));
     expect(cases.filter((c) => !runnable.some((fence) => fence.code.includes(c.line))).map((c) => c.line)).toEqual([]);
-    // Those left to compile only, for want of what they talk to: the Postgres store, without a Postgres here.
+    // None is left to compile only.
     expect(
-      ofLang('ts', 'js').flatMap((fence) => (fence.prelude.length > 0 ? [[fence.page, fence.prelude]] : [])),
-    ).toEqual([['docs/stores.md', ['pool']]]);
+      ofLang('ts', 'js')
+        .filter((fence) => fence.prelude.length > 0)
+        .map((fence) => where(fence)),
+    ).toEqual([]);
   });
 
   let compiled: Compiled | undefined;
@@ -345,7 +415,22 @@ describe('samples run as programs', () => {
   let redisServer: RedisServer | undefined;
   let redis: Redis | undefined;
   let api: Served;
+  /** Discord's webhook, for the sample that posts to it: what it was sent, and how it answers the next post. */
+  const discord = {
+    posts: [] as { path: string | undefined; type: string | undefined; body: string }[],
+    answer: 'ok' as 'ok' | 'fail' | 'hang',
+    served: undefined as Served | undefined,
+  };
   beforeAll(async () => {
+    discord.served = await serve((req, res) => {
+      let body = '';
+      req.setEncoding('utf8').on('data', (chunk: string) => (body += chunk));
+      req.on('end', () => {
+        discord.posts.push({ path: req.url, type: req.headers['content-type'], body });
+        if (discord.answer === 'ok') res.writeHead(204).end();
+        else if (discord.answer === 'fail') res.writeHead(500).end();
+      });
+    });
     // The package and the example server, compiled as the repository builds them.
     compiled = compile('samples', { esm: false });
     dir = compiled.scratch;
@@ -359,37 +444,16 @@ describe('samples run as programs', () => {
     // A fresh API for each sample: the verifier's needs untouched counters.
     api = await serve(createExampleApp({ listing: 'B' }));
     await redis?.flushall();
+    discord.posts = [];
+    discord.answer = 'ok';
   });
   afterEach(() => api.close());
   afterAll(async () => {
+    await discord.served?.close();
     redis?.disconnect();
     await redisServer?.close();
     compiled?.remove();
   });
-
-  /** The sample as the file a user would run: TypeScript compiled to an ES module, the package's names resolved. */
-  function programOf(fence: Fence): string {
-    const commonJs = fence.lang === 'js' && /\brequire\(/.test(fence.code);
-    const code =
-      fence.lang === 'ts'
-        ? ts.transpileModule(fence.code, {
-            compilerOptions: {
-              module: ts.ModuleKind.ESNext,
-              target: ts.ScriptTarget.ES2022,
-              verbatimModuleSyntax: true,
-            },
-          }).outputText
-        : fence.code;
-    const entry = (name: string) => pathToFileURL(join(built, 'lib', `${name}.js`)).href;
-    const resolved = code
-      .replace(/(['"])listing-limits(?:\/(client|verify|pages))?\1/g, (_m, q: string, sub?: string) =>
-        commonJs ? `${q}${fileURLToPath(entry(sub ?? 'index'))}${q}` : `${q}${entry(sub ?? 'index')}${q}`,
-      )
-      .replace(/'\.\/example-server\/app\.js'/g, `'${pathToFileURL(join(built, 'example-server', 'app.js')).href}'`);
-    const file = join(dir, `${fence.page.replace('/', '--')}-line-${fence.line}.${commonJs ? 'cjs' : 'mjs'}`);
-    writeFileSync(file, resolved);
-    return file;
-  }
 
   /** What a sample wrote on stderr, beside the harness's own lines. */
   const told = (stderr: string) =>
@@ -399,7 +463,7 @@ describe('samples run as programs', () => {
   async function run(fence: Fence, c: RunCase): Promise<void> {
     const child = spawn(
       process.execPath,
-      ['--require', join(__dirname, 'helpers', 'sample-env.cjs'), programOf(fence)],
+      ['--require', join(__dirname, 'helpers', 'sample-env.cjs'), programOf(fence, built, dir)],
       {
         cwd: dir,
         env: {
@@ -407,7 +471,12 @@ describe('samples run as programs', () => {
           REDIS_URL: redisServer?.url ?? '',
           ADMIN_TOKEN: 'admin-token-of-the-samples',
           LISTING_TOKEN: 'Bot sample',
-          SAMPLE_ORIGINS: JSON.stringify({ 'https://api.example.org': api.url, 'http://127.0.0.1:3000': api.url }),
+          DISCORD_WEBHOOK_URL: 'https://discord.com/api/webhooks/1/sample',
+          SAMPLE_ORIGINS: JSON.stringify({
+            'https://api.example.org': api.url,
+            'http://127.0.0.1:3000': api.url,
+            'https://discord.com': discord.served?.url,
+          }),
           SAMPLE_JEST: c.jest ? '1' : '0',
         },
       },
@@ -428,13 +497,13 @@ describe('samples run as programs', () => {
       if ('url' in first) {
         // Whatever the sample printed before it listened (its top-level awaits) is in by now.
         await new Promise((resolve) => setImmediate(resolve));
-        await c.check({ url: first.url, stdout });
-        // Nothing said on stderr: no warning, no error.
-        expect(told(stderr)).toEqual([]);
+        await c.check({ url: first.url, stdout, said: () => told(stderr) });
+        // Nothing said on stderr but what the check made it tell: no warning, no error.
+        expect(told(stderr)).toEqual(c.said ?? []);
       } else {
         expect([first.code, told(stderr)]).toEqual([0, []]);
         if (c.jest) expect(stderr).toContain('@@passed the staging API honours the contract');
-        await c.check({ url: undefined, stdout });
+        await c.check({ url: undefined, stdout, said: () => told(stderr) });
       }
     } finally {
       child.kill();
@@ -452,7 +521,7 @@ describe('samples run as programs', () => {
     async (_at, fence) => {
       const [c] = caseOf(fence);
       if (!c) throw new Error('no case');
-      if (!needs(c)) return;
+      if (!needs(c) || c.ranBy) return;
       await run(fence, c);
     },
     60_000,

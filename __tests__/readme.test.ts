@@ -49,7 +49,7 @@ it.each(['A', 'B'] as const)('README shows listing %s exactly as the data says',
 });
 
 it('quotes the hints of mistyped listing names as the code gives them', () => {
-  const text = page('README.md').text.replace(/\s+/g, ' ').replace(/\\`/g, '`');
+  const text = page('docs/middleware.md').text.replace(/\s+/g, ' ').replace(/\\`/g, '`');
   const quoted = [...text.matchAll(/`'([^'`]+)'`(?: and `'([^'`]+)'`)? gets? "(Did you mean [^"]+)"/g)];
   expect(quoted.length).toBeGreaterThan(1);
   for (const [, first, second, hint] of quoted) {
@@ -269,15 +269,10 @@ describe('options tables', () => {
     expect(firstColumn(path, `options:${type}`)).toEqual(types[type]);
   });
 
-  it("the README's overview names every option of listingLimits", () => {
-    expect(firstColumn('README.md', 'options-overview')).toEqual(types.ListingLimitsOptions);
-  });
-
-  it.each([
-    ['README.md', 'options-overview'],
-    ['docs/middleware.md', 'options:ListingLimitsOptions'],
-  ])('%s names every field of `ban`', (path, table) => {
-    const row = tableRows(page(path), table).find(([first]) => first === '`ban`');
+  it('docs/middleware.md names every field of `ban`', () => {
+    const row = tableRows(page('docs/middleware.md'), 'options:ListingLimitsOptions').find(
+      ([first]) => first === '`ban`',
+    );
     const named = new Set(codeNames(row?.join(' ') ?? '').flatMap((code) => code.match(/\w+/g) ?? []));
     expect((types.BanOptions as string[]).filter((field) => !named.has(field))).toEqual([]);
   });
@@ -452,26 +447,26 @@ describe("the manual's answers are the middleware's, at 2026-01-01T00:00:00Z", (
     ).toEqual(lines);
   });
 
-  it("the README's bodies of a refusal and of a ban", async () => {
+  it('the bodies of a refusal and of a ban, as docs/middleware.md and the README quote them', async () => {
     const limits = limiter('B');
     const app = express().use(limits);
-    const readme = page('README.md').text;
+    const guide = page('docs/middleware.md').text;
     for (let i = 0; i < 25; i++) await request(app).get('/v1/bots');
     jest.setSystemTime(T0 + 18_000);
     const refused = await request(app).get('/v1/bots').expect(429);
-    expect(readme).toContain(`\n${refused.text}\n`);
+    expect(guide).toContain(`\n${refused.text}\n`);
     expect(refused.text).toContain('"retryAfter":42');
 
     for (let i = 0; i < 3; i++) await request(app).get('/v1/bots/1').set('Accept', 'application/problem+json');
     const problem = await request(app).get('/v1/bots/1').set('Accept', 'application/problem+json').expect(429);
-    expect(readme).toContain(`\n${problem.text}\n`);
+    expect(guide).toContain(`\n${problem.text}\n`);
 
     jest.setSystemTime(T0);
     await limits.ban({ token: 'Bot scraper-token' }, { duration: 600_000 });
     for (const accept of ['application/json', 'application/problem+json']) {
       const banned = await request(app).get('/v1/bots').set('Authorization', 'Bot scraper-token').set('Accept', accept);
       expect([banned.status, banned.get('Retry-After')]).toEqual([403, '600']);
-      expect(readme).toContain(`\n${banned.text}\n`);
+      expect(page('README.md').text).toContain(`\n${banned.text}\n`);
     }
   });
 });

@@ -22,6 +22,8 @@ const names = new Map(Object.entries(scripts).map(([name, lua]) => [sha1(lua), n
 const requestKeys = REQUEST_KEYS.map((name) => `q:{r}:${name}`);
 // The keys the runtime state passes to its change script, as it passes them.
 const stateKeys = ['s:{r}:record', 's:{r}:changes', 's:{r}:ends', 's:{r}:history'];
+// The traffic's keys: the instances, then two minutes' hash and refused clients.
+const trafficKeys = ['t:{t}:instances', 't:{t}:traffic:1', 't:{t}:refused:1', 't:{t}:traffic:2', 't:{t}:refused:2'];
 
 const runs: { script: string; setup?: string[][]; keys: string[]; args: string[] }[] = [
   { script: 'heal', setup: [['INCR', 'e:1']], keys: ['e:1'], args: ['60000'] },
@@ -149,6 +151,32 @@ const runs: { script: string; setup?: string[][]; keys: string[]; args: string[]
     ['page', 'pending', '0', '0', '0'],
     ['find', 'k', 'k5', '10'],
   ].map((args) => ({ script: 'readRequests', keys: requestKeys, args })),
+  // Traffic added by an instance, over keys of other types and a count that is none; then read back by another.
+  {
+    script: 'traffic',
+    setup: [
+      ['SET', 't:{t}:instances', 'x'],
+      ['HSET', 't:{t}:traffic:1', 'a GET /x', 'lots'],
+      ['SET', 't:{t}:refused:2', 'x'],
+    ],
+    keys: trafficKeys,
+    // instance, ms alive, ms kept, clients per minute, the others' key, no read; then each minute's fields and clients
+    args: ['i1', '600', '60000', '1', '(others)', '0', '1', 'a GET /x', '2', '2', 'k1', '1', 'k2', '1'].concat([
+      '0',
+      '1',
+      'k3',
+      '1',
+    ]),
+  },
+  {
+    script: 'traffic',
+    setup: [
+      ['SET', 't:{t}:traffic:2', 'x'],
+      ['ZADD', 't:{t}:refused:1', 'inf', 'k4'],
+    ],
+    keys: trafficKeys,
+    args: ['i2', '600', '60000', '1', '(others)', '10', '0', '0', '0', '0'],
+  },
   { script: 'read', keys: ['g:1'], args: [] },
   { script: 'read', setup: [['SET', 'g:1', '3', 'EX', '60']], keys: ['g:1'], args: [] },
   { script: 'consume', keys: ['c:1'], args: ['2', '60'] },

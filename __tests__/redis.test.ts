@@ -134,6 +134,12 @@ describe('redisStore: bad configuration fails at creation, naming the field', ()
       code: 'ERR_INVALID_OPTION',
       field: 'options.timeoutMs',
     },
+    ...[9, 60_001, 1.5, '5000'].map((trafficIntervalMs) => ({
+      name: `traffic interval of ${JSON.stringify(trafficIntervalMs)}`,
+      options: { trafficIntervalMs },
+      code: 'ERR_INVALID_OPTION',
+      field: 'options.trafficIntervalMs',
+    })),
     {
       name: 'unknown mode',
       options: { onFailure: 'fallback' },

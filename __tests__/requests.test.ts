@@ -11,7 +11,8 @@ import {
   type Store,
 } from '../lib';
 import { tokenKey } from '../lib/contract/keys';
-import { OTHER_CLIENTS, Traffic } from '../lib/limiter/observe/traffic';
+import { Traffic } from '../lib/limiter/observe/traffic';
+import { OTHER_CLIENTS } from '../lib/stores/traffic';
 import { createApp } from './helpers/app';
 import { describeRedis, redisForBlock, scanKeys } from './helpers/redis';
 import { T0, useFakeClock } from './helpers/stores';

@@ -332,7 +332,7 @@ describe.each(pairCases)('$name', (pairs) => {
       await limiter(a).grant({ key: 'partner' }, { multiplier: 2 }, { until: T0 + 60_000, note: 'ticket 42' });
       jest.setSystemTime(T0 + 4000);
       await limiter(a).revoke({ key: 'partner' });
-      const none = { reason: undefined, until: undefined, grant: undefined, note: undefined };
+      const none = { reason: undefined, until: undefined, grant: undefined, note: undefined, operator: undefined };
       const expected: ChangeEvent[] = [
         { ...none, action: 'revoke', key: 'partner', kind: 'custom', by: 'operator', at: new Date(T0 + 4000) },
         {
@@ -374,6 +374,59 @@ describe.each(pairCases)('$name', (pairs) => {
       expect(await limiter(b).history({ limit: 2 })).toEqual(expected.slice(0, 2));
       expect(await limiter(b).history({ since: new Date(T0 + 2000) })).toEqual(expected.slice(0, 3));
       expect(changes).toEqual([...expected].reverse().map((event) => [event, event.by === 'rule']));
+    });
+
+    it('records the name `by` gives in the records, the history and onChange, on every instance', async () => {
+      const changes: ChangeEvent[] = [];
+      const [a, b] = make({ onChange: (event) => void changes.push(event) });
+      await limiter(a).ban({ ip: '203.0.113.7' }, { duration: 60_000, by: 'alice' });
+      await limiter(b).grant({ key: 'partner' }, 'unlimited', { by: 'bob.smith@example.org' });
+      jest.setSystemTime(T0 + 1000);
+      await limiter(a).unban({ ip: '203.0.113.7' }, { by: 'bob.smith@example.org' });
+      await limiter(b).revoke({ key: 'partner' }, { by: 'alice' });
+      await limiter(a).ban({ key: 'someone' }, { duration: 60_000 });
+      const named = (e: ChangeEvent) => [e.action, e.key, e.by, e.operator];
+      const expected = [
+        ['ban', 'someone', 'operator', undefined],
+        ['revoke', 'partner', 'operator', 'alice'],
+        ['unban', 'ip:203.0.113.7', 'operator', 'bob.smith@example.org'],
+        ['grant', 'partner', 'operator', 'bob.smith@example.org'],
+        ['ban', 'ip:203.0.113.7', 'operator', 'alice'],
+      ];
+      await eventually(async () => expect((await limiter(b).history()).map(named)).toEqual(expected));
+      expect(changes.map(named)).toEqual([...expected].reverse());
+      expect((await limiter(b).bans()).map((ban) => [ban.key, ban.operator])).toEqual([['someone', undefined]]);
+      await limiter(a).grant({ key: 'partner' }, 'unlimited', { by: 'carol' });
+      await eventually(async () => expect((await limiter(b).grants()).map((g) => g.operator)).toEqual(['carol']));
+    });
+
+    it.each([
+      ['', '""'],
+      ['rule 1', '"rule 1"'],
+      ['-dash', '"-dash"'],
+      ['<b>eve</b>', '"<b>eve</b>"'],
+      ['a'.repeat(65), `"${'a'.repeat(59)}…`],
+      [42, '42'],
+    ])('refuses the name %j with a coded error, changing nothing', async (by, shown) => {
+      const [a] = make({});
+      const calls = [
+        async () => limiter(a).ban({ key: 'someone' }, { duration: 60_000, by: by as string }),
+        async () => limiter(a).unban({ key: 'someone' }, { by: by as string }),
+        async () => limiter(a).grant({ key: 'someone' }, 'unlimited', { by: by as string }),
+        async () => limiter(a).revoke({ key: 'someone' }, { by: by as string }),
+        async () => limiter(a).restoreLost('ban:someone', { by: by as string }),
+      ];
+      for (const call of calls) {
+        await expect(call()).rejects.toMatchObject({
+          code: 'ERR_INVALID_OPTION',
+          field: 'options.by',
+          message: expect.stringContaining(
+            "options.by must be an operator's name of 1 to 64 characters: letters, digits and `_.@-`, starting " +
+              `with a letter or a digit; got ${shown}`,
+          ),
+        });
+      }
+      expect([await limiter(a).history(), await limiter(a).bans(), await limiter(a).grants()]).toEqual([[], [], []]);
     });
 
     it('keeps the last 1000 changes', async () => {

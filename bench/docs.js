@@ -1,5 +1,5 @@
-// The blocks of the manual made from the benchmark's results (bench/results/*.json): docs/performance.md's tables and
-// quoted outputs, and docs/client.md's. Each sits between `<!-- bench:NAME -->` and `<!-- /bench:NAME -->`.
+// The blocks made from the benchmark's results (bench/results/*.json): the tables and quoted outputs of the README,
+// docs/performance.md, docs/client.md and bench/README.md. Each sits between `<!-- bench:NAME -->` and `<!-- /bench:NAME -->`.
 // `node bench/docs.js` writes them into the pages after a run; __tests__/bench-figures.test.ts fails when a page's
 // block is not what the results make, and checks the figures of the prose around them.
 const { readFileSync, writeFileSync } = require('node:fs');
@@ -123,14 +123,6 @@ function ceiling(earlier) {
   );
 }
 
-function changes(earlier, which) {
-  return table(
-    which === 'before' ? ['Change', 'Measured against the build before it', 'Kept'] : ['Change', 'Measured', 'Kept'],
-    ['---', '---', '---'],
-    earlier.changes.filter((c) => c.table === which).map((c) => [c.change, c.measured, c.kept]),
-  );
-}
-
 const fence = (lines) => ['```text', ...lines, '```'];
 
 const thousands = (x) => Math.round(x).toLocaleString('en-US');
@@ -208,14 +200,47 @@ function scale(latest) {
   ];
 }
 
-/** The README's targets: each measured value of this run, met or missed, or not measured in this run. */
-function readmeTargets(latest) {
-  const rows = targetsOf(latest).map((t) => {
-    if (t.value === null) return [t.target, NOT_MEASURED, ''];
-    const value = t.digits === 4 ? String(t.value) : signed(t.value, t.digits);
-    return [t.target, value, t.met ? 'met' : '**missed**'];
-  });
-  return [runLine(latest), '', ...table(['Target', 'This run', ''], ['---', '---:', '---'], rows)];
+/** What the package costs per request against bare Express beside it, allowed and refused, and what one Redis core carries. */
+function cost(latest) {
+  const { summary } = latest.sliced;
+  const cell = (pair) => {
+    const s = summary[pair];
+    if (!s) return NOT_MEASURED;
+    return `${Math.round(s.cpuUsPerRequest)} (${Math.round(s.referenceCpuUsPerRequest)})`;
+  };
+  const rows = [
+    ['express-rate-limit 8, its memory store', 'express-rate-limit'],
+    ['listing-limits, the memory store', 'memory'],
+    ['listing-limits, the Redis store (ioredis)', 'redis'],
+  ].map(([name, pair]) => [name, cell(pair), cell(`${pair} refused`)]);
+  const redisUs = summary.redis?.redis?.usPerRequest;
+  const redis =
+    redisUs === undefined
+      ? [`What one Redis core carries: ${NOT_MEASURED}.`]
+      : [
+          `One Redis core serves ${thousands(1e6 / redisUs)} allowed requests a second with the default client ` +
+            `(${redisUs.toFixed(1)} µs of Redis' CPU each): the requests of ` +
+            `${(summary.redis.cpuUsPerRequest / redisUs).toFixed(1)} app cores.`,
+        ];
+  const versus = summary['memory vs express-rate-limit'];
+  const side = versus
+    ? [
+        `Side by side, express-rate-limit spends ${r3(versus.ratio)} × the memory store's CPU per request ` +
+          `(${Math.round(versus.referenceCpuUsPerRequest)} against ${Math.round(versus.cpuUsPerRequest)} µs).`,
+      ]
+    : [];
+  return [
+    runLine(latest),
+    '',
+    ...table(
+      ['µs of server CPU per request (bare Express beside it)', 'Allowed', 'Refused'],
+      ['---', '---:', '---:'],
+      rows,
+    ),
+    '',
+    ...side,
+    ...redis,
+  ];
 }
 
 /**
@@ -263,21 +288,21 @@ function blocks() {
   const earlier = results('earlier');
   return {
     'docs/performance.md': {
-      targets: targets(latest, earlier),
-      profile: profileTable(results('profile')),
-      ceiling: ceiling(earlier),
-      'changes-before': changes(earlier, 'before'),
-      'changes-after': changes(earlier, 'after'),
-      'changes-redis': changes(earlier, 'redis'),
+      cost: cost(latest),
       clients: scale(latest),
-      moonshot: moonshot(latest, earlier),
-      http: fence(httpLines(latest.http)),
+      profile: profileTable(results('profile')),
       'micro-memory': fence([...microLines(latest.micro), '', ...memoryLines(latest.memory)]),
       bans: fence(bansLines(latest.bans)),
       pages: fence(pagesLines(latest.pages)),
+      http: fence(httpLines(latest.http)),
+    },
+    'bench/README.md': {
+      targets: targets(latest, earlier),
+      moonshot: moonshot(latest, earlier),
+      ceiling: ceiling(earlier),
     },
     'docs/client.md': { client: fence(clientLines(results('client').report)) },
-    'README.md': { targets: readmeTargets(latest), scale: scale(latest) },
+    'README.md': { cost: cost(latest) },
   };
 }
 

@@ -25,6 +25,14 @@ const PAIRS = [
     reference: 'bare',
     variant: `redis-floor${client.replace(' ', '-')}`,
   })),
+  // Each client's store against its own floor, both paced: what the store adds to one `INCR` a request.
+  ...['', ' node-redis', ' glide', ' cluster'].map((client) => ({
+    name: `redis${client} vs floor`,
+    reference: `redis-floor${client.replace(' ', '-')}`,
+    variant: `listing-limits-redis${client.replace(' ', '-')}`,
+  })),
+  // The memory store against a middleware that only writes its seven headers: what counting costs.
+  { name: 'memory vs headers-only', reference: 'ceiling-headers', variant: 'listing-limits-memory' },
   ...['', ' node-redis'].map((client) => ({
     name: `express-rate-limit redis${client}`,
     reference: 'bare',
@@ -146,15 +154,27 @@ const TARGETS = [
     atMost: 6,
     digits: 1,
   },
+  {
+    target: 'Memory store, allowed: at least 0.97 of a middleware that only writes the same seven headers',
+    pair: 'memory vs headers-only',
+    atLeast: 0.97,
+  },
+  ...[
+    ['', 'default ioredis client', 0.95],
+    [' node-redis', 'node-redis client', 0.9],
+    [' glide', 'Valkey GLIDE client', 0.9],
+    [' cluster', 'an ioredis Cluster of 3 masters', 0.9],
+  ].map(([client, name, atLeast]) => ({
+    target: `Redis store, allowed, ${name}: at least ${atLeast.toFixed(2)} of its floor (one INCR a request, paced)`,
+    pair: `redis${client} vs floor`,
+    atLeast,
+  })),
 ];
 
 /**
- * Each Redis pair and its floor: a store's figure above its floor says the load changed, not the store. Not GLIDE's:
- * the store sends a turn's commands in one GLIDE batch, which costs less than its floor's `INCR` sent alone.
+ * The pairs of a store against its floor: a store cheaper than one `INCR` a request says the load changed. Not GLIDE's:
+ * the store's batch of `INCR` and `PTTL` costs it less than the floor's `INCR` sent alone.
  */
-const FLOORS = ['', ' node-redis', ' cluster'].map((client) => ({
-  pair: `redis${client}`,
-  floor: `redis floor${client}`,
-}));
+const FLOORS = ['', ' node-redis', ' cluster'].map((client) => `redis${client} vs floor`);
 
 module.exports = { FLOORS, PAIRS, TARGETS };

@@ -3,7 +3,7 @@
 // package it uses, Node's modules, the garbage collector), with the functions that take the most and what each group
 // costs beyond bare Express. `npm run build && node bench/profile.js [variant[@refused] ...]`; default: the memory
 // store, allowed. Settings: BENCH_PROFILE_ROUNDS (profiles of each, pooled, default 3), BENCH_PROFILE_DURATION (s of
-// load each, default 10), BENCH_PROFILE_TOP (functions, default 25), BENCH_PROFILE_OUT (the file written in
+// load each, default 10), BENCH_PROFILE_PACED (1: the paced load of Redis pairs), BENCH_PROFILE_TOP (functions, default 25), BENCH_PROFILE_OUT (the file written in
 // bench/results, default profile.json, which docs/performance.md quotes).
 // Needs wrk and taskset, as bench/sliced.js does.
 const { execFile, spawn } = require('node:child_process');
@@ -18,7 +18,9 @@ const TOP = Number(process.env.BENCH_PROFILE_TOP ?? 25);
 const ROUNDS = Number(process.env.BENCH_PROFILE_ROUNDS ?? 3);
 const { INTERVAL_US } = require('./profiler.js');
 const ROOT = join(__dirname, '..');
-const { CLIENTS } = require('./sliced.js');
+const { CLIENTS, paced } = require('./sliced.js');
+/** BENCH_PROFILE_PACED=1: the ruler's paced load (bench/paced.js) instead of wrk's saturating one. */
+const PACED = process.env.BENCH_PROFILE_PACED === '1';
 
 function wrk(port, seconds) {
   const args = ['-c', '1', 'wrk', '-t1', '-c32', `-d${seconds}s`, '--timeout', '10s'];
@@ -185,7 +187,7 @@ async function profileWith(side, variant, kind, redisTarget) {
   await wrk(port, 2); // JIT and caches warm, outside the profile
   child.kill('SIGUSR2');
   await new Promise((resolve) => setTimeout(resolve, 200));
-  const requests = await wrk(port, DURATION_S);
+  const requests = PACED ? (await paced(port, DURATION_S)).requests : await wrk(port, DURATION_S);
   const exited = once(child, 'exit');
   child.kill('SIGTERM');
   await exited;

@@ -61,13 +61,13 @@ async function main() {
   const report = { date: new Date().toISOString(), machine, settings, parts: PARTS.filter((p) => parts.has(p)) };
 
   if (parts.has('sliced')) {
-    log('\nSide by side (bench/sliced.js): each variant against its reference server, time-sliced on one CPU');
+    log('\nSide by side (bench/sliced.js): each variant against its reference server on one CPU, paced or time-sliced');
     report.sliced = await runSliced({ log });
     log('');
     for (const line of slicedReport(report.sliced)) log(line);
     if (report.sliced.aboveFloor.length > 0) {
       throw new Error(
-        `a Redis figure is above its floor (${report.sliced.aboveFloor.join('; ')}): the load changed, not the store. ` +
+        `a Redis store costs less than its floor (${report.sliced.aboveFloor.join('; ')}): the load changed. ` +
           'Nothing is written; run it again on a quiet machine.',
       );
     }

@@ -37,7 +37,9 @@ export {
 } from './stores/store.js';
 export type { RuntimeState } from './stores/state.js';
 export type { Limit, WindowKind } from './contract/limit.js';
-export { memoryStore } from './stores/memory/store.js';
+export { type MemoryStoreOptions, memoryStore } from './stores/memory/store.js';
+export { type ClusterStoreOptions, clusterStore } from './stores/cluster/store.js';
+export { clusterPrimary } from './stores/cluster/primary.js';
 export type {
   Authenticate,
   BanInfo,

@@ -1,6 +1,6 @@
 // What each product of the package weighs once installed: the packed package installed with npm, from the registry,
 // into a fresh app under the system's temporary folder, with what each product needs beside it. Prints, for each,
-// the packages installed and their size on disk (`du`), as the README's Install states them.
+// the packages installed and their size on disk (`du`), as docs/install.md states them.
 // `node scripts/install-weights.js` (it runs `npm pack`, so it builds dist/ first); `--json` prints JSON.
 const { execFileSync } = require('node:child_process');
 const { mkdtempSync, readFileSync, rmSync, writeFileSync } = require('node:fs');

@@ -28,7 +28,7 @@ function sentences(markdown) {
   end();
   return blocks.flatMap((text) =>
     text
-      .replace(/`[^`]*`/g, 'code')
+      .replace(/`[^`]*`/g, 'Code')
       .replace(/!?\[([^\]]*)\]\([^)]*\)/g, '$1')
       .split(/(?<=[.!?])\s+(?=[A-Z`"'(*[0-9])/)
       .map((sentence) => sentence.split(/\s+/).filter((word) => /[\p{L}\p{N}]/u.test(word)))

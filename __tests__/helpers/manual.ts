@@ -1,6 +1,8 @@
 // The manual as its tests read it: README.md and the guides of docs/, their code samples, headings, links and tables.
-import { readdirSync, readFileSync } from 'node:fs';
+import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+import ts from 'typescript';
 
 export const root = join(__dirname, '..', '..');
 
@@ -144,3 +146,30 @@ export const inlineCode = (page: Page): string[] =>
 
 /** The names in backticks of a table cell: `` `token`, `otherToken` `` gives `['token', 'otherToken']`. */
 export const codeNames = (cell: string): string[] => [...cell.matchAll(/`([^`]+)`/g)].map((m) => m[1] as string);
+
+/**
+ * The sample as the file a user would run, written in `dir`: TypeScript compiled to an ES module, the package's names
+ * resolved to its build in `built` (helpers/compiled.ts).
+ */
+export function programOf(fence: Fence, built: string, dir: string): string {
+  const commonJs = fence.lang === 'js' && /\brequire\(/.test(fence.code);
+  const code =
+    fence.lang === 'ts'
+      ? ts.transpileModule(fence.code, {
+          compilerOptions: {
+            module: ts.ModuleKind.ESNext,
+            target: ts.ScriptTarget.ES2022,
+            verbatimModuleSyntax: true,
+          },
+        }).outputText
+      : fence.code;
+  const entry = (name: string) => pathToFileURL(join(built, 'lib', `${name}.js`)).href;
+  const resolved = code
+    .replace(/(['"])listing-limits(?:\/(client|verify|pages))?\1/g, (_m, q: string, sub?: string) =>
+      commonJs ? `${q}${fileURLToPath(entry(sub ?? 'index'))}${q}` : `${q}${entry(sub ?? 'index')}${q}`,
+    )
+    .replace(/'\.\/example-server\/app\.js'/g, `'${pathToFileURL(join(built, 'example-server', 'app.js')).href}'`);
+  const file = join(dir, `${fence.page.replace('/', '--')}-line-${fence.line}.${commonJs ? 'cjs' : 'mjs'}`);
+  writeFileSync(file, resolved);
+  return file;
+}

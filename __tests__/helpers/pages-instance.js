@@ -1,8 +1,9 @@
 // One app instance with both pages in a Node process of its own, for the pages' multi-process tests.
-// Arguments: <compiled lib dir> <redis url> <prefix> <secret> [admin token]. Behind a proxy (`trust proxy`): X-Forwarded-For is the
-// client's address. Listing B counted in Redis, with the store's timeout long and failing closed, so that no count
-// is ever made in one process's memory. Prints JSON lines to stdout: {"port":n} once it listens, {"redis":"ready"}
-// once its client is connected. Anything on stderr is a failure of the test. It ends when its standard input closes.
+// Arguments: <compiled lib dir> <redis url> <prefix> <secret> [admin token, or JSON of tokens by name]. Behind a
+// proxy (`trust proxy`): X-Forwarded-For is the client's address. Listing B counted in Redis, with the store's timeout
+// long and failing closed, so that no count is ever made in one process's memory. Prints JSON lines to stdout:
+// {"port":n} once it listens, {"redis":"ready"} once its client is connected. Anything on stderr is a failure of the
+// test. It ends when its standard input closes.
 const [lib, url, prefix, secret, token = 'admin-token-of-both-instances'] = process.argv.slice(2);
 const express = require('express');
 const Redis = require('ioredis');
@@ -18,7 +19,8 @@ client.on('ready', () => console.log(JSON.stringify({ redis: 'ready' })));
 const limits = listingLimits('B', { store: redisStore(client, { prefix, timeoutMs: 10_000, onFailure: 'closed' }) });
 const app = express();
 app.set('trust proxy', true);
-app.use('/admin/limits', limitsAdmin(limits, { authorize: { token }, secret }));
+const authorize = token.startsWith('{') ? { tokens: JSON.parse(token) } : { token };
+app.use('/admin/limits', limitsAdmin(limits, { authorize, secret }));
 app.use(limits);
 app.use('/limits/request', limitsRequestPage(limits, { secret }));
 app.use((error, _req, res, _next) => {

@@ -108,18 +108,19 @@ export function cookiesOf(res: request.Response): Record<string, string> {
 }
 
 /**
- * An agent logged in to the operator's page with the admin token, the page it then gets, and the cookies it was
- * given on the way (`listing-limits.admin`, the login's, among them), `name=value` each, by name.
+ * An agent logged in to the operator's page with the admin token (or `token`), the page it then gets, and the cookies
+ * it was given on the way (`listing-limits.admin`, the login's, among them), `name=value` each, by name.
  */
 export async function loggedIn(
   app: Express,
+  token = ADMIN,
 ): Promise<{ agent: ReturnType<typeof request.agent>; page: request.Response; cookies: Record<string, string> }> {
   const agent = request.agent(app);
   const form = await agent.get('/admin/limits/login').expect(200);
   const login = await agent
     .post('/admin/limits/login')
     .type('form')
-    .send({ token: ADMIN, _csrf: csrfOf(form.text) })
+    .send({ token, _csrf: csrfOf(form.text) })
     .expect(303);
   const page = await agent.get('/admin/limits/').expect(200);
   return { agent, page, cookies: { ...cookiesOf(form), ...cookiesOf(login), ...cookiesOf(page) } };

@@ -23,7 +23,7 @@ export const describeRedis = redisMissing && !inCI ? describe.skip : describe;
 export const describeRedisServer = serverMissing && !inCI ? describe.skip : describe;
 
 /** A free TCP port on the loopback interface. */
-function freePort(): Promise<number> {
+export function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
     const probe = createServer();
     probe.unref();
@@ -39,7 +39,7 @@ function freePort(): Promise<number> {
  * Runs `start` again, up to five times in all, while it fails because another process took the port it picked
  * between the pick and its server's bind.
  */
-async function onFreePort<T>(start: () => Promise<T>): Promise<T> {
+export async function onFreePort<T>(start: () => Promise<T>): Promise<T> {
   for (let attempt = 1; ; attempt++) {
     try {
       return await start();

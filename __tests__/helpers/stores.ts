@@ -1,6 +1,6 @@
 // The stores every contract test runs against, each with a way to move its clock forward.
 import type Redis from 'ioredis';
-import { memoryStore, redisStore, type Store } from '../../lib';
+import { clusterStore, memoryStore, redisStore, type Store } from '../../lib';
 import { describeRedis, ioredisClient, scanKeys, startRedis } from './redis';
 
 export interface StoreCase {
@@ -84,6 +84,17 @@ const memoryCase: StoreCase = {
   },
   marginMs: 1,
   resetAfter: (ms) => String(ms / 1000),
+};
+
+let clusters = 0;
+
+/** The cluster store in a process that is not a worker: every call a message to this process's primary side. */
+const clusterCase: StoreCase = {
+  ...memoryCase,
+  name: 'cluster store',
+  // Counting must never fall back to memory here: a generous timeout, and any failure a loud 503.
+  make: () => clusterStore({ prefix: `contract-${++clusters}`, timeoutMs: 10_000, onFailure: 'closed' }),
+  shared: true,
 };
 
 /**
@@ -196,4 +207,4 @@ function redisCase(): StoreCase {
 }
 
 /** Every store, Redis included where Redis can run (and always under CI, where a missing Redis fails). */
-export const storeCases: StoreCase[] = [memoryCase, ...(describeRedis === describe ? [redisCase()] : [])];
+export const storeCases: StoreCase[] = [memoryCase, clusterCase, ...(describeRedis === describe ? [redisCase()] : [])];

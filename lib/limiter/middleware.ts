@@ -43,6 +43,7 @@ export function listingLimits(
   const config = configure(listing, options);
   const middleware = requestPath(config);
   config.records.start();
+  config.traffic.site?.start();
   const stopMountOrder = watchMountOrder(middleware, config.table, config.warn);
   return linkPages(Object.assign(middleware, methods(config, stopMountOrder)), config.pagesLink);
 }
@@ -55,6 +56,7 @@ function methods(config: Config, stopMountOrder: () => void) {
     close: () => {
       stopMountOrder();
       config.stopWatching();
+      traffic.site?.stop();
       records.close();
     },
     usage: (client: ClientRef) => usage.of(client),

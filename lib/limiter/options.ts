@@ -13,13 +13,15 @@ import { Records } from '../records/records.js';
 import { checkStore } from '../stores/option.js';
 import { partsOf } from '../stores/rlf.js';
 import { checkTable, endpointsOf, rowShape } from '../contract/table.js';
-import { Traffic } from './observe/traffic.js';
+import { NO_ENDPOINT, Traffic } from './observe/traffic.js';
+import { SiteTraffic } from './observe/site.js';
 import { Usage } from './observe/usage.js';
 import type { ListingLimitsOptions } from './types.js';
 import { windowKinds } from '../contract/limit.js';
 import { Waiting } from '../stores/waiting.js';
 import { DEFAULT_CALL_TIMEOUT_MS } from '../stores/call-bound.js';
 import { MemoryState } from '../stores/memory/state.js';
+import { warnPerProcess } from '../stores/cluster/instance.js';
 
 const limiterOptionNames = [
   'store',
@@ -35,6 +37,7 @@ const limiterOptionNames = [
   'mode',
   'onLimit',
   'onChange',
+  'onRequestFiled',
   'metrics',
   'onError',
 ] as const;
@@ -59,6 +62,7 @@ export function configure(listing: unknown, options: ListingLimitsOptions = {}) 
   check.callback(options.onError, 'options.onError', '(error, req) => void');
   check.callback(options.onLimit, 'options.onLimit', '(event, req) => void');
   check.callback(options.onChange, 'options.onChange', '(event, req) => void');
+  check.callback(options.onRequestFiled, 'options.onRequestFiled', '(request) => void');
   check.callback(options.skip, 'options.skip', '(req) => boolean');
   check.callback(options.handler, 'options.handler', '(req, res, next, info) => void');
   if (window === 'sliding')
@@ -69,14 +73,21 @@ export function configure(listing: unknown, options: ListingLimitsOptions = {}) 
 
   const store = checkStore(options.store);
   const registry = checkMetrics(check, options.metrics);
+  const parts = partsOf(store);
+  const names = table.map((endpoint) => endpoint.name);
+  const shared = parts.state?.traffic;
+  const site =
+    shared &&
+    new SiteTraffic(shared, {
+      endpoints: new Set([...names, NO_ENDPOINT]),
+      callTimeoutMs: parts.failure?.callTimeoutMs ?? DEFAULT_CALL_TIMEOUT_MS,
+      report,
+      skipped: (entry, problem) => records.cache.foreignFound(entry, problem, problem),
+    });
   // Each request done is counted once, into the metrics' totals and the last hour alike.
-  const traffic = new Traffic(
-    table.map((endpoint) => endpoint.name),
-    registry !== undefined,
-  );
+  const traffic = new Traffic(names, registry !== undefined, site);
   // The metrics time the store from its first counter on.
   const metrics = registry && new Metrics(traffic);
-  const parts = partsOf(store);
   const headers = compileHeaders(check, options.headers);
   const { identify, ipOf, ipv6Subnet } = compileIdentify(check, options, cacheMs);
   const waiting = parts.failure && new Waiting(parts.failure);
@@ -89,6 +100,7 @@ export function configure(listing: unknown, options: ListingLimitsOptions = {}) 
     ipv6Subnet,
     checkGrant: (checker, grant, field) => checkGrant(checker, grant, field, grantTable),
     onChange: options.onChange,
+    onRequestFiled: options.onRequestFiled,
     report,
     firstReadMs: parts.failure?.timeoutMs ?? 1000,
     // A store in this process answers at once: its calls need no bound.
@@ -115,6 +127,7 @@ export function configure(listing: unknown, options: ListingLimitsOptions = {}) 
   );
   const stopWatching =
     parts.watchConnection?.((message) => warn('LISTING_LIMITS_STORE_NOT_CONNECTED', message)) ?? (() => {});
+  if (parts.countsAlone) warnPerProcess(warn);
   return {
     match,
     table: tableOf(table, match),

@@ -12,6 +12,7 @@ import type {
   ClientRef,
   ForeignEntry,
   Grant,
+  GrantRequest,
   GrantRequests,
   LostRecord,
 } from '../records/types.js';
@@ -147,6 +148,11 @@ export interface ListingLimitsOptions {
   onLimit?: (event: LimitEvent, req: Request) => unknown;
   /** Called on every change of bans and grants this instance makes (`req` for a rule's ban). Default: none. */
   onChange?: (event: ChangeEvent, req: Request | undefined) => unknown;
+  /**
+   * Called once per grant request this instance files (`requests.file()`, the contact page), as operators list it:
+   * never its token. Sync or async; the filing never waits for it, and its errors go to `onError`. Default: none.
+   */
+  onRequestFiled?: (request: GrantRequest) => unknown;
   /** A prom-client (14 or later) `Registry` of its own for the `listing_limits_*` metrics. Default: no metrics. */
   metrics?: MetricsRegistry;
   /**
@@ -163,20 +169,27 @@ export interface ListingLimitsOptions {
  * throws a `ListingLimitsError` naming the field (`ERR_UNSUPPORTED_STORE` with a store that keeps no runtime state).
  */
 export interface ListingLimitsMiddleware extends RequestHandler {
-  /** Bans a client for `duration` milliseconds (whole seconds, at most one year). Resolves true. */
-  ban(client: ClientRef, options: { readonly duration: number; readonly reason?: string }): Promise<boolean>;
+  /**
+   * Bans a client for `duration` milliseconds (whole seconds, at most one year). Resolves true. `by`, here and in
+   * the other changes: the operator's name (1 to 64 letters, digits or `_.@-`), which the ban, its change and
+   * `onChange`'s event record as `operator`.
+   */
+  ban(
+    client: ClientRef,
+    options: { readonly duration: number; readonly reason?: string; readonly by?: string },
+  ): Promise<boolean>;
   /** Lifts the bans of a client (or `onBan` key) and forgets what led to them. Resolves whether one was in force. */
-  unban(client: ClientRef | string): Promise<boolean>;
+  unban(client: ClientRef | string, options?: { readonly by?: string }): Promise<boolean>;
   /** The bans in force, the rule's and the operators', as the store has them now. */
   bans(): Promise<ActiveBan[]>;
   /** Gives a client a grant, which wins over the `grants` option, until `until` (at most a year) or revoked. */
   grant(
     client: ClientRef,
     grant: Grant,
-    options?: { readonly until?: Date | number; readonly note?: string },
+    options?: { readonly until?: Date | number; readonly note?: string; readonly by?: string },
   ): Promise<boolean>;
   /** Takes back a grant made with `grant()`. Resolves true when there was one. */
-  revoke(client: ClientRef): Promise<boolean>;
+  revoke(client: ClientRef, options?: { readonly by?: string }): Promise<boolean>;
   /** The active grants made with `grant()`. */
   grants(): Promise<ActiveGrant[]>;
   /** The changes of bans and grants, newest first, at most the last 1000: since a time, at most `limit`. */
@@ -184,7 +197,7 @@ export interface ListingLimitsMiddleware extends RequestHandler {
   /** The operators' bans and grants the store lost, oldest loss first. */
   lost(): Promise<LostRecord[]>;
   /** Applies a lost record again, as it was, until its end. Resolves false when it has ended or is gone. */
-  restoreLost(id: string): Promise<boolean>;
+  restoreLost(id: string, options?: { readonly by?: string }): Promise<boolean>;
   /** Forgets a lost record. Resolves whether there was one. */
   dismissLost(id: string): Promise<boolean>;
   /** The entries of the store's runtime state that this version skips, records first, then the history's. */
@@ -199,7 +212,11 @@ export interface ListingLimitsMiddleware extends RequestHandler {
   reset(client: ClientRef, endpoint?: string): Promise<boolean>;
   /** The grant requests of rule 6, in the store's state. */
   readonly requests: GrantRequests;
-  /** The last hour of requests in this process, per endpoint and by refused client, counted from the first call on. */
+  /**
+   * The last hour of requests, per endpoint and by refused client. With the Redis store, every instance's that shares
+   * it, as this one last read it (each adds its counts every `trafficIntervalMs`), with this one's since. Otherwise
+   * this process's, counted from the first call on.
+   */
   traffic(): TrafficSummary;
 }
 
@@ -228,7 +245,7 @@ export interface TrafficMinute {
   readonly refused: number;
 }
 
-/** The last hour of requests through one middleware in this process, as the operator's page shows it. */
+/** The last hour of requests through one middleware, as the operator's page shows it. */
 export interface TrafficSummary {
   /** Per endpoint of the table (`(none)`: banned requests that matched no row), in the hour and minute by minute. */
   readonly endpoints: readonly {
@@ -241,4 +258,9 @@ export interface TrafficSummary {
   readonly refused: readonly { readonly key: string; readonly count: number }[];
   /** Every endpoint together: 60 minutes, oldest first, the last one the minute under way. */
   readonly minutes: readonly TrafficMinute[];
+  /**
+   * The instances counted: those that added their counts to the shared store within their last three intervals.
+   * Undefined when the summary is this process's alone (the memory store, or before the first read).
+   */
+  readonly instances?: number | undefined;
 }

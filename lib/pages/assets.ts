@@ -37,7 +37,7 @@ code,.key{font-family:ui-monospace,SFMono-Regular,Menlo,monospace;font-size:.85r
 .bar{display:flex;flex-wrap:wrap;gap:.5rem 1rem;align-items:center;justify-content:space-between;background:#fff;
 border:1px solid #d8dbe0;border-radius:8px;padding:.5rem 1rem;margin:0 0 1rem}
 .bar nav{display:flex;flex-wrap:wrap;gap:.25rem 1.25rem}.account{display:flex;flex-wrap:wrap;gap:.5rem}
-.account button{margin:0}
+.account button{margin:0}.who{margin:0;align-self:center}
 a[aria-current]{font-weight:700;color:#1b1b1b}a.client{white-space:nowrap}
 form[role=search]{margin:0 0 1rem}
 .chart{overflow-x:auto}.chart svg{display:block;width:100%;min-width:54rem;height:auto}

@@ -55,20 +55,37 @@ export function searchForm(v: View): Html {
   </form>`;
 }
 
+/** With `{ tokens }`, a choice of whose logins to end: every operator's, or one operator's. */
+function whoseLogins(v: View): Html | '' {
+  if (!v.operators) return '';
+  const choice = (name: string) =>
+    markup`<option value="${name}" ${name === v.operator ? markup` selected` : ''}>${name}</option>`;
+  return markup`<label for="logout-whose">Whose logins</label>
+    <select id="logout-whose" name="operator">
+      <option value="">every operator's</option>
+      ${v.operators.map(choice)}
+    </select>`;
+}
+
 export function header(v: View, loginForm: boolean, links: Html): Html {
-  const logout = markup`<div class="account">
-      <form method="post" action="${v.base}/logout">${v.csrf}<button type="submit" class="plain">Log out</button></form>
-      <form
-        method="post"
-        action="${v.base}/logout/everywhere"
-        data-confirm="End the login of every operator, on every instance?"
-      >
-        ${v.csrf}<button type="submit" class="plain">Log out everywhere</button>
-      </form>
-    </div>`;
+  const confirm = v.operators
+    ? 'End the chosen logins, on every instance?'
+    : 'End the login of every operator, on every instance?';
+  const logout = markup`<form method="post" action="${v.base}/logout">
+      ${v.csrf}<button type="submit" class="plain">Log out</button>
+    </form>
+    <form
+      method="post"
+      action="${v.base}/logout/everywhere"
+      ${v.operators ? markup` class="inline"` : ''}
+      data-confirm="${confirm}"
+    >
+      ${v.csrf}${whoseLogins(v)}<button type="submit" class="plain">Log out everywhere</button>
+    </form>`;
+  const who = v.operator === undefined ? '' : markup`<p class="who">Operator: <strong>${v.operator}</strong></p>`;
   return markup`<header class="bar">
       <nav aria-label="Page">${links}</nav>
-      ${loginForm ? logout : ''}
+      ${who || loginForm ? markup`<div class="account">${who}${loginForm ? logout : ''}</div>` : ''}
     </header>`;
 }
 
@@ -136,8 +153,16 @@ function trafficSection(v: View, traffic: TrafficSummary): Html {
     ['Refusals', (r) => countText(r.count)],
   ];
   const subject = chosen?.endpoint ?? 'All endpoints';
+  const { instances } = traffic;
+  const scope =
+    instances === undefined
+      ? markup`<h2 id="traffic-h">The last hour in this process</h2>
+          <p class="hint">These are this process's requests: other instances are not shown.</p>`
+      : markup`<h2 id="traffic-h">The last hour on every instance</h2>
+          <p class="hint">${countText(instances)} ${instances === 1 ? 'instance shares' : 'instances share'} the store.
+            Each adds its counts every few seconds.</p>`;
   return markup`<section id="traffic" aria-labelledby="traffic-h">
-      <h2 id="traffic-h">The last hour on this instance</h2>
+      ${scope}
       <h3>Requests per minute: ${subject}</h3>
       <div class="chart">${trafficChart(subject, chosen?.minutes ?? traffic.minutes)}</div>
       <p class="hint">An endpoint's name shows its own minutes.</p>

@@ -31,6 +31,7 @@ export const DONE: Readonly<Record<string, string>> = {
   restored: 'The lost record is in force again.',
   removed: 'The entry is removed.',
   reset: 'The client’s counters are cleared.',
+  loggedout: 'The operator’s logins are ended, on every instance.',
 };
 
 interface Button {
@@ -81,6 +82,10 @@ export interface View {
   readonly client?: string;
   /** A token's last characters, by key. */
   readonly labels?: ReadonlyMap<string, string>;
+  /** The name of the operator using the page, when it has one. */
+  readonly operator?: string;
+  /** The names of `{ tokens }`, whose logins can be ended one operator at a time. */
+  readonly operators?: readonly string[];
 }
 
 /** So that a client reads the same on every row of a page, as its grant request shows it. */
@@ -210,6 +215,7 @@ export const decidedColumns: readonly Column<GrantRequest>[] = [
         : `declined: ${r.answer ?? ''}`,
   ],
   ['Decided', (r) => when(r.decidedAt)],
+  ['By', (r) => r.decidedBy ?? ''],
 ];
 
 export const grantColumns: readonly Column<ActiveGrant>[] = [
@@ -245,7 +251,7 @@ export const banColumns: readonly Column<ActiveBan>[] = [
   ['Client', (b, v) => keyText(v, b.key)],
   ['Kind', (b) => b.kind],
   ['Reason', (b) => clip(b.reason, SHOWN)],
-  ['By', (b) => b.by],
+  ['By', (b) => b.operator ?? b.by],
   ['Since', (b) => when(b.since)],
   ['Until', (b) => when(b.until)],
   ['', (b, v) => button(v, 'lift', ['key', b.key])],
@@ -290,7 +296,7 @@ export const eventColumns: readonly Column<ChangeEvent>[] = [
   ['When', (e) => when(e.at)],
   ['Action', (e) => e.action],
   ['Client', (e, v) => keyText(v, e.key)],
-  ['By', (e) => e.by],
+  ['By', (e) => e.operator ?? e.by],
   [
     'Details',
     (e) =>

@@ -8,8 +8,8 @@ const CSRF_FIELD = '_csrf';
 /** How far ahead of this instance's clock another instance may have issued a login. */
 const CLOCK_SKEW_MS = 60_000;
 const ID = /^[\w-]{22}$/;
-/** A login cookie's value: `<session id>.<issue time, epoch ms>.<what it is bound to>`. */
-const LOGIN_VALUE = /^([\w-]{22})\.(\d{13})\.([\w-]{22})$/;
+/** A login cookie's value: `<session id>.<issue time, epoch ms>.<what it is bound to>[.<operator's name>]`. */
+const LOGIN_VALUE = /^([\w-]{22})\.(\d{13})\.([\w-]{22})(?:\.([\w.@-]{1,64}))?$/;
 
 /** A login in force, as its signed cookie carries it. */
 export interface LoginSession {
@@ -18,6 +18,8 @@ export interface LoginSession {
   readonly issuedAt: number;
   /** A MAC of the admin token and the logins' epoch. */
   readonly bound: string;
+  /** The operator's, with named tokens. */
+  readonly name: string | undefined;
 }
 
 /** Whether a signed login within its lifetime is still in force: not ended, nor of another token or epoch. */
@@ -69,7 +71,7 @@ export function sessions(secret: string, name: string, lifetimeMs?: number, inFo
     const issuedAt = Number(match[2]);
     const now = Date.now();
     if (issuedAt > now + CLOCK_SKEW_MS || now - issuedAt >= lifetimeMs) return undefined;
-    return { id: match[1] as string, issuedAt, bound: match[3] as string };
+    return { id: match[1] as string, issuedAt, bound: match[3] as string, name: match[4] };
   };
   const start: RequestHandler = (req, res, next) => {
     let form = signedCookie(req, FORM);
@@ -97,10 +99,11 @@ export function sessions(secret: string, name: string, lifetimeMs?: number, inFo
     valid: (req: Request) => tokens.validateRequest(req),
     login: (req: Request) => read.get(req)?.login,
     /** A new id: the tokens of the page before are no good after it. */
-    logIn(req: Request, res: Response, bound: string): void {
+    logIn(req: Request, res: Response, bound: string, operator?: string): void {
       if (lifetimeMs === undefined) throw new Error(`listing-limits.${name} has no login sessions`);
-      const session: LoginSession = { id: randomBytes(16).toString('base64url'), issuedAt: Date.now(), bound };
-      const value = `${session.id}.${session.issuedAt}.${bound}`;
+      const id = randomBytes(16).toString('base64url');
+      const session: LoginSession = { id, issuedAt: Date.now(), bound, name: operator };
+      const value = `${session.id}.${session.issuedAt}.${bound}${operator === undefined ? '' : `.${operator}`}`;
       res.cookie(LOGIN, value, { ...cookieOptions(req, lifetimeMs), signed: true });
       // The page this request may render is of the new session.
       read.set(req, { form: read.get(req)?.form ?? '', login: session });

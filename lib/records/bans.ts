@@ -5,7 +5,7 @@ import { RuntimeStateError } from '../shared/errors.js';
 import { kindOfKey } from '../contract/keys.js';
 import type { CallBound } from '../stores/call-bound.js';
 import type { Parts } from './calls.js';
-import { addressBan, type BanRecord, checkText, type Stored } from './kinds.js';
+import { addressBan, type BanRecord, byOption, checkName, checkText, type Stored } from './kinds.js';
 import type { ActiveBan } from './types.js';
 import { activeBan, banEvent, eventOf, listPage } from './views.js';
 
@@ -108,15 +108,17 @@ export class RuleBans {
 export async function banClient(parts: Parts, client: unknown, options: unknown, known = ''): Promise<boolean> {
   const check = new Checker('limits.ban');
   const { key, kind, address, tokenEnd: end } = parts.keyOf(check, client);
-  const o = check.options(options, 'options', '{ duration, reason }');
-  check.unknownKeys(o, ['duration', 'reason'], (k) => `options.${k}`);
+  const o = check.options(options, 'options', '{ duration, reason, by }');
+  check.unknownKeys(o, ['duration', 'reason', 'by'], (k) => `options.${k}`);
   const duration = check.seconds(o.duration, 'options.duration');
   const reason = o.reason === undefined ? 'operator' : checkText(check, o.reason, 'options.reason');
+  const operator = checkName(check, o.by, 'options.by');
   parts.calls.writable(check);
   return parts.calls.bounded('limits.ban', async (bound) => {
     const since = Date.now();
     const tokenEnd = end || known || undefined;
-    const ban: BanRecord = { key, kind, reason, since, until: since + duration, by: 'operator', tokenEnd };
+    const until = since + duration;
+    const ban: BanRecord = { key, kind, reason, since, until, by: 'operator', tokenEnd, operator };
     const field = `ban:${address ? addressBan(key) : key}`;
     await parts.calls.change([{ field, record: ban, event: banEvent(ban) }], bound);
     return true;
@@ -145,9 +147,10 @@ export function banMethods(parts: Parts, ruleBans: RuleBans, forget: ForgetBans 
   const { cache, calls } = parts;
   return {
     ban: (client: unknown, options: unknown) => banClient(parts, client, options),
-    async unban(client: unknown): Promise<boolean> {
-      const key =
-        typeof client === 'string' && client !== '' ? client : parts.keyOf(new Checker('limits.unban'), client).key;
+    async unban(client: unknown, options?: unknown): Promise<boolean> {
+      const check = new Checker('limits.unban');
+      const key = typeof client === 'string' && client !== '' ? client : parts.keyOf(check, client).key;
+      const operator = byOption(check, options);
       return calls.bounded('limits.unban', async (bound) => {
         // What led to the bans first: an unban that fails after it leaves the ban in force, never a ban lifted
         // whose kept strikes would ban the client again at its next refusal.
@@ -155,7 +158,8 @@ export function banMethods(parts: Parts, ruleBans: RuleBans, forget: ForgetBans 
         const at = Date.now();
         const changes = [key, addressBan(key)].map((banKey) => {
           const known = cache.banOf(banKey);
-          const event = eventOf('unban', key, known?.kind ?? (banKey === key ? kindOfKey(key) : 'ip'), at);
+          const kind = known?.kind ?? (banKey === key ? kindOfKey(key) : 'ip');
+          const event = eventOf('unban', key, kind, at, { operator });
           return { field: `ban:${banKey}`, record: null, event };
         });
         const result = await calls.change(changes, bound);

@@ -7,9 +7,10 @@ import type { EndpointRow } from '../contract/listings.js';
 import type { CallBound } from '../stores/call-bound.js';
 import type { GrantRequestMeta, GrantRequestPlace, GrantRequestStore } from '../stores/grant-request-store.js';
 import type { RequestPut } from '../stores/state.js';
+import { observe } from '../shared/hooks.js';
 import type { Parts } from './calls.js';
 import { grantClient } from './grants.js';
-import { attempt, checkText, objectOf, Problem } from './kinds.js';
+import { attempt, byOption, checkName, checkText, isName, objectOf, Problem } from './kinds.js';
 import { withoutSeq } from './views.js';
 import type { Grant, GrantProof, GrantRequest, GrantRequestInput, GrantRequests } from './types.js';
 
@@ -29,12 +30,17 @@ export const LONGEST_REASON = 2000;
 export const LONGEST_LINK = 500;
 export const LARGEST_COUNT = 1e12;
 
-type StoredGrantRequest = Omit<GrantRequest, 'at' | 'decidedAt' | 'granted' | 'until' | 'answer' | 'network'> & {
+type StoredGrantRequest = Omit<
+  GrantRequest,
+  'at' | 'decidedAt' | 'granted' | 'until' | 'answer' | 'network' | 'decidedBy'
+> & {
   readonly at: number;
   readonly decidedAt: number | null;
   readonly granted: Grant | null;
   readonly until: number | null;
   readonly answer: string | null;
+  /** Absent from a request an older version decided. */
+  readonly decidedBy?: string | null;
   readonly network: string;
   /** What it counts in when the store is full. */
   readonly group: string;
@@ -127,6 +133,8 @@ function publicOf(r: StoredGrantRequest): GrantRequest {
     granted: r.granted ?? undefined,
     until: r.until === null ? undefined : new Date(r.until),
     answer: r.answer ?? undefined,
+    // Whatever the store holds, only a name is shown.
+    decidedBy: isName(r.decidedBy) ? r.decidedBy : undefined,
   };
 }
 
@@ -140,22 +148,26 @@ function parseRequest(json: string | undefined): StoredGrantRequest | undefined 
   return typeof r.id === 'string' && typeof r.key === 'string' && times && place ? r : undefined;
 }
 
+export type OnRequestFiled = (request: GrantRequest) => unknown;
+
 // A token is hashed at once. Every change is a compare-and-set, so a request is decided once; every call reads or
 // writes a few requests, however many are kept.
 export class GrantRequestDesk implements GrantRequests {
   readonly #store: GrantRequestStore | undefined;
   readonly #parts: Parts;
   readonly #ipv6Subnet: number | false;
+  readonly #onFiled: OnRequestFiled | undefined;
 
   constructor(
     store: GrantRequestStore | undefined,
     parts: Parts,
-    ipv6Subnet: number | false,
+    { ipv6Subnet, onFiled }: { ipv6Subnet: number | false; onFiled?: OnRequestFiled },
     readonly endpoints: readonly EndpointRow[],
   ) {
     this.#store = store;
     this.#parts = parts;
     this.#ipv6Subnet = ipv6Subnet;
+    this.#onFiled = onFiled;
   }
 
   get supported(): boolean {
@@ -214,12 +226,14 @@ export class GrantRequestDesk implements GrantRequests {
       check.fail('ERR_TOO_MANY_PENDING', field, `${whose}has ${pending} requests pending already: ${wait}`);
     }
     if (done !== 'done') throw new Error('limits.requests.file: the store has a request of this id already.');
+    // A copy of its own, told without waiting: a hook that hangs or fails leaves the filing as it is.
+    observe(this.#onFiled, publicOf(record), undefined, (error) => this.#parts.calls.report(error, undefined));
     return publicOf(record);
   }
 
   async status(id: string, token: string): Promise<GrantRequest | undefined> {
     const record = typeof token === 'string' ? await this.#read('limits.requests.status', id) : undefined;
-    return record && record.key === tokenKey(token) ? publicOf(record) : undefined;
+    return record && record.key === tokenKey(token) ? { ...publicOf(record), decidedBy: undefined } : undefined;
   }
 
   async get(id: string): Promise<GrantRequest | undefined> {
@@ -317,29 +331,35 @@ export class GrantRequestDesk implements GrantRequests {
   }
 
   /** The decision and the grant are one change of the store: both, or neither. */
-  async approve(id: string, grant: Grant, options?: { until?: Date | number; note?: string }): Promise<GrantRequest> {
+  async approve(
+    id: string,
+    grant: Grant,
+    options?: { until?: Date | number; note?: string; by?: string },
+  ): Promise<GrantRequest> {
     const check: Checker = new Checker('limits.requests.approve');
     const checked = this.#parts.checkGrant(check, grant, 'grant');
     const until = options?.until instanceof Date ? options.until.getTime() : (options?.until ?? null);
+    const decidedBy = checkName(check, options?.by, 'options.by') ?? null;
     return this.#decide(
       check,
       id,
-      (record) => ({ ...record, status: 'approved', decidedAt: Date.now(), granted: checked, until }),
+      (record) => ({ ...record, status: 'approved', decidedAt: Date.now(), granted: checked, until, decidedBy }),
       async (record, decision) => {
-        const given = { until: until ?? undefined, note: options?.note ?? `request ${record.id}` };
+        const given = { until: until ?? undefined, note: options?.note ?? `request ${record.id}`, by: options?.by };
         const client = { key: record.key };
         return (await grantClient(this.#parts, check, client, checked, given, record.tokenEnd, decision)).request;
       },
     );
   }
 
-  async decline(id: string, reason: string): Promise<GrantRequest> {
+  async decline(id: string, reason: string, options?: { by?: string }): Promise<GrantRequest> {
     const check: Checker = new Checker('limits.requests.decline');
     const answer = checkText(check, reason, 'reason', LONGEST_REASON, true);
+    const decidedBy = byOption(check, options) ?? null;
     return this.#decide(
       check,
       id,
-      (record) => ({ ...record, status: 'declined', decidedAt: Date.now(), answer }),
+      (record) => ({ ...record, status: 'declined', decidedAt: Date.now(), answer, decidedBy }),
       (_, { id: of, value, expected, meta, now }, store, bound) => {
         const put = store.put(of, value, expected, meta, now, bound.applyBy);
         return bound.race(put, (late) => {

@@ -2,7 +2,7 @@
 import { Checker, MAX_DURATION_MS, show } from '../shared/check.js';
 import type { RequestPut, StateChangeResult } from '../stores/state.js';
 import type { Parts } from './calls.js';
-import { checkText, type GrantRecord } from './kinds.js';
+import { byOption, checkName, checkText, type GrantRecord } from './kinds.js';
 import type { ActiveGrant } from './types.js';
 import { activeGrant, eventOf, grantEvent, listPage } from './views.js';
 
@@ -18,8 +18,8 @@ export function grantClient(
 ): Promise<StateChangeResult> {
   const { key, tokenEnd: end } = parts.keyOf(check, client);
   const checked = parts.checkGrant(check, grant, 'grant');
-  const o = check.options(options, 'options', '{ until, note }');
-  check.unknownKeys(o, ['until', 'note'], (k) => `options.${k}`);
+  const o = check.options(options, 'options', '{ until, note, by }');
+  check.unknownKeys(o, ['until', 'note', 'by'], (k) => `options.${k}`);
   const since = Date.now();
   let until: number | null = null;
   if (o.until !== undefined) {
@@ -33,8 +33,10 @@ export function grantClient(
     until = at as number;
   }
   const note = o.note === undefined ? null : checkText(check, o.note, 'options.note');
+  const operator = checkName(check, o.by, 'options.by');
   parts.calls.writable(check);
-  const record: GrantRecord = { key, grant: checked, since, until, note, tokenEnd: end || known || undefined };
+  const tokenEnd = end || known || undefined;
+  const record: GrantRecord = { key, grant: checked, since, until, note, tokenEnd, operator };
   const changes = [{ field: `grant:${key}`, record, event: grantEvent(record) }];
   return parts.calls.bounded(check.source, (bound) => parts.calls.change(changes, bound, undefined, request));
 }
@@ -61,12 +63,13 @@ export function grantMethods(parts: Parts) {
   return {
     grant: (client: unknown, grant: unknown, options?: unknown): Promise<boolean> =>
       grantClient(parts, new Checker('limits.grant'), client, grant, options).then(() => true),
-    revoke(client: unknown): Promise<boolean> {
+    revoke(client: unknown, options?: unknown): Promise<boolean> {
       const check = new Checker('limits.revoke');
       const { key, kind } = parts.keyOf(check, client);
+      const operator = byOption(check, options);
       calls.writable(check);
       return calls.bounded('limits.revoke', async (bound) => {
-        const event = eventOf('revoke', key, kind, Date.now());
+        const event = eventOf('revoke', key, kind, Date.now(), { operator });
         const result = await calls.change([{ field: `grant:${key}`, record: null, event }], bound);
         return result.records[0]?.changed === true;
       });

@@ -15,6 +15,8 @@ export interface BanRecord {
   readonly until: number;
   readonly by: 'rule' | 'operator';
   readonly tokenEnd?: string;
+  /** The named operator who made it. */
+  readonly operator?: string;
 }
 
 /** A grant made at runtime: `grant:<key>`. */
@@ -25,6 +27,7 @@ export interface GrantRecord {
   readonly until: number | null;
   readonly note: string | null;
   readonly tokenEnd?: string;
+  readonly operator?: string;
 }
 
 /** An operator's ban or grant the store lost, `lost:<its field>`: kept to restore or dismiss, never applied. */
@@ -80,6 +83,19 @@ export function attempt<T>(check: () => T): T | Problem {
 }
 
 export const LONGEST_TEXT = 500;
+/** An operator's name: shown on the pages and in cookies, so plain ASCII without spaces. */
+const OPERATOR_NAME = /^[A-Za-z0-9][\w.@-]{0,63}$/;
+export const isName = (value: unknown): value is string => typeof value === 'string' && OPERATOR_NAME.test(value);
+
+/** An operator's name, or undefined when none is given. */
+export function checkName(check: Checker, value: unknown, field: string): string | undefined {
+  if (value === undefined || isName(value)) return value;
+  return check.invalid(
+    field,
+    "must be an operator's name of 1 to 64 characters: letters, digits and `_.@-`, starting with a letter or a " +
+      `digit; got ${show(value)}.`,
+  );
+}
 const LATEST_TIME = 8.64e15;
 const clientKinds: readonly ClientKind[] = ['token', 'ip', 'custom'];
 
@@ -98,6 +114,13 @@ export function checkText(check: Checker, value: unknown, field: string, longest
   if (typeof value !== 'string' || (trim ? value.trim() : value) === '' || value.length > longest)
     check.invalid(field, `must be a non-empty string of at most ${longest} characters; got ${show(value)}.`);
   return trim ? value.trim() : value;
+}
+
+/** The options `{ by }` of a call that takes no other. */
+export function byOption(check: Checker, options: unknown): string | undefined {
+  const o = check.options(options, 'options', '{ by }');
+  check.unknownKeys(o, ['by'], (k) => `options.${k}`);
+  return checkName(check, o.by, 'options.by');
 }
 
 /** The table's own check of a grant (its rows must be the table's). */
@@ -119,6 +142,10 @@ function checkedField<T>(o: Record<string, unknown>, name: string, ok: (value: u
 const isText = (value: unknown) => typeof value === 'string' && value !== '' && value.length <= LONGEST_TEXT;
 const isKey = (value: unknown) => typeof value === 'string' && value !== '';
 const isNote = (value: unknown) => value === null || isText(value);
+
+function operatorOf(o: Record<string, unknown>): string | undefined {
+  return o.operator === undefined ? undefined : checkedField<string>(o, 'operator', isName, "an operator's name");
+}
 
 function tokenEndOf(o: Record<string, unknown>): string | undefined {
   const end = o.tokenEnd;
@@ -157,6 +184,7 @@ function banRecordOf(o: Record<string, unknown>): BanRecord {
     until,
     by: checkedField(o, 'by', (v) => v === 'rule' || v === 'operator', "'rule' or 'operator'"),
     tokenEnd: tokenEndOf(o),
+    operator: operatorOf(o),
   };
 }
 
@@ -179,13 +207,14 @@ function grantRecordOf(o: Record<string, unknown>, checkGrant: CheckGrant): Gran
     until,
     note: checkedField(o, 'note', isNote, `null or a string of at most ${LONGEST_TEXT} characters`),
     tokenEnd: tokenEndOf(o),
+    operator: operatorOf(o),
   };
 }
 
 // Member by member: V8 gives each object a spread makes a hidden class of its own, 3 heap objects per ban kept.
 export function storedBan(ban: BanRecord, seq: number): Stored<BanRecord> {
-  const { key, kind, reason, since, until, by, tokenEnd } = ban;
-  return { key, kind, reason, since, until, by, tokenEnd, seq };
+  const { key, kind, reason, since, until, by, tokenEnd, operator } = ban;
+  return { key, kind, reason, since, until, by, tokenEnd, operator, seq };
 }
 
 export function checkBanRecord(id: string, o: Record<string, unknown>): Stored<BanRecord> {
@@ -198,8 +227,8 @@ export function checkBanRecord(id: string, o: Record<string, unknown>): Stored<B
 export function checkGrantRecord(id: string, o: Record<string, unknown>, checkGrant: CheckGrant): Stored<GrantRecord> {
   const grant = grantRecordOf(o, checkGrant);
   if (id !== grant.key) problem(`is the grant of ${show(grant.key)}, not of ${show(id)}`);
-  const { key, since, until, note, tokenEnd } = grant;
-  return { key, grant: grant.grant, since, until, note, tokenEnd, seq: seqOf(o) };
+  const { key, since, until, note, tokenEnd, operator } = grant;
+  return { key, grant: grant.grant, since, until, note, tokenEnd, operator, seq: seqOf(o) };
 }
 
 export function checkLostRecord(id: string, o: Record<string, unknown>, checkGrant: CheckGrant): Stored<LostEntry> {
@@ -276,5 +305,6 @@ export function checkEvent(text: string): ChangeEvent {
     until: until === undefined ? undefined : new Date(until),
     grant,
     note: optional('note', isText, `a string of at most ${LONGEST_TEXT} characters`),
+    operator: operatorOf(o),
   };
 }

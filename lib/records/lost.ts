@@ -1,6 +1,7 @@
 // The lost records: an operator's ban or grant the store lost (a restart, a flush, a failover), to restore or dismiss.
 import type { Parts } from './calls.js';
-import { endOf } from './kinds.js';
+import { Checker } from '../shared/check.js';
+import { byOption, endOf } from './kinds.js';
 import type { LostRecord } from './types.js';
 import { banEvent, grantEvent, lostRecord } from './views.js';
 
@@ -15,7 +16,8 @@ export function lostMethods({ cache, calls }: Parts) {
         .map(lostRecord);
     },
     /** The record applied again and the lost one forgotten, in one change; false when it has ended or is gone. */
-    restoreLost(id: unknown): Promise<boolean> {
+    restoreLost(id: unknown, options?: unknown): Promise<boolean> {
+      const operator = byOption(new Checker('limits.restoreLost'), options);
       return calls.bounded('limits.restoreLost', async (bound) => {
         await calls.read(bound);
         const lost = typeof id === 'string' ? cache.lost.get(id) : undefined;
@@ -28,7 +30,9 @@ export function lostMethods({ cache, calls }: Parts) {
           return false;
         }
         const event = 'by' in record ? banEvent(record) : grantEvent(record);
-        await calls.change([{ field: lost.field, record, event: { ...event, at: new Date(now) } }, dismiss], bound);
+        // The event says who restored it; the record, who made it.
+        const restored = { ...event, at: new Date(now), operator: operator ?? event.operator };
+        await calls.change([{ field: lost.field, record, event: restored }, dismiss], bound);
         return true;
       });
     },

@@ -8,7 +8,7 @@ import { banMethods, type ForgetBans, RuleBans } from './bans.js';
 import { RecordCache } from './cache.js';
 import { type CallsContext, type Parts, StateCalls } from './calls.js';
 import { clientKeyOf, type KeyOf } from './client-keys.js';
-import { GrantRequestDesk } from './grant-requests.js';
+import { GrantRequestDesk, type OnRequestFiled } from './grant-requests.js';
 import { grantMethods } from './grants.js';
 import { historyMethods } from './history.js';
 import type { CheckGrant, ResetRecord } from './kinds.js';
@@ -24,6 +24,7 @@ interface RecordsContext extends Omit<CallsContext, 'shared' | 'answered'> {
   /** Told of each reset of a client's counters read (this instance's own included). */
   readonly onReset?: (key: string) => void;
   readonly forget?: ForgetBans;
+  readonly onRequestFiled?: OnRequestFiled;
 }
 
 // The store's runtime state holds the records and numbers every change; this instance's cache follows it, so that
@@ -57,7 +58,12 @@ export class Records implements Parts {
     });
     this.ruleBans = new RuleBans(this);
     this.logins = logins(this);
-    this.requests = new GrantRequestDesk(state?.requests, this, ipv6Subnet, context.rows);
+    this.requests = new GrantRequestDesk(
+      state?.requests,
+      this,
+      { ipv6Subnet, onFiled: context.onRequestFiled },
+      context.rows,
+    );
     this.methods = operatorMethods(this, context.forget);
   }
 

@@ -27,6 +27,8 @@ export interface ActiveBan {
   readonly by: 'rule' | 'operator';
   /** The last 4 characters of the client's token when the ban was made knowing them, for display; else `''`. */
   readonly tokenEnd: string;
+  /** The name of the operator who made it, when one was given (`by`); else undefined. */
+  readonly operator: string | undefined;
 }
 
 /** An active grant made with `grant()`, as `grants()` lists it. */
@@ -39,6 +41,8 @@ export interface ActiveGrant {
   readonly note: string | undefined;
   /** As a ban's `tokenEnd`. */
   readonly tokenEnd: string;
+  /** As a ban's `operator`. */
+  readonly operator: string | undefined;
 }
 
 /** A change of bans or grants, as `history()` lists it and `onChange` is told. */
@@ -58,6 +62,8 @@ export interface ChangeEvent {
   readonly grant: Grant | undefined;
   /** A grant's note. */
   readonly note: string | undefined;
+  /** The name of the operator who made the change, when one was given (`by`); else undefined. */
+  readonly operator: string | undefined;
 }
 
 /** An entry of the store's runtime state this version does not apply: told to `onError` once, listed by `foreign()`. */
@@ -130,6 +136,8 @@ export interface GrantRequest {
   readonly until: Date | undefined;
   /** Why it was declined, as the requester sees it. */
   readonly answer: string | undefined;
+  /** The name of the operator who decided it, when one was given (`by`); never told to its requester. */
+  readonly decidedBy: string | undefined;
 }
 
 /**
@@ -146,7 +154,7 @@ export interface GrantRequests {
    * kept, an ended one makes room, else the oldest of the group (IPv6 /48, IPv4 /16) that has the most.
    */
   file(input: GrantRequestInput): Promise<GrantRequest>;
-  /** A request, only for the token it was filed with; else undefined. */
+  /** A request, only for the token it was filed with (without `decidedBy`); else undefined. */
   status(id: string, token: string): Promise<GrantRequest | undefined>;
   /** A request by its id, for operators; else undefined. */
   get(id: string): Promise<GrantRequest | undefined>;
@@ -166,8 +174,15 @@ export interface GrantRequests {
    * or a `t:` key, its network's for `{ ip }` or an `ip:` key.
    */
   find(client: ClientRef, options?: { readonly limit?: number }): Promise<GrantRequest[]>;
-  /** Approves a pending request: its client is given `grant` until `until` (or until revoked). */
-  approve(id: string, grant: Grant, options?: { until?: Date | number; note?: string }): Promise<GrantRequest>;
-  /** Declines a pending request, with the reason its requester sees. */
-  decline(id: string, reason: string): Promise<GrantRequest>;
+  /**
+   * Approves a pending request: its client is given `grant` until `until` (or until revoked). `by`: the operator's
+   * name, which the request (`decidedBy`) and the grant's change record.
+   */
+  approve(
+    id: string,
+    grant: Grant,
+    options?: { until?: Date | number; note?: string; by?: string },
+  ): Promise<GrantRequest>;
+  /** Declines a pending request, with the reason its requester sees; `by` as `approve()`'s. */
+  decline(id: string, reason: string, options?: { by?: string }): Promise<GrantRequest>;
 }

@@ -66,8 +66,8 @@ export function listPage<T extends { since: number; key: string }, V>(
 }
 
 export function activeBan(ban: BanRecord): ActiveBan {
-  const { key, kind, reason, by, tokenEnd = '' } = ban;
-  return { key, kind, reason, since: new Date(ban.since), until: new Date(ban.until), by, tokenEnd };
+  const { key, kind, reason, by, tokenEnd = '', operator } = ban;
+  return { key, kind, reason, since: new Date(ban.since), until: new Date(ban.until), by, tokenEnd, operator };
 }
 
 export function activeGrant(grant: GrantRecord): ActiveGrant {
@@ -78,6 +78,7 @@ export function activeGrant(grant: GrantRecord): ActiveGrant {
     until: grant.until === null ? undefined : new Date(grant.until),
     note: grant.note ?? undefined,
     tokenEnd: grant.tokenEnd ?? '',
+    operator: grant.operator,
   };
 }
 
@@ -92,17 +93,18 @@ export function eventOf(
   at: number,
   more?: Partial<ChangeEvent>,
 ): ChangeEvent {
-  const none = { reason: undefined, until: undefined, grant: undefined, note: undefined };
+  const none = { reason: undefined, until: undefined, grant: undefined, note: undefined, operator: undefined };
   return { action, key, kind, by: 'operator', at: new Date(at), ...none, ...more };
 }
 
 export function banEvent(ban: BanRecord): ChangeEvent {
-  return eventOf('ban', ban.key, ban.kind, ban.since, { by: ban.by, reason: ban.reason, until: new Date(ban.until) });
+  const { by, reason, operator } = ban;
+  return eventOf('ban', ban.key, ban.kind, ban.since, { by, reason, until: new Date(ban.until), operator });
 }
 
-export function grantEvent({ key, grant, since, until, note }: GrantRecord): ChangeEvent {
+export function grantEvent({ key, grant, since, until, note, operator }: GrantRecord): ChangeEvent {
   const end = until === null ? undefined : new Date(until);
-  return eventOf('grant', key, kindOfKey(key), since, { until: end, grant, note: note ?? undefined });
+  return eventOf('grant', key, kindOfKey(key), since, { until: end, grant, note: note ?? undefined, operator });
 }
 
 export function lostRecord(lost: Stored<LostEntry>): LostRecord {

@@ -92,6 +92,7 @@ export class RuntimeStateError extends Error {
 export type ListingLimitsWarningCode =
   | 'LISTING_LIMITS_MOUNT_ORDER'
   | 'LISTING_LIMITS_MOUNT_PATH'
+  | 'LISTING_LIMITS_PER_PROCESS'
   | 'LISTING_LIMITS_STORE_NOT_CONNECTED'
   | 'LISTING_LIMITS_TRUST_PROXY';
 

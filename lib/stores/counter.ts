@@ -36,6 +36,8 @@ export interface StoreParts {
   counter(spec: LimitsSpec): Counter;
   readonly state: RuntimeState | undefined;
   readonly failure: StoreFailurePolicy | undefined;
+  /** It counts in this process, unless told to on purpose: one of several processes warns at start. */
+  readonly countsAlone?: boolean;
   /** Tells `tell` once when the store's client has not connected a few seconds after start; answers its stop. */
   readonly watchConnection?: (tell: (message: string) => void) => () => void;
 }

@@ -2,6 +2,7 @@
 import { Checker, className, show } from '../shared/check.js';
 import { memoryStore } from './memory/store.js';
 import { redisStore } from './redis/store.js';
+import { clusterStore } from './cluster/store.js';
 import type { Store } from './store.js';
 
 /** The `store` option (the pages' too, with their own checker): memoryStore() when it is not given. */
@@ -14,6 +15,8 @@ export function checkStore(store: unknown, check: Checker = new Checker('listing
       'options.store',
       'is the redisStore function itself; call it with your client: `redisStore(client)`.',
     );
+  if (store === clusterStore)
+    check.invalid('options.store', 'is the clusterStore function itself; call it: `clusterStore()`.');
   if (typeof (store as { consume?: unknown } | null)?.consume === 'function') {
     const limiter = className(store) || 'RateLimiterMemory';
     check.invalid(

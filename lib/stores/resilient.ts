@@ -68,7 +68,7 @@ export class Resilient implements Counter {
     return this.#call(
       key,
       deadline,
-      () => this.store.hit(key) as Promise<Counts>,
+      () => promised(() => this.store.hit(key)),
       (fallback) => copied(fallback.hit(key) as Counts),
       (answer) => {
         const refusal = refusalOf(this.spec, answer);

@@ -3,6 +3,7 @@ import { type RateLimiterAbstract, RateLimiterRes } from 'rate-limiter-flexible'
 import { Checker, show } from '../shared/check.js';
 import type { Count, CounterSpec, LimitsCounter, LimitsSpec, Store } from './store.js';
 import { type Counter, type Counts, oneLimit, PARTS, type StoreParts } from './counter.js';
+import { DEFAULT_FAILURE } from './waiting.js';
 
 const storeCheck: Checker = new Checker('listingLimits');
 
@@ -26,11 +27,15 @@ export function peekOf(limiter: RateLimiterAbstract, key: string): Promise<Count
   });
 }
 
-/** A count through `consume()`: resolved, or rejected with the result over the limit. */
+/**
+ * A count through `consume()`. A rejection with a RateLimiterRes is a refusal, counted over the limit even when it
+ * says 0 points (a key blocked in memory); any other is the store's failure, for the store's `onFailure`.
+ */
 function consumed(limiter: RateLimiterAbstract, key: string): Promise<Counts> {
   return limiter.consume(key).then(countsFrom, (rejection: unknown) => {
-    if (rejection instanceof RateLimiterRes) return countsFrom(rejection);
-    throw rejection;
+    if (!(rejection instanceof RateLimiterRes)) throw rejection;
+    const [refused] = countsFrom(rejection) as [Count];
+    return [{ count: Math.max(refused.count, limiter.points + 1), resetAt: refused.resetAt }];
   });
 }
 
@@ -105,7 +110,10 @@ function beyondALimiter(spec: LimitsSpec): string {
     : `several limits on one endpoint (${spec.name} has ${spec.limits.length})`;
 }
 
-/** A store's parts: its own for this package's stores, else those of a factory of limiters, adapted here. */
+/**
+ * A store's parts: its own for this package's stores, else those of a factory of limiters, adapted here. A limiter
+ * may fail (a database down, a table not created yet): unless the factory says how, it fails as the Redis store does.
+ */
 export function partsOf(store: Store): StoreParts {
   const own = (store as { [PARTS]?: StoreParts })[PARTS];
   if (own) return own;
@@ -125,6 +133,6 @@ export function partsOf(store: Store): StoreParts {
       return limitsCounter(limits(spec), spec);
     },
     state: store.state,
-    failure: store.failure,
+    failure: store.failure ?? DEFAULT_FAILURE,
   };
 }

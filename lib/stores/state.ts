@@ -1,6 +1,7 @@
 // The runtime state of a store: records numbered by the store's sequence, and how instances follow them.
 import { createHash, randomBytes } from 'node:crypto';
 import type { GrantRequestMeta, GrantRequestStore } from './grant-request-store.js';
+import type { TrafficStore } from './traffic.js';
 
 /** Changes kept in the history at the most; the oldest go first beyond that. */
 export const HISTORY_MAX = 1000;
@@ -99,6 +100,8 @@ export interface RuntimeState {
   removeHistory(entry: string, applyBy?: number): Promise<boolean>;
   /** Where grant requests (rule 6) are kept, apart from the records that every instance copies. */
   readonly requests?: GrantRequestStore;
+  /** Where the instances that share the state add up their traffic; none for a state in this process alone. */
+  readonly traffic?: TrafficStore;
 }
 
 const SEQ = '{"seq":';

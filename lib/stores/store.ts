@@ -62,7 +62,8 @@ export type LimitsCounter = CountsLimitsNow | CountsLimitsAsync;
 
 /**
  * How a store fails (the Redis store declares it). `timeoutMs` bounds one whole request's wait, counted in the event
- * loop's idle time, up to 5 × `timeoutMs`.
+ * loop's idle time, up to 5 × `timeoutMs`. Default, for a factory of limiters that declares none: `{ timeoutMs: 200,
+ * onFailure: 'memory' }`, as for Redis.
  */
 export interface StoreFailurePolicy {
   readonly timeoutMs: number;

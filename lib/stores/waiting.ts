@@ -1,6 +1,14 @@
 // How long requests wait for a store that can fail: a deadline per request, one timer for all, and a breaker.
 import { performance } from 'node:perf_hooks';
 import type { StoreFailurePolicy } from './store.js';
+import { DEFAULT_CALL_TIMEOUT_MS } from './call-bound.js';
+
+/** How a store that can fail fails when it does not say: the Redis store's defaults, a custom store's. */
+export const DEFAULT_FAILURE: Required<StoreFailurePolicy> = Object.freeze({
+  timeoutMs: 200,
+  onFailure: 'memory',
+  callTimeoutMs: DEFAULT_CALL_TIMEOUT_MS,
+});
 
 /** The event loop's idle time (ms): an answer that came then was read at once. 0 where the runtime cannot tell. */
 const idleMs: () => number =

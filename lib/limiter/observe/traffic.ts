@@ -1,11 +1,7 @@
 // The requests done in this process, each counted once: totals for the metrics, and the last hour, per minute.
 import type { TrafficMinute, TrafficSummary } from '../types.js';
-
-const MINUTE_MS = 60_000;
-const MINUTES = 60;
-/** Refused clients kept per minute at the most; refusals of any more count under one `(others)` key. */
-const CLIENTS_PER_MINUTE = 1000;
-export const OTHER_CLIENTS = '(others)';
+import { countIn, type Minute, MINUTE_MS, MINUTES, newMinute, TOP_CLIENTS } from '../../stores/traffic.js';
+import type { SiteTraffic } from './site.js';
 
 /** What happened to a request, as `listing_limits_requests_total` labels it. */
 const OUTCOMES = ['allowed', 'limited', 'banned', 'shadow_limited', 'store_unavailable'] as const;
@@ -14,15 +10,8 @@ export type Outcome = (typeof OUTCOMES)[number];
 /** The `endpoint` label of a banned request that matched no row of the table. */
 export const NO_ENDPOINT = '(none)';
 
-interface Minute {
-  at: number;
-  /** Endpoint → [allowed, refused]. */
-  readonly endpoints: Map<string, [number, number]>;
-  readonly refused: Map<string, number>;
-}
-
-// The totals by endpoint and outcome (with metrics) and a ring of 60 minutes (once the operator's page asks for it).
-// Until either is kept, the request path pays one boolean test (`counting`).
+// The totals by endpoint and outcome (with metrics), a ring of 60 minutes (once the operator's page asks for it), and
+// a shared store's traffic from the start. Until one is kept, the request path pays one boolean test (`counting`).
 export class Traffic {
   counting: boolean;
   #hour = false;
@@ -31,17 +20,22 @@ export class Traffic {
   /** Endpoint → outcome → requests since the start, with metrics. */
   readonly totals: Map<string, Map<Outcome, number>> | undefined;
 
-  constructor(endpoints: readonly string[], totals = false) {
+  constructor(
+    endpoints: readonly string[],
+    totals = false,
+    readonly site?: SiteTraffic,
+  ) {
     this.#endpoints = endpoints;
     this.totals = totals ? new Map() : undefined;
     for (const endpoint of totals ? endpoints : []) this.#outcomes(endpoint);
-    this.counting = totals;
+    this.counting = totals || site !== undefined;
   }
 
   /** From the first time the last hour is asked for. */
   keepHour(): void {
     this.#hour = true;
     this.counting = true;
+    this.site?.read();
   }
 
   #outcomes(endpoint: string): Map<Outcome, number> {
@@ -54,12 +48,11 @@ export class Traffic {
     return outcomes;
   }
 
-  #minute(now: number): Minute {
-    const at = Math.floor(now / MINUTE_MS);
+  #minute(at: number): Minute {
     const slot = at % MINUTES;
     let minute = this.#ring[slot];
     if (!minute || minute.at !== at) {
-      minute = { at, endpoints: new Map(), refused: new Map() };
+      minute = newMinute(at);
       this.#ring[slot] = minute;
     }
     return minute;
@@ -71,20 +64,13 @@ export class Traffic {
       const outcomes = this.#outcomes(endpoint);
       outcomes.set(outcome, (outcomes.get(outcome) as number) + 1);
     }
-    if (!this.#hour) return;
+    if (!this.#hour && !this.site) return;
     const refused = outcome === 'limited' || outcome === 'banned';
     if (!refused && outcome !== 'allowed' && outcome !== 'shadow_limited') return;
-    const minute = this.#minute(now ?? Date.now());
-    let counts = minute.endpoints.get(endpoint);
-    if (!counts) {
-      counts = [0, 0];
-      minute.endpoints.set(endpoint, counts);
-    }
-    counts[refused ? 1 : 0]++;
-    if (!refused || !client) return;
-    const { key } = client;
-    const kept = minute.refused.has(key) || minute.refused.size < CLIENTS_PER_MINUTE ? key : OTHER_CLIENTS;
-    minute.refused.set(kept, (minute.refused.get(kept) ?? 0) + 1);
+    const at = Math.floor((now ?? Date.now()) / MINUTE_MS);
+    // This instance's own hour is kept once asked for (its client page's refusals); the site's from the start.
+    if (this.#hour) countIn(this.#minute(at), endpoint, refused, client?.key);
+    if (this.site) countIn(this.site.minute(at), endpoint, refused, client?.key);
   }
 
   /** How often `key` was refused in the last 60 minutes (0 for a client counted among the others). */
@@ -95,8 +81,12 @@ export class Traffic {
     return n;
   }
 
-  /** The last 60 minutes, oldest first: per endpoint, all together, and the `top` clients refused most often. */
-  summary(top = 10, now = Date.now()): TrafficSummary {
+  /**
+   * The last 60 minutes, oldest first: per endpoint, all together, and the `top` clients refused most often. With a
+   * shared store's traffic, every instance's as last read, with this one's since.
+   */
+  summary(top = TOP_CLIENTS, now = Date.now()): TrafficSummary {
+    const site = this.site?.hour;
     const since = Math.floor(now / MINUTE_MS) - MINUTES + 1;
     // Endpoint → [allowed, refused] of each minute; a minute the ring does not hold counted nothing.
     const perMinute = (): [number, number][] => Array.from({ length: MINUTES }, () => [0, 0]);
@@ -107,8 +97,8 @@ export class Traffic {
     };
     const endpoints = new Map(this.#endpoints.map((e) => [e, perMinute()]));
     const all = perMinute();
-    const refused = new Map<string, number>();
-    for (const minute of this.#ring) {
+    const refused = new Map(site?.refused);
+    for (const minute of site?.minutes ?? this.#ring) {
       // A minute past this one (the clock was set back) is no part of this hour.
       if (!minute || minute.at < since || minute.at >= since + MINUTES) continue;
       const i = minute.at - since;
@@ -133,6 +123,7 @@ export class Traffic {
         .slice(0, top)
         .map(([key, count]) => ({ key, count })),
       minutes: minutes(all),
+      instances: site?.instances,
     };
   }
 }

@@ -1,20 +1,13 @@
 // Whether the Redis store's client connects: told once when it has not, a few seconds after the middleware started.
 import type { RedisConnection } from './clients.js';
 import type { StoreFailurePolicy } from '../store.js';
+import { meanwhile } from '../failure-options.js';
 
 /** How long a client may take to connect, from the start of the middleware, before the store tells that it has not. */
 export const CONNECT_WITHIN_MS = 5000;
 
 /** How often a client is looked at meanwhile: its state for ioredis and node-redis, a PING for GLIDE. */
 const LOOK_EVERY_MS = 250;
-
-const meanwhile: Readonly<Record<StoreFailurePolicy['onFailure'], string>> = {
-  memory:
-    "each instance counts in its own memory (onFailure: 'memory'), so that N instances let a client through up to " +
-    'N times the limits',
-  open: "requests pass uncounted (onFailure: 'open')",
-  closed: "requests are answered 503 (onFailure: 'closed')",
-};
 
 /**
  * Watches a store's client from a middleware's start: unless it is connected (GLIDE: answered a PING) within

@@ -1,4 +1,4 @@
-// The Redis store's Lua scripts: counting hits and limits, changing and reading the runtime state and grant requests.
+// The Redis store's Lua scripts: counting hits and limits, the runtime state, grant requests and traffic.
 import { sha1 } from '../state.js';
 
 /** `heal(key, window)`: gives a count left without an expiry its window (ms); answers the ms it has left. */
@@ -347,6 +347,83 @@ else
   for i, m in ipairs(found) do ids[i] = lastPart(m) end
 end
 for _, id in ipairs(ids) do answer[#answer + 1] = redis.call('hget', R, id) or '' end
+return answer`,
+  /**
+   * An instance's minutes of traffic, added in one step. KEYS: the instances, then each minute's hash (`a <endpoint>`
+   * and `r <endpoint>`: allowed and refused) and refused clients. ARGV: instance, ms alive, ms kept, clients per
+   * minute, the others' key, how many clients to answer (0: no read), then each minute's fields and clients, each a
+   * count of pairs, then the pairs. A key of another type is replaced, a value not a count skipped: both told in the
+   * answer's second part. Answers the instances alive, what was skipped, and with a read each minute's hash and the
+   * clients refused most often.
+   */
+  traffic: `local id, alive, kept = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])
+local cap, others, top = tonumber(ARGV[4]), ARGV[5], tonumber(ARGV[6])
+local t = redis.call('time')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local skipped = {}
+local function ours(key, kind)
+  local found = redis.call('type', key).ok
+  if found == kind or found == 'none' then return true end
+  skipped[#skipped + 1] = key .. '\\nis a ' .. found
+  return false
+end
+local function whole(n)
+  return n and n >= 0 and n < 9007199254740992 and n == math.floor(n)
+end
+if not ours(KEYS[1], 'zset') then redis.call('del', KEYS[1]) end
+redis.call('zremrangebyscore', KEYS[1], '-inf', now)
+redis.call('zadd', KEYS[1], now + alive, id)
+redis.call('pexpire', KEYS[1], kept)
+local answer, at, sums = {redis.call('zcard', KEYS[1]), skipped}, 7, {}
+for m = 1, (#KEYS - 1) / 2 do
+  local hash, clients = KEYS[2 * m], KEYS[2 * m + 1]
+  local fields = tonumber(ARGV[at])
+  if fields > 0 and not ours(hash, 'hash') then redis.call('del', hash) end
+  for i = 1, fields do
+    local field, n = ARGV[at + 2 * i - 1], ARGV[at + 2 * i]
+    if type(redis.pcall('hincrby', hash, field, n)) == 'table' then
+      skipped[#skipped + 1] = hash .. '\\nholds no count in ' .. field
+      redis.call('hset', hash, field, n)
+    end
+  end
+  if fields > 0 then redis.call('pexpire', hash, kept) end
+  at = at + 2 * fields + 1
+  local refused = tonumber(ARGV[at])
+  if refused > 0 and not ours(clients, 'zset') then redis.call('del', clients) end
+  for i = 1, refused do
+    local key, n = ARGV[at + 2 * i - 1], ARGV[at + 2 * i]
+    if not redis.call('zscore', clients, key) and redis.call('zcard', clients) >= cap then key = others end
+    redis.call('zincrby', clients, n, key)
+  end
+  if refused > 0 then redis.call('pexpire', clients, kept) end
+  at = at + 2 * refused + 1
+  if top > 0 then
+    local counts = {}
+    if ours(hash, 'hash') then
+      if redis.call('hlen', hash) > 4 * cap then skipped[#skipped + 1] = hash .. '\\nhas too many fields'
+      else counts = redis.call('hgetall', hash) end
+    end
+    answer[#answer + 1] = counts
+    if ours(clients, 'zset') then
+      local list = redis.call('zrevrange', clients, 0, cap - 1, 'WITHSCORES')
+      for i = 1, #list, 2 do
+        local key, n = list[i], tonumber(list[i + 1])
+        if whole(n) and #key <= 512 then sums[key] = (sums[key] or 0) + n
+        else skipped[#skipped + 1] = clients .. '\\nhas a member that is no client key or count' end
+      end
+    end
+  end
+end
+if top == 0 then return answer end
+local ranked = {}
+for key, n in pairs(sums) do ranked[#ranked + 1] = {key, n} end
+table.sort(ranked, function(a, b) return a[2] > b[2] or (a[2] == b[2] and a[1] < b[1]) end)
+local best = {}
+for i = 1, math.min(top, #ranked) do
+  best[#best + 1] = ranked[i][1]
+  best[#best + 1] = ranked[i][2]
+end
+answer[#answer + 1] = best
 return answer`,
   /** rate-limiter-flexible's GLIDE limiter's read: a counter's count and the ms its key has left, or nothing. */
   read: `local points = redis.call('get', KEYS[1])

@@ -18,6 +18,7 @@ import { TooLate } from '../call-bound.js';
 import { type GrantRequestStore } from '../grant-request-store.js';
 import type { RedisConnection } from './clients.js';
 import { REQUEST_KEYS, type Script, type SCRIPTS } from './scripts.js';
+import { redisTraffic } from './traffic.js';
 
 /** A plain command of the state, routed by its key (its first argument). */
 type Command = (args: string[]) => Promise<unknown>;
@@ -42,7 +43,7 @@ function counted(value: string | null | undefined): number {
  * history and the grant requests. Each instance reads `#epoch`, `#seq`, `#floor` and `#copy` every REFRESH_MS, then
  * what changed, or the whole hash when the state is another or it fell behind the changes kept.
  */
-export function redisState(connection: RedisConnection, prefix: string): RuntimeState {
+export function redisState(connection: RedisConnection, prefix: string, trafficIntervalMs: number): RuntimeState {
   const send: Command = (args) => connection.call(args, args[1] as string);
   const script = (name: keyof typeof SCRIPTS) => connection.script(name, false);
   // The records' hash, its changes and ends, and the history: the `change` script's keys, in its order.
@@ -82,6 +83,7 @@ export function redisState(connection: RedisConnection, prefix: string): Runtime
     history: () => send(['LRANGE', history, '0', '-1']) as Promise<string[]>,
     removeHistory: async (entry, applyBy) => Number(await removeHistory([history], applyBy, [entry])) > 0,
     requests: requestsOf(send, changeRequests, script('readRequests'), requestKeys),
+    traffic: redisTraffic(script('traffic'), prefix, trafficIntervalMs),
   };
 }
 

@@ -1,13 +1,12 @@
 // The Redis store: counters shared by every app instance, a bounded wait, and a chosen fallback while Redis fails.
 import type { RateLimiterAbstract } from 'rate-limiter-flexible';
-import { MAX_TIMER_MS, show } from '../../shared/check.js';
 import { peekOf } from '../rlf.js';
 import type { CounterSpec, CountsLimitsAsync, LimitsSpec, Store, StoreFailurePolicy } from '../store.js';
 import { type Counter, storeWith } from '../counter.js';
 import { check, connectionOf, countsOf, hitsOf, type RedisConnection } from './clients.js';
 import { connectionWatch } from './connected.js';
 import { redisState } from './state.js';
-import { DEFAULT_CALL_TIMEOUT_MS } from '../call-bound.js';
+import { checkFailureOptions } from '../failure-options.js';
 
 /**
  * An ioredis (or iovalkey) `Redis` or `Cluster`, a node-redis (v4 or later) client or cluster, or a Valkey GLIDE
@@ -39,25 +38,11 @@ export interface RedisStoreOptions {
    * `ERR_STORE_UNAVAILABLE` and changes nothing. Default: `2000`.
    */
   callTimeoutMs?: number;
-}
-
-const optionNames = ['prefix', 'timeoutMs', 'onFailure', 'callTimeoutMs'] as const;
-const failureModes: readonly RedisFailureMode[] = ['memory', 'open', 'closed'];
-
-function checkOptions(options: unknown): Required<RedisStoreOptions> {
-  const o = check.options(options, 'options', '{ prefix, timeoutMs, onFailure, callTimeoutMs }');
-  check.unknownKeys(o, optionNames, (key) => `options.${key}`);
-  const {
-    prefix = 'listing-limits',
-    timeoutMs = 200,
-    onFailure = 'memory',
-    callTimeoutMs = DEFAULT_CALL_TIMEOUT_MS,
-  } = o as RedisStoreOptions;
-  if (typeof prefix !== 'string' || prefix === '')
-    check.invalid('options.prefix', `must be a non-empty string; got ${show(prefix)}.`);
-  check.whole(timeoutMs, 'options.timeoutMs', { unit: 'milliseconds', least: 1, most: MAX_TIMER_MS });
-  check.whole(callTimeoutMs, 'options.callTimeoutMs', { unit: 'milliseconds', least: 1, most: MAX_TIMER_MS });
-  return { prefix, timeoutMs, callTimeoutMs, onFailure: check.oneOf(onFailure, failureModes, 'options.onFailure') };
+  /**
+   * How often (ms) each instance adds the requests it counted to Redis, in one script call, so that `traffic()` and
+   * the operator's page show every instance's. Default: `5000`.
+   */
+  trafficIntervalMs?: number;
 }
 
 /**
@@ -116,9 +101,12 @@ function redisCounters(connection: RedisConnection, prefix: string) {
  */
 export function redisStore(client: RedisClient, options?: RedisStoreOptions): Store {
   const connection = connectionOf(client);
-  const { prefix, timeoutMs, onFailure, callTimeoutMs } = checkOptions(options);
+  const checked = checkFailureOptions(check, options, 'listing-limits', ['trafficIntervalMs']);
+  const { prefix, timeoutMs, onFailure, callTimeoutMs } = checked;
+  const { trafficIntervalMs = 5000 } = checked.options;
+  check.whole(trafficIntervalMs, 'options.trafficIntervalMs', { unit: 'milliseconds', least: 10, most: 60_000 });
   const { limiter, limits } = redisCounters(connection, prefix);
-  const state = redisState(connection, prefix);
+  const state = redisState(connection, prefix, trafficIntervalMs as number);
   const watchConnection = connectionWatch(connection, prefix, onFailure);
   return storeWith({ state, failure: { timeoutMs, onFailure, callTimeoutMs }, watchConnection }, limiter, limits);
 }
