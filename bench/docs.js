@@ -146,6 +146,10 @@ const redisPairs = [
   ['redis cluster', 'ioredis `Cluster` of 3 masters, per master'],
   ['redis sliding of bare', "ioredis `Redis`, `window: 'sliding'`"],
 ];
+/** Each client's pair against its floor, one `INCR` a request with that client. */
+const floorOf = Object.fromEntries(
+  ['redis', 'redis node-redis', 'redis glide', 'redis cluster'].map((pair) => [pair, `${pair} vs floor`]),
+);
 
 /**
  * What one Redis core carries with each client, from the ruler's pairs against bare Express: Redis' CPU per allowed
@@ -157,12 +161,14 @@ function scale(latest) {
   const { summary } = latest.sliced;
   const rows = redisPairs.map(([pair, client]) => {
     const s = summary[pair];
-    if (!s) return [client, ...Array(6).fill(NOT_MEASURED)];
+    if (!s) return [client, ...Array(7).fill(NOT_MEASURED)];
     const redisUs = pair === 'redis cluster' ? s.redis?.busiestUsPerRequest : s.redis?.usPerRequest;
     const known = (value, format) => (value === undefined ? NOT_MEASURED : format(value));
+    const floor = summary[floorOf[pair]];
     return [
       client,
       `${r3(s.ratio)} (${list(s.rounds)})`,
+      floor ? `${r3(floor.ratio)} (${list(floor.rounds)})` : floorOf[pair] ? NOT_MEASURED : '-',
       `${Math.round(s.cpuUsPerRequest)} (bare ${Math.round(s.referenceCpuUsPerRequest)})`,
       known(redisUs, (us) => us.toFixed(1)),
       known(s.redis?.perRequest, (n) => n.toFixed(2)),
@@ -188,13 +194,14 @@ function scale(latest) {
       [
         'Client',
         'Of bare Express (rounds)',
+        'Of its floor (rounds)',
         'App CPU µs per request',
         'Redis CPU µs per request',
         'Redis commands per request',
         'Requests per second one Redis core serves',
         'App cores one Redis core carries',
       ],
-      ['---', '---', '---:', '---:', '---:', '---:', '---:'],
+      ['---', '---', '---', '---:', '---:', '---:', '---:', '---:'],
       rows,
     ),
   ];
@@ -208,11 +215,14 @@ function cost(latest) {
     if (!s) return NOT_MEASURED;
     return `${Math.round(s.cpuUsPerRequest)} (${Math.round(s.referenceCpuUsPerRequest)})`;
   };
+  const method = (pair) => (summary[pair]?.method === 'paced' ? 'paced' : 'time-sliced');
   const rows = [
-    ['express-rate-limit 8, its memory store', 'express-rate-limit'],
-    ['listing-limits, the memory store', 'memory'],
-    ['listing-limits, the Redis store (ioredis)', 'redis'],
-  ].map(([name, pair]) => [name, cell(pair), cell(`${pair} refused`)]);
+    ['express-rate-limit 8, its memory store', 'express-rate-limit', true],
+    ['listing-limits, the memory store', 'memory', true],
+    ['one `INCR` a request with ioredis, then the headers: the floor', 'redis floor', false],
+    ['express-rate-limit 8 with rate-limit-redis, ioredis', 'express-rate-limit redis', false],
+    ['listing-limits, the Redis store (ioredis)', 'redis', true],
+  ].map(([name, pair, refused]) => [name, method(pair), cell(pair), refused ? cell(`${pair} refused`) : '-']);
   const redisUs = summary.redis?.redis?.usPerRequest;
   const redis =
     redisUs === undefined
@@ -233,8 +243,8 @@ function cost(latest) {
     runLine(latest),
     '',
     ...table(
-      ['µs of server CPU per request (bare Express beside it)', 'Allowed', 'Refused'],
-      ['---', '---:', '---:'],
+      ['µs of server CPU per request (bare Express beside it)', 'Load', 'Allowed', 'Refused'],
+      ['---', '---', '---:', '---:'],
       rows,
     ),
     '',
