@@ -6,8 +6,8 @@
 const cluster = require('node:cluster');
 const { execFile, spawn } = require('node:child_process');
 const { once } = require('node:events');
-const { readdirSync, readFileSync } = require('node:fs');
 const { join } = require('node:path');
+const { cpuNs } = require('./sliced.js');
 
 const ROUNDS = Number(process.env.BENCH_CLUSTER_ROUNDS ?? 3);
 const SECONDS = Number(process.env.BENCH_CLUSTER_DURATION ?? 8);
@@ -35,19 +35,6 @@ function serve(variant) {
     variant === 'cluster' ? clusterStore() : undefined,
   );
   const server = app.listen(0, '127.0.0.1', () => process.send({ bench: server.address().port }));
-}
-
-/** CPU time a process has used, in nanoseconds, over all its threads. */
-function cpuNs(pid) {
-  let total = 0;
-  for (const tid of readdirSync(`/proc/${pid}/task`)) {
-    try {
-      total += Number(readFileSync(`/proc/${pid}/task/${tid}/schedstat`, 'utf8').split(' ')[0]);
-    } catch {
-      // A thread that ended meanwhile.
-    }
-  }
-  return total;
 }
 
 /** One side under load: its processes' CPU µs per request (the primary's, the worker's), and the requests. */

@@ -428,7 +428,7 @@ function report(results) {
   return lines;
 }
 
-module.exports = { runSliced, report, paced, CLIENTS };
+module.exports = { runSliced, report, paced, cpuNs, CLIENTS };
 
 if (require.main === module) {
   runSliced().then(

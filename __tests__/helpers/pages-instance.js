@@ -31,6 +31,7 @@ const server = app.listen(0, '127.0.0.1', () => console.log(JSON.stringify({ por
 
 process.stdin.on('end', () => {
   server.close();
+  server.closeAllConnections(); // a browser's keep-alive connections would hold the process open
   limits.close();
   client.disconnect();
 });
