@@ -389,6 +389,14 @@ describeBrowser('the pages in Chromium, over the example server', () => {
     await submit(operator, 'form[action$="/client/reset"][data-confirm] button');
     expect(await operator.textContent('p.notice')).toBe('The client’s counters are cleared.');
     expect(await bots.locator('td:nth-child(4)').textContent()).toBe('0');
+    // The reset is the newest of the client's changes: of every endpoint, by the operator (one token: no name).
+    expect(await operator.locator('#audit tbody tr').count()).toBe(4);
+    expect((await operator.locator('#audit tbody tr:first-child td').allInnerTexts()).slice(1)).toEqual([
+      'reset',
+      'token ending in b7e1',
+      'operator',
+      'counters of every endpoint',
+    ]);
     // The client's page fits a phone's width, and labels every input.
     await operator.setViewportSize({ width: 375, height: 800 });
     expect([await fitsWidth(operator), await unlabelled(operator)]).toEqual([true, []]);

@@ -192,7 +192,7 @@ describe('clusterStore() over three node:cluster workers sharing one port', () =
     expect(ban.answer).toEqual({ result: true });
     expect(await inForceElsewhere(ban.worker, 403, { ...token, 'x-app': '1' })).toBeLessThan(1000);
     const history = await app.control(1, 'history');
-    expect((history.answer.result as { action: string }[]).map((e) => e.action)).toEqual(['ban']);
+    expect((history.answer.result as { action: string }[]).map((e) => e.action)).toEqual(['ban', 'reset']);
     expect((await app.control(1, 'unban', { token: 'operated' })).answer).toEqual({ result: true });
     const grant = await app.control(1, 'grant', { token: 'granted' }, { multiplier: 10 });
     expect(grant.answer).toEqual({ result: true });

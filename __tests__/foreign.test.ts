@@ -117,9 +117,15 @@ const events = [
     problem: '"at" must be a time in epoch ms; got "soon"',
   },
   {
+    // As a version before resets were recorded sees a reset: skipped, as here.
     name: 'an action that does not exist',
     text: JSON.stringify({ action: 'explode', key: KEY, kind: 'token', by: 'operator', at: NOW }),
-    problem: '"action" must be ban, unban, grant, revoke; got "explode"',
+    problem: '"action" must be ban, unban, grant, revoke, reset; got "explode"',
+  },
+  {
+    name: 'a reset of an endpoint that is a number',
+    text: JSON.stringify({ action: 'reset', key: KEY, kind: 'token', by: 'operator', at: NOW, endpoint: 42 }),
+    problem: '"endpoint" must be a string of at most 500 characters; got 42',
   },
   {
     name: "an operator's name with a line break",

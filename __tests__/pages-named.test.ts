@@ -46,8 +46,10 @@ describe('{ tokens }: each operator logs in with a token of their own', () => {
     await post(bob, '/bans/lift', { key: 'ip:203.0.113.7' }).expect(303);
     await post(bob, '/requests/approve', { id: filed.id, grant: 'asked', expiry: '30' }).expect(303);
     await post(alice, '/grants/revoke', { key: filed.key }).expect(303);
+    await post(bob, '/client/reset', { back: filed.key, endpoint: '' }).expect(303);
     const named = (e: ChangeEvent) => [e.action, e.key, e.operator];
     const expected = [
+      ['reset', filed.key, BOB_NAME],
       ['revoke', filed.key, 'alice'],
       ['grant', filed.key, BOB_NAME],
       ['unban', 'ip:203.0.113.7', BOB_NAME],
@@ -58,6 +60,7 @@ describe('{ tokens }: each operator logs in with a token of their own', () => {
     const page = flat((await alice.agent.get('/admin/limits/').expect(200)).text);
     const audit = page.slice(page.indexOf('<section id="audit"'));
     expect([...audit.matchAll(/<td>(alice|bob[^<]*|operator)<\/td>/g)].map((m) => m[1])).toEqual([
+      BOB_NAME,
       'alice',
       BOB_NAME,
       BOB_NAME,

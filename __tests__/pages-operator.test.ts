@@ -171,6 +171,12 @@ describe("a client's page", () => {
       .expect(303)
       .expect('Location', `${path}&done=reset`);
     expect((await limits.usage({ token: TOKEN }))[0]?.used).toBe(0);
+    // The newest of the client's changes: the reset, by the page's operator (one admin token: no name).
+    const changes = flat((await agent.get(`${path}&done=reset`).expect(200)).text).split('<section id="audit"')[1];
+    const client = `<a class="client" href="${path}" title="${key}">token ending in 9f3a</a>`;
+    expect(/<tbody><tr><td>[^<]+<\/td>(.*?)<\/tr>/.exec(changes ?? '')?.[1]).toBe(
+      `<td>reset</td><td>${client}</td><td>operator</td><td>counters of GET /v1/things</td>`,
+    );
     await request(app).get('/v1/things').set('Authorization', TOKEN).expect(200);
     await agent
       .post('/admin/limits/bans/new')

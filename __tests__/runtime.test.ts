@@ -332,9 +332,44 @@ describe.each(pairCases)('$name', (pairs) => {
       await limiter(a).grant({ key: 'partner' }, { multiplier: 2 }, { until: T0 + 60_000, note: 'ticket 42' });
       jest.setSystemTime(T0 + 4000);
       await limiter(a).revoke({ key: 'partner' });
-      const none = { reason: undefined, until: undefined, grant: undefined, note: undefined, operator: undefined };
+      jest.setSystemTime(T0 + 5000);
+      expect(await limiter(a).reset({ key: 'partner' }, 'GET /v1/things')).toBe(false);
+      await limiter(a).reset({ ip: '203.0.113.7' }, undefined, { by: 'alice' });
+      const none = {
+        reason: undefined,
+        until: undefined,
+        grant: undefined,
+        note: undefined,
+        endpoint: undefined,
+        operator: undefined,
+      };
       const expected: ChangeEvent[] = [
-        { ...none, action: 'revoke', key: 'partner', kind: 'custom', by: 'operator', at: new Date(T0 + 4000) },
+        {
+          ...none,
+          action: 'reset',
+          key: 'ip:203.0.113.7',
+          kind: 'ip',
+          by: 'operator',
+          at: new Date(T0 + 5000),
+          operator: 'alice',
+        },
+        {
+          ...none,
+          action: 'reset',
+          key: 'partner',
+          kind: 'custom',
+          by: 'operator',
+          at: new Date(T0 + 5000),
+          endpoint: 'GET /v1/things',
+        },
+        {
+          ...none,
+          action: 'revoke',
+          key: 'partner',
+          kind: 'custom',
+          by: 'operator',
+          at: new Date(T0 + 4000),
+        },
         {
           ...none,
           action: 'grant',
@@ -372,7 +407,7 @@ describe.each(pairCases)('$name', (pairs) => {
         expect(await limiter(b).history()).toEqual(expected);
       });
       expect(await limiter(b).history({ limit: 2 })).toEqual(expected.slice(0, 2));
-      expect(await limiter(b).history({ since: new Date(T0 + 2000) })).toEqual(expected.slice(0, 3));
+      expect(await limiter(b).history({ since: new Date(T0 + 2000) })).toEqual(expected.slice(0, 5));
       expect(changes).toEqual([...expected].reverse().map((event) => [event, event.by === 'rule']));
     });
 
@@ -385,8 +420,10 @@ describe.each(pairCases)('$name', (pairs) => {
       await limiter(a).unban({ ip: '203.0.113.7' }, { by: 'bob.smith@example.org' });
       await limiter(b).revoke({ key: 'partner' }, { by: 'alice' });
       await limiter(a).ban({ key: 'someone' }, { duration: 60_000 });
+      await limiter(b).reset({ key: 'someone' }, 'GET /v1/things', { by: 'carol' });
       const named = (e: ChangeEvent) => [e.action, e.key, e.by, e.operator];
       const expected = [
+        ['reset', 'someone', 'operator', 'carol'],
         ['ban', 'someone', 'operator', undefined],
         ['revoke', 'partner', 'operator', 'alice'],
         ['unban', 'ip:203.0.113.7', 'operator', 'bob.smith@example.org'],
@@ -409,7 +446,9 @@ describe.each(pairCases)('$name', (pairs) => {
       [42, '42'],
     ])('refuses the name %j with a coded error, changing nothing', async (by, shown) => {
       const [a] = make({});
+      await request(a).get('/v1/things').set('Authorization', 'someone').expect(200);
       const calls = [
+        async () => limiter(a).reset({ token: 'someone' }, undefined, { by: by as string }),
         async () => limiter(a).ban({ key: 'someone' }, { duration: 60_000, by: by as string }),
         async () => limiter(a).unban({ key: 'someone' }, { by: by as string }),
         async () => limiter(a).grant({ key: 'someone' }, 'unlimited', { by: by as string }),
@@ -427,6 +466,7 @@ describe.each(pairCases)('$name', (pairs) => {
         });
       }
       expect([await limiter(a).history(), await limiter(a).bans(), await limiter(a).grants()]).toEqual([[], [], []]);
+      expect((await limiter(a).usage({ token: 'someone' })).map(({ used }) => used)).toEqual([1]);
     });
 
     it('keeps the last 1000 changes', async () => {

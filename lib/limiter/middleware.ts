@@ -60,7 +60,7 @@ function methods(config: Config, stopMountOrder: () => void) {
       records.close();
     },
     usage: (client: ClientRef) => usage.of(client),
-    reset: (client: ClientRef, endpoint?: string) => usage.reset(client, endpoint),
+    reset: (client: ClientRef, endpoint?: string, options?: { by?: string }) => usage.reset(client, endpoint, options),
     traffic: () => {
       traffic.keepHour();
       return traffic.summary();

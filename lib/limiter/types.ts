@@ -146,7 +146,7 @@ export interface ListingLimitsOptions {
   mode?: 'enforce' | 'shadow';
   /** Called on every request over the limit (in shadow mode too). Its errors go to `onError`. Default: none. */
   onLimit?: (event: LimitEvent, req: Request) => unknown;
-  /** Called on every change of bans and grants this instance makes (`req` for a rule's ban). Default: none. */
+  /** Called on each change of bans, grants and counters this instance makes (`req` for a rule's ban). Default: none. */
   onChange?: (event: ChangeEvent, req: Request | undefined) => unknown;
   /**
    * Called once per grant request this instance files (`requests.file()`, the contact page), as operators list it:
@@ -192,7 +192,7 @@ export interface ListingLimitsMiddleware extends RequestHandler {
   revoke(client: ClientRef, options?: { readonly by?: string }): Promise<boolean>;
   /** The active grants made with `grant()`. */
   grants(): Promise<ActiveGrant[]>;
-  /** The changes of bans and grants, newest first, at most the last 1000: since a time, at most `limit`. */
+  /** The changes of bans, grants and counters, newest first, at most the last 1000: since a time, at most `limit`. */
   history(options?: { readonly since?: Date | number; readonly limit?: number }): Promise<ChangeEvent[]>;
   /** The operators' bans and grants the store lost, oldest loss first. */
   lost(): Promise<LostRecord[]>;
@@ -208,8 +208,11 @@ export interface ListingLimitsMiddleware extends RequestHandler {
   close(): void;
   /** The client's counters on every limit of every endpoint (of its grant's, if known), read without counting. */
   usage(client: ClientRef): Promise<EndpointUsage[]>;
-  /** Clears the client's counters (its grants' too), on every endpoint or one. Resolves whether one had a count. */
-  reset(client: ClientRef, endpoint?: string): Promise<boolean>;
+  /**
+   * Clears the client's counters (its grants' too), on every endpoint or one. Resolves whether one had a count. The
+   * history records it (action `'reset'`), and `onChange` is told. `by`: as `ban()`'s. Default: no operator named.
+   */
+  reset(client: ClientRef, endpoint?: string, options?: { readonly by?: string }): Promise<boolean>;
   /** The grant requests of rule 6, in the store's state. */
   readonly requests: GrantRequests;
   /**

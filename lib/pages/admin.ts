@@ -350,7 +350,7 @@ function actionsOf({
   return {
     '/client/reset': async (req) => {
       const endpoint = field(req.body, 'endpoint');
-      await middleware.reset({ key: field(req.body, 'back') }, endpoint === '' ? undefined : endpoint);
+      await middleware.reset({ key: field(req.body, 'back') }, endpoint === '' ? undefined : endpoint, byOf(req));
       return 'reset';
     },
     '/bans/new': async (req, check) => {

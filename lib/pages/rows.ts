@@ -305,6 +305,9 @@ export const eventColumns: readonly Column<ChangeEvent>[] = [
         e.grant ? grantText(e.grant) : '',
         e.until ? `until ${when(e.until)}` : '',
         e.note ? `note: ${clip(e.note, SHOWN)}` : '',
+        e.action === 'reset'
+          ? `counters of ${e.endpoint === undefined ? 'every endpoint' : clip(e.endpoint, SHOWN)}`
+          : '',
       ]
         .filter(Boolean)
         .join('; '),

@@ -287,7 +287,7 @@ function grantShape(value: unknown): Grant {
   return problem(`"grant" must be a grant; got ${show(value)}`);
 }
 
-const actions: readonly ChangeEvent['action'][] = ['ban', 'unban', 'grant', 'revoke'];
+const actions: readonly ChangeEvent['action'][] = ['ban', 'unban', 'grant', 'revoke', 'reset'];
 
 export function checkEvent(text: string): ChangeEvent {
   const o = objectOf(text);
@@ -305,6 +305,7 @@ export function checkEvent(text: string): ChangeEvent {
     until: until === undefined ? undefined : new Date(until),
     grant,
     note: optional('note', isText, `a string of at most ${LONGEST_TEXT} characters`),
+    endpoint: optional('endpoint', isText, `a string of at most ${LONGEST_TEXT} characters`),
     operator: operatorOf(o),
   };
 }

@@ -1,5 +1,5 @@
 // The operators' records of one middleware: its parts, and the middleware's operator methods made of them.
-import { type IpKey, ipKey } from '../contract/keys.js';
+import { type ClientKind, type IpKey, ipKey } from '../contract/keys.js';
 import type { EndpointRow } from '../contract/listings.js';
 import type { CallBound } from '../stores/call-bound.js';
 import { MemoryState } from '../stores/memory/state.js';
@@ -13,7 +13,9 @@ import { grantMethods } from './grants.js';
 import { historyMethods } from './history.js';
 import type { CheckGrant, ResetRecord } from './kinds.js';
 import { logins } from './logins.js';
+import { eventOf } from './views.js';
 import { lostMethods } from './lost.js';
+import type { ChangeEvent } from './types.js';
 
 interface RecordsContext extends Omit<CallsContext, 'shared' | 'answered'> {
   readonly rows: readonly EndpointRow[];
@@ -75,11 +77,20 @@ export class Records implements Parts {
     return this.calls.synced('limits.sync');
   }
 
-  /** Every instance forgets the refusals it remembers of the client, for `windowMs`, a remembered refusal's longest. */
-  async resetClient(key: string, windowMs: number, bound: CallBound): Promise<void> {
+  /**
+   * Every instance forgets the refusals it remembers of the client, for `windowMs`, a remembered refusal's longest.
+   * The history records the reset, of `endpoint` or of every one (undefined), and its operator.
+   */
+  async resetClient(
+    { key, kind }: { key: string; kind: ClientKind },
+    windowMs: number,
+    bound: CallBound,
+    more: Pick<ChangeEvent, 'endpoint' | 'operator'>,
+  ): Promise<void> {
     const at = Date.now();
     const record: ResetRecord = { key, at, until: at + windowMs };
-    await this.calls.change([{ field: `reset:${key}`, record }], bound);
+    const event = eventOf('reset', key, kind, at, more);
+    await this.calls.change([{ field: `reset:${key}`, record, event }], bound);
   }
 
   close(): void {

@@ -45,9 +45,10 @@ export interface ActiveGrant {
   readonly operator: string | undefined;
 }
 
-/** A change of bans or grants, as `history()` lists it and `onChange` is told. */
+/** A change of bans, grants or a client's counters, as `history()` lists it and `onChange` is told. */
 export interface ChangeEvent {
-  readonly action: 'ban' | 'unban' | 'grant' | 'revoke';
+  /** `'reset'`: an operator cleared the client's counters (`reset()`). */
+  readonly action: 'ban' | 'unban' | 'grant' | 'revoke' | 'reset';
   /** The client's key (never a token). */
   readonly key: string;
   readonly kind: ClientKind;
@@ -62,6 +63,8 @@ export interface ChangeEvent {
   readonly grant: Grant | undefined;
   /** A grant's note. */
   readonly note: string | undefined;
+  /** The endpoint whose counters a reset cleared; undefined for every endpoint, and for the other changes. */
+  readonly endpoint: string | undefined;
   /** The name of the operator who made the change, when one was given (`by`); else undefined. */
   readonly operator: string | undefined;
 }

@@ -93,8 +93,8 @@ export function eventOf(
   at: number,
   more?: Partial<ChangeEvent>,
 ): ChangeEvent {
-  const none = { reason: undefined, until: undefined, grant: undefined, note: undefined, operator: undefined };
-  return { action, key, kind, by: 'operator', at: new Date(at), ...none, ...more };
+  const none = { reason: undefined, until: undefined, grant: undefined, note: undefined, endpoint: undefined };
+  return { action, key, kind, by: 'operator', at: new Date(at), ...none, operator: undefined, ...more };
 }
 
 export function banEvent(ban: BanRecord): ChangeEvent {

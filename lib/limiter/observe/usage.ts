@@ -3,6 +3,7 @@ import { Checker } from '../../shared/check.js';
 import type { CompiledEndpoint } from '../endpoint.js';
 import type { CompiledGrants } from '../grants.js';
 import type { Client } from '../identify.js';
+import { byOption } from '../../records/kinds.js';
 import type { Records } from '../../records/records.js';
 import type { EndpointUsage } from '../types.js';
 import { peekWithin, resetWithin, Resilient } from '../../stores/resilient.js';
@@ -72,25 +73,26 @@ export class Usage {
   }
 
   /** Clears the client's counters, grants' variants included, on every endpoint or on `endpoint`. */
-  async reset(client: unknown, endpoint: unknown): Promise<boolean> {
+  async reset(client: unknown, endpoint: unknown, options: unknown): Promise<boolean> {
     const check = new Checker('limits.reset');
-    const { key } = this.#client(check, client);
-    let chosen = this.endpoints;
-    if (endpoint !== undefined) {
-      const name = check.oneOf(
-        endpoint,
-        this.endpoints.map((e) => e.name),
-        'endpoint',
-      );
-      chosen = this.endpoints.filter((e) => e.name === name);
-    }
+    const { key, kind } = this.#client(check, client);
+    const name =
+      endpoint === undefined
+        ? undefined
+        : check.oneOf(
+            endpoint,
+            this.endpoints.map((e) => e.name),
+            'endpoint',
+          );
+    const chosen = name === undefined ? this.endpoints : this.endpoints.filter((e) => e.name === name);
+    const operator = byOption(check, options);
     const counters = chosen.flatMap((e) => this.grants.countersOf(e));
     this.#readable(check, counters, "clear a client's counters");
     return this.records.calls.bounded('limits.reset', async (bound) => {
       const cleared = await Promise.all(counters.map((e) => resetWithin(e.counter, key, bound)));
       // Every instance forgets the refusals it remembers of the client, which would refuse it until its window ended.
       const longest = Math.max(...counters.flatMap((e) => e.limits.map((l) => l.windowMs)));
-      await this.records.resetClient(key, longest, bound);
+      await this.records.resetClient({ key, kind }, longest, bound, { endpoint: name, operator });
       return cleared.some(Boolean);
     });
   }
