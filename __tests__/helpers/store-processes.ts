@@ -91,6 +91,14 @@ export async function call(instance: Instance, method: string, ...args: unknown[
 }
 
 /**
+ * The counter `token` counts on now with the fixed windows' middleware, as `usage()` reads it: its grant's variant
+ * once the instance knows the grant, none for an unlimited one. It counts no request, so a poll uses up nothing.
+ */
+export async function counterOf(instance: Instance, token: string): Promise<string | undefined> {
+  return ((await call(instance, 'usage', { token })) as { counter?: string }[])[0]?.counter;
+}
+
+/**
  * A GET of `token` to `path`: its status and the limit its headers show (none for an unlimited or banned client).
  * Answered within `deadlineMs` (a bound for a hang, not a speed the machine must keep up), or the test fails.
  */
