@@ -1,5 +1,6 @@
-// The paced load of bench/sliced.js: autocannon at a fixed rate that no server saturates, so that each request is
-// served alone. Connection i sends `Authorization: Bot bench-token-<i>`, as bench/clients.lua does for wrk.
+// The paced load of bench/sliced.js: autocannon at a fixed rate on one connection, so that each request is served
+// alone (several connections fire in bursts). Request i sends `Authorization: Bot bench-token-<i mod clients + 1>`,
+// the tokens bench/clients.lua gives wrk's connections.
 // `node bench/paced.js <url> <requests per second> <seconds> <clients>` prints `{ requests, non2xx, socketErrors }`.
 const autocannon = require('autocannon');
 
@@ -8,14 +9,14 @@ let next = 0;
 autocannon(
   {
     url,
-    connections: Number(clients),
+    connections: 1,
     overallRate: Number(rate),
     duration: Number(seconds),
     requests: [
       {
-        setupRequest: (request, context) => {
-          context.token ??= `Bot bench-token-${(next++ % Number(clients)) + 1}`;
-          return { ...request, headers: { ...request.headers, authorization: context.token } };
+        setupRequest: (request) => {
+          const authorization = `Bot bench-token-${(next++ % Number(clients)) + 1}`;
+          return { ...request, headers: { ...request.headers, authorization } };
         },
       },
     ],

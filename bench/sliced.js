@@ -92,8 +92,8 @@ function parseWrk(output) {
 }
 
 /**
- * The paced load: `RATE` requests a second by autocannon on CPU 1 (bench/paced.js), so that each request is served
- * alone and its CPU is what a request costs, whatever Redis' latency. Saturated, how many requests share one wake-up
+ * The paced load: `RATE` requests a second by autocannon on CPU 1 on one connection (bench/paced.js), so that each
+ * request is served alone and its CPU is what a request costs, whatever Redis' latency. Saturated, how many requests share one wake-up
  * of the event loop follows Redis' latency, and Redis figures did not repeat from one run to the next.
  */
 function paced(port, seconds) {
