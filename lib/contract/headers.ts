@@ -79,7 +79,8 @@ export function headerWriter(syntax: HeaderSyntax) {
   ): number => {
     const ms = Math.max(msBeforeNext, 0);
     const strings = template[syntax];
-    const item = `${strings.prefix}${remaining}${resetKey}${secondsUntil(ms)}`;
+    const left = String(remaining);
+    const item = `${strings.prefix}${left}${resetKey}${secondsUntil(ms)}`;
     const policy = pk ? `${strings.policy}${pk(key)}:` : strings.policy;
     // Spelled in lower case, which getHeader() then need not copy.
     const policies = res.getHeader('ratelimit-policy');
@@ -95,7 +96,7 @@ export function headerWriter(syntax: HeaderSyntax) {
       if (!list) res.setHeader('RateLimit', item);
     }
     res.setHeader('X-RateLimit-Limit', template.limit);
-    res.setHeader('X-RateLimit-Remaining', String(remaining));
+    res.setHeader('X-RateLimit-Remaining', left);
     res.setHeader('X-RateLimit-Reset', String(Math.ceil((now + ms) / 1000)));
     res.setHeader('X-RateLimit-Reset-After', secondsText(ms));
     res.setHeader('X-RateLimit-Bucket', template.bucket);
