@@ -112,7 +112,8 @@ function floorOf(redis) {
 /**
  * What a middleware cannot avoid costing, each alone before bare Express' routes: an empty middleware; one that adds a
  * property to `req`, sets the seven rate-limit headers with `res.setHeader` (constants, or `headers-live`'s values),
- * keeps `req` in a WeakSet, or reads `req.ip`. The side-by-side ruler measures them on demand (`BENCH_SLICED_PAIRS=ceiling ...`).
+ * keeps `req` in a WeakSet, or reads `req.ip`. The side-by-side ruler measures them on demand
+ * (`BENCH_SLICED_PAIRS=ceiling ...`).
  */
 const seen = new WeakSet();
 const CEILING = {
