@@ -47,15 +47,14 @@ export function secondsUntil(msBeforeNext: number): number {
   return Math.ceil(Math.max(msBeforeNext, 0) / 1000);
 }
 
+/** How `String(ms / 1000)` ends for each ms of a second (`.25` for 250), made once. */
+const FRACTIONS = Array.from({ length: 1000 }, (_, ms) => (ms === 0 ? '' : String(ms / 1000).slice(1)));
+
 /** `String(ms / 1000)`, from the digits of whole ms: converting a fraction costs several times as much. */
 export function secondsText(ms: number): string {
   if (!(ms >= 0 && (ms | 0) === ms)) return String(ms / 1000);
   const whole = (ms / 1000) | 0;
-  const thousandths = ms - whole * 1000;
-  if (thousandths === 0) return String(whole);
-  const digits = String(1000 + thousandths).slice(1);
-  if (thousandths % 100 === 0) return `${whole}.${digits.slice(0, 1)}`;
-  return `${whole}.${thousandths % 10 === 0 ? digits.slice(0, 2) : digits}`;
+  return `${whole}${FRACTIONS[ms - whole * 1000] as string}`;
 }
 
 /** At least 1, so that a client never retries at once. */
@@ -80,9 +79,11 @@ export function headerWriter(syntax: HeaderSyntax) {
   ): number => {
     const ms = Math.max(msBeforeNext, 0);
     const strings = template[syntax];
-    const item = `${strings.prefix}${remaining}${resetKey}${secondsUntil(ms)}`;
+    const left = String(remaining);
+    const item = `${strings.prefix}${left}${resetKey}${secondsUntil(ms)}`;
     const policy = pk ? `${strings.policy}${pk(key)}:` : strings.policy;
-    const policies = res.getHeader('RateLimit-Policy');
+    // Spelled in lower case, which getHeader() then need not copy.
+    const policies = res.getHeader('ratelimit-policy');
     if (policies === undefined) {
       res.setHeader('RateLimit-Policy', policy);
       res.setHeader('RateLimit', item);
@@ -95,7 +96,7 @@ export function headerWriter(syntax: HeaderSyntax) {
       if (!list) res.setHeader('RateLimit', item);
     }
     res.setHeader('X-RateLimit-Limit', template.limit);
-    res.setHeader('X-RateLimit-Remaining', String(remaining));
+    res.setHeader('X-RateLimit-Remaining', left);
     res.setHeader('X-RateLimit-Reset', String(Math.ceil((now + ms) / 1000)));
     res.setHeader('X-RateLimit-Reset-After', secondsText(ms));
     res.setHeader('X-RateLimit-Bucket', template.bucket);

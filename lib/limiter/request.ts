@@ -323,7 +323,7 @@ function answerLimited(ctx: Context, retryAfter: number): void {
 /** When `check` is (or resolves) true, refuses a client banned (or whose address is) as the cache knows. */
 function refuseIfBanned(cache: RecordCache, ctx: Visit, check: boolean | Promise<boolean>): void | Promise<void> {
   if (check instanceof Promise) return check.then((c) => refuseIfBanned(cache, ctx, c));
-  const until = check ? cache.bannedUntil(ctx.client, Date.now()) : undefined;
+  const until = check ? cache.bannedUntil(ctx.client) : undefined;
   if (until !== undefined) answerBanned(ctx, until);
 }
 
