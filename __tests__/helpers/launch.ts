@@ -16,8 +16,8 @@ export interface Launched {
 }
 
 /**
- * Starts `script` with `args`, giving each JSON line it prints to `onLine` (another line counts as stderr). Resolves once `onLine` returns a
- * value, with it as `started`; rejects, with its stderr, if the process exits first or does not start in 60 s.
+ * Starts `script` with `args`, giving each JSON line it prints to `onLine` (another line counts as stderr). Resolves
+ * once `onLine` returns a value, with it as `started`; rejects, with its stderr, if it exits first or takes 60 s.
  */
 export async function launch<T, M>(
   script: string,
