@@ -18,7 +18,7 @@ import {
   redisStore,
 } from '../lib';
 import { tokenKey } from '../lib/contract/keys';
-import { createApp } from './helpers/app';
+import { closeAfterTest, createApp } from './helpers/app';
 import { type PipelinedRequest, pipeline, tally } from './helpers/pipeline';
 import { describeRedisServer, ioredisClient, RedisServer } from './helpers/redis';
 import { serverPerTest } from './helpers/serve';
@@ -275,7 +275,7 @@ describe.each(storeCases)('$name', (store) => {
 
     it('accepts durations of exactly MAX_DURATION_MS', () => {
       const ban = { ...rotation, within: MAX_DURATION_MS, duration: MAX_DURATION_MS, tokensWithin: MAX_DURATION_MS };
-      expect(typeof listingLimits(row(MAX_DURATION_MS), { store: store.make(), ban })).toBe('function');
+      expect(typeof closeAfterTest(listingLimits(row(MAX_DURATION_MS), { store: store.make(), ban }))).toBe('function');
     });
   });
 

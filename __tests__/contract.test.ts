@@ -8,7 +8,7 @@ import request from 'supertest';
 import { type EndpointRow, type ListingLimitsOptions, listingLimits } from '../lib';
 import { partitionKey } from '../lib/contract/headers';
 import { tokenKey } from '../lib/contract/keys';
-import { createApp, expressVersions, pathOf } from './helpers/app';
+import { closeAfterTest, createApp, expressVersions, pathOf } from './helpers/app';
 import { BODY_429, expectLimitHolds, rowsOf } from './helpers/contract';
 import { storeCases, T0, useFakeWindows } from './helpers/stores';
 
@@ -26,6 +26,9 @@ describe.each(storeCases)('$name', (store) => {
     afterEach(() => jest.useRealTimers());
     const app = (options: Parameters<typeof createApp>[0] = {}) =>
       createApp({ express, ...options, options: { store: store.make(), ...options.options } });
+    /** A middleware on a store of this block's, closed after the test. */
+    const limits = (listing: 'B' | readonly EndpointRow[] = 'B', options: ListingLimitsOptions = {}) =>
+      closeAfterTest(listingLimits(listing, { store: store.make(), ...options }));
 
     it.each([...rowsOf('A'), ...rowsOf('B')])(
       'listing %s, %s: exactly `limit` requests pass, then 429 with exact headers and body',
@@ -173,7 +176,7 @@ describe.each(storeCases)('$name', (store) => {
     });
 
     it('counts a request once when the same middleware is mounted twice on its path', async () => {
-      const limiter = listingLimits('B', { store: store.make() });
+      const limiter = limits();
       const server = express();
       server.use(limiter);
       server.use(limiter);
@@ -208,7 +211,7 @@ describe.each(storeCases)('$name', (store) => {
 
       it('is one object with its documented fields, read in any later handler, in JSON and by `in`', async () => {
         const server = express();
-        server.use(listingLimits('B', { store: store.make() }));
+        server.use(limits());
         server.use((req, res, next) => {
           res.locals.before = { remaining: req.rateLimit?.remaining ?? null };
           next();
@@ -229,7 +232,7 @@ describe.each(storeCases)('$name', (store) => {
 
       it('is undefined on a request the limiter does not count: no row, or skipped', async () => {
         const server = express();
-        server.use(listingLimits('B', { store: store.make(), skip: (req) => req.query.skip === '1' }));
+        server.use(limits('B', { skip: (req) => req.query.skip === '1' }));
         server.get('/v1/bots/:id', reader);
         server.get('/v1/elsewhere', reader);
         for (const path of ['/v1/elsewhere', '/v1/bots/1?skip=1']) {
@@ -241,7 +244,7 @@ describe.each(storeCases)('$name', (store) => {
       it('holds after the request leaves the sub-app the limiter is mounted in', async () => {
         const server = express();
         const sub = express();
-        sub.use(listingLimits('B', { store: store.make() }));
+        sub.use(limits());
         server.use(sub);
         server.get('/v1/bots/:id', reader);
         const res = await request(server).get('/v1/bots/1').expect(200);
@@ -252,19 +255,19 @@ describe.each(storeCases)('$name', (store) => {
         const erl = () =>
           rateLimit({ windowMs: 60_000, limit: 100, keyGenerator: () => 'k', validate: false, legacyHeaders: false });
         const ours = express();
-        ours.use(erl(), listingLimits('B', { store: store.make() }));
+        ours.use(erl(), limits());
         ours.get('/v1/bots/:id', reader);
         const res = await request(ours).get('/v1/bots/1').expect(200);
         expectInfo(res.body.json, 'GET /v1/bots/:id', 2, 1, 1000);
 
         const theirs = express();
-        theirs.use(listingLimits('B', { store: store.make() }), erl());
+        theirs.use(limits(), erl());
         theirs.get('/v1/bots/:id', reader);
         const after = await request(theirs).get('/v1/bots/1').expect(200);
         expect(JSON.parse(after.body.json)).toMatchObject({ limit: 100, used: 1, remaining: 99 });
 
         const assigned = express();
-        assigned.use(listingLimits('B', { store: store.make() }), (req, _res, next) => {
+        assigned.use(limits(), (req, _res, next) => {
           req.rateLimit = { endpoint: 'mine', limit: 1, remaining: 0, resetTime: new Date(0) };
           next();
         });
@@ -276,10 +279,8 @@ describe.each(storeCases)('$name', (store) => {
       });
 
       it('counts a request once per limiter, mounted twice around another one; the last to count gives it', async () => {
-        const twice = listingLimits('B', { store: store.make() });
-        const other = listingLimits([{ method: 'GET', path: '/v1/bots/:id', limit: 5, windowMs: 60_000 }], {
-          store: store.make(),
-        });
+        const twice = limits();
+        const other = limits([{ method: 'GET', path: '/v1/bots/:id', limit: 5, windowMs: 60_000 }]);
         const server = express();
         server.use(twice, other, twice);
         server.get('/v1/bots/:id', reader);
@@ -290,7 +291,7 @@ describe.each(storeCases)('$name', (store) => {
         await request(server).get('/v1/bots/1').expect(429);
       });
       it('without Express (node:http): is set on the request itself, and a request called through twice counts once', async () => {
-        const limiter = listingLimits('B', { store: store.make() });
+        const limiter = limits();
         const server = createServer((req, res) => {
           const plain = Object.assign(req, { path: new URL(req.url ?? '/', 'http://x').pathname }) as typeof req & {
             path: string;

@@ -4,7 +4,7 @@ import { RateLimiterMemory } from 'rate-limiter-flexible';
 import request from 'supertest';
 import { createExampleApp } from '../example-server/app';
 import { type EndpointRow, listings } from '../lib';
-import { pathOf } from './helpers/app';
+import { closeAfterTest, pathOf } from './helpers/app';
 import { expectLimitHolds, rowsOf } from './helpers/contract';
 import { storeCases, T0, useFakeWindows } from './helpers/stores';
 
@@ -417,11 +417,17 @@ describe.each(storeCases)('the limits of each listing hold on the example server
   afterAll(() => store.stop?.());
   beforeEach(useFakeWindows);
   afterEach(() => jest.useRealTimers());
+  /** The example app of `listing` on a store of this block's, its middleware closed after the test. */
+  const appOf = (listing: 'A' | 'B') => {
+    const app = createExampleApp({ listing, store: store.make() });
+    closeAfterTest(app.locals.limiter as { close(): void });
+    return app;
+  };
 
   it.each([...rowsOf('A'), ...rowsOf('B')])(
     'listing %s, %s: exactly `limit` requests pass, then 429 with exact headers and body, until the window ends',
     async (listing, _name, row) => {
-      const app = createExampleApp({ listing, store: store.make() });
+      const app = appOf(listing);
       await expectLimitHolds(row, store, () => send(app, row));
       await store.advance(row.windowMs);
       await send(app, row).expect(200);
@@ -429,7 +435,7 @@ describe.each(storeCases)('the limits of each listing hold on the example server
   );
 
   it('counts answers that end in 404, 401 and 400, as the original service did', async () => {
-    const app = createExampleApp({ listing: 'B', store: store.make() });
+    const app = appOf('B');
     const missing = await request(app).get('/v1/bots/999').expect(404);
     expect(missing.headers['x-ratelimit-remaining']).toBe('1');
     await request(app).get('/v1/bots/1').expect(200);
@@ -448,7 +454,7 @@ describe.each(storeCases)('the limits of each listing hold on the example server
   });
 
   it('serves the limiter metrics at /metrics, unlimited, with exact counts', async () => {
-    const app = createExampleApp({ listing: 'B', store: store.make() });
+    const app = appOf('B');
     await request(app).get('/v1/bots/1').expect(200);
     await request(app).get('/v1/bots/1').expect(200);
     await request(app).get('/v1/bots/1').expect(429);
@@ -469,7 +475,7 @@ describe.each(storeCases)('the limits of each listing hold on the example server
   });
 
   it('counts path parameters as one endpoint, existing ids or not', async () => {
-    const app = createExampleApp({ listing: 'A', store: store.make() });
+    const app = appOf('A');
     await request(app).get('/v1/users/1').expect(200);
     await request(app).get('/v1/users/999').expect(404);
     const res = await request(app).get('/v1/users/2').expect(429);

@@ -9,7 +9,6 @@ import { describeRedisServer, ioredisClient, RedisCluster, RedisSentinels } from
 import { withClients } from './helpers/redis-env';
 import {
   CALL_BOUND_MS,
-  call,
   changesOf,
   everyCall,
   LIMIT,
@@ -21,13 +20,12 @@ import {
   requests,
   seed,
   type Seeded,
-  type Settled,
   sleep,
   startFaultInstances,
   until,
 } from './helpers/faults';
 import { compiledLib } from './helpers/compiled';
-import { hitsRun, type Instance, stopInstances } from './helpers/store-processes';
+import { call, hitsRun, type Instance, type Settled, stopInstances } from './helpers/store-processes';
 
 /**
  * The failover bounds docs/stores.md states, which the measures below must keep: a client gets at most one limit

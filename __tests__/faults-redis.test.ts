@@ -7,7 +7,6 @@ import { tokenKey } from '../lib/contract/keys';
 import { describeRedisServer, ioredisClient, RedisServer } from './helpers/redis';
 import {
   CALL_BOUND_MS,
-  call,
   changesOf,
   everyCall,
   LIMIT,
@@ -21,13 +20,12 @@ import {
   ruleBanned,
   seed,
   type Seeded,
-  settle,
   sleep,
   startFaultInstances,
   until,
 } from './helpers/faults';
 import { compiledLib } from './helpers/compiled';
-import { hitsRun, type Instance, stopInstances } from './helpers/store-processes';
+import { call, hitsRun, type Instance, settle, stopInstances } from './helpers/store-processes';
 
 /** How long a fault of a scenario with a "during" lasts at least: every call's bound, and then some. */
 const FAULT_MS = 3000;

@@ -1,13 +1,10 @@
 // Two app instances in separate Node processes sharing one Redis: shared counters, an outage mid-traffic, recovery.
-import { type ChildProcessWithoutNullStreams, spawn } from 'node:child_process';
-import { join } from 'node:path';
-import { createInterface } from 'node:readline';
+import { spawn } from 'node:child_process';
 import request from 'supertest';
 import { compiledLib } from './helpers/compiled';
 import { describeRedisServer, RedisCluster, RedisServer } from './helpers/redis';
 import { withClients } from './helpers/redis-env';
-
-const root = join(__dirname, '..');
+import { type Instance, startInstance, stopInstances } from './helpers/store-processes';
 
 /** How each instance's Redis store is set up: its wait for Redis, and what a request gets when that runs out. */
 interface StoreSetup {
@@ -31,47 +28,20 @@ const outage: StoreSetup = { timeoutMs: 2000, onFailure: 'memory' };
  */
 const deadline = (setup: StoreSetup) => setup.timeoutMs + 5000;
 
-/** The Redis client an instance uses. */
-type Client = 'ioredis' | 'node-redis' | 'glide' | 'cluster';
-
-interface Instance {
-  readonly child: ChildProcessWithoutNullStreams;
-  readonly url: string;
-  /** How many times its Redis client has become ready. */
-  readies(): number;
-  stderr(): string;
-}
-
-async function startInstance(
+/**
+ * An instance of instance.js: listing B counted with `setup`, in an app that burns `busyMs` of CPU per answer, on a
+ * clock `skewMs` off; resolves once it listens and its Redis client is ready.
+ */
+function startB(
   lib: string,
-  redisUrl: string,
+  target: string,
   prefix: string,
   setup: StoreSetup,
   busyMs = 0,
-  client: Client = 'ioredis',
+  kind: 'ioredis' | 'node-redis' | 'glide' | 'ioredis-cluster' = 'ioredis',
   clock: { window: 'fixed' | 'sliding'; skewMs: number } = { window: 'fixed', skewMs: 0 },
 ): Promise<Instance> {
-  const script = join(__dirname, 'helpers', 'instance.js');
-  const { timeoutMs, onFailure } = setup;
-  const settings = [String(timeoutMs), onFailure, String(busyMs), client, clock.window, String(clock.skewMs)];
-  const args = [script, lib, redisUrl, prefix, ...settings];
-  const child = spawn(process.execPath, args, { cwd: root });
-  let readies = 0;
-  let stderr = '';
-  child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
-  // Started once it listens and its Redis client is ready: a test that stops Redis before the first ready would
-  // wait for a reconnection that is the first connection.
-  const port = await new Promise<number>((resolve, reject) => {
-    let listening: number | undefined;
-    createInterface({ input: child.stdout }).on('line', (line) => {
-      const message = JSON.parse(line) as { port?: number; redis?: string };
-      if (message.redis === 'ready') readies++;
-      if (message.port) listening = message.port;
-      if (listening !== undefined && readies > 0) resolve(listening);
-    });
-    child.once('exit', (code) => reject(new Error(`instance exited with ${code} before it was ready:\n${stderr}`)));
-  });
-  return { child, url: `http://127.0.0.1:${port}`, readies: () => readies, stderr: () => stderr };
+  return startInstance(lib, kind, target, prefix, { ...setup, busyMs, ...clock }, 'instance.js');
 }
 
 /** Waits until `condition()`, for up to 20 s: a bound for a hang, not a speed the machine must keep up. */
@@ -85,7 +55,7 @@ describeRedisServer('two app instances in separate processes, sharing one Redis'
   let redis: RedisServer;
   let instances: Instance[] = [];
   const startPair = async (prefix: string, setup: StoreSetup) => {
-    const pair = await Promise.all([0, 1].map(() => startInstance(lib, redis.url, prefix, setup)));
+    const pair = await Promise.all([0, 1].map(() => startB(lib, redis.url, prefix, setup)));
     instances.push(...pair);
     return pair;
   };
@@ -97,13 +67,7 @@ describeRedisServer('two app instances in separate processes, sharing one Redis'
   }, 60_000);
 
   afterAll(async () => {
-    await Promise.all(
-      instances.map((i) => {
-        const exited = new Promise((resolve) => i.child.once('exit', resolve));
-        i.child.stdin.end();
-        return exited;
-      }),
-    );
+    await stopInstances(instances);
     instances = [];
     await redis?.close();
   });
@@ -137,9 +101,8 @@ describeRedisServer('two app instances in separate processes, sharing one Redis'
       const defaults: StoreSetup = { timeoutMs: 200, onFailure: 'memory' };
       const cluster = client === 'cluster' ? await RedisCluster.start(3) : undefined;
       const url = cluster ? cluster.servers.map((s) => s.url).join(',') : redis.url;
-      const trio = await Promise.all(
-        [0, 1, 2].map(() => startInstance(lib, url, `defaults-${client}`, defaults, 10, client)),
-      );
+      const kind = client === 'cluster' ? 'ioredis-cluster' : client;
+      const trio = await Promise.all([0, 1, 2].map(() => startB(lib, url, `defaults-${client}`, defaults, 10, kind)));
       instances.push(...trio);
       // One request through each instance first: its client's connections (a Cluster's to every master) are open and
       // the script is loaded before the bursts, which then measure counting, not connecting.
@@ -162,13 +125,7 @@ describeRedisServer('two app instances in separate processes, sharing one Redis'
         }
       } finally {
         busy.kill();
-        await Promise.all(
-          trio.map((i) => {
-            const exited = new Promise((resolve) => i.child.once('exit', resolve));
-            i.child.stdin.end();
-            return exited;
-          }),
-        );
+        await stopInstances(trio);
         instances = instances.filter((i) => !trio.includes(i));
         await cluster?.close();
       }
@@ -179,7 +136,7 @@ describeRedisServer('two app instances in separate processes, sharing one Redis'
   it('sliding windows, two instances whose clocks are 3 minutes apart: of 300 simultaneous requests, exactly 25 pass', async () => {
     const pair = await Promise.all(
       [-90_000, 90_000].map((skewMs) =>
-        startInstance(lib, redis.url, 'sliding', sharing, 0, 'ioredis', { window: 'sliding', skewMs }),
+        startB(lib, redis.url, 'sliding', sharing, 0, 'ioredis', { window: 'sliding', skewMs }),
       ),
     );
     instances.push(...pair);

@@ -1,8 +1,5 @@
 // The pages of app instances in separate processes on one Redis: limiters by network, logins the server ends, and two
 // operators by name in a real browser, each on an instance of their own.
-import { type ChildProcessWithoutNullStreams, spawn } from 'node:child_process';
-import { join } from 'node:path';
-import { createInterface } from 'node:readline';
 import Redis from 'ioredis';
 import type { Browser, Page } from 'playwright-core';
 import request from 'supertest';
@@ -10,38 +7,17 @@ import { compiledLib } from './helpers/compiled';
 import { describeBrowser, launchChromium } from './helpers/browser';
 import { cookiesOf, csrfOf, valid } from './helpers/pages';
 import { describeRedisServer, RedisServer, scanKeys } from './helpers/redis';
+import { type Instance, startInstance, stopInstances } from './helpers/store-processes';
 
-const root = join(__dirname, '..');
 const SECRET = 'a-secret-shared-by-both-instances-0001';
 /** A bound for a hang, not a speed: the instances' store waits up to 10 s for Redis. */
 const DEADLINE_MS = 15_000;
 
-interface Instance {
-  readonly child: ChildProcessWithoutNullStreams;
-  readonly url: string;
-  stderr(): string;
-}
-
 const ADMIN = 'admin-token-of-both-instances';
 
-async function startInstance(lib: string, redisUrl: string, prefix: string, token = ADMIN): Promise<Instance> {
-  const script = join(__dirname, 'helpers', 'pages-instance.js');
-  const child = spawn(process.execPath, [script, lib, redisUrl, prefix, SECRET, token], { cwd: root });
-  let stderr = '';
-  child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
-  const port = await new Promise<number>((resolve, reject) => {
-    let listening: number | undefined;
-    let ready = false;
-    createInterface({ input: child.stdout }).on('line', (line) => {
-      const message = JSON.parse(line) as { port?: number; redis?: string };
-      if (message.redis === 'ready') ready = true;
-      if (message.port) listening = message.port;
-      if (listening !== undefined && ready) resolve(listening);
-    });
-    child.once('exit', (code) => reject(new Error(`instance exited with ${code} before it was ready:\n${stderr}`)));
-  });
-  return { child, url: `http://127.0.0.1:${port}`, stderr: () => stderr };
-}
+/** An instance of pages-instance.js; `authorize` as limitsAdmin takes it. */
+const startPages = (lib: string, redisUrl: string, prefix: string, authorize: object = { token: ADMIN }) =>
+  startInstance(lib, 'ioredis', redisUrl, prefix, { secret: SECRET, authorize }, 'pages-instance.js');
 
 const tally = (answers: (number | string)[]) =>
   answers.reduce<Record<string, number>>((t, s) => ({ ...t, [s]: (t[s] ?? 0) + 1 }), {});
@@ -64,17 +40,11 @@ describeRedisServer('the pages of two instances in two processes, on one Redis',
 
   beforeEach(async () => {
     const prefix = `pages-${++n}`;
-    pair = await Promise.all([0, 1].map(() => startInstance(lib, redis.url, prefix)));
+    pair = await Promise.all([0, 1].map(() => startPages(lib, redis.url, prefix)));
   });
 
   afterEach(async () => {
-    await Promise.all(
-      [...pair, ...more].map((i) => {
-        const exited = new Promise((resolve) => i.child.once('exit', resolve));
-        i.child.stdin.end();
-        return exited;
-      }),
-    );
+    await stopInstances([...pair, ...more]);
     expect([...pair, ...more].map((i) => i.stderr())).toEqual([...pair, ...more].map(() => ''));
     pair = [];
     more = [];
@@ -213,7 +183,7 @@ describeRedisServer('the pages of two instances in two processes, on one Redis',
   it('an instance started with a new ADMIN_TOKEN refuses the logins of the old one, same secret and Redis', async () => {
     const [a] = pair as [Instance, Instance];
     const old = await logIn(a);
-    const renewed = await startInstance(lib, redis.url, `pages-${n}`, `${ADMIN}-renewed`);
+    const renewed = await startPages(lib, redis.url, `pages-${n}`, { token: `${ADMIN}-renewed` });
     more.push(renewed);
     expect([await page(renewed, old.cookie), await page(a, old.cookie)]).toEqual([OUT, 200]);
     const fresh = await logIn(renewed, `${ADMIN}-renewed`);
@@ -251,7 +221,7 @@ describeRedisServer('the pages of two instances in two processes, on one Redis',
 
     it('each logs in with their own token on their own instance, acts, and the trail names each on both', async () => {
       const prefix = `pages-${n}-named`;
-      const started = [0, 1].map(() => startInstance(lib, redis.url, prefix, JSON.stringify(tokens)));
+      const started = [0, 1].map(() => startPages(lib, redis.url, prefix, { tokens }));
       const [a, b] = (await Promise.all(started)) as [Instance, Instance];
       more.push(a, b);
       const alice = await operator(a, tokens.alice);

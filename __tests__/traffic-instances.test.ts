@@ -14,14 +14,7 @@ import { sha1 } from '../lib/stores/state';
 import { compiledLib } from './helpers/compiled';
 import { flat } from './helpers/pages';
 import { describeRedisServer, ioredisClient, RedisServer } from './helpers/redis';
-import {
-  type Instance,
-  type InstanceOptions,
-  send,
-  startInstance,
-  stopInstances,
-  within,
-} from './helpers/store-processes';
+import { type Instance, send, startInstance, stopInstances, within } from './helpers/store-processes';
 
 const ROWS: readonly EndpointRow[] = [
   { method: 'GET', path: '/v1/a', limit: 3, windowMs: 60_000 },
@@ -44,7 +37,7 @@ describeRedisServer("the site's traffic, from three instances in three processes
     instances = await Promise.all(
       [true, false, false].map((page) => {
         const options = { rows: ROWS, timeoutMs: 10_000, onFailure: 'closed', page, trafficIntervalMs: INTERVAL_MS };
-        return startInstance(lib, 'ioredis', redis.url, prefix, options as InstanceOptions, 'traffic-instance.js');
+        return startInstance(lib, 'ioredis', redis.url, prefix, options, 'traffic-instance.js');
       }),
     );
   }, 120_000);

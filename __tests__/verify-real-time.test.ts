@@ -1,12 +1,8 @@
 // verifyContract in real time against an API in another process: a table of 1-2 s windows checked in about one window.
-import { type ChildProcessWithoutNullStreams, spawn } from 'node:child_process';
-import { join } from 'node:path';
-import { createInterface } from 'node:readline';
 import type { EndpointRow, WindowKind } from '../lib';
 import { planVerification, type VerifyEvent, type VerifyReport, verifyContract } from '../lib/verify';
 import { compiledLib } from './helpers/compiled';
-
-const root = join(__dirname, '..');
+import { type Answered, startLoggedApi, type WorldProcess as Api } from './helpers/world-process';
 
 /**
  * The table checked: a limit of 1, endpoints with and without path parameters, and one with two limits. Windows of
@@ -34,20 +30,6 @@ interface Settings {
   readonly ban?: { after: number; within: number; duration: number };
 }
 
-interface Answered {
-  readonly status: number;
-  readonly method: string;
-  readonly url: string;
-  readonly authorization: string | null;
-}
-
-interface Api {
-  readonly url: string;
-  /** Every request the API answered, in order, as it logged them. */
-  readonly answered: Answered[];
-  readonly child: ChildProcessWithoutNullStreams;
-}
-
 let lib: string;
 const apis: Api[] = [];
 
@@ -57,42 +39,13 @@ beforeAll(() => {
 }, 120_000);
 
 afterEach(async () => {
-  await Promise.all(
-    apis.splice(0).map(({ child }) => {
-      const exited = new Promise((resolve) => child.once('exit', resolve));
-      child.stdin.end();
-      return exited;
-    }),
-  );
+  await Promise.all(apis.splice(0).map((api) => api.stop()));
 });
 
 async function startApi(settings: Settings): Promise<Api> {
-  const script = join(__dirname, 'helpers', 'table-server.js');
-  const child = spawn(process.execPath, [script, lib, JSON.stringify(settings)], { cwd: root });
-  let stderr = '';
-  child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
-  const answered: Answered[] = [];
-  const port = await new Promise<number>((resolve, reject) => {
-    createInterface({ input: child.stdout }).on('line', (line) => {
-      const message = JSON.parse(line) as { port?: number } & Answered;
-      if (message.port) resolve(message.port);
-      else answered.push(message);
-    });
-    child.once('exit', (code) => reject(new Error(`the API exited with ${code} before it listened:\n${stderr}`)));
-  });
-  const api = { url: `http://127.0.0.1:${port}`, answered, child };
+  const api = await startLoggedApi('table-server.js', [lib, JSON.stringify(settings)]);
   apis.push(api);
   return api;
-}
-
-/** Resolves once the API has logged every request answered so far: it logs a request of its own after them. */
-async function settled(api: Api): Promise<void> {
-  const end = `/settled-${api.answered.length}-${Date.now()}`;
-  await fetch(`${api.url}${end}`);
-  for (let i = 0; i < 500 && api.answered.at(-1)?.url !== end; i++) {
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
-  expect(api.answered.pop()?.url).toBe(end);
 }
 
 /**
@@ -112,7 +65,7 @@ async function verify(api: Api, window: WindowKind = 'fixed', only?: string[]) {
     onProgress: (event) => events.push(event),
   });
   const tookMs = Date.now() - began;
-  await settled(api);
+  await api.settled();
   return { report, events, tookMs };
 }
 

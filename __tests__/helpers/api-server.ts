@@ -1,10 +1,7 @@
 // Starts api-server-child.js in a child process and reads what its apps counted: the server's word, not the client's.
-import { type ChildProcessWithoutNullStreams, spawn } from 'node:child_process';
-import { once } from 'node:events';
-import { join } from 'node:path';
-import { createInterface } from 'node:readline';
 import type { EndpointRow, ListingName } from '../../lib';
 import type { Compiled } from './compiled';
+import { launch, type Launched } from './launch';
 
 export type AppSpec =
   | {
@@ -20,7 +17,7 @@ export type AppSpec =
 /** Requests by endpoint and outcome (`allowed`, `limited`, `banned`, ...), from `listing_limits_requests_total`. */
 export type Outcomes = Record<string, Record<string, number>>;
 
-export interface ApiServer {
+export interface ApiServer extends Launched {
   /** The base URL of each app, in the order given. */
   readonly urls: readonly string[];
   /** What app `i`'s limiter counted, from its /metrics. */
@@ -29,37 +26,21 @@ export interface ApiServer {
   requests(i: number): Promise<Record<string, number>>;
   /** The bodies app `i` (of kind rows) was posted, by path. */
   reports(i: number): Promise<Record<string, unknown>>;
-  stderr(): string;
-  stop(): Promise<void>;
 }
 
-const root = join(__dirname, '..', '..');
-
 export async function startApiServer(compiled: Compiled, apps: readonly AppSpec[]): Promise<ApiServer> {
-  const script = join(__dirname, 'api-server-child.js');
-  const child: ChildProcessWithoutNullStreams = spawn(
-    process.execPath,
-    [script, compiled.cjs, JSON.stringify({ apps })],
-    {
-      cwd: root,
-    },
+  const launched = await launch(
+    'api-server-child.js',
+    [compiled.cjs, JSON.stringify({ apps })],
+    (line: { urls: string[] }) => line.urls,
   );
-  let stderr = '';
-  child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
-  const exited = once(child, 'exit');
-  const urls = await new Promise<string[]>((resolve, reject) => {
-    createInterface({ input: child.stdout }).once('line', (line) =>
-      resolve((JSON.parse(line) as { urls: string[] }).urls),
-    );
-    void exited.then(([code]) =>
-      reject(new Error(`the API server exited with ${code} before it listened:\n${stderr}`)),
-    );
-  });
+  const urls = launched.started;
   const read = async (i: number, path: string) => {
     const res = await fetch(`${urls[i]}${path}`);
     return res.text();
   };
   return {
+    ...launched,
     urls,
     async outcomes(i) {
       const outcomes: Outcomes = {};
@@ -73,10 +54,5 @@ export async function startApiServer(compiled: Compiled, apps: readonly AppSpec[
     },
     requests: async (i) => JSON.parse(await read(i, '/requests')) as Record<string, number>,
     reports: async (i) => JSON.parse(await read(i, '/reports')) as Record<string, unknown>,
-    stderr: () => stderr,
-    async stop() {
-      child.stdin.end();
-      if (child.exitCode === null) await exited;
-    },
   };
 }

@@ -23,6 +23,27 @@ interface AppOptions {
   routes?: readonly EndpointRow[];
 }
 
+let inTest = false;
+const ofTest: { close(): void }[] = [];
+const ofFile: { close(): void }[] = [];
+beforeEach(() => (inTest = true));
+afterEach(() => {
+  inTest = false;
+  for (const limiter of ofTest.splice(0)) limiter.close();
+});
+afterAll(() => {
+  for (const limiter of ofFile.splice(0)) limiter.close();
+});
+
+/**
+ * Closes `limiter` after the test that made it (after the file, made outside a test): over a Redis store it would
+ * go on adding its traffic, every 5 s, to a Redis the test has closed.
+ */
+export function closeAfterTest<T extends { close(): void }>(limiter: T): T {
+  (inTest ? ofTest : ofFile).push(limiter);
+  return limiter;
+}
+
 /** Answers with the row it serves and what the limiter told it. */
 function routeHandler(row: EndpointRow): RequestHandler {
   return (req, res) => {
@@ -43,7 +64,7 @@ export function createApp({
   setup?.(app);
   const rows = routes ?? (typeof listing === 'string' ? listings[listing] : listing);
   const router = express.Router();
-  const limiter = listingLimits(listing, options);
+  const limiter = closeAfterTest(listingLimits(listing, options));
   app.locals.limiter = limiter;
   router.use(limiter);
   for (const row of rows) {

@@ -1,7 +1,15 @@
 // The fault suite's parts: app instances with their pages in processes of their own (fault-instance.js), every
 // operator's call and every page with how long each took, and the checks that hold whatever the store does.
 import { tokenKey } from '../../lib/contract/keys';
-import { type ClientKind, type Instance, type InstanceOptions, startInstance } from './store-processes';
+import {
+  call,
+  type ClientKind,
+  type Instance,
+  type InstanceOptions,
+  settle,
+  type Settled,
+  startInstance,
+} from './store-processes';
 
 /** The limit of the one endpoint, per minute: a minute, so that a fault and its recovery fall in one window. */
 export const LIMIT = 4;
@@ -37,36 +45,6 @@ export function startFaultInstances(
   prefix: string,
 ): Promise<Instance[]> {
   return Promise.all([0, 1, 2].map(() => startInstance(lib, kind, target, prefix, faultOptions, 'fault-instance.js')));
-}
-
-/** How one call settled in the instance: its result, or its error's code and message; and how long it took there. */
-export interface Settled {
-  readonly method: string;
-  readonly ok: boolean;
-  readonly result?: unknown;
-  readonly code?: string;
-  readonly message?: string;
-  readonly ms: number;
-}
-
-/** Calls `limits[method](...args)` (`requests.approve` and so on) in an instance; how it settled. */
-export async function settle(instance: Instance, method: string, ...args: unknown[]): Promise<Settled> {
-  const res = await fetch(`${instance.url}/control/${method}`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json' },
-    body: JSON.stringify(args),
-    signal: AbortSignal.timeout(20_000),
-  });
-  const answer = (await res.json()) as { result?: unknown; error?: { code?: string; message: string }; ms: number };
-  if (answer.error) return { method, ok: false, code: answer.error.code, message: answer.error.message, ms: answer.ms };
-  return { method, ok: true, result: answer.result, ms: answer.ms };
-}
-
-/** Like {@link settle}, for a call that must succeed: its result. */
-export async function call(instance: Instance, method: string, ...args: unknown[]): Promise<unknown> {
-  const settled = await settle(instance, method, ...args);
-  if (!settled.ok) throw new Error(`${method}: ${settled.code} ${settled.message}`);
-  return settled.result;
 }
 
 /** A grant request's input, for `token`. */

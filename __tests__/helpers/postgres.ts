@@ -1,10 +1,10 @@
 // A real PostgreSQL for the tests: a throwaway cluster (initdb in a temp dir) on a free port, stopped and paused at will.
-import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
+import { type ChildProcess, execFileSync } from 'node:child_process';
 import { chownSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { bin, postgresMissing } from './postgres-env';
-import { freePort, onFreePort } from './redis';
+import { freePort, onFreePort, startServer } from './redis';
 import { inCI } from './redis-env';
 
 /** `describe` for tests that start their own PostgreSQL; skipped without one, but never under CI. */
@@ -59,31 +59,8 @@ export class PostgresServer {
   async start(): Promise<void> {
     const settings = ['listen_addresses=127.0.0.1', `unix_socket_directories=${this.dir}`, 'fsync=off'];
     const args = ['-D', join(this.dir, 'data'), '-p', String(this.port), ...settings.flatMap((s) => ['-c', s])];
-    const child = spawn(join(bin as string, 'postgres'), args, {
-      ...this.user,
-      cwd: this.dir,
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    this.process = child;
-    let log = '';
-    await new Promise<void>((resolve, reject) => {
-      const onData = (chunk: Buffer) => {
-        log += chunk.toString();
-        if (log.includes('database system is ready to accept connections')) {
-          child.stderr.off('data', onData);
-          resolve();
-        }
-      };
-      child.stderr.on('data', onData);
-      child.stdout.on('data', (chunk: Buffer) => (log += chunk.toString()));
-      child.once('error', reject);
-      child.once('exit', (code) => {
-        // As redis-server says it, so that onFreePort tries another port.
-        const taken = /could not bind|Address already in use/.test(log) ? ' (Address already in use)' : '';
-        reject(new Error(`postgres exited with ${code} on port ${this.port}${taken}:\n${log}`));
-      });
-    });
-    child.stderr.resume();
+    const ready = 'database system is ready to accept connections';
+    this.process = await startServer(join(bin as string, 'postgres'), args, ready, { ...this.user, cwd: this.dir });
   }
 
   /** Stops the server at once (immediate shutdown): connections drop; the data stays for `start()`. */

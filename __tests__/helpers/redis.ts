@@ -1,5 +1,5 @@
 // Real Redis for the tests: redis-server on a free port (or REDIS_URL), stopped and paused at will, and a local cluster.
-import { type ChildProcess, execFile, spawn } from 'node:child_process';
+import { type ChildProcess, execFile, spawn, type SpawnOptions } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -49,6 +49,37 @@ export async function onFreePort<T>(start: () => Promise<T>): Promise<T> {
   }
 }
 
+/**
+ * Spawns a server and resolves once what it writes holds `ready`. Rejects, with all it wrote, if it exits first (with
+ * "Address already in use" in it when another process took its port, for {@link onFreePort}) or is not ready in 60 s.
+ */
+export async function startServer(
+  command: string,
+  args: readonly string[],
+  ready: string,
+  options: SpawnOptions = {},
+): Promise<ChildProcess> {
+  const child = spawn(command, args, { ...options, stdio: ['ignore', 'pipe', 'pipe'] });
+  let log = '';
+  const limit = setTimeout(() => child.kill('SIGKILL'), 60_000);
+  await new Promise<void>((resolve, reject) => {
+    const onData = (chunk: Buffer) => {
+      log += chunk.toString();
+      if (log.includes(ready)) resolve();
+    };
+    child.stdout?.on('data', onData);
+    child.stderr?.on('data', onData);
+    child.once('error', reject);
+    child.once('exit', (code, signal) =>
+      reject(new Error(`${command} ${args.join(' ')} exited with ${code ?? signal}:\n${log}`)),
+    );
+  }).finally(() => clearTimeout(limit));
+  log = '';
+  child.stdout?.removeAllListeners('data').resume();
+  child.stderr?.removeAllListeners('data').resume();
+  return child;
+}
+
 /** One redis-server process on 127.0.0.1, in its own temp dir, without persistence. */
 export class RedisServer {
   private process: ChildProcess | undefined;
@@ -86,23 +117,7 @@ export class RedisServer {
   async start(): Promise<void> {
     const args = ['--port', String(this.port), '--bind', '127.0.0.1', '--dir', this.dir];
     args.push('--save', '', '--appendonly', 'no', ...this.extraArgs);
-    const child = spawn('redis-server', args, { stdio: ['ignore', 'pipe', 'pipe'] });
-    this.process = child;
-    let log = '';
-    await new Promise<void>((resolve, reject) => {
-      const onData = (chunk: Buffer) => {
-        log += chunk.toString();
-        if (log.includes('Ready to accept connections')) {
-          child.stdout.off('data', onData);
-          resolve();
-        }
-      };
-      child.stdout.on('data', onData);
-      child.stderr.on('data', (chunk: Buffer) => (log += chunk.toString()));
-      child.once('error', reject);
-      child.once('exit', (code) => reject(new Error(`redis-server exited with ${code} on port ${this.port}:\n${log}`)));
-    });
-    child.stdout.resume();
+    this.process = await startServer('redis-server', args, 'Ready to accept connections');
   }
 
   /** Stops the server, as a crash or an outage would: connections drop, and the data is gone. */
@@ -300,25 +315,12 @@ export class RedisSentinels {
     lines.push(`sentinel monitor primary 127.0.0.1 ${this.master.port} 2`);
     lines.push(`sentinel down-after-milliseconds primary ${this.downAfterMs}`);
     writeFileSync(config, `${lines.join('\n')}\n`);
-    const child = spawn('redis-server', [config, '--sentinel'], { stdio: ['ignore', 'pipe', 'pipe'] });
-    let log = '';
-    await new Promise<void>((resolve, reject) => {
-      const onData = (chunk: Buffer) => {
-        log += chunk.toString();
-        if (log.includes('+monitor master primary')) {
-          child.stdout.off('data', onData);
-          resolve();
-        }
-      };
-      child.stdout.on('data', onData);
-      child.stderr.on('data', (chunk: Buffer) => (log += chunk.toString()));
-      child.once('error', reject);
-      child.once('exit', (code) => {
+    const child = await startServer('redis-server', [config, '--sentinel'], '+monitor master primary').catch(
+      (error: unknown) => {
         rmSync(dir, { recursive: true, force: true });
-        reject(new Error(`redis-server --sentinel exited with ${code}:\n${log}`));
-      });
-    });
-    child.stdout.resume();
+        throw error;
+      },
+    );
     return { port, process: child, dir };
   }
 

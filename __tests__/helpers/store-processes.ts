@@ -1,10 +1,7 @@
-// App instances in processes of their own (store-instance.js), through any Redis client kind, and what they answer.
-import { type ChildProcessWithoutNullStreams, spawn } from 'node:child_process';
-import { join } from 'node:path';
-import { createInterface } from 'node:readline';
+// App instances in processes of their own (store-instance.js and its kin), through any Redis client kind, and what
+// they answer.
 import type Redis from 'ioredis';
-
-const root = join(__dirname, '..', '..');
+import { launch, type Launched } from './launch';
 
 /** A client kind of redis-clients.js. */
 export type ClientKind =
@@ -23,71 +20,73 @@ export interface InstanceOptions {
   readonly onFailure: 'memory' | 'open' | 'closed';
 }
 
-export interface Instance {
-  readonly child: ChildProcessWithoutNullStreams;
+export interface Instance extends Launched {
   readonly url: string;
   /** How many times its client said it is (again) connected. */
   readies(): number;
   /** The codes of the errors its onError was told, in order. */
   readonly errors: string[];
-  stderr(): string;
 }
 
 /**
- * Starts an instance (`store-instance.js`, or another script that takes the same arguments and prints the same lines);
- * resolves once it listens and its client has said it is connected.
+ * Starts an instance (`store-instance.js`, or another script that takes the same arguments and prints the lines of
+ * instance-parts.js, with its own `options`); resolves once it listens and its client has said it is connected.
  */
 export async function startInstance(
   lib: string,
   kind: ClientKind,
   target: string,
   prefix: string,
-  options: InstanceOptions,
+  options: object,
   script = 'store-instance.js',
 ): Promise<Instance> {
-  const file = join(__dirname, script);
-  const child = spawn(process.execPath, [file, lib, kind, target, prefix, JSON.stringify(options)], { cwd: root });
-  let stderr = '';
   let readies = 0;
+  let port: number | undefined;
   const errors: string[] = [];
-  child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
-  const port = await new Promise<number>((resolve, reject) => {
-    let listening: number | undefined;
-    createInterface({ input: child.stdout }).on('line', (line) => {
-      const message = JSON.parse(line) as { port?: number; redis?: string; error?: { code: string } };
-      if (message.error) errors.push(message.error.code);
-      if (message.redis === 'ready') readies++;
-      if (message.port) listening = message.port;
-      if (listening !== undefined && readies > 0) resolve(listening);
-    });
-    child.once('exit', (code) => reject(new Error(`instance exited with ${code} before it was ready:\n${stderr}`)));
+  type Line = { port?: number; redis?: string; error?: { code: string } };
+  const args = [lib, kind, target, prefix, JSON.stringify(options)];
+  const launched = await launch(script, args, (message: Line) => {
+    if (message.error) errors.push(message.error.code);
+    if (message.redis === 'ready') readies++;
+    port ??= message.port;
+    return readies > 0 ? port : undefined;
   });
-  return { child, url: `http://127.0.0.1:${port}`, readies: () => readies, errors, stderr: () => stderr };
+  return { ...launched, url: `http://127.0.0.1:${launched.started}`, readies: () => readies, errors };
 }
 
-/** Ends instances (closing their standard input), once they have exited. */
-export async function stopInstances(instances: readonly Instance[]): Promise<void> {
-  await Promise.all(
-    instances.map((i) => {
-      if (i.child.exitCode !== null || i.child.signalCode !== null) return undefined;
-      const exited = new Promise((resolve) => i.child.once('exit', resolve));
-      i.child.stdin.end();
-      return exited;
-    }),
-  );
+/** Ends instances, once they have exited. */
+export async function stopInstances(instances: readonly Launched[]): Promise<void> {
+  await Promise.all(instances.map((i) => i.stop()));
 }
 
-/** Calls a runtime method of an instance (`limits[method](...args)`, e.g. `requests.file`); resolves its result. */
-export async function call(instance: Instance, method: string, ...args: unknown[]): Promise<unknown> {
+/** How one call settled in the instance: its result, or its error's code and message; and how long it took there. */
+export interface Settled {
+  readonly method: string;
+  readonly ok: boolean;
+  readonly result?: unknown;
+  readonly code?: string;
+  readonly message?: string;
+  readonly ms: number;
+}
+
+/** Calls `limits[method](...args)` (`requests.approve` and so on) in an instance; how it settled. */
+export async function settle(instance: Instance, method: string, ...args: unknown[]): Promise<Settled> {
   const res = await fetch(`${instance.url}/control/${method}`, {
     method: 'POST',
     headers: { 'content-type': 'application/json' },
     body: JSON.stringify(args),
     signal: AbortSignal.timeout(20_000),
   });
-  const answer = (await res.json()) as { result?: unknown; error?: string };
-  if (answer.error !== undefined) throw new Error(`${method}: ${answer.error}`);
-  return answer.result;
+  const answer = (await res.json()) as { result?: unknown; error?: { code?: string; message: string }; ms: number };
+  if (answer.error) return { method, ok: false, code: answer.error.code, message: answer.error.message, ms: answer.ms };
+  return { method, ok: true, result: answer.result, ms: answer.ms };
+}
+
+/** Like {@link settle}, for a call that must succeed: its result. */
+export async function call(instance: Instance, method: string, ...args: unknown[]): Promise<unknown> {
+  const settled = await settle(instance, method, ...args);
+  if (!settled.ok) throw new Error(`${method}: ${settled.code} ${settled.message}`);
+  return settled.result;
 }
 
 /**

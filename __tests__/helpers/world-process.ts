@@ -1,9 +1,6 @@
-// Starts an API of world-apis.js in a process of its own (world-api-child.js), and reads what it answered: the
-// server's word, not the client's.
-import { type ChildProcessWithoutNullStreams, spawn } from 'node:child_process';
-import { once } from 'node:events';
-import { join } from 'node:path';
-import { createInterface } from 'node:readline';
+// Starts an API that logs each request it answers (world-api-child.js, table-server.js) in a process of its own, and
+// reads what it answered: the server's word, not the client's.
+import { launch, type Launched } from './launch';
 import type { WorldSpec } from './world-apis';
 
 export interface Answered {
@@ -13,35 +10,24 @@ export interface Answered {
   readonly authorization: string | null;
 }
 
-export interface WorldProcess {
+export interface WorldProcess extends Launched {
   readonly url: string;
   /** Every request the API answered, in order, as it logged them. */
   readonly answered: Answered[];
   /** Resolves once the API has logged every request answered so far: it logs a request of its own after them. */
   settled(): Promise<void>;
-  stderr(): string;
-  stop(): Promise<void>;
 }
 
-const root = join(__dirname, '..', '..');
-
-export async function startWorldApi(spec: WorldSpec): Promise<WorldProcess> {
-  const script = join(__dirname, 'world-api-child.js');
-  const child: ChildProcessWithoutNullStreams = spawn(process.execPath, [script, JSON.stringify(spec)], { cwd: root });
-  let stderr = '';
-  child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
-  const exited = once(child, 'exit');
+/** Starts `script` with `args`: a script that prints {"port"} once it listens, then a line per request answered. */
+export async function startLoggedApi(script: string, args: readonly string[]): Promise<WorldProcess> {
   const answered: Answered[] = [];
-  const port = await new Promise<number>((resolve, reject) => {
-    createInterface({ input: child.stdout }).on('line', (line) => {
-      const message = JSON.parse(line) as { port?: number } & Answered;
-      if (message.port) resolve(message.port);
-      else answered.push(message);
-    });
-    void exited.then(([code]) => reject(new Error(`the API exited with ${code} before it listened:\n${stderr}`)));
+  const launched = await launch(script, args, (message: { port?: number } & Answered) => {
+    if (!message.port) answered.push(message);
+    return message.port;
   });
-  const url = `http://127.0.0.1:${port}`;
+  const url = `http://127.0.0.1:${launched.started}`;
   return {
+    ...launched,
     url,
     answered,
     async settled() {
@@ -53,10 +39,9 @@ export async function startWorldApi(spec: WorldSpec): Promise<WorldProcess> {
       if (answered.at(-1)?.url !== end) throw new Error(`the API did not log ${end}`);
       answered.pop();
     },
-    stderr: () => stderr,
-    async stop() {
-      child.stdin.end();
-      if (child.exitCode === null) await exited;
-    },
   };
 }
+
+/** An API of world-apis.js. */
+export const startWorldApi = (spec: WorldSpec): Promise<WorldProcess> =>
+  startLoggedApi('world-api-child.js', [JSON.stringify(spec)]);
