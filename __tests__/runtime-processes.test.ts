@@ -1,62 +1,17 @@
 // Bans and grants over one Redis, with app instances in separate processes: one record everywhere, and Redis losing it.
-import { type ChildProcessWithoutNullStreams, spawn } from 'node:child_process';
-import { join } from 'node:path';
-import { createInterface } from 'node:readline';
 import type Redis from 'ioredis';
 import { tokenKey } from '../lib/contract/keys';
 import { compiledLib } from './helpers/compiled';
 import { describeRedisServer, ioredisClient, RedisServer } from './helpers/redis';
+import { call, get, type Instance, startInstance, stopInstances, within } from './helpers/store-processes';
 
-const root = join(__dirname, '..');
 const rows = [{ method: 'GET', path: '/v1/things', limit: 2, windowMs: 60_000 }];
 const ban = { after: 1, within: 60_000, duration: 600_000 };
 
-interface Instance {
-  readonly child: ChildProcessWithoutNullStreams;
-  readonly url: string;
-  /** The codes of the errors its onError was told, in order. */
-  readonly errors: string[];
-  stderr(): string;
-}
-
-async function startInstance(lib: string, redisUrl: string, prefix: string): Promise<Instance> {
-  const script = join(__dirname, 'helpers', 'runtime-instance.js');
-  const child = spawn(process.execPath, [script, lib, redisUrl, prefix, JSON.stringify({ rows, ban })], { cwd: root });
-  let stderr = '';
-  const errors: string[] = [];
-  child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
-  const port = await new Promise<number>((resolve, reject) => {
-    let listening: number | undefined;
-    let ready = false;
-    createInterface({ input: child.stdout }).on('line', (line) => {
-      const message = JSON.parse(line) as { port?: number; redis?: string; error?: { code: string } };
-      if (message.error) errors.push(message.error.code);
-      if (message.redis === 'ready') ready = true;
-      if (message.port) listening = message.port;
-      if (listening !== undefined && ready) resolve(listening);
-    });
-    child.once('exit', (code) => reject(new Error(`instance exited with ${code} before it was ready:\n${stderr}`)));
-  });
-  return { child, url: `http://127.0.0.1:${port}`, errors, stderr: () => stderr };
-}
-
-/** Calls a runtime method of an instance (`limits[method](...args)`) over HTTP; resolves its result. */
-async function call(instance: Instance, method: string, ...args: unknown[]): Promise<unknown> {
-  const res = await fetch(`${instance.url}/control/${method}`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json' },
-    body: JSON.stringify(args),
-  });
-  const answer = (await res.json()) as { result?: unknown; error?: string };
-  if (answer.error !== undefined) throw new Error(`${method}: ${answer.error}`);
-  return answer.result;
-}
-
 /** A request of `token` to `path`: its status, and the limit its headers show (none for an unlimited client). */
 async function send(instance: Instance, path: string, token: string): Promise<[number, string | null]> {
-  const res = await fetch(`${instance.url}${path}`, { headers: { authorization: token } });
-  await res.arrayBuffer();
-  return [res.status, res.headers.get('x-ratelimit-limit')];
+  const { status, limit } = await get(instance, path, token);
+  return [status, limit];
 }
 
 /** The keys of the grants an instance lists, and of its bans with who made them. */
@@ -64,19 +19,6 @@ async function held(instance: Instance): Promise<{ grants: string[]; bans: strin
   const grants = (await call(instance, 'grants')) as { key: string }[];
   const bans = (await call(instance, 'bans')) as { key: string; by: string }[];
   return { grants: grants.map(({ key }) => key), bans: bans.map(({ key, by }) => `${key} by ${by}`) };
-}
-
-/**
- * Waits until `condition()` holds, asking every 20 ms: it must hold within `ms` of `from` (performance.now()), the
- * bound the README promises. Gives up after 20 s, a bound for a hang, and says how long it took.
- */
-async function within(from: number, ms: number, what: string, condition: () => Promise<boolean>): Promise<void> {
-  while (!(await condition())) {
-    if (performance.now() - from > 20_000) throw new Error(`never: ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
-  const took = performance.now() - from;
-  if (took > ms) throw new Error(`${what}: took ${Math.round(took)} ms, more than ${ms}`);
 }
 
 describeRedisServer('bans and grants, two app instances in separate processes on one Redis', () => {
@@ -87,7 +29,10 @@ describeRedisServer('bans and grants, two app instances in separate processes on
   let made = 0;
   const pair = async () => {
     const prefix = `runtime-processes-${++made}`;
-    const started = await Promise.all([0, 1].map(() => startInstance(lib, redis.url, prefix)));
+    const options = { rows, ban };
+    const started = await Promise.all(
+      [0, 1].map(() => startInstance(lib, 'ioredis', redis.url, prefix, options, 'runtime-instance.js')),
+    );
     instances.push(...started);
     return started as [Instance, Instance];
   };
@@ -104,13 +49,7 @@ describeRedisServer('bans and grants, two app instances in separate processes on
       expect(instance.child.exitCode).toBeNull();
       expect(instance.stderr()).toBe('');
     }
-    await Promise.all(
-      instances.map((i) => {
-        const exited = new Promise((resolve) => i.child.once('exit', resolve));
-        i.child.stdin.end();
-        return exited;
-      }),
-    );
+    await stopInstances(instances);
     instances = [];
   });
 
