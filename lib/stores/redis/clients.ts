@@ -283,11 +283,16 @@ const NO_COUNT = /not an integer|would overflow|WRONGTYPE/;
 /** Windows a limiter remembers at the most: beyond, the oldest is forgotten (its next hit reads its window again). */
 const REMEMBERED_WINDOWS = 10_000;
 
-/** A key's window as an instance read it: its end, the end it is sure of (early by the read's wait), its last count. */
+/**
+ * A key's window as an instance read it: its end, the end it is sure of (early by the read's wait), its last count,
+ * and what reads an `INCR`'s answer on it, made once per window rather than per request.
+ */
 interface Window {
   readonly resetAt: number;
   readonly sureUntil: number;
   count: number;
+  readonly counted: (answer: unknown) => Counts | Promise<Counts>;
+  readonly failed: (error: unknown) => Promise<Counts>;
 }
 
 /** A fixed window's hits on keys, and `forget`, for a key whose window was reset. */
@@ -329,7 +334,18 @@ export function hitsOf({ request, script }: RedisConnection): (windowMs: number)
       if (windows.size >= REMEMBERED_WINDOWS && !windows.has(key)) {
         windows.delete(windows.keys().next().value as string);
       }
-      windows.add(key, { resetAt: counted.resetAt, sureUntil: counted.resetAt - (now - sent), count }, now);
+      const { resetAt } = counted;
+      const window: Window = {
+        resetAt,
+        sureUntil: resetAt - (now - sent),
+        count,
+        counted: (answer) => counts(key, window, answer),
+        failed: (error) => {
+          if (NO_COUNT.test(String((error as Error)?.message))) return read(key);
+          throw error;
+        },
+      };
+      windows.add(key, window, now);
       return [counted];
     };
     const read = (key: string): Promise<Counts> => {
@@ -339,26 +355,22 @@ export function hitsOf({ request, script }: RedisConnection): (windowMs: number)
         return remembered(key, Number(count), ttl, sent);
       });
     };
+    // An answer above the last one seen is this window's; otherwise the window began anew, and is read again.
+    const counts = (key: string, known: Window, answer: unknown): Counts | Promise<Counts> => {
+      const count = Number(answer);
+      if (count > known.count) {
+        known.count = count;
+        return [{ count, resetAt: known.resetAt }];
+      }
+      if (!(count >= 1)) return read(key);
+      const sent = Date.now();
+      return heal([key], args).then((ttl) => remembered(key, count, ttl, sent));
+    };
     return {
       hit: (key) => {
         const known = windows.get(key);
-        const sent = Date.now();
-        if (known === undefined || known.sureUntil <= sent) return read(key);
-        return request(['INCR', key], key).then(
-          (answer) => {
-            const count = Number(answer);
-            if (count > known.count) {
-              known.count = count;
-              return [{ count, resetAt: known.resetAt }];
-            }
-            if (!(count >= 1)) return read(key);
-            return heal([key], args).then((ttl) => remembered(key, count, ttl, sent));
-          },
-          (error: unknown) => {
-            if (NO_COUNT.test(String((error as Error)?.message))) return read(key);
-            throw error;
-          },
-        );
+        if (known === undefined || known.sureUntil <= Date.now()) return read(key);
+        return request(['INCR', key], key).then(known.counted, known.failed);
       },
       forget: (key) => windows.delete(key),
     };
