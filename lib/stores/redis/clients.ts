@@ -284,10 +284,11 @@ const NO_COUNT = /not an integer|would overflow|WRONGTYPE/;
 const REMEMBERED_WINDOWS = 10_000;
 
 /**
- * A key's window as an instance read it: its end, the end it is sure of (early by the read's wait), its last count,
- * and what reads an `INCR`'s answer on it, made once per window rather than per request.
+ * A key's window as an instance read it: its Redis key, its end, the end it is sure of (early by the read's wait), its
+ * last count, and what reads an `INCR`'s answer on it, made once per window rather than per request.
  */
 interface Window {
+  readonly redisKey: string;
   readonly resetAt: number;
   readonly sureUntil: number;
   count: number;
@@ -295,7 +296,10 @@ interface Window {
   readonly failed: (error: unknown) => Promise<Counts>;
 }
 
-/** A fixed window's hits on keys, and `forget`, for a key whose window was reset. */
+/** A client key's key in Redis. */
+type RedisKeyOf = (key: string) => string;
+
+/** A fixed window's hits on client keys, and `forget`, for a key whose window was reset. */
 interface Hits {
   hit(key: string): Promise<Counts>;
   forget(key: string): void;
@@ -323,12 +327,12 @@ export function countsOf(answer: unknown, windows: readonly number[], peeked = f
  * (reset, expired, deleted): its end is read again (`heal`). A key that holds no count is repaired by `hit`, which
  * counts a count below 1 once more, as the first of a new window.
  */
-export function hitsOf({ request, script }: RedisConnection): (windowMs: number) => Hits {
+export function hitsOf({ request, script }: RedisConnection): (windowMs: number, keyOf: RedisKeyOf) => Hits {
   const [hit, heal] = [script('hit', true), script('heal', true)];
-  return (windowMs) => {
+  return (windowMs, keyOf) => {
     const args = [String(windowMs)];
     const windows = new SweptMap<Window>((w) => w.sureUntil);
-    const remembered = (key: string, count: number, ttl: unknown, sent: number): Counts => {
+    const remembered = (key: string, redisKey: string, count: number, ttl: unknown, sent: number): Counts => {
       const now = Date.now();
       const counted = redisCount(count, ttl, windowMs, now);
       if (windows.size >= REMEMBERED_WINDOWS && !windows.has(key)) {
@@ -336,6 +340,7 @@ export function hitsOf({ request, script }: RedisConnection): (windowMs: number)
       }
       const { resetAt } = counted;
       const window: Window = {
+        redisKey,
         resetAt,
         sureUntil: resetAt - (now - sent),
         count,
@@ -350,9 +355,10 @@ export function hitsOf({ request, script }: RedisConnection): (windowMs: number)
     };
     const read = (key: string): Promise<Counts> => {
       const sent = Date.now();
-      return hit([key], args).then((answer) => {
+      const redisKey = keyOf(key);
+      return hit([redisKey], args).then((answer) => {
         const [count, ttl] = answer as unknown[];
-        return remembered(key, Number(count), ttl, sent);
+        return remembered(key, redisKey, Number(count), ttl, sent);
       });
     };
     // An answer above the last one seen is this window's; otherwise the window began anew, and is read again.
@@ -364,13 +370,13 @@ export function hitsOf({ request, script }: RedisConnection): (windowMs: number)
       }
       if (!(count >= 1)) return read(key);
       const sent = Date.now();
-      return heal([key], args).then((ttl) => remembered(key, count, ttl, sent));
+      return heal([known.redisKey], args).then((ttl) => remembered(key, known.redisKey, count, ttl, sent));
     };
     return {
       hit: (key) => {
         const known = windows.get(key);
         if (known === undefined || known.sureUntil <= Date.now()) return read(key);
-        return request(['INCR', key], key).then(known.counted, known.failed);
+        return request(['INCR', known.redisKey], known.redisKey).then(known.counted, known.failed);
       },
       forget: (key) => windows.delete(key),
     };
