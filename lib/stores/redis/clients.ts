@@ -43,16 +43,22 @@ export interface RedisConnection {
   readonly notConnected: (tell: (message: string) => void, message: string) => void;
 }
 
-let lastKey: string | undefined;
-let lastSlot = 0;
+/** Slots of keys seen, forgotten all at once past this many. */
+const REMEMBERED_SLOTS = 10_000;
+const slots = new Map<string, number>();
 
-/** A key's slot, the last key's kept: a request asks for it up to three times (its route, its two commands). */
+/**
+ * A key's slot, remembered: computing one allocates an array of the key's bytes, and each request of a Cluster asks
+ * for its key's slot twice (its route, its command).
+ */
 export function slotOf(key: string): number {
-  if (key !== lastKey) {
-    lastSlot = calculateSlot(key);
-    lastKey = key;
+  let slot = slots.get(key);
+  if (slot === undefined) {
+    if (slots.size >= REMEMBERED_SLOTS) slots.clear();
+    slot = calculateSlot(key);
+    slots.set(key, slot);
   }
-  return lastSlot;
+  return slot;
 }
 
 const notReady = () => Promise.reject(new Error('the Redis client is not connected'));
