@@ -1,5 +1,5 @@
 // The slot of a Redis Cluster key, as the store's routes and its direct commands read it: cluster-key-slot's, whatever
-// order the keys come in (the last key's slot is kept for the next call).
+// order the keys come in (slots are remembered, up to 10,000 keys).
 import calculateSlot from 'cluster-key-slot';
 import { type RedisClient, redisStore } from '../lib';
 import { slotOf } from '../lib/stores/redis/clients';
@@ -21,6 +21,13 @@ const KEYS = [
 describe('the slot of a Cluster key', () => {
   it("is cluster-key-slot's for each key of a sequence with repeats, alternations and hash tags", () => {
     expect(KEYS.map((key) => slotOf(key))).toEqual(KEYS.map((key) => calculateSlot(key)));
+  });
+
+  it('is right past the 10,000 keys it remembers, the first ones asked again once forgotten', () => {
+    const keys = Array.from({ length: 10_050 }, (_, i) => `listing-limits:GET /v1/bots/:id:t:${i}`);
+    const expected = keys.map((key) => calculateSlot(key));
+    expect(keys.map((key) => slotOf(key))).toEqual(expected);
+    expect(keys.map((key) => slotOf(key))).toEqual(expected);
   });
 
   it("names the master of the key's slot as an ioredis Cluster's table has it, and the slot where none is known", () => {

@@ -1,6 +1,6 @@
 // A counter of a shared store as a request waits for it: remembered refusals, the deadline, the breaker, the fallback.
 import { StoreUnavailableError } from '../shared/errors.js';
-import type { LimitsSpec } from './store.js';
+import type { Count, LimitsSpec } from './store.js';
 import type { CallBound } from './call-bound.js';
 import type { Counter, Counts } from './counter.js';
 import { AFTER_DEADLINE, BREAKER_OPEN, type Deadline, TIMED_OUT, type Waiting } from './waiting.js';
@@ -13,10 +13,10 @@ interface Refusal {
   readonly until: number;
 }
 
-/** A call's answer as a promise, whether it answers at once or not; what it throws, a rejection. */
-function promised<T>(call: () => T | Promise<T>): Promise<T> {
+/** A call's answer for `key` as a promise, whether it answers at once or not; what it throws, a rejection. */
+function promised<T>(call: (key: string) => T | Promise<T>, key: string): Promise<T> {
   try {
-    const answer = call();
+    const answer = call(key);
     return answer instanceof Promise ? answer : Promise.resolve(answer);
   } catch (error) {
     return Promise.reject(error as Error);
@@ -27,13 +27,14 @@ function promised<T>(call: () => T | Promise<T>): Promise<T> {
 function refusalOf(spec: LimitsSpec, answer: Counts): Refusal | undefined {
   let until = 0;
   let refused = answer;
-  answer.forEach(({ count, resetAt }, i) => {
+  for (let i = 0; i < answer.length; i++) {
+    const { count, resetAt } = answer[i] as Count;
     const limit = spec.limits[i]?.limit ?? Infinity;
-    if (count <= limit) return;
+    if (count <= limit) continue;
     // Refused until every limit that refused it frees a request.
     until = Math.max(until, resetAt);
     if (count > limit + 1) refused = refused.map((c, at) => (at === i ? { count: limit + 1, resetAt } : c));
-  });
+  }
   return until > 0 ? { answer: refused, until } : undefined;
 }
 
@@ -50,6 +51,8 @@ export class Resilient implements Counter {
   readonly now: boolean;
   readonly reads: boolean;
   readonly #refused = new Map<string, Refusal>();
+  readonly #hits = (key: string) => this.store.hit(key);
+  readonly #peeks = (key: string) => this.store.peek(key);
 
   constructor(
     readonly spec: LimitsSpec,
@@ -65,27 +68,12 @@ export class Resilient implements Counter {
     if (this.now) return this.store.hit(key);
     const refused = this.#remembered(key);
     if (refused !== undefined) return refused;
-    return this.#call(
-      key,
-      deadline,
-      () => promised(() => this.store.hit(key)),
-      (fallback) => copied(fallback.hit(key) as Counts),
-      (answer) => {
-        const refusal = refusalOf(this.spec, answer);
-        if (refusal !== undefined) this.#remember(key, refusal);
-        return answer;
-      },
-    );
+    return this.#call(key, deadline, true);
   }
 
   /** `key`'s counts without counting it, within the request's deadline. */
   peek(key: string, deadline?: Deadline): Promise<Counts> {
-    return this.#call(
-      key,
-      deadline,
-      () => promised(() => this.store.peek(key)),
-      (fallback) => fallback.peek(key),
-    );
+    return this.#call(key, deadline, false);
   }
 
   /** Forgets `key` here, in the fallback and in the store. */
@@ -121,43 +109,50 @@ export class Resilient implements Counter {
     refused.set(key, refusal);
   }
 
-  /** `call` within the deadline and the breaker, then `after` (on the fallback's answer too), in one step each. */
-  #call<T>(
-    key: string,
-    deadline: Deadline | undefined,
-    call: () => Promise<T>,
-    onFallback: (fallback: Counter) => T | Promise<T>,
-    after: (answer: T) => T = (answer) => answer,
-  ): Promise<T> {
-    const { waiting, fallback } = this;
-    if (!waiting) return call().then(after);
+  /** A hit (or a peek) within the deadline and the breaker, then a hit's refusal kept, in one step each. */
+  #call(key: string, deadline: Deadline | undefined, hit: boolean): Promise<Counts> {
+    const { waiting } = this;
+    if (!waiting) return promised(hit ? this.#hits : this.#peeks, key).then((answer) => this.#kept(key, hit, answer));
     const route = this.store.route?.(key) ?? '';
-    let answer: Promise<T>;
+    let answer: Promise<Counts>;
     if (deadline?.expired) answer = Promise.reject(AFTER_DEADLINE);
     else if (!waiting.allow(route)) answer = Promise.reject(BREAKER_OPEN);
-    else answer = deadline ? deadline.race(call()) : call();
+    else {
+      answer = promised(hit ? this.#hits : this.#peeks, key);
+      if (deadline) answer = deadline.race(answer);
+    }
+    // Two closures a call, the fewest a request's answer can wait with: its key and route are the call's own.
     return answer.then(
       (value) => {
         waiting.succeeded(route);
-        return after(value);
+        return this.#kept(key, hit, value);
       },
       (error: unknown) => {
         if (error === TIMED_OUT) waiting.failed(route);
         if (error instanceof StoreUnavailableError) throw error;
-        if (fallback !== undefined) return Promise.resolve(onFallback(fallback)).then(after);
-        throw new StoreUnavailableError(waiting.onFailure as 'open' | 'closed', { cause: error });
+        const { fallback } = this;
+        if (fallback === undefined)
+          throw new StoreUnavailableError(waiting.onFailure as 'open' | 'closed', { cause: error });
+        return hit ? this.#kept(key, hit, copied(fallback.hit(key) as Counts)) : fallback.peek(key);
       },
     );
+  }
+
+  /** A hit's answer, its refusal remembered. */
+  #kept(key: string, hit: boolean, answer: Counts): Counts {
+    const refusal = hit ? refusalOf(this.spec, answer) : undefined;
+    if (refusal !== undefined) this.#remember(key, refusal);
+    return answer;
   }
 }
 
 /** `key`'s counts for an operator's call: from the store itself, never its fallback, within the call's bound. */
 export function peekWithin(counter: Counter, key: string, bound: CallBound): Promise<Counts> {
   const store = counter instanceof Resilient ? counter.store : counter;
-  return bound.race(promised(() => store.peek(key)));
+  return bound.race(promised((k) => store.peek(k), key));
 }
 
 /** Forgets `key` for an operator's call, with its remembered refusal and its fallback's count, within the bound. */
 export function resetWithin(counter: Counter, key: string, bound: CallBound): Promise<boolean> {
-  return bound.race(promised(() => counter.reset(key)));
+  return bound.race(promised((k) => counter.reset(k), key));
 }

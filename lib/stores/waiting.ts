@@ -11,8 +11,8 @@ export const DEFAULT_FAILURE: Required<StoreFailurePolicy> = Object.freeze({
 });
 
 /** The event loop's idle time (ms): an answer that came then was read at once. 0 where the runtime cannot tell. */
-const idleMs: () => number =
-  typeof performance.eventLoopUtilization === 'function' ? () => performance.eventLoopUtilization().idle : () => 0;
+const timing = performance.nodeTiming as { readonly idleTime?: number } | undefined;
+const idleMs: () => number = typeof timing?.idleTime === 'number' ? () => timing.idleTime as number : () => 0;
 
 /** However busy the process, no request waits longer than this many times `timeoutMs`. */
 const BUSY_WAIT_FACTOR = 5;

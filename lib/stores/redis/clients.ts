@@ -43,16 +43,22 @@ export interface RedisConnection {
   readonly notConnected: (tell: (message: string) => void, message: string) => void;
 }
 
-let lastKey: string | undefined;
-let lastSlot = 0;
+/** Slots of keys seen, forgotten all at once past this many. */
+const REMEMBERED_SLOTS = 10_000;
+const slots = new Map<string, number>();
 
-/** A key's slot, the last key's kept: a request asks for it up to three times (its route, its two commands). */
+/**
+ * A key's slot, remembered: computing one allocates an array of the key's bytes, and each request of a Cluster asks
+ * for its key's slot twice (its route, its command).
+ */
 export function slotOf(key: string): number {
-  if (key !== lastKey) {
-    lastSlot = calculateSlot(key);
-    lastKey = key;
+  let slot = slots.get(key);
+  if (slot === undefined) {
+    if (slots.size >= REMEMBERED_SLOTS) slots.clear();
+    slot = calculateSlot(key);
+    slots.set(key, slot);
   }
-  return lastSlot;
+  return slot;
 }
 
 const notReady = () => Promise.reject(new Error('the Redis client is not connected'));
@@ -283,14 +289,23 @@ const NO_COUNT = /not an integer|would overflow|WRONGTYPE/;
 /** Windows a limiter remembers at the most: beyond, the oldest is forgotten (its next hit reads its window again). */
 const REMEMBERED_WINDOWS = 10_000;
 
-/** A key's window as an instance read it: its end, the end it is sure of (early by the read's wait), its last count. */
+/**
+ * A key's window as an instance read it: its Redis key, its end, the end it is sure of (early by the read's wait), its
+ * last count, and what reads an `INCR`'s answer on it, made once per window rather than per request.
+ */
 interface Window {
+  readonly redisKey: string;
   readonly resetAt: number;
   readonly sureUntil: number;
   count: number;
+  readonly counted: (answer: unknown) => Counts | Promise<Counts>;
+  readonly failed: (error: unknown) => Promise<Counts>;
 }
 
-/** A fixed window's hits on keys, and `forget`, for a key whose window was reset. */
+/** A client key's key in Redis. */
+type RedisKeyOf = (key: string) => string;
+
+/** A fixed window's hits on client keys, and `forget`, for a key whose window was reset. */
 interface Hits {
   hit(key: string): Promise<Counts>;
   forget(key: string): void;
@@ -318,47 +333,56 @@ export function countsOf(answer: unknown, windows: readonly number[], peeked = f
  * (reset, expired, deleted): its end is read again (`heal`). A key that holds no count is repaired by `hit`, which
  * counts a count below 1 once more, as the first of a new window.
  */
-export function hitsOf({ request, script }: RedisConnection): (windowMs: number) => Hits {
+export function hitsOf({ request, script }: RedisConnection): (windowMs: number, keyOf: RedisKeyOf) => Hits {
   const [hit, heal] = [script('hit', true), script('heal', true)];
-  return (windowMs) => {
+  return (windowMs, keyOf) => {
     const args = [String(windowMs)];
     const windows = new SweptMap<Window>((w) => w.sureUntil);
-    const remembered = (key: string, count: number, ttl: unknown, sent: number): Counts => {
+    const remembered = (key: string, redisKey: string, count: number, ttl: unknown, sent: number): Counts => {
       const now = Date.now();
       const counted = redisCount(count, ttl, windowMs, now);
       if (windows.size >= REMEMBERED_WINDOWS && !windows.has(key)) {
         windows.delete(windows.keys().next().value as string);
       }
-      windows.add(key, { resetAt: counted.resetAt, sureUntil: counted.resetAt - (now - sent), count }, now);
+      const { resetAt } = counted;
+      const window: Window = {
+        redisKey,
+        resetAt,
+        sureUntil: resetAt - (now - sent),
+        count,
+        counted: (answer) => counts(key, window, answer),
+        failed: (error) => {
+          if (NO_COUNT.test(String((error as Error)?.message))) return read(key);
+          throw error;
+        },
+      };
+      windows.add(key, window, now);
       return [counted];
     };
     const read = (key: string): Promise<Counts> => {
       const sent = Date.now();
-      return hit([key], args).then((answer) => {
+      const redisKey = keyOf(key);
+      return hit([redisKey], args).then((answer) => {
         const [count, ttl] = answer as unknown[];
-        return remembered(key, Number(count), ttl, sent);
+        return remembered(key, redisKey, Number(count), ttl, sent);
       });
+    };
+    // An answer above the last one seen is this window's; otherwise the window began anew, and is read again.
+    const counts = (key: string, known: Window, answer: unknown): Counts | Promise<Counts> => {
+      const count = Number(answer);
+      if (count > known.count) {
+        known.count = count;
+        return [{ count, resetAt: known.resetAt }];
+      }
+      if (!(count >= 1)) return read(key);
+      const sent = Date.now();
+      return heal([known.redisKey], args).then((ttl) => remembered(key, known.redisKey, count, ttl, sent));
     };
     return {
       hit: (key) => {
         const known = windows.get(key);
-        const sent = Date.now();
-        if (known === undefined || known.sureUntil <= sent) return read(key);
-        return request(['INCR', key], key).then(
-          (answer) => {
-            const count = Number(answer);
-            if (count > known.count) {
-              known.count = count;
-              return [{ count, resetAt: known.resetAt }];
-            }
-            if (!(count >= 1)) return read(key);
-            return heal([key], args).then((ttl) => remembered(key, count, ttl, sent));
-          },
-          (error: unknown) => {
-            if (NO_COUNT.test(String((error as Error)?.message))) return read(key);
-            throw error;
-          },
-        );
+        if (known === undefined || known.sureUntil <= Date.now()) return read(key);
+        return request(['INCR', known.redisKey], known.redisKey).then(known.counted, known.failed);
       },
       forget: (key) => windows.delete(key),
     };

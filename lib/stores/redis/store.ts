@@ -56,13 +56,14 @@ function redisCounters(connection: RedisConnection, prefix: string) {
   const [count, peek, forget] = [script('limits', true), script('peek', true), script('forget', true)];
   const limiter = ({ name, limit, windowMs }: CounterSpec): RateLimiterAbstract & Counter => {
     const made = connection.limiter({ keyPrefix: `${prefix}:${name}`, points: limit, duration: windowMs / 1000 });
-    const windows = hits(windowMs);
-    const forgetWindow = (key: string) => windows.forget(made.getKey(key));
+    // Windows are kept by client key, each with its Redis key: a request makes no key of its own.
+    const windows = hits(windowMs, (key) => made.getKey(key));
+    const forgetWindow = (key: string) => windows.forget(key);
     return Object.assign(made, {
       now: false,
       reads: true,
       route: route && ((key: string) => route(made.getKey(key))),
-      hit: (key: string) => windows.hit(made.getKey(key)),
+      hit: (key: string) => windows.hit(key),
       forget: forgetWindow,
       peek: (key: string) => peekOf(made, key),
       reset: (key: string) => {
