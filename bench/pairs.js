@@ -174,10 +174,7 @@ const TARGETS = [
   })),
 ];
 
-/**
- * The pairs of a store against its floor: a store cheaper than one `INCR` a request says the load changed. Not GLIDE's:
- * the store's batch of `INCR` and `PTTL` costs it less than the floor's `INCR` sent alone.
- */
-const FLOORS = ['', ' node-redis', ' cluster'].map((client) => `redis${client} vs floor`);
+/** The pairs of a store against its floor: a store cheaper than one `INCR` a request says the load changed. */
+const FLOORS = ['', ' node-redis', ' glide', ' cluster'].map((client) => `redis${client} vs floor`);
 
 module.exports = { FLOORS, PAIRS, TARGETS };
