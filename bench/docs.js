@@ -228,9 +228,10 @@ function cost(latest) {
     redisUs === undefined
       ? [`What one Redis core carries: ${NOT_MEASURED}.`]
       : [
-          `One Redis core serves ${thousands(1e6 / redisUs)} allowed requests a second with the default client ` +
-            `(${redisUs.toFixed(1)} µs of Redis' CPU each): the requests of ` +
-            `${(summary.redis.cpuUsPerRequest / redisUs).toFixed(1)} app cores.`,
+          `Woken for each command, as under the paced load, one Redis core serves ${thousands(1e6 / redisUs)} ` +
+            `allowed requests a second with the default client (${redisUs.toFixed(1)} µs of Redis' CPU each): the ` +
+            `requests of ${(summary.redis.cpuUsPerRequest / redisUs).toFixed(1)} app cores. A busier Redis reads ` +
+            'several commands at each wake-up, and serves more.',
         ];
   const versus = summary['memory vs express-rate-limit'];
   const side = versus
